@@ -1,0 +1,46 @@
+# Two entry points for a fresh machine: `make run` (the main job) and `make test` (the whole suite).
+# Everything is installed into .venv by the project's own files.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# A CPU wheel of torch lies here on these machines; an unpinned torch would download gigabytes.
+WHEELS := $(wildcard /opt/wheels)
+PIP_FLAGS := $(if $(WHEELS),--find-links $(WHEELS),)
+LAMARCK_HOME ?= $(HOME)/.lamarck
+
+.PHONY: venv run test lint typecheck proto proto-check check clean
+
+$(BIN)/.installed: pyproject.toml setup.py
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
+	$(BIN)/python -m pip install -q $(PIP_FLAGS) "torch==2.13.0"
+	$(BIN)/python -m pip install -q $(PIP_FLAGS) -e ".[dev,embed]"
+	touch $@
+
+venv: $(BIN)/.installed
+
+run: venv
+	$(BIN)/lamarck node start --home $(LAMARCK_HOME)
+
+test: venv
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# mypy cannot follow an editable install with remapped folders: type-check a regular install.
+typecheck: venv
+	rm -rf build/typecheck && $(BIN)/python -m pip install -q --no-deps --no-build-isolation --target build/typecheck .
+	cd build && MYPYPATH=$(CURDIR)/build/typecheck ../$(BIN)/mypy --strict --config-file ../pyproject.toml -p lamarck
+
+proto: venv
+	$(BIN)/python tools/gen_proto.py
+
+proto-check: venv
+	$(BIN)/python tools/gen_proto.py --check
+
+check: lint typecheck proto-check test
+
+clean:
+	rm -rf build dist *.egg-info .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The peer directory: registration, admission, key pinning and liveness (Redis adapter + pure rules)."""

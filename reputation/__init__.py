@@ -1,0 +1,1 @@
+"""Reputation, trust, expertise and global trust, fed by events; no network or database calls."""
