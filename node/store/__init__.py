@@ -1,0 +1,1 @@
+"""The lesson store: a ``LessonStore`` port with in-memory and Postgres+pgvector adapters."""

@@ -1,0 +1,282 @@
+"""The ``LessonStore`` port: what the node needs from persistence, and the row types it stores.
+
+Adapters (``memory.py``, ``postgres.py``) implement it; one contract suite
+(``tests/contract/test_lesson_store_contract.py``) runs against each so they cannot drift.
+Rules (confidence, attribution, caps) live in ``lamarck.node.learning`` and are applied by
+``lamarck.node.store.service``; the port only persists and queries.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "Category",
+    "LessonFilter",
+    "LessonRow",
+    "LessonStatus",
+    "LessonStore",
+    "OutcomeRow",
+    "ProvenanceEntry",
+    "QuarantineRow",
+    "RejectionRow",
+    "ScoredLesson",
+    "Vector",
+]
+
+Vector = npt.NDArray[np.float32]
+
+
+class LessonStatus(StrEnum):
+    """Where a lesson stands; only ``active`` lessons enter prompts and recall."""
+
+    CLAIMED = "claimed"
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    RETIRED = "retired"
+
+
+class Category(StrEnum):
+    """What kind of knowledge row this is."""
+
+    LESSON = "lesson"
+    SITUATION = "situation"
+
+
+@dataclass(frozen=True, slots=True)
+class ProvenanceEntry:
+    """One path by which an imported lesson arrived (the same lesson may arrive by several)."""
+
+    source_node_id: str
+    via_node_id: str
+    received_at: datetime
+    content_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class LessonRow:
+    """A stored lesson (local or imported). Immutable: changes are written as a new value.
+
+    ``superseded_by`` holds the id of the newer version, or ``retired:<who>`` for a retirement.
+    ``evidence`` holds outcome ids (local) — never a record's self-reported counts.
+    ``signed_record`` keeps an imported record's original canonical bytes, so it can be
+    re-verified and re-forwarded unchanged.
+    """
+
+    id: str
+    content: str
+    operation: str
+    scope: str
+    status: LessonStatus
+    confidence: float
+    created_at: datetime
+    updated_at: datetime
+    category: Category = Category.LESSON
+    evidence: tuple[str, ...] = ()
+    superseded_by: str | None = None
+    supersedes: str | None = None
+    last_used: datetime | None = None
+    use_count: int = 0
+    confirmations: int = 0
+    contradictions: int = 0
+    # Projects (digests) that confirmed it: promotion to global needs two distinct ones.
+    confirmed_projects: tuple[str, ...] = ()
+    context: dict[str, Any] = field(default_factory=dict)
+    situation: dict[str, Any] | None = None
+    tags: tuple[str, ...] = ()
+    memory_type: str = "AC"
+    access_level: str = "public"
+    source_node_id: str | None = None
+    imported_from: str | None = None
+    original_confidence: float | None = None
+    signed_record: bytes | None = None
+    content_hash: str | None = None
+    provenance: tuple[ProvenanceEntry, ...] = ()
+    embedding: Vector | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeRow:
+    """A stored outcome: evidence, never recalled into a prompt by itself."""
+
+    id: str
+    session_id: str
+    turn_index: int
+    project: str
+    passed: bool
+    claim_ok: bool
+    created_at: datetime
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LessonFilter:
+    """Selection for list and search; ``None`` means no constraint on that field."""
+
+    statuses: tuple[LessonStatus, ...] | None = (LessonStatus.ACTIVE,)
+    scopes: tuple[str, ...] | None = None
+    category: Category | None = None
+    operation: str | None = None
+    min_confidence: float | None = None
+    imported: bool | None = None
+    limit: int = 100
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredLesson:
+    """A search hit: the lesson and its cosine similarity to the query in [-1, 1]."""
+
+    lesson: LessonRow
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineRow:
+    """A record held for operator review instead of being imported."""
+
+    id: str
+    content_hash: str
+    source_node_id: str
+    reasons: tuple[str, ...]
+    received_at: datetime
+    signed_record: bytes
+    state: str = "pending"  # pending | approved | rejected
+
+
+@dataclass(frozen=True, slots=True)
+class RejectionRow:
+    """A recorded rejection of an incoming record: who sent it, why, and what it was."""
+
+    source_node_id: str
+    reason: str
+    content_hash: str
+    received_at: datetime
+    detail: str = ""
+
+
+class LessonStore(abc.ABC):
+    """Persistence for lessons, outcomes, quarantine and rejections.
+
+    Every method raises a ``lamarck.errors.StoreError`` subclass on failure (``NotFound``,
+    ``ConflictError``, ``StoreUnavailable``); backend exceptions never leak.
+    """
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def migrate(self) -> None:
+        """Create or upgrade the schema; running it twice changes nothing."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release connections."""
+
+    # -- outcomes --------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def insert_outcome(self, outcome: OutcomeRow) -> None:
+        """Store an outcome; a duplicate id raises ``ConflictError``."""
+
+    @abc.abstractmethod
+    async def get_outcome(self, outcome_id: str) -> OutcomeRow:
+        """Return one outcome or raise ``NotFound``."""
+
+    @abc.abstractmethod
+    async def existing_outcome_ids(self, ids: Sequence[str]) -> set[str]:
+        """Return the subset of ``ids`` that are stored outcomes."""
+
+    @abc.abstractmethod
+    async def list_outcomes(self, limit: int = 100, offset: int = 0) -> list[OutcomeRow]:
+        """Newest first."""
+
+    # -- lessons ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def insert_lesson(self, lesson: LessonRow) -> None:
+        """Store a new lesson (with its embedding); a duplicate id raises ``ConflictError``."""
+
+    @abc.abstractmethod
+    async def insert_lessons(self, lessons: Sequence[LessonRow]) -> int:
+        """Bulk insert (one transaction); returns the number inserted."""
+
+    @abc.abstractmethod
+    async def get_lesson(self, lesson_id: str) -> LessonRow:
+        """Return one lesson or raise ``NotFound``."""
+
+    @abc.abstractmethod
+    async def get_lessons(self, ids: Sequence[str]) -> list[LessonRow]:
+        """Return the stored lessons among ``ids`` (missing ids are skipped), in input order."""
+
+    @abc.abstractmethod
+    async def update_lesson(self, lesson: LessonRow) -> None:
+        """Replace the mutable state of an existing lesson (same id); ``NotFound`` if absent.
+
+        The embedding is kept unless ``lesson.embedding`` is set.
+        """
+
+    @abc.abstractmethod
+    async def supersede(self, old_id: str, new: LessonRow) -> None:
+        """Atomically insert ``new`` and mark ``old_id`` superseded by it.
+
+        Raises ``ConflictError`` if the old row is already superseded or retired.
+        """
+
+    @abc.abstractmethod
+    async def history(self, lesson_id: str) -> list[LessonRow]:
+        """The whole supersede chain containing ``lesson_id``, oldest first (one query)."""
+
+    @abc.abstractmethod
+    async def list_lessons(self, flt: LessonFilter) -> list[LessonRow]:
+        """Lessons matching the filter, highest confidence first, then newest."""
+
+    @abc.abstractmethod
+    async def search(self, query: Vector, k: int, flt: LessonFilter) -> list[ScoredLesson]:
+        """Top-``k`` lessons by cosine similarity to ``query`` among those matching ``flt``."""
+
+    @abc.abstractmethod
+    async def count_lessons(self, flt: LessonFilter) -> int:
+        """How many lessons match the filter (ignores limit/offset)."""
+
+    @abc.abstractmethod
+    async def retired_evidence_ids(self) -> set[str]:
+        """Outcome ids cited by lessons a user retired: never re-learned from."""
+
+    @abc.abstractmethod
+    async def find_by_content_hash(self, content_hash: str) -> LessonRow | None:
+        """The lesson imported from the record with this content hash, if any."""
+
+    @abc.abstractmethod
+    async def hard_delete(self, lesson_id: str) -> None:
+        """Remove a lesson for good: only as an explicit user action."""
+
+    # -- quarantine and rejections ---------------------------------------------------------
+    @abc.abstractmethod
+    async def quarantine(self, row: QuarantineRow) -> None:
+        """Hold a record for review (idempotent by content hash)."""
+
+    @abc.abstractmethod
+    async def list_quarantine(self, state: str | None = "pending") -> list[QuarantineRow]:
+        """Quarantined records, oldest first."""
+
+    @abc.abstractmethod
+    async def set_quarantine_state(self, quarantine_id: str, state: str) -> QuarantineRow:
+        """Mark a quarantined record approved or rejected; returns the updated row."""
+
+    @abc.abstractmethod
+    async def record_rejection(self, row: RejectionRow) -> None:
+        """Append to the rejection log."""
+
+    @abc.abstractmethod
+    async def list_rejections(self, limit: int = 100) -> list[RejectionRow]:
+        """Newest first."""
+
+    # -- stats -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def stats(self) -> dict[str, int]:
+        """Counts for metrics: lessons by status, outcomes, quarantine, rejections."""
