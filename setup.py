@@ -26,6 +26,6 @@ for package, folder in ROOTS.items():
 setup(
     packages=packages,
     package_dir=package_dir,
-    package_data={"": ["py.typed", "*.proto", "*.sql", "*.pyi", "*.json"]},
+    package_data={"": ["py.typed", "*.proto", "*.sql", "migrations/*.sql", "*.pyi", "*.json"]},
     include_package_data=True,
 )
