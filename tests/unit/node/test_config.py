@@ -1,0 +1,52 @@
+"""Configuration precedence and refusal of invalid values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lamarck.errors import ConfigError
+from lamarck.node.config import load_settings
+
+
+def test_flags_beat_environment_beat_toml_beat_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "lamarck.toml").write_text(
+        'listen = "127.0.0.1:9100"\nagent_listen = "127.0.0.1:9101"\nembedder = "hashing"\n'
+    )
+    monkeypatch.setenv("LAMARCK_AGENT_LISTEN", "127.0.0.1:9201")
+    monkeypatch.delenv("LAMARCK_LISTEN", raising=False)
+    s = load_settings(home=tmp_path, listen="127.0.0.1:9300", agent_listen=None)
+    assert s.listen == "127.0.0.1:9300"  # flag
+    assert s.agent_listen == "127.0.0.1:9201"  # environment over toml
+    assert s.embedder == "hashing"  # toml over default
+    assert s.rpc_deadline_s == 30.0  # default
+
+
+def test_invalid_value_is_refused_naming_field_and_rule(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_settings(home=tmp_path, listen="nonsense")
+    assert err.value.reason == "invalid_config"
+    assert "listen" in str(err.value)
+    assert "host:port" in str(err.value)
+
+
+def test_invalid_toml_value_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "lamarck.toml").write_text('database_url = "mysql://x"\n')
+    with pytest.raises(ConfigError) as err:
+        load_settings(home=tmp_path)
+    assert err.value.details["field"] == "database_url"
+
+
+def test_unknown_key_in_toml_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "lamarck.toml").write_text("listne = 3\n")
+    with pytest.raises(ConfigError):
+        load_settings(home=tmp_path)
+
+
+def test_agent_api_off_loopback_is_flagged_non_local(tmp_path: Path) -> None:
+    assert load_settings(home=tmp_path).agent_is_local
+    assert not load_settings(home=tmp_path, agent_listen="0.0.0.0:7701").agent_is_local
+    assert load_settings(home=tmp_path, agent_listen="unix:/tmp/x.sock").agent_is_local
