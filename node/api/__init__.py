@@ -1,0 +1,1 @@
+"""The node's gRPC edge: services, interceptors, and the error → status mapping."""
