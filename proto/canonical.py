@@ -1,0 +1,195 @@
+"""Canonical bytes (RFC 8785, JSON Canonicalization Scheme) and content hashes.
+
+Every signature in lamarck covers canonical bytes, so every node must produce the same bytes
+for the same value. The canonical form is computed by the ``rfc8785`` package, never by code
+of ours: a home-grown canonicaliser is exactly where two implementations quietly disagree.
+
+Received records are handled by :func:`parse_received`. It parses the exact bytes once and
+decides whether they *are* their own canonical form. ``rfc8785`` is pure Python and costs more
+than the Ed25519 verification it feeds, so for the common case the check runs on the C
+``json`` encoder instead, and only where that encoder provably writes the same bytes as RFC
+8785 (see :class:`ReceivedJson`). Everything else falls back to ``rfc8785``; the property tests
+compare both paths on generated JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import rfc8785
+
+from lamarck.errors import InvalidRecord
+
+__all__ = [
+    "MAX_SAFE_INTEGER",
+    "ReceivedJson",
+    "canonical_bytes",
+    "parse_json",
+    "parse_received",
+    "sha256_hex",
+]
+
+# I-JSON (RFC 7493) / RFC 8785 §3.2.2.3: JSON numbers are IEEE doubles, so integers beyond
+# 2**53 - 1 cannot be represented exactly; rfc8785 refuses them and so do we.
+MAX_SAFE_INTEGER = 2**53 - 1
+
+# UTF-8 lead bytes of code points above U+FFFF. Only such characters sort differently under
+# RFC 8785 (UTF-16 code units) and Python's ``sorted`` (code points).
+_ASTRAL_LEAD = re.compile(rb"[\xf0-\xf4]")
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """Return the RFC 8785 canonical JSON bytes of ``obj`` (via the ``rfc8785`` package).
+
+    Raises ``InvalidRecord(reason="not_canonicalizable")`` for values JSON cannot carry
+    exactly: NaN or infinite floats, integers beyond +-(2**53 - 1), non-string object keys,
+    lone surrogates, or types that are not JSON.
+    """
+    try:
+        return rfc8785.dumps(obj)
+    except rfc8785.CanonicalizationError as exc:
+        raise InvalidRecord(str(exc), reason="not_canonicalizable") from exc
+    except (TypeError, ValueError, RecursionError) as exc:
+        # rfc8785 lets a few Python errors through (e.g. sorting keys of mixed types).
+        raise InvalidRecord(str(exc), reason="not_canonicalizable") from exc
+
+
+def sha256_hex(data: bytes) -> str:
+    """Return the lowercase hex SHA-256 digest of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+class _NeedsRfc8785(Exception):
+    """Raised inside the JSON parser when the value leaves the fast path's proven domain."""
+
+
+def _reject_constant(name: str) -> NoReturn:
+    # json accepts NaN, Infinity and -Infinity by default; JSON (RFC 8259) does not.
+    raise InvalidRecord(f"{name} is not JSON", reason="malformed")
+
+
+def _fast_float(token: str) -> float:
+    # The C encoder writes floats with repr(); RFC 8785 uses ECMAScript's format. They agree
+    # exactly when repr() is plain positional notation with a fractional part: no exponent
+    # ("1e-05" vs "0.00001") and no ".0" (repr(1.0) == "1.0" vs "1"). rfc8785 itself builds
+    # its output from str(f) digits, so the digits are identical in that case.
+    value = float(token)
+    text = repr(value)
+    if "e" in text or text.endswith(".0") or "n" in text:  # "n": inf / nan
+        raise _NeedsRfc8785
+    return value
+
+
+def _fast_int(token: str) -> int:
+    # The C encoder writes any int; RFC 8785 refuses those beyond the IEEE-exact range.
+    value = int(token)
+    if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        raise _NeedsRfc8785
+    return value
+
+
+def _plain_dumps(obj: Any) -> bytes:
+    # Sorted keys, no whitespace, raw UTF-8, control characters escaped exactly like RFC 8785
+    # (\b \f \n \r \t short forms, other C0 as lowercase \u00XX).
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRecord("record is not valid UTF-8", reason="malformed") from exc
+
+
+def parse_json(raw: bytes) -> Any:
+    """Parse ``raw`` as strict JSON (UTF-8, no NaN/Infinity); ``InvalidRecord`` otherwise."""
+    try:
+        return json.loads(_decode(raw), parse_constant=_reject_constant)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise InvalidRecord(f"record is not valid JSON: {exc}", reason="malformed") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedJson:
+    """The exact bytes received, their parsed value, and whether the bytes are canonical.
+
+    ``fast`` records that the value lies in the domain where the C ``json`` encoder
+    (``sort_keys``, compact separators, ``ensure_ascii=False``) writes exactly the RFC 8785
+    bytes. The encoders differ in three places only, and ``fast`` excludes all three:
+
+    1. floats: excluded unless ``repr`` is positional with a fraction (see ``_fast_float``);
+    2. integers beyond +-(2**53 - 1): RFC 8785 refuses them, ``json`` writes them;
+    3. key order: RFC 8785 sorts by UTF-16 code units, Python by code points; the two orders
+       differ only for characters above U+FFFF, so any 4-byte UTF-8 sequence in the received
+       bytes leaves the fast path. (If such a character arrived escaped instead, the bytes are
+       not canonical either way: RFC 8785 never escapes it, and neither does ``json`` here;
+       ``fast`` is therefore kept only for bytes found canonical.)
+
+    Strings are escaped identically by both; lone surrogates make both fail to encode. The
+    domain is closed under removing members, so it also holds for the value without its
+    ``signature`` block (:meth:`canonical_bytes_without`).
+    """
+
+    raw: bytes
+    value: Any
+    is_canonical: bool
+    fast: bool
+
+    def canonical_bytes_of(self, value: Any) -> bytes:
+        """Canonical bytes of ``value``, which must be built only from parts of ``self.value``."""
+        if self.fast:
+            try:
+                return _plain_dumps(value)
+            except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as exc:
+                raise InvalidRecord(str(exc), reason="not_canonicalizable") from exc
+        return canonical_bytes(value)
+
+    def canonical_bytes_without(self, key: str) -> bytes:
+        """Canonical bytes of the top-level object with member ``key`` removed."""
+        if not isinstance(self.value, dict):
+            raise InvalidRecord("record is not a JSON object", reason="malformed")
+        return self.canonical_bytes_of({k: v for k, v in self.value.items() if k != key})
+
+
+def parse_received(raw: bytes) -> ReceivedJson:
+    """Parse received bytes once and decide whether they are exactly their canonical form.
+
+    Raises ``InvalidRecord(reason="malformed")`` when ``raw`` is not UTF-8 JSON. A value that
+    parses but cannot be canonicalised (e.g. an integer beyond 2**53) is returned with
+    ``is_canonical=False``: such bytes cannot be anyone's canonical form.
+    """
+    text = _decode(raw)
+    fast = _ASTRAL_LEAD.search(raw) is None
+    if fast:
+        try:
+            value = json.loads(
+                text,
+                parse_float=_fast_float,
+                parse_int=_fast_int,
+                parse_constant=_reject_constant,
+            )
+        except _NeedsRfc8785:
+            fast = False
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise InvalidRecord(f"record is not valid JSON: {exc}", reason="malformed") from exc
+    if fast:
+        try:
+            is_canonical = _plain_dumps(value) == raw
+        except (ValueError, UnicodeEncodeError, RecursionError):
+            # A lone surrogate (from a \ud800 escape) cannot be UTF-8: not canonicalisable.
+            is_canonical = False
+        # Only canonical bytes prove the value holds no character above U+FFFF (one could
+        # have arrived as a \ud83d\ude00 escape); otherwise later work uses rfc8785.
+        return ReceivedJson(raw=raw, value=value, is_canonical=is_canonical, fast=is_canonical)
+    value = parse_json(raw)
+    try:
+        is_canonical = canonical_bytes(value) == raw
+    except InvalidRecord:
+        is_canonical = False
+    return ReceivedJson(raw=raw, value=value, is_canonical=is_canonical, fast=False)
