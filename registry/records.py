@@ -1,0 +1,320 @@
+"""The registry's signed records: registration, endorsement, enrollment token, revocation.
+
+Each model is strict, frozen and refuses unknown members, so an invalid record cannot exist:
+``from_wire`` turns any parse failure into ``InvalidRecord(reason="malformed")``. Times are
+kept as their canonical RFC 3339 strings (``lamarck.proto.timefmt``), not re-formatted
+datetimes, so the dictionary a verifier rebuilds is byte for byte the one the signer signed.
+
+The signed object is ``wire()``: the model's JSON form with absent optional members left out
+(never ``null``). ``sign_*`` build a record and sign that form; the rules in
+``lamarck.registry.rules`` verify it.
+
+Operator statements (enrollment tokens and revocations) are signed under the ``enrollment``
+record kind and carry a ``type`` member each, so one can never be presented as the other.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from lamarck.errors import InvalidRecord
+from lamarck.proto.identity import NodeIdentity, b64u_decode, is_node_id
+from lamarck.proto.signing import RecordKind, sign_object
+from lamarck.proto.timefmt import format_ts, is_canonical_ts, parse_ts
+from lamarck.registry.params import AdmissionMode
+
+__all__ = [
+    "MAX_DOMAINS",
+    "Admission",
+    "Endorsement",
+    "EnrollmentToken",
+    "NodeId",
+    "PublicKeyB64",
+    "Registration",
+    "RegistryRecord",
+    "Revocation",
+    "SignatureBlock",
+    "Timestamp",
+    "parse_record_ts",
+    "sign_endorsement",
+    "sign_enrollment",
+    "sign_registration",
+    "sign_revocation",
+]
+
+#: A node announces at most this many domains; each is at most 64 characters.
+MAX_DOMAINS = 32
+_MAX_DOMAIN_LEN = 64
+_MAX_TEXT = 256
+# host:port, host being a DNS name, IPv4, or a bracketed IPv6 literal.
+_ADDRESS_RE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253}):([0-9]{1,5})$")
+
+
+def _check_b64_key(value: str) -> str:
+    try:
+        raw = b64u_decode(value)
+    except InvalidRecord as e:
+        raise ValueError("public key is not unpadded base64url") from e
+    if len(raw) != 32:
+        raise ValueError("an Ed25519 public key is 32 bytes")
+    return value
+
+
+def _check_ts(value: str) -> str:
+    if not is_canonical_ts(value):
+        raise ValueError("timestamp is not canonical RFC 3339 UTC (YYYY-MM-DDTHH:MM:SS[.f]Z)")
+    return value
+
+
+def _check_node_id(value: str) -> str:
+    if not is_node_id(value):
+        raise ValueError("not a node id")
+    return value
+
+
+#: A node id (``lmk1`` + 32 base32 characters).
+NodeId = Annotated[str, AfterValidator(_check_node_id)]
+#: A raw Ed25519 public key as unpadded base64url.
+PublicKeyB64 = Annotated[str, AfterValidator(_check_b64_key)]
+#: A canonical RFC 3339 UTC timestamp string.
+Timestamp = Annotated[str, AfterValidator(_check_ts)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
+
+
+class SignatureBlock(_Model):
+    """The ``signature`` member of every signed record (see ``lamarck.proto.signing``)."""
+
+    algorithm: str = Field(max_length=32)
+    hash: str = Field(max_length=64)
+    signed_by: str = Field(max_length=64)
+    value: str = Field(max_length=128)
+
+
+class RegistryRecord(_Model):
+    """Base of the signed registry records: the wire form, parsing, the signature's key."""
+
+    signature: SignatureBlock
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON object that is signed and sent; absent optional members are omitted."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    @classmethod
+    def from_wire(cls, obj: object) -> Self:
+        """Parse a received JSON object; ``InvalidRecord(reason="malformed")`` if it is not one."""
+        try:
+            # Through JSON mode: sequences arrive as JSON arrays (lists), which strict
+            # validation accepts as the tuples the frozen models hold only from JSON.
+            return cls.model_validate_json(_json_dumps(obj))
+        except ValidationError as e:
+            raise InvalidRecord(f"malformed {cls.__name__}: {e}", reason="malformed") from e
+
+    @property
+    def signed_by(self) -> str:
+        """The base64url public key that made the signature (not yet verified)."""
+        return self.signature.signed_by
+
+
+class Endorsement(RegistryRecord):
+    """An admitted node vouches for a new identity (``endorsed`` admission), signed by it."""
+
+    endorser_id: NodeId
+    endorsee_id: NodeId
+    endorsee_public_key: PublicKeyB64
+    created_at: Timestamp
+    expires_at: Timestamp
+
+
+class EnrollmentToken(RegistryRecord):
+    """The operator admits one identity (``operator`` admission): by node id, key, or both."""
+
+    type: Literal["enrollment"] = "enrollment"
+    node_id: NodeId | None = None
+    public_key: PublicKeyB64 | None = None
+    issued_at: Timestamp
+    expires_at: Timestamp
+
+    @model_validator(mode="after")
+    def _names_someone(self) -> Self:
+        # A token that names nobody would admit anybody: refuse it at parse time.
+        if self.node_id is None and self.public_key is None:
+            raise ValueError("an enrollment token names a node_id or a public_key")
+        return self
+
+
+class Revocation(RegistryRecord):
+    """The operator revokes an identity: refused everywhere from then on."""
+
+    type: Literal["revocation"] = "revocation"
+    node_id: NodeId
+    reason: str = Field(min_length=1, max_length=_MAX_TEXT)
+    created_at: Timestamp
+
+
+class Admission(_Model):
+    """The admission material a registration carries (which one depends on the mode)."""
+
+    mode: AdmissionMode = Field(strict=False)
+    endorsement: Endorsement | None = None
+    enrollment_token: EnrollmentToken | None = None
+
+
+class Registration(RegistryRecord):
+    """A node announces itself: id, key, gRPC address, domains; signed over a registry nonce.
+
+    ``rotation`` carries a key-rotation record (signed by the old key) when the node
+    registers a new key for an id already pinned to its old one.
+    """
+
+    node_id: NodeId
+    public_key: PublicKeyB64
+    address: str
+    domains: tuple[str, ...] = Field(max_length=MAX_DOMAINS)
+    version: str = Field(min_length=1, max_length=64)
+    nonce: str = Field(min_length=16, max_length=128)
+    admission: Admission
+    created_at: Timestamp
+    rotation: dict[str, Any] | None = None
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        m = _ADDRESS_RE.match(v)
+        if m is None or not 0 < int(m.group(2)) < 65536:
+            raise ValueError("address is host:port")
+        return v
+
+    @field_validator("domains")
+    @classmethod
+    def _domains(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not 0 < len(d) <= _MAX_DOMAIN_LEN for d in v):
+            raise ValueError(f"each domain is 1..{_MAX_DOMAIN_LEN} characters")
+        return v
+
+    @field_validator("nonce")
+    @classmethod
+    def _nonce(cls, v: str) -> str:
+        try:
+            b64u_decode(v)
+        except InvalidRecord as e:
+            raise ValueError("nonce is not unpadded base64url") from e
+        return v
+
+
+def _json_dumps(obj: object) -> str:
+    import json
+
+    try:
+        return json.dumps(obj, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidRecord(f"not a JSON value: {e}", reason="malformed") from e
+
+
+def _signed(cls: type[Any], kind: RecordKind, body: dict[str, Any], signer: NodeIdentity) -> Any:
+    # Drop absent members before signing: the wire form never carries null, so the verifier's
+    # wire() rebuilds exactly this object.
+    clean = {k: v for k, v in body.items() if v is not None}
+    return cls.from_wire(sign_object(kind, clean, signer))
+
+
+def sign_registration(
+    identity: NodeIdentity,
+    *,
+    address: str,
+    domains: tuple[str, ...] | list[str],
+    version: str,
+    nonce: str,
+    admission: Admission,
+    created_at: datetime,
+    node_id: str | None = None,
+    rotation: dict[str, Any] | None = None,
+) -> Registration:
+    """Build and sign a registration for ``identity`` (``node_id`` differs only after rotation)."""
+    body = {
+        "node_id": node_id or identity.node_id,
+        "public_key": identity.public_key_b64,
+        "address": address,
+        "domains": list(domains),
+        "version": version,
+        "nonce": nonce,
+        "admission": admission.model_dump(mode="json", exclude_none=True),
+        "created_at": format_ts(created_at),
+        "rotation": rotation,
+    }
+    reg: Registration = _signed(Registration, RecordKind.registration, body, identity)
+    return reg
+
+
+def sign_endorsement(
+    endorser: NodeIdentity,
+    *,
+    endorsee_id: str,
+    endorsee_public_key: str,
+    created_at: datetime,
+    expires_at: datetime,
+    endorser_id: str | None = None,
+) -> Endorsement:
+    """Build and sign an endorsement of ``endorsee_id``/key by ``endorser``."""
+    body = {
+        "endorser_id": endorser_id or endorser.node_id,
+        "endorsee_id": endorsee_id,
+        "endorsee_public_key": endorsee_public_key,
+        "created_at": format_ts(created_at),
+        "expires_at": format_ts(expires_at),
+    }
+    endorsement: Endorsement = _signed(Endorsement, RecordKind.endorsement, body, endorser)
+    return endorsement
+
+
+def sign_enrollment(
+    operator: NodeIdentity,
+    *,
+    issued_at: datetime,
+    expires_at: datetime,
+    node_id: str | None = None,
+    public_key: str | None = None,
+) -> EnrollmentToken:
+    """Build and sign an operator enrollment token for a node id and/or public key."""
+    body = {
+        "type": "enrollment",
+        "node_id": node_id,
+        "public_key": public_key,
+        "issued_at": format_ts(issued_at),
+        "expires_at": format_ts(expires_at),
+    }
+    token: EnrollmentToken = _signed(EnrollmentToken, RecordKind.enrollment, body, operator)
+    return token
+
+
+def sign_revocation(
+    operator: NodeIdentity, *, node_id: str, reason: str, created_at: datetime
+) -> Revocation:
+    """Build and sign an operator revocation of ``node_id``."""
+    body = {
+        "type": "revocation",
+        "node_id": node_id,
+        "reason": reason,
+        "created_at": format_ts(created_at),
+    }
+    revocation: Revocation = _signed(Revocation, RecordKind.enrollment, body, operator)
+    return revocation
+
+
+def parse_record_ts(value: str) -> datetime:
+    """Parse one of these records' canonical timestamps (already validated at parse time)."""
+    return parse_ts(value)
