@@ -5,9 +5,8 @@ The local agent's (and operator's) hands on its node's memory.
 
 Bound to loopback or a unix socket by default; elsewhere every call needs the node's
 bearer token in the `authorization` metadata, or it fails UNAUTHENTICATED. Errors are
-gRPC status codes with the typed reason in a google.rpc.ErrorInfo detail (INVALID_ARGUMENT
-for InvalidRecord, NOT_FOUND, ABORTED for a version conflict, FAILED_PRECONDITION for
-PolicyRejected, ...).
+gRPC status codes from the one table in lamarck.node.api.status, with the typed reason in
+a google.rpc.ErrorInfo detail and in the `lamarck-reason` trailing metadata.
 """
 
 from collections import abc as _abc
@@ -714,23 +713,19 @@ class ExportResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     JSONL_FIELD_NUMBER: _builtins.int
-    RECORDS_FIELD_NUMBER: _builtins.int
     jsonl: _builtins.bytes
     """Whole JSON Lines (UTF-8, each ending in "\\n"), one signed record per line; the chunks
     concatenated in order are the bundle file. The line format is the node's bundle
     format, carried here byte for byte.
     """
-    records: _builtins.int
-    """Number of lines in this chunk."""
     def __init__(
         self,
         *,
         jsonl: _builtins.bytes = ...,
-        records: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["jsonl", b"jsonl", "records", b"records"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["jsonl", b"jsonl"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -799,24 +794,21 @@ class ImportResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     ACKS_FIELD_NUMBER: _builtins.int
-    DRY_RUN_FIELD_NUMBER: _builtins.int
-    dry_run: _builtins.bool
-    """Echoes the option: true means nothing was stored."""
     @_builtins.property
     def acks(self) -> _containers.RepeatedCompositeFieldContainer[_records_pb2.RecordAck]:
         """One ack per record line, in bundle order; `index` is the 0-based line number in the
-        bundle (blank lines are counted but get no ack).
+        bundle (blank lines are counted but get no ack). With `dry_run`, the statuses say what
+        would have happened; nothing was stored.
         """
 
     def __init__(
         self,
         *,
         acks: _abc.Iterable[_records_pb2.RecordAck] | None = ...,
-        dry_run: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["acks", b"acks", "dry_run", b"dry_run"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acks", b"acks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

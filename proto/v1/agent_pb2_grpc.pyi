@@ -5,9 +5,8 @@ The local agent's (and operator's) hands on its node's memory.
 
 Bound to loopback or a unix socket by default; elsewhere every call needs the node's
 bearer token in the `authorization` metadata, or it fails UNAUTHENTICATED. Errors are
-gRPC status codes with the typed reason in a google.rpc.ErrorInfo detail (INVALID_ARGUMENT
-for InvalidRecord, NOT_FOUND, ABORTED for a version conflict, FAILED_PRECONDITION for
-PolicyRejected, ...).
+gRPC status codes from the one table in lamarck.node.api.status, with the typed reason in
+a google.rpc.ErrorInfo detail and in the `lamarck-reason` trailing metadata.
 """
 
 from collections import abc as _abc

@@ -7,7 +7,8 @@ reputation views.
 Nothing a peer sends is believed because it was sent: every record in these messages is
 verified, filtered and weighed by the receiver's own import pipeline. Plain fields such as
 `sender_node_id` are routing hints, not proof; proof travels inside signed records.
-Errors are gRPC status codes with the typed reason in a google.rpc.ErrorInfo detail.
+Errors are gRPC status codes from the one table in lamarck.node.api.status, with the typed
+reason in a google.rpc.ErrorInfo detail and in the `lamarck-reason` trailing metadata.
 """
 
 from collections import abc as _abc
@@ -158,7 +159,8 @@ class SyncRequest(_message.Message):
     @_builtins.property
     def buckets(self) -> _containers.RepeatedCompositeFieldContainer[Global___HashBucket]:
         """Hash summary of what the requester holds: the server sends only records in buckets
-        whose count or digest differs. Empty means no summary (send everything after `cursor`).
+        whose count or digest differs from its own; a prefix the requester does not list counts
+        as an empty bucket. Empty means no summary (send everything after `cursor`).
         """
 
     @_builtins.property

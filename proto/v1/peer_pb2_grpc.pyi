@@ -7,7 +7,8 @@ reputation views.
 Nothing a peer sends is believed because it was sent: every record in these messages is
 verified, filtered and weighed by the receiver's own import pipeline. Plain fields such as
 `sender_node_id` are routing hints, not proof; proof travels inside signed records.
-Errors are gRPC status codes with the typed reason in a google.rpc.ErrorInfo detail.
+Errors are gRPC status codes from the one table in lamarck.node.api.status, with the typed
+reason in a google.rpc.ErrorInfo detail and in the `lamarck-reason` trailing metadata.
 """
 
 from collections import abc as _abc
