@@ -84,10 +84,10 @@ class RecordOutcomeResponse(_message.Message):
     DUPLICATE_FIELD_NUMBER: _builtins.int
     CHANGES_FIELD_NUMBER: _builtins.int
     outcome_id: _builtins.str
-    """Id of the stored outcome."""
+    """The outcome's `id`."""
     duplicate: _builtins.bool
-    """True when this outcome (same session_id and turn_index) was already recorded: nothing
-    changed, `outcome_id` is the first one and `changes` is empty. Makes retries safe.
+    """True when an outcome with this id was already recorded: nothing changed and `changes`
+    is empty. Makes a retried call safe.
     """
     @_builtins.property
     def changes(self) -> _containers.RepeatedCompositeFieldContainer[_lessons_pb2.LessonChange]:

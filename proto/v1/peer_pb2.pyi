@@ -235,8 +235,8 @@ class RequestVoteRequest(_message.Message):
     requester_node_id: _builtins.str
     """Node id of the node collecting votes; the voter may refuse non-admitted requesters."""
     round_id: _builtins.str
-    """Opaque id of the requester's voting round, echoed in logs (and in the Vote record if
-    its schema carries one).
+    """Opaque id of the requester's voting round, for logs. The Vote binds itself to the exact
+    memory through its `memory_hash`, not through this id.
     """
     @_builtins.property
     def memory(self) -> _records_pb2.SignedRecord:
@@ -265,8 +265,9 @@ class RequestVoteResponse(_message.Message):
     @_builtins.property
     def vote(self) -> _records_pb2.SignedRecord:
         """The voter's Vote record (kind RECORD_KIND_VOTE), signed by the voter, judged from its
-        own outcomes only. A node that cannot vote (no relevant outcomes, not admitted, rate
-        limited) answers a gRPC error with the reason instead, never an unsigned verdict.
+        own outcomes only: a voter with no outcomes on the memory signs an `abstain` vote. A
+        node that will not vote at all (requester not admitted, rate limited) answers a gRPC
+        error with the reason instead, never an unsigned verdict.
         """
 
     def __init__(
