@@ -68,6 +68,7 @@ __all__ = [
     "NodeId",
     "Probability",
     "Provenance",
+    "RecordBlock",
     "RecordModel",
     "Sha256Hex",
     "Signature",
@@ -75,8 +76,10 @@ __all__ = [
     "Timestamp",
     "Uuid4",
     "Validation",
+    "capped_text",
     "estimate_std_dev",
     "load_json_object",
+    "max_items",
     "migrate_v1_to_v2",
     "parse_memory",
     "schema_major",
@@ -129,7 +132,7 @@ def _check_text(value: str, *, multiline: bool) -> None:
             raise ValueError(f"control character U+{ord(ch):04X} not allowed here")
 
 
-def _capped(
+def capped_text(
     cap: str, *, multiline: bool = False, in_bytes: bool = False, reason: str = "field_too_long"
 ) -> Callable[[str, ValidationInfo], str]:
     """Build a validator checking a string against ``RecordLimits.<cap>``."""
@@ -152,7 +155,7 @@ def _capped(
     return check
 
 
-def _max_items(
+def max_items(
     cap: str, reason: str = "too_many_items"
 ) -> Callable[[tuple[Any, ...], ValidationInfo], tuple[Any, ...]]:
     """Build a validator checking a list's length against ``RecordLimits.<cap>``."""
@@ -198,7 +201,7 @@ def _check_validator_id(value: str) -> str:
 
 #: A canonical RFC 3339 UTC timestamp string (``timefmt.format_ts`` spelling).
 Timestamp = Annotated[
-    str, BeforeValidator(_check_ts), StringConstraints(pattern=CANONICAL_TS_PATTERN)
+    str, StringConstraints(pattern=CANONICAL_TS_PATTERN), BeforeValidator(_check_ts)
 ]
 #: A uuid4 string in canonical lower-case form.
 Uuid4 = Annotated[str, StringConstraints(pattern=UUID4_PATTERN)]
@@ -211,18 +214,18 @@ Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 #: A non-negative integer that survives canonical JSON exactly.
 Count = Annotated[int, Field(ge=0, le=MAX_SAFE_INT)]
 
-_ShortText = Annotated[str, Field(min_length=1), AfterValidator(_capped("max_short_chars"))]
-_MaybeEmptyShort = Annotated[str, AfterValidator(_capped("max_short_chars"))]
+_ShortText = Annotated[str, Field(min_length=1), AfterValidator(capped_text("max_short_chars"))]
+_MaybeEmptyShort = Annotated[str, AfterValidator(capped_text("max_short_chars"))]
 _LongText = Annotated[
-    str, Field(min_length=1), AfterValidator(_capped("max_description_chars", multiline=True))
+    str, Field(min_length=1), AfterValidator(capped_text("max_description_chars", multiline=True))
 ]
-_Tag = Annotated[str, Field(min_length=1), AfterValidator(_capped("max_tag_chars"))]
-_SigText = Annotated[str, Field(min_length=1), AfterValidator(_capped("max_signature_chars"))]
+_Tag = Annotated[str, Field(min_length=1), AfterValidator(capped_text("max_tag_chars"))]
+_SigText = Annotated[str, Field(min_length=1), AfterValidator(capped_text("max_signature_chars"))]
 _Content = Annotated[
     str,
     Field(min_length=1),
     AfterValidator(
-        _capped("max_content_bytes", multiline=True, in_bytes=True, reason="content_too_large")
+        capped_text("max_content_bytes", multiline=True, in_bytes=True, reason="content_too_large")
     ),
 ]
 _ValidatorId = Annotated[str, AfterValidator(_check_validator_id)]
@@ -349,7 +352,7 @@ def _reason_for(exc: ValidationError) -> InvalidRecord:
 # Base classes.
 
 
-class _Block(BaseModel):
+class RecordBlock(BaseModel):
     """A strict, frozen, closed part of a record."""
 
     model_config = ConfigDict(
@@ -362,7 +365,7 @@ class _Block(BaseModel):
     )
 
 
-class RecordModel(_Block):
+class RecordModel(RecordBlock):
     """Base of every top-level record: the parse discipline and the faithful dump.
 
     Subclasses set ``_majors`` (the schema major versions they read) and may list fields in
@@ -459,7 +462,7 @@ class RecordModel(_Block):
 # Blocks of the memory record.
 
 
-class Signature(_Block):
+class Signature(RecordBlock):
     """The signature block: {algorithm, hash, signed_by, value}, all strings.
 
     Only shape is checked here; ``signing.verify_object`` decides whether the algorithm is
@@ -477,21 +480,21 @@ class Signature(_Block):
         return self.model_dump(mode="json")
 
 
-class Context(_Block):
+class Context(RecordBlock):
     """Where a memory applies: domain, environment, tools, constraints (+ scale/timing/users)."""
 
     domain: _MaybeEmptyShort
     environment: _MaybeEmptyShort
-    tools: Annotated[tuple[_ShortText, ...], AfterValidator(_max_items("max_list_items"))] = ()
+    tools: Annotated[tuple[_ShortText, ...], AfterValidator(max_items("max_list_items"))] = ()
     constraints: Annotated[
-        dict[_ShortText, _MaybeEmptyShort], AfterValidator(_max_items("max_constraints"))
+        dict[_ShortText, _MaybeEmptyShort], AfterValidator(max_items("max_constraints"))
     ] = Field(default_factory=dict, description="string keys to string values")
     scale: _ShortText | None = Field(default=None, description='e.g. "< 1000 requests/day"')
     timing: _ShortText | None = Field(default=None, description='e.g. "rate-limited"')
     users: _ShortText | None = Field(default=None, description='e.g. "development team"')
 
 
-class Provenance(_Block):
+class Provenance(RecordBlock):
     """Who produced a memory, how, and when. Counts here are claims, never evidence."""
 
     source_agent_id: NodeId = Field(description="must equal node_id_for(signature.signed_by)")
@@ -509,7 +512,7 @@ class Provenance(_Block):
         return self
 
 
-class Evidence(_Block):
+class Evidence(RecordBlock):
     """One piece of evidence; ``outcome_id`` names the outcome record that proves a lesson."""
 
     type: Literal["empirical", "collaborative", "documentary"]
@@ -519,31 +522,27 @@ class Evidence(_Block):
     outcome_id: Uuid4 | None = None
 
 
-class Validation(_Block):
+class Validation(RecordBlock):
     """Who confirmed or contradicted a memory; self-reported, so never raises confidence."""
 
-    validated_by: Annotated[tuple[NodeId, ...], AfterValidator(_max_items("max_list_items"))] = ()
-    contradicted_by: Annotated[
-        tuple[NodeId, ...], AfterValidator(_max_items("max_list_items"))
-    ] = ()
+    validated_by: Annotated[tuple[NodeId, ...], AfterValidator(max_items("max_list_items"))] = ()
+    contradicted_by: Annotated[tuple[NodeId, ...], AfterValidator(max_items("max_list_items"))] = ()
     consensus_level: Probability = 0.0
 
 
-class Metadata(_Block):
+class Metadata(RecordBlock):
     """Counts, lineage and tags."""
 
     success_count: Count = 0
     failure_count: Count = 0
-    related_memories: Annotated[
-        tuple[Uuid4, ...], AfterValidator(_max_items("max_list_items"))
-    ] = ()
+    related_memories: Annotated[tuple[Uuid4, ...], AfterValidator(max_items("max_list_items"))] = ()
     superseded_by: Annotated[str, StringConstraints(pattern=_SUPERSEDED_PATTERN)] | None = Field(
         default=None, description="the successor's id, or 'retired:<who>' (e.g. retired:user)"
     )
-    tags: Annotated[tuple[_Tag, ...], AfterValidator(_max_items("max_tags", "too_many_tags"))] = ()
+    tags: Annotated[tuple[_Tag, ...], AfterValidator(max_items("max_tags", "too_many_tags"))] = ()
 
 
-class Lesson(_Block):
+class Lesson(RecordBlock):
     """lamarck extension block: what a lesson is about and where it stands (seed 000 §3.3)."""
 
     operation: _ShortText = Field(description="the operation key the lesson is about")
@@ -562,7 +561,7 @@ SituationKind = Literal[
 ]
 
 
-class Situation(_Block):
+class Situation(RecordBlock):
     """lamarck extension block: a remembered blocker (seed 002 §3.4).
 
     ``unblock`` and ``probe`` come only from tool code, so an inferred situation carries
@@ -587,7 +586,7 @@ class Situation(_Block):
         return self
 
 
-class ConfidenceInterval(_Block):
+class ConfidenceInterval(RecordBlock):
     """v2: the confidence as a distribution: mean and standard deviation."""
 
     mean: Probability
@@ -595,7 +594,7 @@ class ConfidenceInterval(_Block):
     std_dev: Annotated[float, Field(ge=0.0, le=0.5)]
 
 
-class CausalLink(_Block):
+class CausalLink(RecordBlock):
     """v2: a directed dependency from this memory to another."""
 
     target: Uuid4
@@ -603,7 +602,7 @@ class CausalLink(_Block):
     strength: Probability
 
 
-class DecayFunction(_Block):
+class DecayFunction(RecordBlock):
     """v2: how confidence fades with time unused.
 
     ``exponential``: c(t) = c0 * 2^(-t / half_life). ``linear``: c(t) = c0 * max(0, 1 - t /
@@ -628,13 +627,13 @@ class _MemoryBase(RecordModel):
     content: _Content
     confidence: Probability
     access_level: AccessLevel = "public"
-    recipients: Annotated[tuple[NodeId, ...], AfterValidator(_max_items("max_list_items"))] = Field(
+    recipients: Annotated[tuple[NodeId, ...], AfterValidator(max_items("max_list_items"))] = Field(
         default=(), description="node ids allowed to read a private memory"
     )
     context: Context
     provenance: Provenance
     evidence: Annotated[
-        tuple[Evidence, ...], AfterValidator(_max_items("max_evidence", "too_many_evidence"))
+        tuple[Evidence, ...], AfterValidator(max_items("max_evidence", "too_many_evidence"))
     ] = ()
     validation: Validation = Field(default_factory=Validation)
     metadata: Metadata = Field(default_factory=Metadata)
@@ -683,7 +682,7 @@ class MemoryV2(_MemoryBase):
     schema_version: Annotated[str, StringConstraints(pattern=r"^2\.(0|[1-9][0-9]{0,3})$")] = "2.0"
     confidence_interval: ConfidenceInterval
     causal_links: Annotated[
-        tuple[CausalLink, ...], AfterValidator(_max_items("max_list_items"))
+        tuple[CausalLink, ...], AfterValidator(max_items("max_list_items"))
     ] = ()
     decay_function: DecayFunction | None = None
 
