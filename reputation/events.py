@@ -1,0 +1,89 @@
+"""Reputation events: the only input the reputation core accepts.
+
+A node never sets a score; it reports what happened (a lesson it used was confirmed by a real
+outcome, a peer equivocated, a record was poisoned) and the scorer turns events into a score.
+Events are values: frozen, validated, and keyed so that the same fact reported twice (a record
+relayed by many peers, a crash-replayed outbox) counts once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+__all__ = ["EventKind", "ReputationEvent"]
+
+
+class EventKind(StrEnum):
+    """What a node observed about another node, reality first.
+
+    Reality events come from this node's own outcomes; every other kind is a protocol
+    misbehaviour penalty. Only reality can raise a score.
+    """
+
+    # Reality: this node used a lesson from the subject node and the task passed / failed.
+    LESSON_CONFIRMED = "lesson_confirmed"
+    LESSON_CONTRADICTED = "lesson_contradicted"
+    # The subject's signed vote was proved wrong by this node's outcomes (fed by consensus).
+    VOTE_WRONG = "vote_wrong"
+    # A delivering peer sent bytes whose signature or hash did not check out.
+    BAD_SIGNATURE = "bad_signature"
+    # Two different records signed by the subject under the same id and version.
+    EQUIVOCATION = "equivocation"
+    # A delivering peer sent a stale, rolled-back or already-rejected record.
+    REPLAY = "replay"
+    # The subject signed content aimed at the agent (injected instruction, autonomy claim...).
+    POISONED = "poisoned"
+    # Any other policy rejection attributable to the subject.
+    REJECTED = "rejected"
+
+    @property
+    def is_reality(self) -> bool:
+        """True for events derived from this node's own outcomes."""
+        return self in (EventKind.LESSON_CONFIRMED, EventKind.LESSON_CONTRADICTED)
+
+
+@dataclass(frozen=True, slots=True)
+class ReputationEvent:
+    """One observation about ``node_id``, at ``at`` (UTC-aware), with a weight in [0, 1].
+
+    ``weight`` scales the kind's configured step (for reality events, the confidence of the
+    lesson that was put to the test: being wrong about a sure claim costs more).
+    ``record_hash`` names the record the event is about ("" when none), ``domain`` the lesson's
+    domain for per-domain expertise ("" when none), ``detail`` is free text for operators.
+    """
+
+    kind: EventKind
+    node_id: str
+    at: datetime
+    weight: float = 1.0
+    record_hash: str = ""
+    domain: str = ""
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.node_id:
+            raise ValueError("ReputationEvent.node_id must not be empty")
+        if self.at.tzinfo is None:
+            raise ValueError("ReputationEvent.at must be timezone-aware (UTC)")
+        if not isinstance(self.kind, EventKind):
+            raise ValueError(f"ReputationEvent.kind must be an EventKind, got {self.kind!r}")
+        if not math.isfinite(self.weight) or not 0.0 <= self.weight <= 1.0:
+            raise ValueError(f"ReputationEvent.weight must be in [0, 1], got {self.weight!r}")
+
+    @property
+    def key(self) -> str:
+        """Identity of the fact: a penalty about one record counts once per node and kind.
+
+        Penalties about a record are keyed without their time, so a poisoned record relayed by
+        ten peers penalises its signer once (otherwise relaying an honest node's rejected
+        record would be a way to grind its reputation down). Reality events and events with
+        no record are keyed with their time: each outcome is a separate fact.
+        """
+        timeless = bool(self.record_hash) and not self.kind.is_reality
+        when = "" if timeless else self.at.isoformat()
+        text = "\n".join((self.kind.value, self.node_id, self.record_hash, when, self.domain))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
