@@ -1,0 +1,114 @@
+"""The ``PeerDirectory`` port: who exists, their pinned keys, admission, liveness.
+
+Adapters: ``lamarck.registry.redis_directory.RedisPeerDirectory`` (the real one) and
+``lamarck.registry.cache.CachedDirectory`` (wraps another directory and serves reads from a
+local copy when it is down). Admission and pinning decisions are the pure rules of
+``lamarck.registry.rules``; adapters look up the values those rules need and persist the result.
+
+Every method raises ``RegistryError`` (reason ``unavailable`` when the backing store cannot be
+reached) or ``AdmissionRefused`` for a refused registration.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from lamarck.registry.records import Endorsement, Registration, Revocation
+
+__all__ = ["IssuedNonce", "PeerDirectory", "PeerInfo"]
+
+
+@dataclass(frozen=True, slots=True)
+class PeerInfo:
+    """A live, admitted peer as the rest of the node sees it."""
+
+    node_id: str
+    public_key: str
+    address: str
+    domains: tuple[str, ...]
+    version: str
+    registered_at: datetime
+
+    @classmethod
+    def from_registration(cls, reg: Registration, registered_at: datetime) -> PeerInfo:
+        """The peer a registration describes."""
+        return cls(
+            node_id=reg.node_id,
+            public_key=reg.public_key,
+            address=reg.address,
+            domains=reg.domains,
+            version=reg.version,
+            registered_at=registered_at,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedNonce:
+    """A single-use registry nonce and when it stops being accepted."""
+
+    nonce: str
+    expires_at: datetime
+
+
+class PeerDirectory(abc.ABC):
+    """Abstract, async peer directory (the registry as seen by a node)."""
+
+    @abc.abstractmethod
+    async def issue_nonce(self) -> IssuedNonce:
+        """Issue a fresh single-use nonce for a registration to sign."""
+
+    @abc.abstractmethod
+    async def register(self, reg: Registration) -> PeerInfo:
+        """Admit (or refuse with ``AdmissionRefused``) and list ``reg``; consumes its nonce."""
+
+    @abc.abstractmethod
+    async def heartbeat(self, node_id: str) -> None:
+        """Keep ``node_id`` live for another TTL; ``RegistryError(not_registered)`` if gone."""
+
+    @abc.abstractmethod
+    async def deregister(self, node_id: str) -> None:
+        """Remove ``node_id`` from the live peers at once (its key pin stays)."""
+
+    @abc.abstractmethod
+    async def live_peers(self) -> list[PeerInfo]:
+        """Every registered, heartbeating, non-revoked peer."""
+
+    @abc.abstractmethod
+    async def get_peer(self, node_id: str) -> PeerInfo | None:
+        """The live peer ``node_id``, or ``None``."""
+
+    @abc.abstractmethod
+    async def pinned_key(self, node_id: str) -> str | None:
+        """The key ``node_id`` is bound to (live or not), or ``None`` for an unknown id."""
+
+    @abc.abstractmethod
+    async def rotate_key(self, rotation: Mapping[str, Any]) -> None:
+        """Move a pin to a new key, if ``rotation`` (the wire form of a ``KeyRotation``,
+        ``lamarck.proto.keys``) is signed by the pinned key; else ``AdmissionRefused``."""
+
+    @abc.abstractmethod
+    async def revoke(self, revocation: Revocation) -> None:
+        """Revoke an id (operator-signed): refused everywhere from now on."""
+
+    @abc.abstractmethod
+    async def is_revoked(self, node_id: str) -> bool:
+        """Whether ``node_id`` is revoked."""
+
+    @abc.abstractmethod
+    async def revoked_ids(self) -> frozenset[str]:
+        """All revoked ids."""
+
+    @abc.abstractmethod
+    async def endorse(self, endorsement: Endorsement) -> None:
+        """Publish an endorsement (checked) for its endorsee to pick up when it registers."""
+
+    @abc.abstractmethod
+    async def endorsement_for(self, node_id: str) -> Endorsement | None:
+        """The latest unexpired endorsement published for ``node_id``, or ``None``."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, most adapters hold nothing
+        """Release connections; the default holds none."""

@@ -1,0 +1,301 @@
+"""The registry's pure rules: admission (the Sybil gate), key pinning, revocation. No I/O.
+
+``check_registration`` decides from values the directory looked up (the nonce's issue time,
+the id's pinned key, the revoked ids, the admitted ids with their keys, the operator key) and
+an explicit ``now``; it returns ``Admitted`` or raises ``AdmissionRefused(reason=...)``.
+
+Reasons: ``revoked``, ``unknown_nonce``, ``stale_nonce``, ``bad_proof``, ``key_mismatch``,
+``key_pinned``, ``no_endorsement``, ``bad_endorsement``, ``bad_enrollment``. Open admission is
+never refused for want of material, but every admission it grants is logged at WARNING as
+``UNSAFE: open admission``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from lamarck.errors import AdmissionRefused, InvalidRecord, RegistryError, VerificationError
+from lamarck.proto.identity import b64u_decode, node_id_for
+from lamarck.proto.signing import RecordKind, verify_object
+from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.records import (
+    Endorsement,
+    EnrollmentToken,
+    Registration,
+    RegistryRecord,
+    Revocation,
+    parse_record_ts,
+)
+from lamarck.registry.rotation import RotationInvalid, check_rotation_record
+
+__all__ = [
+    "Admitted",
+    "AdmittedVia",
+    "check_endorsement",
+    "check_enrollment",
+    "check_registration",
+    "check_revocation",
+    "verify_signed_by",
+]
+
+log = logging.getLogger(__name__)
+
+
+class AdmittedVia(StrEnum):
+    """On what grounds a registration was admitted."""
+
+    PINNED = "pinned"  # a known id re-registering with its pinned key; admitted earlier
+    ROTATION = "rotation"  # a known id moving to a new key, with a rotation signed by the old
+    OPEN = "open"
+    ENDORSEMENT = "endorsement"
+    ENROLLMENT = "enrollment"
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A registration passed: what to pin (``pin_key``) and whether the pin is new or moved."""
+
+    node_id: str
+    pin_key: str
+    via: AdmittedVia
+    #: The id had no pin: the directory pins ``pin_key`` (first key wins, SETNX).
+    new_pin: bool
+    #: The id's pin moves from this key to ``pin_key`` (compare-and-set on the old key).
+    rotated_from: str | None = None
+
+
+def _refuse(reason: str, message: str, **details: Any) -> AdmissionRefused:
+    return AdmissionRefused(message, reason=reason, **details)
+
+
+def verify_signed_by(kind: RecordKind, record: RegistryRecord, expected_key: str) -> None:
+    """Verify ``record``'s signature and that it was made by ``expected_key`` (base64url).
+
+    Raises ``VerificationError``; the signer is named by key, not id, because after a key
+    rotation an id is no longer derived from its current key.
+    """
+    if record.signed_by != expected_key:
+        raise VerificationError("signed by another key", reason="key_mismatch")
+    verify_object(kind, record.wire(), signer_id_path=None)
+
+
+def check_registration(
+    reg: Registration,
+    *,
+    nonce_issued: datetime | None,
+    pinned_key: str | None,
+    revoked: Collection[str],
+    admitted_ids: Mapping[str, str],
+    operator_public_key: str | None,
+    params: RegistryParams,
+    now: datetime,
+) -> Admitted:
+    """Decide a registration; return ``Admitted`` or raise ``AdmissionRefused(reason=...)``.
+
+    ``nonce_issued`` is when the registry issued ``reg.nonce`` (``None``: never issued, or
+    already used); ``pinned_key`` the key ``reg.node_id`` is bound to (``None``: a new id);
+    ``revoked`` holds revoked ids (at least ``reg.node_id`` and any endorser's, if revoked);
+    ``admitted_ids`` maps admitted ids to their pinned keys (endorsers are looked up there);
+    ``operator_public_key`` verifies enrollment tokens (``None``: no operator, tokens refused).
+    """
+    # (1) Revoked ids are refused before anything else, whatever they present.
+    if reg.node_id in revoked:
+        raise _refuse("revoked", "this node id is revoked", node_id=reg.node_id)
+    # (2) The nonce was issued by this registry, not yet used, and is fresh: a captured
+    #     registration cannot be replayed later.
+    if nonce_issued is None:
+        raise _refuse("unknown_nonce", "nonce was not issued by the registry or already used")
+    if now - nonce_issued > timedelta(seconds=params.nonce_ttl_s):
+        raise _refuse("stale_nonce", "nonce is older than nonce_ttl_s")
+    # (3) Proof of possession: the registration, which covers the nonce, is signed by the
+    #     key it registers.
+    try:
+        verify_signed_by(RecordKind.registration, reg, reg.public_key)
+    except VerificationError as e:
+        raise _refuse("bad_proof", f"registration signature: {e}", cause=e.reason) from e
+    # (4) Key binding. A known id keeps its first key unless the old key signed a rotation.
+    if pinned_key is not None:
+        admitted = _check_pinned(reg, pinned_key, params=params, now=now)
+    else:
+        # A new id must be the one derived from the key: ids are computed, never chosen.
+        if reg.node_id != node_id_for(b64u_decode(reg.public_key)):
+            raise _refuse("key_mismatch", "node id is not derived from the public key")
+        if reg.rotation is not None:
+            raise _refuse("key_mismatch", "rotation presented for an id with no pinned key")
+        # (5) Admission: only a new identity passes the Sybil gate; a pinned one did already.
+        via = _check_admission(
+            reg,
+            revoked=revoked,
+            admitted_ids=admitted_ids,
+            operator_public_key=operator_public_key,
+            params=params,
+            now=now,
+        )
+        admitted = Admitted(reg.node_id, reg.public_key, via, new_pin=True)
+    if params.admission is AdmissionMode.OPEN:
+        log.warning("UNSAFE: open admission", extra={"node_id": reg.node_id})
+    return admitted
+
+
+def _check_pinned(
+    reg: Registration, pinned_key: str, *, params: RegistryParams, now: datetime
+) -> Admitted:
+    if reg.public_key == pinned_key:
+        return Admitted(reg.node_id, pinned_key, AdmittedVia.PINNED, new_pin=False)
+    if reg.rotation is None:
+        raise _refuse("key_pinned", "node id is bound to another key; a rotation is required")
+    try:
+        check_rotation_record(
+            reg.rotation,
+            node_id=reg.node_id,
+            old_key=pinned_key,
+            new_key=reg.public_key,
+            now=now,
+            max_future_skew_s=params.max_future_skew_s,
+        )
+    except RotationInvalid as e:
+        raise _refuse("key_pinned", f"rotation refused: {e}", cause=e.reason) from e
+    return Admitted(
+        reg.node_id, reg.public_key, AdmittedVia.ROTATION, new_pin=False, rotated_from=pinned_key
+    )
+
+
+def _check_admission(
+    reg: Registration,
+    *,
+    revoked: Collection[str],
+    admitted_ids: Mapping[str, str],
+    operator_public_key: str | None,
+    params: RegistryParams,
+    now: datetime,
+) -> AdmittedVia:
+    mode = params.admission
+    if mode is AdmissionMode.OPEN:
+        return AdmittedVia.OPEN
+    token = reg.admission.enrollment_token
+    endorsement = reg.admission.endorsement
+    # An operator token admits in both closed modes: it is how the first node of an
+    # endorsed network gets in, and the operator is trusted more than any endorser.
+    if token is not None:
+        check_enrollment(
+            token,
+            node_id=reg.node_id,
+            public_key=reg.public_key,
+            operator_public_key=operator_public_key,
+            params=params,
+            now=now,
+        )
+        return AdmittedVia.ENROLLMENT
+    if mode is AdmissionMode.OPERATOR:
+        raise _refuse("bad_enrollment", "operator admission needs an enrollment token")
+    if endorsement is None:
+        raise _refuse("no_endorsement", "endorsed admission needs an endorsement or a token")
+    check_endorsement(
+        endorsement,
+        endorsee_id=reg.node_id,
+        endorsee_public_key=reg.public_key,
+        revoked=revoked,
+        admitted_ids=admitted_ids,
+        params=params,
+        now=now,
+    )
+    return AdmittedVia.ENDORSEMENT
+
+
+def _check_window(
+    reason: str, start: str, end: str, *, params: RegistryParams, now: datetime
+) -> None:
+    """A record is usable from ``start`` (allowing clock skew) until strictly before ``end``."""
+    begins, ends = parse_record_ts(start), parse_record_ts(end)
+    if ends <= begins:
+        raise _refuse(reason, "validity window is empty (expires before it starts)")
+    if begins > now + timedelta(seconds=params.max_future_skew_s):
+        raise _refuse(reason, "issued in the future")
+    if now >= ends:
+        raise _refuse(reason, "expired")
+
+
+def check_endorsement(
+    endorsement: Endorsement,
+    *,
+    endorsee_id: str,
+    endorsee_public_key: str,
+    revoked: Collection[str],
+    admitted_ids: Mapping[str, str],
+    params: RegistryParams,
+    now: datetime,
+) -> None:
+    """Check an endorsement admits this id and key; raise ``AdmissionRefused(bad_endorsement)``."""
+    bad = "bad_endorsement"
+    # (1) It names exactly this identity: an endorsement for one key cannot admit another.
+    if endorsement.endorsee_id != endorsee_id or endorsement.endorsee_public_key != (
+        endorsee_public_key
+    ):
+        raise _refuse(bad, "endorsement is for another identity")
+    # (2) Nobody vouches for themselves.
+    if endorsement.endorser_id == endorsee_id:
+        raise _refuse(bad, "self-endorsement")
+    # (3) The endorser is admitted (pinned) and not revoked.
+    endorser_key = admitted_ids.get(endorsement.endorser_id)
+    if endorser_key is None:
+        raise _refuse(bad, "endorser is not admitted", endorser_id=endorsement.endorser_id)
+    if endorsement.endorser_id in revoked:
+        raise _refuse(bad, "endorser is revoked", endorser_id=endorsement.endorser_id)
+    # (4) Within its validity window.
+    _check_window(bad, endorsement.created_at, endorsement.expires_at, params=params, now=now)
+    # (5) Signed by the endorser's pinned key.
+    try:
+        verify_signed_by(RecordKind.endorsement, endorsement, endorser_key)
+    except VerificationError as e:
+        raise _refuse(bad, f"endorsement signature: {e}", cause=e.reason) from e
+
+
+def check_enrollment(
+    token: EnrollmentToken,
+    *,
+    node_id: str,
+    public_key: str,
+    operator_public_key: str | None,
+    params: RegistryParams,
+    now: datetime,
+) -> None:
+    """Check an operator token admits this id and key, else ``AdmissionRefused(bad_enrollment)``."""
+    bad = "bad_enrollment"
+    # (1) Without an operator key nobody can be enrolled: fail closed, never skip the check.
+    if operator_public_key is None:
+        raise _refuse(bad, "no operator key is configured")
+    # (2) Every identity field it names matches (it names at least one, see the model).
+    if token.node_id is not None and token.node_id != node_id:
+        raise _refuse(bad, "token is for another node id")
+    if token.public_key is not None and token.public_key != public_key:
+        raise _refuse(bad, "token is for another public key")
+    # (3) Within its validity window.
+    _check_window(bad, token.issued_at, token.expires_at, params=params, now=now)
+    # (4) Signed by the operator key.
+    try:
+        verify_signed_by(RecordKind.enrollment, token, operator_public_key)
+    except VerificationError as e:
+        raise _refuse(bad, f"enrollment signature: {e}", cause=e.reason) from e
+
+
+def check_revocation(
+    revocation: Revocation,
+    *,
+    operator_public_key: str | None,
+    params: RegistryParams,
+    now: datetime,
+) -> None:
+    """Check a revocation is the operator's; raise ``RegistryError(reason="bad_revocation")``."""
+    if operator_public_key is None:
+        raise RegistryError("no operator key is configured", reason="bad_revocation")
+    if parse_record_ts(revocation.created_at) > now + timedelta(seconds=params.max_future_skew_s):
+        raise RegistryError("revocation issued in the future", reason="bad_revocation")
+    try:
+        verify_signed_by(RecordKind.enrollment, revocation, operator_public_key)
+    except (VerificationError, InvalidRecord) as e:
+        raise RegistryError(f"revocation signature: {e}", reason="bad_revocation") from e
