@@ -7,6 +7,8 @@ key ``lamarck-reason``. docs/errors.md renders this table for people.
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
@@ -85,7 +87,8 @@ def to_rich_status(error: e.LamarckError) -> status_pb2.Status:
 
 def reason_from_rpc_error(err: grpc.RpcError) -> str | None:
     """The lamarck reason carried by a failed call, read from its trailing metadata."""
-    trailing = err.trailing_metadata() if hasattr(err, "trailing_metadata") else None
+    trailing: Any = err.trailing_metadata() if hasattr(err, "trailing_metadata") else None
+    # Sync calls yield (key, value) tuples, aio calls a Metadata object; both iterate as pairs.
     for key, value in trailing or ():
         if key == REASON_METADATA_KEY:
             return value if isinstance(value, str) else value.decode()
