@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -92,6 +93,21 @@ def _fast_int(token: str) -> int:
     return value
 
 
+def _json_number_int(token: str) -> int | float:
+    # A JSON number is an IEEE double (I-JSON, RFC 7493). RFC 8785 writes the double 1e20 as
+    # "100000000000000000000", which Python would read back as an int that rfc8785 refuses.
+    # Reading an integer token beyond 2**53 - 1 as the double it denotes (as JavaScript does)
+    # makes every canonical output parse back to a value with the same canonical bytes; a
+    # token that is not the canonical spelling of its double (2**53 + 1) then fails the
+    # canonical check because the double is written differently.
+    value = int(token)
+    if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return value
+    as_double = float(token)
+    # Beyond the largest double: keep the int, which rfc8785 refuses (not canonicalisable).
+    return value if math.isinf(as_double) else as_double
+
+
 def _plain_dumps(obj: Any) -> bytes:
     # Sorted keys, no whitespace, raw UTF-8, control characters escaped exactly like RFC 8785
     # (\b \f \n \r \t short forms, other C0 as lowercase \u00XX).
@@ -108,9 +124,13 @@ def _decode(raw: bytes) -> str:
 
 
 def parse_json(raw: bytes) -> Any:
-    """Parse ``raw`` as strict JSON (UTF-8, no NaN/Infinity); ``InvalidRecord`` otherwise."""
+    """Parse ``raw`` as strict JSON (UTF-8, no NaN/Infinity); ``InvalidRecord`` otherwise.
+
+    Integer tokens beyond +-(2**53 - 1) are read as the double they denote (JSON numbers are
+    doubles), so canonical bytes always parse back to a value with the same canonical bytes.
+    """
     try:
-        return json.loads(_decode(raw), parse_constant=_reject_constant)
+        return json.loads(_decode(raw), parse_int=_json_number_int, parse_constant=_reject_constant)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise InvalidRecord(f"record is not valid JSON: {exc}", reason="malformed") from exc
 
@@ -160,9 +180,11 @@ class ReceivedJson:
 def parse_received(raw: bytes) -> ReceivedJson:
     """Parse received bytes once and decide whether they are exactly their canonical form.
 
-    Raises ``InvalidRecord(reason="malformed")`` when ``raw`` is not UTF-8 JSON. A value that
-    parses but cannot be canonicalised (e.g. an integer beyond 2**53) is returned with
-    ``is_canonical=False``: such bytes cannot be anyone's canonical form.
+    Raises ``InvalidRecord(reason="malformed")`` when ``raw`` is not UTF-8 JSON. Bytes that
+    parse but are not the canonical spelling of their value come back with
+    ``is_canonical=False``: whitespace, unsorted or duplicate keys, escapes RFC 8785 does not
+    write, a value it cannot canonicalise, or a number it spells differently (the token
+    ``9007199254740993`` denotes the double 2**53, canonically ``9007199254740992``).
     """
     text = _decode(raw)
     fast = _ASTRAL_LEAD.search(raw) is None
