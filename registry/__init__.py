@@ -1,1 +1,47 @@
-"""The peer directory: registration, admission, key pinning and liveness (Redis adapter + pure rules)."""
+"""The peer directory: registration, admission, key pinning and liveness
+(Redis adapter + pure rules)."""
+
+from lamarck.registry.cache import CachedDirectory
+from lamarck.registry.client import RegistryClient, TickResult
+from lamarck.registry.directory import IssuedNonce, PeerDirectory, PeerInfo
+from lamarck.registry.embedded import EmbeddedRedis
+from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.records import (
+    Admission,
+    Endorsement,
+    EnrollmentToken,
+    Registration,
+    Revocation,
+    sign_endorsement,
+    sign_enrollment,
+    sign_registration,
+    sign_revocation,
+)
+from lamarck.registry.redis_directory import RedisPeerDirectory, connect_redis
+from lamarck.registry.rules import Admitted, AdmittedVia, check_registration
+
+__all__ = [
+    "Admission",
+    "AdmissionMode",
+    "Admitted",
+    "AdmittedVia",
+    "CachedDirectory",
+    "EmbeddedRedis",
+    "Endorsement",
+    "EnrollmentToken",
+    "IssuedNonce",
+    "PeerDirectory",
+    "PeerInfo",
+    "RedisPeerDirectory",
+    "Registration",
+    "RegistryClient",
+    "RegistryParams",
+    "Revocation",
+    "TickResult",
+    "check_registration",
+    "connect_redis",
+    "sign_endorsement",
+    "sign_enrollment",
+    "sign_registration",
+    "sign_revocation",
+]

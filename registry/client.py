@@ -1,0 +1,137 @@
+"""``RegistryClient``: the node's side of the registry — register, heartbeat, re-register.
+
+The node calls ``tick()`` every ``heartbeat_interval_s`` (no timers in here). A tick
+heartbeats while registered; when the registry lost the node (TTL expired, data lost) or was
+unreachable, the next tick registers again with a fresh nonce and the node's admission
+material. An outage is never raised from ``tick()`` — the node keeps gossiping from its cache —
+but a refusal (``AdmissionRefused``: revoked, key pinned elsewhere...) is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from lamarck.errors import RegistryError
+from lamarck.proto.clock import Clock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.registry.directory import PeerDirectory, PeerInfo
+from lamarck.registry.params import AdmissionMode
+from lamarck.registry.records import Admission, Endorsement, EnrollmentToken, sign_registration
+
+__all__ = ["RegistryClient", "TickResult"]
+
+log = logging.getLogger(__name__)
+
+
+class TickResult(StrEnum):
+    """What a ``tick()`` did."""
+
+    REGISTERED = "registered"
+    HEARTBEAT = "heartbeat"
+    UNAVAILABLE = "unavailable"
+
+
+class RegistryClient:
+    """Registers this node (proof of key + admission material) and keeps it live."""
+
+    def __init__(
+        self,
+        directory: PeerDirectory,
+        identity: NodeIdentity,
+        *,
+        address: str,
+        domains: tuple[str, ...],
+        version: str,
+        mode: AdmissionMode,
+        clock: Clock,
+        enrollment_token: EnrollmentToken | None = None,
+        endorsement: Endorsement | None = None,
+        node_id: str | None = None,
+    ) -> None:
+        self._directory = directory
+        self._identity = identity
+        self._address = address
+        self._domains = domains
+        self._version = version
+        self._mode = mode
+        self._clock = clock
+        self._token = enrollment_token
+        self._endorsement = endorsement
+        # Differs from identity.node_id only after a key rotation (the id stays, the key moves).
+        self._node_id = node_id or identity.node_id
+        self._rotation: Mapping[str, Any] | None = None
+        self._registered = False
+
+    @property
+    def node_id(self) -> str:
+        """The id this client registers."""
+        return self._node_id
+
+    @property
+    def registered(self) -> bool:
+        """Whether the last registry interaction left this node listed."""
+        return self._registered
+
+    def use_rotation(self, identity: NodeIdentity, rotation: Mapping[str, Any]) -> None:
+        """Switch to a new key; the next registration carries ``rotation`` (signed by the old)."""
+        self._identity = identity
+        self._rotation = rotation
+        self._registered = False
+
+    async def register(self) -> PeerInfo:
+        """Register now: fresh nonce, signed registration with the admission material."""
+        endorsement = self._endorsement
+        if endorsement is None and self._token is None and self._mode is AdmissionMode.ENDORSED:
+            # An endorser may have published one for us in the registry.
+            endorsement = await self._directory.endorsement_for(self._node_id)
+        nonce = await self._directory.issue_nonce()
+        reg = sign_registration(
+            self._identity,
+            node_id=self._node_id,
+            address=self._address,
+            domains=self._domains,
+            version=self._version,
+            nonce=nonce.nonce,
+            admission=Admission(
+                mode=self._mode, endorsement=endorsement, enrollment_token=self._token
+            ),
+            created_at=self._clock.now(),
+            rotation=dict(self._rotation) if self._rotation is not None else None,
+        )
+        try:
+            peer = await self._directory.register(reg)
+        except RegistryError:
+            self._registered = False
+            raise
+        self._registered = True
+        # The pin has moved; later registrations are plain re-registrations under the new key.
+        self._rotation = None
+        return peer
+
+    async def tick(self) -> TickResult:
+        """Heartbeat, or (re-)register if not listed; outages are reported, not raised."""
+        try:
+            if self._registered:
+                try:
+                    await self._directory.heartbeat(self._node_id)
+                    return TickResult.HEARTBEAT
+                except RegistryError as e:
+                    if e.reason != "not_registered":
+                        raise
+                    log.info("registry forgot this node; registering again")
+            await self.register()
+            return TickResult.REGISTERED
+        except RegistryError as e:
+            if e.reason != "unavailable":
+                raise
+            # Register again once it is back: the registry may have lost our entry meanwhile.
+            self._registered = False
+            return TickResult.UNAVAILABLE
+
+    async def deregister(self) -> None:
+        """Leave the live peer list (clean shutdown)."""
+        await self._directory.deregister(self._node_id)
+        self._registered = False
