@@ -1,16 +1,19 @@
 """Deriving an outcome's verdict from what really ran (seed 000 §3.1), never from a model's claim.
 
-``passed`` is computed the way the verification footer computes it:
+``passed`` is computed the way the verification footer computes it (and exactly as
+``lamarck.proto.outcome.footer_passed`` does, so the two can never disagree):
 
 1. only checks of a verifying kind (test, lint, build) count;
-2. a refused check did not run, and neither did one recorded with ``ran`` false;
-3. a repeated check (same label and target) counts by its latest run;
-4. a check whose latest run came before the last mutation is stale, so it proves nothing;
-5. ``passed`` holds when at least one check counted and every counted check passed and is fresh.
+2. a repeated check (same kind, label and target) counts by its latest run (highest ``order``);
+3. a refused check did not run: if its latest run is refused, the check is unverified;
+4. a check whose latest run came before the last mutation (``mutated_after``) is stale;
+5. ``passed`` holds when at least one check counted and every counted check ran, passed and
+   is fresh. With no check nothing was verified, so an unverified turn proves no lesson.
 
 ``claim_ok`` false (the answer claimed tests that did not run) means the outcome teaches nothing:
-it is stored as a record, but no lesson moves and none is written from it. Steps whose result the
-classifier marked ``injected_instruction`` are excluded from all learning (seed 002 §3.4).
+it is stored as a record, but no lesson moves and none is written from it. So does an outcome
+marked ``injected_instruction``; single steps so marked are excluded from all learning
+(seed 002 §3.4).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ __all__ = [
     "learnable_steps",
 ]
 
-# The check kinds that verify work (seed 000 §3.1); others (e.g. "format") are recorded only.
+# The check kinds that verify work (seed 000 §3.1); others are recorded only.
 VERIFYING_KINDS = frozenset({"test", "lint", "build"})
 
 
@@ -43,26 +46,25 @@ class StepResult(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ToolStep:
-    """One tool call of the run, in order: the operation key, its target and how it ended."""
+    """One tool call of the run, in order: the operation key, how it ended, and its target."""
 
     operation: str
     result: StepResult
     target: str = ""
-    mutated: bool = False
     injected_instruction: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class CheckRun:
-    """One verification record: a check (test/lint/build) run at step position ``seq``."""
+    """One run of a check at position ``order``; ``ran`` false for a refused run."""
 
     label: str
     kind: str
-    seq: int
+    order: int
     ran: bool
     failed: bool
     target: str = ""
-    refused: bool = False
+    mutated_after: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,37 +76,33 @@ class Verdict:
     counted: tuple[str, ...] = ()
     failing: tuple[str, ...] = ()
     stale: tuple[str, ...] = ()
+    not_run: tuple[str, ...] = ()
 
 
 def _check_key(check: CheckRun) -> str:
-    """A check's identity across repeats: label and target."""
-    return f"{check.label}@{check.target}" if check.target else check.label
+    """A check's identity across repeats: kind, label and target."""
+    return f"{check.kind}:{check.label}@{check.target}"
 
 
 def derive_verdict(
-    steps: Sequence[ToolStep], checks: Sequence[CheckRun], *, claim_ok: bool
+    checks: Sequence[CheckRun], *, claim_ok: bool, injected_instruction: bool = False
 ) -> Verdict:
-    """Fold the tool record and the checks into the verdict (rules 1–5 of the module doc)."""
-    # (4) the position of the last mutating step; a check at or after it is fresh.
-    last_mutation = max((i for i, s in enumerate(steps) if s.mutated), default=-1)
+    """Fold the check runs into the verdict (rules 1–5 of the module doc)."""
     latest: dict[str, CheckRun] = {}
-    for check in checks:
-        if check.kind not in VERIFYING_KINDS:  # (1)
-            continue
-        if check.refused or not check.ran:  # (2)
-            continue
-        key = _check_key(check)
-        if key not in latest or check.seq >= latest[key].seq:  # (3)
-            latest[key] = check
-    failing = tuple(sorted(k for k, c in latest.items() if c.failed))
-    stale = tuple(sorted(k for k, c in latest.items() if c.seq < last_mutation))
-    passed = bool(latest) and not failing and not stale  # (5)
+    for check in sorted(checks, key=lambda c: c.order):
+        if check.kind in VERIFYING_KINDS:  # (1)
+            latest[_check_key(check)] = check  # (2) a later run replaces an earlier one
+    not_run = tuple(sorted(k for k, c in latest.items() if not c.ran))  # (3)
+    failing = tuple(sorted(k for k, c in latest.items() if c.ran and c.failed))
+    stale = tuple(sorted(k for k, c in latest.items() if c.mutated_after))  # (4)
+    passed = bool(latest) and not (not_run or failing or stale)  # (5)
     return Verdict(
         passed=passed,
-        teaches=claim_ok,
+        teaches=claim_ok and not injected_instruction,
         counted=tuple(sorted(latest)),
         failing=failing,
         stale=stale,
+        not_run=not_run,
     )
 
 

@@ -36,7 +36,7 @@ __all__ = [
 
 GLOBAL = "global"
 PROJECT_PREFIX = "project:"
-_HEX_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+_HEX_DIGEST = re.compile(r"^[0-9a-f]{16,64}$")
 # scheme://user[:pass]@host → scheme://host ; user@host:path (scp-like) is left alone: no secret.
 _USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@")
 
@@ -64,7 +64,7 @@ def project_digest(remote_url: str | None, realpath: str | None) -> str:
 def project_scope(digest: str) -> str:
     """The scope string of a project digest."""
     if not _HEX_DIGEST.match(digest):
-        raise InvalidRecord("a project digest is 64 lowercase hex digits", reason="bad_scope")
+        raise InvalidRecord("a project digest is 16 to 64 lowercase hex digits", reason="bad_scope")
     return PROJECT_PREFIX + digest
 
 
