@@ -1,0 +1,430 @@
+"""The import decision: a pure function of (record, local view, params, now).
+
+It runs the import stages that need no I/O, in the issue's order, on a record whose earlier
+stages already passed — (1) size and schema (``MemoryV2`` parsing), (2) signature and hash,
+(3) key pinned to the claimed source in the registry — and returns an ``ImportDecision``: what
+to do, the confidence to store, and the reputation events to emit. It never stores, sends or
+raises for a policy outcome; the node does that with the answer.
+
+Stages, numbered as in issue 5 §3:
+
+(4) timestamps — any record time beyond ``now + max_future_skew_s`` → reject
+    ``future_timestamp``; ``updated_at`` older than ``max_age_days`` → reject ``expired``.
+(5) replay / rollback / equivocation, from what the view holds about the record's id:
+    the exact bytes were rejected before → ``replay``; the same content hash is held →
+    ``duplicate`` (idempotent: the caller adds a provenance entry, nothing else); the id is held
+    under another signer → ``id_conflict``; same id and version, different content, same signer
+    → ``equivocation`` (two signed versions are proof: penalised hard); an older version than
+    one held → ``rollback``.
+(6) access level — ``public`` and ``trusted`` are enforced by the sender (it only sends
+    ``trusted`` records to peers above its threshold); the receiver checks that a ``private``
+    record names it as a recipient (``not_a_recipient``), and refuses an unproven ``claimed``
+    lesson (``unproven_claim``: only active lessons may leave a node). Only ``public`` records
+    are forwarded: a forwarder cannot apply the publisher's ``trusted`` threshold.
+(7) anti-poisoning filters (``filters.py``): a hard reject, or red flags for quarantine.
+(8) confidence transfer (``transfer.py``).
+(9) high-stakes check — if ``params.high_stakes(record)`` and no verified quorum certificate
+    exists → quarantine ``awaiting_quorum`` (the trust issue supplies the quorum).
+
+Who an event is about: content the signer wrote (poison, equivocation, a future timestamp, a
+stolen id) is the signer's doing; staleness and misrouting (replay, rollback, expired,
+not_a_recipient) are the delivering peer's (``via_node_id``), because the signer legitimately
+signed that record once. Quarantine emits nothing: suspicion is not proof.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from lamarck.errors import (
+    ConfigError,
+    LamarckError,
+    PolicyRejected,
+    QuarantinedError,
+    ReplayError,
+    SecretDetected,
+    VerificationError,
+)
+from lamarck.node.importing.filters import (
+    Corroboration,
+    Filter,
+    FilterReason,
+    ImportView,
+    VerdictKind,
+    default_filters,
+)
+from lamarck.node.importing.transfer import (
+    TransferInputs,
+    TransferParams,
+    TransferResult,
+    imported_confidence,
+)
+from lamarck.proto.memory import MemoryV2
+from lamarck.proto.timefmt import parse_ts
+from lamarck.reputation.events import EventKind, ReputationEvent
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.scores import trust_band
+
+__all__ = [
+    "ConservativeHighStakesRule",
+    "DecisionReason",
+    "HighStakesParams",
+    "HighStakesRule",
+    "ImportDecision",
+    "ImportOutcome",
+    "ImportParams",
+    "Incoming",
+    "decide_import",
+    "error_for",
+]
+
+_SECONDS_PER_DAY = 86_400.0
+
+
+class ImportOutcome(StrEnum):
+    """What the node should do with the record."""
+
+    ACCEPT = "accept"
+    DUPLICATE = "duplicate"
+    QUARANTINE = "quarantine"
+    REJECT = "reject"
+
+
+class DecisionReason(StrEnum):
+    """Reasons given by the decision's own stages (filter reasons are ``FilterReason``)."""
+
+    FUTURE_TIMESTAMP = "future_timestamp"
+    EXPIRED = "expired"
+    REPLAY = "replay"
+    ROLLBACK = "rollback"
+    EQUIVOCATION = "equivocation"
+    ID_CONFLICT = "id_conflict"
+    NOT_A_RECIPIENT = "not_a_recipient"
+    UNPROVEN_CLAIM = "unproven_claim"
+    AWAITING_QUORUM = "awaiting_quorum"
+
+
+# --------------------------------------------------------------------------------------------
+# High stakes (the rule itself belongs to the trust issue; this is the conservative default).
+
+_DESTRUCTIVE_PATTERNS: tuple[str, ...] = (
+    r"\brm\s+(-[a-z]*r[a-z]*f|-[a-z]*f[a-z]*r|-r\s+-f|-f\s+-r|--recursive\s+--force)",
+    r"--no-preserve-root\b",
+    r"\bdrop\s+(table|database|schema|index)\b",
+    r"\btruncate\s+(table\s+)?[a-z_\"`]",
+    r"\bdelete\s+from\s+[a-z0-9_.\"`]+\s*(;|$)",
+    r"\bgit\s+push\b[^\n]*(--force|--force-with-lease|\s-f\b|\s\+[a-z0-9_/-]+)",
+    r"\bgit\s+(reset\s+--hard|clean\s+-[a-z]*f)",
+    r"\bmkfs(\.[a-z0-9]+)?\b",
+    r"\bdd\s+[^\n]*\bof=/dev/",
+    r"\bterraform\s+destroy\b",
+    r"\bkubectl\s+delete\b",
+    r"\bchmod\s+-r\s+777\b",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HighStakesParams:
+    """What makes a claim high-stakes by default (seed QuorumValidator, made stricter)."""
+
+    # Claimed confidence from which a record needs a quorum, [0, 1].
+    confidence_threshold: float = 0.85
+    # Domains (or environments) where a wrong lesson is costly; compared case-insensitively.
+    critical_domains: frozenset[str] = frozenset({"security", "production", "finance", "medical"})
+    # Tags that mark a lesson as dangerous.
+    critical_tags: frozenset[str] = frozenset({"destructive", "irreversible"})
+    # Operations in content that destroy data or history (case-insensitive regexes).
+    destructive_patterns: tuple[str, ...] = _DESTRUCTIVE_PATTERNS
+
+    def __post_init__(self) -> None:
+        t = self.confidence_threshold
+        if not math.isfinite(t) or not 0.0 <= t <= 1.0:
+            raise ConfigError(f"invalid confidence_threshold: must be between 0 and 1, got {t!r}")
+        for pattern in self.destructive_patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(f"invalid destructive_patterns: {pattern!r}: {exc}") from None
+
+
+HighStakesRule = Callable[[MemoryV2], bool]
+"""Whether a record must wait for a quorum certificate before it is believed."""
+
+
+class ConservativeHighStakesRule:
+    """High stakes if any holds: confidence >= threshold, a critical domain, environment or
+    tag, or content naming a destructive operation (``rm -rf``, ``DROP TABLE``, force push...).
+    """
+
+    def __init__(self, params: HighStakesParams | None = None) -> None:
+        self.params = params or HighStakesParams()
+        self._patterns = tuple(
+            re.compile(p, re.IGNORECASE) for p in self.params.destructive_patterns
+        )
+
+    def reasons(self, record: MemoryV2) -> tuple[str, ...]:
+        """Which parts of the rule the record trips (empty if none)."""
+        p = self.params
+        out: list[str] = []
+        if record.confidence >= p.confidence_threshold:
+            out.append("high_confidence")
+        places = {record.context.domain.lower(), record.context.environment.lower()}
+        if places & {d.lower() for d in p.critical_domains}:
+            out.append("critical_domain")
+        if {t.lower() for t in record.metadata.tags} & {t.lower() for t in p.critical_tags}:
+            out.append("critical_tag")
+        if any(pat.search(record.content) for pat in self._patterns):
+            out.append("destructive_operation")
+        return tuple(out)
+
+    def __call__(self, record: MemoryV2) -> bool:
+        """True if the record is high-stakes."""
+        return bool(self.reasons(record))
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs, parameters and the answer.
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """A verified record as received: the parsed model, its content hash, who delivered it.
+
+    ``content_hash`` is the sha256 hex of the signing input (``signature.hash``, checked in
+    stage 2). ``via_node_id`` is the transport-authenticated peer that sent it ("" for a local
+    source such as a bundle file).
+    """
+
+    record: MemoryV2
+    content_hash: str
+    via_node_id: str = ""
+
+
+def _default_high_stakes() -> HighStakesRule:
+    return ConservativeHighStakesRule()
+
+
+@dataclass(frozen=True, slots=True)
+class ImportParams:
+    """Everything the decision needs besides the record and the view; validated."""
+
+    # Largest tolerated lead of any record time over ``now`` (clock skew), seconds >= 0.
+    max_future_skew_s: float = 300.0
+    # Oldest ``updated_at`` accepted, days > 0.
+    max_age_days: float = 365.0
+    transfer: TransferParams = field(default_factory=TransferParams)
+    # Only the band thresholds are read here; wire the same instance the reputation book uses.
+    reputation: ReputationParams = field(default_factory=ReputationParams)
+    filters: Filter = field(default_factory=default_filters)
+    high_stakes: HighStakesRule = field(default_factory=_default_high_stakes)
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.max_future_skew_s) or self.max_future_skew_s < 0:
+            raise ConfigError("invalid max_future_skew_s: must be a finite number >= 0")
+        if not math.isfinite(self.max_age_days) or self.max_age_days <= 0:
+            raise ConfigError("invalid max_age_days: must be a finite number > 0")
+
+
+@dataclass(frozen=True, slots=True)
+class ImportDecision:
+    """The answer: outcome, reasons, confidence to store, events to emit, forward or not.
+
+    ``confidence`` and ``transfer`` are set for accept and quarantine (what an operator
+    approving it would store); ``reasons`` is empty for accept and duplicate.
+    """
+
+    outcome: ImportOutcome
+    reasons: tuple[str, ...] = ()
+    confidence: float | None = None
+    transfer: TransferResult | None = None
+    events: tuple[ReputationEvent, ...] = ()
+    forward: bool = False
+
+    @property
+    def reason(self) -> str:
+        """The first reason ("" when there is none)."""
+        return self.reasons[0] if self.reasons else ""
+
+    @property
+    def error(self) -> LamarckError | None:
+        """The typed error for a reject or quarantine (None for accept and duplicate)."""
+        if self.outcome is ImportOutcome.REJECT:
+            return error_for(self.reason)
+        if self.outcome is ImportOutcome.QUARANTINE:
+            return QuarantinedError(reason=self.reason, reasons=list(self.reasons))
+        return None
+
+
+def error_for(reason: str) -> LamarckError:
+    """The distinct typed error for a rejection reason."""
+    if reason in (DecisionReason.FUTURE_TIMESTAMP, DecisionReason.EXPIRED):
+        return VerificationError(reason=reason)
+    if reason in (DecisionReason.REPLAY, DecisionReason.ROLLBACK, DecisionReason.EQUIVOCATION):
+        return ReplayError(reason=reason)
+    if reason == FilterReason.SECRET_DETECTED:
+        return SecretDetected(reason=reason)
+    return PolicyRejected(reason=reason)
+
+
+# --------------------------------------------------------------------------------------------
+# The stages.
+
+
+@dataclass(frozen=True, slots=True)
+class _Ctx:
+    incoming: Incoming
+    now: datetime
+
+    @property
+    def source(self) -> str:
+        return self.incoming.record.provenance.source_agent_id
+
+    def event(self, kind: EventKind, node_id: str, detail: str = "") -> tuple[ReputationEvent, ...]:
+        if not node_id:
+            # A local source (bundle file) has no peer to hold responsible.
+            return ()
+        record = self.incoming.record
+        return (
+            ReputationEvent(
+                kind=kind,
+                node_id=node_id,
+                at=self.now,
+                record_hash=self.incoming.content_hash,
+                domain=record.context.domain,
+                detail=detail,
+            ),
+        )
+
+    def reject(self, reason: str, events: tuple[ReputationEvent, ...] = ()) -> ImportDecision:
+        return ImportDecision(outcome=ImportOutcome.REJECT, reasons=(reason,), events=events)
+
+
+def _timestamps(ctx: _Ctx, params: ImportParams) -> ImportDecision | None:
+    record = ctx.incoming.record
+    prov = record.provenance
+    times = [prov.created_at, prov.updated_at, *(e.timestamp for e in record.evidence)]
+    if prov.last_validated is not None:
+        times.append(prov.last_validated)
+    latest = max(parse_ts(t) for t in times)
+    if latest > ctx.now + timedelta(seconds=params.max_future_skew_s):
+        # Only the signer chose that time (a trick to always look newest, or a broken clock).
+        return ctx.reject(
+            DecisionReason.FUTURE_TIMESTAMP, ctx.event(EventKind.REJECTED, ctx.source)
+        )
+    if parse_ts(prov.updated_at) < ctx.now - timedelta(days=params.max_age_days):
+        return ctx.reject(
+            DecisionReason.EXPIRED, ctx.event(EventKind.REPLAY, ctx.incoming.via_node_id)
+        )
+    return None
+
+
+def _history(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
+    incoming = ctx.incoming
+    record = incoming.record
+    via = incoming.via_node_id
+    if view.previously_rejected(incoming.content_hash) is not None:
+        # Already judged (and its signer already penalised once): only the relay is told.
+        return ctx.reject(DecisionReason.REPLAY, ctx.event(EventKind.REPLAY, via))
+    known = view.known_versions(record.id)
+    if any(k.content_hash == incoming.content_hash for k in known):
+        return ImportDecision(outcome=ImportOutcome.DUPLICATE)
+    if any(k.source_id != ctx.source for k in known):
+        # Ids are bound to their first signer; a uuid4 collision is deliberate.
+        return ctx.reject(DecisionReason.ID_CONFLICT, ctx.event(EventKind.REJECTED, ctx.source))
+    version = record.lesson.version if record.lesson is not None else 1
+    same = [k for k in known if k.version == version]
+    if same:
+        detail = f"also signed {same[0].content_hash} as version {version}"
+        return ctx.reject(
+            DecisionReason.EQUIVOCATION, ctx.event(EventKind.EQUIVOCATION, ctx.source, detail)
+        )
+    if known and version < max(k.version for k in known):
+        return ctx.reject(DecisionReason.ROLLBACK, ctx.event(EventKind.REPLAY, via))
+    return None
+
+
+def _access(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
+    record = ctx.incoming.record
+    if record.access_level == "private" and view.self_node_id not in record.recipients:
+        return ctx.reject(
+            DecisionReason.NOT_A_RECIPIENT,
+            ctx.event(EventKind.REJECTED, ctx.incoming.via_node_id),
+        )
+    if record.lesson is not None and record.lesson.status == "claimed":
+        return ctx.reject(DecisionReason.UNPROVEN_CLAIM, ctx.event(EventKind.REJECTED, ctx.source))
+    return None
+
+
+def _filter_event_kind(reason: str, record: MemoryV2) -> EventKind:
+    if reason in (FilterReason.INJECTED_INSTRUCTION, FilterReason.AUTONOMY_CLAIM):
+        return EventKind.POISONED
+    sit = record.situation
+    if reason == FilterReason.UNDECLARED_SITUATION and sit is not None:
+        # A free-text remedy is an attempt to teach a command; an inferred blocker is a mistake.
+        has_remedy = sit.unblock is not None or sit.probe is not None
+        return EventKind.POISONED if has_remedy else EventKind.REJECTED
+    return EventKind.REJECTED
+
+
+def _transfer(
+    ctx: _Ctx, view: ImportView, params: ImportParams, corr: Corroboration
+) -> TransferResult:
+    record = ctx.incoming.record
+    reputation = view.reputation(ctx.source)
+    if not math.isfinite(reputation):
+        reputation = 0.0  # a broken adapter fails closed
+    reputation = min(1.0, max(0.0, reputation))
+    inputs = TransferInputs(
+        original_confidence=record.confidence,
+        reputation=reputation,
+        band=trust_band(reputation, params.reputation),
+        supporting_votes=corr.supporting_votes,
+        contradicting_votes=corr.contradicting_votes,
+        quorum_certified=corr.quorum_certified,
+        same_agent=ctx.source == view.self_node_id,
+    )
+    return imported_confidence(inputs, params.transfer)
+
+
+def decide_import(
+    incoming: Incoming, view: ImportView, params: ImportParams, now: datetime
+) -> ImportDecision:
+    """Run stages (4)..(9) on a verified record and say what to do with it."""
+    if now.tzinfo is None:
+        raise ValueError("decide_import needs a timezone-aware now")
+    ctx = _Ctx(incoming=incoming, now=now)
+    record = incoming.record
+    # (4) timestamps, (5) replay / rollback / equivocation, (6) access level; first refusal wins.
+    early = _timestamps(ctx, params) or _history(ctx, view) or _access(ctx, view)
+    if early is not None:
+        return early
+    # (7) anti-poisoning filters.
+    verdict = params.filters.check(record, view)
+    if verdict.kind is VerdictKind.REJECT:
+        kind = _filter_event_kind(verdict.reason, record)
+        return ctx.reject(verdict.reason, ctx.event(kind, ctx.source))
+    held = list(verdict.reasons)
+    # (8) confidence transfer.
+    corr = view.corroboration(record)
+    result = _transfer(ctx, view, params, corr)
+    # (9) high stakes wait for a verified quorum certificate.
+    if params.high_stakes(record) and not corr.quorum_certified:
+        held.append(DecisionReason.AWAITING_QUORUM)
+    if held:
+        return ImportDecision(
+            outcome=ImportOutcome.QUARANTINE,
+            reasons=tuple(held),
+            confidence=result.confidence,
+            transfer=result,
+        )
+    return ImportDecision(
+        outcome=ImportOutcome.ACCEPT,
+        confidence=result.confidence,
+        transfer=result,
+        forward=record.access_level == "public",
+    )
