@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Literal, Self
 
@@ -119,6 +118,12 @@ def _limits(info: ValidationInfo) -> RecordLimits:
     return DEFAULT_LIMITS
 
 
+# Unicode category Cc is exactly U+0000-U+001F and U+007F-U+009F; a regex beats a per-char
+# unicodedata loop on 4 KiB of content.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_EXCEPT_NL_TAB = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def _check_text(value: str, *, multiline: bool) -> None:
     # NUL cannot be stored in Postgres text, and a lone surrogate cannot be encoded to UTF-8
     # (so it could never be canonicalised or signed): both are malformed, not "cleaned".
@@ -126,10 +131,10 @@ def _check_text(value: str, *, multiline: bool) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError("text is not valid Unicode (lone surrogate)") from None
-    for ch in value:
-        if unicodedata.category(ch) == "Cc" and not (multiline and ch in "\n\t"):
-            # Control characters in one-line fields are log/prompt injection vectors.
-            raise ValueError(f"control character U+{ord(ch):04X} not allowed here")
+    # Control characters in one-line fields are log/prompt injection vectors.
+    bad = (_CONTROL_EXCEPT_NL_TAB if multiline else _CONTROL).search(value)
+    if bad is not None:
+        raise ValueError(f"control character U+{ord(bad.group()):04X} not allowed here")
 
 
 def capped_text(
@@ -364,6 +369,11 @@ class RecordBlock(BaseModel):
         hide_input_in_errors=True,
     )
 
+    def __hash__(self) -> int:
+        # pydantic's frozen hash fails on the dict in ``context.constraints``; hash the sorted
+        # JSON instead, which agrees with ``==`` (equal field values, equal sorted JSON).
+        return hash(json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False))
+
 
 class RecordModel(RecordBlock):
     """Base of every top-level record: the parse discipline and the faithful dump.
@@ -399,7 +409,6 @@ class RecordModel(RecordBlock):
         obj: Mapping[str, Any],
         *,
         limits: RecordLimits,
-        extra_context: Mapping[str, Any] | None = None,
     ) -> Self:
         major = schema_major(obj)
         if major not in cls._majors:
@@ -408,7 +417,7 @@ class RecordModel(RecordBlock):
                 f"{obj.get('schema_version')!r}",
                 major=major,
             )
-        context: dict[str, Any] = {"limits": limits, **(extra_context or {})}
+        context = {"limits": limits}
         try:
             return cls.model_validate_json(text, strict=True, context=context)
         except ValidationError as exc:
@@ -423,11 +432,8 @@ class RecordModel(RecordBlock):
         # Faithful dump, but the version (and kind) must always be on the wire.
         self.__pydantic_fields_set__.update(self._always_written)
         limits = _limits(info)
-        slack = 0
-        if isinstance(info.context, Mapping):
-            slack = int(info.context.get("record_slack", 0))
         size = len(self.to_json())
-        if size > limits.max_record_bytes + slack:
+        if size > limits.max_record_bytes:
             raise InvalidRecord(
                 f"record is {size} bytes serialised, limit {limits.max_record_bytes}",
                 reason="too_large",
@@ -694,10 +700,6 @@ AnyMemory = Memory | MemoryV2
 # --------------------------------------------------------------------------------------------
 # Migration and the version-dispatching reader.
 
-# The v2 block added by migration is at most ~70 bytes; a v1 record at the size limit must
-# still migrate, so the migrated view may exceed the limit by this much.
-_MIGRATION_SLACK = 128
-
 
 def estimate_std_dev(success_count: int, failure_count: int) -> float:
     """Standard deviation of Beta(successes + 1, failures + 1), rounded to 6 places.
@@ -712,24 +714,28 @@ def estimate_std_dev(success_count: int, failure_count: int) -> float:
     return round(math.sqrt(a * b / (n * n * (n + 1.0))), 6)
 
 
-def migrate_v1_to_v2(v1: Memory, *, limits: RecordLimits = DEFAULT_LIMITS) -> MemoryV2:
+def migrate_v1_to_v2(v1: Memory) -> MemoryV2:
     """Lift a v1 memory to v2: ``confidence_interval`` = {confidence, Beta std-dev}.
 
     v1 carries no causal or decay information, so none is invented: ``causal_links`` and
     ``decay_function`` stay absent (``related_memories`` are associations, not causes). The
     ``signature`` block is kept as it was: it signs the *original v1 bytes*, which is what
-    verification must use (``SignedMemory`` keeps them); the migrated object is a view.
+    verification must use (``SignedMemory`` keeps them); the migrated object is a view, and
+    may exceed ``max_record_bytes`` by the size of the added block (~60 bytes).
     """
-    obj = v1.to_obj()
-    obj["schema_version"] = "2.0"
-    obj["confidence_interval"] = {
-        "mean": v1.confidence,
-        "std_dev": estimate_std_dev(v1.metadata.success_count, v1.metadata.failure_count),
-    }
-    text = _dump_obj(obj, limits=limits)
-    return MemoryV2._from_checked(
-        text, obj, limits=limits, extra_context={"record_slack": _MIGRATION_SLACK}
+    if not isinstance(v1, Memory):
+        raise InvalidRecord(f"migrate_v1_to_v2 takes a Memory, not {type(v1).__name__}")
+    interval = ConfidenceInterval(
+        mean=v1.confidence,
+        std_dev=estimate_std_dev(v1.metadata.success_count, v1.metadata.failure_count),
     )
+    # Every part of ``v1`` is already validated and the blocks are the same classes in both
+    # versions, so the v2 object is assembled without a second parse (parse_memory's hot path).
+    # Only the whole-record size may exceed the limit, by the few bytes of the new block.
+    values: dict[str, Any] = {name: getattr(v1, name) for name in Memory.model_fields}
+    values.update(schema_version="2.0", confidence_interval=interval)
+    fields_set = set(v1.model_fields_set) | {"schema_version", "confidence_interval"}
+    return MemoryV2.model_construct(_fields_set=fields_set, **values)
 
 
 def parse_memory(
@@ -746,7 +752,7 @@ def parse_memory(
     if isinstance(data, MemoryV2):
         return data
     if isinstance(data, Memory):
-        return migrate_v1_to_v2(data, limits=limits)
+        return migrate_v1_to_v2(data)
     if isinstance(data, Mapping):
         text = _dump_obj(data, limits=limits)
         text, obj = load_json_object(text, limits=limits)
@@ -754,7 +760,7 @@ def parse_memory(
         text, obj = load_json_object(data, limits=limits)
     major = schema_major(obj)
     if major == 1:
-        return migrate_v1_to_v2(Memory._from_checked(text, obj, limits=limits), limits=limits)
+        return migrate_v1_to_v2(Memory._from_checked(text, obj, limits=limits))
     if major == 2:
         return MemoryV2._from_checked(text, obj, limits=limits)
     raise UnsupportedVersion(

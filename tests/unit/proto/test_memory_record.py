@@ -597,3 +597,16 @@ def test_dump_of_parse_is_faithful_and_stable(obj: dict[str, Any]) -> None:
     assert second == first
     v2 = parse_memory(obj)
     assert parse_memory(v2.to_obj()).to_obj() == v2.to_obj()
+
+
+def test_records_hash_consistently_with_equality_despite_the_constraints_dict() -> None:
+    a = Memory.from_obj(with_path(record(), "context.constraints", {"a": "1", "b": "2"}))
+    b = Memory.from_obj(with_path(record(), "context.constraints", {"b": "2", "a": "1"}))
+    assert a == b and hash(a) == hash(b)
+    assert len({a, b, Memory.from_obj(record())}) == 2
+
+
+def test_migrate_takes_only_a_v1_model() -> None:
+    v2 = parse_memory(record())
+    with pytest.raises(InvalidRecord):
+        migrate_v1_to_v2(v2)  # type: ignore[arg-type]
