@@ -336,6 +336,7 @@ def _history(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
     if any(k.source_id != ctx.source for k in known):
         # Ids are bound to their first signer; a uuid4 collision is deliberate.
         return ctx.reject(DecisionReason.ID_CONFLICT, ctx.event(EventKind.REJECTED, ctx.source))
+    # A memory without a lesson block is never edited in place: it is its own first version.
     version = record.lesson.version if record.lesson is not None else 1
     same = [k for k in known if k.version == version]
     if same:

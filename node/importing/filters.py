@@ -494,6 +494,8 @@ class AutonomyClaimFilter:
     A phrase is exempt only when a negation ("never", "do not", "avoid"...) stands within
     ``negation_window_words`` words before it *in the same clause*: "never skip confirmation"
     is a careful lesson; "don't worry, skip confirmation" is not (the comma ends the clause).
+    Descriptive uses ("deleting without confirmation lost data") are refused too: fail closed,
+    the author can say it as a rule ("always confirm before deleting").
     """
 
     def __init__(self, params: FilterParams) -> None:
