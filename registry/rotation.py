@@ -1,8 +1,8 @@
 """Key rotation as the registry sees it: may this id's pin move from the old key to the new?
 
-The rotation record itself is defined in ``lamarck.proto.keys``; this module only checks that
-a received one moves exactly this id from exactly its pinned key to exactly the key being
-registered, and that the old key signed it. No I/O.
+The rotation record and its signature check are ``lamarck.proto.keys`` (``KeyRotation``,
+``verify_rotation``: signed by the old key); this module adds what only the registry knows —
+that it moves exactly this id from exactly its pinned key to the key being registered. No I/O.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from lamarck.errors import InvalidRecord, LamarckError, VerificationError
-from lamarck.proto.signing import RecordKind, verify_object
+from lamarck.proto.keys import verify_rotation
 from lamarck.proto.timefmt import parse_ts
 
 __all__ = ["RotationInvalid", "check_rotation_record"]
@@ -39,22 +39,16 @@ def check_rotation_record(
     or the signature's reason (``key_mismatch``, ``bad_signature``, ...).
     """
     try:
-        claimed_id = rotation["node_id"]
-        claimed_old = rotation["old_public_key"]
-        claimed_new = rotation["new_public_key"]
-        created = parse_ts(rotation["created_at"])
-        signed_by = rotation["signature"]["signed_by"]
-    except (KeyError, TypeError, InvalidRecord) as e:
+        record = verify_rotation(rotation)
+    except InvalidRecord as e:
         raise RotationInvalid(f"malformed rotation record: {e}", reason="malformed") from e
-    # (1) It is about this id and exactly this move: a rotation for another pin is useless.
-    if (claimed_id, claimed_old, claimed_new) != (node_id, old_key, new_key):
-        raise RotationInvalid("rotation is for another id or key pair", reason="wrong_target")
-    if created > now + timedelta(seconds=max_future_skew_s):
-        raise RotationInvalid("rotation is dated in the future", reason="future_timestamp")
-    # (2) The old (pinned) key signed it: only the holder of the pinned key can move the pin.
-    if signed_by != old_key:
-        raise RotationInvalid("rotation is not signed by the old key", reason="key_mismatch")
-    try:
-        verify_object(RecordKind.key_rotation, rotation, signer_id_path=None)
     except VerificationError as e:
-        raise RotationInvalid(f"rotation signature: {e}", reason=e.reason) from e
+        # Not signed by its old key, a new id not derived from the new key, or a bad signature.
+        raise RotationInvalid(f"rotation does not verify: {e}", reason=e.reason) from e
+    # It moves exactly this id from exactly its pinned key to exactly the key being
+    # registered: a genuine rotation of another pin (or an older one) authorises nothing here.
+    target = (record.node_id, record.old_public_key, record.new_public_key)
+    if target != (node_id, old_key, new_key):
+        raise RotationInvalid("rotation is for another id or key pair", reason="wrong_target")
+    if parse_ts(record.created_at) > now + timedelta(seconds=max_future_skew_s):
+        raise RotationInvalid("rotation is dated in the future", reason="future_timestamp")

@@ -22,6 +22,7 @@ import pytest
 from lamarck.errors import AdmissionRefused, RegistryError
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.keys import make_rotation
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
 from lamarck.registry.cache import CachedDirectory
@@ -251,17 +252,12 @@ async def test_key_substitution_is_refused_and_rotation_by_old_key_accepted(
         await directory.register(stolen)
     assert e.value.reason == "key_pinned"
 
-    body = {
-        "node_id": net.a.node_id,
-        "old_public_key": net.a.public_key_b64,
-        "new_public_key": net.b.public_key_b64,
-        "created_at": format_ts(now),
-    }
+    body = make_rotation(net.a, net.b, now)
     with pytest.raises(AdmissionRefused):
         await directory.rotate_key(sign_object(RecordKind.key_rotation, body, net.b))
     assert await directory.pinned_key(net.a.node_id) == net.a.public_key_b64
 
-    await directory.rotate_key(sign_object(RecordKind.key_rotation, body, net.a))
+    await directory.rotate_key(body)
     assert await directory.pinned_key(net.a.node_id) == net.b.public_key_b64
     # Now the new key registers under the old id, and the old key no longer can.
     moved = await net.registration(directory, net.b, node_id=net.a.node_id, token=False)
@@ -274,16 +270,7 @@ async def test_rotation_inside_a_registration_moves_the_pin(
     directory: PeerDirectory, net: Net
 ) -> None:
     await directory.register(await net.registration(directory, net.a))
-    rotation = sign_object(
-        RecordKind.key_rotation,
-        {
-            "node_id": net.a.node_id,
-            "old_public_key": net.a.public_key_b64,
-            "new_public_key": net.c.public_key_b64,
-            "created_at": format_ts(CLOCK.now()),
-        },
-        net.a,
-    )
+    rotation = make_rotation(net.a, net.c, CLOCK.now())
     reg = await net.registration(
         directory, net.c, node_id=net.a.node_id, token=False, rotation=rotation
     )

@@ -12,6 +12,7 @@ import pytest
 from lamarck.errors import AdmissionRefused, RegistryError
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.keys import make_rotation
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
 from lamarck.registry.params import AdmissionMode, RegistryParams
@@ -99,12 +100,8 @@ class World:
         return check_registration(reg, **args)
 
     def rotation(self, signer: NodeIdentity, **kw: Any) -> dict[str, Any]:
-        body = {
-            "node_id": self.member.node_id,
-            "old_public_key": self.member.public_key_b64,
-            "new_public_key": self.newcomer.public_key_b64,
-            "created_at": format_ts(self.now),
-        }
+        """A rotation of the member's id to the newcomer's key, signed by ``signer``."""
+        body = make_rotation(self.member, self.newcomer, self.now)
         body.update(kw)
         return sign_object(RecordKind.key_rotation, body, signer)
 
@@ -301,7 +298,8 @@ def test_rotation_without_old_key_signature_is_refused(w: World, case: str) -> N
     if case == "signed_by_new_key":
         rotation = w.rotation(w.newcomer)
     elif case == "other_target":
-        rotation = w.rotation(w.member, new_public_key=w.stranger.public_key_b64)
+        # A genuine rotation by the member, but to another key than the one registering.
+        rotation = make_rotation(w.member, w.stranger, w.now)
     elif case == "tampered":
         rotation = w.rotation(w.member)
         rotation["created_at"] = format_ts(w.now - HOUR)
@@ -313,7 +311,7 @@ def test_rotation_without_old_key_signature_is_refused(w: World, case: str) -> N
 
 
 def test_rotation_for_unpinned_id_is_refused(w: World) -> None:
-    reg = w.registration(rotation=w.rotation(w.member, node_id=w.newcomer.node_id))
+    reg = w.registration(rotation=make_rotation(w.stranger, w.newcomer, w.now))
     with refused("key_mismatch"):
         w.check(reg, AdmissionMode.OPEN)
 
