@@ -306,7 +306,7 @@ def load_json_object(
     return text, obj
 
 
-def _dump_obj(obj: object, *, limits: RecordLimits) -> str:
+def _dump_obj(obj: object) -> str:
     if not isinstance(obj, Mapping):
         raise InvalidRecord(f"record must be a mapping, not {type(obj).__name__}")
     _check_keys(obj)
@@ -400,7 +400,7 @@ class RecordModel(RecordBlock):
         The mapping goes through the same JSON gate as received bytes (so the size limit
         applies to its compact serialisation), which is what makes both paths agree.
         """
-        return cls.from_json(_dump_obj(obj, limits=limits), limits=limits)
+        return cls.from_json(_dump_obj(obj), limits=limits)
 
     @classmethod
     def _from_checked(
@@ -754,7 +754,7 @@ def parse_memory(
     if isinstance(data, Memory):
         return migrate_v1_to_v2(data)
     if isinstance(data, Mapping):
-        text = _dump_obj(data, limits=limits)
+        text = _dump_obj(data)
         text, obj = load_json_object(text, limits=limits)
     else:
         text, obj = load_json_object(data, limits=limits)
