@@ -1,0 +1,486 @@
+"""LessonService over the in-memory store: the issue-3 rules end to end, and seed 000 §6."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from lamarck.errors import ConflictError, EvidenceError, InvalidRecord, NotFound, SecretDetected
+from lamarck.node.learning.params import LearningParams, LessonParams
+from lamarck.node.learning.scopes import GLOBAL, project_scope
+from lamarck.node.learning.situations import (
+    Escalate,
+    Note,
+    Probe,
+    Proceed,
+    Situation,
+    SituationCall,
+    env_fingerprint,
+)
+from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.node.store.port import Category, LessonFilter, LessonStatus
+from lamarck.node.store.service import LessonService
+from lamarck.proto.clock import FixedClock
+from lamarck.proto.outcome import Outcome
+from lamarck.proto.timefmt import format_ts
+
+P1, P2, P3 = "a1" * 32, "b2" * 32, "c3" * 32
+ROOT, IN_TESTS, SUITE = "shell:pytest", "shell:pytest tests/", "the test suite"
+DAY = 86_400.0
+
+
+class TinyEmbedder:
+    """Deterministic bag-of-words hashing: enough to make related texts similar."""
+
+    dim = 64
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            out[row, 0] = 0.1  # never a zero vector
+            for word in re.findall(r"\w+", text.lower()):
+                slot = int(hashlib.sha256(word.encode()).hexdigest(), 16) % (self.dim - 1) + 1
+                out[row, slot] += 1.0
+            out[row] /= np.linalg.norm(out[row])
+        return out
+
+
+class Harness:
+    """A service, its store and clock, and an outcome factory."""
+
+    def __init__(self, params: LearningParams | None = None) -> None:
+        self.store = InMemoryLessonStore(dim=TinyEmbedder.dim)
+        self.clock = FixedClock()
+        self.service = LessonService(
+            self.store, TinyEmbedder(), self.clock, params, rng=random.Random(7)
+        )
+        self._n = 0
+
+    def outcome(
+        self,
+        session: str,
+        steps: Sequence[tuple[str, str, str | None]],
+        *,
+        passed: bool = True,
+        claim_ok: bool = True,
+        project: str = P1,
+        in_play: Sequence[str] = (),
+        injected: bool = False,
+    ) -> Outcome:
+        self._n += 1
+        obj: dict[str, Any] = {
+            "schema_version": "1.0",
+            "kind": "outcome",
+            "id": str(uuid.UUID(int=10_000 + self._n, version=4)),
+            "session_id": session,
+            "turn_index": self._n,
+            "project": project,
+            "goal_digest": f"task {self._n}",
+            "approach": [
+                {"operation_key": op, "outcome": result, "target": target}
+                for op, result, target in steps
+            ],
+            "checks": [
+                {
+                    "label": "pytest",
+                    "target": "",
+                    "kind": "test",
+                    "order": 0,
+                    "ran": True,
+                    "failed": not passed,
+                    "mutated_after": False,
+                }
+            ],
+            "passed": passed,
+            "claim_ok": claim_ok,
+            "steps": len(steps),
+            "tokens": 100,
+            "wall_s": 1.0,
+            "in_play": list(in_play),
+            "created_at": format_ts(self.clock.now()),
+            "injected_instruction": injected,
+        }
+        return Outcome.from_obj(obj)
+
+
+@pytest.fixture
+def h() -> Harness:
+    return Harness()
+
+
+SCOPE1 = project_scope(P1)
+
+
+async def _seed_mistake(h: Harness) -> tuple[str, str]:
+    """Session A: pytest from tests/ fails, from the root it works. Returns (lesson, outcome)."""
+    a = h.outcome("A", [(IN_TESTS, "failed", SUITE), (ROOT, "ok", SUITE)])
+    result = await h.service.record_outcome(a)
+    [lesson_id] = result.ids("created")
+    return lesson_id, a.id
+
+
+# -- seed 000 §6: the three scenarios and the planted control ------------------------------
+
+
+async def test_scenario_seed_a_mistake_then_avoid_it(h: Harness) -> None:
+    lesson_id, a_id = await _seed_mistake(h)
+    lesson = await h.store.get_lesson(lesson_id)
+    assert lesson.status is LessonStatus.ACTIVE and lesson.confidence == 0.5
+    assert lesson.evidence == (a_id,) and lesson.scope == SCOPE1
+    assert lesson.operation == ROOT and "tests/" in lesson.content
+
+    # Session B: a different task in the same project; the lesson is in the prompt.
+    recall = await h.service.recall("add a flag to the CLI and run the test suite", {}, SCOPE1, "B")
+    assert lesson_id in recall.section.included and lesson.content in recall.section.text
+    preamble = await h.service.check_operation(IN_TESTS, SCOPE1)
+    assert preamble is not None and "Prefer" in preamble
+    b = h.outcome("B", [(ROOT, "ok", SUITE)])
+    result = await h.service.record_outcome(b)
+    assert result.ids("confirmed") == [lesson_id]
+    after = await h.store.get_lesson(lesson_id)
+    assert after.confidence == pytest.approx(0.65) and after.evidence == (a_id, b.id)
+
+    # Another project never sees it.
+    other = await h.service.recall("run the test suite", {}, project_scope(P2), "X")
+    assert other.lessons == ()
+
+
+async def test_scenario_learn_what_worked(h: Harness) -> None:
+    a = h.outcome("A", [("shell:scripts/build_docs.sh", "ok", "docs")])
+    await h.service.record_outcome(a)
+    # The extractor proposes the lesson, citing this turn's outcome as evidence.
+    written = await h.service.write_lesson(
+        "Build the docs with scripts/build_docs.sh; plain sphinx misses the API pages.",
+        "shell:scripts/build_docs.sh",
+        SCOPE1,
+        evidence=[a.id],
+    )
+    assert written is not None and written.status is LessonStatus.ACTIVE
+    recall = await h.service.recall("update the docs pages and build the docs", {}, SCOPE1, "B")
+    assert recall.lessons[0].id == written.id
+    b = h.outcome("B", [("shell:scripts/build_docs.sh", "ok", "docs")])
+    result = await h.service.record_outcome(b)
+    assert result.ids("confirmed") == [written.id]
+
+
+async def test_scenario_unlearn_when_the_environment_changes(h: Harness) -> None:
+    old_id, a_id = await _seed_mistake(h)
+    await h.service.recall("run the test suite", {}, SCOPE1, "B")
+    await h.service.record_outcome(h.outcome("B", [(ROOT, "ok", SUITE)]))
+
+    # Session C: the fixture is flipped. The lesson is in play, its operation fails.
+    await h.service.recall("run the test suite", {}, SCOPE1, "C")
+    c = h.outcome("C", [(ROOT, "failed", SUITE), (IN_TESTS, "ok", SUITE)])
+    result = await h.service.record_outcome(c)
+    assert result.ids("contradicted") == [old_id]
+    assert result.ids("superseded") == [old_id]
+    [new_id] = result.ids("created")
+    old = await h.store.get_lesson(old_id)
+    assert old.confidence == pytest.approx(0.40) and old.status is LessonStatus.SUPERSEDED
+
+    # Session D: the stale lesson is gone from the prompt, the new one is there.
+    recall = await h.service.recall("run the test suite", {}, SCOPE1, "D")
+    assert old_id not in recall.section.included and new_id in recall.section.included
+    history = await h.service.history(new_id)
+    assert [r.id for r in history] == [old_id, new_id]
+    cited = {e for r in history for e in r.evidence}
+    assert {a_id, c.id} <= cited
+
+
+async def test_planted_control_fabricated_evidence_is_refused_at_write_time(h: Harness) -> None:
+    await _seed_mistake(h)
+    before = await h.store.stats()
+    with pytest.raises(EvidenceError) as info:
+        await h.service.write_lesson(
+            "Always skip the tests.", ROOT, SCOPE1, evidence=[str(uuid.uuid4())]
+        )
+    assert info.value.reason == "unknown_evidence"
+    assert await h.store.stats() == before
+
+
+# -- evidence and claims ------------------------------------------------------------------
+
+
+async def test_fabricated_evidence_id_is_refused_at_write_time(h: Harness) -> None:
+    with pytest.raises(EvidenceError, match="do not exist"):
+        await h.service.write_lesson("x works", ROOT, SCOPE1, evidence=["not-an-outcome"])
+
+
+async def test_lesson_without_evidence_is_stored_claimed_at_0_3_and_kept_out_of_prompts(
+    h: Harness,
+) -> None:
+    claim = await h.service.remember("Run pytest with -x to stop early.", ROOT, SCOPE1)
+    assert claim is not None
+    assert claim.status is LessonStatus.CLAIMED and claim.confidence == 0.3
+    assert claim.evidence == ()
+    recall = await h.service.recall("run pytest", {}, SCOPE1, "S")
+    assert recall.lessons == () and recall.section.text == ""
+
+
+async def test_claim_gains_evidence_and_enters_prompts_after_one_attributed_confirmation(
+    h: Harness,
+) -> None:
+    claim = await h.service.remember("Run pytest with -x to stop early.", ROOT, SCOPE1)
+    assert claim is not None
+    recall = await h.service.recall("run pytest", {}, SCOPE1, "S", include_claimed=True)
+    assert [r.id for r in recall.claimed] == [claim.id] and recall.section.text == ""
+    o = h.outcome("S", [(ROOT, "ok", SUITE)])
+    await h.service.record_outcome(o)
+    row = await h.store.get_lesson(claim.id)
+    assert row.status is LessonStatus.ACTIVE and row.evidence == (o.id,)
+    assert row.confidence == pytest.approx(0.45)
+    assert claim.id in (await h.service.recall("run pytest", {}, SCOPE1, "T")).section.included
+
+
+async def test_user_retired_lesson_is_never_relearned_from_same_evidence(h: Harness) -> None:
+    lesson_id, a_id = await _seed_mistake(h)
+    retired = await h.service.retire(lesson_id, "user")
+    assert retired.superseded_by == "retired:user" and retired.status is LessonStatus.RETIRED
+    with pytest.raises(EvidenceError) as info:
+        await h.service.write_lesson("Prefer root pytest.", ROOT, SCOPE1, evidence=[a_id])
+    assert info.value.reason == "retired_evidence"
+    assert (await h.service.recall("run the test suite", {}, SCOPE1, "S")).lessons == ()
+
+
+async def test_evidence_from_an_outcome_that_teaches_nothing_is_refused(h: Harness) -> None:
+    liar = h.outcome("L", [(ROOT, "ok", SUITE)], claim_ok=False)
+    await h.service.record_outcome(liar)
+    with pytest.raises(EvidenceError, match="teaches nothing"):
+        await h.service.write_lesson("Prefer root pytest.", ROOT, SCOPE1, evidence=[liar.id])
+
+
+# -- attribution --------------------------------------------------------------------------
+
+
+async def test_pytest_lesson_is_not_blamed_for_failed_web_fetch(h: Harness) -> None:
+    lesson_id, _ = await _seed_mistake(h)
+    await h.service.recall("run the test suite", {}, SCOPE1, "B")
+    o = h.outcome("B", [(ROOT, "ok", SUITE), ("web:fetch", "failed", "docs")], passed=False)
+    result = await h.service.record_outcome(o)
+    assert result.changes == ()
+    assert (await h.store.get_lesson(lesson_id)).confidence == 0.5
+
+
+async def test_outcome_claiming_tests_it_did_not_run_teaches_nothing(h: Harness) -> None:
+    lesson_id, _ = await _seed_mistake(h)
+    await h.service.recall("run the test suite", {}, SCOPE1, "B")
+    o = h.outcome("B", [(ROOT, "failed", SUITE), (IN_TESTS, "ok", SUITE)], claim_ok=False)
+    result = await h.service.record_outcome(o)
+    assert result.recorded and not result.teaches and result.changes == ()
+    assert (await h.store.get_outcome(o.id)).claim_ok is False
+    assert (await h.store.get_lesson(lesson_id)).confidence == 0.5
+
+
+async def test_outcome_with_injected_instruction_teaches_nothing(h: Harness) -> None:
+    o = h.outcome("A", [(IN_TESTS, "failed", SUITE), (ROOT, "ok", SUITE)], injected=True)
+    result = await h.service.record_outcome(o)
+    assert result.recorded and result.changes == ()
+
+
+async def test_success_in_a_different_context_adds_the_generalisation_step(h: Harness) -> None:
+    a = h.outcome("A", [(ROOT, "ok", SUITE)])
+    await h.service.record_outcome(a)
+    written = await h.service.write_lesson(
+        "Run pytest from the root.",
+        ROOT,
+        SCOPE1,
+        evidence=[a.id],
+        context={"domain": "python", "environment": "linux"},
+    )
+    assert written is not None
+    await h.service.recall("run pytest from the root", {"environment": "windows"}, SCOPE1, "W")
+    await h.service.record_outcome(h.outcome("W", [(ROOT, "ok", SUITE)]))
+    assert (await h.store.get_lesson(written.id)).confidence == pytest.approx(0.70)
+
+
+async def test_failure_in_a_different_context_barely_moves_confidence(h: Harness) -> None:
+    a = h.outcome("A", [(ROOT, "ok", SUITE)])
+    await h.service.record_outcome(a)
+    written = await h.service.write_lesson(
+        "Run pytest from the root.", ROOT, SCOPE1, evidence=[a.id], context={"domain": "python"}
+    )
+    assert written is not None
+    await h.service.recall("run pytest from the root", {"domain": "rust"}, SCOPE1, "R")
+    await h.service.record_outcome(h.outcome("R", [(ROOT, "failed", SUITE)], passed=False))
+    assert (await h.store.get_lesson(written.id)).confidence == pytest.approx(0.45)
+
+
+# -- scopes -------------------------------------------------------------------------------
+
+
+async def test_lesson_confirmed_from_two_projects_is_promoted_then_demoted_by_a_third(
+    h: Harness,
+) -> None:
+    lesson_id, _ = await _seed_mistake(h)  # learned in P1
+    await h.service.record_outcome(
+        h.outcome("X", [(ROOT, "ok", SUITE)], project=P2, in_play=[lesson_id])
+    )
+    promoted = await h.store.get_lesson(lesson_id)
+    assert promoted.scope == GLOBAL and promoted.confirmed_projects == (P1, P2)
+    assert (await h.service.recall("run the test suite", {}, project_scope(P3), "Y")).lessons
+
+    result = await h.service.record_outcome(
+        h.outcome("Z", [(ROOT, "failed", SUITE)], passed=False, project=P3, in_play=[lesson_id])
+    )
+    assert result.ids("demoted") == [lesson_id]
+    demoted = await h.store.get_lesson(lesson_id)
+    assert demoted.scope == project_scope(P2)
+
+
+# -- supersede, never delete --------------------------------------------------------------
+
+
+async def test_edit_supersedes_and_the_new_row_inherits_evidence_and_confidence(h: Harness) -> None:
+    lesson_id, a_id = await _seed_mistake(h)
+    await h.service.record_outcome(h.outcome("B", [(ROOT, "ok", SUITE)], in_play=[lesson_id]))
+    new = await h.service.edit(lesson_id, "Run pytest from the repository root.", "user")
+    old = await h.store.get_lesson(lesson_id)
+    assert old.superseded_by == new.id and old.status is LessonStatus.SUPERSEDED
+    assert new.confidence == old.confidence and new.evidence == old.evidence
+    assert new.supersedes == lesson_id and a_id in new.evidence
+    assert [r.id for r in await h.service.history(new.id)] == [lesson_id, new.id]
+    with pytest.raises(ConflictError):
+        await h.service.edit(lesson_id, "again", "user")
+
+
+async def test_retired_lesson_stays_queryable_and_hard_delete_is_explicit(h: Harness) -> None:
+    lesson_id, _ = await _seed_mistake(h)
+    await h.service.retire(lesson_id, "user")
+    rows = await h.service.list(scope=SCOPE1, statuses=(LessonStatus.RETIRED,))
+    assert [r.id for r in rows] == [lesson_id]
+    await h.service.hard_delete(lesson_id)
+    with pytest.raises(NotFound):
+        await h.store.get_lesson(lesson_id)
+
+
+# -- reconcile and caps -------------------------------------------------------------------
+
+
+async def test_reconcile_decays_unused_lessons_and_retires_below_0_2(h: Harness) -> None:
+    lesson_id, _ = await _seed_mistake(h)
+    h.clock.advance(2 * DAY)
+    result = await h.service.reconcile()
+    assert result.decayed == (lesson_id,)
+    assert (await h.store.get_lesson(lesson_id)).confidence == pytest.approx(0.5 - 0.02 - 0.002)
+    for _ in range(20):
+        h.clock.advance(DAY)
+        await h.service.reconcile()
+    row = await h.store.get_lesson(lesson_id)
+    assert row.status is LessonStatus.RETIRED and row.confidence < 0.2
+    assert row.superseded_by is None  # a decay is not a user's retirement
+
+
+async def test_used_lesson_does_not_decay(h: Harness) -> None:
+    lesson_id, _ = await _seed_mistake(h)
+    await h.service.reconcile()
+    h.clock.advance(DAY)
+    await h.service.recall("run the test suite", {}, SCOPE1, "B")
+    h.clock.advance(60)
+    result = await h.service.reconcile()
+    assert lesson_id not in result.decayed
+
+
+async def test_reconcile_caps_active_lessons_per_scope_by_superseding_the_lowest() -> None:
+    h = Harness(LearningParams(lesson=LessonParams(max_active_per_scope=3, candidate_pool=5)))
+    a = h.outcome("A", [(ROOT, "ok", SUITE)])
+    await h.service.record_outcome(a)
+    ids = []
+    for i in range(5):
+        row = await h.service.write_lesson(f"lesson number {i}", f"op{i}", SCOPE1, evidence=[a.id])
+        assert row is not None
+        ids.append(row.id)
+    # Make the first two the strongest.
+    for i in (0, 1):
+        await h.service.report_use(ids[i], session_id=f"c{i}")
+        await h.service.record_outcome(h.outcome(f"c{i}", [(f"op{i}", "ok", None)]))
+    result = await h.service.reconcile()
+    assert len(result.capped) == 2
+    active = await h.service.list(scope=SCOPE1)
+    assert len(active) == 3 and {ids[0], ids[1]} <= {r.id for r in active}
+
+
+async def test_recall_returns_at_most_5_lessons_within_300_tokens(h: Harness) -> None:
+    a = h.outcome("A", [(ROOT, "ok", SUITE)])
+    await h.service.record_outcome(a)
+    for i in range(12):
+        await h.service.write_lesson(
+            f"Run the test suite step {i} carefully.", f"op{i}", SCOPE1, evidence=[a.id]
+        )
+    recall = await h.service.recall("run the test suite", {}, SCOPE1, "S")
+    assert 0 < len(recall.lessons) <= 5 and recall.section.tokens <= 300
+
+
+async def test_check_operation_returns_none_without_a_lesson(h: Harness) -> None:
+    assert await h.service.check_operation("shell:rm -rf build", SCOPE1) is None
+
+
+# -- secrets and incognito ----------------------------------------------------------------
+
+
+async def test_lesson_carrying_a_credential_is_refused(h: Harness) -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    with pytest.raises(SecretDetected) as info:
+        await h.service.remember(f"Use {token} to push.", "shell:git push", SCOPE1)
+    assert "github_token" in info.value.details["kinds"]
+    assert await h.store.count_lessons(LessonFilter(statuses=None)) == 0
+
+
+async def test_outcome_carrying_a_credential_is_refused_and_not_stored(h: Harness) -> None:
+    o = h.outcome("A", [("shell:git clone https://bot:Xy9kP2mQ7z@git.example.com/r", "ok", None)])
+    with pytest.raises(SecretDetected):
+        await h.service.record_outcome(o)
+    assert await h.store.existing_outcome_ids([o.id]) == set()
+
+
+async def test_incognito_session_records_nothing(h: Harness) -> None:
+    o = h.outcome("I", [(IN_TESTS, "failed", SUITE), (ROOT, "ok", SUITE)])
+    result = await h.service.record_outcome(o, incognito=True)
+    assert not result.recorded
+    assert await h.service.remember("x", ROOT, SCOPE1, incognito=True) is None
+    assert await h.store.stats() == (await InMemoryLessonStore().stats())
+
+
+# -- situations ---------------------------------------------------------------------------
+
+FP = env_fingerprint("/usr/bin/gh", "2.40.0")
+
+
+async def test_declared_blocker_is_probed_first_then_escalated_or_invalidated(h: Harness) -> None:
+    s = Situation.declared(
+        tool="gh",
+        subject="gh",
+        kind="auth",
+        env_fingerprint=FP,
+        unblock="gh auth login --web",
+        probe="gh auth status",
+    )
+    row = await h.service.record_situation(s, SCOPE1)
+    assert row is not None and row.category is Category.SITUATION
+    again = await h.service.record_situation(s, SCOPE1)
+    assert again is not None and again.id == row.id
+    call = SituationCall("gh", "gh", FP)
+    assert await h.service.before_dispatch(call, SCOPE1) == Probe(row.id, "gh auth status")
+    blocked = await h.service.before_dispatch(call, SCOPE1, probe_blocked={row.id: True})
+    assert isinstance(blocked, Escalate) and row.id in blocked.message
+    clear = await h.service.before_dispatch(call, SCOPE1, probe_blocked={row.id: False})
+    assert clear == Proceed(invalidate=(row.id,))
+    assert (await h.store.get_lesson(row.id)).status is LessonStatus.RETIRED
+    assert await h.service.before_dispatch(call, SCOPE1) == Proceed()
+
+
+async def test_inferred_situation_is_never_persisted_by_the_service(h: Harness) -> None:
+    inferred = Situation.inferred(tool="web_fetch", subject="gh", kind="auth")
+    with pytest.raises(InvalidRecord):
+        await h.service.record_situation(inferred, SCOPE1)
+    no_probe = Situation.declared(tool="gh", subject="gh", kind="not_installed")
+    row = await h.service.record_situation(no_probe, SCOPE1)
+    assert row is not None
+    assert isinstance(await h.service.before_dispatch(SituationCall("gh", "gh"), SCOPE1), Note)
