@@ -1,0 +1,57 @@
+"""The peer cache with its registry unreachable (a closed port: no server involved)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from lamarck.errors import RegistryError
+from lamarck.proto.clock import FixedClock
+from lamarck.registry.cache import CachedDirectory
+from lamarck.registry.params import RegistryParams
+from lamarck.registry.redis_directory import RedisPeerDirectory
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _unreachable(clock: FixedClock) -> RedisPeerDirectory:
+    return RedisPeerDirectory.from_url(
+        f"redis://127.0.0.1:{_closed_port()}/0",
+        namespace="unit",
+        params=RegistryParams(),
+        clock=clock,
+    )
+
+
+async def test_damaged_cache_file_means_an_empty_cache_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "peers.json"
+    path.write_text("{not json")
+    clock = FixedClock()
+    cache = CachedDirectory(_unreachable(clock), clock=clock, path=path)
+    try:
+        assert await cache.live_peers() == []
+        assert await cache.pinned_key("lmk1" + "a" * 32) is None
+        assert not cache.available and cache.refreshed_at is None
+    finally:
+        await cache.aclose()
+
+
+async def test_writes_fail_as_unavailable_while_the_registry_is_down() -> None:
+    clock = FixedClock()
+    cache = CachedDirectory(_unreachable(clock), clock=clock)
+    try:
+        with pytest.raises(RegistryError) as e:
+            await cache.issue_nonce()
+        assert e.value.reason == "unavailable"
+        assert isinstance(e.value.__cause__, Exception)  # the Redis error is chained
+        with pytest.raises(RegistryError, match="unavailable"):
+            await cache.heartbeat("lmk1" + "a" * 32)
+        assert not await cache.refresh()
+    finally:
+        await cache.aclose()
