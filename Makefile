@@ -31,8 +31,10 @@ lint: venv
 
 # mypy cannot follow an editable install with remapped folders: type-check a regular install.
 typecheck: venv
-	rm -rf build/typecheck && $(BIN)/python -m pip install -q --no-deps --no-build-isolation --target build/typecheck .
-	cd build && MYPYPATH=$(CURDIR)/build/typecheck ../$(BIN)/mypy --strict --config-file ../pyproject.toml -p lamarck
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation --target "$$d/site" . && \
+	cd "$$d" && MYPYPATH="$$d/site" $(CURDIR)/$(BIN)/mypy --strict --config-file $(CURDIR)/pyproject.toml \
+		--cache-dir $(CURDIR)/.mypy_cache -p lamarck
 
 proto: venv
 	$(BIN)/python tools/gen_proto.py
