@@ -1,0 +1,412 @@
+"""Server interceptors: metrics, error mapping, agent auth, per-peer limits, default deadlines.
+
+Each interceptor is a :class:`GuardInterceptor`: it wraps every handler of the server in one
+async context manager (its ``guard``), for all four call shapes alike. In a
+``grpc.aio.server(interceptors=[a, b, c])`` the first is the outermost wrapper, so the order
+the node uses is::
+
+    MetricsInterceptor      sees the final status of every call, refusals included
+    ErrorInterceptor        turns a LamarckError from anything inside into a status
+    AuthInterceptor         (agent server) refuses calls without the bearer token
+    PeerLimitInterceptor    (peer server) per-peer concurrency and token-bucket rate
+    DeadlineInterceptor     a server-side deadline when the client set none
+
+A refusal by an inner guard is raised as a typed error (``PolicyRejected(reason=...)``), so
+it reaches the client like any other error: the status from ``lamarck.node.api.status``, the
+``google.rpc.Status`` (with ``ErrorInfo``) in ``grpc-status-details-bin``, and the reason in
+``lamarck-reason``.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import inspect
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import grpc.aio
+
+from lamarck.errors import LamarckError, PolicyRejected
+from lamarck.node import metrics
+from lamarck.node.api.status import REASON_METADATA_KEY, status_for, to_rich_status
+from lamarck.node.token import presented_token, token_matches
+from lamarck.proto.identity import is_node_id
+
+__all__ = [
+    "GRPC_DETAILS_METADATA_KEY",
+    "NODE_ID_METADATA_KEY",
+    "PEER_SERVICE_PREFIX",
+    "AuthInterceptor",
+    "DeadlineInterceptor",
+    "ErrorInterceptor",
+    "GuardInterceptor",
+    "MetricsInterceptor",
+    "PeerLimitInterceptor",
+    "TokenBucket",
+    "abort_with_error",
+    "peer_key",
+]
+
+_log = logging.getLogger(__name__)
+
+#: Where gRPC carries a serialized ``google.rpc.Status`` (the "rich" status).
+GRPC_DETAILS_METADATA_KEY = "grpc-status-details-bin"
+#: Optional call metadata naming the calling node: a hint for rate limiting, never proof.
+NODE_ID_METADATA_KEY = "lamarck-node-id"
+#: Full method names of PeerService start with this; only they get per-peer limits.
+PEER_SERVICE_PREFIX = "/lamarck.v1.PeerService/"
+
+# grpc's classes are generic only in the type stubs (grpc-stubs), not at run time.
+if TYPE_CHECKING:
+    Handler = grpc.RpcMethodHandler[Any, Any]
+    Continuation = Callable[[grpc.HandlerCallDetails], Awaitable[Handler]]
+    Guard = Callable[[str, grpc.aio.ServicerContext[Any, Any]], AbstractAsyncContextManager[None]]
+    _ServerInterceptor = grpc.aio.ServerInterceptor[Any, Any]
+else:
+    _ServerInterceptor = grpc.aio.ServerInterceptor
+
+
+async def abort_with_error(
+    context: grpc.aio.ServicerContext[Any, Any], error: LamarckError
+) -> None:
+    """End the call with ``error``'s status, rich details and reason (always raises)."""
+    rich = to_rich_status(error)
+    await context.abort(
+        status_for(error),
+        str(error),
+        trailing_metadata=(
+            (GRPC_DETAILS_METADATA_KEY, rich.SerializeToString()),
+            (REASON_METADATA_KEY, error.reason),
+        ),
+    )
+
+
+async def _call(result: Any) -> Any:
+    # A handler may be sync (the generated base classes are); await only what is awaitable.
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+async def _stream(result: Any) -> AsyncIterator[Any]:
+    # Response streams come as async generators, sync iterators, or a coroutine that writes
+    # through context.write() and returns nothing.
+    if inspect.isasyncgen(result):
+        async for item in result:
+            yield item
+    elif inspect.isawaitable(result):
+        await result
+    elif isinstance(result, Iterable):
+        for item in result:
+            yield item
+
+
+def _wrap(handler: Handler, method: str, guard: Guard) -> Handler:
+    """The same handler with every call run inside ``guard(method, context)``."""
+    h: Any = handler
+    kwargs = {
+        "request_deserializer": h.request_deserializer,
+        "response_serializer": h.response_serializer,
+    }
+    if h.unary_unary is not None:
+        uu = h.unary_unary
+
+        async def unary_unary(request: Any, context: Any) -> Any:
+            async with guard(method, context):
+                return await _call(uu(request, context))
+
+        return grpc.unary_unary_rpc_method_handler(unary_unary, **kwargs)
+    if h.stream_unary is not None:
+        su = h.stream_unary
+
+        async def stream_unary(requests: Any, context: Any) -> Any:
+            async with guard(method, context):
+                return await _call(su(requests, context))
+
+        return grpc.stream_unary_rpc_method_handler(stream_unary, **kwargs)
+    if h.unary_stream is not None:
+        us = h.unary_stream
+
+        async def unary_stream(request: Any, context: Any) -> AsyncIterator[Any]:
+            async with guard(method, context):
+                async for item in _stream(us(request, context)):
+                    yield item
+
+        return grpc.unary_stream_rpc_method_handler(unary_stream, **kwargs)
+    ss = h.stream_stream
+
+    async def stream_stream(requests: Any, context: Any) -> AsyncIterator[Any]:
+        async with guard(method, context):
+            async for item in _stream(ss(requests, context)):
+                yield item
+
+    return grpc.stream_stream_rpc_method_handler(stream_stream, **kwargs)
+
+
+class GuardInterceptor(_ServerInterceptor, abc.ABC):
+    """An interceptor that runs each call of the methods it applies to inside ``guard``."""
+
+    def applies_to(self, method: str) -> bool:
+        """Whether calls of ``method`` (``/package.Service/Method``) are guarded."""
+        return True
+
+    @abc.abstractmethod
+    def guard(
+        self, method: str, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AbstractAsyncContextManager[None]:
+        """The context manager one call runs in."""
+
+    async def intercept_service(
+        self,
+        continuation: Continuation,
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Handler:
+        """Wrap the next handler when this interceptor applies to the method."""
+        handler = await continuation(handler_call_details)
+        method: str = handler_call_details.method
+        if handler is None or not self.applies_to(method):
+            return handler
+        return _wrap(handler, method, self.guard)
+
+
+class MetricsInterceptor(GuardInterceptor):
+    """Counts every finished call and its wall time by method and final status code."""
+
+    def __init__(self, server: str) -> None:
+        self._server = server
+
+    @asynccontextmanager
+    async def guard(
+        self, method: str, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[None]:
+        """Time the call and record its final code."""
+        start = time.perf_counter()
+        code = "UNKNOWN"
+        try:
+            yield
+            code = _code_name(context, "OK")
+        except grpc.aio.AbortError:
+            code = _code_name(context, "UNKNOWN")
+            raise
+        except asyncio.CancelledError:
+            code = "CANCELLED"
+            raise
+        finally:
+            labels = {"server": self._server, "method": method, "code": code}
+            metrics.RPC_REQUESTS.labels(**labels).inc()
+            metrics.RPC_DURATION.labels(**labels).observe(time.perf_counter() - start)
+
+
+def _code_name(context: grpc.aio.ServicerContext[Any, Any], default: str) -> str:
+    code = context.code()
+    return code.name if isinstance(code, grpc.StatusCode) else default
+
+
+class ErrorInterceptor(GuardInterceptor):
+    """Maps what escapes a handler to a status; internals never reach the client.
+
+    ``LamarckError`` → its status with ``ErrorInfo`` details and the ``lamarck-reason``
+    trailer; ``NotImplementedError`` → UNIMPLEMENTED; anything else → INTERNAL with only an
+    incident id, whose traceback is logged under the same id.
+    """
+
+    @asynccontextmanager
+    async def guard(
+        self, method: str, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[None]:
+        """Translate exceptions raised inside the call."""
+        try:
+            yield
+        except (grpc.aio.AbortError, asyncio.CancelledError):
+            raise  # already a status (or the client left): nothing to translate
+        except LamarckError as e:
+            _log.info("rpc refused", extra={"method": method, "reason": e.reason, "error": str(e)})
+            await abort_with_error(context, e)
+        except NotImplementedError:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{method} is not implemented")
+        except Exception:
+            incident = uuid.uuid4().hex[:12]
+            _log.exception("rpc failed", extra={"method": method, "incident": incident})
+            await context.abort(
+                grpc.StatusCode.INTERNAL,
+                f"internal error (incident {incident})",
+                trailing_metadata=((REASON_METADATA_KEY, "internal"),),
+            )
+
+
+class AuthInterceptor(GuardInterceptor):
+    """Refuses calls that do not carry ``authorization: Bearer <token>`` (UNAUTHENTICATED)."""
+
+    def __init__(self, token: str) -> None:
+        if not token:
+            raise ValueError("an empty token would let anyone in")
+        self._token = token
+
+    @asynccontextmanager
+    async def guard(
+        self, method: str, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[None]:
+        """Check the bearer token before the handler runs."""
+        metadata: Any = context.invocation_metadata()
+        if not token_matches(self._token, presented_token(metadata)):
+            raise PolicyRejected(
+                "this agent API requires a bearer token (see <home>/agent.token)",
+                reason="unauthenticated",
+            )
+        yield
+
+
+def peer_key(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+    """Who a call is from, for limits: the peer's host, plus its claimed node id if any.
+
+    The port is dropped (a peer opens new connections at will); the node id is only a hint
+    (it is not authenticated), so it refines the host rather than replacing it: claiming
+    another node's id cannot spend that node's budget from a different address.
+    """
+    raw = context.peer() or "unknown"
+    scheme, _, rest = raw.partition(":")
+    host = rest.rpartition(":")[0] if scheme in ("ipv4", "ipv6") else raw
+    metadata: Any = context.invocation_metadata()
+    for key, value in metadata or ():
+        if key == NODE_ID_METADATA_KEY and isinstance(value, str) and is_node_id(value):
+            return f"{host}|{value}"
+    return host
+
+
+@dataclass
+class TokenBucket:
+    """``rate_per_s`` tokens a second up to ``burst``; a call spends one."""
+
+    rate_per_s: float
+    burst: float
+    tokens: float
+    updated: float
+
+    def take(self, now: float) -> bool:
+        """Spend a token if one is available at ``now`` (seconds, monotonic)."""
+        elapsed = max(0.0, now - self.updated)
+        self.tokens = min(self.burst, self.tokens + elapsed * self.rate_per_s)
+        self.updated = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+class PeerLimitInterceptor(GuardInterceptor):
+    """Per-peer concurrency and token-bucket rate limits on PeerService (RESOURCE_EXHAUSTED)."""
+
+    def __init__(
+        self,
+        *,
+        max_concurrent: int,
+        rate_per_s: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+        max_peers: int = 10_000,
+    ) -> None:
+        self._max_concurrent = max_concurrent
+        self._rate = rate_per_s
+        self._burst = float(burst)
+        self._clock = clock
+        self._max_peers = max_peers
+        # Bounded LRU: a flood of distinct addresses must not grow memory without end.
+        self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
+        self._in_flight: dict[str, int] = {}
+
+    def applies_to(self, method: str) -> bool:
+        """Only PeerService methods; health and reflection stay unlimited for probes."""
+        return method.startswith(PEER_SERVICE_PREFIX)
+
+    def _bucket(self, key: str, now: float) -> TokenBucket:
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = TokenBucket(self._rate, self._burst, self._burst, now)
+            self._buckets[key] = bucket
+            while len(self._buckets) > self._max_peers:
+                self._buckets.popitem(last=False)
+        else:
+            self._buckets.move_to_end(key)
+        return bucket
+
+    @asynccontextmanager
+    async def guard(
+        self, method: str, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[None]:
+        """Admit the call or refuse it with ``rate_limited`` / ``too_many_concurrent``."""
+        key = peer_key(context)
+        # Concurrency first: a refused call must not also spend a rate token.
+        if self._in_flight.get(key, 0) >= self._max_concurrent:
+            metrics.RATE_LIMITED.labels(reason="too_many_concurrent").inc()
+            raise PolicyRejected(
+                f"more than {self._max_concurrent} concurrent calls from this peer",
+                reason="too_many_concurrent",
+            )
+        now = self._clock()
+        if not self._bucket(key, now).take(now):
+            metrics.RATE_LIMITED.labels(reason="rate_limited").inc()
+            raise PolicyRejected(
+                f"rate limit of {self._rate:g}/s (burst {self._burst:g}) exceeded; retry later",
+                reason="rate_limited",
+            )
+        self._in_flight[key] = self._in_flight.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._in_flight[key] - 1
+            if left:
+                self._in_flight[key] = left
+            else:
+                del self._in_flight[key]
+
+
+class DeadlineInterceptor(GuardInterceptor):
+    """Gives unary-response calls without a client deadline a server-side one.
+
+    Response streams (Export, Sync) are left alone: their length is the client's choice, and
+    a cancellation landing while the stream waits on the network would not be attributable.
+    """
+
+    def __init__(self, default_s: float) -> None:
+        self._default_s = default_s
+
+    async def intercept_service(
+        self,
+        continuation: Continuation,
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Handler:
+        """Wrap unary-response handlers only."""
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.response_streaming:
+            return handler
+        method: str = handler_call_details.method
+        return _wrap(handler, method, self.guard)
+
+    @asynccontextmanager
+    async def guard(
+        self, method: str, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[None]:
+        """Bound the call by the default deadline if the client gave none."""
+        if context.time_remaining() is not None:
+            yield
+            return
+        bound = asyncio.timeout(self._default_s)
+        try:
+            async with bound:
+                yield
+        except TimeoutError:
+            if not bound.expired():
+                raise  # the handler's own timeout, not ours: the error mapper reports it
+            await context.abort(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"server deadline of {self._default_s:g}s exceeded",
+                trailing_metadata=((REASON_METADATA_KEY, "deadline_exceeded"),),
+            )

@@ -1,0 +1,160 @@
+"""PeerService: what a node serves to its peers.
+
+``GetIdentity`` is real: id, key, addresses, version, schema versions, domains, the key
+rotation chain, and, when the caller sends a nonce, a signed proof that this node holds the
+private key. ``Publish``, ``Sync``, ``RequestVote`` and ``GetReputation`` answer UNIMPLEMENTED
+until the sharing and trust issues fill them in: each is one method of :class:`PeerService`
+reading the :class:`~lamarck.node.api.server.NodeContext`, so filling one in touches neither
+the daemon nor the server wiring.
+
+The nonce proof record (kind ``nonce``, signed over ``lamarck/v1/nonce\\n`` + canonical JSON)::
+
+    {"kind": "nonce", "node_id": <this node>, "nonce": <the caller's nonce, base64url>,
+     "created_at": RFC 3339 UTC, "signature": {... signed_by: this node's key}}
+
+A caller verifies it with ``verify_raw(kind, proof.canonical_json, signer_id_path=("node_id",))``
+and checks that ``nonce`` is the one it sent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import grpc.aio
+
+import lamarck
+from lamarck.errors import InvalidRecord
+from lamarck.proto.canonical import canonical_bytes
+from lamarck.proto.identity import b64u_encode
+from lamarck.proto.keys import KEYS_DIR
+from lamarck.proto.signing import RecordKind, sign_object
+from lamarck.proto.timefmt import format_ts
+from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
+
+if TYPE_CHECKING:
+    from lamarck.node.api.server import NodeContext
+
+__all__ = [
+    "NONCE_KIND",
+    "NONCE_MAX_BYTES",
+    "NONCE_MIN_BYTES",
+    "SCHEMA_VERSIONS",
+    "PeerService",
+    "make_nonce_proof",
+    "rotation_records",
+]
+
+NONCE_MIN_BYTES = 16
+NONCE_MAX_BYTES = 64
+#: Memory schema versions this node reads.
+SCHEMA_VERSIONS: tuple[str, ...] = ("1.0", "2.0")
+# The wire kind RECORD_KIND_NONCE maps by name to the signing kind "nonce". Until
+# lamarck.proto.signing names it so, its single-purpose nonce kind (registry_nonce, unused by
+# the registry, whose registrations are signed as `registration`) stands in.
+NONCE_KIND: RecordKind = getattr(RecordKind, "nonce", RecordKind.registry_nonce)
+_ROTATION_FILE = re.compile(r"^rotation\.([1-9][0-9]*)\.json$")
+
+
+def make_nonce_proof(ctx: NodeContext, nonce: bytes) -> records_pb2.SignedRecord:
+    """A signed nonce record proving this node holds its key (``InvalidRecord`` on a bad nonce)."""
+    if not NONCE_MIN_BYTES <= len(nonce) <= NONCE_MAX_BYTES:
+        raise InvalidRecord(
+            f"nonce must be {NONCE_MIN_BYTES} to {NONCE_MAX_BYTES} bytes, got {len(nonce)}",
+            reason="bad_nonce",
+        )
+    record = {
+        "kind": "nonce",
+        "node_id": ctx.identity.node_id,
+        "nonce": b64u_encode(nonce),
+        "created_at": format_ts(ctx.clock.now()),
+    }
+    signed = sign_object(NONCE_KIND, record, ctx.identity)
+    return records_pb2.SignedRecord(
+        kind=records_pb2.RECORD_KIND_NONCE, canonical_json=canonical_bytes(signed)
+    )
+
+
+def rotation_records(home: Path) -> list[records_pb2.SignedRecord]:
+    """The key rotation records kept in ``<home>/keys``, oldest first, as stored."""
+    directory = home / KEYS_DIR
+    if not directory.is_dir():
+        return []
+    numbered = []
+    for path in directory.iterdir():
+        match = _ROTATION_FILE.match(path.name)
+        if match:
+            numbered.append((int(match[1]), path))
+    return [
+        records_pb2.SignedRecord(
+            kind=records_pb2.RECORD_KIND_KEY_ROTATION, canonical_json=path.read_bytes()
+        )
+        for _, path in sorted(numbered)
+    ]
+
+
+class PeerService(peer_pb2_grpc.PeerServiceServicer):
+    """The PeerService servicer; one instance per node, reading the node context."""
+
+    def __init__(self, ctx: NodeContext) -> None:
+        self._ctx = ctx
+        # Rotations change only through `lamarck keys rotate`, which needs the node stopped.
+        self._rotations = rotation_records(ctx.home)
+
+    @staticmethod
+    async def _unimplemented(context: grpc.aio.ServicerContext[Any, Any], what: str) -> None:
+        await context.abort(
+            grpc.StatusCode.UNIMPLEMENTED,
+            f"PeerService.{what} is not implemented yet on this node (it comes with sharing)",
+        )
+
+    async def GetIdentity(
+        self, request: peer_pb2.GetIdentityRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> peer_pb2.GetIdentityResponse:
+        """Who this node is, with a proof of key possession when a nonce is given."""
+        ctx = self._ctx
+        response = peer_pb2.GetIdentityResponse(
+            node_id=ctx.identity.node_id,
+            public_key=ctx.identity.public_key_bytes,
+            addresses=list(ctx.peer_addresses),
+            version=lamarck.__version__,
+            schema_versions=list(SCHEMA_VERSIONS),
+            domains=list(ctx.settings.domains),
+            key_rotations=self._rotations,
+        )
+        if request.nonce:
+            response.proof.CopyFrom(make_nonce_proof(ctx, request.nonce))
+        return response
+
+    async def Publish(
+        self, request: peer_pb2.PublishRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> peer_pb2.PublishResponse:
+        """Gossip intake (UNIMPLEMENTED for now)."""
+        await self._unimplemented(context, "Publish")
+        return peer_pb2.PublishResponse()
+
+    async def Sync(
+        self, request: peer_pb2.SyncRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[peer_pb2.SyncResponse]:
+        """Anti-entropy pull (UNIMPLEMENTED for now)."""
+        await self._unimplemented(context, "Sync")
+        # Unreachable (abort raises); the yield makes this an async generator, as a
+        # response stream must be.
+        yield peer_pb2.SyncResponse()
+
+    async def RequestVote(
+        self, request: peer_pb2.RequestVoteRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> peer_pb2.RequestVoteResponse:
+        """Vote on a memory from own outcomes (UNIMPLEMENTED for now)."""
+        await self._unimplemented(context, "RequestVote")
+        return peer_pb2.RequestVoteResponse()
+
+    async def GetReputation(
+        self, request: peer_pb2.GetReputationRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> peer_pb2.GetReputationResponse:
+        """This node's view of others' reputation (UNIMPLEMENTED for now)."""
+        await self._unimplemented(context, "GetReputation")
+        return peer_pb2.GetReputationResponse()

@@ -1,0 +1,286 @@
+"""The node's two gRPC servers and what every service reads: :class:`NodeContext`.
+
+* The **peer server** (``listen``) serves ``PeerService`` with per-peer limits.
+* The **agent server** (``agent_listen``) serves ``AgentService``; when it listens beyond
+  loopback every call needs the bearer token (``lamarck.node.token``).
+
+Both also serve the standard ``grpc.health.v1.Health`` service and server reflection, so
+``grpcurl`` and Kubernetes probes work without lamarck's stubs. They are separate servers
+(not one server with two ports) so the agent API can carry its own auth interceptor.
+
+Servicers are built by factories taking the :class:`NodeContext`, which exists before the
+store is ready: the servers bind and answer health (NOT_SERVING) while the embedded
+Postgres starts; a call that needs the store meanwhile is answered UNAVAILABLE
+(``StoreUnavailable(reason="starting")``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import grpc.aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+
+from lamarck.errors import ConfigError, StoreUnavailable
+from lamarck.node.api.interceptors import (
+    AuthInterceptor,
+    DeadlineInterceptor,
+    ErrorInterceptor,
+    MetricsInterceptor,
+    PeerLimitInterceptor,
+)
+from lamarck.node.config import NodeSettings
+from lamarck.node.embedding import Embedder
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.service import LessonService
+from lamarck.proto.clock import Clock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, peer_pb2, peer_pb2_grpc
+
+__all__ = [
+    "AGENT_SERVICE",
+    "HEALTH_SERVICE",
+    "PEER_SERVICE",
+    "AgentServicerFactory",
+    "NodeContext",
+    "NodeServers",
+    "PeerServicerFactory",
+    "UnimplementedAgentService",
+    "build_servers",
+    "server_options",
+]
+
+PEER_SERVICE: str = peer_pb2.DESCRIPTOR.services_by_name["PeerService"].full_name
+AGENT_SERVICE: str = agent_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name
+HEALTH_SERVICE: str = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+
+
+@dataclass
+class NodeContext:
+    """What servicers read: settings, identity, clock, addresses, and (once ready) the store.
+
+    ``store`` and ``lessons`` raise ``StoreUnavailable(reason="starting")`` until the daemon
+    has migrated the store, so a servicer never sees a half-started node.
+    """
+
+    settings: NodeSettings
+    identity: NodeIdentity
+    clock: Clock
+    embedder: Embedder
+    #: Actual peer-facing addresses (``host:port`` with the bound port), preferred first.
+    peer_addresses: list[str] = field(default_factory=list)
+    #: Actual agent-facing address.
+    agent_address: str = ""
+    #: ``embedded`` or ``external`` (never the DSN: it may hold a password).
+    database: str = ""
+    #: The agent API's bearer token when it listens beyond loopback, else ``None``.
+    agent_token: str | None = None
+    _store: LessonStore | None = None
+    _lessons: LessonService | None = None
+    _ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def home(self) -> Path:
+        """The node's home directory."""
+        return self.settings.home
+
+    @property
+    def ready(self) -> bool:
+        """True once the store is migrated and the lesson service built."""
+        return self._ready.is_set()
+
+    async def wait_ready(self) -> None:
+        """Wait until the store is ready."""
+        await self._ready.wait()
+
+    def set_ready(self, store: LessonStore, lessons: LessonService) -> None:
+        """Publish the store and lesson service (called once by the daemon)."""
+        self._store, self._lessons = store, lessons
+        self._ready.set()
+
+    def set_stopping(self) -> None:
+        """Withdraw the store: later calls are answered UNAVAILABLE while the node stops."""
+        self._ready.clear()
+
+    @property
+    def store(self) -> LessonStore:
+        """The lesson store; ``StoreUnavailable(reason="starting")`` before it is ready."""
+        if self._store is None or not self._ready.is_set():
+            raise StoreUnavailable("the node is starting or stopping", reason="starting")
+        return self._store
+
+    @property
+    def lessons(self) -> LessonService:
+        """The lesson service; ``StoreUnavailable(reason="starting")`` before it is ready."""
+        if self._lessons is None or not self._ready.is_set():
+            raise StoreUnavailable("the node is starting or stopping", reason="starting")
+        return self._lessons
+
+
+#: Builds the PeerService servicer from the node context.
+PeerServicerFactory = Callable[[NodeContext], peer_pb2_grpc.PeerServiceServicer]
+#: Builds the AgentService servicer from the node context.
+AgentServicerFactory = Callable[[NodeContext], agent_pb2_grpc.AgentServiceServicer]
+
+
+class UnimplementedAgentService(agent_pb2_grpc.AgentServiceServicer):
+    """Placeholder AgentService answering UNIMPLEMENTED, until the real one is installed."""
+
+    async def _unimplemented(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "AgentService is not installed")
+
+    async def RecordOutcome(self, request: Any, context: Any) -> Any:
+        """UNIMPLEMENTED."""
+        await self._unimplemented(context)
+
+    async def Recall(self, request: Any, context: Any) -> Any:
+        """UNIMPLEMENTED."""
+        await self._unimplemented(context)
+
+    async def CheckOperation(self, request: Any, context: Any) -> Any:
+        """UNIMPLEMENTED."""
+        await self._unimplemented(context)
+
+    async def Remember(self, request: Any, context: Any) -> Any:
+        """UNIMPLEMENTED."""
+        await self._unimplemented(context)
+
+    async def ReportUse(self, request: Any, context: Any) -> Any:
+        """UNIMPLEMENTED."""
+        await self._unimplemented(context)
+
+    async def Edit(self, request: Any, context: Any) -> Any:
+        """UNIMPLEMENTED."""
+        await self._unimplemented(context)
+
+    async def Retire(self, request: Any, context: Any) -> Any:
+        """UNIMPLEMENTED."""
+        await self._unimplemented(context)
+
+    async def History(self, request: Any, context: Any) -> Any:
+        """UNIMPLEMENTED."""
+        await self._unimplemented(context)
+
+    async def List(self, request: Any, context: Any) -> Any:
+        """UNIMPLEMENTED."""
+        await self._unimplemented(context)
+
+    async def Export(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        """UNIMPLEMENTED."""
+        await self._unimplemented(context)
+        yield None  # unreachable: makes this the async generator a response stream is
+
+    async def Import(self, request_iterator: Any, context: Any) -> Any:
+        """UNIMPLEMENTED."""
+        await self._unimplemented(context)
+
+
+def server_options(settings: NodeSettings) -> list[tuple[str, Any]]:
+    """Channel options of both servers: message size caps and keepalive hygiene."""
+    return [
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+        # A peer that pings more often than every 10 s without calls is abusive; drop it.
+        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+        ("grpc.so_reuseport", 0),
+    ]
+
+
+def _bind(server: grpc.aio.Server, address: str, what: str) -> str:
+    """Bind ``address`` and return it with the actual port (for ``:0``)."""
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as e:
+        raise ConfigError(f"cannot listen on {address} ({what}): {e}", reason="bind_failed") from e
+    if address.startswith("unix:"):
+        return address
+    if port == 0:
+        raise ConfigError(f"cannot listen on {address} ({what})", reason="bind_failed")
+    host = address.rpartition(":")[0]
+    return f"{host}:{port}"
+
+
+@dataclass
+class NodeServers:
+    """The two started servers, their bound addresses, and the shared health servicer."""
+
+    peer: grpc.aio.Server
+    agent: grpc.aio.Server
+    health: HealthServicer
+    peer_address: str
+    agent_address: str
+
+    async def set_serving(self, serving: bool) -> None:
+        """Report SERVING (or NOT_SERVING) for the whole node and both services."""
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if serving
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for name in ("", PEER_SERVICE, AGENT_SERVICE):
+            await self.health.set(name, status)
+
+    async def stop(self, grace_s: float) -> None:
+        """Refuse new calls, let in-flight calls finish within ``grace_s``, then cancel."""
+        await self.health.enter_graceful_shutdown()
+        await asyncio.gather(self.peer.stop(grace_s), self.agent.stop(grace_s))
+
+
+def _new_server(settings: NodeSettings, interceptors: Sequence[Any]) -> grpc.aio.Server:
+    return grpc.aio.server(interceptors=list(interceptors), options=server_options(settings))
+
+
+async def build_servers(
+    ctx: NodeContext,
+    *,
+    peer_factory: PeerServicerFactory,
+    agent_factory: AgentServicerFactory,
+) -> NodeServers:
+    """Bind, populate and start both servers; health reports NOT_SERVING until told."""
+    settings = ctx.settings
+    deadline = DeadlineInterceptor(settings.rpc_deadline_s)
+    peer = _new_server(
+        settings,
+        [
+            MetricsInterceptor("peer"),
+            ErrorInterceptor(),
+            PeerLimitInterceptor(
+                max_concurrent=settings.peer_max_concurrent,
+                rate_per_s=settings.peer_rate_per_s,
+                burst=settings.peer_burst,
+            ),
+            deadline,
+        ],
+    )
+    agent_chain: list[Any] = [MetricsInterceptor("agent"), ErrorInterceptor()]
+    if ctx.agent_token is not None:
+        agent_chain.append(AuthInterceptor(ctx.agent_token))
+    agent_chain.append(deadline)
+    agent = _new_server(settings, agent_chain)
+
+    peer_address = _bind(peer, settings.listen, "listen")
+    agent_address = _bind(agent, settings.agent_listen, "agent_listen")
+    ctx.peer_addresses = [peer_address]
+    ctx.agent_address = agent_address
+
+    health = HealthServicer()
+    for server, service in ((peer, PEER_SERVICE), (agent, AGENT_SERVICE)):
+        health_pb2_grpc.add_HealthServicer_to_server(health, server)
+        reflection.enable_server_reflection(
+            (service, HEALTH_SERVICE, reflection.SERVICE_NAME), server
+        )
+    peer_pb2_grpc.add_PeerServiceServicer_to_server(peer_factory(ctx), peer)
+    agent_pb2_grpc.add_AgentServiceServicer_to_server(agent_factory(ctx), agent)
+
+    servers = NodeServers(peer, agent, health, peer_address, agent_address)
+    await servers.set_serving(False)
+    await peer.start()
+    await agent.start()
+    return servers

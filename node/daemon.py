@@ -1,0 +1,405 @@
+"""The node daemon: one process owning a home's identity key, lesson store and gRPC servers.
+
+Start-up, in order (each step is undone by :meth:`Node.stop`, whatever failed after it):
+
+1. take ``<home>/node.lock`` (a second node on the same home is refused, naming the pid);
+2. load the identity key, creating it on first start (``<home>/keys/identity.pem``);
+3. the agent token, when the agent API listens beyond loopback (``<home>/agent.token``);
+4. the embedder, and the Prometheus endpoint (``metrics_listen``, if set);
+5. both gRPC servers, bound and started with health NOT_SERVING, so probes see the node
+   come up while the store starts;
+6. the store: the embedded PostgreSQL in ``<home>/pgdata`` unless ``database_url`` is set,
+   migrated; then the lesson service, and health turns SERVING;
+7. ``<home>/node.json`` describes the running node (pid, node id, actual addresses, embedder,
+   database) for the CLI and tests; it is removed on a clean stop.
+
+Stopping (SIGTERM/SIGINT under :func:`run_node`): health NOT_SERVING, servers refuse new
+calls and drain in-flight ones within ``drain_deadline_s``, stop hooks flush, the store
+closes, the lock is released, exit code 0.
+
+``python -m lamarck.node.daemon --home DIR --listen ADDR ...`` takes one flag per
+``NodeSettings`` field (the same as ``lamarck node start``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import json
+import logging
+import os
+import signal
+import sys
+import typing
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import lamarck
+from lamarck.errors import ConfigError, LamarckError
+from lamarck.node import metrics
+from lamarck.node.api.peer_service import PeerService
+from lamarck.node.api.server import (
+    AgentServicerFactory,
+    NodeContext,
+    NodeServers,
+    PeerServicerFactory,
+    UnimplementedAgentService,
+    build_servers,
+)
+from lamarck.node.config import NodeSettings, load_settings
+from lamarck.node.embedding import make_embedder
+from lamarck.node.lock import HomeLock
+from lamarck.node.logs import configure_logging
+from lamarck.node.store.embedded import EmbeddedPostgres
+from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.node.store.service import LessonService
+from lamarck.node.token import TOKEN_FILE, ensure_agent_token
+from lamarck.proto.clock import Clock, SystemClock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.keys import identity_path, init_keys, load_private_key
+from lamarck.proto.v1 import agent_pb2_grpc
+
+__all__ = [
+    "NODE_FILE",
+    "Node",
+    "StopHook",
+    "default_agent_factory",
+    "load_or_create_identity",
+    "main",
+    "parse_args",
+    "read_node_file",
+    "run_node",
+    "serve",
+]
+
+# Named explicitly: run as `python -m`, __name__ would be "__main__".
+_log = logging.getLogger("lamarck.node.daemon")
+
+#: ``<home>/node.json``: where a running node says who it is and where it listens.
+NODE_FILE = "node.json"
+#: An async callable run after the servers drained and before the store closes.
+StopHook = Callable[[], Awaitable[None]]
+
+
+def load_or_create_identity(home: Path) -> NodeIdentity:
+    """The home's identity: loaded from ``keys/identity.pem``, created on first start."""
+    path = identity_path(home)
+    if path.exists():
+        return load_private_key(path)
+    identity = init_keys(home)
+    _log.info("created node identity", extra={"node_id": identity.node_id, "path": str(path)})
+    return identity
+
+
+def default_agent_factory(ctx: NodeContext) -> agent_pb2_grpc.AgentServiceServicer:
+    """The AgentService of ``lamarck.node.api.agent_service``, or a placeholder without it.
+
+    That module provides ``make_agent_servicer(ctx)`` or an ``AgentService(ctx)`` class.
+    """
+    try:
+        # Imported by name: the module is optional (built separately), not a static dependency.
+        module: Any = importlib.import_module("lamarck.node.api.agent_service")
+    except ImportError:
+        _log.warning("AgentService is not installed; agent calls answer UNIMPLEMENTED")
+        return UnimplementedAgentService()
+    if hasattr(module, "make_agent_servicer"):
+        servicer: agent_pb2_grpc.AgentServiceServicer = module.make_agent_servicer(ctx)
+        return servicer
+    servicer = module.AgentService(ctx)
+    return servicer
+
+
+def read_node_file(home: Path) -> dict[str, Any] | None:
+    """The running node's ``node.json``, or ``None`` when there is none (or it is torn)."""
+    try:
+        data = json.loads((Path(home) / NODE_FILE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    # Readers poll this file: write aside and rename, so they never see half of it.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class Node:
+    """One running node: :meth:`start`, serve until told, :meth:`stop`."""
+
+    def __init__(
+        self,
+        settings: NodeSettings,
+        *,
+        clock: Clock | None = None,
+        peer_factory: PeerServicerFactory = PeerService,
+        agent_factory: AgentServicerFactory = default_agent_factory,
+    ) -> None:
+        self.settings = settings
+        self.clock: Clock = clock or SystemClock()
+        self._peer_factory = peer_factory
+        self._agent_factory = agent_factory
+        self._lock = HomeLock(settings.home)
+        self._locked = False
+        self._pg: EmbeddedPostgres | None = None
+        self._store: PostgresLessonStore | None = None
+        self._servers: NodeServers | None = None
+        self._metrics: metrics.MetricsServer | None = None
+        self._refresher: metrics.StoreStatsRefresher | None = None
+        self._stop_hooks: list[StopHook] = []
+        self._node_file_written = False
+        self.ctx: NodeContext | None = None
+
+    # -- facts -----------------------------------------------------------------------------
+    @property
+    def home(self) -> Path:
+        """The node's home directory."""
+        return self.settings.home
+
+    @property
+    def metrics_url(self) -> str:
+        """The Prometheus endpoint's URL, or ``""`` when metrics are off."""
+        return self._metrics.url if self._metrics is not None else ""
+
+    def describe(self) -> dict[str, Any]:
+        """What ``node.json`` holds: pid, node id, actual addresses, embedder, database."""
+        ctx = self._require_ctx()
+        return {
+            "pid": os.getpid(),
+            "node_id": ctx.identity.node_id,
+            "version": lamarck.__version__,
+            "listen": ctx.peer_addresses[0] if ctx.peer_addresses else "",
+            "agent_listen": ctx.agent_address,
+            "agent_token_file": str(self.home / TOKEN_FILE) if ctx.agent_token else "",
+            "metrics_listen": (
+                f"{self._metrics.host}:{self._metrics.port}" if self._metrics else ""
+            ),
+            "metrics_url": self.metrics_url,
+            "embedder": ctx.embedder.name,
+            "embedding_dim": ctx.embedder.dim,
+            "database": ctx.database,
+            "serving": ctx.ready,
+        }
+
+    def _require_ctx(self) -> NodeContext:
+        if self.ctx is None:
+            raise ConfigError("the node is not started", reason="not_started")
+        return self.ctx
+
+    def add_stop_hook(self, hook: StopHook) -> None:
+        """Run ``hook`` at stop, after in-flight calls drained and before the store closes."""
+        self._stop_hooks.append(hook)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start every part (see the module docstring); on failure, undo what started."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
+        settings = self.settings
+        # (1) One node per home; the refusal names the running node's pid.
+        self._lock.acquire()
+        self._locked = True
+        # (2) Identity: the key is the node id, so it must survive restarts.
+        identity = load_or_create_identity(settings.home)
+        # (3) Beyond loopback anyone who can reach the port could write lessons: token.
+        token = None if settings.agent_is_local else ensure_agent_token(settings.home)
+        # (4) The embedder may load a model (seconds): off the event loop.
+        embedder = await asyncio.to_thread(make_embedder, settings.embedder)
+        database = "external" if settings.database_url else "embedded"
+        self.ctx = ctx = NodeContext(
+            settings=settings,
+            identity=identity,
+            clock=self.clock,
+            embedder=embedder,
+            database=database,
+            agent_token=token,
+        )
+        if settings.metrics_listen:
+            try:
+                self._metrics = metrics.start_metrics_server(settings.metrics_listen)
+            except OSError as e:
+                raise ConfigError(
+                    f"cannot serve metrics on {settings.metrics_listen}: {e}",
+                    reason="bind_failed",
+                    field="metrics_listen",
+                ) from e
+        metrics.NODE_INFO.labels(
+            node_id=identity.node_id,
+            version=lamarck.__version__,
+            embedder=embedder.name,
+            database=database,
+        ).set(1)
+        # (5) Servers up first, NOT_SERVING: probes and node.json see the node starting.
+        self._servers = await build_servers(
+            ctx, peer_factory=self._peer_factory, agent_factory=self._agent_factory
+        )
+        self._write_node_file()
+        # (6) The store. pgserver's start blocks (initdb on first start): off the loop.
+        if settings.database_url:
+            dsn = settings.database_url
+        else:
+            self._pg = EmbeddedPostgres(settings.home)
+            dsn = await asyncio.to_thread(self._pg.start)
+        self._store = await PostgresLessonStore.connect(dsn, embedder.dim)
+        lessons = LessonService(self._store, embedder, self.clock)
+        ctx.set_ready(self._store, lessons)
+        self._refresher = metrics.StoreStatsRefresher(self._store.stats)
+        self._refresher.start()
+        await self._servers.set_serving(True)
+        # (7) Tell the world.
+        self._write_node_file()
+        _log.info("node serving", extra=self.describe())
+
+    def _write_node_file(self) -> None:
+        _write_atomically(self.home / NODE_FILE, json.dumps(self.describe(), indent=2) + "\n")
+        self._node_file_written = True
+
+    async def stop(self) -> None:
+        """Drain and release everything that was started; safe to call more than once."""
+        grace = self.settings.drain_deadline_s
+        if self._servers is not None:
+            servers, self._servers = self._servers, None
+            # New calls are refused at once; in-flight ones get `grace` seconds to finish.
+            await servers.stop(grace)
+        if self.ctx is not None:
+            self.ctx.set_stopping()
+        if self._refresher is not None:
+            await self._refresher.stop()
+            self._refresher = None
+        hooks, self._stop_hooks = self._stop_hooks, []
+        for hook in hooks:
+            # A failing flush must not keep the store open or the lock held.
+            try:
+                await hook()
+            except Exception:
+                _log.exception("stop hook failed")
+        if self._store is not None:
+            store, self._store = self._store, None
+            try:
+                await store.close()
+            except LamarckError:
+                _log.exception("closing the store failed")
+        if self._pg is not None:
+            pg, self._pg = self._pg, None
+            await asyncio.to_thread(pg.stop)
+        if self._metrics is not None:
+            server, self._metrics = self._metrics, None
+            await asyncio.to_thread(server.stop)
+        if self._node_file_written:
+            self._node_file_written = False
+            with contextlib.suppress(FileNotFoundError):
+                (self.home / NODE_FILE).unlink()
+        if self._locked:
+            self._locked = False
+            self._lock.release()
+
+
+def _summary(node: Node) -> str:
+    info = node.describe()
+    token = f" (bearer token in {info['agent_token_file']})" if info["agent_token_file"] else ""
+    database = (
+        f"embedded PostgreSQL in {node.home / 'pgdata'}"
+        if info["database"] == "embedded"
+        else "external PostgreSQL (LAMARCK_DATABASE_URL)"
+    )
+    lines = [
+        f"lamarck node {info['node_id']} (pid {info['pid']}, home {node.home})",
+        f"  peer API    {info['listen']}",
+        f"  agent API   {info['agent_listen']}{token}",
+        f"  metrics     {info['metrics_url'] or 'off'}",
+        f"  embedder    {info['embedder']} (dim {info['embedding_dim']})",
+        f"  database    {database}",
+    ]
+    return "\n".join(lines)
+
+
+async def serve(settings: NodeSettings, *, ready: Callable[[Node], None] | None = None) -> None:
+    """Run a node until SIGTERM or SIGINT, then stop it cleanly; raise if it cannot start."""
+    node = Node(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await node.start()
+        print(_summary(node), flush=True)
+        if ready is not None:
+            ready(node)
+        await stop.wait()
+        _log.info("stopping", extra={"drain_deadline_s": settings.drain_deadline_s})
+    finally:
+        await node.stop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    _log.info("stopped")
+
+
+def run_node(settings: NodeSettings) -> None:
+    """Configure logging and run the node in the foreground until SIGTERM/SIGINT.
+
+    Returns normally after a clean stop (exit code 0); raises ``LamarckError`` (e.g.
+    ``ConfigError(reason="already_running")`` naming the pid) when the node cannot start.
+    """
+    configure_logging(settings.log_format, settings.log_level)
+    if settings.log_level != "DEBUG":
+        # pgserver logs every command it runs, with full stdout, at INFO.
+        logging.getLogger("pgserver").setLevel(logging.WARNING)
+    asyncio.run(serve(settings))
+
+
+# -- command line -------------------------------------------------------------------------
+
+
+def _flag_kind(annotation: Any) -> str:
+    if annotation is bool:
+        return "bool"
+    if typing.get_origin(annotation) is tuple:
+        return "list"
+    return "value"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Parse ``--field-name VALUE`` flags (one per ``NodeSettings`` field) into flags."""
+    parser = argparse.ArgumentParser(
+        prog="python -m lamarck.node.daemon",
+        description="Run a lamarck node in the foreground (same flags as `lamarck node start`).",
+    )
+    for name, info in NodeSettings.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        kind = _flag_kind(info.annotation)
+        if kind == "bool":
+            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction)
+        elif kind == "list":
+            parser.add_argument(
+                flag, dest=name, action="append", metavar="VALUE", help="repeatable"
+            )
+        else:
+            parser.add_argument(flag, dest=name, metavar="VALUE")
+    return {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m lamarck.node.daemon``; returns the exit code."""
+    flags = parse_args(argv)
+    try:
+        run_node(load_settings(**flags))
+    except ConfigError as e:
+        print(f"lamarck: {e}", file=sys.stderr, flush=True)
+        return 2
+    except LamarckError as e:
+        print(f"lamarck: {e}", file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Prometheus metrics of a node: RPCs, imports, lessons and store size.
+
+The metric objects are module-level so any part of the node can count (``IMPORTS.labels(
+result="rejected", reason="bad_signature").inc()``) without being handed a registry. They
+live in the process-wide default registry: one node runs per process, so names never clash.
+The store gauges are refreshed by the daemon from ``LessonStore.stats()`` (see
+:class:`StoreStatsRefresher`), never by the HTTP thread, which must not touch asyncio objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+__all__ = [
+    "IMPORTS",
+    "LESSONS",
+    "NODE_INFO",
+    "RATE_LIMITED",
+    "RPC_DURATION",
+    "RPC_REQUESTS",
+    "STORE_RECORDS",
+    "MetricsServer",
+    "StoreStatsRefresher",
+    "apply_store_stats",
+    "start_metrics_server",
+]
+
+_log = logging.getLogger(__name__)
+
+#: Finished RPCs by server ("peer"/"agent"), full method name and final status code name.
+RPC_REQUESTS = Counter(
+    "lamarck_rpc_requests",
+    "Finished gRPC calls by server, method and status code.",
+    ["server", "method", "code"],
+)
+#: Wall time of finished RPCs, same labels as ``RPC_REQUESTS``.
+RPC_DURATION = Histogram(
+    "lamarck_rpc_duration_seconds",
+    "Wall time of gRPC calls by server, method and status code.",
+    ["server", "method", "code"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+)
+#: Records offered for import, by result (accepted, duplicate, quarantined, rejected,
+#: deferred) and reason (the typed error's ``reason``; empty for accepted/duplicate).
+IMPORTS = Counter(
+    "lamarck_imports",
+    "Records offered for import by result and reason.",
+    ["result", "reason"],
+)
+#: Calls refused by the per-peer limits, by reason (rate_limited, too_many_concurrent).
+RATE_LIMITED = Counter(
+    "lamarck_peer_limited",
+    "PeerService calls refused by per-peer limits, by reason.",
+    ["reason"],
+)
+#: Lessons held, by status (claimed, active, superseded, retired, ...).
+LESSONS = Gauge("lamarck_lessons", "Lessons in the store by status.", ["status"])
+#: Other rows held: outcomes, quarantine, quarantine_pending, rejections.
+STORE_RECORDS = Gauge("lamarck_store_records", "Rows in the store by kind.", ["kind"])
+#: Constant 1, labelled with who this node is and what it runs on.
+NODE_INFO = Gauge(
+    "lamarck_node_info",
+    "This node's id, version, embedder and database kind.",
+    ["node_id", "version", "embedder", "database"],
+)
+
+_LESSON_PREFIX = "lessons_"
+
+
+def apply_store_stats(stats: Mapping[str, int]) -> None:
+    """Set the store gauges from a ``LessonStore.stats()`` mapping."""
+    for key, value in stats.items():
+        if not isinstance(key, str):
+            continue  # a malformed stats row must not blank every other gauge
+        if key.startswith(_LESSON_PREFIX):
+            LESSONS.labels(status=key[len(_LESSON_PREFIX) :]).set(value)
+        else:
+            STORE_RECORDS.labels(kind=key).set(value)
+
+
+class StoreStatsRefresher:
+    """Refreshes the store gauges every ``interval_s`` from an async stats source."""
+
+    def __init__(
+        self, stats: Callable[[], Awaitable[Mapping[str, int]]], interval_s: float = 10.0
+    ) -> None:
+        self._stats = stats
+        self._interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+
+    async def refresh(self) -> None:
+        """One refresh; a failing store is logged, not raised (metrics never stop a node)."""
+        try:
+            apply_store_stats(await self._stats())
+        except Exception:
+            _log.warning("could not refresh store metrics", exc_info=True)
+
+    async def _run(self) -> None:
+        while True:
+            await self.refresh()
+            await asyncio.sleep(self._interval_s)
+
+    def start(self) -> None:
+        """Start the periodic refresh on the running loop."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="lamarck-store-metrics")
+
+    async def stop(self) -> None:
+        """Cancel the periodic refresh and wait for it to end."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+@dataclass
+class MetricsServer:
+    """The Prometheus HTTP endpoint: where it listens, and how to stop it."""
+
+    host: str
+    port: int
+    _server: Any
+
+    @property
+    def url(self) -> str:
+        """``http://host:port/metrics``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/metrics"
+
+    def stop(self) -> None:
+        """Stop serving (blocks until the serving thread has left its loop)."""
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def start_metrics_server(address: str) -> MetricsServer:
+    """Serve the default registry on ``host:port`` (port 0 picks a free one)."""
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    server, _thread = start_http_server(int(port), addr=host)
+    return MetricsServer(host=host, port=int(server.server_port), _server=server)
