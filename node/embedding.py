@@ -217,7 +217,7 @@ def minilm_available() -> bool:
     """True when the model package, sentence-transformers and torch all import."""
     try:
         _import_minilm()
-    except ImportError:
+    except (ImportError, OSError):
         return False
     return True
 
@@ -252,7 +252,8 @@ class MiniLMEmbedder(Embedder):
         """Check the model is usable; ``threads`` caps torch's intra-op threads (process-wide)."""
         try:
             package, torch, st = _import_minilm()
-        except ImportError as e:
+        except (ImportError, OSError) as e:
+            # OSError: an installed torch whose native libraries fail to load.
             raise ConfigError(
                 f"the MiniLM embedder needs the '{MINILM_PACKAGE}' package with "
                 f"sentence-transformers and torch (pip install 'lamarck-net[embed]'): {e}",

@@ -19,6 +19,7 @@ from lamarck.node.embedding import (
     HashingEmbedder,
     MiniLMEmbedder,
     make_embedder,
+    minilm_available,
 )
 
 SENTENCES = [
@@ -138,6 +139,7 @@ def test_auto_falls_back_to_hashing_with_a_visible_warning_when_the_model_is_mis
 ) -> None:
     """No model package: ``auto`` still works, but says so in the log and as a warning."""
     _hide_model_package(monkeypatch)
+    assert not minilm_available()
     with (
         caplog.at_level(logging.WARNING, logger="lamarck.node.embedding"),
         pytest.warns(EmbeddingFallbackWarning, match=MINILM_PACKAGE),
