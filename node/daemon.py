@@ -252,12 +252,23 @@ class Node:
         self._store = await PostgresLessonStore.connect(dsn, embedder.dim)
         lessons = LessonService(self._store, embedder, self.clock)
         ctx.set_ready(self._store, lessons)
-        self._refresher = metrics.StoreStatsRefresher(self._store.stats)
+        self._refresher = metrics.StoreStatsRefresher(self._store_stats)
         self._refresher.start()
         await self._servers.set_serving(True)
         # (7) Tell the world.
         self._write_node_file()
         _log.info("node serving", extra=self.describe())
+
+    async def _store_stats(self) -> dict[str, int]:
+        """Row counts by kind and status, plus the database's size on disk."""
+        store = self._store
+        if store is None:
+            return {}
+        stats = dict(await store.stats())
+        async with store.pool.acquire() as conn:
+            size = await conn.fetchval("SELECT pg_database_size(current_database())")
+        stats[metrics.DATABASE_BYTES_KEY] = int(size)
+        return stats
 
     def _write_node_file(self) -> None:
         _write_atomically(self.home / NODE_FILE, json.dumps(self.describe(), indent=2) + "\n")

@@ -19,12 +19,14 @@ from typing import Any
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 __all__ = [
+    "DATABASE_BYTES_KEY",
     "IMPORTS",
     "LESSONS",
     "NODE_INFO",
     "RATE_LIMITED",
     "RPC_DURATION",
     "RPC_REQUESTS",
+    "STORE_BYTES",
     "STORE_RECORDS",
     "MetricsServer",
     "StoreStatsRefresher",
@@ -64,6 +66,8 @@ RATE_LIMITED = Counter(
 LESSONS = Gauge("lamarck_lessons", "Lessons in the store by status.", ["status"])
 #: Other rows held: outcomes, quarantine, quarantine_pending, rejections.
 STORE_RECORDS = Gauge("lamarck_store_records", "Rows in the store by kind.", ["kind"])
+#: Size of the node's database on disk (``pg_database_size``), in bytes.
+STORE_BYTES = Gauge("lamarck_store_size_bytes", "Size of the node's database in bytes.")
 #: Constant 1, labelled with who this node is and what it runs on.
 NODE_INFO = Gauge(
     "lamarck_node_info",
@@ -72,6 +76,8 @@ NODE_INFO = Gauge(
 )
 
 _LESSON_PREFIX = "lessons_"
+#: Key of ``apply_store_stats``'s mapping carrying the database size in bytes.
+DATABASE_BYTES_KEY = "database_bytes"
 
 
 def apply_store_stats(stats: Mapping[str, int]) -> None:
@@ -79,7 +85,9 @@ def apply_store_stats(stats: Mapping[str, int]) -> None:
     for key, value in stats.items():
         if not isinstance(key, str):
             continue  # a malformed stats row must not blank every other gauge
-        if key.startswith(_LESSON_PREFIX):
+        if key == DATABASE_BYTES_KEY:
+            STORE_BYTES.set(value)
+        elif key.startswith(_LESSON_PREFIX):
             LESSONS.labels(status=key[len(_LESSON_PREFIX) :]).set(value)
         else:
             STORE_RECORDS.labels(kind=key).set(value)

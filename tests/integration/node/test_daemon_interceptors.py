@@ -67,9 +67,8 @@ async def start(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     running: list[NodeServers] = []
 
     async def _start(**flags: Any) -> Started:
-        settings = load_settings(
-            home=tmp_path, listen="127.0.0.1:0", agent_listen="127.0.0.1:0", **flags
-        )
+        given = {"listen": "127.0.0.1:0", "agent_listen": "127.0.0.1:0", **flags}
+        settings = load_settings(home=tmp_path, **given)
         ctx = NodeContext(
             settings=settings,
             identity=NodeIdentity.generate(),
@@ -192,3 +191,15 @@ async def test_messages_over_the_size_cap_are_refused(start: Any) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await _identity(servers.peer_address, b"x" * (65 * 1024))
     assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+async def test_the_agent_api_can_listen_on_a_unix_socket(start: Any, tmp_path: Path) -> None:
+    socket = tmp_path / "agent.sock"
+    servers, _, ctx = await start(agent_listen=f"unix:{socket}")
+    assert servers.agent_address == ctx.agent_address == f"unix:{socket}"
+    assert ctx.settings.agent_is_local and ctx.agent_token is None
+    async with grpc.aio.insecure_channel(servers.agent_address) as channel:
+        reply = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(), timeout=5
+        )
+    assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING

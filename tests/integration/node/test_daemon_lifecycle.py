@@ -132,6 +132,8 @@ def test_metrics_endpoint_serves_lamarck_metrics(node: Any) -> None:
     assert "lamarck_rpc_duration_seconds_bucket" in text
     assert 'lamarck_node_info{database="embedded",embedder="hashing' in text
     assert 'lamarck_lessons{status="active"}' in text
+    size = [line for line in text.splitlines() if line.startswith("lamarck_store_size_bytes ")]
+    assert size and float(size[0].split()[1]) > 0
 
 
 def test_second_start_on_the_same_home_is_refused_naming_the_pid(node: Any, node_cli: Any) -> None:
