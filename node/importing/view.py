@@ -1,0 +1,306 @@
+"""``StoreImportView``: the local world the import decision reads, fetched before it decides.
+
+``decide_import`` is pure: it may not await. The node therefore prefetches, per record, every
+fact the decision and the filters may ask for, into an :class:`ImportSnapshot` (a frozen value
+implementing ``ImportView``), and hands that to the decision.
+
+Two facts have no cheap store query, so this module keeps them in an in-memory index loaded
+from the store once (:meth:`StoreImportView.load`) and kept current by the pipeline:
+
+* :class:`HeldRecords` — the versions of each record id held (stored lessons and quarantined
+  records), and the content hashes rejected before (for replay);
+* :class:`SourceHistory` — what each source has published here (for the outlier red flag).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from lamarck.errors import InvalidRecord
+from lamarck.node.importing.filters import (
+    Corroboration,
+    DeclaredTool,
+    EstablishedLesson,
+    KnownVersion,
+    SourceStats,
+)
+from lamarck.node.store.port import LessonFilter, LessonStatus, LessonStore
+from lamarck.proto.memory import MemoryV2, parse_memory
+from lamarck.reputation.port import ReputationView
+
+__all__ = [
+    "REGISTRY_DEPENDENT_REASONS",
+    "CorroborationSource",
+    "HeldRecords",
+    "ImportSnapshot",
+    "SourceHistory",
+    "StoreImportView",
+]
+
+_DAY = timedelta(days=1)
+# How many rows to read per page when loading the indexes at start-up.
+_PAGE = 1000
+
+#: Rejections that depend on the registry's state at the time, not on the record: a record
+#: refused while its source was unknown may be accepted once the source registers, so these
+#: never mark a record as already judged.
+REGISTRY_DEPENDENT_REASONS = frozenset(
+    {"unregistered_source", "revoked_source", "key_not_pinned", "registry_unavailable"}
+)
+
+CorroborationSource = Callable[[MemoryV2], Corroboration]
+"""Verified votes and local outcomes about a record (the trust issue supplies votes)."""
+
+
+def _no_corroboration(record: MemoryV2) -> Corroboration:
+    # Until the trust issue wires quorum certificates in, nothing is verified: fail closed.
+    return Corroboration()
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    version: int
+    content_hash: str
+    source_id: str
+    lesson_id: str | None  # None for a quarantined record
+
+
+class HeldRecords:
+    """Index of record ids held (stored or quarantined) and of hashes rejected before."""
+
+    def __init__(self) -> None:
+        self._by_record: dict[str, list[_Held]] = defaultdict(list)
+        self._rejected: dict[str, str] = {}
+
+    def add(
+        self,
+        record_id: str,
+        *,
+        version: int,
+        content_hash: str,
+        source_id: str,
+        lesson_id: str | None = None,
+    ) -> None:
+        """Remember that a version of ``record_id`` is held (idempotent by content hash)."""
+        held = self._by_record[record_id]
+        for i, h in enumerate(held):
+            if h.content_hash == content_hash:
+                if lesson_id is not None and h.lesson_id is None:
+                    held[i] = _Held(version, content_hash, source_id, lesson_id)
+                return
+        held.append(_Held(version, content_hash, source_id, lesson_id))
+
+    def reject(self, content_hash: str, reason: str) -> None:
+        """Remember that the record with ``content_hash`` was rejected for ``reason``."""
+        self._rejected.setdefault(content_hash, reason)
+
+    def known_versions(self, record_id: str) -> tuple[KnownVersion, ...]:
+        """Versions of ``record_id`` held."""
+        return tuple(
+            KnownVersion(h.version, h.content_hash, h.source_id)
+            for h in self._by_record.get(record_id, ())
+        )
+
+    def latest_lesson_id(self, record_id: str) -> str | None:
+        """Local lesson id of the newest stored (not quarantined) version of ``record_id``."""
+        stored = [h for h in self._by_record.get(record_id, ()) if h.lesson_id is not None]
+        if not stored:
+            return None
+        return max(stored, key=lambda h: h.version).lesson_id
+
+    def previously_rejected(self, content_hash: str) -> str | None:
+        """The reason ``content_hash`` was rejected before, if it was."""
+        return self._rejected.get(content_hash)
+
+
+@dataclass(slots=True)
+class _Seen:
+    times: list[datetime] = field(default_factory=list)
+    confidences: list[float] = field(default_factory=list)
+
+
+class SourceHistory:
+    """What each source has published to this node: arrival times and claimed confidences."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, _Seen] = defaultdict(_Seen)
+
+    def add(self, source_id: str, at: datetime, confidence: float) -> None:
+        """Count one record from ``source_id`` received at ``at``."""
+        seen = self._seen[source_id]
+        seen.times.append(at)
+        seen.confidences.append(confidence)
+
+    def stats(self, source_id: str, now: datetime) -> SourceStats:
+        """Rates per day (mean over the whole history, recent over the last day) and the
+        mean and standard deviation of claimed confidence."""
+        seen = self._seen.get(source_id)
+        if seen is None or not seen.times:
+            return SourceStats()
+        n = len(seen.times)
+        span_days = max(1.0, (now - min(seen.times)) / _DAY)
+        recent = sum(1 for t in seen.times if now - t <= _DAY)
+        mean_c = sum(seen.confidences) / n
+        var = sum((c - mean_c) ** 2 for c in seen.confidences) / n
+        return SourceStats(
+            records_seen=n,
+            mean_daily_rate=n / span_days,
+            recent_daily_rate=float(recent),
+            mean_confidence=mean_c,
+            confidence_std=math.sqrt(var),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ImportSnapshot:
+    """A pure ``ImportView``: every fact about one record, fetched before the decision."""
+
+    self_id: str
+    source_reputation: tuple[str, float]
+    corr: Corroboration
+    established: tuple[EstablishedLesson, ...]
+    history: SourceStats
+    tool: DeclaredTool | None
+    versions: tuple[KnownVersion, ...]
+    rejected_reason: str | None
+
+    @property
+    def self_node_id(self) -> str:
+        """This node's id."""
+        return self.self_id
+
+    def reputation(self, node_id: str) -> float:
+        """The source's score (0 for anyone else: the snapshot was taken for one source)."""
+        who, score = self.source_reputation
+        return score if node_id == who else 0.0
+
+    def corroboration(self, record: MemoryV2) -> Corroboration:
+        """Verified votes and local outcomes about the record."""
+        return self.corr
+
+    def established_lessons(
+        self, operation: str, domain: str, environment: str
+    ) -> Sequence[EstablishedLesson]:
+        """Local active lessons on the record's operation and context."""
+        return self.established
+
+    def source_history(self, node_id: str) -> SourceStats:
+        """What the source has published here."""
+        return self.history if node_id == self.source_reputation[0] else SourceStats()
+
+    def declared_tool(self, tool: str) -> DeclaredTool | None:
+        """The declaration for the record's situation tool, if any."""
+        return self.tool if self.tool is not None and self.tool.name == tool else None
+
+    def known_versions(self, record_id: str) -> Sequence[KnownVersion]:
+        """Versions of the record's id held."""
+        return self.versions
+
+    def previously_rejected(self, content_hash: str) -> str | None:
+        """Why the record's exact bytes were rejected before, if they were."""
+        return self.rejected_reason
+
+
+class StoreImportView:
+    """Builds :class:`ImportSnapshot` values over the store, reputation and the indexes."""
+
+    def __init__(
+        self,
+        store: LessonStore,
+        reputation: ReputationView,
+        self_node_id: str,
+        *,
+        declared_tools: Mapping[str, DeclaredTool] | None = None,
+        corroboration: CorroborationSource = _no_corroboration,
+    ) -> None:
+        self._store = store
+        self._reputation = reputation
+        self._self = self_node_id
+        self._tools = dict(declared_tools or {})
+        self._corroboration = corroboration
+        self.held = HeldRecords()
+        self.history = SourceHistory()
+
+    @property
+    def self_node_id(self) -> str:
+        """This node's id."""
+        return self._self
+
+    async def load(self, max_rejections: int = 10_000) -> None:
+        """Fill the indexes from the store: imported lessons, quarantine, recent rejections."""
+        offset = 0
+        while True:
+            rows = await self._store.list_lessons(
+                LessonFilter(statuses=None, imported=True, limit=_PAGE, offset=offset)
+            )
+            for row in rows:
+                if row.signed_record is None or row.content_hash is None:
+                    continue
+                record = _parse(row.signed_record)
+                if record is None:
+                    continue
+                self.note_held(record, row.content_hash, lesson_id=row.id)
+                self.history.add(
+                    record.provenance.source_agent_id, row.created_at, record.confidence
+                )
+            if len(rows) < _PAGE:
+                break
+            offset += _PAGE
+        for q in await self._store.list_quarantine(state=None):
+            record = _parse(q.signed_record)
+            if record is not None:
+                self.note_held(record, q.content_hash)
+        for r in await self._store.list_rejections(limit=max_rejections):
+            if r.reason not in REGISTRY_DEPENDENT_REASONS:
+                self.held.reject(r.content_hash, r.reason)
+
+    def note_held(self, record: MemoryV2, content_hash: str, lesson_id: str | None = None) -> None:
+        """Index a record now held (stored when ``lesson_id`` is set, else quarantined)."""
+        self.held.add(
+            record.id,
+            version=record.lesson.version if record.lesson is not None else 1,
+            content_hash=content_hash,
+            source_id=record.provenance.source_agent_id,
+            lesson_id=lesson_id,
+        )
+
+    async def snapshot(self, record: MemoryV2, content_hash: str, now: datetime) -> ImportSnapshot:
+        """Fetch everything the decision may ask about ``record``."""
+        source = record.provenance.source_agent_id
+        established: tuple[EstablishedLesson, ...] = ()
+        if record.lesson is not None:
+            rows = await self._store.list_lessons(
+                LessonFilter(
+                    statuses=(LessonStatus.ACTIVE,), operation=record.lesson.operation, limit=50
+                )
+            )
+            established = tuple(
+                EstablishedLesson(r.id, r.content, r.confidence)
+                for r in rows
+                if r.context.get("domain") == record.context.domain
+                and r.context.get("environment") == record.context.environment
+            )
+        tool = None
+        if record.situation is not None and record.situation.tool:
+            tool = self._tools.get(record.situation.tool)
+        return ImportSnapshot(
+            self_id=self._self,
+            source_reputation=(source, self._reputation.score(source)),
+            corr=self._corroboration(record),
+            established=established,
+            history=self.history.stats(source, now),
+            tool=tool,
+            versions=self.held.known_versions(record.id),
+            rejected_reason=self.held.previously_rejected(content_hash),
+        )
+
+
+def _parse(raw: bytes) -> MemoryV2 | None:
+    try:
+        return parse_memory(raw)
+    except (InvalidRecord, ValueError):
+        return None
