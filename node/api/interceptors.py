@@ -196,7 +196,8 @@ class MetricsInterceptor(GuardInterceptor):
         except grpc.aio.AbortError:
             code = _code_name(context, "UNKNOWN")
             raise
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, GeneratorExit):
+            # The client went away (a response stream is closed with GeneratorExit).
             code = "CANCELLED"
             raise
         finally:
