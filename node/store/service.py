@@ -582,8 +582,7 @@ class LessonService:
         validate_scope(scope)
         self._scan([text, operation, *tags, *_context_texts(context)], "lesson")
         ids = tuple(dict.fromkeys(e.strip() for e in evidence))
-        if ids:
-            await self._check_evidence(ids)
+        projects = await self._check_evidence(ids) if ids else ()
         return await self._insert_new(
             content=text,
             operation=operation,
@@ -591,10 +590,15 @@ class LessonService:
             evidence=ids,
             context=context,
             tags=tags,
+            # The projects whose outcomes proved it count toward promotion like confirmations.
+            confirmed_projects=projects,
         )
 
-    async def _check_evidence(self, ids: tuple[str, ...]) -> None:
-        """Evidence must be stored outcomes that teach, none cited by a user-retired lesson."""
+    async def _check_evidence(self, ids: tuple[str, ...]) -> tuple[str, ...]:
+        """Evidence must be stored outcomes that teach, none cited by a user-retired lesson.
+
+        Returns the distinct projects of those outcomes, in evidence order.
+        """
         existing = await self._store.existing_outcome_ids(ids)
         missing = [i for i in ids if i not in existing]
         if missing:
@@ -611,6 +615,7 @@ class LessonService:
                 reason="retired_evidence",
                 ids=reused,
             )
+        projects: dict[str, None] = {}
         for outcome_id in ids:
             row = await self._store.get_outcome(outcome_id)
             if not row.claim_ok or row.record.get("injected_instruction", False):
@@ -619,6 +624,8 @@ class LessonService:
                     reason="evidence_teaches_nothing",
                     ids=[outcome_id],
                 )
+            projects[row.project] = None
+        return tuple(projects)
 
     # -- recall ----------------------------------------------------------------------------
     async def recall(

@@ -484,3 +484,14 @@ async def test_inferred_situation_is_never_persisted_by_the_service(h: Harness) 
     row = await h.service.record_situation(no_probe, SCOPE1)
     assert row is not None
     assert isinstance(await h.service.before_dispatch(SituationCall("gh", "gh"), SCOPE1), Note)
+
+
+async def test_written_lesson_counts_its_evidence_project_toward_promotion(h: Harness) -> None:
+    a = h.outcome("A", [(ROOT, "ok", SUITE)])
+    await h.service.record_outcome(a)
+    row = await h.service.write_lesson("Run pytest from the root.", ROOT, SCOPE1, evidence=[a.id])
+    assert row is not None and row.confirmed_projects == (P1,)
+    await h.service.record_outcome(
+        h.outcome("Q", [(ROOT, "ok", SUITE)], project=P2, in_play=[row.id])
+    )
+    assert (await h.store.get_lesson(row.id)).scope == GLOBAL
