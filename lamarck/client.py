@@ -1,0 +1,1014 @@
+"""``lamarck.client``: the Python SDK for a node's AgentService, with typed results.
+
+An agent loop writes::
+
+    from lamarck.client import Client
+
+    with Client.from_home("~/.lamarck") as client:
+        recalled = client.recall("fix the failing test", context={"domain": "python"},
+                                 session_id=session)
+        prompt = recalled.section + "\\n\\n" + task
+        ...
+        client.record_outcome(outcome)            # a lamarck.proto.outcome.Outcome or a dict
+
+``AsyncClient`` is the same API for asyncio (``await client.recall(...)``). Results are frozen
+dataclasses, never protobufs; enums are lower-case strings (``"active"``, ``"confirmed"``).
+
+Failures are lamarck's typed errors, rebuilt on this side from the ``google.rpc.ErrorInfo``
+the node attaches (falling back to the ``lamarck-reason`` trailer and the status code), so
+``except SecretDetected`` works here as it does inside the node. A call that never reached a
+node (nothing listening, deadline) raises ``LamarckError`` with reason ``unavailable`` or
+``deadline_exceeded``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import grpc
+import grpc.aio
+from google.protobuf import json_format, struct_pb2
+from google.rpc import error_details_pb2, status_pb2
+
+from lamarck import errors
+from lamarck.errors import ConfigError, InvalidRecord, LamarckError
+from lamarck.proto.outcome import Outcome
+from lamarck.proto.timefmt import parse_ts
+from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, records_pb2
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "AsyncClient",
+    "CheckResult",
+    "Client",
+    "HistoryEntry",
+    "ImportAck",
+    "ImportResult",
+    "Lesson",
+    "LessonChange",
+    "LessonPage",
+    "OutcomeResult",
+    "RecallResult",
+    "RememberResult",
+    "Situation",
+    "error_from_rpc",
+    "node_address",
+]
+
+#: Per-call deadline unless the caller gives another.
+DEFAULT_TIMEOUT_S = 30.0
+# Bundle bytes per Import message: well under the node's message cap.
+_IMPORT_CHUNK = 64 * 1024
+_NODE_FILE = "node.json"
+_TOKEN_FILE = "agent.token"
+_REASON_KEY = "lamarck-reason"
+_DETAILS_KEY = "grpc-status-details-bin"
+
+# -- results --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Situation:
+    """A remembered blocker: which tool on what, and what cleared it last time."""
+
+    tool: str
+    subject: str
+    kind: str
+    interactive: bool
+    env_fingerprint: str
+    unblock: str
+    probe: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Lesson:
+    """A lesson as the node shows it (see ``LessonView`` in lessons.proto)."""
+
+    id: str
+    version: int
+    content: str
+    confidence: float
+    status: str  # claimed | active | superseded | retired
+    scope: str
+    operation: str
+    category: str  # operation | situation
+    memory_type: str  # uc | ac
+    access_level: str  # public | trusted | private
+    origin: str  # local | imported
+    source_node_id: str
+    tags: tuple[str, ...]
+    evidence_outcome_ids: tuple[str, ...]
+    success_count: int
+    failure_count: int
+    created_at: datetime
+    updated_at: datetime
+    superseded_by: str
+    situation: Situation | None
+    context: dict[str, Any]
+    imported_from: tuple[str, ...]
+    original_confidence: float | None
+    record_json: bytes = field(repr=False)
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The full memory record (for a signed record: the object its signed bytes hold)."""
+        value: dict[str, Any] = json.loads(self.record_json)
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """Plan-time recall: lessons best first (with their scores) and the "Lessons:" section."""
+
+    lessons: tuple[Lesson, ...]
+    section: str
+    scores: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LessonChange:
+    """How an outcome moved one lesson."""
+
+    lesson_id: str
+    kind: str  # created | confirmed | contradicted | promoted | demoted | retired | ...
+    version: int
+    confidence_before: float
+    confidence_after: float
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeResult:
+    """What recording an outcome did."""
+
+    outcome_id: str
+    duplicate: bool
+    changes: tuple[LessonChange, ...]
+
+    def ids(self, kind: str) -> list[str]:
+        """Lesson ids with the given change kind, in order."""
+        return [c.lesson_id for c in self.changes if c.kind == kind]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """What is on file for an operation about to run (advice only)."""
+
+    preamble: str
+    probe: str
+    unblock: str
+    lesson_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RememberResult:
+    """A stored claim, and whether it is new."""
+
+    lesson: Lesson
+    created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One event in a lesson's history."""
+
+    at: datetime
+    kind: str
+    version: int
+    status: str
+    confidence: float
+    outcome_id: str
+    actor: str
+    reason: str
+    record_json: bytes = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class LessonPage:
+    """One page of ``list_lessons``; pass ``next_page_token`` for the next ("" at the end)."""
+
+    lessons: tuple[Lesson, ...]
+    next_page_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImportAck:
+    """What the node did with one line of a bundle."""
+
+    index: int
+    record_hash: str
+    status: str  # accepted | duplicate | quarantined | rejected | deferred
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """The acks of an import, one per record line in bundle order."""
+
+    acks: tuple[ImportAck, ...]
+
+    def count(self, status: str) -> int:
+        """How many lines got ``status``."""
+        return sum(1 for a in self.acks if a.status == status)
+
+    @property
+    def accepted(self) -> int:
+        """How many lines were stored."""
+        return self.count("accepted")
+
+    @property
+    def rejected(self) -> tuple[ImportAck, ...]:
+        """The refused lines."""
+        return tuple(a for a in self.acks if a.status == "rejected")
+
+
+# -- translation ------------------------------------------------------------------------------
+
+
+def _name(enum: Any, value: int, prefix: str) -> str:
+    """``LESSON_STATUS_ACTIVE`` → ``active``; an unknown number → ``unspecified``."""
+    try:
+        full: str = enum.Name(value)
+    except ValueError:
+        return "unspecified"
+    return full.removeprefix(prefix).lower()
+
+
+def _value(enum: Any, name: str, prefix: str) -> Any:
+    # Any: the stubs type each enum's values as its own ValueType.
+    try:
+        number = enum.Value(prefix + name.upper())
+    except ValueError:
+        raise InvalidRecord(f"unknown value {name!r}", reason="bad_argument") from None
+    return number
+
+
+def _situation(s: lessons_pb2.Situation) -> Situation:
+    return Situation(
+        tool=s.tool,
+        subject=s.subject,
+        kind=s.kind,
+        interactive=s.interactive,
+        env_fingerprint=s.env_fingerprint,
+        unblock=s.unblock,
+        probe=s.probe,
+        source=_name(lessons_pb2.SituationSource, s.source, "SITUATION_SOURCE_"),
+    )
+
+
+def _context_dict(ctx: lessons_pb2.MemoryContext) -> dict[str, Any]:
+    return {
+        "domain": ctx.domain,
+        "environment": ctx.environment,
+        "tools": list(ctx.tools),
+        "constraints": json_format.MessageToDict(ctx.constraints)
+        if ctx.HasField("constraints")
+        else {},
+    }
+
+
+def _lesson(v: lessons_pb2.LessonView) -> Lesson:
+    return Lesson(
+        id=v.id,
+        version=v.version,
+        content=v.content,
+        confidence=v.confidence,
+        status=_name(lessons_pb2.LessonStatus, v.status, "LESSON_STATUS_"),
+        scope=v.scope,
+        operation=v.operation,
+        category=_name(lessons_pb2.LessonCategory, v.category, "LESSON_CATEGORY_"),
+        memory_type=_name(lessons_pb2.MemoryType, v.memory_type, "MEMORY_TYPE_"),
+        access_level=_name(lessons_pb2.AccessLevel, v.access_level, "ACCESS_LEVEL_"),
+        origin=_name(lessons_pb2.LessonOrigin, v.origin, "LESSON_ORIGIN_"),
+        source_node_id=v.source_node_id,
+        tags=tuple(v.tags),
+        evidence_outcome_ids=tuple(v.evidence_outcome_ids),
+        success_count=v.success_count,
+        failure_count=v.failure_count,
+        created_at=parse_ts(v.created_at),
+        updated_at=parse_ts(v.updated_at),
+        superseded_by=v.superseded_by,
+        situation=_situation(v.situation) if v.HasField("situation") else None,
+        context=_context_dict(v.context),
+        imported_from=tuple(v.imported_from),
+        original_confidence=(v.original_confidence if v.HasField("original_confidence") else None),
+        record_json=v.record_json,
+    )
+
+
+def _memory_context(context: Mapping[str, Any] | None) -> lessons_pb2.MemoryContext | None:
+    if context is None:
+        return None
+    out = lessons_pb2.MemoryContext(
+        domain=str(context.get("domain") or ""),
+        environment=str(context.get("environment") or ""),
+        tools=[str(t) for t in context.get("tools") or ()],
+    )
+    constraints = context.get("constraints")
+    if isinstance(constraints, Mapping) and constraints:
+        struct = struct_pb2.Struct()
+        struct.update({str(k): v for k, v in constraints.items()})
+        out.constraints.CopyFrom(struct)
+    return out
+
+
+def _outcome_bytes(outcome: Outcome | Mapping[str, Any] | bytes | str) -> bytes:
+    # The node validates with the Outcome model; sending the model's own JSON keeps one schema.
+    if isinstance(outcome, Outcome):
+        return outcome.to_json()
+    if isinstance(outcome, bytes):
+        return outcome
+    if isinstance(outcome, str):
+        return outcome.encode("utf-8")
+    return json.dumps(dict(outcome), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _outcome_result(r: agent_pb2.RecordOutcomeResponse) -> OutcomeResult:
+    return OutcomeResult(
+        outcome_id=r.outcome_id,
+        duplicate=r.duplicate,
+        changes=tuple(
+            LessonChange(
+                lesson_id=c.lesson_id,
+                kind=_name(lessons_pb2.LessonEventKind, c.kind, "LESSON_EVENT_KIND_"),
+                version=c.version,
+                confidence_before=c.confidence_before,
+                confidence_after=c.confidence_after,
+                status=_name(lessons_pb2.LessonStatus, c.status, "LESSON_STATUS_"),
+            )
+            for c in r.changes
+        ),
+    )
+
+
+def _history(r: agent_pb2.HistoryResponse) -> list[HistoryEntry]:
+    return [
+        HistoryEntry(
+            at=parse_ts(e.at),
+            kind=_name(lessons_pb2.LessonEventKind, e.kind, "LESSON_EVENT_KIND_"),
+            version=e.version,
+            status=_name(lessons_pb2.LessonStatus, e.status, "LESSON_STATUS_"),
+            confidence=e.confidence,
+            outcome_id=e.outcome_id,
+            actor=e.actor,
+            reason=e.reason,
+            record_json=e.record_json,
+        )
+        for e in r.entries
+    ]
+
+
+def _filter(
+    *,
+    category: str | None = None,
+    scope: str | None = None,
+    statuses: Sequence[str] | str | None = None,
+    min_confidence: float | None = None,
+    origin: str | None = None,
+    operation: str | None = None,
+) -> lessons_pb2.LessonFilter:
+    if isinstance(statuses, str):
+        statuses = (statuses,)
+    return lessons_pb2.LessonFilter(
+        category=_value(lessons_pb2.LessonCategory, category, "LESSON_CATEGORY_")
+        if category
+        else lessons_pb2.LESSON_CATEGORY_UNSPECIFIED,
+        scope=scope or "",
+        statuses=[_value(lessons_pb2.LessonStatus, s, "LESSON_STATUS_") for s in statuses or ()],
+        min_confidence=min_confidence or 0.0,
+        origin=_value(lessons_pb2.LessonOrigin, origin, "LESSON_ORIGIN_")
+        if origin
+        else lessons_pb2.LESSON_ORIGIN_UNSPECIFIED,
+        operation=operation or "",
+    )
+
+
+def _import_result(r: agent_pb2.ImportResponse) -> ImportResult:
+    return ImportResult(
+        tuple(
+            ImportAck(
+                index=a.index,
+                record_hash=a.record_hash,
+                status=_name(records_pb2.AckStatus, a.status, "ACK_STATUS_"),
+                reason=a.reason,
+            )
+            for a in r.acks
+        )
+    )
+
+
+def _import_requests(
+    bundle: bytes | str, dry_run: bool, source_label: str
+) -> list[agent_pb2.ImportRequest]:
+    data = bundle.encode("utf-8") if isinstance(bundle, str) else bundle
+    requests = [
+        agent_pb2.ImportRequest(
+            options=agent_pb2.ImportOptions(dry_run=dry_run, source_label=source_label)
+        )
+    ]
+    requests.extend(
+        agent_pb2.ImportRequest(jsonl=data[i : i + _IMPORT_CHUNK])
+        for i in range(0, len(data), _IMPORT_CHUNK)
+    )
+    return requests
+
+
+def _edit_request(
+    lesson_id: str, content: str | None, expected_version: int, reason: str
+) -> agent_pb2.EditRequest:
+    request = agent_pb2.EditRequest(
+        lesson_id=lesson_id, expected_version=expected_version, reason=reason
+    )
+    if content is not None:
+        request.content = content
+    return request
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+def _error_class(name: str) -> type[LamarckError] | None:
+    cls = getattr(errors, name, None) if name in errors.__all__ else None
+    return cls if isinstance(cls, type) and issubclass(cls, LamarckError) else None
+
+
+_BY_CODE: dict[grpc.StatusCode, type[LamarckError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidRecord,
+    grpc.StatusCode.PERMISSION_DENIED: errors.VerificationError,
+    grpc.StatusCode.ALREADY_EXISTS: errors.ReplayError,
+    grpc.StatusCode.FAILED_PRECONDITION: errors.PolicyRejected,
+    grpc.StatusCode.NOT_FOUND: errors.NotFound,
+    grpc.StatusCode.ABORTED: errors.ConflictError,
+    grpc.StatusCode.UNAUTHENTICATED: errors.PolicyRejected,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: errors.PolicyRejected,
+}
+
+
+def error_from_rpc(err: grpc.RpcError) -> LamarckError:
+    """The lamarck typed error a failed call carries (see the module docstring)."""
+    call: Any = err
+    code = call.code() if hasattr(call, "code") else grpc.StatusCode.UNKNOWN
+    message = (call.details() if hasattr(call, "details") else None) or str(code)
+    trailing: Any = call.trailing_metadata() if hasattr(call, "trailing_metadata") else None
+    reason: str | None = None
+    type_name = ""
+    details: dict[str, Any] = {}
+    for key, value in trailing or ():
+        if key == _REASON_KEY:
+            reason = value if isinstance(value, str) else value.decode()
+        elif key == _DETAILS_KEY and isinstance(value, bytes):
+            try:
+                status = status_pb2.Status.FromString(value)
+            except Exception:  # a garbled detail must not hide the error itself
+                continue
+            for any_detail in status.details:
+                info = error_details_pb2.ErrorInfo()
+                if any_detail.Unpack(info):
+                    reason = info.reason or reason
+                    type_name = info.metadata.get("type", "")
+                    details = {k: v for k, v in info.metadata.items() if k != "type"}
+    cls = _error_class(type_name)
+    if cls is None and reason is not None:
+        cls = _BY_CODE.get(code, LamarckError)
+    if cls is None:
+        # Never reached a lamarck handler: transport failure, deadline, cancellation.
+        return LamarckError(message, reason=code.name.lower(), code=code.name)
+    # An ErrorInfo message is already "reason: text"; do not prefix the reason twice.
+    text = message.removeprefix(f"{reason}: ") if reason else message
+    return cls(text, reason=reason, code=code.name, **details)
+
+
+# -- addresses and homes --------------------------------------------------------------------
+
+
+def node_address(home: str | Path) -> tuple[str, str | None]:
+    """``(agent address, token)`` of the node running on ``home``, from its ``node.json``.
+
+    Raises ``ConfigError(reason="node_not_running")`` when there is no ``node.json``.
+    """
+    root = Path(home).expanduser()
+    try:
+        info = json.loads((root / _NODE_FILE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        raise ConfigError(
+            f"no running node on {root} (no readable {_NODE_FILE})", reason="node_not_running"
+        ) from None
+    address = str(info.get("agent_listen") or "")
+    if not address:
+        raise ConfigError(f"{root / _NODE_FILE} names no agent address", reason="node_not_running")
+    if not address.startswith("unix:"):
+        host, _, port = address.rpartition(":")
+        # A node bound to every interface is dialled on loopback.
+        if host in ("0.0.0.0", "[::]", "::", ""):
+            address = f"127.0.0.1:{port}"
+    token_file = str(info.get("agent_token_file") or "")
+    return address, _read_token(Path(token_file)) if token_file else None
+
+
+def _read_token(path: Path) -> str:
+    try:
+        token = path.read_text(encoding="ascii").strip()
+    except OSError as e:
+        raise ConfigError(f"cannot read the agent token {path}: {e}", reason="key_file") from e
+    if not token:
+        raise ConfigError(f"{path} is empty", reason="key_file")
+    return token
+
+
+def _token_for(token: str | None, home: str | Path | None) -> str | None:
+    if token is not None or home is None:
+        return token
+    path = Path(home).expanduser() / _TOKEN_FILE
+    return _read_token(path) if path.exists() else None
+
+
+def _metadata(token: str | None) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
+# -- the clients ------------------------------------------------------------------------------
+
+
+class AsyncClient:
+    """AgentService for asyncio; use as ``async with AsyncClient(address) as client``."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        token: str | None = None,
+        home: str | Path | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        """Connect to ``address`` (``host:port`` or ``unix:path``).
+
+        ``token`` is the bearer token; without one, ``<home>/agent.token`` is used if
+        ``home`` is given and the file exists.
+        """
+        self.address = address
+        self.timeout = timeout
+        self._metadata = _metadata(_token_for(token, home))
+        self._channel = grpc.aio.insecure_channel(address, options=list(options))
+        self._stub = agent_pb2_grpc.AgentServiceStub(self._channel)
+
+    @classmethod
+    def from_home(cls, home: str | Path, **kwargs: Any) -> AsyncClient:
+        """A client for the node running on ``home`` (its ``node.json``)."""
+        address, token = node_address(home)
+        return cls(address, token=token, **kwargs)
+
+    async def close(self) -> None:
+        """Close the channel."""
+        await self._channel.close(None)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _unary(self, method: Any, request: Any) -> Any:
+        try:
+            return await method(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+
+    async def record_outcome(
+        self, outcome: Outcome | Mapping[str, Any] | bytes | str
+    ) -> OutcomeResult:
+        """Record one turn's outcome (an ``Outcome``, its dict, or its JSON)."""
+        request = agent_pb2.RecordOutcomeRequest(outcome_json=_outcome_bytes(outcome))
+        return _outcome_result(await self._unary(self._stub.RecordOutcome, request))
+
+    async def recall(
+        self,
+        task: str,
+        context: Mapping[str, Any] | None = None,
+        *,
+        session_id: str = "",
+        turn_index: int = 0,
+        project_digest: str = "",
+        limit: int = 0,
+    ) -> RecallResult:
+        """The lessons for ``task`` and the "Lessons:" section; in play for ``session_id``."""
+        request = agent_pb2.RecallRequest(
+            task=task,
+            context=_memory_context(context),
+            session_id=session_id,
+            turn_index=turn_index,
+            project_digest=project_digest,
+            limit=limit,
+        )
+        r = await self._unary(self._stub.Recall, request)
+        return RecallResult(
+            tuple(_lesson(x.lesson) for x in r.lessons),
+            r.prompt_section,
+            tuple(x.score for x in r.lessons),
+        )
+
+    async def check_operation(
+        self,
+        operation: str,
+        *,
+        session_id: str = "",
+        turn_index: int = 0,
+        project_digest: str = "",
+        tool: str = "",
+        subject: str = "",
+    ) -> CheckResult:
+        """What is on file for ``operation`` (and ``tool`` on ``subject``) before it runs."""
+        request = agent_pb2.CheckOperationRequest(
+            operation=operation,
+            session_id=session_id,
+            turn_index=turn_index,
+            project_digest=project_digest,
+            tool=tool,
+            subject=subject,
+        )
+        r = await self._unary(self._stub.CheckOperation, request)
+        return CheckResult(r.preamble, r.probe, r.unblock, tuple(r.lesson_ids))
+
+    async def remember(
+        self,
+        content: str,
+        operation: str = "",
+        *,
+        scope: str = "",
+        project_digest: str = "",
+        context: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+        session_id: str = "",
+    ) -> RememberResult:
+        """Store a model's claim (status ``claimed``: never in a prompt until proven)."""
+        request = agent_pb2.RememberRequest(
+            content=content,
+            operation=operation,
+            scope=scope,
+            project_digest=project_digest,
+            context=_memory_context(context),
+            tags=list(tags),
+            session_id=session_id,
+        )
+        r = await self._unary(self._stub.Remember, request)
+        return RememberResult(_lesson(r.lesson), r.created)
+
+    async def report_use(
+        self,
+        session_id: str,
+        lesson_ids: Sequence[str],
+        *,
+        applied: bool = True,
+        turn_index: int = 0,
+        note: str = "",
+    ) -> int:
+        """Say which lessons the agent applied (or dismissed); returns how many were recorded."""
+        use = agent_pb2.USE_KIND_APPLIED if applied else agent_pb2.USE_KIND_DISMISSED
+        request = agent_pb2.ReportUseRequest(
+            session_id=session_id,
+            turn_index=turn_index,
+            lesson_ids=list(lesson_ids),
+            use=use,
+            note=note,
+        )
+        r = await self._unary(self._stub.ReportUse, request)
+        recorded: int = r.recorded
+        return recorded
+
+    async def edit(
+        self,
+        lesson_id: str,
+        content: str,
+        *,
+        expected_version: int = 0,
+        reason: str = "",
+    ) -> Lesson:
+        """Replace a lesson's text; returns the new version."""
+        request = _edit_request(lesson_id, content, expected_version, reason)
+        return _lesson((await self._unary(self._stub.Edit, request)).lesson)
+
+    async def retire(
+        self, lesson_id: str, *, reason: str = "", expected_version: int = 0
+    ) -> Lesson:
+        """Withdraw a lesson (kept as history)."""
+        request = agent_pb2.RetireRequest(
+            lesson_id=lesson_id, reason=reason, expected_version=expected_version
+        )
+        return _lesson((await self._unary(self._stub.Retire, request)).lesson)
+
+    async def history(self, lesson_id: str) -> list[HistoryEntry]:
+        """Every event of the lesson's chain, oldest first."""
+        request = agent_pb2.HistoryRequest(lesson_id=lesson_id)
+        return _history(await self._unary(self._stub.History, request))
+
+    async def list_lessons(
+        self,
+        *,
+        category: str | None = None,
+        scope: str | None = None,
+        statuses: Sequence[str] | str | None = None,
+        min_confidence: float | None = None,
+        origin: str | None = None,
+        operation: str | None = None,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> LessonPage:
+        """One page of lessons matching the filter, highest confidence first."""
+        request = agent_pb2.ListRequest(
+            filter=_filter(
+                category=category,
+                scope=scope,
+                statuses=statuses,
+                min_confidence=min_confidence,
+                origin=origin,
+                operation=operation,
+            ),
+            page_size=page_size,
+            page_token=page_token,
+        )
+        r = await self._unary(self._stub.List, request)
+        return LessonPage(tuple(_lesson(v) for v in r.lessons), r.next_page_token)
+
+    async def export_bundle(
+        self,
+        *,
+        category: str | None = None,
+        scope: str | None = None,
+        statuses: Sequence[str] | str | None = None,
+        min_confidence: float | None = None,
+        origin: str | None = None,
+        operation: str | None = None,
+    ) -> bytes:
+        """The bundle (JSON Lines of signed records) of the lessons matching the filter."""
+        request = agent_pb2.ExportRequest(
+            filter=_filter(
+                category=category,
+                scope=scope,
+                statuses=statuses,
+                min_confidence=min_confidence,
+                origin=origin,
+                operation=operation,
+            )
+        )
+        chunks: list[bytes] = []
+        try:
+            stream: Any = self._stub.Export(request, timeout=self.timeout, metadata=self._metadata)
+            async for part in stream:
+                chunks.append(part.jsonl)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+        return b"".join(chunks)
+
+    async def import_bundle(
+        self, bundle: bytes | str, *, dry_run: bool = False, source_label: str = ""
+    ) -> ImportResult:
+        """Feed a bundle to the node's import checks; one ack per record line."""
+
+        async def parts() -> AsyncIterator[agent_pb2.ImportRequest]:
+            for request in _import_requests(bundle, dry_run, source_label):
+                yield request
+
+        try:
+            r = await self._stub.Import(parts(), timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+        return _import_result(r)
+
+
+class Client:
+    """AgentService, blocking; use as ``with Client(address) as client`` (same API)."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        token: str | None = None,
+        home: str | Path | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        """Connect to ``address`` (see :class:`AsyncClient`)."""
+        self.address = address
+        self.timeout = timeout
+        self._metadata = _metadata(_token_for(token, home))
+        self._channel = grpc.insecure_channel(address, options=list(options))
+        self._stub = agent_pb2_grpc.AgentServiceStub(self._channel)
+
+    @classmethod
+    def from_home(cls, home: str | Path, **kwargs: Any) -> Client:
+        """A client for the node running on ``home`` (its ``node.json``)."""
+        address, token = node_address(home)
+        return cls(address, token=token, **kwargs)
+
+    def close(self) -> None:
+        """Close the channel."""
+        self._channel.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _unary(self, method: Any, request: Any) -> Any:
+        try:
+            return method(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+
+    def record_outcome(self, outcome: Outcome | Mapping[str, Any] | bytes | str) -> OutcomeResult:
+        """Record one turn's outcome (an ``Outcome``, its dict, or its JSON)."""
+        request = agent_pb2.RecordOutcomeRequest(outcome_json=_outcome_bytes(outcome))
+        return _outcome_result(self._unary(self._stub.RecordOutcome, request))
+
+    def recall(
+        self,
+        task: str,
+        context: Mapping[str, Any] | None = None,
+        *,
+        session_id: str = "",
+        turn_index: int = 0,
+        project_digest: str = "",
+        limit: int = 0,
+    ) -> RecallResult:
+        """The lessons for ``task`` and the "Lessons:" section; in play for ``session_id``."""
+        request = agent_pb2.RecallRequest(
+            task=task,
+            context=_memory_context(context),
+            session_id=session_id,
+            turn_index=turn_index,
+            project_digest=project_digest,
+            limit=limit,
+        )
+        r = self._unary(self._stub.Recall, request)
+        return RecallResult(
+            tuple(_lesson(x.lesson) for x in r.lessons),
+            r.prompt_section,
+            tuple(x.score for x in r.lessons),
+        )
+
+    def check_operation(
+        self,
+        operation: str,
+        *,
+        session_id: str = "",
+        turn_index: int = 0,
+        project_digest: str = "",
+        tool: str = "",
+        subject: str = "",
+    ) -> CheckResult:
+        """What is on file for ``operation`` (and ``tool`` on ``subject``) before it runs."""
+        request = agent_pb2.CheckOperationRequest(
+            operation=operation,
+            session_id=session_id,
+            turn_index=turn_index,
+            project_digest=project_digest,
+            tool=tool,
+            subject=subject,
+        )
+        r = self._unary(self._stub.CheckOperation, request)
+        return CheckResult(r.preamble, r.probe, r.unblock, tuple(r.lesson_ids))
+
+    def remember(
+        self,
+        content: str,
+        operation: str = "",
+        *,
+        scope: str = "",
+        project_digest: str = "",
+        context: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+        session_id: str = "",
+    ) -> RememberResult:
+        """Store a model's claim (status ``claimed``: never in a prompt until proven)."""
+        request = agent_pb2.RememberRequest(
+            content=content,
+            operation=operation,
+            scope=scope,
+            project_digest=project_digest,
+            context=_memory_context(context),
+            tags=list(tags),
+            session_id=session_id,
+        )
+        r = self._unary(self._stub.Remember, request)
+        return RememberResult(_lesson(r.lesson), r.created)
+
+    def report_use(
+        self,
+        session_id: str,
+        lesson_ids: Sequence[str],
+        *,
+        applied: bool = True,
+        turn_index: int = 0,
+        note: str = "",
+    ) -> int:
+        """Say which lessons the agent applied (or dismissed); returns how many were recorded."""
+        use = agent_pb2.USE_KIND_APPLIED if applied else agent_pb2.USE_KIND_DISMISSED
+        request = agent_pb2.ReportUseRequest(
+            session_id=session_id,
+            turn_index=turn_index,
+            lesson_ids=list(lesson_ids),
+            use=use,
+            note=note,
+        )
+        recorded: int = self._unary(self._stub.ReportUse, request).recorded
+        return recorded
+
+    def edit(
+        self, lesson_id: str, content: str, *, expected_version: int = 0, reason: str = ""
+    ) -> Lesson:
+        """Replace a lesson's text; returns the new version."""
+        request = _edit_request(lesson_id, content, expected_version, reason)
+        return _lesson(self._unary(self._stub.Edit, request).lesson)
+
+    def retire(self, lesson_id: str, *, reason: str = "", expected_version: int = 0) -> Lesson:
+        """Withdraw a lesson (kept as history)."""
+        request = agent_pb2.RetireRequest(
+            lesson_id=lesson_id, reason=reason, expected_version=expected_version
+        )
+        return _lesson(self._unary(self._stub.Retire, request).lesson)
+
+    def history(self, lesson_id: str) -> list[HistoryEntry]:
+        """Every event of the lesson's chain, oldest first."""
+        return _history(
+            self._unary(self._stub.History, agent_pb2.HistoryRequest(lesson_id=lesson_id))
+        )
+
+    def list_lessons(
+        self,
+        *,
+        category: str | None = None,
+        scope: str | None = None,
+        statuses: Sequence[str] | str | None = None,
+        min_confidence: float | None = None,
+        origin: str | None = None,
+        operation: str | None = None,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> LessonPage:
+        """One page of lessons matching the filter, highest confidence first."""
+        request = agent_pb2.ListRequest(
+            filter=_filter(
+                category=category,
+                scope=scope,
+                statuses=statuses,
+                min_confidence=min_confidence,
+                origin=origin,
+                operation=operation,
+            ),
+            page_size=page_size,
+            page_token=page_token,
+        )
+        r = self._unary(self._stub.List, request)
+        return LessonPage(tuple(_lesson(v) for v in r.lessons), r.next_page_token)
+
+    def export_bundle(
+        self,
+        *,
+        category: str | None = None,
+        scope: str | None = None,
+        statuses: Sequence[str] | str | None = None,
+        min_confidence: float | None = None,
+        origin: str | None = None,
+        operation: str | None = None,
+    ) -> bytes:
+        """The bundle (JSON Lines of signed records) of the lessons matching the filter."""
+        request = agent_pb2.ExportRequest(
+            filter=_filter(
+                category=category,
+                scope=scope,
+                statuses=statuses,
+                min_confidence=min_confidence,
+                origin=origin,
+                operation=operation,
+            )
+        )
+        try:
+            stream: Any = self._stub.Export(request, timeout=self.timeout, metadata=self._metadata)
+            return b"".join(part.jsonl for part in stream)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+
+    def import_bundle(
+        self, bundle: bytes | str, *, dry_run: bool = False, source_label: str = ""
+    ) -> ImportResult:
+        """Feed a bundle to the node's import checks; one ack per record line."""
+        requests = iter(_import_requests(bundle, dry_run, source_label))
+        return _import_result(self._unary(self._stub.Import, requests))

@@ -1,0 +1,1058 @@
+"""``AgentService``: the local agent's hands on its node's memory, as gRPC.
+
+The servicer only translates: protobuf requests become ``LessonService`` calls (every write,
+every rule) and store reads (List, History, Export), and rows become ``LessonView`` messages.
+A ``LamarckError`` raised here is left to escape: the server's ``ErrorInterceptor`` maps it to
+the status of ``lamarck.node.api.status`` with the reason in ``lamarck-reason``.
+
+Bundles (Export / Import) are JSON Lines: one signed memory record per line, each line the
+record's RFC 8785 canonical bytes, so a bundle is human-readable, diffs line by line, and
+every line re-verifies on its own. Local lessons are signed with the node identity at export
+time; imported lessons are carried as the exact bytes their source signed. Import verifies
+each line (signature, key binding, timestamps), then runs the pure import decision
+(``lamarck.node.importing.decision``): replay, access, anti-poisoning filters, confidence
+transfer, high stakes. Each line gets its own ack; a bad line is refused with its reason and
+changes nothing already stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+from google.protobuf import json_format, struct_pb2
+
+from lamarck.errors import (
+    ConflictError,
+    InvalidRecord,
+    LamarckError,
+    NotFound,
+)
+from lamarck.node.api.server import NodeContext
+from lamarck.node.importing.decision import (
+    ImportOutcome,
+    ImportParams,
+    Incoming,
+    decide_import,
+)
+from lamarck.node.importing.filters import (
+    Corroboration,
+    DeclaredTool,
+    EstablishedLesson,
+    KnownVersion,
+    SourceStats,
+)
+from lamarck.node.learning.mechanical import avoided_operation
+from lamarck.node.learning.prompt import build_lessons_section
+from lamarck.node.learning.scopes import GLOBAL, project_scope, recall_scopes, validate_scope
+from lamarck.node.store.port import (
+    Category,
+    LessonFilter,
+    LessonRow,
+    LessonStatus,
+    LessonStore,
+    ProvenanceEntry,
+    QuarantineRow,
+    RejectionRow,
+)
+from lamarck.node.store.service import EmbedderLike, LessonService
+from lamarck.proto.canonical import sha256_hex
+from lamarck.proto.clock import Clock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.limits import DEFAULT_LIMITS
+from lamarck.proto.memory import Memory, MemoryV2
+from lamarck.proto.outcome import Outcome
+from lamarck.proto.signed import SignedMemory
+from lamarck.proto.timefmt import format_ts, parse_ts
+from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, records_pb2
+from lamarck.reputation.params import ReputationParams
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "EXPORT_CHUNK_BYTES",
+    "MAX_PAGE_SIZE",
+    "AgentServicer",
+    "context_from_proto",
+    "make_agent_servicer",
+    "memory_obj_for",
+]
+
+_log = logging.getLogger(__name__)
+
+#: List page size when the request gives none, and the most the server ever returns.
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+#: Export chunks are about this big (whole lines; one line may exceed it).
+EXPORT_CHUNK_BYTES = 64 * 1024
+#: The actor recorded for writes made through this API (the local agent or its operator).
+ACTOR = "agent"
+# Situation fields a memory record may carry (the record's ``situation`` block).
+_SITUATION_FIELDS = (
+    "tool",
+    "subject",
+    "kind",
+    "interactive",
+    "env_fingerprint",
+    "unblock",
+    "probe",
+)
+
+T = TypeVar("T")
+Provider = Callable[[], T]
+
+# -- enum maps ---------------------------------------------------------------------------
+
+_STATUS_TO_PB = {
+    LessonStatus.CLAIMED: lessons_pb2.LESSON_STATUS_CLAIMED,
+    LessonStatus.ACTIVE: lessons_pb2.LESSON_STATUS_ACTIVE,
+    LessonStatus.SUPERSEDED: lessons_pb2.LESSON_STATUS_SUPERSEDED,
+    LessonStatus.RETIRED: lessons_pb2.LESSON_STATUS_RETIRED,
+}
+_STATUS_FROM_PB = {v: k for k, v in _STATUS_TO_PB.items()}
+_CATEGORY_TO_PB = {
+    Category.LESSON: lessons_pb2.LESSON_CATEGORY_OPERATION,
+    Category.SITUATION: lessons_pb2.LESSON_CATEGORY_SITUATION,
+}
+_CATEGORY_FROM_PB = {v: k for k, v in _CATEGORY_TO_PB.items()}
+_ACCESS_TO_PB = {
+    "public": lessons_pb2.ACCESS_LEVEL_PUBLIC,
+    "trusted": lessons_pb2.ACCESS_LEVEL_TRUSTED,
+    "private": lessons_pb2.ACCESS_LEVEL_PRIVATE,
+}
+_TYPE_TO_PB = {"UC": lessons_pb2.MEMORY_TYPE_UC, "AC": lessons_pb2.MEMORY_TYPE_AC}
+_SITUATION_SOURCE_TO_PB = {
+    "declared": lessons_pb2.SITUATION_SOURCE_DECLARED,
+    "inferred": lessons_pb2.SITUATION_SOURCE_INFERRED,
+}
+# LessonService's change vocabulary → the wire's event kinds.
+_CHANGE_TO_PB = {
+    "created": lessons_pb2.LESSON_EVENT_KIND_CREATED,
+    "confirmed": lessons_pb2.LESSON_EVENT_KIND_CONFIRMED,
+    "contradicted": lessons_pb2.LESSON_EVENT_KIND_CONTRADICTED,
+    "promoted": lessons_pb2.LESSON_EVENT_KIND_PROMOTED,
+    "demoted": lessons_pb2.LESSON_EVENT_KIND_DEMOTED,
+    "retired": lessons_pb2.LESSON_EVENT_KIND_RETIRED,
+    "superseded": lessons_pb2.LESSON_EVENT_KIND_SUPERSEDED,
+}
+_IMPORT_TO_ACK = {
+    ImportOutcome.ACCEPT: records_pb2.ACK_STATUS_ACCEPTED,
+    ImportOutcome.DUPLICATE: records_pb2.ACK_STATUS_DUPLICATE,
+    ImportOutcome.QUARANTINE: records_pb2.ACK_STATUS_QUARANTINED,
+    ImportOutcome.REJECT: records_pb2.ACK_STATUS_REJECTED,
+}
+
+
+# -- context ------------------------------------------------------------------------------
+
+
+def _constraint_text(value: Any) -> str:
+    # The record's constraints are string → string; a number or list from a Struct is kept as
+    # its JSON text so it survives the round trip unchanged in meaning.
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def context_from_proto(ctx: lessons_pb2.MemoryContext) -> dict[str, Any]:
+    """A ``MemoryContext`` as the context mapping the lesson service and records use."""
+    constraints: dict[str, str] = {}
+    if ctx.HasField("constraints"):
+        raw = json_format.MessageToDict(ctx.constraints)
+        constraints = {str(k): _constraint_text(v) for k, v in raw.items()}
+    return {
+        "domain": ctx.domain,
+        "environment": ctx.environment,
+        "tools": [t for t in ctx.tools if t],
+        "constraints": constraints,
+    }
+
+
+def _context_to_proto(context: Mapping[str, Any]) -> lessons_pb2.MemoryContext:
+    """A stored context mapping as a ``MemoryContext`` (unknown keys are not shown)."""
+    out = lessons_pb2.MemoryContext(
+        domain=str(context.get("domain") or ""),
+        environment=str(context.get("environment") or ""),
+        tools=[str(t) for t in context.get("tools") or () if t],
+    )
+    constraints = context.get("constraints")
+    if isinstance(constraints, Mapping) and constraints:
+        struct = struct_pb2.Struct()
+        struct.update({str(k): _constraint_text(v) for k, v in constraints.items()})
+        out.constraints.CopyFrom(struct)
+    return out
+
+
+def _record_context(context: Mapping[str, Any]) -> dict[str, Any]:
+    """The record's ``context`` block from a stored context mapping."""
+    constraints = context.get("constraints")
+    block: dict[str, Any] = {
+        "domain": str(context.get("domain") or ""),
+        "environment": str(context.get("environment") or ""),
+        "tools": [str(t) for t in context.get("tools") or () if t],
+        "constraints": (
+            {str(k): _constraint_text(v) for k, v in constraints.items()}
+            if isinstance(constraints, Mapping)
+            else {}
+        ),
+    }
+    for key in ("scale", "timing", "users"):
+        value = context.get(key)
+        if isinstance(value, str) and value:
+            block[key] = value
+    return block
+
+
+# -- rows → records and views ---------------------------------------------------------------
+
+
+def memory_obj_for(
+    row: LessonRow,
+    version: int,
+    node_id: str,
+    evidence_times: Mapping[str, datetime] | None = None,
+) -> dict[str, Any]:
+    """The unsigned memory record (schema 1.0) of a local lesson, as a JSON-shaped dict.
+
+    ``evidence_times`` gives each evidence outcome's time; an outcome missing from it is
+    dated at the lesson's creation. Counts are this node's own (they are claims to a reader).
+    """
+    times = evidence_times or {}
+    created = row.created_at
+    updated = max(row.updated_at, created)
+    evidence = [
+        {
+            "type": "empirical",
+            "description": f"outcome {outcome_id} of a run on this node",
+            "timestamp": format_ts(times.get(outcome_id, created)),
+            "validator": "reality",
+            "outcome_id": outcome_id,
+        }
+        for outcome_id in row.evidence
+    ]
+    metadata: dict[str, Any] = {
+        "success_count": row.confirmations,
+        "failure_count": row.contradictions,
+        "tags": list(row.tags),
+    }
+    if row.superseded_by is not None:
+        metadata["superseded_by"] = row.superseded_by
+    obj: dict[str, Any] = {
+        "schema_version": "1.0",
+        "id": row.id,
+        "type": row.memory_type,
+        "content": row.content,
+        "confidence": row.confidence,
+        "access_level": row.access_level,
+        "context": _record_context(row.context),
+        "provenance": {
+            "source_agent_id": node_id,
+            "source_type": "empirical" if row.evidence else "inferred",
+            "created_at": format_ts(created),
+            "updated_at": format_ts(updated),
+            "validation_count": row.confirmations,
+            "contradiction_count": row.contradictions,
+        },
+        "evidence": evidence,
+        "metadata": metadata,
+        "lesson": {
+            "operation": row.operation,
+            "scope": row.scope,
+            "status": row.status.value,
+            "version": version,
+        },
+    }
+    if row.last_used is not None:
+        obj["provenance"]["last_validated"] = format_ts(max(row.last_used, created))
+    if row.situation is not None:
+        situation = {k: row.situation[k] for k in _SITUATION_FIELDS if row.situation.get(k)}
+        situation["interactive"] = bool(row.situation.get("interactive", False))
+        situation["source"] = str(row.situation.get("source") or "declared")
+        obj["situation"] = situation
+    return obj
+
+
+def _situation_to_proto(situation: Mapping[str, Any]) -> lessons_pb2.Situation:
+    return lessons_pb2.Situation(
+        tool=str(situation.get("tool") or ""),
+        subject=str(situation.get("subject") or ""),
+        kind=str(situation.get("kind") or ""),
+        interactive=bool(situation.get("interactive", False)),
+        env_fingerprint=str(situation.get("env_fingerprint") or ""),
+        unblock=str(situation.get("unblock") or ""),
+        probe=str(situation.get("probe") or ""),
+        source=_SITUATION_SOURCE_TO_PB.get(
+            str(situation.get("source") or ""), lessons_pb2.SITUATION_SOURCE_UNSPECIFIED
+        ),
+    )
+
+
+def _compact_json(obj: Mapping[str, Any]) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+
+
+# -- the import view ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _BundleView:
+    """What the pure import decision sees for one bundle line, fetched before it runs.
+
+    A bundle is a local source: there are no votes, no publishing history and no tool
+    registry to consult, so those answers are the empty ones (which only ever make the
+    filters stricter, never laxer).
+    """
+
+    self_node_id: str
+    reputation_of: Callable[[str], float]
+    versions: tuple[KnownVersion, ...]
+    established: tuple[EstablishedLesson, ...]
+
+    def reputation(self, node_id: str) -> float:
+        """The source's score from the injected reputation reader."""
+        return self.reputation_of(node_id)
+
+    def corroboration(self, record: MemoryV2) -> Corroboration:
+        """No verified votes or local outcomes about a bundle's record yet."""
+        return Corroboration()
+
+    def established_lessons(
+        self, operation: str, domain: str, environment: str
+    ) -> Sequence[EstablishedLesson]:
+        """Local active lessons on ``operation`` (pre-fetched for the line's operation)."""
+        return self.established
+
+    def source_history(self, node_id: str) -> SourceStats:
+        """No publishing history is kept for bundle sources."""
+        return SourceStats()
+
+    def declared_tool(self, tool: str) -> DeclaredTool | None:
+        """No tool registry here: a situation's remedies are never taken from a bundle."""
+        return None
+
+    def known_versions(self, record_id: str) -> Sequence[KnownVersion]:
+        """Versions of the record's id this node holds."""
+        return self.versions
+
+    def previously_rejected(self, content_hash: str) -> str | None:
+        """Not consulted: a bundle line is re-checked in full and refused for its own reason."""
+        return None
+
+
+# -- the servicer ---------------------------------------------------------------------------
+
+
+def _provider(value: T | Provider[T], kind: type[Any]) -> Provider[T]:
+    if isinstance(value, kind):
+        return lambda: value
+    if callable(value):
+        return value
+    raise TypeError(f"expected a {kind.__name__} or a callable returning one")
+
+
+class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
+    """Every AgentService RPC, as translations to ``LessonService`` calls and store reads.
+
+    ``service`` and ``store`` may be given as zero-argument callables, read on each call: the
+    daemon's are only ready once the store is migrated (before that they raise
+    ``StoreUnavailable``, answered UNAVAILABLE).
+    """
+
+    def __init__(
+        self,
+        service: LessonService | Provider[LessonService],
+        identity: NodeIdentity,
+        clock: Clock,
+        *,
+        store: LessonStore | Provider[LessonStore],
+        embedder: EmbedderLike,
+        import_params: ImportParams | None = None,
+        reputation: Callable[[str], float] | None = None,
+    ) -> None:
+        self._service = _provider(service, LessonService)
+        self._store = _provider(store, LessonStore)
+        self._identity = identity
+        self._clock = clock
+        self._embedder = embedder
+        self._import_params = import_params or ImportParams()
+        # Without a reputation book every source stands where a newly admitted node does.
+        initial = ReputationParams().initial_score
+        self._reputation = reputation or (lambda _node_id: initial)
+
+    # -- helpers ---------------------------------------------------------------------------
+    @property
+    def node_id(self) -> str:
+        """This node's id."""
+        return self._identity.node_id
+
+    async def _version(self, row: LessonRow) -> int:
+        """The lesson's version: its place in the supersede chain (an edit makes a new row)."""
+        if row.supersedes is None:
+            return 1
+        chain = await self._store().history(row.id)
+        ids = [r.id for r in chain]
+        return ids.index(row.id) + 1 if row.id in ids else 1
+
+    async def _view(self, row: LessonRow) -> lessons_pb2.LessonView:
+        """A stored lesson as the agent sees it."""
+        version = await self._version(row)
+        return self._view_at(row, version)
+
+    def _view_at(self, row: LessonRow, version: int) -> lessons_pb2.LessonView:
+        imported = row.imported_from is not None
+        sources = [p.source_node_id for p in row.provenance] or (
+            [row.imported_from] if row.imported_from else []
+        )
+        if row.signed_record is not None:
+            record_json = row.signed_record
+        else:
+            record_json = _compact_json(memory_obj_for(row, version, self.node_id))
+        view = lessons_pb2.LessonView(
+            id=row.id,
+            version=version,
+            content=row.content,
+            confidence=row.confidence,
+            status=_STATUS_TO_PB[row.status],
+            scope=row.scope,
+            operation=row.operation if row.category is Category.LESSON else "",
+            category=_CATEGORY_TO_PB[row.category],
+            memory_type=_TYPE_TO_PB.get(row.memory_type, lessons_pb2.MEMORY_TYPE_UNSPECIFIED),
+            access_level=_ACCESS_TO_PB.get(row.access_level, lessons_pb2.ACCESS_LEVEL_UNSPECIFIED),
+            origin=lessons_pb2.LESSON_ORIGIN_IMPORTED
+            if imported
+            else lessons_pb2.LESSON_ORIGIN_LOCAL,
+            source_node_id=row.source_node_id or self.node_id,
+            tags=list(row.tags),
+            evidence_outcome_ids=[] if imported else list(row.evidence),
+            success_count=row.confirmations,
+            failure_count=row.contradictions,
+            created_at=format_ts(row.created_at),
+            updated_at=format_ts(max(row.updated_at, row.created_at)),
+            superseded_by=row.superseded_by or "",
+            context=_context_to_proto(row.context),
+            imported_from=list(dict.fromkeys(sources)) if imported else [],
+            record_json=record_json,
+        )
+        if row.situation is not None:
+            view.situation.CopyFrom(_situation_to_proto(row.situation))
+        if row.original_confidence is not None:
+            view.original_confidence = row.original_confidence
+        return view
+
+    async def _check_version(self, row: LessonRow, expected: int) -> None:
+        """Refuse a write made against a version the lesson has moved on from."""
+        if not expected:
+            return
+        version = await self._version(row)
+        if version != expected or row.superseded_by is not None:
+            raise ConflictError(
+                f"lesson {row.id} is at version {version}"
+                + (" and no longer live" if row.superseded_by else "")
+                + f", not {expected}",
+                reason="version_conflict",
+                id=row.id,
+                version=version,
+            )
+
+    @staticmethod
+    def _scope(project_digest: str) -> str:
+        return project_scope(project_digest) if project_digest else GLOBAL
+
+    # -- RecordOutcome -----------------------------------------------------------------------
+    async def RecordOutcome(
+        self, request: agent_pb2.RecordOutcomeRequest, context: Any
+    ) -> agent_pb2.RecordOutcomeResponse:
+        """Store the outcome and report every lesson it created, confirmed or contradicted."""
+        outcome = Outcome.from_json(request.outcome_json)
+        store, service = self._store(), self._service()
+        # A retried call must be safe: an outcome already held changes nothing.
+        if await store.existing_outcome_ids([outcome.id]):
+            return agent_pb2.RecordOutcomeResponse(outcome_id=outcome.id, duplicate=True)
+        try:
+            result = await service.record_outcome(outcome)
+        except ConflictError:
+            # Lost a race with the same outcome sent concurrently: the other call recorded it.
+            if await store.existing_outcome_ids([outcome.id]):
+                return agent_pb2.RecordOutcomeResponse(outcome_id=outcome.id, duplicate=True)
+            raise
+        ids = list(dict.fromkeys(c.lesson_id for c in result.changes))
+        rows = {r.id: r for r in await store.get_lessons(ids)} if ids else {}
+        versions = {i: await self._version(r) for i, r in rows.items()}
+        changes = []
+        for change in result.changes:
+            kind = _CHANGE_TO_PB.get(change.change)
+            row = rows.get(change.lesson_id)
+            if kind is None or row is None:
+                continue
+            after = change.confidence_after
+            changes.append(
+                lessons_pb2.LessonChange(
+                    lesson_id=change.lesson_id,
+                    kind=kind,
+                    version=versions[row.id],
+                    confidence_before=change.confidence_before or 0.0,
+                    confidence_after=row.confidence if after is None else after,
+                    status=_STATUS_TO_PB[row.status],
+                )
+            )
+        return agent_pb2.RecordOutcomeResponse(outcome_id=outcome.id, changes=changes)
+
+    # -- Recall ----------------------------------------------------------------------------
+    async def Recall(
+        self, request: agent_pb2.RecallRequest, context: Any
+    ) -> agent_pb2.RecallResponse:
+        """The best active lessons for the task and the "Lessons:" section; marks them in play."""
+        if not request.task.strip():
+            raise InvalidRecord("recall needs a task", reason="empty_task")
+        service = self._service()
+        ctx = context_from_proto(request.context) if request.HasField("context") else None
+        # Without a session there is no outcome to attribute them to: record nothing.
+        result = await service.recall(
+            request.task,
+            ctx,
+            self._scope(request.project_digest),
+            request.session_id,
+            incognito=not request.session_id,
+        )
+        rows = list(result.lessons)
+        section = result.section
+        limit = min(request.limit or 5, 5)
+        if len(rows) > limit:
+            rows = rows[:limit]
+            section = build_lessons_section(
+                [(r.id, r.content) for r in rows], service.params.lesson
+            )
+        n = len(rows)
+        lessons = [
+            # The service ranks but does not expose scores: the score here is rank-derived
+            # (1 for the best, falling evenly), enough to keep "higher first" true.
+            agent_pb2.RecalledLesson(lesson=await self._view(row), score=1.0 - i / max(n, 1))
+            for i, row in enumerate(rows)
+        ]
+        return agent_pb2.RecallResponse(lessons=lessons, prompt_section=section.text)
+
+    # -- CheckOperation ----------------------------------------------------------------------
+    async def CheckOperation(
+        self, request: agent_pb2.CheckOperationRequest, context: Any
+    ) -> agent_pb2.CheckOperationResponse:
+        """What is on file for an operation (and the tool's situation) about to run."""
+        service, store = self._service(), self._store()
+        scope = self._scope(request.project_digest)
+        key = request.operation.strip()
+        preamble = await service.check_operation(key, scope) if key else None
+        lesson_ids: list[str] = []
+        if preamble is not None:
+            # The service says what is on file; the id is the same first hit it chose.
+            rows = await store.list_lessons(
+                LessonFilter(
+                    scopes=recall_scopes(scope),
+                    limit=service.params.lesson.max_active_per_scope * 2,
+                )
+            )
+            hit = next(
+                (
+                    r
+                    for r in rows
+                    if r.operation == key
+                    or avoided_operation(r.tags) == key
+                    or (r.situation is not None and r.situation.get("tool") == key)
+                ),
+                None,
+            )
+            if hit is not None:
+                lesson_ids.append(hit.id)
+        probe = unblock = ""
+        if request.tool and request.subject:
+            for lesson in await service.situation_lessons(scope):
+                s = lesson.situation
+                if s.tool == request.tool and s.subject == request.subject:
+                    probe, unblock = s.probe or "", s.unblock or ""
+                    if preamble is None:
+                        preamble = f"Note: last time {lesson.content} (lesson {lesson.lesson_id})."
+                    if lesson.lesson_id not in lesson_ids:
+                        lesson_ids.append(lesson.lesson_id)
+                    break
+        if request.session_id:
+            for lesson_id in lesson_ids:
+                await service.report_use(lesson_id, request.session_id)
+        return agent_pb2.CheckOperationResponse(
+            preamble=preamble or "", probe=probe, unblock=unblock, lesson_ids=lesson_ids
+        )
+
+    # -- Remember --------------------------------------------------------------------------
+    async def Remember(
+        self, request: agent_pb2.RememberRequest, context: Any
+    ) -> agent_pb2.RememberResponse:
+        """Store a model's claim as a claimed lesson (or return the same claim already held)."""
+        if request.memory_type == lessons_pb2.MEMORY_TYPE_UC:
+            # The lesson service stores agent-capability lessons only; refusing is honest,
+            # storing it as AC would make user context shareable.
+            raise InvalidRecord(
+                "this node stores claims as AC lessons only", reason="unsupported_memory_type"
+            )
+        scope = (
+            validate_scope(request.scope) if request.scope else self._scope(request.project_digest)
+        )
+        ctx = context_from_proto(request.context) if request.HasField("context") else None
+        content, operation = request.content.strip(), request.operation.strip()
+        store, service = self._store(), self._service()
+        if content and operation:
+            held = await store.list_lessons(
+                LessonFilter(
+                    statuses=(LessonStatus.CLAIMED, LessonStatus.ACTIVE),
+                    scopes=(scope,),
+                    operation=operation,
+                    limit=MAX_PAGE_SIZE,
+                )
+            )
+            same = next((r for r in held if r.content == content), None)
+            if same is not None:
+                return agent_pb2.RememberResponse(lesson=await self._view(same), created=False)
+        row = await service.remember(
+            request.content, request.operation, scope, context=ctx, tags=list(request.tags)
+        )
+        if row is None:  # pragma: no cover - only in incognito, which this API never asks for
+            raise InvalidRecord("nothing was stored", reason="incognito")
+        return agent_pb2.RememberResponse(lesson=await self._view(row), created=True)
+
+    # -- ReportUse -------------------------------------------------------------------------
+    async def ReportUse(
+        self, request: agent_pb2.ReportUseRequest, context: Any
+    ) -> agent_pb2.ReportUseResponse:
+        """Record which recalled lessons the agent applied (in play) or dismissed."""
+        if request.use == agent_pb2.USE_KIND_UNSPECIFIED:
+            raise InvalidRecord(
+                "say whether the lessons were applied or dismissed", reason="no_use"
+            )
+        if not request.session_id:
+            raise InvalidRecord("a use report needs its session", reason="no_session")
+        ids = list(dict.fromkeys(request.lesson_ids))
+        found = {r.id for r in await self._store().get_lessons(ids)}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            # All or nothing: no lesson is marked when one id is wrong.
+            raise NotFound(f"unknown lessons: {', '.join(missing)}", ids=missing)
+        if request.use == agent_pb2.USE_KIND_APPLIED:
+            service = self._service()
+            for lesson_id in ids:
+                await service.report_use(lesson_id, request.session_id)
+        return agent_pb2.ReportUseResponse(recorded=len(ids))
+
+    # -- Edit / Retire ---------------------------------------------------------------------
+    async def Edit(self, request: agent_pb2.EditRequest, context: Any) -> agent_pb2.EditResponse:
+        """Supersede a lesson with edited content; returns the new version."""
+        unsupported = [
+            name
+            for name, given in (
+                ("operation", request.HasField("operation")),
+                ("scope", request.HasField("scope")),
+                ("tags", request.HasField("tags")),
+                ("access_level", request.access_level != lessons_pb2.ACCESS_LEVEL_UNSPECIFIED),
+            )
+            if given
+        ]
+        if unsupported:
+            # The lesson service edits content only; the rest comes from outcomes and rules.
+            raise InvalidRecord(
+                f"only a lesson's content can be edited, not {', '.join(unsupported)}",
+                reason="field_not_editable",
+                fields=unsupported,
+            )
+        if not request.HasField("content"):
+            raise InvalidRecord("an edit needs new content", reason="empty_content")
+        row = await self._store().get_lesson(request.lesson_id)
+        await self._check_version(row, request.expected_version)
+        new = await self._service().edit(row.id, request.content, ACTOR)
+        return agent_pb2.EditResponse(lesson=await self._view(new))
+
+    async def Retire(
+        self, request: agent_pb2.RetireRequest, context: Any
+    ) -> agent_pb2.RetireResponse:
+        """Withdraw a lesson; it stays queryable as history."""
+        row = await self._store().get_lesson(request.lesson_id)
+        await self._check_version(row, request.expected_version)
+        retired = await self._service().retire(row.id, ACTOR)
+        return agent_pb2.RetireResponse(lesson=await self._view(retired))
+
+    # -- History ---------------------------------------------------------------------------
+    async def History(
+        self, request: agent_pb2.HistoryRequest, context: Any
+    ) -> agent_pb2.HistoryResponse:
+        """Every version of the lesson and how each ended, oldest first."""
+        chain = await self._service().history(request.lesson_id)
+        if not chain:
+            raise NotFound(f"lesson {request.lesson_id} does not exist", id=request.lesson_id)
+        entries: list[lessons_pb2.HistoryEntry] = []
+        for i, row in enumerate(chain):
+            version = i + 1
+            record = row.signed_record or _compact_json(memory_obj_for(row, version, self.node_id))
+            first = i == 0
+            entries.append(
+                lessons_pb2.HistoryEntry(
+                    at=format_ts(row.created_at),
+                    kind=(
+                        lessons_pb2.LESSON_EVENT_KIND_IMPORTED
+                        if first and row.imported_from is not None
+                        else lessons_pb2.LESSON_EVENT_KIND_CREATED
+                        if first
+                        else lessons_pb2.LESSON_EVENT_KIND_EDITED
+                    ),
+                    version=version,
+                    status=_STATUS_TO_PB[row.status],
+                    confidence=row.confidence,
+                    outcome_id=row.evidence[0] if first and row.evidence else "",
+                    actor=(row.imported_from or "loop") if first else ACTOR,
+                    record_json=record,
+                )
+            )
+            if row.superseded_by is not None and row.superseded_by.startswith("retired:"):
+                entries.append(
+                    lessons_pb2.HistoryEntry(
+                        at=format_ts(row.updated_at),
+                        kind=lessons_pb2.LESSON_EVENT_KIND_RETIRED,
+                        version=version,
+                        status=_STATUS_TO_PB[row.status],
+                        confidence=row.confidence,
+                        actor=row.superseded_by.removeprefix("retired:"),
+                    )
+                )
+            elif row.status is LessonStatus.RETIRED:
+                # Retired by the rules (contradicted below the floor, decay), not by a person.
+                entries.append(
+                    lessons_pb2.HistoryEntry(
+                        at=format_ts(row.updated_at),
+                        kind=lessons_pb2.LESSON_EVENT_KIND_RETIRED,
+                        version=version,
+                        status=_STATUS_TO_PB[row.status],
+                        confidence=row.confidence,
+                        actor="loop",
+                        reason="below_retire_level",
+                    )
+                )
+            elif row.superseded_by is not None or row.status is LessonStatus.SUPERSEDED:
+                successor = chain[i + 1] if i + 1 < len(chain) else None
+                entries.append(
+                    lessons_pb2.HistoryEntry(
+                        at=format_ts(successor.created_at if successor else row.updated_at),
+                        kind=lessons_pb2.LESSON_EVENT_KIND_SUPERSEDED,
+                        version=version,
+                        status=_STATUS_TO_PB[LessonStatus.SUPERSEDED],
+                        confidence=row.confidence,
+                        actor="loop",
+                        reason=row.superseded_by or "cap",
+                    )
+                )
+        return agent_pb2.HistoryResponse(entries=entries)
+
+    # -- List ------------------------------------------------------------------------------
+    @staticmethod
+    def _filter(flt: lessons_pb2.LessonFilter, *, limit: int, offset: int) -> LessonFilter:
+        """The wire filter as the store's (an empty filter selects every lesson)."""
+        statuses = tuple(_STATUS_FROM_PB[s] for s in flt.statuses if s in _STATUS_FROM_PB) or None
+        origin = flt.origin
+        return LessonFilter(
+            statuses=statuses,
+            scopes=(validate_scope(flt.scope),) if flt.scope else None,
+            category=_CATEGORY_FROM_PB.get(flt.category),
+            operation=flt.operation or None,
+            min_confidence=flt.min_confidence or None,
+            imported=(
+                None
+                if origin == lessons_pb2.LESSON_ORIGIN_UNSPECIFIED
+                else origin == lessons_pb2.LESSON_ORIGIN_IMPORTED
+            ),
+            limit=limit,
+            offset=offset,
+        )
+
+    async def List(self, request: agent_pb2.ListRequest, context: Any) -> agent_pb2.ListResponse:
+        """Lessons matching the filter, confidence first, one page at a time."""
+        size = min(request.page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+        try:
+            offset = int(request.page_token) if request.page_token else 0
+        except ValueError:
+            offset = -1
+        if offset < 0:
+            raise InvalidRecord("page_token is not one this server issued", reason="bad_page_token")
+        # One more than the page tells whether another page follows.
+        rows = await self._store().list_lessons(
+            self._filter(request.filter, limit=size + 1, offset=offset)
+        )
+        more = len(rows) > size
+        views = [await self._view(r) for r in rows[:size]]
+        return agent_pb2.ListResponse(
+            lessons=views, next_page_token=str(offset + size) if more else ""
+        )
+
+    # -- Export ----------------------------------------------------------------------------
+    async def _signed_line(self, row: LessonRow, version: int) -> bytes | None:
+        """One bundle line for ``row``: its signed bytes, or ``None`` if it cannot be a record."""
+        if row.signed_record is not None:
+            return row.signed_record + b"\n"
+        store = self._store()
+        times: dict[str, datetime] = {}
+        for outcome_id in row.evidence:
+            try:
+                times[outcome_id] = (await store.get_outcome(outcome_id)).created_at
+            except NotFound:
+                continue  # dated at the lesson's creation instead
+        try:
+            memory = Memory.from_obj(memory_obj_for(row, version, self.node_id, times))
+            signed = SignedMemory.sign(memory, self._identity)
+        except LamarckError as e:
+            # A row the record schema cannot express (e.g. an active situation without an
+            # outcome behind it) is left out rather than exported as something it is not.
+            _log.warning(
+                "lesson left out of the export",
+                extra={"lesson_id": row.id, "reason": e.reason, "error": str(e)},
+            )
+            return None
+        return signed.raw + b"\n"
+
+    async def Export(
+        self, request: agent_pb2.ExportRequest, context: Any
+    ) -> AsyncIterator[agent_pb2.ExportResponse]:
+        """Stream the bundle of the lessons matching the filter, in whole-line chunks."""
+        store = self._store()
+        offset, buffer = 0, bytearray()
+        while True:
+            rows = await store.list_lessons(
+                self._filter(request.filter, limit=MAX_PAGE_SIZE, offset=offset)
+            )
+            for row in rows:
+                line = await self._signed_line(row, await self._version(row))
+                if line is None:
+                    continue
+                buffer += line
+                if len(buffer) >= EXPORT_CHUNK_BYTES:
+                    yield agent_pb2.ExportResponse(jsonl=bytes(buffer))
+                    buffer.clear()
+            if len(rows) < MAX_PAGE_SIZE:
+                break
+            offset += MAX_PAGE_SIZE
+        if buffer:
+            yield agent_pb2.ExportResponse(jsonl=bytes(buffer))
+
+    # -- Import ----------------------------------------------------------------------------
+    async def Import(
+        self, request_iterator: AsyncIterator[agent_pb2.ImportRequest], context: Any
+    ) -> agent_pb2.ImportResponse:
+        """Check and store each line of a bundle; one ack per non-blank line."""
+        dry_run, label = False, ""
+        acks: list[records_pb2.RecordAck] = []
+        buffer = bytearray()
+        index = 0
+        # While a line has outgrown the record limit its rest is skipped up to the next "\n".
+        oversized = False
+        limit = DEFAULT_LIMITS.max_record_bytes
+        first = True
+        async for part in request_iterator:
+            which = part.WhichOneof("part")
+            if which == "options":
+                if not first:
+                    raise InvalidRecord(
+                        "import options must come first, once", reason="options_not_first"
+                    )
+                dry_run, label = part.options.dry_run, part.options.source_label
+                first = False
+                continue
+            first = False
+            if which != "jsonl":
+                continue
+            buffer += part.jsonl
+            while True:
+                cut = buffer.find(b"\n")
+                if cut < 0:
+                    break
+                line = bytes(buffer[:cut])
+                del buffer[: cut + 1]
+                if oversized:
+                    oversized = False
+                else:
+                    ack = await self._import_line(index, line, dry_run, label)
+                    if ack is not None:
+                        acks.append(ack)
+                index += 1
+            if len(buffer) > limit and not oversized:
+                acks.append(self._too_large(index, bytes(buffer)))
+                oversized = True
+                buffer.clear()
+            elif oversized:
+                buffer.clear()
+        if buffer and not oversized:
+            ack = await self._import_line(index, bytes(buffer), dry_run, label)
+            if ack is not None:
+                acks.append(ack)
+        return agent_pb2.ImportResponse(acks=acks)
+
+    @staticmethod
+    def _too_large(index: int, head: bytes) -> records_pb2.RecordAck:
+        return records_pb2.RecordAck(
+            index=index,
+            record_hash=sha256_hex(head),
+            status=records_pb2.ACK_STATUS_REJECTED,
+            reason="too_large",
+        )
+
+    async def _import_line(
+        self, index: int, line: bytes, dry_run: bool, label: str
+    ) -> records_pb2.RecordAck | None:
+        """Verify, decide and (unless ``dry_run``) store one bundle line."""
+        raw = line.rstrip(b"\r")
+        if not raw.strip():
+            return None
+        record_hash = sha256_hex(raw)
+        now = self._clock.now()
+        store = self._store()
+        source = ""
+        try:
+            signed = SignedMemory.from_json(raw)
+            source = signed.source_agent_id
+            signed.verify(now, self._import_params.max_future_skew_s)
+            record = signed.memory
+            if record.lesson is None:
+                raise InvalidRecord("a bundle line must be a lesson", reason="not_a_lesson")
+            held = await store.get_lessons([record.id])
+            if held and held[0].imported_from is None and source == self.node_id:
+                # Our own lesson coming back (a backup restored): we hold the original.
+                return records_pb2.RecordAck(
+                    index=index, record_hash=record_hash, status=records_pb2.ACK_STATUS_DUPLICATE
+                )
+            view = await self._bundle_view(record, held)
+            decision = decide_import(
+                Incoming(record=record, content_hash=signed.content_hash),
+                view,
+                self._import_params,
+                now,
+            )
+        except LamarckError as e:
+            if not dry_run and source:
+                await store.record_rejection(
+                    RejectionRow(source, e.reason, record_hash, now, detail=f"{label}: {e}"[:500])
+                )
+            return records_pb2.RecordAck(
+                index=index,
+                record_hash=record_hash,
+                status=records_pb2.ACK_STATUS_REJECTED,
+                reason=e.reason,
+            )
+        status = _IMPORT_TO_ACK[decision.outcome]
+        reason = decision.reason
+        if not dry_run:
+            try:
+                await self._apply(signed, decision.outcome, decision.reasons, decision.confidence)
+            except LamarckError as e:
+                status, reason = records_pb2.ACK_STATUS_REJECTED, e.reason
+        return records_pb2.RecordAck(
+            index=index, record_hash=record_hash, status=status, reason=reason
+        )
+
+    async def _bundle_view(self, record: MemoryV2, held: Sequence[LessonRow]) -> _BundleView:
+        """Fetch what the decision may look at for ``record``."""
+        assert record.lesson is not None  # checked by the caller
+        versions = tuple(
+            [
+                KnownVersion(
+                    version=await self._version(row),
+                    content_hash=row.content_hash or "",
+                    source_id=row.source_node_id or self.node_id,
+                )
+                for row in held
+            ]
+        )
+        established = await self._store().list_lessons(
+            LessonFilter(operation=record.lesson.operation, limit=DEFAULT_PAGE_SIZE)
+        )
+        return _BundleView(
+            self_node_id=self.node_id,
+            reputation_of=self._reputation,
+            versions=versions,
+            established=tuple(
+                EstablishedLesson(r.id, r.content, r.confidence)
+                for r in established
+                if r.imported_from is None
+            ),
+        )
+
+    async def _apply(
+        self,
+        signed: SignedMemory,
+        outcome: ImportOutcome,
+        reasons: Sequence[str],
+        confidence: float | None,
+    ) -> None:
+        """Store what the decision accepted, hold what it quarantined, log what it refused."""
+        store = self._store()
+        record = signed.memory
+        now = self._clock.now()
+        source = signed.source_agent_id
+        if outcome is ImportOutcome.ACCEPT:
+            assert record.lesson is not None and confidence is not None
+            await store.insert_lesson(await self._imported_row(signed, confidence, now))
+        elif outcome is ImportOutcome.QUARANTINE:
+            await store.quarantine(
+                QuarantineRow(
+                    id=str(uuid.uuid4()),
+                    content_hash=signed.content_hash,
+                    source_node_id=source,
+                    reasons=tuple(reasons),
+                    received_at=now,
+                    signed_record=signed.raw,
+                )
+            )
+        elif outcome is ImportOutcome.REJECT:
+            await store.record_rejection(
+                RejectionRow(
+                    source, reasons[0] if reasons else "rejected", signed.content_hash, now
+                )
+            )
+
+    async def _imported_row(
+        self, signed: SignedMemory, confidence: float, now: datetime
+    ) -> LessonRow:
+        """The stored form of an accepted record: its signed bytes kept unchanged."""
+        record = signed.memory
+        assert record.lesson is not None
+        source = signed.source_agent_id
+        context = record.context.model_dump(mode="json", exclude_none=True)
+        situation = (
+            record.situation.model_dump(mode="json") if record.situation is not None else None
+        )
+        vectors = await asyncio.to_thread(self._embedder.embed, [record.content])
+        return LessonRow(
+            id=record.id,
+            content=record.content,
+            operation=record.lesson.operation,
+            scope=record.lesson.scope,
+            status=LessonStatus(record.lesson.status),
+            confidence=confidence,
+            created_at=parse_ts(record.provenance.created_at),
+            updated_at=now,
+            category=Category.SITUATION if situation is not None else Category.LESSON,
+            context=context,
+            situation=situation,
+            tags=tuple(record.metadata.tags),
+            memory_type=record.type,
+            access_level=record.access_level,
+            source_node_id=source,
+            imported_from=source,
+            original_confidence=record.confidence,
+            signed_record=signed.raw,
+            content_hash=signed.content_hash,
+            provenance=(ProvenanceEntry(source, "", now, signed.content_hash),),
+            embedding=vectors[0],
+        )
+
+
+def make_agent_servicer(ctx: NodeContext) -> AgentServicer:
+    """The AgentService for a daemon's ``NodeContext`` (its store is read on each call)."""
+    return AgentServicer(
+        lambda: ctx.lessons,
+        ctx.identity,
+        ctx.clock,
+        store=lambda: ctx.store,
+        embedder=ctx.embedder,
+    )

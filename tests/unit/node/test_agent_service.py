@@ -1,0 +1,532 @@
+"""AgentService over LessonService + the in-memory store, through a real in-process gRPC server.
+
+Every call goes over a loopback channel (grpc.aio server on 127.0.0.1:0 with the node's
+ErrorInterceptor), so the proto translation, the error mapping and the SDK's typed results are
+all exercised; nothing of gRPC is mocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import re
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import grpc.aio
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from lamarck.client import AsyncClient, Client
+from lamarck.errors import (
+    ConflictError,
+    InvalidRecord,
+    LamarckError,
+    NotFound,
+    SecretDetected,
+)
+from lamarck.node.api.agent_service import AgentServicer
+from lamarck.node.api.interceptors import ErrorInterceptor
+from lamarck.node.learning.scopes import project_scope
+from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.node.store.service import LessonService
+from lamarck.proto.canonical import canonical_bytes
+from lamarck.proto.clock import FixedClock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.outcome import Outcome
+from lamarck.proto.signed import SignedMemory
+from lamarck.proto.timefmt import format_ts
+from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2
+
+PROJECT = "a1" * 32
+BAD, GOOD, TARGET = "shell:pytest tests/", "shell:pytest", "the test suite"
+CONTEXT = {"domain": "python-testing", "environment": "linux", "tools": ["pytest"]}
+
+
+class TinyEmbedder:
+    """Deterministic bag-of-words hashing: related texts are similar."""
+
+    dim = 64
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            out[row, 0] = 0.1  # never a zero vector
+            for word in re.findall(r"\w+", text.lower()):
+                slot = int(hashlib.sha256(word.encode()).hexdigest(), 16) % (self.dim - 1) + 1
+                out[row, slot] += 1.0
+            out[row] /= np.linalg.norm(out[row])
+        return out
+
+
+@dataclass
+class Node:
+    """One in-process node: its store, clock, identity, server and SDK client."""
+
+    store: InMemoryLessonStore
+    clock: FixedClock
+    identity: NodeIdentity
+    server: grpc.aio.Server
+    address: str
+    client: AsyncClient
+    stub: agent_pb2_grpc.AgentServiceStub
+    n: int = 0
+
+    def outcome(
+        self,
+        session: str,
+        steps: Sequence[tuple[str, str, str | None]],
+        *,
+        passed: bool = True,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """An outcome record (as the dict the SDK sends) for one turn."""
+        self.n += 1
+        obj: dict[str, Any] = {
+            "schema_version": "1.0",
+            "kind": "outcome",
+            "id": str(uuid.UUID(int=random.Random(self.n).getrandbits(128), version=4)),
+            "session_id": session,
+            "turn_index": self.n,
+            "project": PROJECT,
+            "goal_digest": f"make the test suite pass, turn {self.n}",
+            "approach": [
+                {"operation_key": op, "outcome": result, "target": target}
+                for op, result, target in steps
+            ],
+            "checks": [
+                {
+                    "label": "pytest",
+                    "target": "",
+                    "kind": "test",
+                    "order": 0,
+                    "ran": True,
+                    "failed": not passed,
+                    "mutated_after": False,
+                }
+            ],
+            "passed": passed,
+            "claim_ok": True,
+            "steps": len(steps),
+            "tokens": 100,
+            "wall_s": 1.0,
+            "created_at": format_ts(self.clock.now()),
+            **(extra or {}),
+        }
+        return obj
+
+
+async def start_node(seed: int) -> Node:
+    """Build a node around a fresh in-memory store and serve it on loopback."""
+    store = InMemoryLessonStore(dim=TinyEmbedder.dim)
+    clock = FixedClock()
+    identity = NodeIdentity.from_seed(bytes([seed]) * 32)
+    service = LessonService(store, TinyEmbedder(), clock, rng=random.Random(seed))
+    servicer = AgentServicer(service, identity, clock, store=store, embedder=TinyEmbedder())
+    server = grpc.aio.server(interceptors=[ErrorInterceptor()])
+    agent_pb2_grpc.add_AgentServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    address = f"127.0.0.1:{port}"
+    client = AsyncClient(address, timeout=10.0)
+    channel = grpc.aio.insecure_channel(address)
+    return Node(
+        store, clock, identity, server, address, client, agent_pb2_grpc.AgentServiceStub(channel)
+    )
+
+
+@pytest.fixture
+async def node() -> AsyncIterator[Node]:
+    n = await start_node(1)
+    try:
+        yield n
+    finally:
+        await n.client.close()
+        await n.server.stop(None)
+
+
+@pytest.fixture
+async def other() -> AsyncIterator[Node]:
+    n = await start_node(2)
+    try:
+        yield n
+    finally:
+        await n.client.close()
+        await n.server.stop(None)
+
+
+async def learn(node: Node, session: str = "s1") -> str:
+    """Failed BAD on TARGET → ok GOOD on TARGET → passed: the loop learns one lesson."""
+    result = await node.client.record_outcome(
+        node.outcome(session, [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)])
+    )
+    [lesson_id] = result.ids("created")
+    return lesson_id
+
+
+# -- RecordOutcome, Recall, attribution -----------------------------------------------------
+
+
+async def test_mechanical_outcome_teaches_a_lesson_that_recall_shows(node: Node) -> None:
+    result = await node.client.record_outcome(
+        node.outcome("s1", [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)])
+    )
+    assert not result.duplicate
+    [change] = result.changes
+    assert change.kind == "created" and change.status == "active" and change.version == 1
+    assert change.confidence_before == 0.0 and change.confidence_after == 0.5
+
+    recalled = await node.client.recall(
+        "run the test suite", CONTEXT, session_id="s2", project_digest=PROJECT
+    )
+    [lesson] = recalled.lessons
+    assert lesson.id == change.lesson_id and lesson.operation == GOOD
+    assert lesson.status == "active" and lesson.origin == "local"
+    assert lesson.scope == project_scope(PROJECT) and lesson.category == "operation"
+    assert lesson.source_node_id == node.identity.node_id
+    assert lesson.evidence_outcome_ids == (result.outcome_id,)
+    assert recalled.section.startswith("Lessons:\n- Prefer `shell:pytest`")
+    assert recalled.scores == (1.0,)
+    assert lesson.record["lesson"] == {
+        "operation": GOOD,
+        "scope": project_scope(PROJECT),
+        "status": "active",
+        "version": 1,
+    }
+
+
+async def test_recall_marks_lessons_in_play_so_outcomes_confirm_and_contradict_them(
+    node: Node,
+) -> None:
+    lesson_id = await learn(node)
+    await node.client.recall("run the test suite", CONTEXT, session_id="s2", project_digest=PROJECT)
+    confirmed = await node.client.record_outcome(node.outcome("s2", [(GOOD, "ok", TARGET)]))
+    assert confirmed.ids("confirmed") == [lesson_id]
+    up = confirmed.changes[0]
+    assert up.confidence_after > up.confidence_before == 0.5
+
+    await node.client.recall("run the test suite", CONTEXT, session_id="s3", project_digest=PROJECT)
+    contradicted = await node.client.record_outcome(
+        node.outcome("s3", [(GOOD, "failed", TARGET)], passed=False)
+    )
+    assert contradicted.ids("contradicted") == [lesson_id]
+    down = contradicted.changes[0]
+    assert down.confidence_after < down.confidence_before == up.confidence_after
+
+
+async def test_a_resent_outcome_is_acknowledged_as_duplicate_and_changes_nothing(
+    node: Node,
+) -> None:
+    outcome = node.outcome("s1", [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)])
+    first = await node.client.record_outcome(outcome)
+    again = await node.client.record_outcome(outcome)
+    assert first.changes and not first.duplicate
+    assert again.duplicate and again.changes == () and again.outcome_id == first.outcome_id
+    assert len((await node.client.list_lessons()).lessons) == 1
+
+
+async def test_sdk_accepts_an_outcome_model(node: Node) -> None:
+    model = Outcome.from_obj(node.outcome("s1", [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)]))
+    assert (await node.client.record_outcome(model)).outcome_id == model.id
+
+
+async def test_malformed_outcome_is_invalid_argument_with_reason(node: Node) -> None:
+    optimistic = node.outcome("s1", [(GOOD, "ok", TARGET)], passed=True)
+    optimistic["checks"][0]["failed"] = True
+    with pytest.raises(InvalidRecord) as info:
+        await node.client.record_outcome(optimistic)
+    assert info.value.reason == "optimistic_outcome"
+    with pytest.raises(grpc.aio.AioRpcError) as raw:
+        await node.stub.RecordOutcome(agent_pb2.RecordOutcomeRequest(outcome_json=b"{not json"))
+    assert raw.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert ("lamarck-reason", "malformed") in tuple(raw.value.trailing_metadata() or ())
+
+
+async def test_secret_in_an_outcome_or_claim_raises_secret_detected_on_the_client(
+    node: Node,
+) -> None:
+    key = "AKIA" + "ABCDEFGHIJKLMNOP"
+    with pytest.raises(SecretDetected) as info:
+        await node.client.remember(f"Use the key {key} to deploy.", "shell:deploy")
+    assert info.value.reason == "secret_detected"
+    with pytest.raises(SecretDetected):
+        await node.client.record_outcome(
+            node.outcome("s1", [(f"shell:deploy --key {key}", "ok", TARGET)])
+        )
+    assert (await node.client.list_lessons()).lessons == ()
+
+
+async def test_recall_limit_and_empty_task(node: Node) -> None:
+    await learn(node)
+    none = await node.client.recall(
+        "run the test suite", session_id="s", project_digest=PROJECT, limit=5
+    )
+    assert len(none.lessons) == 1
+    with pytest.raises(InvalidRecord) as info:
+        await node.client.recall("   ")
+    assert info.value.reason == "empty_task"
+
+
+async def test_recall_without_project_sees_only_global_lessons(node: Node) -> None:
+    await learn(node)
+    recalled = await node.client.recall("run the test suite", session_id="s2")
+    assert recalled.lessons == () and recalled.section == ""
+
+
+# -- CheckOperation, Remember, ReportUse ------------------------------------------------------
+
+
+async def test_check_operation_puts_the_lesson_on_file_before_the_avoided_operation(
+    node: Node,
+) -> None:
+    lesson_id = await learn(node)
+    check = await node.client.check_operation(BAD, session_id="s2", project_digest=PROJECT)
+    assert lesson_id in check.lesson_ids
+    assert f"`{BAD}`" in check.preamble and "Prefer" in check.preamble
+    nothing = await node.client.check_operation("shell:ls", project_digest=PROJECT)
+    assert nothing.preamble == "" and nothing.lesson_ids == ()
+
+
+async def test_remember_stores_a_claim_that_is_never_recalled(node: Node) -> None:
+    made = await node.client.remember(
+        "Run the linters before the tests.", "shell:ruff", tags=["style"], context=CONTEXT
+    )
+    assert made.created and made.lesson.status == "claimed" and made.lesson.confidence == 0.3
+    assert made.lesson.scope == "global" and made.lesson.tags == ("style",)
+    assert made.lesson.evidence_outcome_ids == ()
+    again = await node.client.remember("Run the linters before the tests.", "shell:ruff")
+    assert not again.created and again.lesson.id == made.lesson.id
+    recalled = await node.client.recall("run the linters before the tests", session_id="s")
+    assert recalled.lessons == ()
+    with pytest.raises(grpc.aio.AioRpcError) as raw:
+        await node.stub.Remember(
+            agent_pb2.RememberRequest(
+                content="x", operation="y", memory_type=lessons_pb2.MEMORY_TYPE_UC
+            )
+        )
+    assert raw.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_report_use_is_all_or_nothing_on_unknown_ids(node: Node) -> None:
+    lesson_id = await learn(node)
+    assert await node.client.report_use("s2", [lesson_id]) == 1
+    assert (await node.store.get_lesson(lesson_id)).use_count == 1
+    with pytest.raises(NotFound):
+        await node.client.report_use("s2", [lesson_id, str(uuid.uuid4())])
+    assert (await node.store.get_lesson(lesson_id)).use_count == 1
+    assert await node.client.report_use("s2", [lesson_id], applied=False) == 1
+    assert (await node.store.get_lesson(lesson_id)).use_count == 1
+    # Applied in session s2: that session's outcome is attributed to it.
+    assert await node.client.report_use("s2", [lesson_id]) == 1
+    confirmed = await node.client.record_outcome(node.outcome("s2", [(GOOD, "ok", TARGET)]))
+    assert confirmed.ids("confirmed") == [lesson_id]
+
+
+# -- Edit, Retire, History, List --------------------------------------------------------------
+
+
+async def test_edit_retire_and_history_show_the_whole_chain(node: Node) -> None:
+    lesson_id = await learn(node)
+    edited = await node.client.edit(
+        lesson_id, "Run pytest from the repository root.", expected_version=1
+    )
+    assert edited.version == 2 and edited.content == "Run pytest from the repository root."
+    assert edited.confidence == 0.5 and edited.status == "active"
+    with pytest.raises(ConflictError) as stale:
+        await node.client.edit(lesson_id, "Something else.", expected_version=1)
+    assert stale.value.reason == "version_conflict"
+    with pytest.raises(ConflictError):
+        await node.client.retire(edited.id, expected_version=1)
+    retired = await node.client.retire(edited.id, reason="no longer true", expected_version=2)
+    assert retired.status == "retired" and retired.superseded_by == "retired:agent"
+
+    history = await node.client.history(lesson_id)
+    assert [(e.kind, e.version, e.status) for e in history] == [
+        ("created", 1, "superseded"),
+        ("superseded", 1, "superseded"),
+        ("edited", 2, "retired"),
+        ("retired", 2, "retired"),
+    ]
+    assert history[0].outcome_id and history[3].actor == "agent"
+    assert json.loads(history[2].record_json)["content"] == edited.content
+    assert await node.client.history(edited.id) == history
+    with pytest.raises(NotFound):
+        await node.client.history(str(uuid.uuid4()))
+    with pytest.raises(grpc.aio.AioRpcError) as raw:
+        await node.stub.Edit(agent_pb2.EditRequest(lesson_id=lesson_id, operation="x"))
+    assert ("lamarck-reason", "field_not_editable") in tuple(raw.value.trailing_metadata() or ())
+
+
+async def test_list_filters_by_status_scope_category_confidence_and_pages(node: Node) -> None:
+    learned = await learn(node)
+    claims = [
+        (await node.client.remember(f"Claim number {i} about tooling.", f"shell:tool{i}")).lesson.id
+        for i in range(3)
+    ]
+    everything = await node.client.list_lessons()
+    assert everything.lessons[0].id == learned  # confidence first
+    assert {x.id for x in everything.lessons} == {learned, *claims}
+    active = await node.client.list_lessons(statuses="active")
+    assert [x.id for x in active.lessons] == [learned]
+    assert (await node.client.list_lessons(min_confidence=0.4)).lessons == active.lessons
+    global_ = await node.client.list_lessons(scope="global")
+    assert {x.id for x in global_.lessons} == set(claims)
+    assert (await node.client.list_lessons(category="situation")).lessons == ()
+    assert (await node.client.list_lessons(origin="imported")).lessons == ()
+    assert len((await node.client.list_lessons(operation=GOOD)).lessons) == 1
+
+    seen: list[str] = []
+    token = ""
+    while True:
+        page = await node.client.list_lessons(page_size=2, page_token=token)
+        assert len(page.lessons) <= 2
+        seen.extend(x.id for x in page.lessons)
+        token = page.next_page_token
+        if not token:
+            break
+    assert seen == [x.id for x in everything.lessons]
+    with pytest.raises(InvalidRecord) as info:
+        await node.client.list_lessons(page_token="nope")
+    assert info.value.reason == "bad_page_token"
+    with pytest.raises(InvalidRecord):
+        await node.client.list_lessons(scope="project:/home/me")
+
+
+# -- Export / Import --------------------------------------------------------------------------
+
+
+async def test_export_is_one_canonical_signed_record_per_line(node: Node) -> None:
+    lesson_id = await learn(node)
+    await node.client.remember("Prefer small commits.", "git:commit")
+    bundle = await node.client.export_bundle()
+    lines = bundle.splitlines()
+    assert bundle.endswith(b"\n") and len(lines) == 2
+    for line in lines:
+        signed = SignedMemory.from_json(line)
+        signed.verify(node.clock.now())
+        assert canonical_bytes(json.loads(line)) == line
+        assert signed.source_agent_id == node.identity.node_id
+    first = SignedMemory.from_json(lines[0]).memory
+    assert first.id == lesson_id and first.lesson is not None and first.lesson.status == "active"
+    assert [e.outcome_id for e in first.evidence] != [None]
+    only_active = await node.client.export_bundle(statuses=["active"])
+    assert only_active.splitlines() == [lines[0]]
+
+
+async def test_import_round_trips_into_a_second_node(node: Node, other: Node) -> None:
+    lesson_id = await learn(node)
+    bundle = await node.client.export_bundle(statuses="active")
+    result = await other.client.import_bundle(bundle, source_label="backup.jsonl")
+    [ack] = result.acks
+    assert ack.status == "accepted" and ack.index == 0 and ack.reason == ""
+    [imported] = (await other.client.list_lessons(origin="imported")).lessons
+    assert imported.id == lesson_id and imported.origin == "imported"
+    assert imported.source_node_id == node.identity.node_id
+    assert imported.imported_from == (node.identity.node_id,)
+    assert imported.original_confidence == 0.5 and imported.confidence < 0.5
+    assert imported.record_json == bundle.rstrip(b"\n")
+    # The same bundle again: nothing new.
+    again = await other.client.import_bundle(bundle)
+    assert [a.status for a in again.acks] == ["duplicate"]
+    # Its own export coming back to the first node is a duplicate, not a conflict.
+    home = await node.client.import_bundle(bundle)
+    assert [a.status for a in home.acks] == ["duplicate"]
+    # And the second node's export carries the first node's signed bytes unchanged.
+    assert await other.client.export_bundle() == bundle
+
+
+async def test_a_bad_line_is_refused_with_its_reason_and_loses_nothing(
+    node: Node, other: Node
+) -> None:
+    await learn(node)
+    again = await node.client.record_outcome(
+        node.outcome("s9", [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)])
+    )
+    assert again.ids("confirmed") and not again.ids("created")  # still one line
+    await node.client.record_outcome(
+        node.outcome("s5", [("shell:make", "failed", "docs"), ("shell:sphinx", "ok", "docs")])
+    )
+    good = (await node.client.export_bundle(statuses="active")).splitlines()
+    assert len(good) == 2
+    tampered = good[1].replace(b"Prefer", b"Avoid", 1)
+    bundle = b"\n".join([good[0], b"", b"{not json", tampered, good[1]]) + b"\n"
+    dry = await other.client.import_bundle(bundle, dry_run=True)
+    assert (await other.client.list_lessons()).lessons == ()
+    result = await other.client.import_bundle(bundle)
+    assert dry == result
+    assert [(a.index, a.status, a.reason) for a in result.acks] == [
+        (0, "accepted", ""),
+        (2, "rejected", "malformed"),
+        (3, "rejected", "hash_mismatch"),
+        (4, "accepted", ""),
+    ]
+    assert len((await other.client.list_lessons()).lessons) == 2
+
+
+async def test_import_splits_lines_across_chunks_and_rejects_oversized_lines(
+    node: Node, other: Node
+) -> None:
+    await learn(node)
+    bundle = await node.client.export_bundle()
+
+    async def parts() -> AsyncIterator[agent_pb2.ImportRequest]:
+        yield agent_pb2.ImportRequest(options=agent_pb2.ImportOptions(source_label="t"))
+        yield agent_pb2.ImportRequest(jsonl=b"x" * 70_000)
+        yield agent_pb2.ImportRequest(jsonl=b"y" * 10 + b"\n")
+        for i in range(0, len(bundle), 7):
+            yield agent_pb2.ImportRequest(jsonl=bundle[i : i + 7])
+
+    response = await other.stub.Import(parts())
+    assert [(a.index, a.reason) for a in response.acks] == [(0, "too_large"), (1, "")]
+
+    async def late_options() -> AsyncIterator[agent_pb2.ImportRequest]:
+        yield agent_pb2.ImportRequest(jsonl=b"\n")
+        yield agent_pb2.ImportRequest(options=agent_pb2.ImportOptions(dry_run=True))
+
+    with pytest.raises(grpc.aio.AioRpcError) as raw:
+        await other.stub.Import(late_options())
+    assert raw.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_a_forged_record_in_a_bundle_is_refused(node: Node, other: Node) -> None:
+    await learn(node)
+    [line] = (await node.client.export_bundle()).splitlines()
+    obj = json.loads(line)
+    obj["provenance"]["source_agent_id"] = other.identity.node_id
+    forged = canonical_bytes(obj)
+    [ack] = (await other.client.import_bundle(forged)).acks
+    assert (ack.status, ack.reason) == ("rejected", "key_mismatch")
+
+
+# -- the sync SDK and errors ------------------------------------------------------------------
+
+
+async def test_sync_client_gives_the_same_typed_results(node: Node) -> None:
+    def drive() -> tuple[str, str, int]:
+        with Client(node.address, timeout=10.0) as client:
+            made = client.record_outcome(
+                node.outcome("s1", [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)])
+            )
+            recalled = client.recall("run the test suite", session_id="s2", project_digest=PROJECT)
+            with pytest.raises(NotFound):
+                client.history(str(uuid.uuid4()))
+            return made.ids("created")[0], recalled.lessons[0].id, len(client.export_bundle())
+
+    # The sync client blocks its thread: run it off the loop that serves it.
+    created, recalled, size = await asyncio.to_thread(drive)
+    assert created == recalled and size > 0
+
+
+async def test_unreachable_node_is_a_lamarck_error(node: Node) -> None:
+    port = int(node.address.rsplit(":", 1)[1])
+    await node.server.stop(None)
+    async with AsyncClient(f"127.0.0.1:{port}", timeout=2.0) as client:
+        with pytest.raises(LamarckError) as info:
+            await client.list_lessons()
+    assert info.value.reason in ("unavailable", "deadline_exceeded")
