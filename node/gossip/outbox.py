@@ -1,0 +1,283 @@
+"""The durable outbox: a lesson committed for publishing reaches every intended peer at least
+once, across crashes and peer outages (issue 5 §2.2).
+
+One row per (record content hash, target peer). The worker takes the due rows, sends each
+target its batch through an injected async ``send``, and marks rows delivered or schedules a
+retry with exponential backoff (``retry_delay``). Receivers import idempotently, so a row
+delivered twice after a crash between send and mark costs a DUPLICATE ack, nothing more.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from lamarck.node.gossip.publisher import GossipParams
+from lamarck.node.store.postgres import translate_error
+
+__all__ = [
+    "InMemoryOutbox",
+    "Outbox",
+    "OutboxEntry",
+    "OutboxWorker",
+    "PostgresOutbox",
+    "retry_delay",
+]
+
+_log = logging.getLogger(__name__)
+
+
+def retry_delay(attempts: int, params: GossipParams) -> float:
+    """Seconds to wait after the ``attempts``-th failure: base * 2**(attempts-1), capped."""
+    if attempts < 1:
+        return 0.0
+    # Cap the exponent first: 2**attempts overflows a float long before the ceiling matters.
+    exponent = min(attempts - 1, 62)
+    return float(min(params.retry_max_s, params.retry_base_s * 2.0**exponent))
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    """One pending or delivered (record, target) pair."""
+
+    id: int
+    lesson_id: str
+    content_hash: str
+    target_node_id: str
+    attempts: int
+    next_attempt_at: datetime
+    delivered_at: datetime | None = None
+    last_error: str | None = None
+
+
+class Outbox(abc.ABC):
+    """Persistence of deliveries; adapters: :class:`InMemoryOutbox`, :class:`PostgresOutbox`."""
+
+    @abc.abstractmethod
+    async def enqueue(
+        self, lesson_id: str, content_hash: str, targets: Sequence[str], now: datetime
+    ) -> int:
+        """Add one row per new target (idempotent by (hash, target)); returns rows added."""
+
+    @abc.abstractmethod
+    async def due(self, now: datetime, limit: int) -> list[OutboxEntry]:
+        """Undelivered rows whose next attempt is at or before ``now``, oldest first."""
+
+    @abc.abstractmethod
+    async def mark_delivered(self, entry_id: int, now: datetime) -> None:
+        """Record a successful delivery."""
+
+    @abc.abstractmethod
+    async def mark_failed(self, entry_id: int, error: str, next_attempt_at: datetime) -> None:
+        """Count a failed attempt and schedule the next one."""
+
+    @abc.abstractmethod
+    async def pending(self) -> list[OutboxEntry]:
+        """Every undelivered row (for status and tests)."""
+
+
+class InMemoryOutbox(Outbox):
+    """An outbox in a dict: for tests, simulation and nodes without Postgres (not durable)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[int, OutboxEntry] = {}
+        self._ids = itertools.count(1)
+        self._lock = asyncio.Lock()
+
+    async def enqueue(
+        self, lesson_id: str, content_hash: str, targets: Sequence[str], now: datetime
+    ) -> int:
+        """Add one row per new target."""
+        async with self._lock:
+            have = {(r.content_hash, r.target_node_id) for r in self._rows.values()}
+            added = 0
+            for target in dict.fromkeys(targets):
+                if (content_hash, target) in have:
+                    continue
+                entry_id = next(self._ids)
+                self._rows[entry_id] = OutboxEntry(
+                    entry_id, lesson_id, content_hash, target, 0, now
+                )
+                added += 1
+            return added
+
+    async def due(self, now: datetime, limit: int) -> list[OutboxEntry]:
+        """Due undelivered rows, oldest first."""
+        rows = [
+            r for r in self._rows.values() if r.delivered_at is None and r.next_attempt_at <= now
+        ]
+        return sorted(rows, key=lambda r: (r.next_attempt_at, r.id))[:limit]
+
+    async def mark_delivered(self, entry_id: int, now: datetime) -> None:
+        """Record a delivery."""
+        async with self._lock:
+            row = self._rows[entry_id]
+            self._rows[entry_id] = replace(row, delivered_at=now, last_error=None)
+
+    async def mark_failed(self, entry_id: int, error: str, next_attempt_at: datetime) -> None:
+        """Count a failure and schedule a retry."""
+        async with self._lock:
+            row = self._rows[entry_id]
+            self._rows[entry_id] = replace(
+                row, attempts=row.attempts + 1, last_error=error, next_attempt_at=next_attempt_at
+            )
+
+    async def pending(self) -> list[OutboxEntry]:
+        """Undelivered rows by id."""
+        return sorted(
+            (r for r in self._rows.values() if r.delivered_at is None), key=lambda r: r.id
+        )
+
+
+def _entry(rec: Any) -> OutboxEntry:
+    return OutboxEntry(
+        id=rec["id"],
+        lesson_id=rec["lesson_id"],
+        content_hash=rec["content_hash"],
+        target_node_id=rec["target_node_id"],
+        attempts=rec["attempts"],
+        next_attempt_at=rec["next_attempt_at"],
+        delivered_at=rec["delivered_at"],
+        last_error=rec["last_error"],
+    )
+
+
+class PostgresOutbox(Outbox):
+    """The outbox over the ``outbox`` table, through the lesson store's asyncpg pool.
+
+    ``pool`` is a callable returning the pool (``lambda: store.pool``), so the outbox follows
+    the store across a reconnect. asyncpg errors become ``StoreError`` at this boundary.
+    """
+
+    def __init__(self, pool: Callable[[], Any]) -> None:
+        self._pool = pool
+
+    async def enqueue(
+        self, lesson_id: str, content_hash: str, targets: Sequence[str], now: datetime
+    ) -> int:
+        """Insert one row per target, skipping (hash, target) pairs already present."""
+        added = 0
+        try:
+            async with self._pool().acquire() as conn, conn.transaction():
+                for target in dict.fromkeys(targets):
+                    status = await conn.execute(
+                        "INSERT INTO outbox (lesson_id, content_hash, target_node_id,"
+                        " next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $4)"
+                        " ON CONFLICT (content_hash, target_node_id) DO NOTHING",
+                        lesson_id,
+                        content_hash,
+                        target,
+                        now,
+                    )
+                    added += int(str(status).rsplit(" ", 1)[-1])
+        except Exception as e:
+            raise translate_error(e) from e
+        return added
+
+    async def due(self, now: datetime, limit: int) -> list[OutboxEntry]:
+        """Due undelivered rows, oldest first."""
+        try:
+            recs = await self._pool().fetch(
+                "SELECT * FROM outbox WHERE delivered_at IS NULL AND next_attempt_at <= $1"
+                " ORDER BY next_attempt_at, id LIMIT $2",
+                now,
+                limit,
+            )
+        except Exception as e:
+            raise translate_error(e) from e
+        return [_entry(r) for r in recs]
+
+    async def mark_delivered(self, entry_id: int, now: datetime) -> None:
+        """Record a delivery."""
+        try:
+            await self._pool().execute(
+                "UPDATE outbox SET delivered_at = $2, last_error = NULL WHERE id = $1",
+                entry_id,
+                now,
+            )
+        except Exception as e:
+            raise translate_error(e) from e
+
+    async def mark_failed(self, entry_id: int, error: str, next_attempt_at: datetime) -> None:
+        """Count a failure and schedule a retry."""
+        try:
+            await self._pool().execute(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = $2,"
+                " next_attempt_at = $3 WHERE id = $1",
+                entry_id,
+                error[:500],
+                next_attempt_at,
+            )
+        except Exception as e:
+            raise translate_error(e) from e
+
+    async def pending(self) -> list[OutboxEntry]:
+        """Undelivered rows by id."""
+        try:
+            recs = await self._pool().fetch(
+                "SELECT * FROM outbox WHERE delivered_at IS NULL ORDER BY id"
+            )
+        except Exception as e:
+            raise translate_error(e) from e
+        return [_entry(r) for r in recs]
+
+
+Send = Callable[[str, Sequence[bytes]], Awaitable[None]]
+"""Deliver a batch of signed records to a peer; raises on any failure."""
+
+LoadRecord = Callable[[str, str], Awaitable[bytes | None]]
+"""The signed bytes for (lesson id, content hash), or None if they can no longer be sent."""
+
+
+class OutboxWorker:
+    """Drains due outbox rows: one batch per target, retry with backoff on failure."""
+
+    def __init__(self, outbox: Outbox, send: Send, load: LoadRecord, params: GossipParams) -> None:
+        self._outbox = outbox
+        self._send = send
+        self._load = load
+        self._params = params
+
+    async def run_once(self, now: datetime) -> int:
+        """One pass over the due rows at ``now``; returns how many were delivered."""
+        due = await self._outbox.due(now, self._params.batch_size * 16)
+        by_target: dict[str, list[OutboxEntry]] = {}
+        for entry in due:
+            by_target.setdefault(entry.target_node_id, []).append(entry)
+        delivered = 0
+        for target, entries in by_target.items():
+            for start in range(0, len(entries), self._params.batch_size):
+                chunk = entries[start : start + self._params.batch_size]
+                delivered += await self._deliver(target, chunk, now)
+        return delivered
+
+    async def _deliver(self, target: str, entries: Sequence[OutboxEntry], now: datetime) -> int:
+        sendable: list[tuple[OutboxEntry, bytes]] = []
+        for entry in entries:
+            raw = await self._load(entry.lesson_id, entry.content_hash)
+            if raw is None:
+                # The lesson changed or went away: nothing left to deliver for this row.
+                await self._outbox.mark_delivered(entry.id, now)
+                continue
+            sendable.append((entry, raw))
+        if not sendable:
+            return 0
+        try:
+            await self._send(target, [raw for _, raw in sendable])
+        except Exception as e:  # any failure is retried; the receiver dedupes
+            _log.info("outbox delivery to %s failed: %s", target, e)
+            for entry, _ in sendable:
+                delay = retry_delay(entry.attempts + 1, self._params)
+                await self._outbox.mark_failed(
+                    entry.id, f"{type(e).__name__}: {e}", now + timedelta(seconds=delay)
+                )
+            return 0
+        for entry, _ in sendable:
+            await self._outbox.mark_delivered(entry.id, now)
+        return len(sendable)

@@ -1,0 +1,203 @@
+"""What may leave a node, to whom, and as which signed record (issue 5 §2.1).
+
+Pure functions over ``LessonRow`` values and parameters; signing uses the node identity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from lamarck.errors import ConfigError
+from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.limits import DEFAULT_LIMITS
+from lamarck.proto.memory import MemoryV2
+from lamarck.proto.signed import SignedMemory
+from lamarck.proto.timefmt import format_ts
+from lamarck.reputation.port import ReputationView
+
+__all__ = [
+    "GossipParams",
+    "lesson_record",
+    "lesson_version",
+    "may_publish",
+    "peers_for",
+    "sign_lesson",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class GossipParams:
+    """Every gossip constant; validated on construction."""
+
+    # Peers each record is pushed to (gossipsub's D), >= 1.
+    fanout: int = 6
+    # Hops a record travels at most; a receiver forwards while hop_count + 1 < hop_limit, >= 1.
+    hop_limit: int = 4
+    # Smallest local confidence a lesson needs to be published, in [0, 1].
+    publish_threshold: float = 0.6
+    # Smallest reputation score a peer needs to receive ``trusted`` records, in [0, 1].
+    trusted_threshold: float = 0.6
+    # First retry delay of an outbox delivery, seconds > 0; doubles on each failure...
+    retry_base_s: float = 1.0
+    # ...up to this ceiling, seconds >= retry_base_s.
+    retry_max_s: float = 300.0
+    # Seconds between two anti-entropy Sync rounds, > 0.
+    anti_entropy_interval_s: float = 60.0
+    # Hex prefix length of the hash-summary buckets in Sync, 1..4 (16**n buckets).
+    sync_prefix_len: int = 2
+    # Records per Publish batch and per Sync page, >= 1.
+    batch_size: int = 64
+    # Project scopes (``project:<digest>``) this node's operator explicitly shares.
+    shared_scopes: frozenset[str] = frozenset()
+    # Tag that marks a user-context (UC) memory as shareable; UC is private otherwise.
+    uc_share_tag: str = "shareable"
+
+    def __post_init__(self) -> None:
+        for name in ("fanout", "hop_limit", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"invalid {name}: must be at least 1")
+        if not 1 <= self.sync_prefix_len <= 4:
+            raise ConfigError("invalid sync_prefix_len: must be between 1 and 4")
+        for name in ("publish_threshold", "trusted_threshold"):
+            v = getattr(self, name)
+            if not math.isfinite(v) or not 0.0 <= v <= 1.0:
+                raise ConfigError(f"invalid {name}: must be between 0 and 1, got {v!r}")
+        for name in ("retry_base_s", "retry_max_s", "anti_entropy_interval_s"):
+            v = getattr(self, name)
+            if not math.isfinite(v) or v <= 0:
+                raise ConfigError(f"invalid {name}: must be a finite number > 0, got {v!r}")
+        if self.retry_max_s < self.retry_base_s:
+            raise ConfigError("invalid retry_max_s: must be >= retry_base_s")
+        for scope in self.shared_scopes:
+            if not scope.startswith("project:"):
+                raise ConfigError(f"invalid shared_scopes: {scope!r} is not a project scope")
+
+
+def may_publish(row: LessonRow, params: GossipParams) -> bool:
+    """Whether a local lesson may leave this node at all.
+
+    Only this node's own active lessons with evidence (never claimed, superseded or retired
+    ones, never imported copies: those travel as their original bytes), confidence at least
+    ``publish_threshold``, scope ``global`` or an explicitly shared project scope; a UC memory
+    only when tagged ``uc_share_tag``; a ``private`` row never (it names no recipients).
+    """
+    if row.imported_from is not None or row.status is not LessonStatus.ACTIVE:
+        return False
+    if not row.evidence or row.confidence < params.publish_threshold:
+        return False
+    if row.scope != "global" and row.scope not in params.shared_scopes:
+        return False
+    if row.memory_type == "UC" and params.uc_share_tag not in row.tags:
+        return False
+    return row.access_level in ("public", "trusted")
+
+
+def peers_for(
+    access_level: str,
+    peers: Iterable[str],
+    reputation: ReputationView,
+    params: GossipParams,
+    recipients: Sequence[str] = (),
+) -> list[str]:
+    """The peers a record of ``access_level`` may be sent to, in input order.
+
+    ``public``: all; ``trusted``: those scoring at least ``trusted_threshold``; ``private``:
+    only the named recipients; anything else: nobody (fail closed).
+    """
+    if access_level == "public":
+        return list(peers)
+    if access_level == "trusted":
+        return [p for p in peers if reputation.score(p) >= params.trusted_threshold]
+    if access_level == "private":
+        named = set(recipients)
+        return [p for p in peers if p in named]
+    return []
+
+
+def _context(ctx: dict[str, Any]) -> dict[str, Any]:
+    # A local row's context is whatever the run recorded; the wire keeps only typed fields.
+    out: dict[str, Any] = {
+        "domain": str(ctx.get("domain", "")),
+        "environment": str(ctx.get("environment", "")),
+    }
+    tools = ctx.get("tools")
+    if isinstance(tools, list | tuple):
+        out["tools"] = [str(t) for t in tools if isinstance(t, str) and t]
+    constraints = ctx.get("constraints")
+    if isinstance(constraints, dict):
+        out["constraints"] = {
+            str(k): v for k, v in constraints.items() if isinstance(k, str) and isinstance(v, str)
+        }
+    for key in ("scale", "timing", "users"):
+        if isinstance(ctx.get(key), str) and ctx[key]:
+            out[key] = ctx[key]
+    return out
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def lesson_version(row: LessonRow) -> int:
+    """The record version of a row state: microseconds of ``updated_at`` since the epoch.
+
+    Every edit of a local lesson moves ``updated_at`` forward, so the version bumps with each
+    edit as the protocol requires; re-signing an unchanged row gives the same version (and
+    the same bytes), while a changed row is a newer version, never an equivocation.
+    """
+    return max(1, (row.updated_at - _EPOCH) // timedelta(microseconds=1))
+
+
+def lesson_record(row: LessonRow, node_id: str) -> dict[str, Any]:
+    """The wire memory (unsigned) for a local lesson; deterministic for one row state.
+
+    The record id is the lesson id, so the same row signed twice gives the same bytes (Ed25519
+    is deterministic) and the same content hash: a republish is a duplicate everywhere.
+    """
+    stamp = format_ts(row.updated_at)
+    evidence = [
+        {
+            "type": "empirical",
+            "description": "local outcome",
+            "timestamp": stamp,
+            "validator": "reality",
+            "outcome_id": outcome_id,
+        }
+        for outcome_id in row.evidence[-DEFAULT_LIMITS.max_evidence :]
+    ]
+    obj: dict[str, Any] = {
+        "schema_version": "2.0",
+        "id": row.id,
+        "type": row.memory_type,
+        "content": row.content,
+        "confidence": row.confidence,
+        "access_level": row.access_level,
+        "context": _context(row.context),
+        "provenance": {
+            "source_agent_id": node_id,
+            "source_type": "empirical",
+            "created_at": format_ts(row.created_at),
+            "updated_at": stamp,
+        },
+        "evidence": evidence,
+        "metadata": {"tags": list(row.tags[: DEFAULT_LIMITS.max_tags])},
+        "lesson": {
+            "operation": row.operation,
+            "scope": row.scope,
+            "status": "active",
+            "version": lesson_version(row),
+        },
+        "confidence_interval": {"mean": row.confidence, "std_dev": 0.0},
+    }
+    if row.situation is not None:
+        obj["situation"] = dict(row.situation)
+    return obj
+
+
+def sign_lesson(row: LessonRow, identity: NodeIdentity) -> SignedMemory:
+    """Sign a local lesson as a Memory record with the node identity."""
+    return SignedMemory.sign(MemoryV2.from_obj(lesson_record(row, identity.node_id)), identity)
