@@ -310,13 +310,13 @@ class InMemoryLessonStore(LessonStore):
     # -- quarantine and rejections ---------------------------------------------------------
     async def quarantine(self, row: QuarantineRow) -> None:
         """Hold a record for review; a second record with the same content hash is a no-op."""
+        if row.state not in QUARANTINE_STATES:
+            raise StoreError(f"unknown quarantine state {row.state!r}", reason="bad_state")
         async with self._lock:
             if any(q.content_hash == row.content_hash for q in self._quarantine.values()):
                 return
             if row.id in self._quarantine:
                 raise ConflictError(f"quarantine {row.id} exists", reason="duplicate_id")
-            if row.state not in QUARANTINE_STATES:
-                raise StoreError(f"unknown quarantine state {row.state!r}", reason="bad_state")
             self._quarantine[row.id] = row
 
     async def list_quarantine(self, state: str | None = "pending") -> list[QuarantineRow]:

@@ -1,0 +1,792 @@
+"""Postgres + pgvector ``LessonStore`` on asyncpg.
+
+Every asyncpg/Postgres/socket error is translated at this boundary into a
+``lamarck.errors.StoreError`` subclass (``raise ... from e``): callers never see asyncpg.
+
+Search uses the HNSW cosine index with ``hnsw.ef_search`` (default 100, raised to ``k`` when
+``k`` is larger) so recall@5 stays >= 0.95; filters are applied in SQL. pgvector 0.6 filters
+*after* the index scan, so a selective filter can leave fewer than ``k`` hits among the
+``ef_search`` candidates: the adapter then re-runs the query as an exact scan, so a filter
+never hides a matching lesson.
+
+Bulk loads: ``insert_lessons`` uses binary COPY in one transaction (~66k rows/s into a table
+without a vector index). With the HNSW index present every row costs an index insertion
+(~300 rows/s at 100k rows), so wrap large loads in ``async with store.bulk_load():`` which
+drops the index and rebuilds it once at the end (``build_vector_index``, ~60 s at 100k rows
+with ``maintenance_work_mem = 1GB``). Search stays correct (exact) while the index is absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, Self
+
+import asyncpg
+import numpy as np
+from pgvector.asyncpg import register_vector
+
+from lamarck.errors import ConflictError, NotFound, StoreError, StoreUnavailable
+from lamarck.node.store.memory import QUARANTINE_STATES
+from lamarck.node.store.migrate import run_migrations
+from lamarck.node.store.port import (
+    Category,
+    LessonFilter,
+    LessonRow,
+    LessonStatus,
+    LessonStore,
+    OutcomeRow,
+    ProvenanceEntry,
+    QuarantineRow,
+    RejectionRow,
+    ScoredLesson,
+    Vector,
+)
+
+__all__ = ["VECTOR_INDEX", "PostgresLessonStore", "translate_error"]
+
+#: Name of the HNSW index created by migration 0001.
+VECTOR_INDEX = "lessons_embedding_hnsw"
+
+# pgvector refuses hnsw.ef_search above 1000.
+_MAX_EF_SEARCH = 1000
+
+_LESSON_COLUMNS = (
+    "id",
+    "content",
+    "operation",
+    "scope",
+    "status",
+    "confidence",
+    "created_at",
+    "updated_at",
+    "category",
+    "evidence",
+    "superseded_by",
+    "supersedes",
+    "last_used",
+    "use_count",
+    "confirmations",
+    "contradictions",
+    "confirmed_projects",
+    "context",
+    "situation",
+    "tags",
+    "memory_type",
+    "access_level",
+    "source_node_id",
+    "imported_from",
+    "original_confidence",
+    "signed_record",
+    "content_hash",
+    "embedding",
+)
+_PROVENANCE_COLUMNS = ("lesson_id", "source_node_id", "via_node_id", "received_at", "content_hash")
+
+_SELECT_LESSON = (
+    ", ".join(f"l.{c}" for c in _LESSON_COLUMNS)
+    + ", COALESCE((SELECT jsonb_agg(jsonb_build_array(p.source_node_id, p.via_node_id,"
+    " p.received_at, p.content_hash) ORDER BY p.id) FROM lesson_provenance p"
+    " WHERE p.lesson_id = l.id), '[]'::jsonb) AS provenance"
+)
+_INSERT_LESSON = "INSERT INTO lessons ({}) VALUES ({})".format(
+    ", ".join(_LESSON_COLUMNS), ", ".join(f"${i}" for i in range(1, len(_LESSON_COLUMNS) + 1))
+)
+# Every column but the id (the key) and the embedding (kept unless a new one is given).
+_UPDATE_LESSON = "UPDATE lessons SET {}, embedding = COALESCE(${}, embedding) WHERE id = $1".format(
+    ", ".join(f"{c} = ${i + 1}" for i, c in enumerate(_LESSON_COLUMNS) if 0 < i < 27),
+    len(_LESSON_COLUMNS),
+)
+_INSERT_PROVENANCE = "INSERT INTO lesson_provenance ({}) VALUES ($1, $2, $3, $4, $5)".format(
+    ", ".join(_PROVENANCE_COLUMNS)
+)
+# Both directions of the supersede chain in one statement: back through ``supersedes``,
+# forward through ``superseded_by`` (a 'retired:<who>' marker matches no id and ends it).
+# The depth bound guards against a cycle written by hand.
+_HISTORY = f"""
+WITH RECURSIVE back(id, link, depth) AS (
+    SELECT id, supersedes, 0 FROM lessons WHERE id = $1
+    UNION ALL
+    SELECT l.id, l.supersedes, b.depth - 1
+    FROM lessons l JOIN back b ON l.id = b.link WHERE b.depth > -100000
+), fwd(id, link, depth) AS (
+    SELECT id, superseded_by, 0 FROM lessons WHERE id = $1
+    UNION ALL
+    SELECT l.id, l.superseded_by, f.depth + 1
+    FROM lessons l JOIN fwd f ON l.id = f.link WHERE f.depth < 100000
+), chain AS (
+    SELECT id, min(depth) AS depth FROM (SELECT id, depth FROM back
+                                         UNION ALL SELECT id, depth FROM fwd) c GROUP BY id
+)
+SELECT {_SELECT_LESSON} FROM chain JOIN lessons l USING (id) ORDER BY chain.depth
+"""
+
+
+def translate_error(e: BaseException) -> StoreError:
+    """The ``StoreError`` subclass for an asyncpg, Postgres or socket error."""
+    if isinstance(e, StoreError):
+        return e
+    if isinstance(e, asyncpg.UniqueViolationError):
+        constraint = getattr(e, "constraint_name", None) or ""
+        reason = "duplicate_content_hash" if "content_hash" in constraint else "duplicate_id"
+        return ConflictError(str(e), reason=reason, constraint=constraint)
+    if isinstance(e, asyncpg.ForeignKeyViolationError):
+        return ConflictError(str(e), reason="missing_reference")
+    if isinstance(e, asyncpg.SerializationError | asyncpg.DeadlockDetectedError):
+        return ConflictError(str(e), reason="concurrent_update")
+    if isinstance(e, asyncpg.DataError) and "dimensions" in str(e):
+        return StoreError(str(e), reason="dimension_mismatch")
+    if isinstance(e, asyncpg.DataError | asyncpg.IntegrityConstraintViolationError):
+        return StoreError(str(e), reason="invalid_value")
+    if isinstance(
+        e,
+        asyncpg.PostgresConnectionError
+        | asyncpg.InterfaceError
+        | asyncpg.CannotConnectNowError
+        | asyncpg.TooManyConnectionsError
+        | asyncpg.OperatorInterventionError
+        | asyncpg.InsufficientResourcesError
+        | asyncpg.InvalidAuthorizationSpecificationError
+        | asyncpg.InvalidCatalogNameError
+        | OSError
+        | TimeoutError,
+    ):
+        return StoreUnavailable(f"the lesson database is unavailable: {e}")
+    if isinstance(e, asyncpg.PostgresError):
+        return StoreError(str(e), reason="database_error", sqlstate=getattr(e, "sqlstate", None))
+    return StoreError(f"{type(e).__name__}: {e}", reason="database_error")
+
+
+def _encode_jsonb(value: Any) -> bytes:
+    return b"\x01" + json.dumps(value, separators=(",", ":")).encode()
+
+
+def _decode_jsonb(data: bytes) -> Any:
+    return json.loads(data[1:])
+
+
+_TRANSLATED = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+
+
+@contextlib.asynccontextmanager
+async def _guard() -> AsyncIterator[None]:
+    """Translate backend errors raised in the block."""
+    try:
+        yield
+    except _TRANSLATED as e:
+        raise translate_error(e) from e
+
+
+def _where(flt: LessonFilter, first: int = 1) -> tuple[str, list[Any]]:
+    """SQL conditions (on alias ``l``) and their arguments, numbered from ``$first``."""
+    conds: list[str] = []
+    args: list[Any] = []
+
+    def arg(value: Any) -> str:
+        args.append(value)
+        return f"${first + len(args) - 1}"
+
+    if flt.statuses is not None:
+        conds.append(f"l.status = ANY({arg([s.value for s in flt.statuses])}::text[])")
+    if flt.scopes is not None:
+        conds.append(f"l.scope = ANY({arg(list(flt.scopes))}::text[])")
+    if flt.category is not None:
+        conds.append(f"l.category = {arg(flt.category.value)}")
+    if flt.operation is not None:
+        conds.append(f"l.operation = {arg(flt.operation)}")
+    if flt.min_confidence is not None:
+        conds.append(f"l.confidence >= {arg(float(flt.min_confidence))}")
+    if flt.imported is not None:
+        conds.append("l.imported_from IS NOT NULL" if flt.imported else "l.imported_from IS NULL")
+    return (" AND ".join(conds) or "TRUE"), args
+
+
+def _lesson_args(row: LessonRow) -> list[Any]:
+    """Column values of ``row`` in ``_LESSON_COLUMNS`` order."""
+    return [
+        row.id,
+        row.content,
+        row.operation,
+        row.scope,
+        LessonStatus(row.status).value,
+        float(row.confidence),
+        row.created_at,
+        row.updated_at,
+        Category(row.category).value,
+        list(row.evidence),
+        row.superseded_by,
+        row.supersedes,
+        row.last_used,
+        row.use_count,
+        row.confirmations,
+        row.contradictions,
+        list(row.confirmed_projects),
+        row.context,
+        row.situation,
+        list(row.tags),
+        row.memory_type,
+        row.access_level,
+        row.source_node_id,
+        row.imported_from,
+        row.original_confidence,
+        row.signed_record,
+        row.content_hash,
+        None if row.embedding is None else np.asarray(row.embedding, dtype=np.float32),
+    ]
+
+
+def _provenance_args(row: LessonRow) -> list[tuple[Any, ...]]:
+    return [
+        (row.id, p.source_node_id, p.via_node_id, p.received_at, p.content_hash)
+        for p in row.provenance
+    ]
+
+
+def _to_lesson(rec: Any) -> LessonRow:
+    """A ``LessonRow`` from a record selected with ``_SELECT_LESSON``."""
+    embedding = rec["embedding"]
+    vector: Vector | None = None
+    if embedding is not None:
+        vector = embedding.to_numpy().copy()
+        vector.setflags(write=False)
+    signed = rec["signed_record"]
+    return LessonRow(
+        id=rec["id"],
+        content=rec["content"],
+        operation=rec["operation"],
+        scope=rec["scope"],
+        status=LessonStatus(rec["status"]),
+        confidence=rec["confidence"],
+        created_at=rec["created_at"],
+        updated_at=rec["updated_at"],
+        category=Category(rec["category"]),
+        evidence=tuple(rec["evidence"]),
+        superseded_by=rec["superseded_by"],
+        supersedes=rec["supersedes"],
+        last_used=rec["last_used"],
+        use_count=rec["use_count"],
+        confirmations=rec["confirmations"],
+        contradictions=rec["contradictions"],
+        confirmed_projects=tuple(rec["confirmed_projects"]),
+        context=rec["context"],
+        situation=rec["situation"],
+        tags=tuple(rec["tags"]),
+        memory_type=rec["memory_type"],
+        access_level=rec["access_level"],
+        source_node_id=rec["source_node_id"],
+        imported_from=rec["imported_from"],
+        original_confidence=rec["original_confidence"],
+        signed_record=None if signed is None else bytes(signed),
+        content_hash=rec["content_hash"],
+        provenance=tuple(
+            ProvenanceEntry(src, via, datetime.fromisoformat(at).astimezone(UTC), digest)
+            for src, via, at, digest in rec["provenance"]
+        ),
+        embedding=vector,
+    )
+
+
+def _to_outcome(rec: Any) -> OutcomeRow:
+    return OutcomeRow(
+        id=rec["id"],
+        session_id=rec["session_id"],
+        turn_index=rec["turn_index"],
+        project=rec["project"],
+        passed=rec["passed"],
+        claim_ok=rec["claim_ok"],
+        created_at=rec["created_at"],
+        record=rec["record"],
+    )
+
+
+def _to_quarantine(rec: Any) -> QuarantineRow:
+    return QuarantineRow(
+        id=rec["id"],
+        content_hash=rec["content_hash"],
+        source_node_id=rec["source_node_id"],
+        reasons=tuple(rec["reasons"]),
+        received_at=rec["received_at"],
+        signed_record=bytes(rec["signed_record"]),
+        state=rec["state"],
+    )
+
+
+def _query_vector(query: Vector, dim: int) -> Vector:
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    if q.shape[0] != dim:
+        raise StoreError(
+            f"query has {q.shape[0]} dimensions, the store holds {dim}",
+            reason="dimension_mismatch",
+        )
+    norm = float(np.linalg.norm(q))
+    if not np.isfinite(norm) or norm == 0.0:
+        raise StoreError("the query vector is zero or not finite", reason="invalid_query")
+    return q
+
+
+class PostgresLessonStore(LessonStore):
+    """A ``LessonStore`` in PostgreSQL with pgvector; ``connect()`` is the usual entry point.
+
+    ``dim`` is the embedding dimension of the node's embedder; a database created with another
+    dimension is refused at ``migrate()``. ``ef_search`` is the HNSW candidate list size per
+    query (recall against speed).
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        dim: int,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        ef_search: int = 100,
+        connect_timeout: float = 10.0,
+        index_build_memory: str = "1GB",
+    ) -> None:
+        self.dsn = dsn
+        self.dim = dim
+        self.ef_search = max(1, min(ef_search, _MAX_EF_SEARCH))
+        self.index_build_memory = index_build_memory
+        self._min_size = min_size
+        self._max_size = max_size
+        self._timeout = connect_timeout
+        self._pool: Any = None
+        self._vector_schema = "public"
+
+    @classmethod
+    async def connect(cls, dsn: str, dim: int, **options: Any) -> Self:
+        """Create the store, run migrations and open the connection pool."""
+        store = cls(dsn, dim, **options)
+        await store.migrate()
+        return store
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def _connect_one(self) -> Any:
+        async with _guard():
+            return await asyncpg.connect(
+                self.dsn, timeout=self._timeout, server_settings={"application_name": "lamarck"}
+            )
+
+    async def migrate(self) -> None:
+        """Apply pending migrations (vector extension first), then open the pool if needed."""
+        conn = await self._connect_one()
+        try:
+            async with _guard():
+                await run_migrations(conn, self.dim)
+                schema = await conn.fetchval(
+                    "SELECT n.nspname FROM pg_extension e"
+                    " JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+                )
+                self._vector_schema = schema or "public"
+        finally:
+            with contextlib.suppress(*_TRANSLATED):
+                await conn.close()
+        if self._pool is None:
+            async with _guard():
+                self._pool = await asyncpg.create_pool(
+                    self.dsn,
+                    min_size=self._min_size,
+                    max_size=self._max_size,
+                    timeout=self._timeout,
+                    init=self._init_connection,
+                    # A startup parameter, not a SET: the pool's RESET ALL on release
+                    # returns to it. Postgres keeps it as a placeholder until pgvector loads.
+                    server_settings={
+                        "application_name": "lamarck",
+                        "hnsw.ef_search": str(self.ef_search),
+                    },
+                )
+
+    async def _init_connection(self, conn: Any) -> None:
+        # The vector type exists only after migrate(), hence a pool opened after it.
+        await register_vector(conn, schema=self._vector_schema)
+        # Binary, so binary COPY (insert_lessons) can carry jsonb too: version byte 1 + text.
+        await conn.set_type_codec(
+            "jsonb",
+            encoder=_encode_jsonb,
+            decoder=_decode_jsonb,
+            schema="pg_catalog",
+            format="binary",
+        )
+
+    async def close(self) -> None:
+        """Close the pool; the store can be reopened with ``migrate()``."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            async with _guard():
+                await pool.close()
+
+    @property
+    def pool(self) -> Any:
+        """The asyncpg pool (for the outbox and benchmarks); ``StoreUnavailable`` if closed."""
+        if self._pool is None:
+            raise StoreUnavailable(
+                "the lesson store is not open: call migrate() or connect() first",
+                reason="not_connected",
+            )
+        return self._pool
+
+    # -- bulk loading and the vector index -------------------------------------------------
+    async def has_vector_index(self) -> bool:
+        """Whether the HNSW index on ``lessons.embedding`` exists."""
+        async with _guard():
+            found = await self.pool.fetchval(
+                "SELECT 1 FROM pg_indexes WHERE tablename = 'lessons' AND indexname = $1",
+                VECTOR_INDEX,
+            )
+        return found is not None
+
+    async def drop_vector_index(self) -> None:
+        """Drop the HNSW index (before a large load); search falls back to exact scans."""
+        async with _guard():
+            await self.pool.execute(f"DROP INDEX IF EXISTS {VECTOR_INDEX}")
+
+    async def build_vector_index(self, *, m: int = 16, ef_construction: int = 64) -> None:
+        """Create the HNSW cosine index if absent, with ``index_build_memory`` for the build."""
+        async with _guard(), self.pool.acquire() as conn:
+            await conn.execute(f"SET maintenance_work_mem = '{self.index_build_memory}'")
+            try:
+                await conn.execute(
+                    f"CREATE INDEX IF NOT EXISTS {VECTOR_INDEX} ON lessons"
+                    " USING hnsw (embedding vector_cosine_ops)"
+                    f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+                )
+            finally:
+                await conn.execute("RESET maintenance_work_mem")
+
+    @contextlib.asynccontextmanager
+    async def bulk_load(self) -> AsyncIterator[Self]:
+        """Drop the HNSW index for the block; analyse and rebuild it at the end (even on error).
+
+        Inserting into an HNSW index costs ~3 ms a row at 100k rows; one build afterwards is
+        ~20x cheaper. Searches during the block are exact scans.
+        """
+        await self.drop_vector_index()
+        try:
+            yield self
+        finally:
+            # Fresh statistics first: with stale ones the planner may pick a btree scan and a
+            # sort over the HNSW index for search.
+            async with _guard():
+                await self.pool.execute("ANALYZE lessons")
+            await self.build_vector_index()
+
+    # -- outcomes --------------------------------------------------------------------------
+    async def insert_outcome(self, outcome: OutcomeRow) -> None:
+        """Store an outcome; a duplicate id raises ``ConflictError``."""
+        async with _guard():
+            await self.pool.execute(
+                "INSERT INTO outcomes (id, session_id, turn_index, project, passed, claim_ok,"
+                " created_at, record) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                outcome.id,
+                outcome.session_id,
+                outcome.turn_index,
+                outcome.project,
+                outcome.passed,
+                outcome.claim_ok,
+                outcome.created_at,
+                outcome.record,
+            )
+
+    async def get_outcome(self, outcome_id: str) -> OutcomeRow:
+        """Return one outcome or raise ``NotFound``."""
+        async with _guard():
+            rec = await self.pool.fetchrow("SELECT * FROM outcomes WHERE id = $1", outcome_id)
+        if rec is None:
+            raise NotFound(f"outcome {outcome_id} not found", id=outcome_id)
+        return _to_outcome(rec)
+
+    async def existing_outcome_ids(self, ids: Sequence[str]) -> set[str]:
+        """Return the subset of ``ids`` that are stored outcomes."""
+        if not ids:
+            return set()
+        async with _guard():
+            recs = await self.pool.fetch(
+                "SELECT id FROM outcomes WHERE id = ANY($1::text[])", list(ids)
+            )
+        return {r["id"] for r in recs}
+
+    async def list_outcomes(self, limit: int = 100, offset: int = 0) -> list[OutcomeRow]:
+        """Newest first (ties by id)."""
+        async with _guard():
+            recs = await self.pool.fetch(
+                "SELECT * FROM outcomes ORDER BY created_at DESC, id LIMIT $1 OFFSET $2",
+                limit,
+                offset,
+            )
+        return [_to_outcome(r) for r in recs]
+
+    # -- lessons ---------------------------------------------------------------------------
+    async def _insert_one(self, conn: Any, lesson: LessonRow) -> None:
+        await conn.execute(_INSERT_LESSON, *_lesson_args(lesson))
+        if lesson.provenance:
+            await conn.executemany(_INSERT_PROVENANCE, _provenance_args(lesson))
+
+    async def insert_lesson(self, lesson: LessonRow) -> None:
+        """Store a new lesson; a duplicate id or content hash raises ``ConflictError``."""
+        async with _guard(), self.pool.acquire() as conn, conn.transaction():
+            await self._insert_one(conn, lesson)
+
+    async def insert_lessons(self, lessons: Sequence[LessonRow]) -> int:
+        """Bulk insert with binary COPY in one transaction, all or nothing.
+
+        Fast without the HNSW index; for large loads use ``bulk_load()`` (module docstring).
+        """
+        if not lessons:
+            return 0
+        records = [tuple(_lesson_args(row)) for row in lessons]
+        provenance = [p for row in lessons for p in _provenance_args(row)]
+        async with _guard(), self.pool.acquire() as conn, conn.transaction():
+            await conn.copy_records_to_table(
+                "lessons", records=records, columns=list(_LESSON_COLUMNS)
+            )
+            if provenance:
+                await conn.copy_records_to_table(
+                    "lesson_provenance", records=provenance, columns=list(_PROVENANCE_COLUMNS)
+                )
+        return len(records)
+
+    async def get_lesson(self, lesson_id: str) -> LessonRow:
+        """Return one lesson or raise ``NotFound``."""
+        async with _guard():
+            rec = await self.pool.fetchrow(
+                f"SELECT {_SELECT_LESSON} FROM lessons l WHERE l.id = $1", lesson_id
+            )
+        if rec is None:
+            raise NotFound(f"lesson {lesson_id} not found", id=lesson_id)
+        return _to_lesson(rec)
+
+    async def get_lessons(self, ids: Sequence[str]) -> list[LessonRow]:
+        """Return the stored lessons among ``ids`` (missing ids skipped), in input order."""
+        if not ids:
+            return []
+        async with _guard():
+            recs = await self.pool.fetch(
+                f"SELECT {_SELECT_LESSON} FROM lessons l WHERE l.id = ANY($1::text[])", list(ids)
+            )
+        by_id = {r["id"]: _to_lesson(r) for r in recs}
+        return [by_id[i] for i in ids if i in by_id]
+
+    async def update_lesson(self, lesson: LessonRow) -> None:
+        """Replace an existing lesson's state and provenance; the embedding is kept if unset."""
+        async with _guard(), self.pool.acquire() as conn, conn.transaction():
+            status = await conn.execute(_UPDATE_LESSON, *_lesson_args(lesson))
+            if status == "UPDATE 0":
+                raise NotFound(f"lesson {lesson.id} not found", id=lesson.id)
+            await conn.execute("DELETE FROM lesson_provenance WHERE lesson_id = $1", lesson.id)
+            if lesson.provenance:
+                await conn.executemany(_INSERT_PROVENANCE, _provenance_args(lesson))
+
+    async def supersede(self, old_id: str, new: LessonRow) -> None:
+        """Insert ``new`` (its ``supersedes`` set to ``old_id``) and mark the old row superseded.
+
+        ``NotFound`` if the old row is absent; ``ConflictError`` if it is already superseded or
+        retired (the row lock serialises two concurrent edits of the same lesson).
+        """
+        async with _guard(), self.pool.acquire() as conn, conn.transaction():
+            old = await conn.fetchrow(
+                "SELECT status, superseded_by FROM lessons WHERE id = $1 FOR UPDATE", old_id
+            )
+            if old is None:
+                raise NotFound(f"lesson {old_id} not found", id=old_id)
+            if old["superseded_by"] is not None or old["status"] in ("superseded", "retired"):
+                raise ConflictError(
+                    f"lesson {old_id} is already superseded or retired",
+                    reason="already_superseded",
+                    id=old_id,
+                )
+            args = _lesson_args(new)
+            args[_LESSON_COLUMNS.index("supersedes")] = old_id
+            await conn.execute(_INSERT_LESSON, *args)
+            if new.provenance:
+                await conn.executemany(_INSERT_PROVENANCE, _provenance_args(new))
+            await conn.execute(
+                "UPDATE lessons SET superseded_by = $2, status = 'superseded', updated_at = $3"
+                " WHERE id = $1",
+                old_id,
+                new.id,
+                new.updated_at,
+            )
+
+    async def history(self, lesson_id: str) -> list[LessonRow]:
+        """The supersede chain containing ``lesson_id``, oldest first, in one recursive query."""
+        async with _guard():
+            recs = await self.pool.fetch(_HISTORY, lesson_id)
+        if not recs:
+            raise NotFound(f"lesson {lesson_id} not found", id=lesson_id)
+        return [_to_lesson(r) for r in recs]
+
+    async def list_lessons(self, flt: LessonFilter) -> list[LessonRow]:
+        """Lessons matching the filter: highest confidence first, then newest, then id."""
+        where, args = _where(flt)
+        n = len(args)
+        async with _guard():
+            recs = await self.pool.fetch(
+                f"SELECT {_SELECT_LESSON} FROM lessons l WHERE {where}"
+                f" ORDER BY l.confidence DESC, l.created_at DESC, l.id"
+                f" LIMIT ${n + 1} OFFSET ${n + 2}",
+                *args,
+                flt.limit,
+                flt.offset,
+            )
+        return [_to_lesson(r) for r in recs]
+
+    async def _search_once(
+        self, conn: Any, query: Vector, k: int, flt: LessonFilter, *, exact: bool
+    ) -> list[ScoredLesson]:
+        where, args = _where(flt, first=3)
+        # "+ 0" hides the operator from the planner: the exact run cannot use HNSW.
+        order = "(l.embedding <=> $1) + 0" if exact else "l.embedding <=> $1"
+        # Only the k winners are joined back for their full columns and provenance.
+        recs = await conn.fetch(
+            f"WITH hits AS (SELECT l.id, l.embedding <=> $1 AS distance FROM lessons l"
+            f" WHERE l.embedding IS NOT NULL AND {where} ORDER BY {order} LIMIT $2)"
+            f" SELECT {_SELECT_LESSON}, h.distance FROM hits h JOIN lessons l USING (id)"
+            f" WHERE h.distance <> 'NaN'::float8 ORDER BY h.distance, l.id",
+            query,
+            k,
+            *args,
+        )
+        # NaN (a zero stored vector has no direction) is dropped, as in the memory adapter.
+        return [ScoredLesson(_to_lesson(r), 1.0 - float(r["distance"])) for r in recs]
+
+    async def search(self, query: Vector, k: int, flt: LessonFilter) -> list[ScoredLesson]:
+        """Top-``k`` by cosine similarity among matching lessons (HNSW, exact fallback).
+
+        Ties are broken by id; ``flt.limit``/``offset`` do not apply (``k`` does).
+        """
+        if k <= 0:
+            return []
+        q = _query_vector(query, self.dim)
+        async with _guard(), self.pool.acquire() as conn:
+            if k > self.ef_search:
+                async with conn.transaction():
+                    # ef_search bounds how many rows the index scan can return.
+                    await conn.execute(f"SET LOCAL hnsw.ef_search = {min(k, _MAX_EF_SEARCH)}")
+                    hits = await self._search_once(conn, q, k, flt, exact=False)
+            else:
+                hits = await self._search_once(conn, q, k, flt, exact=False)
+            if len(hits) < k:
+                # The index scan filters after collecting ef_search candidates: with a
+                # selective filter it can miss matches. Exact is cheap exactly then.
+                hits = await self._search_once(conn, q, k, flt, exact=True)
+        return hits
+
+    async def count_lessons(self, flt: LessonFilter) -> int:
+        """How many lessons match the filter (ignores limit/offset)."""
+        where, args = _where(flt)
+        async with _guard():
+            count = await self.pool.fetchval(f"SELECT count(*) FROM lessons l WHERE {where}", *args)
+        return int(count)
+
+    async def retired_evidence_ids(self) -> set[str]:
+        """Outcome ids cited by any lesson whose ``superseded_by`` is ``retired:<who>``."""
+        async with _guard():
+            recs = await self.pool.fetch(
+                "SELECT DISTINCT unnest(evidence) AS id FROM lessons"
+                " WHERE superseded_by LIKE 'retired:%'"
+            )
+        return {r["id"] for r in recs}
+
+    async def find_by_content_hash(self, content_hash: str) -> LessonRow | None:
+        """The lesson stored with this content hash, if any."""
+        async with _guard():
+            rec = await self.pool.fetchrow(
+                f"SELECT {_SELECT_LESSON} FROM lessons l WHERE l.content_hash = $1", content_hash
+            )
+        return None if rec is None else _to_lesson(rec)
+
+    async def hard_delete(self, lesson_id: str) -> None:
+        """Remove a lesson, its provenance and pending outbox rows; ``NotFound`` if absent."""
+        async with _guard():
+            status = await self.pool.execute("DELETE FROM lessons WHERE id = $1", lesson_id)
+        if status == "DELETE 0":
+            raise NotFound(f"lesson {lesson_id} not found", id=lesson_id)
+
+    # -- quarantine and rejections ---------------------------------------------------------
+    async def quarantine(self, row: QuarantineRow) -> None:
+        """Hold a record for review; a second record with the same content hash is a no-op."""
+        if row.state not in QUARANTINE_STATES:
+            raise StoreError(f"unknown quarantine state {row.state!r}", reason="bad_state")
+        async with _guard():
+            await self.pool.execute(
+                "INSERT INTO quarantine (id, content_hash, source_node_id, reasons, received_at,"
+                " signed_record, state) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                " ON CONFLICT (content_hash) DO NOTHING",
+                row.id,
+                row.content_hash,
+                row.source_node_id,
+                list(row.reasons),
+                row.received_at,
+                row.signed_record,
+                row.state,
+            )
+
+    async def list_quarantine(self, state: str | None = "pending") -> list[QuarantineRow]:
+        """Quarantined records in ``state`` (all when ``None``), oldest first, ties by id."""
+        async with _guard():
+            recs = await self.pool.fetch(
+                "SELECT * FROM quarantine WHERE $1::text IS NULL OR state = $1"
+                " ORDER BY received_at, id",
+                state,
+            )
+        return [_to_quarantine(r) for r in recs]
+
+    async def set_quarantine_state(self, quarantine_id: str, state: str) -> QuarantineRow:
+        """Mark a quarantined record approved, rejected or pending; returns the updated row."""
+        if state not in QUARANTINE_STATES:
+            raise StoreError(f"unknown quarantine state {state!r}", reason="bad_state")
+        async with _guard():
+            rec = await self.pool.fetchrow(
+                "UPDATE quarantine SET state = $2 WHERE id = $1 RETURNING *", quarantine_id, state
+            )
+        if rec is None:
+            raise NotFound(f"quarantine {quarantine_id} not found", id=quarantine_id)
+        return _to_quarantine(rec)
+
+    async def record_rejection(self, row: RejectionRow) -> None:
+        """Append to the rejection log."""
+        async with _guard():
+            await self.pool.execute(
+                "INSERT INTO rejections (source_node_id, reason, content_hash, received_at,"
+                " detail) VALUES ($1, $2, $3, $4, $5)",
+                row.source_node_id,
+                row.reason,
+                row.content_hash,
+                row.received_at,
+                row.detail,
+            )
+
+    async def list_rejections(self, limit: int = 100) -> list[RejectionRow]:
+        """Newest first; equal times keep the newest-appended first."""
+        async with _guard():
+            recs = await self.pool.fetch(
+                "SELECT source_node_id, reason, content_hash, received_at, detail"
+                " FROM rejections ORDER BY received_at DESC, id DESC LIMIT $1",
+                limit,
+            )
+        return [
+            RejectionRow(
+                r["source_node_id"], r["reason"], r["content_hash"], r["received_at"], r["detail"]
+            )
+            for r in recs
+        ]
+
+    # -- stats -----------------------------------------------------------------------------
+    async def stats(self) -> dict[str, int]:
+        """Counts: ``lessons_<status>`` for every status, outcomes, quarantine, rejections."""
+        async with _guard(), self.pool.acquire() as conn:
+            by_status = await conn.fetch("SELECT status, count(*) AS n FROM lessons GROUP BY 1")
+            rec = await conn.fetchrow(
+                "SELECT (SELECT count(*) FROM outcomes) AS outcomes,"
+                " (SELECT count(*) FROM quarantine WHERE state = 'pending') AS quarantine_pending,"
+                " (SELECT count(*) FROM quarantine) AS quarantine,"
+                " (SELECT count(*) FROM rejections) AS rejections"
+            )
+        counts = {f"lessons_{status.value}": 0 for status in LessonStatus}
+        for r in by_status:
+            counts[f"lessons_{r['status']}"] = int(r["n"])
+        counts.update({key: int(value) for key, value in rec.items()})
+        return counts

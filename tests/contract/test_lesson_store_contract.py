@@ -1,0 +1,771 @@
+"""The ``LessonStore`` contract: one suite, run against the in-memory and the Postgres adapter.
+
+Tests taking the ``store`` fixture run once per adapter; the tests at the end prove what only
+the Postgres adapter has (migrations, the vector extension, the HNSW index, error translation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import numpy as np
+import pytest
+
+from lamarck.errors import ConflictError, NotFound, StoreError, StoreUnavailable
+from lamarck.node.store.migrate import run_migrations
+from lamarck.node.store.port import (
+    Category,
+    LessonFilter,
+    LessonRow,
+    LessonStatus,
+    LessonStore,
+    OutcomeRow,
+    ProvenanceEntry,
+    QuarantineRow,
+    RejectionRow,
+)
+from lamarck.node.store.postgres import VECTOR_INDEX, PostgresLessonStore, translate_error
+
+# The dimension the conftest migrates its template database with (conftest.DIM).
+DIM = 8
+T0 = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
+ALL = LessonFilter(statuses=None, limit=1000)
+
+
+def at(seconds: float) -> datetime:
+    """A fixed instant ``seconds`` after T0."""
+    return T0 + timedelta(seconds=seconds)
+
+
+def vec(*values: float) -> np.ndarray:
+    """A DIM-dimensional float32 vector starting with ``values``."""
+    out = np.zeros(DIM, dtype=np.float32)
+    out[: len(values)] = values
+    return out
+
+
+def lesson(lesson_id: str, **fields: object) -> LessonRow:
+    """An active global lesson with an embedding; ``fields`` override anything."""
+    base = LessonRow(
+        id=lesson_id,
+        content=f"lesson {lesson_id}",
+        operation="pytest",
+        scope="global",
+        status=LessonStatus.ACTIVE,
+        confidence=0.5,
+        created_at=T0,
+        updated_at=T0,
+        embedding=vec(1.0),
+    )
+    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+
+
+def outcome(outcome_id: str, created: datetime = T0, **fields: object) -> OutcomeRow:
+    """A passed outcome."""
+    base = OutcomeRow(
+        id=outcome_id,
+        session_id="s1",
+        turn_index=3,
+        project="project:ab12",
+        passed=True,
+        claim_ok=True,
+        created_at=created,
+        record={"checks": [{"name": "pytest", "ok": True}], "ops": ["pytest"], "n": 1.5},
+    )
+    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+
+
+def full_lesson() -> LessonRow:
+    """A lesson with every field set to something other than its default."""
+    return LessonRow(
+        id="full",
+        content="prefer uv over pip for installs",
+        operation="pip install",
+        scope="project:0f3a",
+        status=LessonStatus.CLAIMED,
+        confidence=0.3,
+        created_at=at(1),
+        updated_at=at(2),
+        category=Category.SITUATION,
+        evidence=("o1", "o2"),
+        superseded_by=None,
+        supersedes="older",
+        last_used=at(3),
+        use_count=4,
+        confirmations=2,
+        contradictions=1,
+        confirmed_projects=("project:0f3a", "project:99"),
+        context={"domain": "python", "tools": ["pip", "uv"], "constraints": {"net": False}},
+        situation={"tool": "gh", "subject": "auth", "kind": "login", "interactive": True},
+        tags=("python", "install"),
+        memory_type="UC",
+        access_level="trusted",
+        source_node_id="lmk1source",
+        imported_from="lmk1via",
+        original_confidence=0.8,
+        signed_record=b'{"id":"full"}\x00\xff',
+        content_hash="a" * 64,
+        provenance=(
+            ProvenanceEntry("lmk1source", "lmk1via", at(5), "a" * 64),
+            ProvenanceEntry("lmk1source", "lmk1other", at(6), "a" * 64),
+        ),
+        embedding=vec(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8),
+    )
+
+
+def assert_same_embedding(got: LessonRow, want: LessonRow) -> None:
+    """Embeddings are excluded from row equality; compare them separately."""
+    assert got.embedding is not None and want.embedding is not None
+    np.testing.assert_allclose(got.embedding, want.embedding, rtol=0, atol=1e-7)
+
+
+# -- lifecycle -------------------------------------------------------------------------------
+
+
+async def test_migrate_twice_is_harmless(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("a"))
+    await store.migrate()
+    await store.migrate()
+    assert (await store.get_lesson("a")).id == "a"
+
+
+# -- outcomes --------------------------------------------------------------------------------
+
+
+async def test_outcome_round_trips_and_duplicate_id_conflicts(store: LessonStore) -> None:
+    await store.insert_outcome(outcome("o1"))
+    assert await store.get_outcome("o1") == outcome("o1")
+    with pytest.raises(ConflictError):
+        await store.insert_outcome(outcome("o1", passed=False))
+    assert (await store.get_outcome("o1")).passed is True
+
+
+async def test_missing_outcome_is_not_found(store: LessonStore) -> None:
+    with pytest.raises(NotFound):
+        await store.get_outcome("nope")
+
+
+async def test_existing_outcome_ids_is_the_stored_subset(store: LessonStore) -> None:
+    await store.insert_outcome(outcome("o1"))
+    await store.insert_outcome(outcome("o2"))
+    assert await store.existing_outcome_ids(["o1", "planted", "o2"]) == {"o1", "o2"}
+    assert await store.existing_outcome_ids([]) == set()
+
+
+async def test_outcomes_list_newest_first_with_limit_and_offset(store: LessonStore) -> None:
+    for i in range(5):
+        await store.insert_outcome(outcome(f"o{i}", at(i)))
+    assert [o.id for o in await store.list_outcomes()] == ["o4", "o3", "o2", "o1", "o0"]
+    assert [o.id for o in await store.list_outcomes(limit=2, offset=1)] == ["o3", "o2"]
+
+
+# -- lessons: writes -------------------------------------------------------------------------
+
+
+async def test_every_lesson_field_round_trips(store: LessonStore) -> None:
+    row = full_lesson()
+    await store.insert_lesson(row)
+    got = await store.get_lesson("full")
+    assert got == row
+    assert_same_embedding(got, row)
+
+
+async def test_lesson_without_embedding_round_trips(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("bare", embedding=None))
+    assert (await store.get_lesson("bare")).embedding is None
+
+
+async def test_duplicate_lesson_id_conflicts(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("a"))
+    with pytest.raises(ConflictError) as info:
+        await store.insert_lesson(lesson("a", content="other"))
+    assert info.value.reason == "duplicate_id"
+    assert (await store.get_lesson("a")).content == "lesson a"
+
+
+async def test_duplicate_content_hash_conflicts(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("a", content_hash="h1"))
+    await store.insert_lesson(lesson("b", content_hash=None))
+    await store.insert_lesson(lesson("c", content_hash=None))  # many local lessons: no hash
+    with pytest.raises(ConflictError) as info:
+        await store.insert_lesson(lesson("d", content_hash="h1"))
+    assert info.value.reason == "duplicate_content_hash"
+
+
+async def test_embedding_of_the_wrong_dimension_is_refused(store: LessonStore) -> None:
+    with pytest.raises(StoreError) as info:
+        await store.insert_lesson(lesson("a", embedding=np.ones(DIM + 1, dtype=np.float32)))
+    assert info.value.reason == "dimension_mismatch"
+    with pytest.raises(NotFound):
+        await store.get_lesson("a")
+
+
+async def test_bulk_insert_stores_all_rows(store: LessonStore) -> None:
+    rows = [lesson(f"l{i}", confidence=i / 100, embedding=vec(1.0, i)) for i in range(50)]
+    rows.append(full_lesson())
+    assert await store.insert_lessons(rows) == 51
+    assert await store.count_lessons(ALL) == 51
+    assert await store.get_lesson("full") == full_lesson()
+    assert await store.insert_lessons([]) == 0
+
+
+async def test_bulk_insert_is_all_or_nothing(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("taken"))
+    with pytest.raises(ConflictError):
+        await store.insert_lessons([lesson("new1"), lesson("taken"), lesson("new2")])
+    assert await store.count_lessons(ALL) == 1
+
+
+async def test_get_lessons_keeps_input_order_and_skips_missing(store: LessonStore) -> None:
+    await store.insert_lessons([lesson("a"), lesson("b"), lesson("c")])
+    got = await store.get_lessons(["c", "missing", "a"])
+    assert [r.id for r in got] == ["c", "a"]
+    assert await store.get_lessons([]) == []
+
+
+async def test_missing_lesson_is_not_found(store: LessonStore) -> None:
+    with pytest.raises(NotFound):
+        await store.get_lesson("nope")
+
+
+async def test_update_replaces_state_and_keeps_embedding_when_unset(store: LessonStore) -> None:
+    row = full_lesson()
+    await store.insert_lesson(row)
+    changed = dataclasses.replace(
+        row,
+        confidence=0.65,
+        status=LessonStatus.ACTIVE,
+        confirmations=3,
+        updated_at=at(10),
+        provenance=row.provenance[:1],
+        context={"domain": "go"},
+        situation=None,
+        embedding=None,
+    )
+    await store.update_lesson(changed)
+    got = await store.get_lesson("full")
+    assert got == changed
+    assert_same_embedding(got, row)
+
+
+async def test_update_with_embedding_replaces_it(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("a"))
+    await store.update_lesson(lesson("a", embedding=vec(0.0, 1.0)))
+    assert_same_embedding(await store.get_lesson("a"), lesson("a", embedding=vec(0.0, 1.0)))
+
+
+async def test_update_of_missing_lesson_is_not_found(store: LessonStore) -> None:
+    with pytest.raises(NotFound):
+        await store.update_lesson(lesson("ghost"))
+
+
+# -- supersede and history -------------------------------------------------------------------
+
+
+async def test_supersede_links_both_rows(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("v1", evidence=("o1",)))
+    await store.supersede("v1", lesson("v2", evidence=("o1",), updated_at=at(5)))
+    old, new = await store.get_lessons(["v1", "v2"])
+    assert old.superseded_by == "v2"
+    assert old.status is LessonStatus.SUPERSEDED
+    assert old.updated_at == at(5)
+    assert new.supersedes == "v1"
+    assert new.status is LessonStatus.ACTIVE
+
+
+async def test_superseding_a_superseded_lesson_conflicts(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("v1"))
+    await store.supersede("v1", lesson("v2"))
+    with pytest.raises(ConflictError):
+        await store.supersede("v1", lesson("v2b"))
+    with pytest.raises(NotFound):
+        await store.get_lesson("v2b")
+
+
+async def test_superseding_a_retired_lesson_conflicts(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("v1"))
+    retired = lesson("v1", status=LessonStatus.RETIRED, superseded_by="retired:user")
+    await store.update_lesson(retired)
+    with pytest.raises(ConflictError):
+        await store.supersede("v1", lesson("v2"))
+
+
+async def test_superseding_a_missing_lesson_is_not_found(store: LessonStore) -> None:
+    with pytest.raises(NotFound):
+        await store.supersede("ghost", lesson("v2"))
+    with pytest.raises(NotFound):
+        await store.get_lesson("v2")
+
+
+async def test_concurrent_supersedes_of_one_lesson_let_exactly_one_win(
+    store: LessonStore,
+) -> None:
+    await store.insert_lesson(lesson("v1"))
+    results = await asyncio.gather(
+        *(store.supersede("v1", lesson(f"edit{i}")) for i in range(4)), return_exceptions=True
+    )
+    assert sum(r is None for r in results) == 1
+    assert all(isinstance(r, ConflictError) for r in results if r is not None)
+
+
+async def test_history_is_the_whole_chain_oldest_first_from_any_member(
+    store: LessonStore,
+) -> None:
+    await store.insert_lesson(lesson("v1"))
+    await store.insert_lesson(lesson("unrelated"))
+    await store.supersede("v1", lesson("v2", created_at=at(1)))
+    await store.supersede("v2", lesson("v3", created_at=at(2)))
+    await store.update_lesson(
+        dataclasses.replace(
+            await store.get_lesson("v3"),
+            status=LessonStatus.RETIRED,
+            superseded_by="retired:user",
+        )
+    )
+    for member in ("v1", "v2", "v3"):
+        assert [r.id for r in await store.history(member)] == ["v1", "v2", "v3"]
+    assert [r.id for r in await store.history("unrelated")] == ["unrelated"]
+    with pytest.raises(NotFound):
+        await store.history("ghost")
+
+
+async def test_retired_evidence_ids_come_only_from_retired_lessons(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("kept", evidence=("o1",)))
+    await store.insert_lesson(lesson("gone", evidence=("o2", "o3")))
+    await store.insert_lesson(lesson("old", evidence=("o4",)))
+    await store.supersede("old", lesson("new", evidence=("o4",)))
+    await store.update_lesson(
+        lesson(
+            "gone", evidence=("o2", "o3"), status=LessonStatus.RETIRED, superseded_by="retired:u"
+        )
+    )
+    assert await store.retired_evidence_ids() == {"o2", "o3"}
+
+
+async def test_find_by_content_hash(store: LessonStore) -> None:
+    await store.insert_lesson(full_lesson())
+    found = await store.find_by_content_hash("a" * 64)
+    assert found is not None and found.id == "full"
+    assert await store.find_by_content_hash("b" * 64) is None
+
+
+async def test_hard_delete_removes_the_lesson(store: LessonStore) -> None:
+    await store.insert_lesson(full_lesson())
+    await store.hard_delete("full")
+    with pytest.raises(NotFound):
+        await store.get_lesson("full")
+    assert await store.find_by_content_hash("a" * 64) is None
+    with pytest.raises(NotFound):
+        await store.hard_delete("full")
+
+
+# -- listing and filters ---------------------------------------------------------------------
+
+
+async def _filter_fixture(store: LessonStore) -> None:
+    await store.insert_lessons(
+        [
+            lesson("g-hi", confidence=0.9),
+            lesson("g-lo", confidence=0.2),
+            lesson("g-new", confidence=0.5, created_at=at(10)),
+            lesson("g-old", confidence=0.5, created_at=at(0)),
+            lesson("p1", scope="project:1", confidence=0.6),
+            lesson("p2", scope="project:2", confidence=0.6, operation="git push"),
+            lesson("claim", status=LessonStatus.CLAIMED, confidence=0.3),
+            lesson("sit", category=Category.SITUATION, confidence=0.7),
+            lesson("imp", imported_from="lmk1peer", source_node_id="lmk1src", confidence=0.4),
+            lesson("ret", status=LessonStatus.RETIRED, confidence=0.1),
+        ]
+    )
+
+
+async def test_list_orders_by_confidence_then_newest(store: LessonStore) -> None:
+    await _filter_fixture(store)
+    ids = [r.id for r in await store.list_lessons(LessonFilter())]
+    assert ids == ["g-hi", "sit", "p1", "p2", "g-new", "g-old", "imp", "g-lo"]
+
+
+@pytest.mark.parametrize(
+    ("flt", "expected"),
+    [
+        (LessonFilter(statuses=(LessonStatus.CLAIMED, LessonStatus.RETIRED)), {"claim", "ret"}),
+        (LessonFilter(statuses=()), set()),
+        (LessonFilter(scopes=("project:1", "project:2")), {"p1", "p2"}),
+        (LessonFilter(category=Category.SITUATION), {"sit"}),
+        (LessonFilter(operation="git push"), {"p2"}),
+        (LessonFilter(min_confidence=0.6), {"g-hi", "sit", "p1", "p2"}),
+        (LessonFilter(imported=True), {"imp"}),
+        (
+            LessonFilter(imported=False, scopes=("global",), min_confidence=0.5),
+            {"g-hi", "sit", "g-new", "g-old"},
+        ),
+        (ALL, {"g-hi", "g-lo", "g-new", "g-old", "p1", "p2", "claim", "sit", "imp", "ret"}),
+    ],
+)
+async def test_filters_select_in_the_store(
+    store: LessonStore, flt: LessonFilter, expected: set[str]
+) -> None:
+    await _filter_fixture(store)
+    assert {r.id for r in await store.list_lessons(flt)} == expected
+    assert await store.count_lessons(flt) == len(expected)
+
+
+async def test_limit_and_offset_page_through_the_order(store: LessonStore) -> None:
+    await _filter_fixture(store)
+    everything = [r.id for r in await store.list_lessons(LessonFilter())]
+    page = await store.list_lessons(LessonFilter(limit=3, offset=2))
+    assert [r.id for r in page] == everything[2:5]
+    assert await store.count_lessons(LessonFilter(limit=3, offset=2)) == len(everything)
+
+
+# -- search ----------------------------------------------------------------------------------
+
+
+def _exact_order(rows: list[LessonRow], query: np.ndarray) -> list[tuple[str, float]]:
+    sims = []
+    for row in rows:
+        assert row.embedding is not None
+        e = row.embedding.astype(np.float64)
+        q = query.astype(np.float64)
+        sims.append((row.id, float(e @ q / (np.linalg.norm(e) * np.linalg.norm(q)))))
+    return sorted(sims, key=lambda p: (-p[1], p[0]))
+
+
+async def test_search_order_is_exact_cosine_order_on_small_data(store: LessonStore) -> None:
+    rng = np.random.default_rng(7)
+    rows = [
+        lesson(f"l{i:02d}", embedding=rng.normal(size=DIM).astype(np.float32)) for i in range(40)
+    ]
+    await store.insert_lessons(rows)
+    query = rng.normal(size=DIM).astype(np.float32)
+    hits = await store.search(query, 10, LessonFilter())
+    want = _exact_order(rows, query)[:10]
+    assert [h.lesson.id for h in hits] == [w[0] for w in want]
+    for hit, (_, sim) in zip(hits, want, strict=True):
+        assert hit.similarity == pytest.approx(sim, abs=1e-5)
+    assert hits[0].lesson == next(r for r in rows if r.id == want[0][0])
+
+
+async def test_search_applies_the_filter_and_skips_rows_without_embedding(
+    store: LessonStore,
+) -> None:
+    await _filter_fixture(store)
+    await store.insert_lesson(lesson("no-vector", embedding=None, confidence=0.99))
+    await store.insert_lesson(lesson("p1-far", scope="project:1", embedding=vec(-1.0, 0.1)))
+    hits = await store.search(vec(1.0), 10, LessonFilter(scopes=("project:1",)))
+    assert [h.lesson.id for h in hits] == ["p1", "p1-far"]
+    assert hits[0].similarity == pytest.approx(1.0, abs=1e-6)
+    assert hits[1].similarity < 0
+    everything = await store.search(vec(1.0), 100, LessonFilter())
+    assert {h.lesson.id for h in everything} == {
+        "g-hi",
+        "g-lo",
+        "g-new",
+        "g-old",
+        "p1",
+        "p2",
+        "sit",
+        "imp",
+        "p1-far",
+    }
+    assert await store.search(vec(1.0), 0, LessonFilter()) == []
+
+
+async def test_search_ties_are_broken_by_id(store: LessonStore) -> None:
+    await store.insert_lessons([lesson(i, embedding=vec(2.0, 2.0)) for i in ("c", "a", "b")])
+    hits = await store.search(vec(1.0, 1.0), 3, LessonFilter())
+    assert [h.lesson.id for h in hits] == ["a", "b", "c"]
+
+
+async def test_search_refuses_bad_queries(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("a"))
+    with pytest.raises(StoreError) as zero:
+        await store.search(np.zeros(DIM, dtype=np.float32), 3, LessonFilter())
+    assert zero.value.reason == "invalid_query"
+    with pytest.raises(StoreError) as wrong:
+        await store.search(np.ones(DIM + 2, dtype=np.float32), 3, LessonFilter())
+    assert wrong.value.reason == "dimension_mismatch"
+
+
+# -- quarantine, rejections, stats -----------------------------------------------------------
+
+
+def quarantined(qid: str, digest: str, seconds: float = 0) -> QuarantineRow:
+    """A pending quarantine row."""
+    return QuarantineRow(
+        id=qid,
+        content_hash=digest,
+        source_node_id="lmk1src",
+        reasons=("low_reputation", "unverified_claim"),
+        received_at=at(seconds),
+        signed_record=b'{"x": 1}',
+    )
+
+
+async def test_quarantine_round_trips_and_is_idempotent_by_hash(store: LessonStore) -> None:
+    await store.quarantine(quarantined("q2", "h2", 2))
+    await store.quarantine(quarantined("q1", "h1", 1))
+    await store.quarantine(quarantined("q1-again", "h1", 3))
+    assert await store.list_quarantine() == [quarantined("q1", "h1", 1), quarantined("q2", "h2", 2)]
+
+
+async def test_quarantine_state_changes_and_filters(store: LessonStore) -> None:
+    await store.quarantine(quarantined("q1", "h1", 1))
+    await store.quarantine(quarantined("q2", "h2", 2))
+    updated = await store.set_quarantine_state("q1", "approved")
+    assert updated == dataclasses.replace(quarantined("q1", "h1", 1), state="approved")
+    assert [q.id for q in await store.list_quarantine()] == ["q2"]
+    assert [q.id for q in await store.list_quarantine("approved")] == ["q1"]
+    assert [q.id for q in await store.list_quarantine(None)] == ["q1", "q2"]
+    with pytest.raises(NotFound):
+        await store.set_quarantine_state("ghost", "rejected")
+    with pytest.raises(StoreError):
+        await store.set_quarantine_state("q1", "maybe")
+
+
+async def test_rejections_list_newest_first(store: LessonStore) -> None:
+    for i in range(4):
+        await store.record_rejection(RejectionRow("lmk1src", "bad_signature", f"h{i}", at(i)))
+    await store.record_rejection(RejectionRow("lmk1src", "replay", "h4", at(3), detail="again"))
+    got = await store.list_rejections(limit=3)
+    assert [r.content_hash for r in got] == ["h4", "h3", "h2"]
+    assert got[0] == RejectionRow("lmk1src", "replay", "h4", at(3), detail="again")
+
+
+async def test_stats_count_everything(store: LessonStore) -> None:
+    await _filter_fixture(store)
+    await store.insert_outcome(outcome("o1"))
+    await store.quarantine(quarantined("q1", "h1"))
+    await store.quarantine(quarantined("q2", "h2"))
+    await store.set_quarantine_state("q2", "rejected")
+    await store.record_rejection(RejectionRow("lmk1src", "replay", "h9", T0))
+    assert await store.stats() == {
+        "lessons_claimed": 1,
+        "lessons_active": 8,
+        "lessons_superseded": 0,
+        "lessons_retired": 1,
+        "outcomes": 1,
+        "quarantine_pending": 1,
+        "quarantine": 2,
+        "rejections": 1,
+    }
+
+
+# -- Postgres only ---------------------------------------------------------------------------
+
+pg = pytest.mark.integration
+
+
+@pg
+async def test_migrations_run_twice_change_nothing(fresh_database: str) -> None:
+    conn = await asyncpg.connect(fresh_database)
+    try:
+        assert await run_migrations(conn, DIM) == [1]
+        before = [tuple(r) for r in await conn.fetch("SELECT * FROM schema_migrations")]
+        tables = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        assert await run_migrations(conn, DIM) == []
+        after = [tuple(r) for r in await conn.fetch("SELECT * FROM schema_migrations")]
+    finally:
+        await conn.close()
+    assert before == after and len(before) == 1
+    assert {r["tablename"] for r in tables} >= {
+        "lessons",
+        "outcomes",
+        "lesson_provenance",
+        "quarantine",
+        "rejections",
+        "outbox",
+        "schema_migrations",
+        "store_settings",
+    }
+
+
+@pg
+async def test_concurrent_starts_migrate_once(fresh_database: str) -> None:
+    stores = await asyncio.gather(
+        *(PostgresLessonStore.connect(fresh_database, DIM, max_size=2) for _ in range(4))
+    )
+    try:
+        rows = await stores[0].pool.fetch("SELECT version FROM schema_migrations")
+        assert [r["version"] for r in rows] == [1]
+    finally:
+        for s in stores:
+            await s.close()
+
+
+@pg
+async def test_a_different_embedding_dimension_is_refused_at_start(pg_dsn: str) -> None:
+    with pytest.raises(StoreUnavailable) as info:
+        await PostgresLessonStore.connect(pg_dsn, DIM * 2)
+    assert info.value.reason == "embedding_dim_mismatch"
+    assert f"stores {DIM}-dimensional" in str(info.value)
+
+
+@pg
+async def test_a_server_without_pgvector_fails_at_start_naming_the_extension() -> None:
+    # The machine's system PostgreSQL 15 has no pgvector; the migration rolls back, so the
+    # shared `test` database is left untouched.
+    dsn = "postgresql://postgres@127.0.0.1:5432/test"
+    try:
+        probe = await asyncpg.connect(dsn, timeout=3)
+    except (OSError, asyncpg.PostgresError, TimeoutError) as e:
+        pytest.skip(f"system PostgreSQL at 127.0.0.1:5432 is unreachable: {e}")
+    try:
+        if await probe.fetchval("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"):
+            pytest.skip("the system PostgreSQL has pgvector installed: nothing to prove")
+    finally:
+        await probe.close()
+    with pytest.raises(StoreUnavailable) as info:
+        await PostgresLessonStore.connect(dsn, DIM)
+    assert info.value.reason == "vector_extension_missing"
+    assert "the 'vector' extension (pgvector) is not installed on this server" in str(info.value)
+
+
+@pg
+async def test_an_unreachable_server_is_store_unavailable(tmp_path: object) -> None:
+    with pytest.raises(StoreUnavailable):
+        await PostgresLessonStore.connect(f"postgresql://postgres@/x?host={tmp_path}", DIM)
+
+
+@pg
+async def test_server_side_failures_are_translated(pg_store: PostgresLessonStore) -> None:
+    await pg_store.insert_lesson(lesson("a"))
+    async with pg_store.pool.acquire() as conn:
+        await conn.execute("ALTER TABLE outcomes RENAME TO outcomes_gone")
+    with pytest.raises(StoreError) as info:
+        await pg_store.get_outcome("o1")
+    assert info.value.reason == "database_error"
+    assert info.value.details["sqlstate"] == "42P01"
+    assert isinstance(info.value.__cause__, asyncpg.UndefinedTableError)
+    # Kill the store's backends: each call either fails as StoreUnavailable or runs on a
+    # replacement connection; either way the store recovers by itself.
+    admin = await asyncpg.connect(pg_store.dsn)
+    try:
+        await admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    finally:
+        await admin.close()
+    with contextlib.suppress(StoreUnavailable):
+        await pg_store.get_lesson("a")
+    assert (await pg_store.get_lesson("a")).id == "a"
+    await pg_store.close()
+    with pytest.raises(StoreUnavailable):
+        await pg_store.get_lesson("a")
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "reason"),
+    [
+        (asyncpg.UniqueViolationError("dup"), ConflictError, "duplicate_id"),
+        (asyncpg.ForeignKeyViolationError("fk"), ConflictError, "missing_reference"),
+        (asyncpg.DeadlockDetectedError("dl"), ConflictError, "concurrent_update"),
+        (asyncpg.DataError("expected 8 dimensions, not 3"), StoreError, "dimension_mismatch"),
+        (asyncpg.CheckViolationError("check"), StoreError, "invalid_value"),
+        (asyncpg.CannotConnectNowError("starting"), StoreUnavailable, "store_unavailable"),
+        (asyncpg.AdminShutdownError("bye"), StoreUnavailable, "store_unavailable"),
+        (asyncpg.ConnectionDoesNotExistError("gone"), StoreUnavailable, "store_unavailable"),
+        (ConnectionRefusedError("no"), StoreUnavailable, "store_unavailable"),
+        (asyncpg.UndefinedTableError("no table"), StoreError, "database_error"),
+    ],
+)
+def test_backend_errors_map_to_store_errors(
+    error: BaseException, kind: type[StoreError], reason: str
+) -> None:
+    translated = translate_error(error)
+    assert type(translated) is kind
+    assert translated.reason == reason
+
+
+async def _index_only_store(dsn: str) -> PostgresLessonStore:
+    # At test sizes the planner rightly prefers an exact seq scan; turning seq scans off for
+    # the database makes the store's queries take the HNSW path they take at 100k rows.
+    admin = await asyncpg.connect(dsn)
+    try:
+        await admin.execute(
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET enable_seqscan = off',"
+            " current_database()); END $$"
+        )
+    finally:
+        await admin.close()
+    return await PostgresLessonStore.connect(dsn, DIM, max_size=2)
+
+
+@pg
+async def test_search_through_hnsw_with_ef_search_keeps_recall(pg_dsn: str) -> None:
+    store = await _index_only_store(pg_dsn)
+    try:
+        rng = np.random.default_rng(3)
+        centers = rng.normal(size=(20, DIM))
+        points = centers[rng.integers(0, 20, size=3000)] + 0.3 * rng.normal(size=(3000, DIM))
+        rows = [lesson(f"l{i:05d}", embedding=p.astype(np.float32)) for i, p in enumerate(points)]
+        async with store.bulk_load():
+            assert not await store.has_vector_index()
+            await store.insert_lessons(rows)
+        assert await store.has_vector_index()
+        async with store.pool.acquire() as conn:
+            assert await conn.fetchval("SHOW hnsw.ef_search") == "100"
+            plan = "\n".join(
+                r[0]
+                for r in await conn.fetch(
+                    "EXPLAIN SELECT id FROM lessons l WHERE l.status = ANY($2::text[])"
+                    " ORDER BY embedding <=> $1 LIMIT 5",
+                    points[0].astype(np.float32),
+                    ["active"],
+                )
+            )
+        assert VECTOR_INDEX in plan
+        found = 0
+        # Queries near stored lessons, as recall queries are (not far-off random directions,
+        # where near-ties make "the" top 5 arbitrary).
+        picks = points[rng.integers(0, len(points), size=30)]
+        queries = (picks + 0.2 * rng.normal(size=picks.shape)).astype(np.float32)
+        for q in queries:
+            hits = await store.search(q, 5, LessonFilter())
+            want = {i for i, _ in _exact_order(rows, q)[:5]}
+            found += len(want & {h.lesson.id for h in hits})
+        assert found / (5 * len(queries)) >= 0.95
+    finally:
+        await store.close()
+
+
+@pg
+async def test_selective_filter_finds_matches_the_index_scan_misses(pg_dsn: str) -> None:
+    store = await _index_only_store(pg_dsn)
+    try:
+        rng = np.random.default_rng(5)
+        rows = [
+            lesson(f"l{i:04d}", embedding=rng.normal(size=DIM).astype(np.float32))
+            for i in range(2000)
+        ]
+        # Three confident lessons pointing away from the query: the ef_search nearest
+        # candidates of the index scan hold none of them.
+        rare = [lesson(f"rare{i}", confidence=0.99, embedding=vec(-1.0, i)) for i in range(3)]
+        async with store.bulk_load():
+            await store.insert_lessons(rows + rare)
+        hits = await store.search(vec(1.0), 5, LessonFilter(min_confidence=0.9))
+        assert [h.lesson.id for h in hits] == ["rare2", "rare1", "rare0"]
+    finally:
+        await store.close()
+
+
+@pg
+async def test_search_with_k_above_ef_search_returns_k(pg_dsn: str) -> None:
+    store = await _index_only_store(pg_dsn)
+    try:
+        rng = np.random.default_rng(9)
+        rows = [
+            lesson(f"l{i:04d}", embedding=rng.normal(size=DIM).astype(np.float32))
+            for i in range(300)
+        ]
+        await store.insert_lessons(rows)
+        hits = await store.search(vec(1.0), 150, LessonFilter())
+        assert len(hits) == 150
+        assert [h.lesson.id for h in hits] == [i for i, _ in _exact_order(rows, vec(1.0))[:150]]
+    finally:
+        await store.close()
