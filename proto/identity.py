@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import random
 import re
@@ -77,6 +78,13 @@ def node_id_for(public_key_bytes: bytes) -> str:
     """Return the node id of a raw 32-byte Ed25519 public key."""
     if not isinstance(public_key_bytes, bytes) or len(public_key_bytes) != PUBLIC_KEY_SIZE:
         raise InvalidRecord("an Ed25519 public key is 32 bytes", reason="malformed")
+    return _node_id_cached(public_key_bytes)
+
+
+# Every verification derives the signer's id; a node hears from few distinct keys, and the
+# pure-Python base32 costs about as much as the rest of the key checks together.
+@functools.lru_cache(maxsize=4096)
+def _node_id_cached(public_key_bytes: bytes) -> str:
     digest = hashlib.sha256(public_key_bytes).digest()
     encoded = base64.b32encode(digest).decode("ascii").lower()
     return NODE_ID_PREFIX + encoded[:_NODE_ID_CHARS]

@@ -16,6 +16,7 @@ from lamarck.proto.limits import DEFAULT_LIMITS, RecordLimits
 from lamarck.proto.memory import Memory, MemoryV2, parse_memory
 from lamarck.proto.signing import (
     MEMORY_SIGNER_ID_PATH,
+    SIGNATURE_FIELD,
     RecordKind,
     sign_object,
     verify_received,
@@ -63,7 +64,7 @@ class SignedMemory:
                 reason="too_large",
             )
         self._raw = raw
-        self._received = parse_received(raw)
+        self._received = parse_received(raw, detach=SIGNATURE_FIELD)
         # parse_memory applies the schema, the limits and (for v1) the migration to a v2
         # view; the signature stays over the original bytes, whatever their version.
         self._memory = parse_memory(raw, limits=limits)

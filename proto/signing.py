@@ -247,7 +247,7 @@ def verify_raw(
     verification close to the cost of the Ed25519 check itself.
     """
     try:
-        received = parse_received(raw)
+        received = parse_received(raw, detach=SIGNATURE_FIELD)
     except InvalidRecord as exc:
         raise _malformed(str(exc)) from exc
     verify_received(

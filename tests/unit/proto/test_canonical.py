@@ -216,10 +216,28 @@ def test_every_canonical_form_parses_back_to_itself(value: Any) -> None:
 @given(st.dictionaries(_text, _json, max_size=6), _text)
 def test_canonical_bytes_without_a_member_match_rfc8785(value: dict[str, Any], key: str) -> None:
     value = {**value, key: {"x": 1}}
-    received = parse_received(rfc8785.dumps(value))
-    assert received.is_canonical
     reduced = {k: v for k, v in value.items() if k != key}
-    assert received.canonical_bytes_without(key) == rfc8785.dumps(reduced)
+    for detach in (None, key):
+        received = parse_received(rfc8785.dumps(value), detach=detach)
+        assert received.is_canonical
+        assert received.canonical_bytes_without(key) == rfc8785.dumps(reduced)
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(_text, _json, max_size=6), _text, _json)
+def test_detaching_a_member_while_parsing_agrees_with_rfc8785(
+    value: dict[str, Any], key: str, member: Any
+) -> None:
+    # The one-pass split (members below the key, the key, members above) must decide
+    # canonicality exactly as rfc8785 does, for every spelling of the object.
+    value = {**value, key: member}
+    reduced = {k: v for k, v in value.items() if k != key}
+    for raw in _serialisations(value):
+        received = parse_received(raw, detach=key)
+        parsed = parse_json(raw)
+        assert received.is_canonical == (rfc8785.dumps(parsed) == raw), raw
+        if received.is_canonical:
+            assert received.canonical_bytes_without(key) == rfc8785.dumps(reduced)
 
 
 @pytest.mark.parametrize(
@@ -242,12 +260,13 @@ def test_canonical_bytes_without_a_member_match_rfc8785(value: dict[str, Any], k
     ],
 )
 def test_non_canonical_received_bytes_are_detected(raw: bytes) -> None:
-    try:
-        received = parse_received(raw)
-    except InvalidRecord as exc:
-        assert exc.reason == "malformed"
-        return
-    assert not received.is_canonical
+    for detach in (None, "a", "b"):
+        try:
+            received = parse_received(raw, detach=detach)
+        except InvalidRecord as exc:
+            assert exc.reason == "malformed"
+            return
+        assert not received.is_canonical
 
 
 @pytest.mark.parametrize(
@@ -264,6 +283,7 @@ def test_non_canonical_received_bytes_are_detected(raw: bytes) -> None:
 )
 def test_canonical_received_bytes_outside_the_fast_domain_are_accepted(raw: bytes) -> None:
     assert parse_received(raw).is_canonical
+    assert parse_received(raw, detach="a").is_canonical
 
 
 def test_python_code_point_order_is_not_canonical_for_astral_keys() -> None:
