@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,7 +9,10 @@ import grpc
 import typer
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from lamarck.errors import LamarckError
+from lamarck.node.cli.connect import client_for, running_node
 from lamarck.node.cli.errors import CliError
+from lamarck.node.cli.lessons import LESSON_STATUSES, iter_pages
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table
 from lamarck.node.config import load_settings
@@ -98,16 +100,6 @@ def dial_address(address: str) -> str:
     return f"{host}:{port}"
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # signal 0: existence check only
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True
-
-
 def _health(address: str) -> str:
     """The standard health service's overall status at ``address``, or UNREACHABLE."""
     try:
@@ -121,24 +113,8 @@ def _health(address: str) -> str:
     return name
 
 
-def _running_node(home: Path) -> dict[str, Any]:
-    from lamarck.node.daemon import NODE_FILE, read_node_file  # see start(): import cost
-
-    info = read_node_file(home)
-    if info is None:
-        raise CliError(f"no node is running on {home} (no {NODE_FILE})", reason="not_running")
-    pid = info.get("pid")
-    if not isinstance(pid, int) or not _pid_alive(pid):
-        # A node killed hard (SIGKILL, power loss) cannot remove its node.json.
-        raise CliError(
-            f"no node is running on {home} ({NODE_FILE} names pid {pid}, which has exited)",
-            reason="not_running",
-        )
-    return info
-
-
 def _status_facts(home: Path) -> dict[str, Any]:
-    info = _running_node(home)
+    info = running_node(home)
     health = _health(str(info.get("listen", "")))
     return {
         "home": str(home),
@@ -151,12 +127,24 @@ def _status_facts(home: Path) -> dict[str, Any]:
         "metrics_listen": info.get("metrics_listen", ""),
         "embedder": info.get("embedder", ""),
         "database": info.get("database", ""),
+        # A mapping status -> count; a string when they could not be counted.
         "lessons": _lesson_counts(home) if health == "SERVING" else {},
     }
 
 
-def _lesson_counts(home: Path) -> dict[str, int]:
-    return {}
+def _lesson_counts(home: Path) -> dict[str, int] | str:
+    """Lessons by status through the agent API, or why they could not be counted."""
+    counts: dict[str, int] = {}
+    try:
+        with client_for(home) as client:
+            for status in LESSON_STATUSES:
+                counts[status] = sum(
+                    len(page.lessons) for page in iter_pages(client, statuses=(status,))
+                )
+    except LamarckError as e:
+        # Health said SERVING, so the node is up: report the counts as missing, not the node.
+        return f"unavailable ({e.reason})"
+    return counts
 
 
 @app.command()
@@ -173,7 +161,9 @@ def status(home: HomeOption = None, as_json: JsonOption = False) -> None:
         rows = {k: v for k, v in facts.items() if k != "lessons"}
         counts = facts["lessons"]
         rows["lessons"] = (
-            ", ".join(f"{name} {count}" for name, count in counts.items()) if counts else "-"
+            ", ".join(f"{name} {count}" for name, count in counts.items())
+            if isinstance(counts, dict) and counts
+            else counts or "-"
         )
         key_value_table("lamarck node", rows)
     if facts["health"] != "SERVING":
