@@ -1,0 +1,349 @@
+"""``lamarck.operator``: the Python SDK for a node's OperatorService (quarantine review).
+
+An operator writes::
+
+    from lamarck.operator import OperatorClient
+
+    with OperatorClient.from_home("~/.lamarck") as op:
+        for entry in op.list_quarantine():
+            print(entry.id, entry.reasons, entry.content_preview)
+        op.approve(entry.id, note="checked with the team")
+
+``AsyncOperatorClient`` is the same API for asyncio. Results are frozen dataclasses; states are
+lower-case strings (``"pending"``, ``"approved"``, ``"rejected"``). Addresses, the bearer token
+and the typed errors are those of :mod:`lamarck.client`: an unknown id raises ``NotFound``,
+deciding a decided row ``ConflictError`` (reason ``already_decided``), approving a record whose
+stored bytes no longer verify ``VerificationError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import grpc
+import grpc.aio
+
+from lamarck.client import (
+    DEFAULT_TIMEOUT_S,
+    _metadata,
+    _token_for,
+    error_from_rpc,
+    node_address,
+)
+from lamarck.errors import InvalidRecord
+from lamarck.proto.timefmt import parse_ts
+from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
+
+__all__ = [
+    "QUARANTINE_STATES",
+    "AsyncOperatorClient",
+    "Decision",
+    "OperatorClient",
+    "QuarantineEntry",
+    "QuarantinePage",
+    "QuarantineRecord",
+    "Rejection",
+]
+
+#: The states a quarantined record can be in (``None`` in a filter means all of them).
+QUARANTINE_STATES = ("pending", "approved", "rejected")
+
+_STATE_TO_PB = {
+    "pending": operator_pb2.QUARANTINE_STATE_PENDING,
+    "approved": operator_pb2.QUARANTINE_STATE_APPROVED,
+    "rejected": operator_pb2.QUARANTINE_STATE_REJECTED,
+}
+_STATE_FROM_PB = {v: k for k, v in _STATE_TO_PB.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineEntry:
+    """One quarantined record as an operator reviews it."""
+
+    id: str
+    content_hash: str
+    source_node_id: str
+    reasons: tuple[str, ...]
+    received_at: datetime
+    state: str
+    content_preview: str
+    record_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantinePage:
+    """One page of the quarantine and the token of the next ("" on the last page)."""
+
+    entries: tuple[QuarantineEntry, ...]
+    next_page_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineRecord:
+    """A quarantined row with the exact signed bytes held (the record's canonical JSON)."""
+
+    entry: QuarantineEntry
+    record_json: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A row after an operator's decision; ``lesson_id`` is the stored lesson on approve."""
+
+    entry: QuarantineEntry
+    lesson_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """One refused record in the node's rejection log."""
+
+    source_node_id: str
+    reason: str
+    content_hash: str
+    received_at: datetime
+    detail: str
+
+
+def _entry(e: operator_pb2.QuarantineEntry) -> QuarantineEntry:
+    return QuarantineEntry(
+        id=e.id,
+        content_hash=e.content_hash,
+        source_node_id=e.source_node_id,
+        reasons=tuple(e.reasons),
+        received_at=parse_ts(e.received_at),
+        state=_STATE_FROM_PB.get(e.state, "unspecified"),
+        content_preview=e.content_preview,
+        record_id=e.record_id,
+    )
+
+
+def _rejection(r: operator_pb2.RejectionEntry) -> Rejection:
+    return Rejection(
+        source_node_id=r.source_node_id,
+        reason=r.reason,
+        content_hash=r.content_hash,
+        received_at=parse_ts(r.received_at),
+        detail=r.detail,
+    )
+
+
+def _list_request(
+    state: str | None, page_size: int, page_token: str
+) -> operator_pb2.ListQuarantineRequest:
+    if state is None:
+        pb_state = operator_pb2.QUARANTINE_STATE_UNSPECIFIED
+    elif state in _STATE_TO_PB:
+        pb_state = _STATE_TO_PB[state]
+    else:
+        raise InvalidRecord(
+            f"unknown quarantine state {state!r} (one of {', '.join(QUARANTINE_STATES)})",
+            reason="bad_state",
+        )
+    return operator_pb2.ListQuarantineRequest(
+        state=pb_state, page_size=page_size, page_token=page_token
+    )
+
+
+def _decide_request(
+    quarantine_id: str, approve: bool, note: str
+) -> operator_pb2.DecideQuarantineRequest:
+    decision = (
+        operator_pb2.QUARANTINE_DECISION_APPROVE
+        if approve
+        else operator_pb2.QUARANTINE_DECISION_REJECT
+    )
+    return operator_pb2.DecideQuarantineRequest(id=quarantine_id, decision=decision, note=note)
+
+
+def _page(r: operator_pb2.ListQuarantineResponse) -> QuarantinePage:
+    return QuarantinePage(tuple(_entry(e) for e in r.entries), r.next_page_token)
+
+
+def _shown(r: operator_pb2.ShowQuarantineResponse) -> QuarantineRecord:
+    return QuarantineRecord(_entry(r.entry), bytes(r.record_json))
+
+
+def _decided(r: operator_pb2.DecideQuarantineResponse) -> Decision:
+    return Decision(_entry(r.entry), r.lesson_id)
+
+
+class AsyncOperatorClient:
+    """OperatorService for asyncio; use as ``async with AsyncOperatorClient(address) as op``."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        token: str | None = None,
+        home: str | Path | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        """Connect to ``address`` (``host:port`` or ``unix:path``); token as in lamarck.client."""
+        self.address = address
+        self.timeout = timeout
+        self._metadata = _metadata(_token_for(token, home))
+        self._channel = grpc.aio.insecure_channel(address, options=list(options))
+        self._stub = operator_pb2_grpc.OperatorServiceStub(self._channel)
+
+    @classmethod
+    def from_home(cls, home: str | Path, **kwargs: Any) -> AsyncOperatorClient:
+        """A client for the node running on ``home`` (its ``node.json``)."""
+        address, token = node_address(home)
+        return cls(address, token=token, **kwargs)
+
+    async def close(self) -> None:
+        """Close the channel."""
+        await self._channel.close(None)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _unary(self, method: Any, request: Any) -> Any:
+        try:
+            return await method(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+
+    async def list_page(
+        self, state: str | None = "pending", *, page_size: int = 0, page_token: str = ""
+    ) -> QuarantinePage:
+        """One page of quarantined rows in ``state`` (every state for ``None``), oldest first."""
+        request = _list_request(state, page_size, page_token)
+        return _page(await self._unary(self._stub.ListQuarantine, request))
+
+    async def list_quarantine(self, state: str | None = "pending") -> list[QuarantineEntry]:
+        """Every quarantined row in ``state``, oldest first (follows the pages)."""
+        out: list[QuarantineEntry] = []
+        token = ""
+        while True:
+            page = await self.list_page(state, page_token=token)
+            out.extend(page.entries)
+            if not page.next_page_token:
+                return out
+            token = page.next_page_token
+
+    async def show(self, quarantine_id: str) -> QuarantineRecord:
+        """One row and the exact signed bytes held."""
+        request = operator_pb2.ShowQuarantineRequest(id=quarantine_id)
+        return _shown(await self._unary(self._stub.ShowQuarantine, request))
+
+    async def approve(self, quarantine_id: str, *, note: str = "") -> Decision:
+        """Re-verify the held record, store it as an import, mark the row approved."""
+        request = _decide_request(quarantine_id, True, note)
+        return _decided(await self._unary(self._stub.DecideQuarantine, request))
+
+    async def reject(self, quarantine_id: str, *, note: str = "") -> Decision:
+        """Mark the row rejected; nothing is stored."""
+        request = _decide_request(quarantine_id, False, note)
+        return _decided(await self._unary(self._stub.DecideQuarantine, request))
+
+    async def rejections(self, limit: int = 0) -> list[Rejection]:
+        """The rejection log, newest first (``limit`` 0: the node's default)."""
+        request = operator_pb2.ListRejectionsRequest(limit=limit)
+        r = await self._unary(self._stub.ListRejections, request)
+        return [_rejection(x) for x in r.entries]
+
+
+class OperatorClient:
+    """OperatorService, blocking; use as ``with OperatorClient(address) as op`` (same API)."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        token: str | None = None,
+        home: str | Path | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        """Connect to ``address`` (see :class:`AsyncOperatorClient`)."""
+        self.address = address
+        self.timeout = timeout
+        self._metadata = _metadata(_token_for(token, home))
+        self._channel = grpc.insecure_channel(address, options=list(options))
+        self._stub = operator_pb2_grpc.OperatorServiceStub(self._channel)
+
+    @classmethod
+    def from_home(cls, home: str | Path, **kwargs: Any) -> OperatorClient:
+        """A client for the node running on ``home`` (its ``node.json``)."""
+        address, token = node_address(home)
+        return cls(address, token=token, **kwargs)
+
+    def close(self) -> None:
+        """Close the channel."""
+        self._channel.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _unary(self, method: Any, request: Any) -> Any:
+        try:
+            return method(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+
+    def list_page(
+        self, state: str | None = "pending", *, page_size: int = 0, page_token: str = ""
+    ) -> QuarantinePage:
+        """One page of quarantined rows in ``state`` (every state for ``None``), oldest first."""
+        request = _list_request(state, page_size, page_token)
+        return _page(self._unary(self._stub.ListQuarantine, request))
+
+    def iter_quarantine(self, state: str | None = "pending") -> Iterator[QuarantineEntry]:
+        """Every quarantined row in ``state``, oldest first, a page at a time."""
+        token = ""
+        while True:
+            page = self.list_page(state, page_token=token)
+            yield from page.entries
+            if not page.next_page_token:
+                return
+            token = page.next_page_token
+
+    def list_quarantine(self, state: str | None = "pending") -> list[QuarantineEntry]:
+        """Every quarantined row in ``state``, oldest first (follows the pages)."""
+        return list(self.iter_quarantine(state))
+
+    def show(self, quarantine_id: str) -> QuarantineRecord:
+        """One row and the exact signed bytes held."""
+        request = operator_pb2.ShowQuarantineRequest(id=quarantine_id)
+        return _shown(self._unary(self._stub.ShowQuarantine, request))
+
+    def approve(self, quarantine_id: str, *, note: str = "") -> Decision:
+        """Re-verify the held record, store it as an import, mark the row approved."""
+        return _decided(
+            self._unary(self._stub.DecideQuarantine, _decide_request(quarantine_id, True, note))
+        )
+
+    def reject(self, quarantine_id: str, *, note: str = "") -> Decision:
+        """Mark the row rejected; nothing is stored."""
+        return _decided(
+            self._unary(self._stub.DecideQuarantine, _decide_request(quarantine_id, False, note))
+        )
+
+    def rejections(self, limit: int = 0) -> list[Rejection]:
+        """The rejection log, newest first (``limit`` 0: the node's default)."""
+        r = self._unary(self._stub.ListRejections, operator_pb2.ListRejectionsRequest(limit=limit))
+        return [_rejection(x) for x in r.entries]

@@ -1,0 +1,329 @@
+"""OperatorService over the in-memory store, through a real in-process gRPC server.
+
+Calls go over loopback (grpc.aio server on 127.0.0.1:0 with the node's ErrorInterceptor)
+through ``lamarck.operator.AsyncOperatorClient``, so the proto translation, the error mapping
+and the SDK's typed results are all exercised; nothing of gRPC is mocked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import grpc
+import grpc.aio
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from lamarck.errors import ConflictError, InvalidRecord, NotFound, VerificationError
+from lamarck.node.api.interceptors import ErrorInterceptor
+from lamarck.node.api.operator_service import OperatorServicer
+from lamarck.node.importing.pipeline import imported_row
+from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.node.store.port import LessonFilter, QuarantineRow, RejectionRow
+from lamarck.operator import AsyncOperatorClient
+from lamarck.proto.canonical import canonical_bytes, sha256_hex
+from lamarck.proto.clock import FixedClock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.memory import MemoryV2
+from lamarck.proto.signed import SignedMemory
+from lamarck.proto.signing import RecordKind, sign_object
+from lamarck.proto.timefmt import format_ts
+from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+SOURCE_KEY = NodeIdentity.from_seed(bytes([7]) * 32)
+OTHER_KEY = NodeIdentity.from_seed(bytes([8]) * 32)
+
+
+class TinyEmbedder:
+    """Deterministic bag-of-words hashing."""
+
+    dim = 16
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            out[row, 0] = 0.1
+            for word in re.findall(r"\w+", text.lower()):
+                slot = int(hashlib.sha256(word.encode()).hexdigest(), 16) % (self.dim - 1) + 1
+                out[row, slot] += 1.0
+            out[row] /= np.linalg.norm(out[row])
+        return out
+
+
+def record_obj(n: int, identity: NodeIdentity = SOURCE_KEY, **over: Any) -> dict[str, Any]:
+    """A wire-shaped v2 memory: an active, evidenced, public lesson."""
+    created = format_ts(NOW - timedelta(days=3))
+    obj: dict[str, Any] = {
+        "schema_version": "2.0",
+        "id": str(uuid.UUID(int=n, version=4)),
+        "type": "AC",
+        "content": f"Run database migrations before restarting api service {n}.",
+        "confidence": 0.95,
+        "access_level": "public",
+        "context": {"domain": "deploy", "environment": "staging", "tools": ["alembic"]},
+        "provenance": {
+            "source_agent_id": identity.node_id,
+            "source_type": "empirical",
+            "created_at": created,
+            "updated_at": created,
+        },
+        "evidence": [
+            {
+                "type": "empirical",
+                "description": "migration ran, service healthy",
+                "timestamp": created,
+                "validator": "reality",
+                "outcome_id": str(uuid.UUID(int=1000 + n, version=4)),
+            }
+        ],
+        "lesson": {"operation": "deploy.restart", "scope": "global", "status": "active"},
+        "confidence_interval": {"mean": 0.95, "std_dev": 0.1},
+    }
+    obj.update(over)
+    return obj
+
+
+def signed(n: int, identity: NodeIdentity = SOURCE_KEY, **over: Any) -> SignedMemory:
+    """Record ``n`` signed by ``identity``."""
+    return SignedMemory.sign(MemoryV2.from_obj(record_obj(n, identity, **over)), identity)
+
+
+def held(n: int, sm: SignedMemory | None = None, *, minutes: int = 0) -> QuarantineRow:
+    """A pending quarantine row holding ``sm`` (record ``n`` by default)."""
+    sm = sm or signed(n)
+    return QuarantineRow(
+        id=f"q{n}",
+        content_hash=sm.content_hash,
+        source_node_id=sm.source_agent_id,
+        reasons=("unverified_high_confidence", "statistical_outlier"),
+        received_at=NOW + timedelta(minutes=minutes),
+        signed_record=sm.raw,
+    )
+
+
+@dataclass
+class Desk:
+    """One in-process OperatorService: its store, clock, server and SDK client."""
+
+    store: InMemoryLessonStore
+    clock: FixedClock
+    server: grpc.aio.Server
+    client: AsyncOperatorClient
+    stub: operator_pb2_grpc.OperatorServiceStub
+
+    async def lessons(self) -> list[Any]:
+        return await self.store.list_lessons(LessonFilter(statuses=None, limit=1000))
+
+
+@pytest.fixture
+async def desk() -> AsyncIterator[Desk]:
+    store = InMemoryLessonStore(dim=TinyEmbedder.dim)
+    clock = FixedClock(NOW + timedelta(hours=1))
+    servicer = OperatorServicer(store, clock, embedder=TinyEmbedder())
+    server = grpc.aio.server(interceptors=[ErrorInterceptor()])
+    operator_pb2_grpc.add_OperatorServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    address = f"127.0.0.1:{port}"
+    client = AsyncOperatorClient(address, timeout=10.0)
+    channel = grpc.aio.insecure_channel(address)
+    try:
+        yield Desk(store, clock, server, client, operator_pb2_grpc.OperatorServiceStub(channel))
+    finally:
+        await client.close()
+        await channel.close(None)
+        await server.stop(None)
+
+
+# -- list and show ----------------------------------------------------------------------------
+
+
+async def test_list_shows_pending_rows_oldest_first_with_reasons_and_preview(desk: Desk) -> None:
+    await desk.store.quarantine(held(2, minutes=5))
+    await desk.store.quarantine(held(1, minutes=1))
+    entries = await desk.client.list_quarantine()
+    assert [e.id for e in entries] == ["q1", "q2"]
+    first = entries[0]
+    assert first.state == "pending"
+    assert first.reasons == ("unverified_high_confidence", "statistical_outlier")
+    assert first.source_node_id == SOURCE_KEY.node_id
+    assert first.content_preview.startswith("Run database migrations")
+    assert first.record_id == str(uuid.UUID(int=1, version=4))
+    assert first.received_at == NOW + timedelta(minutes=1)
+
+
+async def test_list_filters_by_state_and_pages(desk: Desk) -> None:
+    for n in range(1, 6):
+        await desk.store.quarantine(held(n, minutes=n))
+    await desk.store.set_quarantine_state("q3", "rejected")
+    page = await desk.client.list_page("pending", page_size=2)
+    assert [e.id for e in page.entries] == ["q1", "q2"] and page.next_page_token
+    page2 = await desk.client.list_page("pending", page_size=2, page_token=page.next_page_token)
+    assert [e.id for e in page2.entries] == ["q4", "q5"] and not page2.next_page_token
+    assert [e.id for e in await desk.client.list_quarantine("rejected")] == ["q3"]
+    assert len(await desk.client.list_quarantine(None)) == 5
+
+
+async def test_a_bad_page_token_is_invalid_argument(desk: Desk) -> None:
+    with pytest.raises(InvalidRecord) as err:
+        await desk.client.list_page(page_token="not-a-number")
+    assert err.value.reason == "bad_page_token"
+
+
+async def test_long_content_is_cut_in_the_preview(desk: Desk) -> None:
+    await desk.store.quarantine(held(1, signed(1, content="x" * 1000)))
+    [entry] = await desk.client.list_quarantine()
+    assert len(entry.content_preview) == 200 and entry.content_preview.endswith("...")
+
+
+async def test_show_returns_the_exact_signed_bytes(desk: Desk) -> None:
+    sm = signed(1)
+    await desk.store.quarantine(held(1, sm))
+    shown = await desk.client.show("q1")
+    assert shown.record_json == sm.raw
+    assert shown.entry.content_hash == sha256_hex(sm.raw)
+    assert json.loads(shown.record_json)["id"] == shown.entry.record_id
+
+
+async def test_show_unknown_id_is_not_found(desk: Desk) -> None:
+    with pytest.raises(NotFound):
+        await desk.client.show("nope")
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await desk.stub.ShowQuarantine(operator_pb2.ShowQuarantineRequest(id="nope"))
+    assert err.value.code() is grpc.StatusCode.NOT_FOUND
+
+
+# -- decisions --------------------------------------------------------------------------------
+
+
+async def test_approve_stores_the_record_as_an_import_and_marks_the_row(desk: Desk) -> None:
+    sm = signed(1)
+    await desk.store.quarantine(held(1, sm))
+    decision = await desk.client.approve("q1", note="checked with the deploy team")
+    assert decision.entry.state == "approved" and decision.lesson_id
+    [lesson] = await desk.lessons()
+    assert lesson.id == decision.lesson_id
+    assert lesson.signed_record == sm.raw
+    assert lesson.content_hash == sm.content_hash
+    assert lesson.imported_from == SOURCE_KEY.node_id
+    assert lesson.original_confidence == 0.95
+    # Transfer, not the claimed number: 0.95 x 0.6 x (0.5 + 0.5 x initial reputation).
+    assert lesson.confidence < 0.95 * 0.6
+    assert lesson.embedding is not None
+    assert await desk.client.list_quarantine() == []
+    assert [e.id for e in await desk.client.list_quarantine("approved")] == ["q1"]
+
+
+async def test_reject_marks_the_row_and_stores_nothing(desk: Desk) -> None:
+    await desk.store.quarantine(held(1))
+    decision = await desk.client.reject("q1", note="looks like an injection attempt")
+    assert decision.entry.state == "rejected" and decision.lesson_id == ""
+    assert await desk.lessons() == []
+    # Nothing silently deleted: the row stays queryable.
+    assert (await desk.client.show("q1")).entry.state == "rejected"
+
+
+async def test_deciding_an_unknown_id_is_not_found(desk: Desk) -> None:
+    with pytest.raises(NotFound):
+        await desk.client.approve("nope")
+    with pytest.raises(NotFound):
+        await desk.client.reject("nope")
+
+
+@pytest.mark.parametrize("first", ["approve", "reject"])
+@pytest.mark.parametrize("second", ["approve", "reject"])
+async def test_deciding_a_decided_row_is_a_conflict(desk: Desk, first: str, second: str) -> None:
+    await desk.store.quarantine(held(1))
+    await getattr(desk.client, first)("q1")
+    before = await desk.lessons()
+    with pytest.raises(ConflictError) as err:
+        await getattr(desk.client, second)("q1")
+    assert err.value.reason == "already_decided"
+    assert await desk.lessons() == before
+
+
+async def test_a_decision_must_be_approve_or_reject(desk: Desk) -> None:
+    await desk.store.quarantine(held(1))
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await desk.stub.DecideQuarantine(operator_pb2.DecideQuarantineRequest(id="q1"))
+    assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert (await desk.client.show("q1")).entry.state == "pending"
+
+
+async def test_approve_reverifies_and_refuses_a_tampered_record(desk: Desk) -> None:
+    sm = signed(1)
+    obj = json.loads(sm.raw)
+    obj["confidence"] = 0.99  # changed after signing; the signature no longer holds
+    tampered = canonical_bytes(obj)
+    row = replace(held(1, sm), content_hash=sha256_hex(tampered), signed_record=tampered)
+    await desk.store.quarantine(row)
+    with pytest.raises(VerificationError):
+        await desk.client.approve("q1")
+    assert await desk.lessons() == []
+    assert (await desk.client.show("q1")).entry.state == "pending"
+
+
+async def test_approve_refuses_bytes_that_do_not_match_the_row_hash(desk: Desk) -> None:
+    # Validly signed by someone, but not the bytes the row was filed under.
+    row = replace(held(1), signed_record=signed(2).raw)
+    await desk.store.quarantine(row)
+    with pytest.raises(VerificationError) as err:
+        await desk.client.approve("q1")
+    assert err.value.reason == "hash_mismatch"
+    assert await desk.lessons() == []
+
+
+async def test_approve_refuses_a_record_signed_in_another_nodes_name(desk: Desk) -> None:
+    # OTHER_KEY signs a record naming SOURCE_KEY's id as its author: verify binds key to id.
+    obj = record_obj(1, SOURCE_KEY)
+    forged = canonical_bytes(sign_object(RecordKind.memory, obj, OTHER_KEY))
+    row = QuarantineRow(
+        id="q1",
+        content_hash=sha256_hex(forged),
+        source_node_id=SOURCE_KEY.node_id,
+        reasons=("unverified_high_confidence",),
+        received_at=NOW,
+        signed_record=forged,
+    )
+    await desk.store.quarantine(row)
+    with pytest.raises(VerificationError) as err:
+        await desk.client.approve("q1")
+    assert err.value.reason == "key_mismatch"
+    assert await desk.lessons() == []
+
+
+async def test_approve_of_bytes_already_stored_adds_no_second_lesson(desk: Desk) -> None:
+    # The same bytes arrived by another path and were accepted while the row waited.
+    sm = signed(1)
+    existing = imported_row(sm, lesson_id="l1", confidence=0.4, via_node_id="", now=NOW)
+    await desk.store.insert_lesson(existing)
+    await desk.store.quarantine(held(1, sm))
+    decision = await desk.client.approve("q1")
+    assert decision.lesson_id == "l1" and decision.entry.state == "approved"
+    assert [lesson.id for lesson in await desk.lessons()] == ["l1"]
+
+
+# -- rejection log ----------------------------------------------------------------------------
+
+
+async def test_rejection_log_is_newest_first_and_limited(desk: Desk) -> None:
+    for n in range(3):
+        await desk.store.record_rejection(
+            RejectionRow(
+                SOURCE_KEY.node_id, "bad_signature", f"h{n}", NOW + timedelta(minutes=n), "via x"
+            )
+        )
+    rows = await desk.client.rejections()
+    assert [r.content_hash for r in rows] == ["h2", "h1", "h0"]
+    assert rows[0].reason == "bad_signature" and rows[0].detail == "via x"
+    assert rows[0].received_at == NOW + timedelta(minutes=2)
+    assert [r.content_hash for r in await desk.client.rejections(limit=1)] == ["h2"]
