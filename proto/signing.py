@@ -14,6 +14,11 @@ The ``signature`` block::
 Verification returns ``None`` or raises ``VerificationError`` with ``reason`` one of
 ``malformed``, ``unknown_algorithm``, ``key_mismatch``, ``hash_mismatch``, ``bad_signature``
 (and ``not_canonical`` from :func:`verify_raw` when asked to insist on canonical bytes).
+
+Order of the checks (numbered the same in the code), cheapest and most specific first, the
+Ed25519 verification last: (0) received bytes only: UTF-8 JSON, and canonical; (1) the
+signature block's shape; (2) the algorithm; (3) the encodings of hash, key and signature;
+(4) the author id bound to the key; (5) the hash of the signing input; (6) the signature.
 """
 
 from __future__ import annotations
