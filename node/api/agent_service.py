@@ -468,14 +468,12 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         """Store the outcome and report every lesson it created, confirmed or contradicted."""
         outcome = Outcome.from_json(request.outcome_json)
         store, service = self._store(), self._service()
-        # A retried call must be safe: an outcome already held changes nothing.
-        if await store.existing_outcome_ids([outcome.id]):
-            return agent_pb2.RecordOutcomeResponse(outcome_id=outcome.id, duplicate=True)
         try:
             result = await service.record_outcome(outcome)
-        except ConflictError:
-            # Lost a race with the same outcome sent concurrently: the other call recorded it.
-            if await store.existing_outcome_ids([outcome.id]):
+        except ConflictError as e:
+            # A retried call must be safe: storing the outcome is the service's first write, so
+            # an id already held fails there with nothing changed. Checked, not assumed.
+            if e.reason == "duplicate_id" and await store.existing_outcome_ids([outcome.id]):
                 return agent_pb2.RecordOutcomeResponse(outcome_id=outcome.id, duplicate=True)
             raise
         ids = list(dict.fromkeys(c.lesson_id for c in result.changes))
