@@ -1,1 +1,1 @@
-"""Quorum validation: the high-stakes rule, voter selection, vote records, tally and certificates."""
+"""Quorum validation: the high-stakes rule, voter selection, vote records, tally, certificates."""
