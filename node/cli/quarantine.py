@@ -1,0 +1,210 @@
+"""``lamarck quarantine list|show|approve|reject|rejections``: the operator's review desk.
+
+Records the import pipeline would not believe on its own wait here (issue 5 §4.4). Approving
+re-verifies the held signed bytes on the node and stores the record as an import; rejecting
+only marks the row (nothing is deleted). ``rejections`` prints the log of refused records.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+from lamarck.node.cli.connect import running_node
+from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
+from lamarck.node.cli.output import emit_json, key_value_table, print_table
+from lamarck.operator import Decision, OperatorClient, QuarantineEntry, Rejection
+from lamarck.proto.timefmt import format_ts
+
+__all__ = [
+    "StateChoice",
+    "app",
+    "approve",
+    "decision_json",
+    "entry_json",
+    "list_quarantine",
+    "operator_for",
+    "register",
+    "reject",
+    "rejection_json",
+    "rejections",
+    "show",
+]
+
+StateChoice = Literal["pending", "approved", "rejected", "all"]
+
+app = typer.Typer(
+    name="quarantine",
+    help="Review records held in quarantine: list, show, approve, reject.",
+    no_args_is_help=True,
+)
+
+_IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The quarantine row's id.")]
+_NoteOption = Annotated[
+    str, typer.Option("--note", help="Why (written to the node's log with the decision).")
+]
+
+
+def operator_for(home: Path) -> OperatorClient:
+    """An OperatorService client to the node running on ``home`` (checked alive first)."""
+    running_node(home)
+    return OperatorClient.from_home(home)
+
+
+def entry_json(entry: QuarantineEntry) -> dict[str, Any]:
+    """A quarantine row as plain JSON (timestamps RFC 3339)."""
+    return {
+        "id": entry.id,
+        "state": entry.state,
+        "record_id": entry.record_id,
+        "source_node_id": entry.source_node_id,
+        "reasons": list(entry.reasons),
+        "received_at": format_ts(entry.received_at),
+        "content_hash": entry.content_hash,
+        "content_preview": entry.content_preview,
+    }
+
+
+def decision_json(decision: Decision) -> dict[str, Any]:
+    """A decided row, with the stored lesson's id on approve (else null)."""
+    return {**entry_json(decision.entry), "lesson_id": decision.lesson_id or None}
+
+
+def rejection_json(row: Rejection) -> dict[str, Any]:
+    """A rejection log row as plain JSON."""
+    return {
+        "received_at": format_ts(row.received_at),
+        "source_node_id": row.source_node_id,
+        "reason": row.reason,
+        "content_hash": row.content_hash,
+        "detail": row.detail,
+    }
+
+
+@app.command("list")
+def list_quarantine(
+    state: Annotated[StateChoice, typer.Option(help="Only rows in this state.")] = "pending",
+    limit: Annotated[int, typer.Option(min=1, help="At most this many rows.")] = 100,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List quarantined records, oldest first."""
+    entries: list[QuarantineEntry] = []
+    with operator_for(resolve_home(home)) as op:
+        for entry in op.iter_quarantine(None if state == "all" else state):
+            entries.append(entry)
+            if len(entries) >= limit:
+                break
+    if as_json:
+        emit_json([entry_json(e) for e in entries])
+        return
+    print_table(
+        f"{len(entries)} quarantined record(s) ({state})",
+        ["id", "state", "received", "source", "reasons", "content"],
+        (
+            (
+                e.id,
+                e.state,
+                format_ts(e.received_at),
+                e.source_node_id,
+                ", ".join(e.reasons),
+                e.content_preview,
+            )
+            for e in entries
+        ),
+        no_wrap=("id", "received"),
+    )
+
+
+@app.command()
+def show(quarantine_id: _IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
+    """Show one quarantined record: why it is held, and the signed record itself."""
+    with operator_for(resolve_home(home)) as op:
+        shown = op.show(quarantine_id)
+    try:
+        record: Any = json.loads(shown.record_json)
+    except ValueError:
+        # Held bytes that do not parse are shown as text: the operator should see them.
+        record = shown.record_json.decode("utf-8", errors="replace")
+    if as_json:
+        emit_json({**entry_json(shown.entry), "record": record})
+        return
+    facts = entry_json(shown.entry)
+    facts["reasons"] = ", ".join(shown.entry.reasons)
+    del facts["content_preview"]
+    if isinstance(record, dict):
+        facts["content"] = record.get("content", "")
+        facts["confidence (claimed)"] = record.get("confidence", "")
+        lesson = record.get("lesson") or {}
+        facts["operation"] = lesson.get("operation", "")
+        facts["scope"] = lesson.get("scope", "")
+    key_value_table(f"quarantine {shown.entry.id}", facts)
+    text = record if isinstance(record, str) else json.dumps(record, indent=2, ensure_ascii=False)
+    typer.echo(text)
+
+
+def _decided(verb: str, decision: Decision, as_json: bool) -> None:
+    if as_json:
+        emit_json(decision_json(decision))
+        return
+    line = f"{verb} {decision.entry.id}"
+    if decision.lesson_id:
+        line += f": stored as lesson {decision.lesson_id}"
+    typer.echo(line)
+
+
+@app.command()
+def approve(
+    quarantine_id: _IdArgument,
+    note: _NoteOption = "",
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Approve: the node re-verifies the signed record and stores it as an import."""
+    with operator_for(resolve_home(home)) as op:
+        decision = op.approve(quarantine_id, note=note)
+    _decided("approved", decision, as_json)
+
+
+@app.command()
+def reject(
+    quarantine_id: _IdArgument,
+    note: _NoteOption = "",
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Reject: the row is marked rejected and kept as history; nothing is stored."""
+    with operator_for(resolve_home(home)) as op:
+        decision = op.reject(quarantine_id, note=note)
+    _decided("rejected", decision, as_json)
+
+
+@app.command()
+def rejections(
+    limit: Annotated[int, typer.Option(min=1, help="At most this many rows.")] = 50,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The log of records the import pipeline refused, newest first."""
+    with operator_for(resolve_home(home)) as op:
+        rows = op.rejections(limit)
+    if as_json:
+        emit_json([rejection_json(r) for r in rows])
+        return
+    print_table(
+        f"{len(rows)} rejection(s)",
+        ["received", "source", "reason", "hash", "detail"],
+        (
+            (format_ts(r.received_at), r.source_node_id, r.reason, r.content_hash[:16], r.detail)
+            for r in rows
+        ),
+        no_wrap=("received", "reason"),
+    )
+
+
+def register(root: typer.Typer) -> None:
+    """Add the ``quarantine`` group to the root app."""
+    root.add_typer(app)
