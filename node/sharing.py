@@ -1,0 +1,436 @@
+"""``Sharing``: the node's network side — registry, publishing, gossip intake and anti-entropy.
+
+Built by the daemon once the store is ready (:meth:`Sharing.start`), stopped before the store
+closes (:meth:`Sharing.stop`). It owns:
+
+* the **registry**: ``LAMARCK_REDIS_URL`` (namespace ``redis_namespace``), or an
+  :class:`~lamarck.registry.embedded.EmbeddedRedis` in the home; wrapped in a
+  :class:`~lamarck.registry.cache.CachedDirectory` (peer list and pins survive an outage) and
+  kept live by a :class:`~lamarck.registry.client.RegistryClient` heartbeat task. When the
+  registry cannot be reached the node still serves: sharing is degraded and says so in the log;
+* the **import side**: :class:`~lamarck.node.importing.view.StoreImportView` and
+  :class:`~lamarck.node.importing.pipeline.ImportPipeline`, used by ``PeerService.Publish``
+  (:attr:`publish_deps`) and by Sync pulls;
+* the **publish side**: a periodic scan (every ``gossip_interval_s``) of this node's lessons
+  that :func:`~lamarck.node.gossip.publisher.may_publish`; each new (lesson id, version) is
+  signed and enqueued in the durable Postgres outbox for a fanout of live peers chosen by the
+  :class:`~lamarck.node.gossip.router.GossipRouter`. The scan is keyed by the record's content
+  hash, which changes with every version; the outbox is idempotent by (hash, target), so a
+  restart that scans again re-enqueues nothing already there. The
+  :class:`~lamarck.node.gossip.outbox.OutboxWorker` then sends ``Publish`` RPCs with retry;
+* **anti-entropy**: every ``anti_entropy_interval_s`` (and once at start) a ``Sync`` pull from
+  each live peer, so a node that was down or partitioned catches up.
+
+Every loop catches and logs its failures: a peer or registry outage never stops the node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import grpc.aio
+
+import lamarck
+from lamarck.errors import LamarckError, NotFound, RegistryError
+from lamarck.node.api.peer_handlers import PublishDeps, shareable_records
+from lamarck.node.gossip.outbox import OutboxWorker, PostgresOutbox
+from lamarck.node.gossip.publisher import GossipParams, may_publish, peers_for, sign_lesson
+from lamarck.node.gossip.router import GossipRouter
+from lamarck.node.gossip.sync import SyncPage, SyncQuery, sync_step
+from lamarck.node.importing.pipeline import ImportPipeline
+from lamarck.node.importing.view import REGISTRY_DEPENDENT_REASONS, StoreImportView
+from lamarck.node.store.port import LessonFilter, LessonStatus
+from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.proto.canonical import sha256_hex
+from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
+from lamarck.registry.cache import CachedDirectory
+from lamarck.registry.client import RegistryClient
+from lamarck.registry.directory import PeerInfo
+from lamarck.registry.embedded import EmbeddedRedis
+from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.redis_directory import RedisPeerDirectory
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.port import InMemoryReputation
+
+if TYPE_CHECKING:
+    from lamarck.node.api.server import NodeContext
+
+__all__ = ["PEER_CACHE_FILE", "ChannelPool", "DeliveryFailed", "Sharing"]
+
+_log = logging.getLogger("lamarck.node.sharing")
+
+#: ``<home>/peers.json``: the cached peer list, pins and revocations.
+PEER_CACHE_FILE = "peers.json"
+# Lessons read per page by the publish scan.
+_PAGE = 500
+# Bound on one Publish or Sync RPC to a peer.
+_RPC_TIMEOUT_S = 10.0
+
+
+class DeliveryFailed(LamarckError):
+    """A peer did not take a batch (transport error, or acks saying "try again later")."""
+
+    default_reason = "delivery_failed"
+
+
+class ChannelPool:
+    """One ``grpc.aio`` channel per peer address, reused across calls, closed together."""
+
+    def __init__(self, options: Sequence[tuple[str, Any]] = ()) -> None:
+        self._options = list(options)
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    def stub(self, address: str) -> Any:
+        """A PeerService stub over the (possibly new) channel to ``address``.
+
+        Typed ``Any``: the generated stubs are typed for sync channels, not ``grpc.aio``.
+        """
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = grpc.aio.insecure_channel(address, options=self._options)
+            self._channels[address] = channel
+        return peer_pb2_grpc.PeerServiceStub(channel)
+
+    async def close(self) -> None:
+        """Close every channel."""
+        channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            await channel.close(None)
+
+
+class Sharing:
+    """The node's registry membership, gossip publishing, intake and anti-entropy."""
+
+    def __init__(
+        self,
+        ctx: NodeContext,
+        store: PostgresLessonStore,
+        *,
+        gossip: GossipParams | None = None,
+        registry: RegistryParams | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        settings = ctx.settings
+        self._ctx = ctx
+        self._store = store
+        self._clock = ctx.clock
+        self._identity = ctx.identity
+        self.params = gossip or GossipParams(
+            anti_entropy_interval_s=settings.anti_entropy_interval_s
+        )
+        self._registry_params = registry or RegistryParams(
+            admission=AdmissionMode(settings.admission)
+        )
+        self._rng = rng or random.Random()
+        self.reputation = InMemoryReputation(ReputationParams(), self._clock)
+        self._embedded: EmbeddedRedis | None = None
+        self.directory: CachedDirectory | None = None
+        self._client: RegistryClient | None = None
+        self.view = StoreImportView(store, self.reputation, self._identity.node_id)
+        self.router = GossipRouter(self.params, self._rng, self._identity.node_id)
+        self.pipeline: ImportPipeline | None = None
+        self.outbox = PostgresOutbox(lambda: self._store.pool)
+        self._worker = OutboxWorker(self.outbox, self._send, self._load, self.params)
+        self._pool = ChannelPool(
+            [
+                ("grpc.max_send_message_length", settings.max_message_bytes),
+                ("grpc.max_receive_message_length", settings.max_message_bytes),
+            ]
+        )
+        self._peers: dict[str, PeerInfo] = {}
+        # Content hashes of own lesson versions already handed to the outbox (this run).
+        self._enqueued: set[str] = set()
+        self._tasks: list[asyncio.Task[None]] = []
+        #: False while the registry could not be reached (sharing works from the cache).
+        self.registry_ok = False
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Connect the registry (degraded, not fatal, when unreachable), load the import
+        indexes, register, and start the background loops."""
+        settings = self._ctx.settings
+        url = settings.redis_url
+        if not url:
+            self._embedded = EmbeddedRedis(settings.home)
+            try:
+                url = await self._embedded.start()
+            except (RegistryError, OSError) as e:
+                _log.warning("embedded redis unavailable; sharing degraded: %s", e)
+                self._embedded = None
+        if url:
+            inner = RedisPeerDirectory.from_url(
+                url,
+                namespace=settings.redis_namespace,
+                params=self._registry_params,
+                clock=self._clock,
+            )
+            self.directory = CachedDirectory(
+                inner, clock=self._clock, path=settings.home / PEER_CACHE_FILE
+            )
+            if self._registry_params.admission is AdmissionMode.OPEN:
+                _log.warning("registry admission is 'open': unsafe outside tests and demos")
+            self._client = RegistryClient(
+                self.directory,
+                self._identity,
+                address=self._ctx.peer_addresses[0] if self._ctx.peer_addresses else "",
+                domains=tuple(settings.domains),
+                version=lamarck.__version__,
+                mode=self._registry_params.admission,
+                clock=self._clock,
+            )
+            self.pipeline = ImportPipeline(
+                store=self._store,
+                view=self.view,
+                pins=self.directory,
+                reputation=self.reputation,
+                embedder=self._ctx.embedder,
+                clock=self._clock,
+                rng=self._rng,
+            )
+        await self.view.load()
+        await self.registry_tick()
+        self._spawn("registry", self.registry_tick, self._registry_params.heartbeat_interval_s)
+        self._spawn("publish", self.publish_once, settings.gossip_interval_s)
+        self._spawn("anti-entropy", self.anti_entropy_once, self.params.anti_entropy_interval_s)
+
+    def _spawn(self, name: str, step: Callable[[], Awaitable[object]], every_s: float) -> None:
+        self._tasks.append(asyncio.create_task(self._loop(name, step, every_s), name=name))
+
+    async def _loop(self, name: str, step: Callable[[], Awaitable[object]], every_s: float) -> None:
+        while True:
+            try:
+                await step()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a loop never dies: the next round retries
+                _log.exception("sharing %s round failed", name)
+            await asyncio.sleep(every_s)
+
+    async def stop(self) -> None:
+        """Cancel the loops, leave the live peer list, close channels and the registry."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._client is not None and self._client.registered:
+            with contextlib.suppress(RegistryError, OSError):
+                await asyncio.wait_for(self._client.deregister(), 2.0)
+        await self._pool.close()
+        if self.directory is not None:
+            directory, self.directory = self.directory, None
+            with contextlib.suppress(RegistryError, OSError):
+                await directory.aclose()
+        if self._embedded is not None:
+            embedded, self._embedded = self._embedded, None
+            try:
+                await embedded.stop()
+            except RegistryError:
+                _log.exception("stopping the embedded redis failed")
+
+    # -- registry -------------------------------------------------------------------------
+    async def registry_tick(self) -> None:
+        """Heartbeat or (re-)register, then refresh the peer list (outages are logged)."""
+        if self._client is None or self.directory is None:
+            return
+        try:
+            result = await self._client.tick()
+        except RegistryError as e:
+            _log.error("registry refused this node: %s (%s)", e, e.reason)
+            self.registry_ok = False
+            return
+        ok = await self.directory.refresh()
+        if ok != self.registry_ok:
+            _log.log(
+                logging.INFO if ok else logging.WARNING,
+                "registry %s (%s)",
+                "reachable" if ok else "unreachable; sharing from the peer cache",
+                result.value,
+            )
+        self.registry_ok = ok
+        peers = await self.directory.live_peers()
+        self._peers = {p.node_id: p for p in peers if p.node_id != self._identity.node_id}
+
+    async def live_peers(self) -> list[str]:
+        """Ids of the live peers (other than this node) as last seen in the registry."""
+        return sorted(self._peers)
+
+    # -- intake ---------------------------------------------------------------------------
+    @property
+    def publish_deps(self) -> PublishDeps | None:
+        """What ``PeerService.Publish`` needs; ``None`` while there is no registry at all."""
+        if self.pipeline is None:
+            return None
+        return PublishDeps(
+            pipeline=self.pipeline,
+            router=self.router,
+            live_peers=self.live_peers,
+            forward_send=self._forward,
+        )
+
+    async def shareable(self, requester: str) -> dict[str, bytes]:
+        """What this node may send ``requester`` in a Sync, by content hash."""
+        return await shareable_records(
+            self._store, self._identity, self.params, self.reputation, requester
+        )
+
+    # -- publishing -----------------------------------------------------------------------
+    async def publish_once(self) -> int:
+        """Enqueue new publishable lesson versions for a fanout, then drain the outbox.
+
+        Returns the deliveries made in this round.
+        """
+        now = self._clock.now()
+        await self._scan(now)
+        return await self._worker.run_once(now)
+
+    async def _scan(self, now: datetime) -> None:
+        peers = await self.live_peers()
+        if not peers:
+            return  # nobody to send to yet: the next round (or the peers' Sync) catches up
+        offset = 0
+        while True:
+            rows = await self._store.list_lessons(
+                LessonFilter(
+                    statuses=(LessonStatus.ACTIVE,),
+                    imported=False,
+                    min_confidence=self.params.publish_threshold,
+                    limit=_PAGE,
+                    offset=offset,
+                )
+            )
+            for row in rows:
+                if not may_publish(row, self.params):
+                    continue
+                signed = sign_lesson(row, self._identity)
+                if signed.content_hash in self._enqueued:
+                    continue
+                allowed = peers_for(row.access_level, peers, self.reputation, self.params)
+                targets = self.router.choose(allowed)
+                if not targets:
+                    continue
+                self.router.first_sight(signed.content_hash)
+                await self.outbox.enqueue(row.id, signed.content_hash, targets, now)
+                self._enqueued.add(signed.content_hash)
+            if len(rows) < _PAGE:
+                return
+            offset += _PAGE
+
+    async def _load(self, lesson_id: str, content_hash: str) -> bytes | None:
+        """The signed bytes of a queued lesson version, or None once it changed or left."""
+        try:
+            row = await self._store.get_lesson(lesson_id)
+        except NotFound:
+            return None
+        if not may_publish(row, self.params):
+            return None
+        signed = sign_lesson(row, self._identity)
+        return signed.raw if signed.content_hash == content_hash else None
+
+    def _address(self, node_id: str) -> str:
+        peer = self._peers.get(node_id)
+        if peer is None or not peer.address:
+            raise DeliveryFailed(f"peer {node_id} is not live", reason="peer_not_live")
+        return peer.address
+
+    async def _publish(self, target: str, raws: Sequence[bytes], hop_count: int) -> None:
+        """One Publish RPC; raises ``DeliveryFailed`` unless every record was decided."""
+        request = peer_pb2.PublishRequest(
+            records=[
+                records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=raw)
+                for raw in raws
+            ],
+            sender_node_id=self._identity.node_id,
+            origin_node_id=self._identity.node_id if hop_count == 0 else "",
+            hop_count=hop_count,
+            hop_limit=self.params.hop_limit,
+        )
+        try:
+            reply = await self._pool.stub(self._address(target)).Publish(
+                request, timeout=_RPC_TIMEOUT_S
+            )
+        except grpc.aio.AioRpcError as e:
+            raise DeliveryFailed(
+                f"Publish to {target}: {e.code().name}", reason="rpc_failed"
+            ) from e
+        retry = [
+            a.reason
+            for a in reply.acks
+            if a.status == records_pb2.ACK_STATUS_DEFERRED or a.reason in REGISTRY_DEPENDENT_REASONS
+        ]
+        if retry:
+            raise DeliveryFailed(f"Publish to {target} deferred: {retry[0]}", reason="deferred")
+
+    async def _send(self, target: str, raws: Sequence[bytes]) -> None:
+        await self._publish(target, raws, 0)
+
+    async def _forward(self, target: str, raws: Sequence[bytes], hop_count: int) -> None:
+        try:
+            await self._publish(target, raws, hop_count)
+        except DeliveryFailed as e:
+            _log.info("forward to %s failed (Sync repairs it): %s", target, e)
+            raise
+
+    # -- anti-entropy ---------------------------------------------------------------------
+    async def anti_entropy_once(self) -> int:
+        """Pull what this node lacks from every live peer; returns records received."""
+        if self.pipeline is None:
+            return 0
+        received = 0
+        for peer in await self.live_peers():
+            try:
+                received += await self.sync_with(peer)
+            except DeliveryFailed as e:
+                _log.info("sync with %s failed: %s", peer, e)
+        return received
+
+    async def sync_with(self, peer: str) -> int:
+        """One anti-entropy pull from ``peer``."""
+        pipeline = self.pipeline
+        if pipeline is None:
+            return 0
+        stub = self._pool.stub(self._address(peer))
+        mine = set(await self.shareable(self._identity.node_id))
+
+        async def fetch(query: SyncQuery) -> SyncPage:
+            request = peer_pb2.SyncRequest(
+                requester_node_id=self._identity.node_id,
+                cursor=query.cursor,
+                buckets=[
+                    peer_pb2.HashBucket(prefix=p, count=b.count, digest=b.digest)
+                    for p, b in (query.buckets or {}).items()
+                ],
+                max_records=query.max_records,
+            )
+            records: list[tuple[str, bytes]] = []
+            cursor, more = query.cursor, False
+            try:
+                async for page in stub.Sync(request, timeout=_RPC_TIMEOUT_S):
+                    records += [
+                        (sha256_hex(r.canonical_json), r.canonical_json) for r in page.records
+                    ]
+                    cursor, more = page.cursor, page.more
+            except grpc.aio.AioRpcError as e:
+                raise DeliveryFailed(
+                    f"Sync from {peer}: {e.code().name}", reason="rpc_failed"
+                ) from e
+            return SyncPage(records=tuple(records), cursor=cursor, more=more)
+
+        async def importer(raw: bytes) -> object:
+            return await pipeline.import_record(raw, via_node_id=peer)
+
+        return await sync_step(
+            mine,
+            fetch,
+            importer,
+            prefix_len=self.params.sync_prefix_len,
+            page_size=self.params.batch_size,
+        )

@@ -1,0 +1,46 @@
+"""Two real node processes on a real Redis: a lesson learned on A reaches B.
+
+Each node runs as ``python -m lamarck.node.daemon`` with embedded Postgres and the hashing
+embedder, registers in a per-test Redis namespace (admission ``open``: tests only), publishes
+through its outbox and pulls through anti-entropy Sync.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from conftest import expected_transfer, imported, wait_for
+
+from lamarck.client import Client
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_lesson_learned_on_a_reaches_b_with_the_transferred_confidence(net: Any) -> None:
+    a, b = net.start(), net.start()
+    target = f"docs-{uuid.uuid4().hex[:8]}"
+    lesson = net.learn(a, target)
+
+    copy = wait_for(lambda: imported(b, lesson.id), f"B to import {lesson.id}")
+
+    assert copy.source_node_id == a.node_id
+    assert copy.original_confidence == pytest.approx(lesson.confidence)
+    assert copy.confidence == pytest.approx(expected_transfer(lesson.confidence))
+    with Client(b.agent_addr, timeout=20) as client:
+        recalled = client.recall(f"build {target}", session_id="b-1")
+    assert copy.id in [x.id for x in recalled.lessons]
+
+
+def test_a_node_stopped_before_the_publish_gets_the_lesson_after_restart(net: Any) -> None:
+    a, b = net.start(), net.start()
+    b_home = b.home
+    assert b.stop() == 0
+    lesson = net.learn(a, f"svc-{uuid.uuid4().hex[:8]}")
+
+    b = net.start(b_home)
+
+    copy = wait_for(lambda: imported(b, lesson.id), f"restarted B to get {lesson.id}")
+    assert copy.source_node_id == a.node_id
+    assert copy.confidence == pytest.approx(expected_transfer(lesson.confidence))
