@@ -12,7 +12,10 @@ pending. A verified record is stored the way the pipeline's store step (10) stor
 import (``lamarck.node.importing.pipeline.imported_row``: a local id, an embedding computed
 here from the content, the original signed bytes, a provenance entry), with the seed's
 transfer confidence for its source's reputation and no verified votes; then the row is marked
-approved. Rejecting only marks the row: nothing is stored, nothing is deleted.
+approved. When the node runs the sharing side, stage (3) is checked again too (the source may
+have been revoked, or its key rotated, since the record was held) and the import view learns
+that the record is now stored, so a later copy is a duplicate and an older version is
+superseded. Rejecting only marks the row: nothing is stored, nothing is deleted.
 
 Decisions are serialised by one lock and re-read the row under it, so two operators deciding
 the same row get one success and one ``ConflictError(reason="already_decided")``.
@@ -26,12 +29,20 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from lamarck.errors import ConflictError, InvalidRecord, NotFound, VerificationError
+from lamarck.errors import (
+    ConflictError,
+    InvalidRecord,
+    NotFound,
+    PolicyRejected,
+    RegistryError,
+    VerificationError,
+)
 from lamarck.node.api.server import NodeContext
 from lamarck.node.embedding import Embedder
 from lamarck.node.importing.decision import ImportParams
-from lamarck.node.importing.pipeline import imported_row
+from lamarck.node.importing.pipeline import KeyPins, PinReason, imported_row
 from lamarck.node.importing.transfer import TransferParams, transfer_confidence
+from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.port import LessonStore, QuarantineRow, RejectionRow
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
@@ -123,7 +134,9 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
 
     ``store`` may be a zero-argument callable read on each call (the daemon's raises
     ``StoreUnavailable`` until the store is migrated). ``reputation`` maps a source node id to
-    its score in [0, 1]; without one every source stands at the initial score.
+    its score in [0, 1]; without one every source stands at the initial score. ``pins`` and
+    ``view`` return the registry's key pins and the import view when the node shares (else
+    ``None``: no registry to re-check, no index to update).
     """
 
     def __init__(
@@ -135,6 +148,8 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         reputation: Callable[[str], float] | None = None,
         import_params: ImportParams | None = None,
         transfer_params: TransferParams | None = None,
+        pins: Callable[[], KeyPins | None] | None = None,
+        view: Callable[[], StoreImportView | None] | None = None,
     ) -> None:
         self._store = _provider(store, LessonStore)
         self._clock = clock
@@ -143,6 +158,8 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         self._reputation = reputation or (lambda _node_id: initial)
         self._import_params = import_params or ImportParams()
         self._transfer_params = transfer_params or TransferParams()
+        self._pins = pins or (lambda: None)
+        self._view = view or (lambda: None)
         self._decide_lock = asyncio.Lock()
 
     async def _row(self, quarantine_id: str) -> QuarantineRow:
@@ -257,9 +274,34 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             )
         return signed
 
+    async def _check_pin(self, signed: SignedMemory) -> None:
+        """Stage (3) again, when the node has a registry: fail closed if it cannot answer."""
+        pins = self._pins()
+        if pins is None:
+            return
+        source = signed.source_agent_id
+        try:
+            revoked = await pins.is_revoked(source)
+            pinned = None if revoked else await pins.pinned_key(source)
+        except RegistryError as e:
+            raise PolicyRejected(str(e), reason=PinReason.REGISTRY_UNAVAILABLE) from e
+        if revoked:
+            raise PolicyRejected(f"source {source} is revoked", reason=PinReason.REVOKED_SOURCE)
+        if pinned is None:
+            raise PolicyRejected(
+                f"source {source} is not registered", reason=PinReason.UNREGISTERED_SOURCE
+            )
+        signature = signed.memory.signature
+        if signature is None or signature.signed_by != pinned:
+            raise VerificationError(
+                f"record is not signed with the key pinned to {source}",
+                reason=PinReason.KEY_NOT_PINNED,
+            )
+
     async def _store_approved(self, row: QuarantineRow) -> str:
         """Re-verify the held record and store it as an import; returns the lesson id."""
         signed = self._reverify(row)
+        await self._check_pin(signed)
         store = self._store()
         held = await store.find_by_content_hash(signed.content_hash)
         if held is not None:
@@ -281,10 +323,46 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             now=self._clock.now(),
             embedding=vectors[0],
         )
-        await store.insert_lesson(lesson)
+        view = self._view()
+        older = view.held.latest_lesson_id(record.id) if view is not None else None
+        if older is not None:
+            try:
+                await store.supersede(older, lesson)
+            except ConflictError:
+                # The older copy was retired or superseded here already: keep that, add this.
+                await store.insert_lesson(lesson)
+        else:
+            await store.insert_lesson(lesson)
+        if view is not None:
+            view.note_held(record, signed.content_hash, lesson_id=lesson.id)
         return lesson.id
 
 
 def make_operator_servicer(ctx: NodeContext) -> OperatorServicer:
-    """The OperatorService for a daemon's ``NodeContext`` (its store is read on each call)."""
-    return OperatorServicer(lambda: ctx.store, ctx.clock, embedder=ctx.embedder)
+    """The OperatorService for a daemon's ``NodeContext``.
+
+    The store, and the sharing side's reputation, key pins and import view, are read on each
+    call: they appear once the node has started them.
+    """
+    initial = ReputationParams().initial_score
+
+    def reputation(node_id: str) -> float:
+        sharing = ctx.sharing
+        return sharing.reputation.score(node_id) if sharing is not None else initial
+
+    def pins() -> KeyPins | None:
+        sharing = ctx.sharing
+        return sharing.directory if sharing is not None else None
+
+    def view() -> StoreImportView | None:
+        sharing = ctx.sharing
+        return sharing.view if sharing is not None else None
+
+    return OperatorServicer(
+        lambda: ctx.store,
+        ctx.clock,
+        embedder=ctx.embedder,
+        reputation=reputation,
+        pins=pins,
+        view=view,
+    )

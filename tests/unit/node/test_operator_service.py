@@ -22,10 +22,17 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from lamarck.errors import ConflictError, InvalidRecord, NotFound, VerificationError
+from lamarck.errors import (
+    ConflictError,
+    InvalidRecord,
+    NotFound,
+    PolicyRejected,
+    VerificationError,
+)
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.importing.pipeline import imported_row
+from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter, QuarantineRow, RejectionRow
 from lamarck.operator import AsyncOperatorClient
@@ -37,6 +44,8 @@ from lamarck.proto.signed import SignedMemory
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.port import InMemoryReputation
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SOURCE_KEY = NodeIdentity.from_seed(bytes([7]) * 32)
@@ -328,6 +337,96 @@ async def test_approve_of_bytes_already_stored_adds_no_second_lesson(desk: Desk)
     decision = await desk.client.approve("q1")
     assert decision.lesson_id == "l1" and decision.entry.state == "approved"
     assert [lesson.id for lesson in await desk.lessons()] == ["l1"]
+
+
+# -- with the sharing side: key pins and the import view -------------------------------------
+
+
+@dataclass
+class FakePins:
+    """Registry facts: pinned keys by node id, and revoked ids."""
+
+    keys: dict[str, str]
+    revoked: set[str]
+
+    async def pinned_key(self, node_id: str) -> str | None:
+        return self.keys.get(node_id)
+
+    async def is_revoked(self, node_id: str) -> bool:
+        return node_id in self.revoked
+
+
+async def _serve(servicer: OperatorServicer) -> tuple[grpc.aio.Server, AsyncOperatorClient]:
+    server = grpc.aio.server(interceptors=[ErrorInterceptor()])
+    operator_pb2_grpc.add_OperatorServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    return server, AsyncOperatorClient(f"127.0.0.1:{port}", timeout=10.0)
+
+
+def _key_of(identity: NodeIdentity) -> str:
+    sig = json.loads(signed(1, identity).raw)["signature"]
+    return str(sig["signed_by"])
+
+
+@pytest.mark.parametrize(
+    ("pins", "error", "reason"),
+    [
+        (FakePins({}, {SOURCE_KEY.node_id}), PolicyRejected, "revoked_source"),
+        (FakePins({}, set()), PolicyRejected, "unregistered_source"),
+        (FakePins({SOURCE_KEY.node_id: "rotated-key"}, set()), VerificationError, "key_not_pinned"),
+    ],
+)
+async def test_approve_rechecks_the_key_pin_when_the_node_has_a_registry(
+    pins: FakePins, error: type[Exception], reason: str
+) -> None:
+    store = InMemoryLessonStore(dim=TinyEmbedder.dim)
+    servicer = OperatorServicer(
+        store, FixedClock(NOW + timedelta(hours=1)), embedder=TinyEmbedder(), pins=lambda: pins
+    )
+    server, client = await _serve(servicer)
+    try:
+        await store.quarantine(held(1))
+        with pytest.raises(error) as err:
+            await client.approve("q1")
+        assert getattr(err.value, "reason", None) == reason
+        assert await store.list_lessons(LessonFilter(statuses=None)) == []
+        assert (await client.show("q1")).entry.state == "pending"
+        # With the right pin the same row is approved.
+        pins.keys, pins.revoked = {SOURCE_KEY.node_id: _key_of(SOURCE_KEY)}, set()
+        assert (await client.approve("q1")).entry.state == "approved"
+    finally:
+        await client.close()
+        await server.stop(None)
+
+
+async def test_approve_supersedes_an_older_version_and_indexes_the_new_one() -> None:
+    store = InMemoryLessonStore(dim=TinyEmbedder.dim)
+    view = StoreImportView(
+        store, InMemoryReputation(ReputationParams(), FixedClock(NOW)), OTHER_KEY.node_id
+    )
+    v1 = signed(1)
+    lesson_block = {"operation": "deploy.restart", "scope": "global", "status": "active"}
+    v2 = signed(
+        1, content="Run migrations, then restart the api.", lesson={**lesson_block, "version": 2}
+    )
+    await store.insert_lesson(
+        imported_row(v1, lesson_id="l1", confidence=0.4, via_node_id="", now=NOW)
+    )
+    await store.quarantine(held(2, v2))
+    await view.load()
+    servicer = OperatorServicer(
+        store, FixedClock(NOW + timedelta(hours=1)), embedder=TinyEmbedder(), view=lambda: view
+    )
+    server, client = await _serve(servicer)
+    try:
+        decision = await client.approve("q2")
+    finally:
+        await client.close()
+        await server.stop(None)
+    [old] = await store.get_lessons(["l1"])
+    assert old.superseded_by == decision.lesson_id
+    assert view.held.latest_lesson_id(v2.memory.id) == decision.lesson_id
 
 
 # -- rejection log ----------------------------------------------------------------------------
