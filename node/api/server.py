@@ -42,7 +42,14 @@ from lamarck.node.store.port import LessonStore
 from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, peer_pb2, peer_pb2_grpc
+from lamarck.proto.v1 import (
+    agent_pb2,
+    agent_pb2_grpc,
+    operator_pb2,
+    operator_pb2_grpc,
+    peer_pb2,
+    peer_pb2_grpc,
+)
 
 if TYPE_CHECKING:
     from lamarck.node.sharing import Sharing
@@ -50,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AGENT_SERVICE",
     "HEALTH_SERVICE",
+    "OPERATOR_SERVICE",
     "PEER_SERVICE",
     "AgentServicerFactory",
     "NodeContext",
@@ -63,6 +71,7 @@ __all__ = [
 PEER_SERVICE: str = peer_pb2.DESCRIPTOR.services_by_name["PeerService"].full_name
 AGENT_SERVICE: str = agent_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name
 HEALTH_SERVICE: str = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+OPERATOR_SERVICE: str = operator_pb2.DESCRIPTOR.services_by_name["OperatorService"].full_name
 
 
 @dataclass
@@ -276,13 +285,18 @@ async def build_servers(
     ctx.agent_address = agent_address
 
     health = HealthServicer()
-    for server, service in ((peer, PEER_SERVICE), (agent, AGENT_SERVICE)):
+    for server, services in ((peer, (PEER_SERVICE,)), (agent, (AGENT_SERVICE, OPERATOR_SERVICE))):
         health_pb2_grpc.add_HealthServicer_to_server(health, server)
         reflection.enable_server_reflection(
-            (service, HEALTH_SERVICE, reflection.SERVICE_NAME), server
+            (*services, HEALTH_SERVICE, reflection.SERVICE_NAME), server
         )
     peer_pb2_grpc.add_PeerServiceServicer_to_server(peer_factory(ctx), peer)
     agent_pb2_grpc.add_AgentServiceServicer_to_server(agent_factory(ctx), agent)
+    # The operator's desk shares the agent server (and so its bearer token). Imported here:
+    # the servicer module imports NodeContext from this one.
+    from lamarck.node.api.operator_service import make_operator_servicer
+
+    operator_pb2_grpc.add_OperatorServiceServicer_to_server(make_operator_servicer(ctx), agent)
 
     servers = NodeServers(peer, agent, health, peer_address, agent_address)
     await servers.set_serving(False)
