@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -21,20 +23,32 @@ import grpc.aio
 import numpy as np
 import numpy.typing as npt
 import pytest
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from lamarck.errors import (
     ConflictError,
     InvalidRecord,
     NotFound,
     PolicyRejected,
+    StoreUnavailable,
     VerificationError,
 )
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.operator_service import OperatorServicer
+from lamarck.node.api.peer_service import PeerService
+from lamarck.node.api.server import (
+    AGENT_SERVICE,
+    OPERATOR_SERVICE,
+    NodeContext,
+    UnimplementedAgentService,
+    build_servers,
+)
+from lamarck.node.config import load_settings
 from lamarck.node.importing.pipeline import imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter, QuarantineRow, RejectionRow
+from lamarck.node.store.service import LessonService
 from lamarck.operator import AsyncOperatorClient
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.clock import FixedClock
@@ -444,3 +458,34 @@ async def test_rejection_log_is_newest_first_and_limited(desk: Desk) -> None:
     assert rows[0].reason == "bad_signature" and rows[0].detail == "via x"
     assert rows[0].received_at == NOW + timedelta(minutes=2)
     assert [r.content_hash for r in await desk.client.rejections(limit=1)] == ["h2"]
+
+
+# -- wiring -----------------------------------------------------------------------------------
+
+
+async def test_the_node_serves_the_operator_desk_on_its_agent_server(tmp_path: Path) -> None:
+    settings = load_settings(home=tmp_path, listen="127.0.0.1:0", agent_listen="127.0.0.1:0")
+    clock = FixedClock(NOW + timedelta(hours=1))
+    ctx = NodeContext(settings=settings, identity=OTHER_KEY, clock=clock, embedder=TinyEmbedder())
+    servers = await build_servers(
+        ctx, peer_factory=PeerService, agent_factory=lambda c: UnimplementedAgentService()
+    )
+    client = AsyncOperatorClient(servers.agent_address, timeout=10.0)
+    try:
+        with pytest.raises(StoreUnavailable):  # the store is not ready yet
+            await client.list_quarantine()
+        store = InMemoryLessonStore(dim=TinyEmbedder.dim)
+        ctx.set_ready(store, LessonService(store, TinyEmbedder(), clock, rng=random.Random(1)))
+        await store.quarantine(held(1))
+        assert [e.id for e in await client.list_quarantine()] == ["q1"]
+        assert (await client.approve("q1")).entry.state == "approved"
+        async with grpc.aio.insecure_channel(servers.agent_address) as channel:
+            stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+            request = reflection_pb2.ServerReflectionRequest(list_services="")
+            async for answer in stub.ServerReflectionInfo(iter([request])):
+                names = {s.name for s in answer.list_services_response.service}
+                break
+        assert OPERATOR_SERVICE in names and AGENT_SERVICE in names
+    finally:
+        await client.close()
+        await servers.stop(0)
