@@ -14,9 +14,10 @@ closes (:meth:`Sharing.stop`). It owns:
 * the **publish side**: a periodic scan (every ``gossip_interval_s``) of this node's lessons
   that :func:`~lamarck.node.gossip.publisher.may_publish`; each new (lesson id, version) is
   signed and enqueued in the durable Postgres outbox for a fanout of live peers chosen by the
-  :class:`~lamarck.node.gossip.router.GossipRouter`. The scan is keyed by the record's content
-  hash, which changes with every version; the outbox is idempotent by (hash, target), so a
-  restart that scans again re-enqueues nothing already there. The
+  :class:`~lamarck.node.gossip.router.GossipRouter`. The scan remembers the (lesson id,
+  version) pairs it enqueued, so a lesson is signed once per version; the outbox is idempotent
+  by (content hash, target), so a restart that scans again re-enqueues nothing already there
+  (a restart may pick other fanout targets: they get a duplicate at worst). The
   :class:`~lamarck.node.gossip.outbox.OutboxWorker` then sends ``Publish`` RPCs with retry;
 * **anti-entropy**: every ``anti_entropy_interval_s`` (and once at start) a ``Sync`` pull from
   each live peer, so a node that was down or partitioned catches up.
@@ -41,7 +42,13 @@ import lamarck
 from lamarck.errors import LamarckError, NotFound, RegistryError
 from lamarck.node.api.peer_handlers import PublishDeps, shareable_records
 from lamarck.node.gossip.outbox import OutboxWorker, PostgresOutbox
-from lamarck.node.gossip.publisher import GossipParams, may_publish, peers_for, sign_lesson
+from lamarck.node.gossip.publisher import (
+    GossipParams,
+    lesson_version,
+    may_publish,
+    peers_for,
+    sign_lesson,
+)
 from lamarck.node.gossip.router import GossipRouter
 from lamarck.node.gossip.sync import SyncPage, SyncQuery, sync_step
 from lamarck.node.importing.pipeline import ImportPipeline
@@ -145,11 +152,11 @@ class Sharing:
             ]
         )
         self._peers: dict[str, PeerInfo] = {}
-        # Content hashes of own lesson versions already handed to the outbox (this run).
-        self._enqueued: set[str] = set()
+        # (lesson id, version) of own lessons already handed to the outbox in this run.
+        self._enqueued: set[tuple[str, int]] = set()
         self._tasks: list[asyncio.Task[None]] = []
-        #: False while the registry could not be reached (sharing works from the cache).
-        self.registry_ok = False
+        # None until the first registry round; then whether the registry answered.
+        self._registry_state: bool | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -161,7 +168,7 @@ class Sharing:
             self._embedded = EmbeddedRedis(settings.home)
             try:
                 url = await self._embedded.start()
-            except (RegistryError, OSError) as e:
+            except (RegistryError, OSError, ImportError) as e:
                 _log.warning("embedded redis unavailable; sharing degraded: %s", e)
                 self._embedded = None
         if url:
@@ -243,21 +250,26 @@ class Sharing:
             return
         try:
             result = await self._client.tick()
+            ok = await self.directory.refresh()
         except RegistryError as e:
             _log.error("registry refused this node: %s (%s)", e, e.reason)
-            self.registry_ok = False
+            self._registry_state = False
             return
-        ok = await self.directory.refresh()
-        if ok != self.registry_ok:
+        if ok != self._registry_state:
             _log.log(
                 logging.INFO if ok else logging.WARNING,
                 "registry %s (%s)",
                 "reachable" if ok else "unreachable; sharing from the peer cache",
                 result.value,
             )
-        self.registry_ok = ok
+        self._registry_state = ok
         peers = await self.directory.live_peers()
         self._peers = {p.node_id: p for p in peers if p.node_id != self._identity.node_id}
+
+    @property
+    def registry_ok(self) -> bool:
+        """Whether the registry answered the last round (else sharing runs from the cache)."""
+        return bool(self._registry_state)
 
     async def live_peers(self) -> list[str]:
         """Ids of the live peers (other than this node) as last seen in the registry."""
@@ -308,18 +320,17 @@ class Sharing:
                 )
             )
             for row in rows:
-                if not may_publish(row, self.params):
-                    continue
-                signed = sign_lesson(row, self._identity)
-                if signed.content_hash in self._enqueued:
+                key = (row.id, lesson_version(row))
+                if key in self._enqueued or not may_publish(row, self.params):
                     continue
                 allowed = peers_for(row.access_level, peers, self.reputation, self.params)
                 targets = self.router.choose(allowed)
                 if not targets:
                     continue
+                signed = sign_lesson(row, self._identity)
                 self.router.first_sight(signed.content_hash)
                 await self.outbox.enqueue(row.id, signed.content_hash, targets, now)
-                self._enqueued.add(signed.content_hash)
+                self._enqueued.add(key)
             if len(rows) < _PAGE:
                 return
             offset += _PAGE

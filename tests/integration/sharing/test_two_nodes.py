@@ -7,11 +7,13 @@ through its outbox and pulls through anti-entropy Sync.
 
 from __future__ import annotations
 
+import socket
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import expected_transfer, imported, wait_for
+from conftest import expected_transfer, fixtures, imported, wait_for
 
 from lamarck.client import Client
 
@@ -44,3 +46,21 @@ def test_a_node_stopped_before_the_publish_gets_the_lesson_after_restart(net: An
     copy = wait_for(lambda: imported(b, lesson.id), f"restarted B to get {lesson.id}")
     assert copy.source_node_id == a.node_id
     assert copy.confidence == pytest.approx(expected_transfer(lesson.confidence))
+
+
+def test_a_node_whose_registry_is_unreachable_still_starts_and_serves(
+    net: Any, tmp_path: Path
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    node = fixtures.start_node(
+        tmp_path / "lonely",
+        **{**net.flags(), "redis_url": f"redis://127.0.0.1:{closed}/0"},
+    )
+    try:
+        with Client(node.agent_addr, timeout=20) as client:
+            assert client.list_lessons().lessons == ()
+        assert "sharing from the peer cache" in node.stderr()
+    finally:
+        assert node.stop() == 0
