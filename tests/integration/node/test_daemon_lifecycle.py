@@ -31,6 +31,7 @@ pytestmark = pytest.mark.integration
 
 PEER = "lamarck.v1.PeerService"
 AGENT = "lamarck.v1.AgentService"
+OPERATOR = "lamarck.v1.OperatorService"
 HEALTH = "grpc.health.v1.Health"
 REFLECTION = "grpc.reflection.v1alpha.ServerReflection"
 
@@ -74,7 +75,12 @@ def test_peer_health_is_serving_for_node_and_each_service(node: Any) -> None:
 
 def test_reflection_lists_each_servers_services(node: Any) -> None:
     assert _list_services(node.peer_addr) == {PEER, HEALTH, REFLECTION}
-    assert _list_services(node.agent_addr, node.agent_metadata()) == {AGENT, HEALTH, REFLECTION}
+    assert _list_services(node.agent_addr, node.agent_metadata()) == {
+        AGENT,
+        OPERATOR,
+        HEALTH,
+        REFLECTION,
+    }
 
 
 def test_agent_api_beyond_loopback_refuses_calls_without_the_token(node: Any) -> None:
