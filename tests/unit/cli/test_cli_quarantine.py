@@ -25,13 +25,11 @@ import grpc.aio
 import numpy as np
 import numpy.typing as npt
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.operator_service import OperatorServicer
-from lamarck.node.cli import quarantine
-from lamarck.node.cli.errors import LamarckGroup
+from lamarck.node.cli import app
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter, LessonRow, QuarantineRow, RejectionRow
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
@@ -126,14 +124,8 @@ class FakeNode:
         return self.run(self.store.list_lessons(LessonFilter(statuses=None, limit=100)))
 
     def cli(self, *args: str) -> Any:
-        root = typer.Typer(cls=LamarckGroup, pretty_exceptions_enable=False, add_completion=False)
-        quarantine.register(root)
-
-        @root.command()
-        def version() -> None:  # a second command keeps `quarantine` a subgroup
-            """Unused."""
-
-        return runner.invoke(root, ["quarantine", *args, "--home", str(self.home)])
+        """Run ``lamarck quarantine <args> --home <home>``."""
+        return runner.invoke(app, ["quarantine", *args, "--home", str(self.home)])
 
 
 @pytest.fixture
@@ -279,13 +271,13 @@ def test_bad_state_is_a_usage_error(node: FakeNode) -> None:
 
 
 def test_no_running_node_is_one_error_line(tmp_path: Path) -> None:
-    root = typer.Typer(cls=LamarckGroup, pretty_exceptions_enable=False, add_completion=False)
-    quarantine.register(root)
-
-    @root.command()
-    def version() -> None:
-        """Unused."""
-
-    result = runner.invoke(root, ["quarantine", "list", "--home", str(tmp_path)])
+    result = runner.invoke(app, ["quarantine", "list", "--home", str(tmp_path)])
     assert result.exit_code == 1
     assert _one_error_line(result.stderr).startswith("error: not_running: ")
+
+
+def test_the_group_is_registered_with_every_command() -> None:
+    result = runner.invoke(app, ["quarantine", "--help"])
+    assert result.exit_code == 0
+    for command in ("list", "show", "approve", "reject", "rejections"):
+        assert command in result.stdout
