@@ -355,33 +355,35 @@ async def _exact_sql_agrees(
 # -- the run -----------------------------------------------------------------------------------
 
 
-def _choose_embedder(kind: str, quick: bool, n_texts: int, cached: bool) -> tuple[Embedder, str]:
+def _choose_embedder(kind: str, quick: bool, uncached: int) -> tuple[Embedder, str]:
     """The embedder for this run and why; hashing only when asked or when quick mode can't wait.
 
-    ``--quick`` must finish in under a minute: when MiniLM's vectors are not cached and a
-    probe says embedding them would take more than ``_QUICK_EMBED_BUDGET_S``, it falls back to
-    the hashing embedder and says so.
+    ``--quick`` must finish in under a minute: when a probe says embedding the ``uncached``
+    texts with MiniLM would take more than ``_QUICK_EMBED_BUDGET_S``, it falls back to the
+    hashing embedder and says so.
     """
     if kind == "hashing":
         return HashingEmbedder(), "requested"
     embedder = make_embedder("minilm") if kind == "minilm" else make_embedder("auto")
     if not isinstance(embedder, MiniLMEmbedder):
         return embedder, "MiniLM not installed"
-    if quick and not cached and kind == "auto":
+    if uncached == 0:
+        return embedder, "all vectors cached"
+    if quick and kind == "auto":
         probe = lesson_sentences(64, seed=99)
         embedder.load()
-        embedder.embed(probe[:8])  # first call pays one-off set-up
+        embedder.embed(probe[:8])  # the first call pays one-off set-up
         start = time.perf_counter()
         embedder.embed(probe)
         rate = len(probe) / (time.perf_counter() - start)
-        estimate = n_texts / rate
+        estimate = uncached / rate
         if estimate > _QUICK_EMBED_BUDGET_S:
             return HashingEmbedder(), (
-                f"quick mode: MiniLM would need ~{estimate:.0f} s for {n_texts} texts "
-                f"at {rate:.0f}/s (budget {_QUICK_EMBED_BUDGET_S:.0f} s)"
+                f"quick mode: MiniLM would need ~{estimate:.0f} s for {uncached} uncached "
+                f"texts at {rate:.0f}/s (budget {_QUICK_EMBED_BUDGET_S:.0f} s)"
             )
-        return embedder, f"probe {rate:.0f} sentences/s, ~{estimate:.0f} s to embed"
-    return embedder, "cached vectors" if cached else "real model"
+        return embedder, f"{uncached} texts to embed at ~{rate:.0f}/s"
+    return embedder, f"{uncached} texts to embed"
 
 
 _QUICK_EMBED_BUDGET_S = 30.0
@@ -401,23 +403,24 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         (task_queries(n_queries, seed + 1), seed + 1, "queries", task_queries),
         (lesson_sentences(n_single, seed + 2), seed + 2, "single", lesson_sentences),
     ]
-    minilm_cached = all(
-        _load_cached(t, s, MINILM_MODEL_NAME, DEFAULT_DIM, label=lb, generator=g) is not None
-        for t, s, lb, g in sets
+    # Texts MiniLM would still have to embed (the rest is cached, possibly as a prefix).
+    uncached = sum(
+        len(t)
+        for t, sd, lb, g in sets
+        if _load_cached(t, sd, MINILM_MODEL_NAME, DEFAULT_DIM, label=lb, generator=g) is None
     )
-    embedder, why = _choose_embedder(
-        args.embedder, args.quick, n + n_queries + n_single, minilm_cached
-    )
+    embedder, why = _choose_embedder(args.embedder, args.quick, uncached)
     _log(f"  embedder: {embedder.name} ({why})")
 
     start = time.perf_counter()
     embedded = [corpus_embeddings(t, s, embedder, label=lb, generator=g) for t, s, lb, g in sets]
     (vectors, corpus_cached), (qvecs, _), (svecs, _) = embedded
     texts, query_texts, single_texts = (t for t, _, _, _ in sets)
-    _log(
-        f"  embeddings: {'from cache' if corpus_cached else 'computed and cached'} "
-        f"in {time.perf_counter() - start:.1f} s ({CACHE_DIR})"
+    state = ", ".join(
+        f"{lb} {'cached' if hit else 'embedded'}"
+        for (_, _, lb, _), (_, hit) in zip(sets, embedded, strict=True)
     )
+    _log(f"  embeddings: {state} in {time.perf_counter() - start:.1f} s (cache: {CACHE_DIR})")
     embed_seconds = []
     for text in query_texts[:50]:
         start = time.perf_counter()
