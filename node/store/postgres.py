@@ -144,6 +144,9 @@ def translate_error(e: BaseException) -> StoreError:
         e,
         asyncpg.PostgresConnectionError
         | asyncpg.InterfaceError
+        # A connection whose backend was killed mid-protocol can surface as a client-state
+        # error rather than a connection error; it is the same outage to the caller.
+        | asyncpg.InternalClientError
         | asyncpg.CannotConnectNowError
         | asyncpg.TooManyConnectionsError
         | asyncpg.OperatorInterventionError
@@ -167,7 +170,13 @@ def _decode_jsonb(data: bytes) -> Any:
     return json.loads(data[1:])
 
 
-_TRANSLATED = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+_TRANSLATED = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    OSError,
+    TimeoutError,
+)
 
 
 @contextlib.asynccontextmanager

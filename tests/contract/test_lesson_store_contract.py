@@ -671,6 +671,7 @@ async def test_server_side_failures_are_translated(pg_store: PostgresLessonStore
         (asyncpg.AdminShutdownError("bye"), StoreUnavailable, "store_unavailable"),
         (asyncpg.ConnectionDoesNotExistError("gone"), StoreUnavailable, "store_unavailable"),
         (ConnectionRefusedError("no"), StoreUnavailable, "store_unavailable"),
+        (asyncpg.InternalClientError("state"), StoreUnavailable, "store_unavailable"),
         (asyncpg.UndefinedTableError("no table"), StoreError, "database_error"),
     ],
 )
