@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import grpc
 import grpc.aio
@@ -45,6 +45,7 @@ from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, records_pb2
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "AsyncClient",
+    "AsyncServiceClient",
     "CheckResult",
     "Client",
     "HistoryEntry",
@@ -56,6 +57,7 @@ __all__ = [
     "OutcomeResult",
     "RecallResult",
     "RememberResult",
+    "ServiceClient",
     "Situation",
     "error_from_rpc",
     "node_address",
@@ -536,8 +538,13 @@ def _metadata(token: str | None) -> tuple[tuple[str, str], ...]:
 # -- the clients ------------------------------------------------------------------------------
 
 
-class AsyncClient:
-    """AgentService for asyncio; use as ``async with AsyncClient(address) as client``."""
+class AsyncServiceClient:
+    """The asyncio connection every lamarck SDK client shares: channel, token, typed errors.
+
+    Subclasses name their generated stub class in ``stub_type``.
+    """
+
+    stub_type: ClassVar[type[Any]]
 
     def __init__(
         self,
@@ -557,10 +564,10 @@ class AsyncClient:
         self.timeout = timeout
         self._metadata = _metadata(_token_for(token, home))
         self._channel = grpc.aio.insecure_channel(address, options=list(options))
-        self._stub = agent_pb2_grpc.AgentServiceStub(self._channel)
+        self._stub: Any = self.stub_type(self._channel)
 
     @classmethod
-    def from_home(cls, home: str | Path, **kwargs: Any) -> AsyncClient:
+    def from_home(cls, home: str | Path, **kwargs: Any) -> Self:
         """A client for the node running on ``home`` (its ``node.json``)."""
         address, token = node_address(home)
         return cls(address, token=token, **kwargs)
@@ -585,6 +592,61 @@ class AsyncClient:
             return await method(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as e:
             raise error_from_rpc(e) from e
+
+
+class ServiceClient:
+    """The blocking twin of :class:`AsyncServiceClient`."""
+
+    stub_type: ClassVar[type[Any]]
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        token: str | None = None,
+        home: str | Path | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        """Connect to ``address`` (see :class:`AsyncServiceClient`)."""
+        self.address = address
+        self.timeout = timeout
+        self._metadata = _metadata(_token_for(token, home))
+        self._channel = grpc.insecure_channel(address, options=list(options))
+        self._stub: Any = self.stub_type(self._channel)
+
+    @classmethod
+    def from_home(cls, home: str | Path, **kwargs: Any) -> Self:
+        """A client for the node running on ``home`` (its ``node.json``)."""
+        address, token = node_address(home)
+        return cls(address, token=token, **kwargs)
+
+    def close(self) -> None:
+        """Close the channel."""
+        self._channel.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _unary(self, method: Any, request: Any) -> Any:
+        try:
+            return method(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+
+
+class AsyncClient(AsyncServiceClient):
+    """AgentService for asyncio; use as ``async with AsyncClient(address) as client``."""
+
+    stub_type = agent_pb2_grpc.AgentServiceStub
 
     async def record_outcome(
         self, outcome: Outcome | Mapping[str, Any] | bytes | str
@@ -787,51 +849,10 @@ class AsyncClient:
         return _import_result(r)
 
 
-class Client:
+class Client(ServiceClient):
     """AgentService, blocking; use as ``with Client(address) as client`` (same API)."""
 
-    def __init__(
-        self,
-        address: str,
-        *,
-        token: str | None = None,
-        home: str | Path | None = None,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        options: Sequence[tuple[str, Any]] = (),
-    ) -> None:
-        """Connect to ``address`` (see :class:`AsyncClient`)."""
-        self.address = address
-        self.timeout = timeout
-        self._metadata = _metadata(_token_for(token, home))
-        self._channel = grpc.insecure_channel(address, options=list(options))
-        self._stub = agent_pb2_grpc.AgentServiceStub(self._channel)
-
-    @classmethod
-    def from_home(cls, home: str | Path, **kwargs: Any) -> Client:
-        """A client for the node running on ``home`` (its ``node.json``)."""
-        address, token = node_address(home)
-        return cls(address, token=token, **kwargs)
-
-    def close(self) -> None:
-        """Close the channel."""
-        self._channel.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def _unary(self, method: Any, request: Any) -> Any:
-        try:
-            return method(request, timeout=self.timeout, metadata=self._metadata)
-        except grpc.RpcError as e:
-            raise error_from_rpc(e) from e
+    stub_type = agent_pb2_grpc.AgentServiceStub
 
     def record_outcome(self, outcome: Outcome | Mapping[str, Any] | bytes | str) -> OutcomeResult:
         """Record one turn's outcome (an ``Outcome``, its dict, or its JSON)."""

@@ -18,23 +18,11 @@ stored bytes no longer verify ``VerificationError``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
 
-import grpc
-import grpc.aio
-
-from lamarck.client import (
-    DEFAULT_TIMEOUT_S,
-    _metadata,
-    _token_for,
-    error_from_rpc,
-    node_address,
-)
+from lamarck.client import AsyncServiceClient, ServiceClient
 from lamarck.errors import InvalidRecord
 from lamarck.proto.timefmt import parse_ts
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
@@ -173,51 +161,10 @@ def _decided(r: operator_pb2.DecideQuarantineResponse) -> Decision:
     return Decision(_entry(r.entry), r.lesson_id)
 
 
-class AsyncOperatorClient:
+class AsyncOperatorClient(AsyncServiceClient):
     """OperatorService for asyncio; use as ``async with AsyncOperatorClient(address) as op``."""
 
-    def __init__(
-        self,
-        address: str,
-        *,
-        token: str | None = None,
-        home: str | Path | None = None,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        options: Sequence[tuple[str, Any]] = (),
-    ) -> None:
-        """Connect to ``address`` (``host:port`` or ``unix:path``); token as in lamarck.client."""
-        self.address = address
-        self.timeout = timeout
-        self._metadata = _metadata(_token_for(token, home))
-        self._channel = grpc.aio.insecure_channel(address, options=list(options))
-        self._stub = operator_pb2_grpc.OperatorServiceStub(self._channel)
-
-    @classmethod
-    def from_home(cls, home: str | Path, **kwargs: Any) -> AsyncOperatorClient:
-        """A client for the node running on ``home`` (its ``node.json``)."""
-        address, token = node_address(home)
-        return cls(address, token=token, **kwargs)
-
-    async def close(self) -> None:
-        """Close the channel."""
-        await self._channel.close(None)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    async def _unary(self, method: Any, request: Any) -> Any:
-        try:
-            return await method(request, timeout=self.timeout, metadata=self._metadata)
-        except grpc.RpcError as e:
-            raise error_from_rpc(e) from e
+    stub_type = operator_pb2_grpc.OperatorServiceStub
 
     async def list_page(
         self, state: str | None = "pending", *, page_size: int = 0, page_token: str = ""
@@ -259,51 +206,10 @@ class AsyncOperatorClient:
         return [_rejection(x) for x in r.entries]
 
 
-class OperatorClient:
+class OperatorClient(ServiceClient):
     """OperatorService, blocking; use as ``with OperatorClient(address) as op`` (same API)."""
 
-    def __init__(
-        self,
-        address: str,
-        *,
-        token: str | None = None,
-        home: str | Path | None = None,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        options: Sequence[tuple[str, Any]] = (),
-    ) -> None:
-        """Connect to ``address`` (see :class:`AsyncOperatorClient`)."""
-        self.address = address
-        self.timeout = timeout
-        self._metadata = _metadata(_token_for(token, home))
-        self._channel = grpc.insecure_channel(address, options=list(options))
-        self._stub = operator_pb2_grpc.OperatorServiceStub(self._channel)
-
-    @classmethod
-    def from_home(cls, home: str | Path, **kwargs: Any) -> OperatorClient:
-        """A client for the node running on ``home`` (its ``node.json``)."""
-        address, token = node_address(home)
-        return cls(address, token=token, **kwargs)
-
-    def close(self) -> None:
-        """Close the channel."""
-        self._channel.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def _unary(self, method: Any, request: Any) -> Any:
-        try:
-            return method(request, timeout=self.timeout, metadata=self._metadata)
-        except grpc.RpcError as e:
-            raise error_from_rpc(e) from e
+    stub_type = operator_pb2_grpc.OperatorServiceStub
 
     def list_page(
         self, state: str | None = "pending", *, page_size: int = 0, page_token: str = ""
