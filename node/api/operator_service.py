@@ -33,14 +33,12 @@ from lamarck.errors import (
     ConflictError,
     InvalidRecord,
     NotFound,
-    PolicyRejected,
-    RegistryError,
     VerificationError,
 )
 from lamarck.node.api.server import NodeContext
 from lamarck.node.embedding import Embedder
 from lamarck.node.importing.decision import ImportParams
-from lamarck.node.importing.pipeline import KeyPins, PinReason, imported_row
+from lamarck.node.importing.pipeline import KeyPins, check_key_pin, imported_row
 from lamarck.node.importing.transfer import TransferParams, transfer_confidence
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.port import LessonStore, QuarantineRow, RejectionRow
@@ -277,26 +275,8 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
     async def _check_pin(self, signed: SignedMemory) -> None:
         """Stage (3) again, when the node has a registry: fail closed if it cannot answer."""
         pins = self._pins()
-        if pins is None:
-            return
-        source = signed.source_agent_id
-        try:
-            revoked = await pins.is_revoked(source)
-            pinned = None if revoked else await pins.pinned_key(source)
-        except RegistryError as e:
-            raise PolicyRejected(str(e), reason=PinReason.REGISTRY_UNAVAILABLE) from e
-        if revoked:
-            raise PolicyRejected(f"source {source} is revoked", reason=PinReason.REVOKED_SOURCE)
-        if pinned is None:
-            raise PolicyRejected(
-                f"source {source} is not registered", reason=PinReason.UNREGISTERED_SOURCE
-            )
-        signature = signed.memory.signature
-        if signature is None or signature.signed_by != pinned:
-            raise VerificationError(
-                f"record is not signed with the key pinned to {source}",
-                reason=PinReason.KEY_NOT_PINNED,
-            )
+        if pins is not None:
+            await check_key_pin(pins, signed)
 
     async def _store_approved(self, row: QuarantineRow) -> str:
         """Re-verify the held record and store it as an import; returns the lesson id."""

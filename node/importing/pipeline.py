@@ -69,11 +69,13 @@ from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.port import ReputationSink
 
 __all__ = [
+    "PIN_CHARGES",
     "RESULT_LABELS",
     "ImportPipeline",
     "ImportResult",
     "KeyPins",
     "PinReason",
+    "check_key_pin",
     "imported_row",
 ]
 
@@ -105,6 +107,42 @@ class KeyPins(Protocol):
     async def is_revoked(self, node_id: str) -> bool:
         """Whether ``node_id`` was revoked."""
         ...
+
+
+#: The reputation event each stage (3) refusal charges to the delivering peer. An unreachable
+#: registry is nobody's fault; a key that is not the pinned one is a bad signature.
+PIN_CHARGES: dict[PinReason, EventKind | None] = {
+    PinReason.REGISTRY_UNAVAILABLE: None,
+    PinReason.REVOKED_SOURCE: EventKind.REJECTED,
+    PinReason.UNREGISTERED_SOURCE: EventKind.REJECTED,
+    PinReason.KEY_NOT_PINNED: EventKind.BAD_SIGNATURE,
+}
+
+
+async def check_key_pin(pins: KeyPins, signed: SignedMemory) -> None:
+    """Stage (3): the claimed source is registered, not revoked, and pinned to the signing key.
+
+    Raises ``PolicyRejected`` (unregistered, revoked, registry unavailable: fail closed) or
+    ``VerificationError`` (``key_not_pinned``), each with a ``PinReason`` as its reason.
+    """
+    source = signed.source_agent_id
+    try:
+        revoked = await pins.is_revoked(source)
+        pinned = None if revoked else await pins.pinned_key(source)
+    except RegistryError as e:
+        raise PolicyRejected(str(e), reason=PinReason.REGISTRY_UNAVAILABLE) from e
+    if revoked:
+        raise PolicyRejected(f"source {source} is revoked", reason=PinReason.REVOKED_SOURCE)
+    if pinned is None:
+        raise PolicyRejected(
+            f"source {source} is not registered", reason=PinReason.UNREGISTERED_SOURCE
+        )
+    signature = signed.memory.signature
+    if signature is None or signature.signed_by != pinned:
+        raise VerificationError(
+            f"record is not signed with the key pinned to {source}",
+            reason=PinReason.KEY_NOT_PINNED,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,28 +295,10 @@ class ImportPipeline:
 
     async def _check_pin(self, signed: SignedMemory, via: str) -> None:
         # (3) the claimed source must be registered, not revoked, and pinned to this key.
-        source = signed.source_agent_id
         try:
-            revoked = await self._pins.is_revoked(source)
-            pinned = None if revoked else await self._pins.pinned_key(source)
-        except RegistryError as e:
-            err = PolicyRejected(str(e), reason=PinReason.REGISTRY_UNAVAILABLE)
-            raise _Refused(err, None, via) from None
-        if revoked:
-            err = PolicyRejected(f"source {source} is revoked", reason=PinReason.REVOKED_SOURCE)
-            raise _Refused(err, EventKind.REJECTED, via)
-        if pinned is None:
-            err = PolicyRejected(
-                f"source {source} is not registered", reason=PinReason.UNREGISTERED_SOURCE
-            )
-            raise _Refused(err, EventKind.REJECTED, via)
-        signature = signed.memory.signature
-        if signature is None or signature.signed_by != pinned:
-            mismatch = VerificationError(
-                f"record is not signed with the key pinned to {source}",
-                reason=PinReason.KEY_NOT_PINNED,
-            )
-            raise _Refused(mismatch, EventKind.BAD_SIGNATURE, via)
+            await check_key_pin(self._pins, signed)
+        except (PolicyRejected, VerificationError) as e:
+            raise _Refused(e, PIN_CHARGES[PinReason(e.reason)], via) from None
 
     async def _refuse(
         self, refused: _Refused, content_hash: str, via: str, now: datetime
