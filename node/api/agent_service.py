@@ -22,7 +22,7 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -48,6 +48,7 @@ from lamarck.node.importing.filters import (
     KnownVersion,
     SourceStats,
 )
+from lamarck.node.importing.pipeline import imported_row
 from lamarck.node.learning.mechanical import avoided_operation
 from lamarck.node.learning.prompt import build_lessons_section
 from lamarck.node.learning.scopes import GLOBAL, project_scope, recall_scopes, validate_scope
@@ -57,7 +58,6 @@ from lamarck.node.store.port import (
     LessonRow,
     LessonStatus,
     LessonStore,
-    ProvenanceEntry,
     QuarantineRow,
     RejectionRow,
 )
@@ -1011,37 +1011,29 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     async def _imported_row(
         self, signed: SignedMemory, confidence: float, now: datetime
     ) -> LessonRow:
-        """The stored form of an accepted record: its signed bytes kept unchanged."""
+        """The stored form of an accepted record: its signed bytes kept unchanged.
+
+        A bundle restores the record as written (its id, status and birth time), where a
+        gossiped import gets a local id and starts active; the rest is the pipeline's row.
+        """
         record = signed.memory
         assert record.lesson is not None
-        source = signed.source_agent_id
-        context = record.context.model_dump(mode="json", exclude_none=True)
-        situation = (
-            record.situation.model_dump(mode="json") if record.situation is not None else None
-        )
         vectors = await asyncio.to_thread(self._embedder.embed, [record.content])
-        return LessonRow(
-            id=record.id,
-            content=record.content,
-            operation=record.lesson.operation,
-            scope=record.lesson.scope,
-            status=LessonStatus(record.lesson.status),
+        row = imported_row(
+            signed,
+            lesson_id=record.id,
             confidence=confidence,
-            created_at=parse_ts(record.provenance.created_at),
-            updated_at=now,
-            category=Category.SITUATION if situation is not None else Category.LESSON,
-            context=context,
-            situation=situation,
-            tags=tuple(record.metadata.tags),
-            memory_type=record.type,
-            access_level=record.access_level,
-            source_node_id=source,
-            imported_from=source,
-            original_confidence=record.confidence,
-            signed_record=signed.raw,
-            content_hash=signed.content_hash,
-            provenance=(ProvenanceEntry(source, "", now, signed.content_hash),),
+            via_node_id="",
+            now=now,
             embedding=vectors[0],
+        )
+        return replace(
+            row,
+            status=LessonStatus(record.lesson.status),
+            created_at=parse_ts(record.provenance.created_at),
+            situation=(
+                record.situation.model_dump(mode="json") if record.situation is not None else None
+            ),
         )
 
 
