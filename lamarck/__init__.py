@@ -21,6 +21,7 @@ from lamarck.errors import (
     SecretDetected,
     StoreError,
     StoreUnavailable,
+    Unauthenticated,
     UnsupportedVersion,
     VerificationError,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "SecretDetected",
     "StoreError",
     "StoreUnavailable",
+    "Unauthenticated",
     "UnsupportedVersion",
     "VerificationError",
     "__version__",

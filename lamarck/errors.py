@@ -25,6 +25,7 @@ __all__ = [
     "SecretDetected",
     "StoreError",
     "StoreUnavailable",
+    "Unauthenticated",
     "UnsupportedVersion",
     "VerificationError",
 ]
@@ -143,3 +144,9 @@ class AdmissionRefused(RegistryError):
     """A registration did not pass admission (no endorsement, bad token, revoked id)."""
 
     default_reason = "admission_refused"
+
+
+class Unauthenticated(LamarckError):
+    """A peer call did not prove who sent it (no, expired, or foreign peer token)."""
+
+    default_reason = "unauthenticated"

@@ -82,6 +82,8 @@ class NodeSettings(BaseSettings):
     # Peers to contact at start (host:port), besides the registry.
     bootstrap: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
+    # Share nothing: no publishing, no forwarding, and Syncs from peers get nothing; the node
+    # still imports what its peers publish.
     incognito: bool = False
 
     @field_validator("listen", "agent_listen")

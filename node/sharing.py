@@ -39,7 +39,8 @@ import grpc
 import grpc.aio
 
 import lamarck
-from lamarck.errors import LamarckError, NotFound, RegistryError
+from lamarck.errors import LamarckError, NotFound, RegistryError, StoreUnavailable
+from lamarck.node.api.peer_auth import PeerAuthenticator, PeerTokens
 from lamarck.node.api.peer_handlers import PublishDeps, shareable_records
 from lamarck.node.gossip.outbox import OutboxWorker, PostgresOutbox
 from lamarck.node.gossip.publisher import (
@@ -56,6 +57,7 @@ from lamarck.node.importing.view import REGISTRY_DEPENDENT_REASONS, StoreImportV
 from lamarck.node.store.port import LessonFilter, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.proto.canonical import sha256_hex
+from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
 from lamarck.registry.cache import CachedDirectory
 from lamarck.registry.client import RegistryClient
@@ -123,6 +125,7 @@ class Sharing:
         gossip: GossipParams | None = None,
         registry: RegistryParams | None = None,
         rng: random.Random | None = None,
+        auth: PeerAuthParams | None = None,
     ) -> None:
         settings = ctx.settings
         self._ctx = ctx
@@ -136,6 +139,10 @@ class Sharing:
             admission=AdmissionMode(settings.admission)
         )
         self._rng = rng or random.Random()
+        self._auth_params = auth or PeerAuthParams()
+        #: Our peer tokens (caller side); the callee side needs the registry's pins.
+        self.tokens = PeerTokens(self._identity, self._clock, self._auth_params)
+        self.auth: PeerAuthenticator | None = None
         self.reputation = InMemoryReputation(ReputationParams(), self._clock)
         self._embedded: EmbeddedRedis | None = None
         self.directory: CachedDirectory | None = None
@@ -180,6 +187,9 @@ class Sharing:
             )
             self.directory = CachedDirectory(
                 inner, clock=self._clock, path=settings.home / PEER_CACHE_FILE
+            )
+            self.auth = PeerAuthenticator(
+                self._identity.node_id, self.directory, self._clock, self._auth_params
             )
             if self._registry_params.admission is AdmissionMode.OPEN:
                 _log.warning("registry admission is 'open': unsafe outside tests and demos")
@@ -276,6 +286,19 @@ class Sharing:
         return sorted(self._peers)
 
     # -- intake ---------------------------------------------------------------------------
+    async def authenticate(self, metadata: Any, claimed: str) -> str:
+        """The proven id of a PeerService caller naming itself ``claimed`` (see ``peer_auth``)."""
+        if self.auth is None:
+            raise StoreUnavailable(
+                "no registry: peers cannot be authenticated", reason="registry_unavailable"
+            )
+        return await self.auth.authenticate(metadata, claimed)
+
+    @property
+    def incognito(self) -> bool:
+        """Whether this node shares nothing: no publishing, no forwarding, empty Syncs."""
+        return self._ctx.settings.incognito
+
     @property
     def publish_deps(self) -> PublishDeps | None:
         """What ``PeerService.Publish`` needs; ``None`` while there is no registry at all."""
@@ -283,13 +306,15 @@ class Sharing:
             return None
         return PublishDeps(
             pipeline=self.pipeline,
-            router=self.router,
+            router=None if self.incognito else self.router,
             live_peers=self.live_peers,
-            forward_send=self._forward,
+            forward_send=None if self.incognito else self._forward,
         )
 
     async def shareable(self, requester: str) -> dict[str, bytes]:
         """What this node may send ``requester`` in a Sync, by content hash."""
+        if self.incognito:
+            return {}
         return await shareable_records(
             self._store, self._identity, self.params, self.reputation, requester
         )
@@ -305,6 +330,8 @@ class Sharing:
         return await self._worker.run_once(now)
 
     async def _scan(self, now: datetime) -> None:
+        if self.incognito:
+            return
         peers = await self.live_peers()
         if not peers:
             return  # nobody to send to yet: the next round (or the peers' Sync) catches up
@@ -366,7 +393,7 @@ class Sharing:
         )
         try:
             reply = await self._pool.stub(self._address(target)).Publish(
-                request, timeout=_RPC_TIMEOUT_S
+                request, timeout=_RPC_TIMEOUT_S, metadata=self.tokens.metadata(target)
             )
         except grpc.aio.AioRpcError as e:
             raise DeliveryFailed(
@@ -409,7 +436,12 @@ class Sharing:
         if pipeline is None:
             return 0
         stub = self._pool.stub(self._address(peer))
-        mine = set(await self.shareable(self._identity.node_id))
+        # What this node holds, by the same selection a Sync serves (also when incognito).
+        mine = set(
+            await shareable_records(
+                self._store, self._identity, self.params, self.reputation, self._identity.node_id
+            )
+        )
 
         async def fetch(query: SyncQuery) -> SyncPage:
             request = peer_pb2.SyncRequest(
@@ -424,7 +456,10 @@ class Sharing:
             records: list[tuple[str, bytes]] = []
             cursor, more = query.cursor, False
             try:
-                async for page in stub.Sync(request, timeout=_RPC_TIMEOUT_S):
+                calls = stub.Sync(
+                    request, timeout=_RPC_TIMEOUT_S, metadata=self.tokens.metadata(peer)
+                )
+                async for page in calls:
                     records += [
                         (sha256_hex(r.canonical_json), r.canonical_json) for r in page.records
                     ]

@@ -74,6 +74,7 @@ class RecordKind(enum.Enum):
     registry_nonce = "registry_nonce"
     enrollment = "enrollment"
     outcome = "outcome"
+    peer_auth = "peer_auth"
 
     @property
     def prefix(self) -> bytes:

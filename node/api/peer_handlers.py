@@ -51,7 +51,7 @@ async def handle_publish(
     """Import each record in order, one ack each; forward the accepted public ones.
 
     ``sender_node_id`` is the delivering peer the pipeline charges for bad bytes (the
-    transport interceptor is expected to have authenticated it). A store outage answers
+    servicer has authenticated it with the caller's peer token). A store outage answers
     DEFERRED: nothing was decided, the sender retries.
     """
     via = request.sender_node_id

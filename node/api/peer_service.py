@@ -3,7 +3,9 @@
 ``GetIdentity`` is real: id, key, addresses, version, schema versions, domains, the key
 rotation chain, and, when the caller sends a nonce, a signed proof that this node holds the
 private key. ``Publish`` and ``Sync`` delegate to ``peer_handlers`` over the node's
-``Sharing`` (UNAVAILABLE until it is started). ``RequestVote`` and ``GetReputation`` answer
+``Sharing`` (UNAVAILABLE until it is started), once the caller has proven, with a peer token
+(:mod:`lamarck.proto.peer_auth`), that it is the node the request names (else
+UNAUTHENTICATED). ``RequestVote`` and ``GetReputation`` answer
 UNIMPLEMENTED until the trust issue fills them in: each is one method of :class:`PeerService`
 reading the :class:`~lamarck.node.api.server.NodeContext`, so filling one in touches neither
 the daemon nor the server wiring.
@@ -141,10 +143,12 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
     async def Publish(
         self, request: peer_pb2.PublishRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> peer_pb2.PublishResponse:
-        """Gossip intake: each record through the import pipeline, one ack each."""
-        deps = self._sharing().publish_deps
+        """Gossip intake from an authenticated peer: each record through the import pipeline."""
+        sharing = self._sharing()
+        deps = sharing.publish_deps
         if deps is None:
             raise StoreUnavailable("no registry: imports are paused", reason="registry_unavailable")
+        await sharing.authenticate(context.invocation_metadata(), request.sender_node_id)
         return await handle_publish(request, deps)
 
     async def Sync(
@@ -152,6 +156,8 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
     ) -> AsyncIterator[peer_pb2.SyncResponse]:
         """Anti-entropy pull: the shareable records the requester lacks, in pages."""
         sharing = self._sharing()
+        # Access levels are decided for the requester: it must prove who it is.
+        await sharing.authenticate(context.invocation_metadata(), request.requester_node_id)
         held = await sharing.shareable(request.requester_node_id)
         async for page in handle_sync(request, held, sharing.params):
             yield page

@@ -43,6 +43,7 @@ STATUS_TABLE: tuple[tuple[type[e.LamarckError], grpc.StatusCode], ...] = (
     (e.StoreError, grpc.StatusCode.INTERNAL),
     (e.AdmissionRefused, grpc.StatusCode.PERMISSION_DENIED),
     (e.RegistryError, grpc.StatusCode.UNAVAILABLE),
+    (e.Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
     (e.KeyFileError, grpc.StatusCode.FAILED_PRECONDITION),
     (e.ConfigError, grpc.StatusCode.INVALID_ARGUMENT),
     (e.LamarckError, grpc.StatusCode.UNKNOWN),

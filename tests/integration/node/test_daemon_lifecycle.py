@@ -124,12 +124,17 @@ def test_get_identity_refuses_a_short_nonce_with_a_reason(node: Any) -> None:
     assert "grpc-status-details-bin" in details
 
 
-def test_publish_is_served_and_trust_rpcs_answer_unimplemented_for_now(node: Any) -> None:
+def test_publish_needs_a_peer_token_and_trust_rpcs_answer_unimplemented_for_now(
+    node: Any,
+) -> None:
     with grpc.insecure_channel(node.peer_addr) as channel:
         stub = peer_pb2_grpc.PeerServiceStub(channel)
-        assert list(stub.Publish(peer_pb2.PublishRequest(), timeout=5).acks) == []
+        with pytest.raises(grpc.RpcError) as anonymous:
+            stub.Publish(peer_pb2.PublishRequest(sender_node_id=node.node_id), timeout=5)
         with pytest.raises(grpc.RpcError) as caught:
             stub.RequestVote(peer_pb2.RequestVoteRequest(), timeout=5)
+    assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
+    assert _reason(anonymous.value) == "token_missing"
     assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED  # type: ignore[attr-defined]
 
 

@@ -147,8 +147,8 @@ class Net:
             "anti_entropy_interval_s": 1.0,
         }
 
-    def start(self, home: Path | None = None) -> Any:
-        """Start (or restart, given its home) a node on this network.
+    def start(self, home: Path | None = None, **extra: Any) -> Any:
+        """Start (or restart, given its home) a node on this network (``extra``: more flags).
 
         One retry when the embedded Postgres itself fails to start (pgserver's initdb or
         pg_ctl aborting under a loaded machine, before any lamarck code runs): that is not
@@ -158,11 +158,11 @@ class Net:
             home = self._tmp / f"node{self._count}"
             self._count += 1
         try:
-            return self._launcher(home, **self.flags())
+            return self._launcher(home, **self.flags(), **extra)
         except AssertionError as e:
             if "embedded_start_failed" not in str(e):
                 raise
-            return self._launcher(home, **self.flags())
+            return self._launcher(home, **self.flags(), **extra)
 
     def learn(self, node: Any, target: str) -> Lesson:
         """A lesson on ``node`` that may be published: active, global, above the threshold.

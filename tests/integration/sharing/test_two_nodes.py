@@ -8,6 +8,7 @@ through its outbox and pulls through anti-entropy Sync.
 from __future__ import annotations
 
 import socket
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,32 @@ def test_a_node_stopped_before_the_publish_gets_the_lesson_after_restart(net: An
     copy = wait_for(lambda: imported(b, lesson.id), f"restarted B to get {lesson.id}")
     assert copy.source_node_id == a.node_id
     assert copy.confidence == pytest.approx(expected_transfer(lesson.confidence))
+
+
+def _served_syncs(node: Any) -> int:
+    """Sync calls ``node`` answered OK so far, from its Prometheus metrics."""
+    with urllib.request.urlopen(node.metrics_url, timeout=5) as response:
+        lines = response.read().decode().splitlines()
+    return sum(
+        int(float(line.rsplit(" ", 1)[1]))
+        for line in lines
+        if line.startswith("lamarck_rpc_requests_total{")
+        and 'method="/lamarck.v1.PeerService/Sync"' in line
+        and 'code="OK"' in line
+    )
+
+
+def test_an_incognito_node_learns_from_peers_but_shares_nothing(net: Any) -> None:
+    hidden, b = net.start(incognito=True), net.start()
+    secret = net.learn(hidden, f"private-{uuid.uuid4().hex[:8]}")
+    public = net.learn(b, f"public-{uuid.uuid4().hex[:8]}")
+
+    # The incognito node still imports: the network is up and B's lesson reaches it.
+    wait_for(lambda: imported(hidden, public.id), "the incognito node to import B's lesson")
+    # B pulls from it every second; two answered Syncs after the learn have had their chance.
+    served = _served_syncs(hidden)
+    wait_for(lambda: _served_syncs(hidden) >= served + 2, "B to sync twice with the hidden node")
+    assert imported(b, secret.id) is None
 
 
 def test_a_node_whose_registry_is_unreachable_still_starts_and_serves(
