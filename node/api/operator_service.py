@@ -17,6 +17,11 @@ have been revoked, or its key rotated, since the record was held) and the import
 that the record is now stored, so a later copy is a duplicate and an older version is
 superseded. Rejecting only marks the row: nothing is stored, nothing is deleted.
 
+Decisions feed reputation like the pipeline's own refusals: a rejected row is a ``rejected``
+event about its source (keyed by the record, so it counts once however many copies were
+held). An approval emits nothing: an operator's word is not reality, and the source earns
+reputation when the stored lesson is used and its outcomes confirm it.
+
 Decisions are serialised by one lock and re-read the row under it, so two operators deciding
 the same row get one success and one ``ConflictError(reason="already_decided")``.
 """
@@ -47,7 +52,9 @@ from lamarck.proto.clock import Clock
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
+from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.port import ReputationSink
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -148,6 +155,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         transfer_params: TransferParams | None = None,
         pins: Callable[[], KeyPins | None] | None = None,
         view: Callable[[], StoreImportView | None] | None = None,
+        sink: Callable[[], ReputationSink | None] | None = None,
     ) -> None:
         self._store = _provider(store, LessonStore)
         self._clock = clock
@@ -158,6 +166,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         self._transfer_params = transfer_params or TransferParams()
         self._pins = pins or (lambda: None)
         self._view = view or (lambda: None)
+        self._sink = sink or (lambda: None)
         self._decide_lock = asyncio.Lock()
 
     async def _row(self, quarantine_id: str) -> QuarantineRow:
@@ -227,6 +236,8 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
                 )
             lesson_id = await self._store_approved(row) if decision == "approved" else ""
             updated = await self._store().set_quarantine_state(row.id, decision)
+        if decision == "rejected":
+            self._charge_rejection(row, request.note)
         _log.info(
             "quarantine decided",
             extra={
@@ -249,6 +260,21 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         limit = min(request.limit or DEFAULT_REJECTIONS, MAX_REJECTIONS)
         rows = await self._store().list_rejections(limit)
         return operator_pb2.ListRejectionsResponse(entries=[rejection_entry(r) for r in rows])
+
+    def _charge_rejection(self, row: QuarantineRow, note: str) -> None:
+        sink = self._sink()
+        if sink is None or not row.source_node_id:
+            return
+        detail = "operator rejected quarantine " + row.id + (f": {note}" if note else "")
+        sink.emit(
+            ReputationEvent(
+                kind=EventKind.REJECTED,
+                node_id=row.source_node_id,
+                at=self._clock.now(),
+                record_hash=row.content_hash,
+                detail=detail[:500],
+            )
+        )
 
     # -- approval ----------------------------------------------------------------------------
     def _reverify(self, row: QuarantineRow) -> SignedMemory:
@@ -338,6 +364,10 @@ def make_operator_servicer(ctx: NodeContext) -> OperatorServicer:
         sharing = ctx.sharing
         return sharing.view if sharing is not None else None
 
+    def sink() -> ReputationSink | None:
+        sharing = ctx.sharing
+        return sharing.reputation if sharing is not None else None
+
     return OperatorServicer(
         lambda: ctx.store,
         ctx.clock,
@@ -345,4 +375,5 @@ def make_operator_servicer(ctx: NodeContext) -> OperatorServicer:
         reputation=reputation,
         pins=pins,
         view=view,
+        sink=sink,
     )

@@ -58,6 +58,7 @@ from lamarck.proto.signed import SignedMemory
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
+from lamarck.reputation.events import EventKind
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 
@@ -253,6 +254,28 @@ async def test_reject_marks_the_row_and_stores_nothing(desk: Desk) -> None:
     assert await desk.lessons() == []
     # Nothing silently deleted: the row stays queryable.
     assert (await desk.client.show("q1")).entry.state == "rejected"
+
+
+async def test_an_operator_rejection_costs_the_source_reputation_and_an_approval_does_not() -> None:
+    store = InMemoryLessonStore(dim=TinyEmbedder.dim)
+    clock = FixedClock(NOW + timedelta(hours=1))
+    book = InMemoryReputation(ReputationParams(), clock)
+    servicer = OperatorServicer(store, clock, embedder=TinyEmbedder(), sink=lambda: book)
+    server, client = await _serve(servicer)
+    source = SOURCE_KEY.node_id
+    try:
+        await store.quarantine(held(1))
+        await client.approve("q1")
+        # The operator's word is not reality: approval neither raises nor lowers the score.
+        assert book.score(source) == ReputationParams().initial_score
+        await store.quarantine(held(2))
+        await client.reject("q2", note="reads like an injection")
+        after_one = book.score(source)
+        assert after_one < ReputationParams().initial_score
+        assert book.explain(source).counts[EventKind.REJECTED] == 1
+    finally:
+        await client.close()
+        await server.stop(None)
 
 
 async def test_deciding_an_unknown_id_is_not_found(desk: Desk) -> None:
