@@ -19,10 +19,20 @@ from typing import Any
 
 import pytest
 
-from lamarck.errors import AdmissionRefused, RegistryError
+from lamarck.errors import AdmissionRefused, RegistryError, Unauthenticated
+from lamarck.node.api.peer_auth import PeerAuthenticator, PeerTokens
+from lamarck.node.embedding import HashingEmbedder
+from lamarck.node.importing.decision import ImportOutcome
+from lamarck.node.importing.pipeline import ImportPipeline
+from lamarck.node.importing.view import StoreImportView
+from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.node.store.port import LessonFilter
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import make_rotation
+from lamarck.proto.memory import MemoryV2
+from lamarck.proto.peer_auth import PeerAuthParams
+from lamarck.proto.signed import SignedMemory
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
 from lamarck.registry.cache import CachedDirectory
@@ -39,6 +49,8 @@ from lamarck.registry.records import (
     sign_revocation,
 )
 from lamarck.registry.redis_directory import RedisPeerDirectory, connect_redis
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.port import InMemoryReputation
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -218,6 +230,74 @@ async def test_sybil_without_admission_is_refused_and_leaves_no_trace(
     assert e.value.reason == "no_endorsement"
     assert await directory.pinned_key(net.c.node_id) is None
     assert await directory.live_peers() == []
+
+
+def _lesson_by(who: NodeIdentity) -> bytes:
+    """A well-formed, evidenced public lesson signed by ``who``."""
+    now = format_ts(CLOCK.now() - timedelta(minutes=5))
+    obj = {
+        "schema_version": "2.0",
+        "id": str(uuid.uuid4()),
+        "type": "AC",
+        "content": "Run database migrations before restarting the api service.",
+        "confidence": 0.7,
+        "access_level": "public",
+        "context": {"domain": "deploy", "environment": "staging", "tools": ["alembic"]},
+        "provenance": {
+            "source_agent_id": who.node_id,
+            "source_type": "empirical",
+            "created_at": now,
+            "updated_at": now,
+        },
+        "evidence": [
+            {
+                "type": "empirical",
+                "description": "migration ran, service healthy",
+                "timestamp": now,
+                "validator": "reality",
+                "outcome_id": str(uuid.uuid4()),
+            }
+        ],
+        "lesson": {"operation": "deploy.restart", "scope": "global", "status": "active"},
+        "confidence_interval": {"mean": 0.7, "std_dev": 0.1},
+    }
+    return SignedMemory.sign(MemoryV2.from_obj(obj), who).raw
+
+
+async def test_a_sybil_refused_admission_can_neither_call_peers_nor_get_a_record_in(
+    directory: PeerDirectory, net: Net
+) -> None:
+    # a is admitted (operator token); c mints an identity and tries to join without one.
+    await directory.register(await net.registration(directory, net.a))
+    with pytest.raises(AdmissionRefused) as refused:
+        await directory.register(await net.registration(directory, net.c, token=False))
+    assert refused.value.reason == "no_endorsement"
+    store = InMemoryLessonStore(dim=16)
+    reputation = InMemoryReputation(ReputationParams(), CLOCK)
+    pipeline = ImportPipeline(
+        store=store,
+        view=StoreImportView(store, reputation, net.b.node_id),
+        pins=directory,
+        reputation=reputation,
+        embedder=HashingEmbedder(dim=16),
+        clock=CLOCK,
+        rng=random.Random(3),
+    )
+    honest = await pipeline.import_record(_lesson_by(net.a), via_node_id=net.a.node_id)
+    assert honest.outcome is ImportOutcome.ACCEPT
+    stored = await store.list_lessons(LessonFilter(statuses=None))
+
+    # Its records, relayed by an admitted peer, are refused and change nothing stored.
+    sybil = await pipeline.import_record(_lesson_by(net.c), via_node_id=net.a.node_id)
+    assert sybil.outcome is ImportOutcome.REJECT
+    assert sybil.reason == "unregistered_source"
+    assert await store.list_lessons(LessonFilter(statuses=None)) == stored
+    # Its own calls to a peer are refused at the edge: it proves a key nobody pinned.
+    auth = PeerAuthenticator(net.b.node_id, directory, CLOCK, PeerAuthParams())
+    token = PeerTokens(net.c, CLOCK, PeerAuthParams()).metadata(net.b.node_id)
+    with pytest.raises(Unauthenticated) as unauthenticated:
+        await auth.authenticate(token, net.c.node_id)
+    assert unauthenticated.value.reason == "unregistered_peer"
 
 
 async def test_nonce_is_single_use(directory: PeerDirectory, net: Net) -> None:
