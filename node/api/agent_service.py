@@ -72,6 +72,7 @@ from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts, parse_ts
 from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, records_pb2
 from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.port import ReputationSink
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -371,6 +372,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         embedder: EmbedderLike,
         import_params: ImportParams | None = None,
         reputation: Callable[[str], float] | None = None,
+        sink: Callable[[], ReputationSink | None] | None = None,
     ) -> None:
         self._service = _provider(service, LessonService)
         self._store = _provider(store, LessonStore)
@@ -381,6 +383,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         # Without a reputation book every source stands where a newly admitted node does.
         initial = ReputationParams().initial_score
         self._reputation = reputation or (lambda _node_id: initial)
+        # Where the reality signal goes (the sharing side's book; None before it starts).
+        self._sink = sink or (lambda: None)
 
     # -- helpers ---------------------------------------------------------------------------
     @property
@@ -476,6 +480,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             if e.reason == "duplicate_id" and await store.existing_outcome_ids([outcome.id]):
                 return agent_pb2.RecordOutcomeResponse(outcome_id=outcome.id, duplicate=True)
             raise
+        sink = self._sink()
+        if sink is not None:
+            for event in result.reality:
+                sink.emit(event)
         ids = list(dict.fromkeys(c.lesson_id for c in result.changes))
         rows = {r.id: r for r in await store.get_lessons(ids)} if ids else {}
         versions = {i: await self._version(r) for i, r in rows.items()}
@@ -1038,11 +1046,23 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
 
 
 def make_agent_servicer(ctx: NodeContext) -> AgentServicer:
-    """The AgentService for a daemon's ``NodeContext`` (its store is read on each call)."""
+    """The AgentService for a daemon's ``NodeContext`` (store and reputation read per call)."""
+    initial = ReputationParams().initial_score
+
+    def reputation(node_id: str) -> float:
+        sharing = ctx.sharing
+        return sharing.reputation.score(node_id) if sharing is not None else initial
+
+    def sink() -> ReputationSink | None:
+        sharing = ctx.sharing
+        return sharing.reputation if sharing is not None else None
+
     return AgentServicer(
         lambda: ctx.lessons,
         ctx.identity,
         ctx.clock,
         store=lambda: ctx.store,
         embedder=ctx.embedder,
+        reputation=reputation,
+        sink=sink,
     )

@@ -38,6 +38,8 @@ from lamarck.errors import (
     InvalidRecord,
     SecretDetected,
 )
+from lamarck.node.importing.reality import reality_events
+from lamarck.node.importing.transfer import TransferParams, reality_tested_confidence
 from lamarck.node.learning import confidence as conf
 from lamarck.node.learning.attribution import Attribution, Effect, attribute
 from lamarck.node.learning.context_match import context_similarity
@@ -93,6 +95,7 @@ from lamarck.node.store.port import (
 from lamarck.proto.clock import Clock
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.timefmt import parse_ts
+from lamarck.reputation.events import ReputationEvent
 
 __all__ = [
     "RETIRED_PREFIX",
@@ -145,6 +148,9 @@ class OutcomeResult:
     teaches: bool = False
     attributions: tuple[Attribution, ...] = ()
     changes: tuple[LessonChange, ...] = ()
+    #: Reputation events for the sources of the imported lessons this outcome tested
+    #: (``lamarck.node.importing.reality``); the node emits them to its reputation book.
+    reality: tuple[ReputationEvent, ...] = ()
 
     def ids(self, change: str) -> list[str]:
         """Lesson ids with the given change, in order."""
@@ -250,8 +256,10 @@ class LessonService:
         *,
         rng: random.Random | None = None,
         token_counter: TokenCounter = conservative_token_bound,
+        transfer: TransferParams | None = None,
     ) -> None:
         self._store = store
+        self._transfer = transfer or TransferParams()
         self._embedder = embedder
         self._clock = clock
         self._params = params or LearningParams()
@@ -417,6 +425,9 @@ class LessonService:
             teaches=True,
             attributions=tuple(attributions),
             changes=tuple(changes),
+            reality=reality_events(
+                lessons, attributions, outcome_id=outcome.id, at=self._clock.now()
+            ),
         )
 
     async def _confirm(
@@ -425,6 +436,14 @@ class LessonService:
         """An attributed success: step up by context band, gain evidence, maybe promote."""
         similarity = context_similarity(row.context, run_context, self._params.context)
         after = conf.confirm(row.confidence, similarity, self._params.confidence)
+        if row.imported_from is not None and row.confirmations == 0:
+            # First local proof of an imported lesson: the transfer table's "reality-tested
+            # after import" row; whichever rule moves it further applies.
+            original = row.original_confidence
+            tested = reality_tested_confidence(
+                row.confidence, row.confidence if original is None else original, self._transfer
+            )
+            after = max(after, tested)
         scope = after_confirmation(
             row.scope, row.confirmed_projects, outcome.project, self._params.lesson
         )

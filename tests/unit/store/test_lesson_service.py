@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import re
@@ -14,6 +15,7 @@ import numpy.typing as npt
 import pytest
 
 from lamarck.errors import ConflictError, EvidenceError, InvalidRecord, NotFound, SecretDetected
+from lamarck.node.importing.transfer import TransferParams
 from lamarck.node.learning.params import LearningParams, LessonParams
 from lamarck.node.learning.scopes import GLOBAL, project_scope
 from lamarck.node.learning.situations import (
@@ -31,6 +33,7 @@ from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.timefmt import format_ts
+from lamarck.reputation.events import EventKind
 
 P1, P2, P3 = "a1" * 32, "b2" * 32, "c3" * 32
 ROOT, IN_TESTS, SUITE = "shell:pytest", "shell:pytest tests/", "the test suite"
@@ -495,3 +498,69 @@ async def test_written_lesson_counts_its_evidence_project_toward_promotion(h: Ha
         h.outcome("Q", [(ROOT, "ok", SUITE)], project=P2, in_play=[row.id])
     )
     assert (await h.store.get_lesson(row.id)).scope == GLOBAL
+
+
+# -- the reality signal on imported lessons (issue 5 §5.3) ------------------------------------
+
+SOURCE_NODE = "lmk1" + "s" * 32
+
+
+async def _imported(h: Harness, *, confidence: float = 0.3, original: float = 0.8) -> str:
+    """A lesson as the import pipeline stores one: from another node, with its claimed value."""
+    lesson_id, _ = await _seed_mistake(h)
+    row = await h.store.get_lesson(lesson_id)
+    await h.store.update_lesson(
+        dataclasses.replace(
+            row,
+            imported_from=SOURCE_NODE,
+            original_confidence=original,
+            confidence=confidence,
+            content_hash="ab" * 32,
+            context={"domain": "testing"},
+        )
+    )
+    return lesson_id
+
+
+async def test_using_an_imported_lesson_that_works_credits_its_source(h: Harness) -> None:
+    lesson_id = await _imported(h)
+    result = await h.service.record_outcome(
+        h.outcome("B", [(ROOT, "ok", SUITE)], in_play=[lesson_id])
+    )
+    [event] = result.reality
+    assert event.kind is EventKind.LESSON_CONFIRMED
+    assert event.node_id == SOURCE_NODE
+    assert event.weight == pytest.approx(0.8)  # the confidence the source claimed
+    assert event.record_hash == "ab" * 32 and event.domain == "testing"
+    # First local proof: the reality-tested row (+0.2 x claimed) beats the plain step here.
+    after = (await h.store.get_lesson(lesson_id)).confidence
+    assert after == pytest.approx(0.3 + TransferParams().reality_tested_boost * 0.8)
+
+
+async def test_the_reality_tested_boost_applies_once(h: Harness) -> None:
+    lesson_id = await _imported(h)
+    await h.service.record_outcome(h.outcome("B", [(ROOT, "ok", SUITE)], in_play=[lesson_id]))
+    first = (await h.store.get_lesson(lesson_id)).confidence
+    await h.service.record_outcome(h.outcome("C", [(ROOT, "ok", SUITE)], in_play=[lesson_id]))
+    second = (await h.store.get_lesson(lesson_id)).confidence
+    # Later confirmations follow the local step, which is smaller than the boost was.
+    assert 0 < second - first < TransferParams().reality_tested_boost * 0.8
+
+
+async def test_an_imported_lesson_that_fails_charges_its_source(h: Harness) -> None:
+    lesson_id = await _imported(h, confidence=0.6)
+    result = await h.service.record_outcome(
+        h.outcome("B", [(ROOT, "failed", SUITE)], passed=False, in_play=[lesson_id])
+    )
+    [event] = result.reality
+    assert event.kind is EventKind.LESSON_CONTRADICTED and event.node_id == SOURCE_NODE
+    assert (await h.store.get_lesson(lesson_id)).confidence < 0.6
+
+
+async def test_own_lessons_produce_no_reputation_events(h: Harness) -> None:
+    lesson_id, _ = await _seed_mistake(h)
+    result = await h.service.record_outcome(
+        h.outcome("B", [(ROOT, "ok", SUITE)], in_play=[lesson_id])
+    )
+    assert result.ids("confirmed") == [lesson_id]
+    assert result.reality == ()
