@@ -7,6 +7,7 @@ Loaded once at start-up; an invalid value is refused with the field and the rule
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -82,6 +83,11 @@ class NodeSettings(BaseSettings):
     # Peers to contact at start (host:port), besides the registry.
     bootstrap: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
+    # Project scopes (`project:<digest>`, or just the digest) whose lessons may be published;
+    # global lessons always may.
+    shared_scopes: tuple[str, ...] = ()
+    # Smallest confidence an own lesson needs to be published, in [0, 1].
+    publish_threshold: float = Field(default=0.6, ge=0, le=1)
     # Share nothing: no publishing, no forwarding, and Syncs from peers get nothing; the node
     # still imports what its peers publish.
     incognito: bool = False
@@ -118,6 +124,17 @@ class NodeSettings(BaseSettings):
         if value and not value.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must be a redis://, rediss:// or unix:// URL, or empty for embedded")
         return value
+
+    @field_validator("shared_scopes")
+    @classmethod
+    def _scopes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        out = []
+        for scope in value:
+            digest = scope.removeprefix("project:")
+            if not re.fullmatch(r"[0-9a-f]{16,64}", digest):
+                raise ValueError(f"{scope!r} is not a project scope (project:<16-64 hex digits>)")
+            out.append("project:" + digest)
+        return tuple(dict.fromkeys(out))
 
     @field_validator("redis_namespace")
     @classmethod

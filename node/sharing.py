@@ -133,7 +133,9 @@ class Sharing:
         self._clock = ctx.clock
         self._identity = ctx.identity
         self.params = gossip or GossipParams(
-            anti_entropy_interval_s=settings.anti_entropy_interval_s
+            anti_entropy_interval_s=settings.anti_entropy_interval_s,
+            publish_threshold=settings.publish_threshold,
+            shared_scopes=frozenset(settings.shared_scopes),
         )
         self._registry_params = registry or RegistryParams(
             admission=AdmissionMode(settings.admission)

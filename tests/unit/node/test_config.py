@@ -50,3 +50,19 @@ def test_agent_api_off_loopback_is_flagged_non_local(tmp_path: Path) -> None:
     assert load_settings(home=tmp_path).agent_is_local
     assert not load_settings(home=tmp_path, agent_listen="0.0.0.0:7701").agent_is_local
     assert load_settings(home=tmp_path, agent_listen="unix:/tmp/x.sock").agent_is_local
+
+
+def test_shared_scopes_take_a_digest_or_a_project_scope_and_refuse_anything_else(
+    tmp_path: Path,
+) -> None:
+    digest = "ab" * 16
+    (tmp_path / "lamarck.toml").write_text(
+        f'shared_scopes = ["{digest}", "project:{digest}", "project:{"cd" * 32}"]\n'
+    )
+    s = load_settings(home=tmp_path)
+    assert s.shared_scopes == (f"project:{digest}", f"project:{'cd' * 32}")
+    with pytest.raises(ConfigError) as err:
+        load_settings(home=tmp_path, shared_scopes=("global",))
+    assert err.value.details["field"] == "shared_scopes"
+    with pytest.raises(ConfigError):
+        load_settings(home=tmp_path, publish_threshold=1.5)
