@@ -12,7 +12,15 @@ that data directory on the next start. How pgserver behaves, and what this modul
   pid may belong to an unrelated process, and a file cut short by a crash during start-up makes
   pgserver fail an assertion: ``_clear_stale_state`` removes such leftovers first.
 * It stops the server when the last process holding a handle exits; a handle of a process
-  that died is never released, so dead pids are pruned from its handle list on start.
+  that died (a node killed with SIGKILL) is never released, so on every start the handles of
+  dead processes are pruned from its list (:func:`prune_handles`), whether or not the server
+  still runs.
+* A node killed with SIGKILL leaves its server running (``pg_ctl`` daemonized it). The next
+  start reuses that server rather than restarting it: nothing in it belongs to the dead
+  process (the kernel closed its connections, so its backends ended), other live holders of
+  the list (a bench run on the same home) keep their server, and a restart would cost a
+  shutdown checkpoint. Once the dead handle is pruned, the new node's clean stop stops it.
+  A server still starting or stopping is waited for (bounded) instead of failing at once.
 * Server settings for the node (HNSW builds need ``maintenance_work_mem``) are written with
   ``ALTER SYSTEM``; a restart happens only when a restart-only setting changed.
 """
@@ -20,19 +28,28 @@ that data directory on the next start. How pgserver behaves, and what this modul
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 import shutil
 import subprocess
+import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from lamarck.errors import StoreUnavailable
 
-__all__ = ["DEFAULT_DATABASE", "EmbeddedPostgres", "default_server_settings"]
+__all__ = [
+    "DEFAULT_DATABASE",
+    "HANDLE_CLOCK_SLACK_S",
+    "HANDLE_LIST",
+    "EmbeddedPostgres",
+    "default_server_settings",
+    "prune_handles",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -42,8 +59,16 @@ psutil: Any = importlib.import_module("psutil")
 #: The database the node uses inside the embedded server.
 DEFAULT_DATABASE = "lamarck"
 
+#: pgserver's list of the pids holding a handle on the server, inside ``pgdata``.
+HANDLE_LIST = ".handle_pids.json"
+
+#: Tolerance between a process's start time and the handle list's mtime: the process table
+#: derives start times from a boot time in whole seconds.
+HANDLE_CLOCK_SLACK_S = 2.0
+
 # Lines of a complete postmaster.pid (pid, pgdata, start, port, socket dir, host, shm, status).
 _PID_FILE_LINES = 8
+_SETTLE_POLL_S = 0.1
 
 
 def _shm_bytes() -> int | None:
@@ -81,6 +106,42 @@ def default_server_settings() -> dict[str, str]:
     }
 
 
+def prune_handles(
+    pids: Iterable[int],
+    *,
+    listed_at: float,
+    started_at: Mapping[int, float],
+    slack_s: float = HANDLE_CLOCK_SLACK_S,
+) -> list[int]:
+    """The handles of pgserver's list that a live process may still hold, in list order.
+
+    ``pids`` is the list as read, ``listed_at`` when it was last written (the file's mtime),
+    ``started_at`` the start time of every listed pid that is alive (zombies are dead: they
+    hold nothing). A pid is kept when it is alive and its process started before the list was
+    last written: a process holding a handle wrote itself into the list, so one started later
+    only reuses the pid of a dead holder. ``slack_s`` absorbs the coarse start times of the
+    process table; within it a reused pid is kept, which only delays the server's stop.
+    """
+    return [p for p in pids if p in started_at and started_at[p] <= listed_at + slack_s]
+
+
+def _process_start_times(pids: Iterable[int]) -> dict[int, float]:
+    """Start time (epoch seconds) of each live, non-zombie process among ``pids``."""
+    started: dict[int, float] = {}
+    for pid in {p for p in pids if p > 0}:
+        try:
+            proc = psutil.Process(pid)
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            started[pid] = float(proc.create_time())
+        except psutil.NoSuchProcess:
+            continue
+        except psutil.AccessDenied:
+            # Cannot look: keep its handle rather than stop a server it may be using.
+            started[pid] = float("-inf")
+    return started
+
+
 def _is_our_postmaster(pid: int, pgdata: Path) -> bool:
     """Whether ``pid`` is a live postgres process serving ``pgdata``."""
     try:
@@ -97,40 +158,77 @@ def _is_our_postmaster(pid: int, pgdata: Path) -> bool:
     return "postgres" in name and str(pgdata) in " ".join(cmdline)
 
 
-def _clear_stale_state(pgdata: Path) -> None:
-    """Remove what a dead server left behind, so pgserver and Postgres start cleanly."""
+def _settle_postmaster(pgdata: Path, *, timeout_s: float) -> None:
+    """Leave ``pgdata`` with either a ready server of its own or no server and no leftovers.
+
+    A server still starting or stopping (its node was killed in the middle) is waited for,
+    up to ``timeout_s``; a ``postmaster.pid`` of a dead server is removed with its sockets.
+    """
     pid_file = pgdata / "postmaster.pid"
-    if pid_file.exists():
-        lines = pid_file.read_text(errors="replace").splitlines()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            lines = pid_file.read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return  # no server (a stopping one removes the file as it exits)
         try:
             pid = int(lines[0])
         except (IndexError, ValueError):
             pid = -1
-        if pid > 0 and _is_our_postmaster(pid, pgdata):
-            if len(lines) >= _PID_FILE_LINES:
-                return  # a live server: pgserver reuses it
+        if not (pid > 0 and _is_our_postmaster(pid, pgdata)):
+            break
+        status = lines[_PID_FILE_LINES - 1].strip() if len(lines) >= _PID_FILE_LINES else ""
+        if status == "ready":
+            # pgserver reuses it; an orphan of a killed node is as good as any other.
+            _log.info("reusing the running PostgreSQL server (pid %s) in %s", pid, pgdata)
+            return
+        if time.monotonic() > deadline:
             raise StoreUnavailable(
-                f"a PostgreSQL server (pid {pid}) is still starting in {pgdata}; retry",
+                f"a PostgreSQL server (pid {pid}) in {pgdata} is still "
+                f"{status or 'starting'} after {timeout_s}s; retry",
                 reason="embedded_starting",
             )
-        _log.warning("removing stale postmaster.pid in %s (pid %s is not its server)", pgdata, pid)
-        socket_dir = Path(lines[4].strip()) if len(lines) > 4 and lines[4].strip() else pgdata
-        pid_file.unlink(missing_ok=True)
-        # The socket lock file holds the same dead pid and would block the new server too.
-        for directory in {pgdata, socket_dir}:
-            for leftover in directory.glob(".s.PGSQL.*"):
-                leftover.unlink(missing_ok=True)
-    handles = pgdata / ".handle_pids.json"
-    if handles.exists():
-        # pgserver stops the server when the last handle goes; a dead process's handle
-        # would keep it from ever doing so.
-        import json
+        time.sleep(_SETTLE_POLL_S)
+    _log.warning("removing stale postmaster.pid in %s (pid %s is not its server)", pgdata, pid)
+    socket_dir = Path(lines[4].strip()) if len(lines) > 4 and lines[4].strip() else pgdata
+    pid_file.unlink(missing_ok=True)
+    # The socket lock file holds the same dead pid and would block the new server too.
+    for directory in {pgdata, socket_dir}:
+        for leftover in directory.glob(".s.PGSQL.*"):
+            leftover.unlink(missing_ok=True)
 
-        try:
-            pids = [int(p) for p in json.loads(handles.read_text())]
-        except (ValueError, TypeError):
-            pids = []
-        handles.write_text(json.dumps([p for p in pids if psutil.pid_exists(p)]))
+
+def _prune_handle_file(pgdata: Path) -> None:
+    """Drop dead processes from pgserver's handle list (caller holds pgserver's lock)."""
+    handles = pgdata / HANDLE_LIST
+    try:
+        listed_at = handles.stat().st_mtime
+        raw = json.loads(handles.read_text())
+        pids = [int(p) for p in raw] if isinstance(raw, list) else []
+        broken = not isinstance(raw, list)
+    except FileNotFoundError:
+        return
+    except (ValueError, TypeError, OSError):
+        # Unreadable (cut short by a crash while written): pgserver would fail on it.
+        pids, listed_at, broken = [], 0.0, True
+    kept = prune_handles(pids, listed_at=listed_at, started_at=_process_start_times(pids))
+    if kept != pids or broken:
+        _log.warning("pruning dead handles %s from %s", sorted(set(pids) - set(kept)), handles)
+        handles.write_text(json.dumps(kept))
+
+
+def _clear_stale_state(pgdata: Path, *, timeout_s: float, lock: Any) -> None:
+    """Remove what a dead server or a dead node left behind, so pgserver starts cleanly.
+
+    Both steps run on every start: after a SIGKILL of the node the server lives on, and its
+    handle list still names the dead node.
+    """
+    # Not under pgserver's lock: it is one lock for every server of this user, and the
+    # wait for a starting or stopping server may take seconds.
+    _settle_postmaster(pgdata, timeout_s=timeout_s)
+    # Under it: pgserver adds and removes handles with a read-modify-write under that lock.
+    with lock:
+        _prune_handle_file(pgdata)
 
 
 class EmbeddedPostgres:
@@ -139,7 +237,9 @@ class EmbeddedPostgres:
     ``start()`` initialises the data directory on first use, starts (or reuses) the server,
     applies the node's settings and creates the ``lamarck`` database; it returns the DSN.
     ``stop()`` stops the server unless another process still holds it. It is a blocking
-    call (about a second): from async code run it with ``asyncio.to_thread``.
+    call (about a second): from async code run it with ``asyncio.to_thread``. A server left
+    running by a node killed with SIGKILL is reused by the next ``start()`` and stopped by
+    its ``stop()``.
     """
 
     def __init__(
@@ -148,6 +248,7 @@ class EmbeddedPostgres:
         *,
         database: str = DEFAULT_DATABASE,
         settings: Mapping[str, str] | None = None,
+        start_timeout_s: float = 30.0,
     ) -> None:
         self.home = Path(home).expanduser().resolve()
         self.pgdata = self.home / "pgdata"
@@ -155,6 +256,9 @@ class EmbeddedPostgres:
         self.settings: dict[str, str] = (
             dict(settings) if settings is not None else default_server_settings()
         )
+        #: How long ``start()`` waits for a server of this ``pgdata`` that is still starting
+        #: or stopping (left so by a node killed in the middle).
+        self.start_timeout_s = start_timeout_s
         self._server: Any = None
         self._dsn: str | None = None
 
@@ -177,13 +281,13 @@ class EmbeddedPostgres:
             return self._dsn
         self.home.mkdir(parents=True, exist_ok=True)
         self.pgdata.mkdir(exist_ok=True)
-        _clear_stale_state(self.pgdata)
-        try:
-            with warnings.catch_warnings():
-                # platformdirs warns at import when XDG_RUNTIME_DIR is unset (containers).
-                warnings.simplefilter("ignore")
-                from pgserver.postgres_server import get_server
+        with warnings.catch_warnings():
+            # platformdirs warns at import when XDG_RUNTIME_DIR is unset (containers).
+            warnings.simplefilter("ignore")
+            from pgserver.postgres_server import PostgresServer, get_server
 
+        _clear_stale_state(self.pgdata, timeout_s=self.start_timeout_s, lock=PostgresServer._lock)
+        try:
             self._server = get_server(self.pgdata, cleanup_mode="stop")
             self._apply_settings()
             self._ensure_database()

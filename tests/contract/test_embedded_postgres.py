@@ -1,12 +1,19 @@
-"""The embedded PostgreSQL: reused across starts, and starts after a dead server's leftovers."""
+"""The embedded PostgreSQL: reused across starts, and starts after a dead server's or holder's
+leftovers."""
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -14,6 +21,8 @@ import pytest
 from lamarck.node.store.embedded import EmbeddedPostgres, default_server_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+psutil: Any = importlib.import_module("psutil")
 
 # Fast throwaway settings; the node's own ones are exercised by the contract suite's server.
 _SETTINGS = default_server_settings() | {"fsync": "off", "synchronous_commit": "off"}
@@ -80,3 +89,75 @@ async def test_start_clears_a_dead_servers_postmaster_pid(home: Path, pid_file: 
         assert await _query(again.start(), "SELECT 1") == 1
     finally:
         again.stop()
+
+
+# A process holding the server, killed with SIGKILL once it is up (as a node would be).
+_HOLDER = """
+import json, sys, time
+from pathlib import Path
+from lamarck.node.store.embedded import EmbeddedPostgres
+home, settings, ready = Path(sys.argv[1]), json.loads(sys.argv[2]), Path(sys.argv[3])
+EmbeddedPostgres(home, settings=settings).start()
+ready.write_text("ready")
+time.sleep(600)
+"""
+
+
+def _postmaster_pid(pgdata: Path) -> int | None:
+    try:
+        return int((pgdata / "postmaster.pid").read_text().splitlines()[0])
+    except (FileNotFoundError, IndexError, ValueError):
+        return None
+
+
+def _wait_for(check: Callable[[], bool], what: str, within_s: float = 60.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {within_s}s: {what}")
+        time.sleep(0.05)
+
+
+def _kill_a_holder_once_started(home: Path) -> int:
+    """Run a process that starts the server, SIGKILL it once it is up; return its pid."""
+    ready = home / "holder.ready"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(home), json.dumps(_SETTINGS), str(ready)]
+    )
+    try:
+        _wait_for(ready.exists, "the holder to start the server")
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    return holder.pid
+
+
+async def test_a_server_left_by_a_killed_holder_is_reused_and_stopped(home: Path) -> None:
+    pgdata = home / "pgdata"
+    holder = _kill_a_holder_once_started(home)
+    orphan = _postmaster_pid(pgdata)
+    assert orphan is not None and psutil.pid_exists(orphan)
+    assert json.loads((pgdata / ".handle_pids.json").read_text()) == [holder]
+
+    again = EmbeddedPostgres(home, settings=_SETTINGS)
+    try:
+        assert await _query(again.start(), "SELECT 1") == 1
+        assert _postmaster_pid(pgdata) == orphan  # reused, not restarted
+        assert json.loads((pgdata / ".handle_pids.json").read_text()) == [os.getpid()]
+    finally:
+        again.stop()
+    # The dead holder's handle is gone, so this stop was the last one: the server stopped.
+    _wait_for(lambda: not psutil.pid_exists(orphan), "the orphaned server to stop")
+    assert not (pgdata / "postmaster.pid").exists()
+
+
+async def test_an_unreadable_handle_list_is_rewritten(home: Path) -> None:
+    (home / "pgdata").mkdir(exist_ok=True)
+    (home / "pgdata" / ".handle_pids.json").write_text("[12, 3")  # cut short by a crash
+
+    server = EmbeddedPostgres(home, settings=_SETTINGS)
+    try:
+        assert await _query(server.start(), "SELECT 1") == 1
+        assert json.loads((home / "pgdata" / ".handle_pids.json").read_text()) == [os.getpid()]
+    finally:
+        server.stop()

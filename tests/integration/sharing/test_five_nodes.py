@@ -7,9 +7,7 @@ the outbox retry or its anti-entropy Sync.
 
 from __future__ import annotations
 
-import json
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,21 +36,7 @@ def test_a_lesson_reaches_every_peer_and_a_killed_peer_after_its_restart(net: An
             recalled = client.recall(f"build {target}", session_id="five-1")
         assert copy.id in [x.id for x in recalled.lessons]
 
-    _forget_dead_handle(killed.home, killed.pid)
     restarted = net.start(killed.home)
     copy = wait_for(lambda: imported(restarted, lesson.id), "the killed peer to catch up")
     assert copy.source_node_id == a.node_id
     assert copy.confidence == pytest.approx(want)
-
-
-def _forget_dead_handle(home: Path, pid: int) -> None:
-    """Drop the killed node's pgserver handle, so the restarted node's stop stops Postgres.
-
-    Workaround: ``EmbeddedPostgres`` prunes dead handles only when the postmaster is gone too;
-    after a SIGKILL of the node the postmaster lives on, the dead pid's handle stays, and the
-    server would outlive the test. Remove once ``_clear_stale_state`` prunes in both cases.
-    """
-    handles = home / "pgdata" / ".handle_pids.json"
-    if handles.exists():
-        pids = [p for p in json.loads(handles.read_text()) if p != pid]
-        handles.write_text(json.dumps(pids))
