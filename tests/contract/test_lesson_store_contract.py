@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from lamarck.errors import ConflictError, NotFound, StoreError, StoreUnavailable
-from lamarck.node.store.migrate import run_migrations
+from lamarck.node.store.migrate import load_migrations, run_migrations
 from lamarck.node.store.port import (
     Category,
     LessonFilter,
@@ -103,7 +103,8 @@ def full_lesson() -> LessonRow:
         situation={"tool": "gh", "subject": "auth", "kind": "login", "interactive": True},
         tags=("python", "install"),
         memory_type="UC",
-        access_level="trusted",
+        access_level="private",
+        recipients=("lmk1alice", "lmk1bob"),
         source_node_id="lmk1source",
         imported_from="lmk1via",
         original_confidence=0.8,
@@ -172,6 +173,19 @@ async def test_every_lesson_field_round_trips(store: LessonStore) -> None:
     got = await store.get_lesson("full")
     assert got == row
     assert_same_embedding(got, row)
+
+
+async def test_an_update_rewrites_access_and_recipients(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("shared"))
+    row = await store.get_lesson("shared")
+    await store.update_lesson(
+        dataclasses.replace(
+            row, access_level="private", recipients=("lmk1alice",), updated_at=at(9)
+        )
+    )
+    got = await store.get_lesson("shared")
+    assert (got.access_level, got.recipients, got.updated_at) == ("private", ("lmk1alice",), at(9))
+    assert_same_embedding(got, row)  # an update without a new embedding keeps the old one
 
 
 async def test_lesson_without_embedding_round_trips(store: LessonStore) -> None:
@@ -560,18 +574,22 @@ async def test_stats_count_everything(store: LessonStore) -> None:
 pg = pytest.mark.integration
 
 
+#: Every migration version this package ships, in order.
+SHIPPED = [m.version for m in load_migrations()]
+
+
 @pg
 async def test_migrations_run_twice_change_nothing(fresh_database: str) -> None:
     conn = await asyncpg.connect(fresh_database)
     try:
-        assert await run_migrations(conn, DIM) == [1]
+        assert await run_migrations(conn, DIM) == SHIPPED
         before = [tuple(r) for r in await conn.fetch("SELECT * FROM schema_migrations")]
         tables = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
         assert await run_migrations(conn, DIM) == []
         after = [tuple(r) for r in await conn.fetch("SELECT * FROM schema_migrations")]
     finally:
         await conn.close()
-    assert before == after and len(before) == 1
+    assert before == after and len(before) == len(SHIPPED)
     assert {r["tablename"] for r in tables} >= {
         "lessons",
         "outcomes",
@@ -591,7 +609,7 @@ async def test_concurrent_starts_migrate_once(fresh_database: str) -> None:
     )
     try:
         rows = await stores[0].pool.fetch("SELECT version FROM schema_migrations")
-        assert [r["version"] for r in rows] == [1]
+        assert [r["version"] for r in rows] == SHIPPED
     finally:
         for s in stores:
             await s.close()
