@@ -117,6 +117,7 @@ class Lesson:
     imported_from: tuple[str, ...]
     original_confidence: float | None
     record_json: bytes = field(repr=False)
+    recipients: tuple[str, ...] = ()
 
     @property
     def record(self) -> dict[str, Any]:
@@ -302,6 +303,7 @@ def _lesson(v: lessons_pb2.LessonView) -> Lesson:
         imported_from=tuple(v.imported_from),
         original_confidence=(v.original_confidence if v.HasField("original_confidence") else None),
         record_json=v.record_json,
+        recipients=tuple(v.recipients),
     )
 
 
@@ -422,14 +424,37 @@ def _import_requests(
     return requests
 
 
+_ACCESS_LEVELS = {
+    "public": lessons_pb2.ACCESS_LEVEL_PUBLIC,
+    "trusted": lessons_pb2.ACCESS_LEVEL_TRUSTED,
+    "private": lessons_pb2.ACCESS_LEVEL_PRIVATE,
+}
+
+
 def _edit_request(
-    lesson_id: str, content: str | None, expected_version: int, reason: str
+    lesson_id: str,
+    content: str | None,
+    expected_version: int,
+    reason: str,
+    access_level: str | None = None,
+    recipients: Sequence[str] = (),
 ) -> agent_pb2.EditRequest:
     request = agent_pb2.EditRequest(
-        lesson_id=lesson_id, expected_version=expected_version, reason=reason
+        lesson_id=lesson_id,
+        expected_version=expected_version,
+        reason=reason,
+        recipients=list(recipients),
     )
     if content is not None:
         request.content = content
+    if access_level is not None:
+        level = _ACCESS_LEVELS.get(access_level)
+        if level is None:
+            raise InvalidRecord(
+                f"access level must be one of {', '.join(_ACCESS_LEVELS)}",
+                reason="bad_access_level",
+            )
+        request.access_level = level
     return request
 
 
@@ -761,6 +786,13 @@ class AsyncClient(AsyncServiceClient):
         request = _edit_request(lesson_id, content, expected_version, reason)
         return _lesson((await self._unary(self._stub.Edit, request)).lesson)
 
+    async def set_access(
+        self, lesson_id: str, access_level: str, recipients: Sequence[str] = ()
+    ) -> Lesson:
+        """Say who a lesson may be shared with: public, trusted, or private to ``recipients``."""
+        request = _edit_request(lesson_id, None, 0, "", access_level, recipients)
+        return _lesson((await self._unary(self._stub.Edit, request)).lesson)
+
     async def retire(
         self, lesson_id: str, *, reason: str = "", expected_version: int = 0
     ) -> Lesson:
@@ -957,6 +989,13 @@ class Client(ServiceClient):
     ) -> Lesson:
         """Replace a lesson's text; returns the new version."""
         request = _edit_request(lesson_id, content, expected_version, reason)
+        return _lesson(self._unary(self._stub.Edit, request).lesson)
+
+    def set_access(
+        self, lesson_id: str, access_level: str, recipients: Sequence[str] = ()
+    ) -> Lesson:
+        """Say who a lesson may be shared with: public, trusted, or private to ``recipients``."""
+        request = _edit_request(lesson_id, None, 0, "", access_level, recipients)
         return _lesson(self._unary(self._stub.Edit, request).lesson)
 
     def retire(self, lesson_id: str, *, reason: str = "", expected_version: int = 0) -> Lesson:

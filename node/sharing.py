@@ -352,7 +352,9 @@ class Sharing:
                 key = (row.id, lesson_version(row))
                 if key in self._enqueued or not may_publish(row, self.params):
                     continue
-                allowed = peers_for(row.access_level, peers, self.reputation, self.params)
+                allowed = peers_for(
+                    row.access_level, peers, self.reputation, self.params, row.recipients
+                )
                 targets = self.router.choose(allowed)
                 if not targets:
                     continue

@@ -126,6 +126,7 @@ _ACCESS_TO_PB = {
     "trusted": lessons_pb2.ACCESS_LEVEL_TRUSTED,
     "private": lessons_pb2.ACCESS_LEVEL_PRIVATE,
 }
+_ACCESS_FROM_PB = {v: k for k, v in _ACCESS_TO_PB.items()}
 _TYPE_TO_PB = {"UC": lessons_pb2.MEMORY_TYPE_UC, "AC": lessons_pb2.MEMORY_TYPE_AC}
 _SITUATION_SOURCE_TO_PB = {
     "declared": lessons_pb2.SITUATION_SOURCE_DECLARED,
@@ -439,6 +440,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             context=_context_to_proto(row.context),
             imported_from=list(dict.fromkeys(sources)) if imported else [],
             record_json=record_json,
+            recipients=list(row.recipients),
         )
         if row.situation is not None:
             view.situation.CopyFrom(_situation_to_proto(row.situation))
@@ -649,30 +651,41 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
 
     # -- Edit / Retire ---------------------------------------------------------------------
     async def Edit(self, request: agent_pb2.EditRequest, context: Any) -> agent_pb2.EditResponse:
-        """Supersede a lesson with edited content; returns the new version."""
+        """Supersede a lesson with edited content, and/or change who it may be shared with."""
         unsupported = [
             name
             for name, given in (
                 ("operation", request.HasField("operation")),
                 ("scope", request.HasField("scope")),
                 ("tags", request.HasField("tags")),
-                ("access_level", request.access_level != lessons_pb2.ACCESS_LEVEL_UNSPECIFIED),
             )
             if given
         ]
         if unsupported:
-            # The lesson service edits content only; the rest comes from outcomes and rules.
+            # Content and sharing are the user's; the rest comes from outcomes and rules.
             raise InvalidRecord(
-                f"only a lesson's content can be edited, not {', '.join(unsupported)}",
+                f"a lesson's {', '.join(unsupported)} cannot be edited (only content and access)",
                 reason="field_not_editable",
                 fields=unsupported,
             )
-        if not request.HasField("content"):
-            raise InvalidRecord("an edit needs new content", reason="empty_content")
+        access = request.access_level != lessons_pb2.ACCESS_LEVEL_UNSPECIFIED
+        if request.recipients and not access:
+            raise InvalidRecord(
+                "recipients come with access_level PRIVATE", reason="recipients_need_private"
+            )
+        if not request.HasField("content") and not access:
+            raise InvalidRecord("an edit needs new content or access", reason="empty_content")
         row = await self._store().get_lesson(request.lesson_id)
         await self._check_version(row, request.expected_version)
-        new = await self._service().edit(row.id, request.content, ACTOR)
-        return agent_pb2.EditResponse(lesson=await self._view(new))
+        service = self._service()
+        if request.HasField("content"):
+            row = await service.edit(row.id, request.content, ACTOR)
+        if access:
+            level = _ACCESS_FROM_PB.get(request.access_level)
+            if level is None:
+                raise InvalidRecord("unknown access level", reason="bad_access_level")
+            row = await service.set_access(row.id, level, tuple(request.recipients))
+        return agent_pb2.EditResponse(lesson=await self._view(row))
 
     async def Retire(
         self, request: agent_pb2.RetireRequest, context: Any

@@ -112,8 +112,8 @@ async def shareable_records(
     """What this node may send ``requester`` in a Sync, by content hash.
 
     Its own publishable lessons (``trusted`` ones only to a requester at or above the trusted
-    threshold), signed afresh (deterministic bytes), and imported public lessons as their
-    original signed bytes.
+    threshold, ``private`` ones only to their named recipients), signed afresh (deterministic
+    bytes), and imported public lessons as their original signed bytes.
     """
     trusted = bool(requester) and reputation.score(requester) >= params.trusted_threshold
     held: dict[str, bytes] = {}
@@ -130,6 +130,8 @@ async def shareable_records(
             if not may_publish(row, params):
                 continue
             if row.access_level == "trusted" and not trusted:
+                continue
+            if row.access_level == "private" and requester not in row.recipients:
                 continue
             signed = sign_lesson(row, identity)
             held.setdefault(signed.content_hash, signed.raw)

@@ -93,6 +93,7 @@ def lesson_json(lesson: Lesson) -> dict[str, Any]:
         "category": lesson.category,
         "memory_type": lesson.memory_type,
         "access_level": lesson.access_level,
+        "recipients": list(lesson.recipients),
         "origin": lesson.origin,
         "source_node_id": lesson.source_node_id,
         "tags": list(lesson.tags),
@@ -282,6 +283,29 @@ def edit(
         emit_json(lesson_json(lesson))
     else:
         _lesson_table(f"edited: lesson {lesson.id} is now version {lesson.version}", lesson)
+
+
+@app.command()
+def share(
+    lesson_id: _IdArgument,
+    access: Annotated[
+        Literal["public", "trusted", "private"],
+        typer.Argument(help="public: every peer; trusted: well-reputed peers; private: named."),
+    ],
+    recipient: Annotated[
+        list[str] | None,
+        typer.Option("--recipient", "-r", help="A node id a private lesson may reach (repeat)."),
+    ] = None,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Say who a lesson may be shared with; the lesson keeps its id and history."""
+    with client_for(resolve_home(home)) as client:
+        lesson = client.set_access(lesson_id, access, recipient or ())
+    if as_json:
+        emit_json(lesson_json(lesson))
+    else:
+        _lesson_table(f"lesson {lesson.id} is now {lesson.access_level}", lesson)
 
 
 @app.command()

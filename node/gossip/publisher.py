@@ -84,7 +84,7 @@ def may_publish(row: LessonRow, params: GossipParams) -> bool:
     Only this node's own active lessons with evidence (never claimed, superseded or retired
     ones, never imported copies: those travel as their original bytes), confidence at least
     ``publish_threshold``, scope ``global`` or an explicitly shared project scope; a UC memory
-    only when tagged ``uc_share_tag``; a ``private`` row never (it names no recipients).
+    only when tagged ``uc_share_tag``; a ``private`` row only when it names its recipients.
     """
     if row.imported_from is not None or row.status is not LessonStatus.ACTIVE:
         return False
@@ -94,6 +94,8 @@ def may_publish(row: LessonRow, params: GossipParams) -> bool:
         return False
     if row.memory_type == "UC" and params.uc_share_tag not in row.tags:
         return False
+    if row.access_level == "private":
+        return bool(row.recipients)
     return row.access_level in ("public", "trusted")
 
 
@@ -195,6 +197,8 @@ def lesson_record(row: LessonRow, node_id: str) -> dict[str, Any]:
     }
     if row.situation is not None:
         obj["situation"] = dict(row.situation)
+    if row.access_level == "private":
+        obj["recipients"] = list(row.recipients)
     return obj
 
 

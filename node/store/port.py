@@ -94,6 +94,8 @@ class LessonRow:
     tags: tuple[str, ...] = ()
     memory_type: str = "AC"
     access_level: str = "public"
+    # The node ids a ``private`` lesson may be sent to (empty otherwise).
+    recipients: tuple[str, ...] = ()
     source_node_id: str | None = None
     imported_from: str | None = None
     original_confidence: float | None = None

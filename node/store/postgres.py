@@ -81,6 +81,7 @@ _LESSON_COLUMNS = (
     "original_confidence",
     "signed_record",
     "content_hash",
+    "recipients",
     "embedding",
 )
 _PROVENANCE_COLUMNS = ("lesson_id", "source_node_id", "via_node_id", "received_at", "content_hash")
@@ -94,9 +95,10 @@ _SELECT_LESSON = (
 _INSERT_LESSON = "INSERT INTO lessons ({}) VALUES ({})".format(
     ", ".join(_LESSON_COLUMNS), ", ".join(f"${i}" for i in range(1, len(_LESSON_COLUMNS) + 1))
 )
-# Every column but the id (the key) and the embedding (kept unless a new one is given).
+# Every column but the id (the key, first) and the embedding (last; kept unless a new one
+# is given).
 _UPDATE_LESSON = "UPDATE lessons SET {}, embedding = COALESCE(${}, embedding) WHERE id = $1".format(
-    ", ".join(f"{c} = ${i + 1}" for i, c in enumerate(_LESSON_COLUMNS) if 0 < i < 27),
+    ", ".join(f"{c} = ${i + 1}" for i, c in enumerate(_LESSON_COLUMNS[:-1]) if i > 0),
     len(_LESSON_COLUMNS),
 )
 _INSERT_PROVENANCE = "INSERT INTO lesson_provenance ({}) VALUES ($1, $2, $3, $4, $5)".format(
@@ -242,6 +244,7 @@ def _lesson_args(row: LessonRow) -> list[Any]:
         row.original_confidence,
         row.signed_record,
         row.content_hash,
+        list(row.recipients),
         None if row.embedding is None else np.asarray(row.embedding, dtype=np.float32),
     ]
 
@@ -289,6 +292,7 @@ def _to_lesson(rec: Any) -> LessonRow:
         original_confidence=rec["original_confidence"],
         signed_record=None if signed is None else bytes(signed),
         content_hash=rec["content_hash"],
+        recipients=tuple(rec["recipients"]),
         provenance=tuple(
             ProvenanceEntry(src, via, datetime.fromisoformat(at).astimezone(UTC), digest)
             for src, via, at, digest in rec["provenance"]

@@ -36,6 +36,7 @@ from lamarck.errors import (
     ConflictError,
     EvidenceError,
     InvalidRecord,
+    PolicyRejected,
     SecretDetected,
 )
 from lamarck.node.importing.reality import reality_events
@@ -93,6 +94,8 @@ from lamarck.node.store.port import (
     OutcomeRow,
 )
 from lamarck.proto.clock import Clock
+from lamarck.proto.identity import is_node_id
+from lamarck.proto.limits import DEFAULT_LIMITS
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.timefmt import parse_ts
 from lamarck.reputation.events import ReputationEvent
@@ -112,6 +115,8 @@ RETIRED_PREFIX = "retired:"
 _SECONDS_PER_DAY = 86_400.0
 # Statuses attribution may move: a claim gains evidence by its first confirmation.
 _LIVE = (LessonStatus.ACTIVE, LessonStatus.CLAIMED)
+#: Who a lesson may be shared with (the memory record's ``access_level``).
+ACCESS_LEVELS = ("public", "trusted", "private")
 
 
 class EmbedderLike(Protocol):
@@ -770,6 +775,63 @@ class LessonService:
         )
         await self._store.supersede(old.id, new)
         return await self._store.get_lesson(new.id)
+
+    async def set_access(
+        self, lesson_id: str, access_level: str, recipients: Sequence[str] = ()
+    ) -> LessonRow:
+        """Say who an own lesson may be shared with; the row changes in place.
+
+        ``public``: every peer; ``trusted``: peers at or above the trusted threshold;
+        ``private``: only ``recipients`` (node ids, at least one). Moving ``updated_at`` makes
+        the next publication a newer version of the same record, so peers replace their copy;
+        a copy a peer already holds cannot be called back.
+        """
+        if access_level not in ACCESS_LEVELS:
+            raise InvalidRecord(
+                f"access level must be one of {', '.join(ACCESS_LEVELS)}",
+                reason="bad_access_level",
+            )
+        named = tuple(dict.fromkeys(r.strip() for r in recipients))
+        if access_level == "private":
+            if not named:
+                raise InvalidRecord(
+                    "a private lesson must name its recipients", reason="no_recipients"
+                )
+            bad = [r for r in named if not is_node_id(r)]
+            if bad:
+                raise InvalidRecord(
+                    f"not node ids: {', '.join(bad)}", reason="bad_recipient", ids=bad
+                )
+            if len(named) > DEFAULT_LIMITS.max_list_items:
+                raise InvalidRecord(
+                    f"at most {DEFAULT_LIMITS.max_list_items} recipients", reason="too_large"
+                )
+        elif named:
+            raise InvalidRecord(
+                "recipients are only meaningful for a private lesson",
+                reason="recipients_need_private",
+            )
+        row = await self._store.get_lesson(lesson_id)
+        if row.imported_from is not None:
+            # Who may see an imported lesson is its source's decision, signed into the record.
+            raise PolicyRejected(
+                f"lesson {lesson_id} was imported from {row.imported_from}",
+                reason="imported_lesson",
+            )
+        if row.status not in _LIVE:
+            raise ConflictError(
+                f"lesson {lesson_id} is {row.status.value}", reason="not_live", id=lesson_id
+            )
+        await self._store.update_lesson(
+            dataclasses.replace(
+                row,
+                access_level=access_level,
+                recipients=named,
+                updated_at=self._clock.now(),
+                embedding=None,
+            )
+        )
+        return await self._store.get_lesson(lesson_id)
 
     async def retire(self, lesson_id: str, who: str) -> LessonRow:
         """Retire a lesson (``superseded_by = 'retired:<who>'``): kept, never re-learned."""

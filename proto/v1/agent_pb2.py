@@ -26,15 +26,15 @@ from lamarck.proto.v1 import lessons_pb2 as lamarck_dot_v1_dot_lessons__pb2
 from lamarck.proto.v1 import records_pb2 as lamarck_dot_v1_dot_records__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16lamarck/v1/agent.proto\x12\nlamarck.v1\x1a\x18lamarck/v1/lessons.proto\x1a\x18lamarck/v1/records.proto\",\n\x14RecordOutcomeRequest\x12\x14\n\x0coutcome_json\x18\x01 \x01(\x0c\"i\n\x15RecordOutcomeResponse\x12\x12\n\noutcome_id\x18\x01 \x01(\t\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12)\n\x07\x63hanges\x18\x03 \x03(\x0b\x32\x18.lamarck.v1.LessonChange\"\x98\x01\n\rRecallRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\x12*\n\x07\x63ontext\x18\x02 \x01(\x0b\x32\x19.lamarck.v1.MemoryContext\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x12\n\nturn_index\x18\x04 \x01(\r\x12\x16\n\x0eproject_digest\x18\x05 \x01(\t\x12\r\n\x05limit\x18\x06 \x01(\r\"G\n\x0eRecalledLesson\x12&\n\x06lesson\x18\x01 \x01(\x0b\x32\x16.lamarck.v1.LessonView\x12\r\n\x05score\x18\x02 \x01(\x01\"U\n\x0eRecallResponse\x12+\n\x07lessons\x18\x01 \x03(\x0b\x32\x1a.lamarck.v1.RecalledLesson\x12\x16\n\x0eprompt_section\x18\x02 \x01(\t\"\x89\x01\n\x15\x43heckOperationRequest\x12\x11\n\toperation\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x12\n\nturn_index\x18\x03 \x01(\r\x12\x16\n\x0eproject_digest\x18\x04 \x01(\t\x12\x0c\n\x04tool\x18\x05 \x01(\t\x12\x0f\n\x07subject\x18\x06 \x01(\t\"^\n\x16\x43heckOperationResponse\x12\x10\n\x08preamble\x18\x01 \x01(\t\x12\r\n\x05probe\x18\x02 \x01(\t\x12\x0f\n\x07unblock\x18\x03 \x01(\t\x12\x12\n\nlesson_ids\x18\x04 \x03(\t\"\xd7\x01\n\x0fRememberRequest\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12\x11\n\toperation\x18\x02 \x01(\t\x12\r\n\x05scope\x18\x03 \x01(\t\x12\x16\n\x0eproject_digest\x18\x04 \x01(\t\x12*\n\x07\x63ontext\x18\x05 \x01(\x0b\x32\x19.lamarck.v1.MemoryContext\x12\x0c\n\x04tags\x18\x06 \x03(\t\x12\x12\n\nsession_id\x18\x07 \x01(\t\x12+\n\x0bmemory_type\x18\x08 \x01(\x0e\x32\x16.lamarck.v1.MemoryType\"K\n\x10RememberResponse\x12&\n\x06lesson\x18\x01 \x01(\x0b\x32\x16.lamarck.v1.LessonView\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\"~\n\x10ReportUseRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nturn_index\x18\x02 \x01(\r\x12\x12\n\nlesson_ids\x18\x03 \x03(\t\x12 \n\x03use\x18\x04 \x01(\x0e\x32\x13.lamarck.v1.UseKind\x12\x0c\n\x04note\x18\x05 \x01(\t\"%\n\x11ReportUseResponse\x12\x10\n\x08recorded\x18\x01 \x01(\r\"\x16\n\x04Tags\x12\x0e\n\x06values\x18\x01 \x03(\t\"\xff\x01\n\x0b\x45\x64itRequest\x12\x11\n\tlesson_id\x18\x01 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x02 \x01(\r\x12\x14\n\x07\x63ontent\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x16\n\toperation\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x05scope\x18\x05 \x01(\tH\x02\x88\x01\x01\x12\x1e\n\x04tags\x18\x06 \x01(\x0b\x32\x10.lamarck.v1.Tags\x12-\n\x0c\x61\x63\x63\x65ss_level\x18\x07 \x01(\x0e\x32\x17.lamarck.v1.AccessLevel\x12\x0e\n\x06reason\x18\x08 \x01(\tB\n\n\x08_contentB\x0c\n\n_operationB\x08\n\x06_scope\"6\n\x0c\x45\x64itResponse\x12&\n\x06lesson\x18\x01 \x01(\x0b\x32\x16.lamarck.v1.LessonView\"L\n\rRetireRequest\x12\x11\n\tlesson_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x03 \x01(\r\"8\n\x0eRetireResponse\x12&\n\x06lesson\x18\x01 \x01(\x0b\x32\x16.lamarck.v1.LessonView\"#\n\x0eHistoryRequest\x12\x11\n\tlesson_id\x18\x01 \x01(\t\"<\n\x0fHistoryResponse\x12)\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x18.lamarck.v1.HistoryEntry\"^\n\x0bListRequest\x12(\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x18.lamarck.v1.LessonFilter\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"P\n\x0cListResponse\x12\'\n\x07lessons\x18\x01 \x03(\x0b\x32\x16.lamarck.v1.LessonView\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"9\n\rExportRequest\x12(\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x18.lamarck.v1.LessonFilter\"\x1f\n\x0e\x45xportResponse\x12\r\n\x05jsonl\x18\x01 \x01(\x0c\"6\n\rImportOptions\x12\x0f\n\x07\x64ry_run\x18\x01 \x01(\x08\x12\x14\n\x0csource_label\x18\x02 \x01(\t\"V\n\rImportRequest\x12,\n\x07options\x18\x01 \x01(\x0b\x32\x19.lamarck.v1.ImportOptionsH\x00\x12\x0f\n\x05jsonl\x18\x02 \x01(\x0cH\x00\x42\x06\n\x04part\"5\n\x0eImportResponse\x12#\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x15.lamarck.v1.RecordAck*Q\n\x07UseKind\x12\x18\n\x14USE_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10USE_KIND_APPLIED\x10\x01\x12\x16\n\x12USE_KIND_DISMISSED\x10\x02\x32\x90\x06\n\x0c\x41gentService\x12T\n\rRecordOutcome\x12 .lamarck.v1.RecordOutcomeRequest\x1a!.lamarck.v1.RecordOutcomeResponse\x12?\n\x06Recall\x12\x19.lamarck.v1.RecallRequest\x1a\x1a.lamarck.v1.RecallResponse\x12W\n\x0e\x43heckOperation\x12!.lamarck.v1.CheckOperationRequest\x1a\".lamarck.v1.CheckOperationResponse\x12\x45\n\x08Remember\x12\x1b.lamarck.v1.RememberRequest\x1a\x1c.lamarck.v1.RememberResponse\x12H\n\tReportUse\x12\x1c.lamarck.v1.ReportUseRequest\x1a\x1d.lamarck.v1.ReportUseResponse\x12\x39\n\x04\x45\x64it\x12\x17.lamarck.v1.EditRequest\x1a\x18.lamarck.v1.EditResponse\x12?\n\x06Retire\x12\x19.lamarck.v1.RetireRequest\x1a\x1a.lamarck.v1.RetireResponse\x12\x42\n\x07History\x12\x1a.lamarck.v1.HistoryRequest\x1a\x1b.lamarck.v1.HistoryResponse\x12\x39\n\x04List\x12\x17.lamarck.v1.ListRequest\x1a\x18.lamarck.v1.ListResponse\x12\x41\n\x06\x45xport\x12\x19.lamarck.v1.ExportRequest\x1a\x1a.lamarck.v1.ExportResponse0\x01\x12\x41\n\x06Import\x12\x19.lamarck.v1.ImportRequest\x1a\x1a.lamarck.v1.ImportResponse(\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16lamarck/v1/agent.proto\x12\nlamarck.v1\x1a\x18lamarck/v1/lessons.proto\x1a\x18lamarck/v1/records.proto\",\n\x14RecordOutcomeRequest\x12\x14\n\x0coutcome_json\x18\x01 \x01(\x0c\"i\n\x15RecordOutcomeResponse\x12\x12\n\noutcome_id\x18\x01 \x01(\t\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12)\n\x07\x63hanges\x18\x03 \x03(\x0b\x32\x18.lamarck.v1.LessonChange\"\x98\x01\n\rRecallRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\x12*\n\x07\x63ontext\x18\x02 \x01(\x0b\x32\x19.lamarck.v1.MemoryContext\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x12\n\nturn_index\x18\x04 \x01(\r\x12\x16\n\x0eproject_digest\x18\x05 \x01(\t\x12\r\n\x05limit\x18\x06 \x01(\r\"G\n\x0eRecalledLesson\x12&\n\x06lesson\x18\x01 \x01(\x0b\x32\x16.lamarck.v1.LessonView\x12\r\n\x05score\x18\x02 \x01(\x01\"U\n\x0eRecallResponse\x12+\n\x07lessons\x18\x01 \x03(\x0b\x32\x1a.lamarck.v1.RecalledLesson\x12\x16\n\x0eprompt_section\x18\x02 \x01(\t\"\x89\x01\n\x15\x43heckOperationRequest\x12\x11\n\toperation\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x12\n\nturn_index\x18\x03 \x01(\r\x12\x16\n\x0eproject_digest\x18\x04 \x01(\t\x12\x0c\n\x04tool\x18\x05 \x01(\t\x12\x0f\n\x07subject\x18\x06 \x01(\t\"^\n\x16\x43heckOperationResponse\x12\x10\n\x08preamble\x18\x01 \x01(\t\x12\r\n\x05probe\x18\x02 \x01(\t\x12\x0f\n\x07unblock\x18\x03 \x01(\t\x12\x12\n\nlesson_ids\x18\x04 \x03(\t\"\xd7\x01\n\x0fRememberRequest\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12\x11\n\toperation\x18\x02 \x01(\t\x12\r\n\x05scope\x18\x03 \x01(\t\x12\x16\n\x0eproject_digest\x18\x04 \x01(\t\x12*\n\x07\x63ontext\x18\x05 \x01(\x0b\x32\x19.lamarck.v1.MemoryContext\x12\x0c\n\x04tags\x18\x06 \x03(\t\x12\x12\n\nsession_id\x18\x07 \x01(\t\x12+\n\x0bmemory_type\x18\x08 \x01(\x0e\x32\x16.lamarck.v1.MemoryType\"K\n\x10RememberResponse\x12&\n\x06lesson\x18\x01 \x01(\x0b\x32\x16.lamarck.v1.LessonView\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\"~\n\x10ReportUseRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nturn_index\x18\x02 \x01(\r\x12\x12\n\nlesson_ids\x18\x03 \x03(\t\x12 \n\x03use\x18\x04 \x01(\x0e\x32\x13.lamarck.v1.UseKind\x12\x0c\n\x04note\x18\x05 \x01(\t\"%\n\x11ReportUseResponse\x12\x10\n\x08recorded\x18\x01 \x01(\r\"\x16\n\x04Tags\x12\x0e\n\x06values\x18\x01 \x03(\t\"\x93\x02\n\x0b\x45\x64itRequest\x12\x11\n\tlesson_id\x18\x01 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x02 \x01(\r\x12\x14\n\x07\x63ontent\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x16\n\toperation\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x05scope\x18\x05 \x01(\tH\x02\x88\x01\x01\x12\x1e\n\x04tags\x18\x06 \x01(\x0b\x32\x10.lamarck.v1.Tags\x12-\n\x0c\x61\x63\x63\x65ss_level\x18\x07 \x01(\x0e\x32\x17.lamarck.v1.AccessLevel\x12\x0e\n\x06reason\x18\x08 \x01(\t\x12\x12\n\nrecipients\x18\t \x03(\tB\n\n\x08_contentB\x0c\n\n_operationB\x08\n\x06_scope\"6\n\x0c\x45\x64itResponse\x12&\n\x06lesson\x18\x01 \x01(\x0b\x32\x16.lamarck.v1.LessonView\"L\n\rRetireRequest\x12\x11\n\tlesson_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x03 \x01(\r\"8\n\x0eRetireResponse\x12&\n\x06lesson\x18\x01 \x01(\x0b\x32\x16.lamarck.v1.LessonView\"#\n\x0eHistoryRequest\x12\x11\n\tlesson_id\x18\x01 \x01(\t\"<\n\x0fHistoryResponse\x12)\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x18.lamarck.v1.HistoryEntry\"^\n\x0bListRequest\x12(\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x18.lamarck.v1.LessonFilter\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"P\n\x0cListResponse\x12\'\n\x07lessons\x18\x01 \x03(\x0b\x32\x16.lamarck.v1.LessonView\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"9\n\rExportRequest\x12(\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x18.lamarck.v1.LessonFilter\"\x1f\n\x0e\x45xportResponse\x12\r\n\x05jsonl\x18\x01 \x01(\x0c\"6\n\rImportOptions\x12\x0f\n\x07\x64ry_run\x18\x01 \x01(\x08\x12\x14\n\x0csource_label\x18\x02 \x01(\t\"V\n\rImportRequest\x12,\n\x07options\x18\x01 \x01(\x0b\x32\x19.lamarck.v1.ImportOptionsH\x00\x12\x0f\n\x05jsonl\x18\x02 \x01(\x0cH\x00\x42\x06\n\x04part\"5\n\x0eImportResponse\x12#\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x15.lamarck.v1.RecordAck*Q\n\x07UseKind\x12\x18\n\x14USE_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10USE_KIND_APPLIED\x10\x01\x12\x16\n\x12USE_KIND_DISMISSED\x10\x02\x32\x90\x06\n\x0c\x41gentService\x12T\n\rRecordOutcome\x12 .lamarck.v1.RecordOutcomeRequest\x1a!.lamarck.v1.RecordOutcomeResponse\x12?\n\x06Recall\x12\x19.lamarck.v1.RecallRequest\x1a\x1a.lamarck.v1.RecallResponse\x12W\n\x0e\x43heckOperation\x12!.lamarck.v1.CheckOperationRequest\x1a\".lamarck.v1.CheckOperationResponse\x12\x45\n\x08Remember\x12\x1b.lamarck.v1.RememberRequest\x1a\x1c.lamarck.v1.RememberResponse\x12H\n\tReportUse\x12\x1c.lamarck.v1.ReportUseRequest\x1a\x1d.lamarck.v1.ReportUseResponse\x12\x39\n\x04\x45\x64it\x12\x17.lamarck.v1.EditRequest\x1a\x18.lamarck.v1.EditResponse\x12?\n\x06Retire\x12\x19.lamarck.v1.RetireRequest\x1a\x1a.lamarck.v1.RetireResponse\x12\x42\n\x07History\x12\x1a.lamarck.v1.HistoryRequest\x1a\x1b.lamarck.v1.HistoryResponse\x12\x39\n\x04List\x12\x17.lamarck.v1.ListRequest\x1a\x18.lamarck.v1.ListResponse\x12\x41\n\x06\x45xport\x12\x19.lamarck.v1.ExportRequest\x1a\x1a.lamarck.v1.ExportResponse0\x01\x12\x41\n\x06Import\x12\x19.lamarck.v1.ImportRequest\x1a\x1a.lamarck.v1.ImportResponse(\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'lamarck.proto.v1.agent_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_USEKIND']._serialized_start=2298
-  _globals['_USEKIND']._serialized_end=2379
+  _globals['_USEKIND']._serialized_start=2318
+  _globals['_USEKIND']._serialized_end=2399
   _globals['_RECORDOUTCOMEREQUEST']._serialized_start=90
   _globals['_RECORDOUTCOMEREQUEST']._serialized_end=134
   _globals['_RECORDOUTCOMERESPONSE']._serialized_start=136
@@ -60,31 +60,31 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TAGS']._serialized_start=1256
   _globals['_TAGS']._serialized_end=1278
   _globals['_EDITREQUEST']._serialized_start=1281
-  _globals['_EDITREQUEST']._serialized_end=1536
-  _globals['_EDITRESPONSE']._serialized_start=1538
-  _globals['_EDITRESPONSE']._serialized_end=1592
-  _globals['_RETIREREQUEST']._serialized_start=1594
-  _globals['_RETIREREQUEST']._serialized_end=1670
-  _globals['_RETIRERESPONSE']._serialized_start=1672
-  _globals['_RETIRERESPONSE']._serialized_end=1728
-  _globals['_HISTORYREQUEST']._serialized_start=1730
-  _globals['_HISTORYREQUEST']._serialized_end=1765
-  _globals['_HISTORYRESPONSE']._serialized_start=1767
-  _globals['_HISTORYRESPONSE']._serialized_end=1827
-  _globals['_LISTREQUEST']._serialized_start=1829
-  _globals['_LISTREQUEST']._serialized_end=1923
-  _globals['_LISTRESPONSE']._serialized_start=1925
-  _globals['_LISTRESPONSE']._serialized_end=2005
-  _globals['_EXPORTREQUEST']._serialized_start=2007
-  _globals['_EXPORTREQUEST']._serialized_end=2064
-  _globals['_EXPORTRESPONSE']._serialized_start=2066
-  _globals['_EXPORTRESPONSE']._serialized_end=2097
-  _globals['_IMPORTOPTIONS']._serialized_start=2099
-  _globals['_IMPORTOPTIONS']._serialized_end=2153
-  _globals['_IMPORTREQUEST']._serialized_start=2155
-  _globals['_IMPORTREQUEST']._serialized_end=2241
-  _globals['_IMPORTRESPONSE']._serialized_start=2243
-  _globals['_IMPORTRESPONSE']._serialized_end=2296
-  _globals['_AGENTSERVICE']._serialized_start=2382
-  _globals['_AGENTSERVICE']._serialized_end=3166
+  _globals['_EDITREQUEST']._serialized_end=1556
+  _globals['_EDITRESPONSE']._serialized_start=1558
+  _globals['_EDITRESPONSE']._serialized_end=1612
+  _globals['_RETIREREQUEST']._serialized_start=1614
+  _globals['_RETIREREQUEST']._serialized_end=1690
+  _globals['_RETIRERESPONSE']._serialized_start=1692
+  _globals['_RETIRERESPONSE']._serialized_end=1748
+  _globals['_HISTORYREQUEST']._serialized_start=1750
+  _globals['_HISTORYREQUEST']._serialized_end=1785
+  _globals['_HISTORYRESPONSE']._serialized_start=1787
+  _globals['_HISTORYRESPONSE']._serialized_end=1847
+  _globals['_LISTREQUEST']._serialized_start=1849
+  _globals['_LISTREQUEST']._serialized_end=1943
+  _globals['_LISTRESPONSE']._serialized_start=1945
+  _globals['_LISTRESPONSE']._serialized_end=2025
+  _globals['_EXPORTREQUEST']._serialized_start=2027
+  _globals['_EXPORTREQUEST']._serialized_end=2084
+  _globals['_EXPORTRESPONSE']._serialized_start=2086
+  _globals['_EXPORTRESPONSE']._serialized_end=2117
+  _globals['_IMPORTOPTIONS']._serialized_start=2119
+  _globals['_IMPORTOPTIONS']._serialized_end=2173
+  _globals['_IMPORTREQUEST']._serialized_start=2175
+  _globals['_IMPORTREQUEST']._serialized_end=2261
+  _globals['_IMPORTRESPONSE']._serialized_start=2263
+  _globals['_IMPORTRESPONSE']._serialized_end=2316
+  _globals['_AGENTSERVICE']._serialized_start=2402
+  _globals['_AGENTSERVICE']._serialized_end=3186
 # @@protoc_insertion_point(module_scope)

@@ -461,6 +461,7 @@ class EditRequest(_message.Message):
     TAGS_FIELD_NUMBER: _builtins.int
     ACCESS_LEVEL_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
+    RECIPIENTS_FIELD_NUMBER: _builtins.int
     lesson_id: _builtins.str
     """The lesson to change."""
     expected_version: _builtins.int
@@ -474,7 +475,9 @@ class EditRequest(_message.Message):
     scope: _builtins.str
     """New scope; unset keeps it."""
     access_level: _lessons_pb2.AccessLevel.ValueType
-    """New access level; unspecified keeps it."""
+    """New access level; unspecified keeps it. Changing only the access level (no content) keeps
+    the lesson and its id: the next publication is a newer version of the same record.
+    """
     reason: _builtins.str
     """Why, kept in history. A situation's probe and unblock cannot be edited: they come only
     from tool code. The edit inherits the old version's evidence and confidence.
@@ -482,6 +485,10 @@ class EditRequest(_message.Message):
     @_builtins.property
     def tags(self) -> Global___Tags:
         """New tags; unset keeps them."""
+
+    @_builtins.property
+    def recipients(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The node ids a PRIVATE lesson may reach (at least one); only with access_level PRIVATE."""
 
     def __init__(
         self,
@@ -494,10 +501,11 @@ class EditRequest(_message.Message):
         tags: Global___Tags | None = ...,
         access_level: _lessons_pb2.AccessLevel.ValueType = ...,
         reason: _builtins.str = ...,
+        recipients: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_content", b"_content", "_operation", b"_operation", "_scope", b"_scope", "content", b"content", "operation", b"operation", "scope", b"scope", "tags", b"tags"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_content", b"_content", "_operation", b"_operation", "_scope", b"_scope", "access_level", b"access_level", "content", b"content", "expected_version", b"expected_version", "lesson_id", b"lesson_id", "operation", b"operation", "reason", b"reason", "scope", b"scope", "tags", b"tags"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_content", b"_content", "_operation", b"_operation", "_scope", b"_scope", "access_level", b"access_level", "content", b"content", "expected_version", b"expected_version", "lesson_id", b"lesson_id", "operation", b"operation", "reason", b"reason", "recipients", b"recipients", "scope", b"scope", "tags", b"tags"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__content: _TypeAlias = _typing.Literal["content"]  # noqa: Y015
     _WhichOneofArgType__content: _TypeAlias = _typing.Literal["_content", b"_content"]  # noqa: Y015

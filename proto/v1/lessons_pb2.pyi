@@ -359,6 +359,7 @@ class LessonView(_message.Message):
     IMPORTED_FROM_FIELD_NUMBER: _builtins.int
     ORIGINAL_CONFIDENCE_FIELD_NUMBER: _builtins.int
     RECORD_JSON_FIELD_NUMBER: _builtins.int
+    RECIPIENTS_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """The record's id (uuid4); stable across edits."""
     version: _builtins.int
@@ -419,6 +420,10 @@ class LessonView(_message.Message):
     def imported_from(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """For imported lessons: the node ids it arrived from (one per path), else empty."""
 
+    @_builtins.property
+    def recipients(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """For a PRIVATE lesson: the node ids it may reach."""
+
     def __init__(
         self,
         *,
@@ -446,10 +451,11 @@ class LessonView(_message.Message):
         imported_from: _abc.Iterable[_builtins.str] | None = ...,
         original_confidence: _builtins.float | None = ...,
         record_json: _builtins.bytes = ...,
+        recipients: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence", "context", b"context", "original_confidence", b"original_confidence", "situation", b"situation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence", "access_level", b"access_level", "category", b"category", "confidence", b"confidence", "content", b"content", "context", b"context", "created_at", b"created_at", "evidence_outcome_ids", b"evidence_outcome_ids", "failure_count", b"failure_count", "id", b"id", "imported_from", b"imported_from", "memory_type", b"memory_type", "operation", b"operation", "origin", b"origin", "original_confidence", b"original_confidence", "record_json", b"record_json", "scope", b"scope", "situation", b"situation", "source_node_id", b"source_node_id", "status", b"status", "success_count", b"success_count", "superseded_by", b"superseded_by", "tags", b"tags", "updated_at", b"updated_at", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence", "access_level", b"access_level", "category", b"category", "confidence", b"confidence", "content", b"content", "context", b"context", "created_at", b"created_at", "evidence_outcome_ids", b"evidence_outcome_ids", "failure_count", b"failure_count", "id", b"id", "imported_from", b"imported_from", "memory_type", b"memory_type", "operation", b"operation", "origin", b"origin", "original_confidence", b"original_confidence", "recipients", b"recipients", "record_json", b"record_json", "scope", b"scope", "situation", b"situation", "source_node_id", b"source_node_id", "status", b"status", "success_count", b"success_count", "superseded_by", b"superseded_by", "tags", b"tags", "updated_at", b"updated_at", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__original_confidence: _TypeAlias = _typing.Literal["original_confidence"]  # noqa: Y015
     _WhichOneofArgType__original_confidence: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence"]  # noqa: Y015

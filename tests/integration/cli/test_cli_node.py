@@ -255,6 +255,19 @@ def test_lessons_show_history_edit_and_retire(node: Any) -> None:
     assert "Run pytest from the repository root." in show_table.stdout
 
 
+def test_lessons_share_sets_who_may_receive_a_lesson(node: Any) -> None:
+    lesson_id, _ = learn(node)
+    peer = "lmk1" + "q" * 32
+    shared = cli_json(node, "lessons", "share", lesson_id, "private", "--recipient", peer)
+    assert (shared["access_level"], shared["recipients"]) == ("private", [peer])
+    assert shared["id"] == lesson_id and shared["version"] == 1
+    nobody = cli(node, "lessons", "share", lesson_id, "private")
+    assert nobody.exit_code == 1
+    assert _one_error_line(nobody.stderr).startswith("error: no_recipients: ")
+    back = cli_json(node, "lessons", "share", lesson_id, "public")
+    assert (back["access_level"], back["recipients"]) == ("public", [])
+
+
 def test_unknown_lesson_is_not_found_on_one_line(node: Any) -> None:
     missing = str(uuid.uuid4())
     for args in (["show", missing], ["history", missing], ["retire", missing]):

@@ -13,7 +13,12 @@ from typing import Any, TypeVar
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.api.peer_handlers import PublishDeps, handle_publish, handle_sync
+from lamarck.node.api.peer_handlers import (
+    PublishDeps,
+    handle_publish,
+    handle_sync,
+    shareable_records,
+)
 from lamarck.node.gossip.outbox import InMemoryOutbox, OutboxWorker, retry_delay
 from lamarck.node.gossip.publisher import GossipParams, may_publish, peers_for, sign_lesson
 from lamarck.node.gossip.router import GossipRouter
@@ -26,6 +31,7 @@ from lamarck.node.gossip.sync import (
     sync_step,
 )
 from lamarck.node.importing.decision import ImportOutcome
+from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonRow, LessonStatus
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signed import SignedMemory
@@ -111,6 +117,34 @@ def test_signed_lesson_is_a_verifiable_deterministic_memory() -> None:
     edited = sign_lesson(lesson(confidence=0.85, updated_at=NOW), ident)
     assert edited.memory.lesson is not None
     assert edited.memory.lesson.version > one.memory.lesson.version  # an edit, not equivocation
+
+
+RECIPIENT = "lmk1" + "r" * 32
+
+
+def test_a_private_lesson_is_published_only_when_it_names_recipients() -> None:
+    private = lesson(access_level="private", recipients=(RECIPIENT,))
+    assert may_publish(private, PARAMS)
+    signed = sign_lesson(private, NodeIdentity.from_seed(b"\x05" * 32))
+    SignedMemory.from_json(signed.raw).verify(NOW)
+    assert signed.memory.access_level == "private"
+    assert signed.memory.recipients == (RECIPIENT,)
+    # Public and trusted records name nobody (the schema refuses recipients there).
+    assert (
+        "recipients" not in sign_lesson(lesson(), NodeIdentity.from_seed(b"\x05" * 32)).raw.decode()
+    )
+
+
+def test_sync_serves_a_private_lesson_to_its_recipients_only() -> None:
+    async def go() -> None:
+        store = InMemoryLessonStore(dim=8)
+        await store.insert_lesson(lesson(access_level="private", recipients=(RECIPIENT,)))
+        ident = NodeIdentity.from_seed(b"\x05" * 32)
+        rep = Scores({})
+        assert len(await shareable_records(store, ident, PARAMS, rep, RECIPIENT)) == 1
+        assert await shareable_records(store, ident, PARAMS, rep, "lmk1" + "z" * 32) == {}
+
+    run(go())
 
 
 def test_gossip_params_are_validated() -> None:

@@ -363,6 +363,26 @@ async def test_edit_retire_and_history_show_the_whole_chain(node: Node) -> None:
     assert ("lamarck-reason", "field_not_editable") in tuple(raw.value.trailing_metadata() or ())
 
 
+async def test_set_access_shares_a_lesson_privately_and_back_without_a_new_version(
+    node: Node,
+) -> None:
+    lesson_id = await learn(node)
+    peer = "lmk1" + "p" * 32
+    private = await node.client.set_access(lesson_id, "private", [peer])
+    assert (private.id, private.version) == (lesson_id, 1)
+    assert (private.access_level, private.recipients) == ("private", (peer,))
+    public = await node.client.set_access(lesson_id, "public")
+    assert (public.access_level, public.recipients) == ("public", ())
+    with pytest.raises(InvalidRecord) as err:
+        await node.client.set_access(lesson_id, "private")
+    assert err.value.reason == "no_recipients"
+    with pytest.raises(grpc.aio.AioRpcError) as raw:
+        await node.stub.Edit(agent_pb2.EditRequest(lesson_id=lesson_id, recipients=[peer]))
+    assert ("lamarck-reason", "recipients_need_private") in tuple(
+        raw.value.trailing_metadata() or ()
+    )
+
+
 async def test_list_filters_by_status_scope_category_confidence_and_pages(node: Node) -> None:
     learned = await learn(node)
     claims = [

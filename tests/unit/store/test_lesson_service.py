@@ -14,7 +14,14 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from lamarck.errors import ConflictError, EvidenceError, InvalidRecord, NotFound, SecretDetected
+from lamarck.errors import (
+    ConflictError,
+    EvidenceError,
+    InvalidRecord,
+    NotFound,
+    PolicyRejected,
+    SecretDetected,
+)
 from lamarck.node.importing.transfer import TransferParams
 from lamarck.node.learning.params import LearningParams, LessonParams
 from lamarck.node.learning.scopes import GLOBAL, project_scope
@@ -564,3 +571,47 @@ async def test_own_lessons_produce_no_reputation_events(h: Harness) -> None:
     )
     assert result.ids("confirmed") == [lesson_id]
     assert result.reality == ()
+
+
+# -- who a lesson may be shared with (issue 5 §2.1) ---------------------------------------------
+
+ALICE_NODE = "lmk1" + "a" * 32
+
+
+async def test_set_access_changes_the_lesson_in_place_and_moves_its_version(h: Harness) -> None:
+    lesson_id, _ = await _seed_mistake(h)
+    before = await h.store.get_lesson(lesson_id)
+    h.clock.advance(60)
+    after = await h.service.set_access(lesson_id, "private", [ALICE_NODE, ALICE_NODE])
+    assert (after.id, after.access_level, after.recipients) == (lesson_id, "private", (ALICE_NODE,))
+    assert after.updated_at > before.updated_at  # the next publication is a newer version
+    assert after.content == before.content and after.confidence == before.confidence
+    public = await h.service.set_access(lesson_id, "public")
+    assert (public.access_level, public.recipients) == ("public", ())
+
+
+@pytest.mark.parametrize(
+    ("level", "recipients", "reason"),
+    [
+        ("secret", (), "bad_access_level"),
+        ("private", (), "no_recipients"),
+        ("private", ("bob",), "bad_recipient"),
+        ("trusted", (ALICE_NODE,), "recipients_need_private"),
+    ],
+)
+async def test_set_access_refuses_what_the_record_could_not_say(
+    h: Harness, level: str, recipients: tuple[str, ...], reason: str
+) -> None:
+    lesson_id, _ = await _seed_mistake(h)
+    before = await h.store.get_lesson(lesson_id)
+    with pytest.raises(InvalidRecord) as err:
+        await h.service.set_access(lesson_id, level, recipients)
+    assert err.value.reason == reason
+    assert await h.store.get_lesson(lesson_id) == before
+
+
+async def test_an_imported_lessons_access_is_its_sources_to_decide(h: Harness) -> None:
+    lesson_id = await _imported(h)
+    with pytest.raises(PolicyRejected) as err:
+        await h.service.set_access(lesson_id, "public")
+    assert err.value.reason == "imported_lesson"
