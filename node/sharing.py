@@ -20,7 +20,13 @@ closes (:meth:`Sharing.stop`). It owns:
   (a restart may pick other fanout targets: they get a duplicate at worst). The
   :class:`~lamarck.node.gossip.outbox.OutboxWorker` then sends ``Publish`` RPCs with retry;
 * **anti-entropy**: every ``anti_entropy_interval_s`` (and once at start) a ``Sync`` pull from
-  each live peer, so a node that was down or partitioned catches up.
+  each live peer, so a node that was down or partitioned catches up;
+* **reputation**: a :class:`~lamarck.node.store.reputation.PostgresReputation` book, loaded
+  before the import view, flushed every ``FLUSH_INTERVAL_S`` and at stop, so a restart keeps
+  every penalty and every reality signal;
+* **peer authentication**: our peer tokens on every Publish and Sync we send
+  (:class:`~lamarck.node.api.peer_auth.PeerTokens`), and the check of the callers' ones
+  (:meth:`authenticate`). With ``incognito`` set the node imports but shares nothing.
 
 Every loop catches and logs its failures: a peer or registry outage never stops the node.
 """
@@ -39,7 +45,7 @@ import grpc
 import grpc.aio
 
 import lamarck
-from lamarck.errors import LamarckError, NotFound, RegistryError, StoreUnavailable
+from lamarck.errors import LamarckError, NotFound, RegistryError, StoreError, StoreUnavailable
 from lamarck.node.api.peer_auth import PeerAuthenticator, PeerTokens
 from lamarck.node.api.peer_handlers import PublishDeps, shareable_records
 from lamarck.node.gossip.outbox import OutboxWorker, PostgresOutbox
@@ -56,6 +62,7 @@ from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import REGISTRY_DEPENDENT_REASONS, StoreImportView
 from lamarck.node.store.port import LessonFilter, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.node.store.reputation import FLUSH_INTERVAL_S, PostgresReputation
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
@@ -66,7 +73,6 @@ from lamarck.registry.embedded import EmbeddedRedis
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.redis_directory import RedisPeerDirectory
 from lamarck.reputation.params import ReputationParams
-from lamarck.reputation.port import InMemoryReputation
 
 if TYPE_CHECKING:
     from lamarck.node.api.server import NodeContext
@@ -145,7 +151,10 @@ class Sharing:
         #: Our peer tokens (caller side); the callee side needs the registry's pins.
         self.tokens = PeerTokens(self._identity, self._clock, self._auth_params)
         self.auth: PeerAuthenticator | None = None
-        self.reputation = InMemoryReputation(ReputationParams(), self._clock)
+        # Persisted in reputation_events: a restart keeps every penalty (issue 5).
+        self.reputation = PostgresReputation(
+            lambda: self._store.pool, ReputationParams(), self._clock
+        )
         self._embedded: EmbeddedRedis | None = None
         self.directory: CachedDirectory | None = None
         self._client: RegistryClient | None = None
@@ -213,11 +222,13 @@ class Sharing:
                 clock=self._clock,
                 rng=self._rng,
             )
+        await self.reputation.load()
         await self.view.load()
         await self.registry_tick()
         self._spawn("registry", self.registry_tick, self._registry_params.heartbeat_interval_s)
         self._spawn("publish", self.publish_once, settings.gossip_interval_s)
         self._spawn("anti-entropy", self.anti_entropy_once, self.params.anti_entropy_interval_s)
+        self._spawn("reputation-flush", self.reputation.flush, FLUSH_INTERVAL_S)
 
     def _spawn(self, name: str, step: Callable[[], Awaitable[object]], every_s: float) -> None:
         self._tasks.append(asyncio.create_task(self._loop(name, step, every_s), name=name))
@@ -240,6 +251,11 @@ class Sharing:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        # After the loops (no more emits from imports), before the store closes.
+        try:
+            await asyncio.wait_for(self.reputation.flush(), 5.0)
+        except (StoreError, TimeoutError) as e:
+            _log.error("%d reputation events not persisted at stop: %s", self.reputation.pending, e)
         if self._client is not None and self._client.registered:
             with contextlib.suppress(RegistryError, OSError):
                 await asyncio.wait_for(self._client.deregister(), 2.0)

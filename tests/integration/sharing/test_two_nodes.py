@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import expected_transfer, fixtures, imported, wait_for
+from conftest import expected_transfer, fixtures, imported, outcome, wait_for
 
 from lamarck.client import Client
 
@@ -47,6 +47,27 @@ def test_a_node_stopped_before_the_publish_gets_the_lesson_after_restart(net: An
     copy = wait_for(lambda: imported(b, lesson.id), f"restarted B to get {lesson.id}")
     assert copy.source_node_id == a.node_id
     assert copy.confidence == pytest.approx(expected_transfer(lesson.confidence))
+
+
+def test_what_b_learned_about_a_by_using_its_lesson_survives_bs_restart(net: Any) -> None:
+    a, b = net.start(), net.start()
+    target = f"rep-{uuid.uuid4().hex[:8]}"
+    first = net.learn(a, target)
+    copy = wait_for(lambda: imported(b, first.id), "B to import A's first lesson")
+    # B's agent uses A's lesson and the task passes: reality confirms A.
+    with Client(b.agent_addr, timeout=20) as client:
+        made = client.record_outcome(
+            outcome("use-1", "b0" * 32, [(f"shell:build {target}", "ok", target)],
+                    in_play=(copy.id,))
+        )  # fmt: skip
+    assert made.ids("confirmed") == [copy.id]
+    assert b.stop() == 0
+    b = net.start(b.home)
+
+    second = net.learn(a, f"rep2-{uuid.uuid4().hex[:8]}")
+    later = wait_for(lambda: imported(b, second.id), "restarted B to import A's second lesson")
+    # A fresh source would get exactly expected_transfer; A's confirmed record lifts it.
+    assert later.confidence > expected_transfer(second.confidence) + 1e-9
 
 
 def _served_syncs(node: Any) -> int:
