@@ -19,7 +19,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from lamarck.errors import ConfigError
+from lamarck.errors import ConfigError, InvalidRecord
+from lamarck.proto.identity import public_key_from_b64
 
 __all__ = ["CONFIG_FILE", "NodeSettings", "default_home", "load_settings"]
 
@@ -80,6 +81,11 @@ class NodeSettings(BaseSettings):
     max_future_skew_s: float = Field(default=300.0, ge=0, le=86_400)
     # Registry admission for this node's network.
     admission: Literal["open", "endorsed", "operator"] = "endorsed"
+    # The network operator's Ed25519 public key (unpadded base64url): it signs enrollment
+    # tokens (how the first node of a network gets in) and revocations. Empty: no operator,
+    # every token and revocation is refused. This node's own token, if any, is read from
+    # `<home>/enrollment.json`.
+    operator_public_key: str = ""
     # Peers to contact at start (host:port), besides the registry.
     bootstrap: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
@@ -135,6 +141,16 @@ class NodeSettings(BaseSettings):
                 raise ValueError(f"{scope!r} is not a project scope (project:<16-64 hex digits>)")
             out.append("project:" + digest)
         return tuple(dict.fromkeys(out))
+
+    @field_validator("operator_public_key")
+    @classmethod
+    def _operator_key(cls, value: str) -> str:
+        if value:
+            try:
+                public_key_from_b64(value)
+            except (InvalidRecord, ValueError) as e:
+                raise ValueError(f"not an Ed25519 public key in base64url: {e}") from e
+        return value
 
     @field_validator("redis_namespace")
     @classmethod

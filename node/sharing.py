@@ -35,17 +35,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import grpc
 import grpc.aio
 
 import lamarck
-from lamarck.errors import LamarckError, NotFound, RegistryError, StoreError, StoreUnavailable
+from lamarck.errors import (
+    ConfigError,
+    InvalidRecord,
+    LamarckError,
+    NotFound,
+    RegistryError,
+    StoreError,
+    StoreUnavailable,
+)
 from lamarck.node.api.peer_auth import PeerAuthenticator, PeerTokens
 from lamarck.node.api.peer_handlers import PublishDeps, shareable_records
 from lamarck.node.gossip.outbox import OutboxWorker, PostgresOutbox
@@ -71,22 +81,53 @@ from lamarck.registry.client import RegistryClient
 from lamarck.registry.directory import PeerInfo
 from lamarck.registry.embedded import EmbeddedRedis
 from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.records import EnrollmentToken
 from lamarck.registry.redis_directory import RedisPeerDirectory
 from lamarck.reputation.params import ReputationParams
 
 if TYPE_CHECKING:
     from lamarck.node.api.server import NodeContext
 
-__all__ = ["PEER_CACHE_FILE", "ChannelPool", "DeliveryFailed", "Sharing"]
+__all__ = [
+    "ENROLLMENT_FILE",
+    "PEER_CACHE_FILE",
+    "ChannelPool",
+    "DeliveryFailed",
+    "Sharing",
+    "read_enrollment",
+]
 
 _log = logging.getLogger("lamarck.node.sharing")
 
 #: ``<home>/peers.json``: the cached peer list, pins and revocations.
 PEER_CACHE_FILE = "peers.json"
+#: ``<home>/enrollment.json``: this node's operator enrollment token, if it was given one.
+ENROLLMENT_FILE = "enrollment.json"
 # Lessons read per page by the publish scan.
 _PAGE = 500
 # Bound on one Publish or Sync RPC to a peer.
 _RPC_TIMEOUT_S = 10.0
+
+
+def read_enrollment(home: Path) -> EnrollmentToken | None:
+    """This node's enrollment token from ``<home>/enrollment.json``, or None if there is none.
+
+    A file that is there but unreadable or not a token is a ``ConfigError``: a node told to
+    join with a token must not start as if it had none.
+    """
+    path = home / ENROLLMENT_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e}", reason="bad_enrollment_file") from e
+    try:
+        return EnrollmentToken.from_wire(json.loads(text))
+    except (ValueError, InvalidRecord) as e:
+        raise ConfigError(
+            f"{path} is not an enrollment token: {e}", reason="bad_enrollment_file"
+        ) from e
 
 
 class DeliveryFailed(LamarckError):
@@ -195,6 +236,7 @@ class Sharing:
                 namespace=settings.redis_namespace,
                 params=self._registry_params,
                 clock=self._clock,
+                operator_public_key=settings.operator_public_key or None,
             )
             self.directory = CachedDirectory(
                 inner, clock=self._clock, path=settings.home / PEER_CACHE_FILE
@@ -212,6 +254,7 @@ class Sharing:
                 version=lamarck.__version__,
                 mode=self._registry_params.admission,
                 clock=self._clock,
+                enrollment_token=read_enrollment(settings.home),
             )
             self.pipeline = ImportPipeline(
                 store=self._store,
