@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import typer
 
-from lamarck.node.cli import bundles, keys, lessons, node, outcomes, quarantine, schema
+from lamarck.node.cli import bundles, keys, lessons, node, outcomes, quarantine, registry, schema
 from lamarck.node.cli.errors import LamarckGroup
 
 __all__ = ["app", "main"]
@@ -27,7 +27,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-for _module in (node, keys, lessons, outcomes, bundles, quarantine, schema):
+for _module in (node, keys, lessons, outcomes, bundles, quarantine, registry, schema):
     _module.register(app)
 
 
