@@ -267,16 +267,40 @@ class Sharing:
             )
         await self.reputation.load()
         await self.view.load()
+        # One round now, so the peer list is there before the first publish scan; the loop
+        # then waits an interval before its next round.
         await self.registry_tick()
-        self._spawn("registry", self.registry_tick, self._registry_params.heartbeat_interval_s)
+        self._spawn(
+            "registry",
+            self.registry_tick,
+            self._registry_params.heartbeat_interval_s,
+            wait_first=True,
+        )
         self._spawn("publish", self.publish_once, settings.gossip_interval_s)
         self._spawn("anti-entropy", self.anti_entropy_once, self.params.anti_entropy_interval_s)
         self._spawn("reputation-flush", self.reputation.flush, FLUSH_INTERVAL_S)
 
-    def _spawn(self, name: str, step: Callable[[], Awaitable[object]], every_s: float) -> None:
-        self._tasks.append(asyncio.create_task(self._loop(name, step, every_s), name=name))
+    def _spawn(
+        self,
+        name: str,
+        step: Callable[[], Awaitable[object]],
+        every_s: float,
+        *,
+        wait_first: bool = False,
+    ) -> None:
+        loop = self._loop(name, step, every_s, wait_first=wait_first)
+        self._tasks.append(asyncio.create_task(loop, name=name))
 
-    async def _loop(self, name: str, step: Callable[[], Awaitable[object]], every_s: float) -> None:
+    async def _loop(
+        self,
+        name: str,
+        step: Callable[[], Awaitable[object]],
+        every_s: float,
+        *,
+        wait_first: bool,
+    ) -> None:
+        if wait_first:
+            await asyncio.sleep(every_s)
         while True:
             try:
                 await step()

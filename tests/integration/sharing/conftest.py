@@ -158,11 +158,11 @@ class Net:
             home = self._tmp / f"node{self._count}"
             self._count += 1
         try:
-            return self._launcher(home, **self.flags(), **extra)
+            return self._launcher(home, **{**self.flags(), **extra})
         except AssertionError as e:
             if "embedded_start_failed" not in str(e):
                 raise
-            return self._launcher(home, **self.flags(), **extra)
+            return self._launcher(home, **{**self.flags(), **extra})
 
     def learn(self, node: Any, target: str) -> Lesson:
         """A lesson on ``node`` that may be published: active, global, above the threshold.
