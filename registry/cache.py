@@ -9,6 +9,10 @@ nobody can be admitted without the registry.
 The copy lives in memory and, when a path is given, in a JSON file in the node's home, so a
 node restarted during an outage still knows its peers. ``refresh()`` pulls a fresh copy; the
 node calls it every ``cache_refresh_interval_s`` (no timers in here).
+
+Revocations are never forgotten: the backing directory reports only revocations the
+operator signed, and the copy keeps the union of every one it has been told of (in memory
+and in the file), so somebody deleting Redis keys later cannot un-revoke an id for this node.
 """
 
 from __future__ import annotations
@@ -87,7 +91,9 @@ class CachedDirectory(PeerDirectory):
         self._peers = {p.node_id: p for p in peers}
         # Pins are kept for peers that went quiet: their lessons still need verifying.
         self._pins.update({p.node_id: p.public_key for p in peers})
-        self._revoked = set(revoked)
+        # A union, never a replacement: an id gone from the registry's revoked set was
+        # un-revoked by nobody entitled to (there is no such operation).
+        self._revoked |= revoked
         for node_id in self._revoked:
             self._peers.pop(node_id, None)
         self._refreshed_at = self._clock.now()
@@ -113,12 +119,15 @@ class CachedDirectory(PeerDirectory):
         peers = await self._try(self._inner.live_peers)
         if isinstance(peers, _Down):
             return sorted(self._peers.values(), key=lambda p: p.node_id)
-        self._peers = {p.node_id: p for p in peers if p.node_id not in self._revoked}
+        peers = [p for p in peers if p.node_id not in self._revoked]
+        self._peers = {p.node_id: p for p in peers}
         self._pins.update({p.node_id: p.public_key for p in peers})
         return peers
 
     async def get_peer(self, node_id: str) -> PeerInfo | None:
         """A live peer from the registry, or from the cache while it is down."""
+        if node_id in self._revoked:
+            return None
         peer = await self._try(lambda: self._inner.get_peer(node_id))
         if isinstance(peer, _Down):
             return self._peers.get(node_id)
@@ -134,27 +143,31 @@ class CachedDirectory(PeerDirectory):
         key = await self._try(lambda: self._inner.pinned_key(node_id))
         if isinstance(key, _Down):
             return self._pins.get(node_id)
-        if key is not None:
+        if key is None:
+            # Unknown to the registry, or its admission no longer verifies (an endorser
+            # revoked, say): the outage copy must not keep serving it either.
+            self._pins.pop(node_id, None)
+        else:
             self._pins[node_id] = key
         return key
 
     async def is_revoked(self, node_id: str) -> bool:
-        """Revocation from the registry, or from the cache while it is down."""
+        """Revoked if this node ever saw it revoked; else asks the registry (when it is up)."""
+        if node_id in self._revoked:
+            return True
         revoked = await self._try(lambda: self._inner.is_revoked(node_id))
         if isinstance(revoked, _Down):
-            return node_id in self._revoked
+            return False
         if revoked:
-            self._revoked.add(node_id)
-            self._peers.pop(node_id, None)
+            self._learn_revoked({node_id})
         return revoked
 
     async def revoked_ids(self) -> frozenset[str]:
-        """All revoked ids, from the registry or the cache."""
+        """Every id revoked in the registry now or ever seen revoked by this node."""
         ids = await self._try(self._inner.revoked_ids)
-        if isinstance(ids, _Down):
-            return frozenset(self._revoked)
-        self._revoked = set(ids)
-        return ids
+        if not isinstance(ids, _Down) and not ids <= self._revoked:
+            self._learn_revoked(ids)
+        return frozenset(self._revoked)
 
     async def endorsement_for(self, node_id: str) -> Endorsement | None:
         """Pass-through (endorsements are not cached: they only matter for admission)."""
@@ -203,8 +216,7 @@ class CachedDirectory(PeerDirectory):
     async def revoke(self, revocation: Revocation) -> None:
         """Pass-through; the cache drops the peer at once."""
         await self._write(self._inner.revoke(revocation))
-        self._revoked.add(revocation.node_id)
-        self._peers.pop(revocation.node_id, None)
+        self._learn_revoked({revocation.node_id})
 
     async def endorse(self, endorsement: Endorsement) -> None:
         """Pass-through."""
@@ -215,6 +227,13 @@ class CachedDirectory(PeerDirectory):
         await self._inner.aclose()
 
     # -- state -----------------------------------------------------------------------------
+
+    def _learn_revoked(self, ids: frozenset[str] | set[str]) -> None:
+        """Add newly seen revocations for good, unlist them, and persist them at once."""
+        self._revoked |= ids
+        for node_id in ids:
+            self._peers.pop(node_id, None)
+        self._save()
 
     def _mark_down(self, e: RegistryError) -> None:
         if self.available:
@@ -266,8 +285,9 @@ class CachedDirectory(PeerDirectory):
                 "ignoring unreadable peer cache", extra={"path": str(path), "error": str(e)}
             )
             return
-        self._peers = {p.node_id: p for p in peers if p.node_id not in revoked}
-        self._pins, self._revoked, self._refreshed_at = pins, revoked, refreshed
+        self._revoked |= revoked
+        self._peers = {p.node_id: p for p in peers if p.node_id not in self._revoked}
+        self._pins, self._refreshed_at = pins, refreshed
 
 
 def _peer_to_json(p: PeerInfo) -> dict[str, Any]:

@@ -8,6 +8,12 @@ Reasons: ``revoked``, ``unknown_nonce``, ``stale_nonce``, ``bad_proof``, ``key_m
 ``key_pinned``, ``no_endorsement``, ``bad_endorsement``, ``bad_enrollment``. Open admission is
 never refused for want of material, but every admission it grants is logged at WARNING as
 ``UNSAFE: open admission``.
+
+These rules judge a registration once, in the registering node's process. Every reader judges
+the stored admission proof again with its own mode and operator key
+(``lamarck.registry.proofs``), reusing ``check_enrollment``, ``check_endorsement``,
+``check_revocation`` and ``verify_signed_by``: a node that skips ``register()`` and writes
+the registry's keys itself is admitted by nobody.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from lamarck.registry.client import RegistryClient, TickResult
 from lamarck.registry.directory import PeerDirectory
 from lamarck.registry.embedded import EmbeddedRedis
 from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.proofs import ProofParams
 from lamarck.registry.records import (
     Admission,
     Registration,
@@ -143,7 +144,13 @@ class Net:
 
 
 def make_directory(
-    url: str, net: Net, *, namespace: str, cached: bool = False, **params: Any
+    url: str,
+    net: Net,
+    *,
+    namespace: str,
+    cached: bool = False,
+    proof_params: ProofParams | None = None,
+    **params: Any,
 ) -> PeerDirectory:
     directory = RedisPeerDirectory.from_url(
         url,
@@ -152,6 +159,7 @@ def make_directory(
         clock=CLOCK,
         operator_public_key=net.operator.public_key_b64,
         rng=random.Random(namespace),
+        proof_params=proof_params,
     )
     return CachedDirectory(directory, clock=CLOCK) if cached else directory
 
@@ -559,3 +567,342 @@ async def test_embedded_redis_with_long_home_uses_a_short_socket(tmp_path: Path)
         assert await server.is_running()
     finally:
         await server.stop()
+
+
+# -- someone with write access to Redis, skipping register() --------------------------------
+
+
+class Writer:
+    """A participant that writes the registry's keys directly (every node can)."""
+
+    def __init__(self, url: str, namespace: str) -> None:
+        self.raw = connect_redis(url)
+        self.prefix = f"lamarck:{namespace}:"
+
+    def key(self, *parts: str) -> str:
+        return self.prefix + ":".join(parts)
+
+    async def plant(
+        self, reg: Registration, *, proof: Registration | None = None, pin: str | None = None
+    ) -> None:
+        """Pin ``reg``'s id, list it as a live peer, and (if given) store ``proof`` for it."""
+        entry = json.dumps({"registration": reg.wire(), "registered_at": format_ts(CLOCK.now())})
+        await self.raw.set(self.key("pin", reg.node_id), pin or reg.public_key)
+        await self.raw.set(self.key("peer", reg.node_id), entry)
+        await self.raw.sadd(self.key("peers"), reg.node_id)
+        if proof is not None:
+            await self.raw.set(self.key("admission", reg.node_id), json.dumps(proof.wire()))
+
+
+@pytest.fixture
+async def writer(redis_url: str, namespace: str) -> AsyncIterator[Writer]:
+    w = Writer(redis_url, namespace)
+    try:
+        yield w
+    finally:
+        await w.raw.aclose()
+
+
+async def _view(directory: PeerDirectory, net: Net) -> tuple[Any, ...]:
+    """What a reader serves: live peers, the pins of every test identity, revoked ids."""
+    live = [(p.node_id, p.public_key, p.address) for p in await directory.live_peers()]
+    ids = (net.a, net.b, net.c, net.operator)
+    pins = {i.node_id: await directory.pinned_key(i.node_id) for i in ids}
+    return live, pins, await directory.revoked_ids()
+
+
+def _pipeline(directory: PeerDirectory, local: NodeIdentity) -> tuple[ImportPipeline, Any]:
+    store = InMemoryLessonStore(dim=16)
+    reputation = InMemoryReputation(ReputationParams(), CLOCK)
+    pipeline = ImportPipeline(
+        store=store,
+        view=StoreImportView(store, reputation, local.node_id),
+        pins=directory,
+        reputation=reputation,
+        embedder=HashingEmbedder(dim=16),
+        clock=CLOCK,
+        rng=random.Random(3),
+    )
+    return pipeline, store
+
+
+async def test_sybil_writing_pin_peer_and_a_forged_proof_into_redis_is_not_admitted(
+    directory: PeerDirectory, net: Net, writer: Writer
+) -> None:
+    await directory.register(await net.registration(directory, net.a))
+    before = await _view(directory, net)
+    # b: a pin and a listing, no proof. c: the same plus a "proof" — a's genuine admitted
+    # registration copied under c's id (the only operator-signed material c can get hold of).
+    await writer.plant(await net.registration(directory, net.b, token=False, port=7001))
+    c_reg = await net.registration(directory, net.c, token=False, port=7002)
+    a_proof = await writer.raw.get(writer.key("admission", net.a.node_id))
+    await writer.plant(c_reg)
+    await writer.raw.set(writer.key("admission", net.c.node_id), a_proof)
+
+    assert await _view(directory, net) == before
+    for sybil in (net.b, net.c):
+        assert await directory.pinned_key(sybil.node_id) is None
+        assert await directory.get_peer(sybil.node_id) is None
+    # Its records are refused at stage 3 and nothing is stored; its calls fail at the edge.
+    pipeline, store = _pipeline(directory, net.operator)
+    result = await pipeline.import_record(_lesson_by(net.c), via_node_id=net.a.node_id)
+    assert (result.outcome, result.reason) == (ImportOutcome.REJECT, "unregistered_source")
+    assert await store.list_lessons(LessonFilter(statuses=None)) == []
+    auth = PeerAuthenticator(net.a.node_id, directory, CLOCK, PeerAuthParams())
+    with pytest.raises(Unauthenticated) as e:
+        await auth.authenticate(
+            PeerTokens(net.c, CLOCK, PeerAuthParams()).metadata(net.a.node_id), net.c.node_id
+        )
+    assert e.value.reason == "unregistered_peer"
+    # The honest peer is untouched.
+    honest = await pipeline.import_record(_lesson_by(net.a), via_node_id=net.a.node_id)
+    assert honest.outcome is ImportOutcome.ACCEPT
+
+
+async def test_proof_endorsed_by_a_non_admitted_endorser_is_refused(
+    directory: PeerDirectory, net: Net, writer: Writer
+) -> None:
+    await directory.register(await net.registration(directory, net.a))
+    before = await _view(directory, net)
+    # c plants itself with a proof carrying no material, then vouches for b.
+    c_reg = await net.registration(directory, net.c, token=False, port=7002)
+    await writer.plant(c_reg, proof=c_reg)
+    now = CLOCK.now()
+    endorsement = sign_endorsement(
+        net.c,
+        endorsee_id=net.b.node_id,
+        endorsee_public_key=net.b.public_key_b64,
+        created_at=now,
+        expires_at=now + HOUR,
+    )
+    nonce = await directory.issue_nonce()
+    b_reg = sign_registration(
+        net.b,
+        address="127.0.0.1:7001",
+        domains=("git",),
+        version="0.1.0",
+        nonce=nonce.nonce,
+        admission=Admission(mode=AdmissionMode.ENDORSED, endorsement=endorsement),
+        created_at=now,
+    )
+    await writer.plant(b_reg, proof=b_reg)
+    assert await _view(directory, net) == before
+    # Through the registry the same endorsement is refused too: c's pin is not an admission.
+    await writer.raw.delete(writer.key("pin", net.b.node_id))
+    with pytest.raises(AdmissionRefused) as e:
+        await directory.register(b_reg)
+    assert e.value.reason == "bad_endorsement"
+    assert "not admitted" in str(e.value)
+    assert await directory.pinned_key(net.b.node_id) is None
+
+
+async def test_operator_token_signed_by_another_key_is_refused(
+    directory: PeerDirectory, net: Net, writer: Writer
+) -> None:
+    await directory.register(await net.registration(directory, net.a))
+    before = await _view(directory, net)
+    now = CLOCK.now()
+    own_token = sign_enrollment(net.c, node_id=net.c.node_id, issued_at=now, expires_at=now + HOUR)
+    nonce = await directory.issue_nonce()
+    reg = sign_registration(
+        net.c,
+        address="127.0.0.1:7002",
+        domains=("git",),
+        version="0.1.0",
+        nonce=nonce.nonce,
+        admission=Admission(mode=AdmissionMode.ENDORSED, enrollment_token=own_token),
+        created_at=now,
+    )
+    with pytest.raises(AdmissionRefused) as e:
+        await directory.register(reg)
+    assert e.value.reason == "bad_enrollment"
+    await writer.plant(reg, proof=reg)
+    assert await _view(directory, net) == before
+    assert await directory.pinned_key(net.c.node_id) is None
+
+
+async def test_a_rotation_chain_is_followed_by_a_reader_that_never_saw_it(
+    redis_url: str, net: Net, namespace: str, writer: Writer
+) -> None:
+    directory = make_directory(redis_url, net, namespace=namespace)
+    assert isinstance(directory, RedisPeerDirectory)
+    readers: list[PeerDirectory] = []
+
+    def fresh_reader() -> PeerDirectory:
+        readers.append(make_directory(redis_url, net, namespace=namespace))
+        return readers[-1]
+
+    a = net.a.node_id
+    try:
+        await directory.register(await net.registration(directory, net.a))
+        await directory.rotate_key(make_rotation(net.a, net.b, CLOCK.now()))  # a -> b
+        await directory.register(await net.registration(directory, net.b, node_id=a, token=False))
+        rotation = make_rotation(net.b, net.c, CLOCK.now(), node_id=a)  # b -> c, at registration
+        moved = await net.registration(
+            directory, net.c, node_id=a, token=False, rotation=rotation, port=7002
+        )
+        await directory.register(moved)
+        assert await writer.raw.llen(writer.key("rotations", a)) == 2
+
+        reader = fresh_reader()
+        assert await reader.pinned_key(a) == net.c.public_key_b64
+        live = [(p.node_id, p.public_key) for p in await reader.live_peers()]
+        assert live == [(a, net.c.public_key_b64)]
+        # A writer dropping the first link breaks the chain: the id is no longer served.
+        await writer.raw.lpop(writer.key("rotations", a))
+        reader = fresh_reader()
+        assert await reader.pinned_key(a) is None and await reader.live_peers() == []
+    finally:
+        await directory.clear_namespace()
+        await directory.aclose()
+        for r in readers:
+            await r.aclose()
+
+
+async def test_removing_an_id_from_the_revoked_set_does_not_unrevoke_it(
+    redis_url: str, net: Net, namespace: str, writer: Writer, tmp_path: Path
+) -> None:
+    directory = make_directory(redis_url, net, namespace=namespace)
+    assert isinstance(directory, RedisPeerDirectory)
+    cache_file = tmp_path / "peers.json"
+    cache = CachedDirectory(
+        make_directory(redis_url, net, namespace=namespace), clock=CLOCK, path=cache_file
+    )
+    readers: list[PeerDirectory] = [cache]
+    a, b = net.a.node_id, net.b.node_id
+    try:
+        a_reg = await net.registration(directory, net.a)
+        await directory.register(a_reg)
+        await directory.register(await net.registration(directory, net.b, port=7001))
+        await directory.revoke(
+            sign_revocation(net.operator, node_id=a, reason="poisoning", created_at=CLOCK.now())
+        )
+        assert await cache.refresh()
+        assert [p.node_id for p in await cache.live_peers()] == [b]
+
+        # The writer takes a out of the revoked set and lists it again.
+        await writer.raw.srem(writer.key("revoked"), a)
+        await writer.plant(a_reg)
+        # The node that saw the revocation keeps it...
+        assert await cache.refresh()
+        assert await cache.is_revoked(a) and a in await cache.revoked_ids()
+        assert [p.node_id for p in await cache.live_peers()] == [b]
+        assert await cache.get_peer(a) is None
+        # ...and one that never saw it reads the signed record, not the set.
+        reader = make_directory(redis_url, net, namespace=namespace)
+        readers.append(reader)
+        assert await reader.is_revoked(a)
+        assert [p.node_id for p in await reader.live_peers()] == [b]
+        assert await reader.get_peer(a) is None
+
+        # With the record deleted too, the registry has nothing left to show; the node that
+        # saw it still refuses a, and so does that node restarted from its cache file.
+        await writer.raw.delete(writer.key("revocation", a))
+        assert await cache.refresh()
+        assert await cache.is_revoked(a) and a in await cache.revoked_ids()
+        assert [p.node_id for p in await cache.live_peers()] == [b]
+        restarted = CachedDirectory(
+            make_directory(redis_url, net, namespace=namespace), clock=CLOCK, path=cache_file
+        )
+        readers.append(restarted)
+        assert await restarted.is_revoked(a)
+        assert await restarted.refresh()
+        assert [p.node_id for p in await restarted.live_peers()] == [b]
+    finally:
+        await directory.clear_namespace()
+        await directory.aclose()
+        for r in readers:
+            await r.aclose()
+
+
+async def test_a_revocation_not_signed_by_the_operator_revokes_nobody(
+    directory: PeerDirectory, net: Net, writer: Writer
+) -> None:
+    await directory.register(await net.registration(directory, net.a))
+    await directory.register(await net.registration(directory, net.b, port=7001))
+    before = await _view(directory, net)
+    forged = sign_revocation(net.b, node_id=net.a.node_id, reason="spite", created_at=CLOCK.now())
+    await writer.raw.set(writer.key("revocation", net.a.node_id), json.dumps(forged.wire()))
+    await writer.raw.sadd(writer.key("revoked"), net.a.node_id)
+    assert not await directory.is_revoked(net.a.node_id)
+    assert await _view(directory, net) == before
+    assert await directory.get_peer(net.a.node_id) is not None
+
+
+async def test_a_pin_without_proof_is_served_again_once_its_node_registers_with_material(
+    directory: PeerDirectory, net: Net, writer: Writer
+) -> None:
+    # As left by a registry written before admission proofs existed.
+    await directory.register(await net.registration(directory, net.a))
+    await writer.raw.delete(writer.key("admission", net.a.node_id))
+    assert await directory.pinned_key(net.a.node_id) is None
+    assert await directory.live_peers() == []
+    # Re-registering without material cannot prove anything...
+    with pytest.raises(AdmissionRefused) as e:
+        await directory.register(await net.registration(directory, net.a, token=False))
+    assert e.value.reason == "no_endorsement"
+    # ...with its token it stores the proof, and is served again.
+    await directory.register(await net.registration(directory, net.a))
+    assert await directory.pinned_key(net.a.node_id) == net.a.public_key_b64
+    assert [p.node_id for p in await directory.live_peers()] == [net.a.node_id]
+    # Later re-registrations need no material again (the proof is kept).
+    await directory.register(await net.registration(directory, net.a, token=False))
+
+
+async def test_revoking_an_endorser_withdraws_the_admissions_it_granted(
+    redis_url: str, net: Net, namespace: str
+) -> None:
+    directory = make_directory(
+        redis_url, net, namespace=namespace, proof_params=ProofParams(memo_ttl_s=0.2)
+    )
+    assert isinstance(directory, RedisPeerDirectory)
+    a, b = net.a.node_id, net.b.node_id
+    now = CLOCK.now()
+
+    def endorsement_of_b(by: NodeIdentity) -> Any:
+        return sign_endorsement(
+            by,
+            endorsee_id=b,
+            endorsee_public_key=net.b.public_key_b64,
+            created_at=now,
+            expires_at=now + HOUR,
+        )
+
+    async def b_with(endorsement: Any) -> Registration:
+        nonce = await directory.issue_nonce()
+        return sign_registration(
+            net.b,
+            address="127.0.0.1:7001",
+            domains=("git",),
+            version="0.1.0",
+            nonce=nonce.nonce,
+            admission=Admission(mode=AdmissionMode.ENDORSED, endorsement=endorsement),
+            created_at=CLOCK.now(),
+        )
+
+    async def listed() -> set[str]:
+        return {p.node_id for p in await directory.live_peers()}
+
+    try:
+        await directory.register(await net.registration(directory, net.a))
+        await directory.register(await b_with(endorsement_of_b(net.a)))
+        assert await listed() == {a, b}
+        await directory.revoke(
+            sign_revocation(net.operator, node_id=a, reason="sybil farm", created_at=now)
+        )
+
+        async def b_dropped() -> bool:
+            return await listed() == set() and await directory.pinned_key(b) is None
+
+        await eventually(b_dropped, within_s=5.0)  # within the memo's lifetime
+        with pytest.raises(AdmissionRefused) as e:
+            await directory.register(await b_with(endorsement_of_b(net.a)))
+        assert e.value.reason == "bad_endorsement"
+        # Endorsed again by an admitted node, b registers and its proof is replaced.
+        await directory.register(await net.registration(directory, net.c, port=7002))
+        await directory.register(await b_with(endorsement_of_b(net.c)))
+        assert await listed() == {b, net.c.node_id}
+        assert await directory.pinned_key(b) == net.b.public_key_b64
+    finally:
+        await directory.clear_namespace()
+        await directory.aclose()
