@@ -244,8 +244,16 @@ class Sharing:
             self.auth = PeerAuthenticator(
                 self._identity.node_id, self.directory, self._clock, self._auth_params
             )
-            if self._registry_params.admission is AdmissionMode.OPEN:
+            mode = self._registry_params.admission
+            if mode is AdmissionMode.OPEN:
                 _log.warning("registry admission is 'open': unsafe outside tests and demos")
+            elif not settings.operator_public_key:
+                # Not fatal: the node still learns locally and serves its agent API.
+                _log.warning(
+                    "registry admission is '%s' but no operator_public_key is set: this node "
+                    "can admit no one and join no network (see docs/operating.md)",
+                    mode.value,
+                )
             self._client = RegistryClient(
                 self.directory,
                 self._identity,
