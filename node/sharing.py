@@ -214,6 +214,7 @@ class Sharing:
         # (lesson id, version) of own lessons already handed to the outbox in this run.
         self._enqueued: set[tuple[str, int]] = set()
         self._tasks: list[asyncio.Task[None]] = []
+        self._forwards: set[asyncio.Task[None]] = set()
         # None until the first registry round; then whether the registry answered.
         self._registry_state: bool | None = None
 
@@ -320,7 +321,8 @@ class Sharing:
 
     async def stop(self) -> None:
         """Cancel the loops, leave the live peer list, close channels and the registry."""
-        tasks, self._tasks = self._tasks, []
+        tasks, self._tasks = [*self._tasks, *self._forwards], []
+        self._forwards.clear()
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -402,7 +404,21 @@ class Sharing:
             router=None if self.incognito else self.router,
             live_peers=self.live_peers,
             forward_send=None if self.incognito else self._forward,
+            spawn=self._background,
         )
+
+    def _background(self, work: Awaitable[object]) -> None:
+        """Run ``work`` (a forward) after the Publish answer; cancelled at stop."""
+
+        async def run() -> None:
+            try:
+                await work
+            except Exception:  # best effort: anti-entropy repairs a lost forward
+                _log.exception("background forward failed")
+
+        task = asyncio.create_task(run(), name="forward")
+        self._forwards.add(task)
+        task.add_done_callback(self._forwards.discard)
 
     async def shareable(self, requester: str) -> dict[str, bytes]:
         """What this node may send ``requester`` in a Sync, by content hash."""
@@ -446,7 +462,7 @@ class Sharing:
                 allowed = peers_for(
                     row.access_level, peers, self.reputation, self.params, row.recipients
                 )
-                targets = self.router.choose(allowed)
+                targets = allowed if self._direct() else self.router.choose(allowed)
                 if not targets:
                     continue
                 signed = sign_lesson(row, self._identity)
@@ -474,7 +490,9 @@ class Sharing:
             raise DeliveryFailed(f"peer {node_id} is not live", reason="peer_not_live")
         return peer.address
 
-    async def _publish(self, target: str, raws: Sequence[bytes], hop_count: int) -> None:
+    async def _publish(
+        self, target: str, raws: Sequence[bytes], hop_count: int, *, hop_limit: int | None = None
+    ) -> None:
         """One Publish RPC; raises ``DeliveryFailed`` unless every record was decided."""
         request = peer_pb2.PublishRequest(
             records=[
@@ -484,7 +502,7 @@ class Sharing:
             sender_node_id=self._identity.node_id,
             origin_node_id=self._identity.node_id if hop_count == 0 else "",
             hop_count=hop_count,
-            hop_limit=self.params.hop_limit,
+            hop_limit=self.params.hop_limit if hop_limit is None else hop_limit,
         )
         try:
             reply = await self._pool.stub(self._address(target)).Publish(
@@ -502,8 +520,13 @@ class Sharing:
         if retry:
             raise DeliveryFailed(f"Publish to {target} deferred: {retry[0]}", reason="deferred")
 
+    def _direct(self) -> bool:
+        """Whether the network is small enough for the origin to reach every peer itself."""
+        return len(self._peers) <= self.params.direct_push_max
+
     async def _send(self, target: str, raws: Sequence[bytes]) -> None:
-        await self._publish(target, raws, 0)
+        # Direct push: a hop limit of 1 tells the receivers not to forward.
+        await self._publish(target, raws, 0, hop_limit=1 if self._direct() else None)
 
     async def _forward(self, target: str, raws: Sequence[bytes], hop_count: int) -> None:
         try:

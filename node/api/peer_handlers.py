@@ -43,6 +43,9 @@ class PublishDeps:
     router: GossipRouter | None = None
     live_peers: Callable[[], Awaitable[Sequence[str]]] | None = None
     forward_send: ForwardSend | None = None
+    #: Runs the forwarding after the answer (so the sender is not held for our fanout);
+    #: None awaits it before answering.
+    spawn: Callable[[Awaitable[object]], None] | None = None
 
 
 async def handle_publish(
@@ -89,16 +92,26 @@ async def handle_publish(
         )
         if result.forward:
             forwards.append((result.content_hash, raw))
-    if forwards and deps.router and deps.live_peers and deps.forward_send:
-        exclude = {via, request.origin_node_id} - {""}
-        await deps.router.forward(
+    router = deps.router
+    if (
+        forwards
+        and router
+        and deps.live_peers
+        and deps.forward_send
+        and router.should_forward(request.hop_count, request.hop_limit)
+    ):
+        forwarding = router.forward(
             forwards,
             peers=await deps.live_peers(),
             hop_count=request.hop_count,
             hop_limit=request.hop_limit,
-            exclude=exclude,
+            exclude={via, request.origin_node_id} - {""},
             send=deps.forward_send,
         )
+        if deps.spawn is None:
+            await forwarding
+        else:
+            deps.spawn(forwarding)
     return peer_pb2.PublishResponse(acks=acks)
 
 

@@ -245,22 +245,50 @@ class OutboxWorker:
         self._params = params
 
     async def run_once(self, now: datetime) -> int:
-        """One pass over the due rows at ``now``; returns how many were delivered."""
+        """One pass over the due rows at ``now``; returns how many were delivered.
+
+        Targets are served concurrently (at most ``delivery_concurrency`` at once), each with
+        its batches in order, so one slow or dead peer does not hold the others back. A record
+        is loaded once per pass however many targets it goes to.
+        """
         due = await self._outbox.due(now, self._params.batch_size * 16)
         by_target: dict[str, list[OutboxEntry]] = {}
         for entry in due:
             by_target.setdefault(entry.target_node_id, []).append(entry)
-        delivered = 0
-        for target, entries in by_target.items():
-            for start in range(0, len(entries), self._params.batch_size):
-                chunk = entries[start : start + self._params.batch_size]
-                delivered += await self._deliver(target, chunk, now)
-        return delivered
+        loaded: dict[tuple[str, str], asyncio.Future[bytes | None]] = {}
+        gate = asyncio.Semaphore(self._params.delivery_concurrency)
 
-    async def _deliver(self, target: str, entries: Sequence[OutboxEntry], now: datetime) -> int:
+        async def serve(target: str, entries: list[OutboxEntry]) -> int:
+            async with gate:
+                done = 0
+                for start in range(0, len(entries), self._params.batch_size):
+                    chunk = entries[start : start + self._params.batch_size]
+                    done += await self._deliver(target, chunk, now, loaded)
+                return done
+
+        counts = await asyncio.gather(*(serve(t, e) for t, e in by_target.items()))
+        return sum(counts)
+
+    async def _load_once(
+        self, entry: OutboxEntry, loaded: dict[tuple[str, str], asyncio.Future[bytes | None]]
+    ) -> bytes | None:
+        key = (entry.lesson_id, entry.content_hash)
+        future = loaded.get(key)
+        if future is None:
+            future = asyncio.ensure_future(self._load(*key))
+            loaded[key] = future
+        return await asyncio.shield(future)
+
+    async def _deliver(
+        self,
+        target: str,
+        entries: Sequence[OutboxEntry],
+        now: datetime,
+        loaded: dict[tuple[str, str], asyncio.Future[bytes | None]],
+    ) -> int:
         sendable: list[tuple[OutboxEntry, bytes]] = []
         for entry in entries:
-            raw = await self._load(entry.lesson_id, entry.content_hash)
+            raw = await self._load_once(entry, loaded)
             if raw is None:
                 # The lesson changed or went away: nothing left to deliver for this row.
                 await self._outbox.mark_delivered(entry.id, now)

@@ -34,8 +34,14 @@ __all__ = [
 class GossipParams:
     """Every gossip constant; validated on construction."""
 
-    # Peers each record is pushed to (gossipsub's D), >= 1.
+    # Peers each record is pushed to (gossipsub's D), >= 1, once the network is larger than
+    # direct_push_max; receivers then forward it on.
     fanout: int = 6
+    # Up to this many allowed peers, the origin pushes to every one of them itself and nobody
+    # forwards: exactly N-1 messages and one hop (measured in bench/sharing.py), >= 0.
+    direct_push_max: int = 32
+    # Outbox deliveries to distinct peers in flight at once, >= 1.
+    delivery_concurrency: int = 16
     # Hops a record travels at most; a receiver forwards while hop_count + 1 < hop_limit, >= 1.
     hop_limit: int = 4
     # Smallest local confidence a lesson needs to be published, in [0, 1].
@@ -58,7 +64,9 @@ class GossipParams:
     uc_share_tag: str = "shareable"
 
     def __post_init__(self) -> None:
-        for name in ("fanout", "hop_limit", "batch_size"):
+        if self.direct_push_max < 0:
+            raise ConfigError("invalid direct_push_max: must be at least 0")
+        for name in ("fanout", "hop_limit", "batch_size", "delivery_concurrency"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"invalid {name}: must be at least 1")
         if not 1 <= self.sync_prefix_len <= 4:

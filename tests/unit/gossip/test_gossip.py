@@ -156,6 +156,10 @@ def test_gossip_params_are_validated() -> None:
         GossipParams(retry_base_s=10, retry_max_s=1)
     with pytest.raises(ConfigError, match="shared_scopes"):
         GossipParams(shared_scopes=frozenset({"global"}))
+    with pytest.raises(ConfigError, match="direct_push_max"):
+        GossipParams(direct_push_max=-1)
+    with pytest.raises(ConfigError, match="delivery_concurrency"):
+        GossipParams(delivery_concurrency=0)
 
 
 # -- outbox ------------------------------------------------------------------------------------
@@ -209,6 +213,34 @@ def test_outbox_delivers_to_every_target_and_retries_with_backoff() -> None:
         assert peer.received["b"] == [b"L1:h1"]
         assert await outbox.pending() == []
         assert await worker.run_once(NOW + timedelta(hours=1)) == 0
+
+    run(go())
+
+
+def test_outbox_serves_targets_concurrently_and_loads_a_record_once_per_pass() -> None:
+    async def go() -> None:
+        outbox = InMemoryOutbox()
+        release = asyncio.Event()
+        order: list[str] = []
+        loads: list[str] = []
+
+        async def send(target: str, raws: Sequence[bytes]) -> None:
+            if target == "slow":
+                await release.wait()  # a peer that takes its time...
+            order.append(target)
+            if len(order) == 2:
+                release.set()  # ...is only released once the others got theirs
+
+        async def load(lesson_id: str, content_hash: str) -> bytes | None:
+            loads.append(lesson_id)
+            return b"record"
+
+        worker = OutboxWorker(outbox, send, load, GossipParams(delivery_concurrency=4))
+        await outbox.enqueue("L1", "h1", ["slow", "a", "b"], NOW)
+        delivered = await asyncio.wait_for(worker.run_once(NOW), timeout=5)
+        assert delivered == 3
+        assert order[-1] == "slow" and sorted(order[:2]) == ["a", "b"]
+        assert loads == ["L1"]
 
     run(go())
 
@@ -369,6 +401,45 @@ def test_publish_acks_each_record_and_forwards_accepted_ones() -> None:
             (3, records_pb2.ACK_STATUS_DUPLICATE, ""),
         ]
         assert len(forwarded) == 6 and all(hop == 1 and t != VIA for t, hop in forwarded)
+
+    run(go())
+
+
+def test_publish_answers_before_forwarding_and_a_direct_push_goes_no_further() -> None:
+    async def go() -> None:
+        h = Harness()
+        from test_pipeline import signed_raw
+
+        sent: list[str] = []
+        spawned: list[Any] = []
+
+        async def live() -> list[str]:
+            return PEERS
+
+        async def send(target: str, raws: Sequence[bytes], hop: int) -> None:
+            sent.append(target)
+
+        router = GossipRouter(PARAMS, random.Random(9), "self")
+        deps = PublishDeps(h.pipeline, router, live, send, spawn=spawned.append)
+
+        def publish(raw: bytes, hop_limit: int) -> peer_pb2.PublishRequest:
+            record = records_pb2.SignedRecord(
+                kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=raw
+            )
+            return peer_pb2.PublishRequest(
+                records=[record], sender_node_id=VIA, hop_count=0, hop_limit=hop_limit
+            )
+
+        # A direct push (hop limit 1) is accepted and travels no further.
+        direct = signed_raw(id="6f1c2d3e-4a5b-4c6d-8e7f-00000000000c")
+        await handle_publish(publish(direct, 1), deps)
+        assert spawned == [] and sent == []
+        # Gossip: the answer comes first, the forwarding is handed to the spawner.
+        response = await handle_publish(publish(signed_raw(), 0), deps)
+        assert response.acks[0].status == records_pb2.ACK_STATUS_ACCEPTED
+        assert sent == [] and len(spawned) == 1
+        await spawned[0]
+        assert len(sent) == PARAMS.fanout
 
     run(go())
 
