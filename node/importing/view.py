@@ -14,6 +14,7 @@ from the store once (:meth:`StoreImportView.load`) and kept current by the pipel
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -119,8 +120,14 @@ class HeldRecords:
 
 @dataclass(slots=True)
 class _Seen:
-    times: list[datetime] = field(default_factory=list)
-    confidences: list[float] = field(default_factory=list)
+    """Running totals of one source's records; constant work per record however long the
+    history (the last day's arrival times are the only list kept)."""
+
+    count: int = 0
+    first: datetime | None = None
+    sum_c: float = 0.0
+    sum_c2: float = 0.0
+    recent: list[datetime] = field(default_factory=list)
 
 
 class SourceHistory:
@@ -132,20 +139,25 @@ class SourceHistory:
     def add(self, source_id: str, at: datetime, confidence: float) -> None:
         """Count one record from ``source_id`` received at ``at``."""
         seen = self._seen[source_id]
-        seen.times.append(at)
-        seen.confidences.append(confidence)
+        seen.count += 1
+        seen.first = at if seen.first is None else min(seen.first, at)
+        seen.sum_c += confidence
+        seen.sum_c2 += confidence * confidence
+        bisect.insort(seen.recent, at)
+        # Arrivals older than a day before the newest can never count as recent again.
+        del seen.recent[: bisect.bisect_left(seen.recent, seen.recent[-1] - _DAY)]
 
     def stats(self, source_id: str, now: datetime) -> SourceStats:
         """Rates per day (mean over the whole history, recent over the last day) and the
         mean and standard deviation of claimed confidence."""
         seen = self._seen.get(source_id)
-        if seen is None or not seen.times:
+        if seen is None or seen.count == 0 or seen.first is None:
             return SourceStats()
-        n = len(seen.times)
-        span_days = max(1.0, (now - min(seen.times)) / _DAY)
-        recent = sum(1 for t in seen.times if now - t <= _DAY)
-        mean_c = sum(seen.confidences) / n
-        var = sum((c - mean_c) ** 2 for c in seen.confidences) / n
+        n = seen.count
+        span_days = max(1.0, (now - seen.first) / _DAY)
+        recent = len(seen.recent) - bisect.bisect_left(seen.recent, now - _DAY)
+        mean_c = seen.sum_c / n
+        var = max(0.0, seen.sum_c2 / n - mean_c * mean_c)
         return SourceStats(
             records_seen=n,
             mean_daily_rate=n / span_days,
