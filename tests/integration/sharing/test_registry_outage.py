@@ -32,7 +32,7 @@ from lamarck.errors import RegistryError
 from lamarck.node.sharing import PEER_CACHE_FILE
 from lamarck.proto.clock import SystemClock
 from lamarck.registry.embedded import redis_server_executable
-from lamarck.registry.params import RegistryParams
+from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.redis_directory import RedisPeerDirectory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -144,7 +144,8 @@ class OutageNet(Net):
         directory = RedisPeerDirectory.from_url(
             self.redis_url,
             namespace=self.namespace,
-            params=RegistryParams(),
+            # Read as the nodes do (admission open): readers verify admission proofs.
+            params=RegistryParams(admission=AdmissionMode.OPEN),
             clock=SystemClock(),
         )
         try:
