@@ -1060,22 +1060,12 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
 
 def make_agent_servicer(ctx: NodeContext) -> AgentServicer:
     """The AgentService for a daemon's ``NodeContext`` (store and reputation read per call)."""
-    initial = ReputationParams().initial_score
-
-    def reputation(node_id: str) -> float:
-        sharing = ctx.sharing
-        return sharing.reputation.score(node_id) if sharing is not None else initial
-
-    def sink() -> ReputationSink | None:
-        sharing = ctx.sharing
-        return sharing.reputation if sharing is not None else None
-
     return AgentServicer(
         lambda: ctx.lessons,
         ctx.identity,
         ctx.clock,
         store=lambda: ctx.store,
         embedder=ctx.embedder,
-        reputation=reputation,
-        sink=sink,
+        reputation=ctx.reputation_score,
+        sink=ctx.reputation_sink,
     )

@@ -350,11 +350,6 @@ def make_operator_servicer(ctx: NodeContext) -> OperatorServicer:
     The store, and the sharing side's reputation, key pins and import view, are read on each
     call: they appear once the node has started them.
     """
-    initial = ReputationParams().initial_score
-
-    def reputation(node_id: str) -> float:
-        sharing = ctx.sharing
-        return sharing.reputation.score(node_id) if sharing is not None else initial
 
     def pins() -> KeyPins | None:
         sharing = ctx.sharing
@@ -364,16 +359,12 @@ def make_operator_servicer(ctx: NodeContext) -> OperatorServicer:
         sharing = ctx.sharing
         return sharing.view if sharing is not None else None
 
-    def sink() -> ReputationSink | None:
-        sharing = ctx.sharing
-        return sharing.reputation if sharing is not None else None
-
     return OperatorServicer(
         lambda: ctx.store,
         ctx.clock,
         embedder=ctx.embedder,
-        reputation=reputation,
+        reputation=ctx.reputation_score,
         pins=pins,
         view=view,
-        sink=sink,
+        sink=ctx.reputation_sink,
     )

@@ -50,6 +50,8 @@ from lamarck.proto.v1 import (
     peer_pb2,
     peer_pb2_grpc,
 )
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.port import ReputationSink
 
 if TYPE_CHECKING:
     from lamarck.node.sharing import Sharing
@@ -136,6 +138,17 @@ class NodeContext:
         if self._lessons is None or not self._ready.is_set():
             raise StoreUnavailable("the node is starting or stopping", reason="starting")
         return self._lessons
+
+    def reputation_score(self, node_id: str) -> float:
+        """``node_id``'s score in the sharing side's book; before sharing starts, the score
+        of a newly admitted node."""
+        if self.sharing is None:
+            return ReputationParams().initial_score
+        return self.sharing.reputation.score(node_id)
+
+    def reputation_sink(self) -> ReputationSink | None:
+        """Where reputation events go: the sharing side's book, or ``None`` before it starts."""
+        return self.sharing.reputation if self.sharing is not None else None
 
 
 #: Builds the PeerService servicer from the node context.
