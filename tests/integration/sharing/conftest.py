@@ -16,6 +16,7 @@ import asyncio
 import importlib.util
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -68,6 +69,19 @@ def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
         time.sleep(_POLL_S)  # a bounded poll of the nodes' own state, not a guess
+
+
+def sync_calls(node: Any, *, ok: bool) -> int:
+    """Sync calls ``node`` answered so far, OK ones or refused ones, from its metrics."""
+    with urllib.request.urlopen(node.metrics_url, timeout=5) as response:
+        lines = response.read().decode().splitlines()
+    return sum(
+        int(float(line.rsplit(" ", 1)[1]))
+        for line in lines
+        if line.startswith("lamarck_rpc_requests_total{")
+        and 'method="/lamarck.v1.PeerService/Sync"' in line
+        and ('code="OK"' in line) == ok
+    )
 
 
 def outcome(

@@ -13,14 +13,13 @@ import json
 import os
 import subprocess
 import sys
-import urllib.request
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from conftest import REDIS_URL, expected_transfer, fixtures, imported, wait_for
+from conftest import REDIS_URL, expected_transfer, fixtures, imported, sync_calls, wait_for
 from typer.testing import CliRunner
 
 from lamarck.errors import AdmissionRefused
@@ -207,16 +206,7 @@ def _refusals(node: Any) -> list[str]:
 
 
 def _syncs_refused(node: Any) -> int:
-    """Sync calls ``node`` refused so far (any code but OK), from its Prometheus metrics."""
-    with urllib.request.urlopen(node.metrics_url, timeout=5) as response:
-        lines = response.read().decode().splitlines()
-    return sum(
-        int(float(line.rsplit(" ", 1)[1]))
-        for line in lines
-        if line.startswith("lamarck_rpc_requests_total{")
-        and 'method="/lamarck.v1.PeerService/Sync"' in line
-        and 'code="OK"' not in line
-    )
+    return sync_calls(node, ok=False)
 
 
 def _cached_revoked(home: Path) -> list[str]:

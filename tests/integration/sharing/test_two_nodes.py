@@ -8,13 +8,12 @@ through its outbox and pulls through anti-entropy Sync.
 from __future__ import annotations
 
 import socket
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import expected_transfer, fixtures, imported, outcome, wait_for
+from conftest import expected_transfer, fixtures, imported, outcome, sync_calls, wait_for
 
 from lamarck.client import Client
 
@@ -71,16 +70,7 @@ def test_what_b_learned_about_a_by_using_its_lesson_survives_bs_restart(net: Any
 
 
 def _served_syncs(node: Any) -> int:
-    """Sync calls ``node`` answered OK so far, from its Prometheus metrics."""
-    with urllib.request.urlopen(node.metrics_url, timeout=5) as response:
-        lines = response.read().decode().splitlines()
-    return sum(
-        int(float(line.rsplit(" ", 1)[1]))
-        for line in lines
-        if line.startswith("lamarck_rpc_requests_total{")
-        and 'method="/lamarck.v1.PeerService/Sync"' in line
-        and 'code="OK"' in line
-    )
+    return sync_calls(node, ok=True)
 
 
 def test_an_incognito_node_learns_from_peers_but_shares_nothing(net: Any) -> None:
