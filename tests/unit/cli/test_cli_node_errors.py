@@ -42,6 +42,9 @@ def _one_error_line(stderr: str) -> str:
         ("--database-url", "mysql://db", "database_url"),
         ("--redis-url", "http://cache", "redis_url"),
         ("--log-level", "LOUD", "log_level"),
+        ("--redis-namespace", "a:b", "redis_namespace"),
+        ("--admission", "anyone", "admission"),
+        ("--operator-public-key", "not-a-key", "operator_public_key"),
     ],
 )
 def test_bad_start_flag_exits_2_naming_the_field(
