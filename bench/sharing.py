@@ -5,7 +5,9 @@ Two parts, in one run:
 **Propagation** — for each N (5, 10, 20), a fresh network of N real node processes
 (``python -m lamarck.node.daemon``, hashing embedder, admission ``open``, the shared Redis at
 ``--redis-url`` in a namespace of its own, ``--gossip-interval-s 0.05``, anti-entropy every
-``--anti-entropy-interval-s`` = 600 s so that only push gossip is measured). Once every node
+``--anti-entropy-interval-s`` = 600 s so that only push gossip is measured; ``--direct-push-max``
+32, the node default: up to 32 peers the origin pushes to every one, so ``--direct-push-max 0``
+measures the fanout-and-forward mode larger networks use). Once every node
 knows every other (a node refreshes its peer list every ``heartbeat_interval_s`` = 10 s: the
 bench waits one refresh past the last registration), it learns lessons one at a time, each on
 the next origin node (RecordOutcome calls through the agent API: a failed op then a working
@@ -248,6 +250,7 @@ class NetworkSettings:
     gossip_interval_s: float
     anti_entropy_interval_s: float
     log_level: str = "WARNING"
+    direct_push_max: int = 32
 
 
 def _node_argv(home: Path, dsn: str, net: NetworkSettings) -> list[str]:
@@ -277,6 +280,8 @@ def _node_argv(home: Path, dsn: str, net: NetworkSettings) -> list[str]:
         str(net.gossip_interval_s),
         "--anti-entropy-interval-s",
         str(net.anti_entropy_interval_s),
+        "--direct-push-max",
+        str(net.direct_push_max),
         "--drain-deadline-s",
         "2",
         "--log-format",
@@ -540,6 +545,7 @@ async def _network_round(
         gossip_interval_s=args.gossip_interval_s,
         anti_entropy_interval_s=args.anti_entropy_interval_s,
         log_level=args.node_log_level,
+        direct_push_max=args.direct_push_max,
     )
     # The nodes' admission mode: a directory lists only ids admitted under its own mode.
     directory = RedisPeerDirectory.from_url(
@@ -886,6 +892,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     figures: dict[str, float] = {
         "gossip_interval_s": args.gossip_interval_s,
         "anti_entropy_interval_s": args.anti_entropy_interval_s,
+        "direct_push_max": float(args.direct_push_max),
     }
     t_all = time.perf_counter()
     # SIGTERM cancels the run like Ctrl-C does, so the cleanup below still stops everything.
@@ -979,6 +986,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sources", type=int, default=8, help="source identities of records")
     parser.add_argument("--gossip-interval-s", type=float, default=0.05)
     parser.add_argument("--anti-entropy-interval-s", type=float, default=600.0)
+    parser.add_argument(
+        "--direct-push-max",
+        type=int,
+        default=32,
+        help="the nodes' direct_push_max (0: fanout 6 with forwarding at every size)",
+    )
     parser.add_argument("--redis-url", default=REDIS_URL)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", action="store_true", help="profile the pipeline path")

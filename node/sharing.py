@@ -183,6 +183,7 @@ class Sharing:
             anti_entropy_interval_s=settings.anti_entropy_interval_s,
             publish_threshold=settings.publish_threshold,
             shared_scopes=frozenset(settings.shared_scopes),
+            direct_push_max=settings.direct_push_max,
         )
         self._registry_params = registry or RegistryParams(
             admission=AdmissionMode(settings.admission)
