@@ -7,7 +7,7 @@ Two parts, in one run:
 ``--redis-url`` in a namespace of its own, ``--gossip-interval-s 0.05``, anti-entropy every
 ``--anti-entropy-interval-s`` = 600 s so that only push gossip is measured; ``--direct-push-max``
 32, the node default: up to 32 peers the origin pushes to every one, so ``--direct-push-max 0``
-measures the fanout-and-forward mode larger networks use). Once every node
+measures the tree mode larger networks use). Once every node
 knows every other (a node refreshes its peer list every ``heartbeat_interval_s`` = 10 s: the
 bench waits one refresh past the last registration), it learns lessons one at a time, each on
 the next origin node (RecordOutcome calls through the agent API: a failed op then a working
@@ -990,7 +990,7 @@ def main(argv: list[str] | None = None) -> int:
         "--direct-push-max",
         type=int,
         default=32,
-        help="the nodes' direct_push_max (0: fanout 6 with forwarding at every size)",
+        help="the nodes' direct_push_max (0: the fanout-6 tree at every size)",
     )
     parser.add_argument("--redis-url", default=REDIS_URL)
     parser.add_argument("--seed", type=int, default=0)

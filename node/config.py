@@ -95,7 +95,7 @@ class NodeSettings(BaseSettings):
     # Smallest confidence an own lesson needs to be published, in [0, 1].
     publish_threshold: float = Field(default=0.6, ge=0, le=1)
     # Up to this many allowed peers the node pushes its lessons to each itself (one hop,
-    # nobody forwards); beyond, to 6 random peers that forward. 0: always fan out.
+    # nobody forwards); beyond, down a per-lesson tree of fanout 6. 0: always the tree.
     direct_push_max: int = Field(default=32, ge=0, le=100_000)
     # Share nothing: no publishing, no forwarding, and Syncs from peers get nothing; the node
     # still imports what its peers publish.

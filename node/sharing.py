@@ -13,8 +13,9 @@ closes (:meth:`Sharing.stop`). It owns:
   (:attr:`publish_deps`) and by Sync pulls;
 * the **publish side**: a periodic scan (every ``gossip_interval_s``) of this node's lessons
   that :func:`~lamarck.node.gossip.publisher.may_publish`; each new (lesson id, version) is
-  signed and enqueued in the durable Postgres outbox for a fanout of live peers chosen by the
-  :class:`~lamarck.node.gossip.router.GossipRouter`. The scan remembers the (lesson id,
+  signed and enqueued in the durable Postgres outbox for every allowed live peer (up to
+  ``direct_push_max`` of them), or for this node's children in the record's dissemination tree
+  (:class:`~lamarck.node.gossip.router.GossipRouter`). The scan remembers the (lesson id,
   version) pairs it enqueued, so a lesson is signed once per version; the outbox is idempotent
   by (content hash, target), so a restart that scans again re-enqueues nothing already there
   (a restart may pick other fanout targets: they get a duplicate at worst). The
@@ -66,7 +67,7 @@ from lamarck.node.gossip.publisher import (
     peers_for,
     sign_lesson,
 )
-from lamarck.node.gossip.router import GossipRouter
+from lamarck.node.gossip.router import Forwardable, GossipRouter
 from lamarck.node.gossip.sync import SyncPage, SyncQuery, sync_step
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import REGISTRY_DEPENDENT_REASONS, StoreImportView
@@ -201,7 +202,7 @@ class Sharing:
         self.directory: CachedDirectory | None = None
         self._client: RegistryClient | None = None
         self.view = StoreImportView(store, self.reputation, self._identity.node_id)
-        self.router = GossipRouter(self.params, self._rng, self._identity.node_id)
+        self.router = GossipRouter(self.params, self._identity.node_id)
         self.pipeline: ImportPipeline | None = None
         self.outbox = PostgresOutbox(lambda: self._store.pool)
         self._worker = OutboxWorker(self.outbox, self._send, self._load, self.params)
@@ -463,10 +464,16 @@ class Sharing:
                 allowed = peers_for(
                     row.access_level, peers, self.reputation, self.params, row.recipients
                 )
-                targets = allowed if self._direct() else self.router.choose(allowed)
-                if not targets:
+                if not allowed:
                     continue
                 signed = sign_lesson(row, self._identity)
+                if self._direct() or row.access_level != "public":
+                    # Only public records are forwarded: the origin reaches the others itself.
+                    targets = allowed
+                else:
+                    targets = self.router.children(
+                        signed.content_hash, self._identity.node_id, allowed
+                    )
                 self.router.first_sight(signed.content_hash)
                 await self.outbox.enqueue(row.id, signed.content_hash, targets, now)
                 self._enqueued.add(key)
@@ -526,8 +533,28 @@ class Sharing:
         return len(self._peers) <= self.params.direct_push_max
 
     async def _send(self, target: str, raws: Sequence[bytes]) -> None:
-        # Direct push: a hop limit of 1 tells the receivers not to forward.
-        await self._publish(target, raws, 0, hop_limit=1 if self._direct() else None)
+        direct = self._direct()
+        try:
+            # Direct push: a hop limit of 1 tells the receivers not to forward.
+            await self._publish(target, raws, 0, hop_limit=1 if direct else None)
+        except DeliveryFailed:
+            if not direct:
+                await self._cover(target, raws)
+            raise  # the outbox retries the target itself with backoff
+
+    async def _cover(self, failed: str, raws: Sequence[bytes]) -> None:
+        """Reach the tree children of a first-hop peer that is down, so they need not wait."""
+        me = self._identity.node_id
+        public = [
+            Forwardable(sha256_hex(raw), raw, me)
+            for raw in raws
+            if json.loads(raw).get("access_level", "public") == "public"
+        ]
+        if public:
+            reached = await self.router.cover(
+                public, failed, peers=self._peers, hop_count=1, send=self._forward
+            )
+            _log.info("covered for unreachable %s: sent to %s", failed, reached)
 
     async def _forward(self, target: str, raws: Sequence[bytes], hop_count: int) -> None:
         try:

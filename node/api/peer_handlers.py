@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from lamarck.errors import StoreError
 from lamarck.node.gossip.publisher import GossipParams, may_publish, sign_lesson
-from lamarck.node.gossip.router import ForwardSend, GossipRouter
+from lamarck.node.gossip.router import Forwardable, ForwardSend, GossipRouter
 from lamarck.node.gossip.sync import Bucket, SyncQuery, select_for_sync
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline
@@ -59,7 +59,7 @@ async def handle_publish(
     """
     via = request.sender_node_id
     acks: list[records_pb2.RecordAck] = []
-    forwards: list[tuple[str, bytes]] = []
+    forwards: list[Forwardable] = []
     for index, record in enumerate(request.records):
         raw = bytes(record.canonical_json)
         if record.kind != records_pb2.RECORD_KIND_MEMORY:
@@ -90,8 +90,8 @@ async def handle_publish(
                 reason=result.reason,
             )
         )
-        if result.forward:
-            forwards.append((result.content_hash, raw))
+        if result.forward and result.source_node_id:
+            forwards.append(Forwardable(result.content_hash, raw, result.source_node_id))
     router = deps.router
     if (
         forwards

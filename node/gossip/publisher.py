@@ -34,8 +34,8 @@ __all__ = [
 class GossipParams:
     """Every gossip constant; validated on construction."""
 
-    # Peers each record is pushed to (gossipsub's D), >= 1, once the network is larger than
-    # direct_push_max; receivers then forward it on.
+    # Children of each node in a record's dissemination tree (gossipsub's D), >= 1, once the
+    # network is larger than direct_push_max.
     fanout: int = 6
     # Up to this many allowed peers, the origin pushes to every one of them itself and nobody
     # forwards: exactly N-1 messages and one hop (measured in bench/sharing.py), >= 0.

@@ -1,32 +1,64 @@
 """Fanout push and forwarding with a hop limit and dedupe by content hash (issue 5 §2.3).
 
-Pure-ish: peer choice uses an injected seeded ``random.Random``; the network send is an
-injected async callable. The router remembers the content hashes it has pushed or forwarded
-(bounded), so one record is forwarded at most once by this node however often it arrives.
+In a network larger than ``direct_push_max`` a record spreads down a **k-ary tree** of the live
+nodes (k = ``fanout``), laid out afresh for each record: the origin first, then every other
+node in the order of ``sha256(content_hash ":" node_id)``; the node at position i forwards to
+positions k·i+1 … k·i+k. Each node computes its children from its own view of the live
+peers, so when views agree every node receives the record exactly once (N−1 messages, depth
+about log_k N), and the per-record order spreads the forwarding load evenly, as a random
+fanout would. A child that cannot be reached is skipped over: its parent sends to the child's
+children instead. Views that disagree (a node joined or left since a peer's last refresh) can
+miss a node or reach one twice; anti-entropy Sync repairs the first, dedupe absorbs the second.
+
+Why not random fanout with forwarding, as gossipsub does: measured on 20 nodes it sent 2.6-6
+times N−1 messages per record, and, forwarding only on first sight within a hop limit, left a
+node unreached in up to 65 % of records (``bench/sharing.py``). A tree needs no RNG; the
+content hash is the shared, unpredictable-to-the-origin seed.
+
+The router remembers the content hashes it has pushed or forwarded (bounded), so one record is
+forwarded at most once by this node however often it arrives. Sends are injected.
 """
 
 from __future__ import annotations
 
-import random
+import asyncio
+import hashlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from lamarck.errors import ConfigError
 from lamarck.node.gossip.publisher import GossipParams
 
-__all__ = ["ForwardSend", "GossipRouter"]
+__all__ = ["ForwardSend", "Forwardable", "GossipRouter", "tree_order"]
 
 ForwardSend = Callable[[str, Sequence[bytes], int], Awaitable[None]]
 """Send records to one peer with a hop count; raises on failure."""
 
 
+@dataclass(frozen=True, slots=True)
+class Forwardable:
+    """An accepted record to pass on: its content hash, exact bytes and origin (signer)."""
+
+    content_hash: str
+    raw: bytes
+    origin: str
+
+
+def tree_order(content_hash: str, origin: str, members: Iterable[str]) -> list[str]:
+    """The record's dissemination order: ``origin`` first, then the others by hash."""
+    others = {m for m in members if m and m != origin}
+    prefix = content_hash.encode("ascii") + b":"
+    ranked = sorted(others, key=lambda m: (hashlib.sha256(prefix + m.encode()).digest(), m))
+    return [origin, *ranked]
+
+
 class GossipRouter:
-    """Chooses fanout peers, decides what to forward, and remembers what it sent."""
+    """Lays out each record's tree, decides what to forward, and remembers what it sent."""
 
     def __init__(
         self,
         params: GossipParams,
-        rng: random.Random,
         self_node_id: str,
         *,
         max_seen: int = 100_000,
@@ -34,20 +66,20 @@ class GossipRouter:
         if max_seen < 1:
             raise ConfigError("invalid max_seen: must be at least 1")
         self._params = params
-        self._rng = rng
         self._self = self_node_id
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._max_seen = max_seen
 
-    def choose(self, peers: Iterable[str], exclude: Iterable[str] = ()) -> list[str]:
-        """Up to ``fanout`` distinct peers at random, never this node nor ``exclude``.
-
-        Candidates are sorted first, so the choice depends only on the seed and the set.
-        """
-        skip = {self._self, *exclude}
-        candidates = sorted({p for p in peers if p and p not in skip})
-        k = min(self._params.fanout, len(candidates))
-        return self._rng.sample(candidates, k)
+    def children(
+        self, content_hash: str, origin: str, peers: Iterable[str], node: str | None = None
+    ) -> list[str]:
+        """``node``'s (default: this node's) children in the record's tree over ``peers``,
+        this node and the origin."""
+        me = node or self._self
+        order = tree_order(content_hash, origin, {*peers, self._self, me})
+        k = self._params.fanout
+        i = order.index(me)
+        return order[k * i + 1 : k * i + k + 1]
 
     def first_sight(self, content_hash: str) -> bool:
         """True (and remember it) the first time ``content_hash`` is seen, False after."""
@@ -70,7 +102,7 @@ class GossipRouter:
 
     async def forward(
         self,
-        raws: Sequence[tuple[str, bytes]],
+        records: Sequence[Forwardable],
         *,
         peers: Iterable[str],
         hop_count: int,
@@ -78,20 +110,78 @@ class GossipRouter:
         exclude: Iterable[str],
         send: ForwardSend,
     ) -> list[str]:
-        """Forward accepted records (content hash, bytes) to a fresh fanout; returns targets.
+        """Send accepted records on to this node's children in each record's tree.
 
-        Records this router already forwarded are dropped; a failed send is only logged by
-        the caller's ``send`` (anti-entropy repairs what forwarding misses).
+        Records this router already forwarded are dropped; children are sent to concurrently,
+        one batch each; a child that fails is replaced by its own children (recursively).
+        Returns the peers that took a batch.
         """
         if not self.should_forward(hop_count, hop_limit):
             return []
-        fresh = [raw for h, raw in raws if self.first_sight(h)]
+        fresh = [r for r in records if self.first_sight(r.content_hash)]
         if not fresh:
             return []
-        targets = self.choose(peers, exclude)
-        for target in targets:
-            try:
-                await send(target, fresh, hop_count + 1)
-            except Exception:  # best effort: Sync repairs a lost forward
-                continue
-        return targets
+        return await self._spread(fresh, self._self, peers, hop_count + 1, exclude, send)
+
+    async def cover(
+        self,
+        records: Sequence[Forwardable],
+        failed: str,
+        *,
+        peers: Iterable[str],
+        hop_count: int,
+        send: ForwardSend,
+    ) -> list[str]:
+        """Send ``records`` to the children of ``failed``, a peer this node could not reach,
+        so its subtree does not wait for its recovery (or for Sync)."""
+        return await self._spread(records, failed, peers, hop_count, (), send)
+
+    async def _spread(
+        self,
+        records: Sequence[Forwardable],
+        parent: str,
+        peers: Iterable[str],
+        hop_count: int,
+        exclude: Iterable[str],
+        send: ForwardSend,
+    ) -> list[str]:
+        live = set(peers) - {self._self}
+        skip = set(exclude) | {self._self}
+        tried: set[tuple[str, str]] = set()
+        plan: dict[str, list[Forwardable]] = {}
+        for record in records:
+            for child in self.children(record.content_hash, record.origin, live, node=parent):
+                self._plan(plan, tried, skip, child, record)
+        delivered: list[str] = []
+        while plan:
+            batches, plan = plan, {}
+            results = await asyncio.gather(
+                *(send(t, [r.raw for r in rs], hop_count) for t, rs in batches.items()),
+                return_exceptions=True,
+            )
+            for (target, batch), result in zip(batches.items(), results, strict=True):
+                if not isinstance(result, BaseException):
+                    delivered.append(target)
+                    continue
+                if isinstance(result, asyncio.CancelledError):
+                    raise result
+                # The child is down: its subtree would wait for Sync; send to its children.
+                for record in batch:
+                    for grandchild in self.children(
+                        record.content_hash, record.origin, live, node=target
+                    ):
+                        self._plan(plan, tried, skip, grandchild, record)
+        return delivered
+
+    @staticmethod
+    def _plan(
+        plan: dict[str, list[Forwardable]],
+        tried: set[tuple[str, str]],
+        skip: set[str],
+        target: str,
+        record: Forwardable,
+    ) -> None:
+        if target in skip or (target, record.content_hash) in tried:
+            return
+        tried.add((target, record.content_hash))
+        plan.setdefault(target, []).append(record)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import sys
 from collections.abc import Coroutine, Sequence
 from datetime import UTC, datetime, timedelta
@@ -21,7 +20,7 @@ from lamarck.node.api.peer_handlers import (
 )
 from lamarck.node.gossip.outbox import InMemoryOutbox, OutboxWorker, retry_delay
 from lamarck.node.gossip.publisher import GossipParams, may_publish, peers_for, sign_lesson
-from lamarck.node.gossip.router import GossipRouter
+from lamarck.node.gossip.router import Forwardable, GossipRouter, tree_order
 from lamarck.node.gossip.sync import (
     SyncPage,
     SyncQuery,
@@ -33,6 +32,7 @@ from lamarck.node.gossip.sync import (
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.v1 import peer_pb2, records_pb2
@@ -267,41 +267,115 @@ def test_outbox_rows_whose_record_is_gone_are_closed() -> None:
 PEERS = [f"lmk1{c * 32}" for c in "abcdefghijkl"]
 
 
-def test_fanout_is_k_distinct_peers_and_deterministic_under_a_seed() -> None:
-    one = GossipRouter(PARAMS, random.Random(42), PEERS[0])
-    two = GossipRouter(PARAMS, random.Random(42), PEERS[0])
-    chosen = one.choose(PEERS, exclude=[PEERS[1]])
-    assert chosen == two.choose(list(reversed(PEERS)), exclude=[PEERS[1]])
-    assert len(chosen) == 6 == len(set(chosen))
-    assert PEERS[0] not in chosen and PEERS[1] not in chosen
-    other = GossipRouter(PARAMS, random.Random(43), PEERS[0]).choose(PEERS, exclude=[PEERS[1]])
-    assert other != chosen  # a different seed, a different draw
-    assert len(GossipRouter(PARAMS, random.Random(1), "x").choose(PEERS[:3])) == 3
+def _spread(n: int, content_hash: str, down: frozenset[str] = frozenset()) -> dict[str, int]:
+    """Simulate one record down its tree over ``n`` nodes; returns receipts per node."""
+    nodes = [f"lmk1{i:032d}" for i in range(n)]
+    origin = nodes[0]
+    routers = {x: GossipRouter(GossipParams(hop_limit=8), x) for x in nodes}
+    received: dict[str, int] = {x: 0 for x in nodes[1:]}
+    record = Forwardable(content_hash, b"r", origin)
+
+    async def deliver(frm: str, to: str, hop: int) -> None:
+        if to in down:
+            raise ConnectionError(f"{to} is down")
+        received[to] += 1
+
+        async def send(target: str, raws: Sequence[bytes], next_hop: int) -> None:
+            await deliver(to, target, next_hop)
+
+        await routers[to].forward(
+            [record], peers=nodes, hop_count=hop, hop_limit=8, exclude=[frm, origin], send=send
+        )
+
+    async def go() -> None:
+        first = routers[origin].children(content_hash, origin, nodes[1:])
+        routers[origin].first_sight(content_hash)
+        assert len(first) == min(PARAMS.fanout, n - 1)
+        for child in first:
+            if child not in down:
+                await deliver(origin, child, 0)
+
+    run(go())
+    return received
+
+
+@pytest.mark.parametrize("n", [2, 7, 8, 40, 100])
+def test_a_record_reaches_every_node_exactly_once_down_its_tree(n: int) -> None:
+    received = _spread(n, _h(n))
+    assert set(received.values()) == {1}  # N-1 messages in all
+
+
+def test_a_node_that_is_down_is_skipped_over_by_its_parent() -> None:
+    nodes = [f"lmk1{i:032d}" for i in range(60)]
+    router = GossipRouter(PARAMS, nodes[0])
+    # A second-hop node with a subtree of its own, taken down: its parent covers for it.
+    first = router.children(_h(7), nodes[0], nodes[1:])[0]
+    dead = router.children(_h(7), nodes[0], nodes, node=first)[0]
+    assert router.children(_h(7), nodes[0], nodes, node=dead)  # it has children to lose
+    received = _spread(60, _h(7), down=frozenset({dead}))
+    del received[dead]
+    assert set(received.values()) == {1}
+
+
+def test_the_origin_covers_for_a_first_hop_peer_that_is_down() -> None:
+    async def go() -> None:
+        nodes = [f"lmk1{i:032d}" for i in range(60)]
+        origin = GossipRouter(PARAMS, nodes[0])
+        dead = origin.children(_h(8), nodes[0], nodes[1:])[0]
+        sent: list[tuple[str, int]] = []
+
+        async def send(target: str, raws: Sequence[bytes], hop: int) -> None:
+            sent.append((target, hop))
+
+        record = Forwardable(_h(8), b"r", nodes[0])
+        reached = await origin.cover([record], dead, peers=nodes[1:], hop_count=1, send=send)
+        assert reached == origin.children(_h(8), nodes[0], nodes, node=dead) != []
+        assert {hop for _, hop in sent} == {1}
+
+    run(go())
+
+
+def test_the_tree_is_laid_out_afresh_for_each_record() -> None:
+    nodes = [f"lmk1{i:032d}" for i in range(20)]
+    order_a = tree_order(_h(1), nodes[0], nodes)
+    order_b = tree_order(_h(2), nodes[0], nodes)
+    assert order_a[0] == order_b[0] == nodes[0]
+    assert sorted(order_a) == sorted(order_b) == sorted(nodes)
+    assert order_a != order_b  # the load of forwarding moves from record to record
+    assert tree_order(_h(1), nodes[0], reversed(nodes)) == order_a  # same view, same tree
 
 
 def test_forward_respects_hop_limit_and_dedupes_by_content_hash() -> None:
     async def go() -> None:
-        router = GossipRouter(GossipParams(hop_limit=3), random.Random(3), "self")
+        # The router of the records' origin: it has children in every record's tree.
+        router = GossipRouter(GossipParams(hop_limit=3), PEERS[0])
         sent: list[tuple[str, int, int]] = []
 
         async def send(target: str, raws: Sequence[bytes], hop: int) -> None:
             sent.append((target, len(raws), hop))
 
+        one = [Forwardable("h1", b"r1", PEERS[0])]
         targets = await router.forward(
-            [("h1", b"r1")], peers=PEERS, hop_count=0, hop_limit=0, exclude=[], send=send
+            one, peers=PEERS, hop_count=0, hop_limit=0, exclude=[], send=send
         )
-        assert len(targets) == 6 and {h for _, _, h in sent} == {1}
+        assert targets == router.children("h1", PEERS[0], PEERS)
+        assert targets and {h for _, _, h in sent} == {1}
         sent.clear()
         # Same record again: already forwarded, nothing sent.
         again = await router.forward(
-            [("h1", b"r1")], peers=PEERS, hop_count=0, hop_limit=0, exclude=[], send=send
+            one, peers=PEERS, hop_count=0, hop_limit=0, exclude=[], send=send
         )
         assert again == [] and sent == []
         # At the hop limit: not forwarded.
         assert router.should_forward(1, 3) and not router.should_forward(2, 3)
         assert not router.should_forward(5, 99)  # a batch cannot raise our limit
         last = await router.forward(
-            [("h2", b"r2")], peers=PEERS, hop_count=2, hop_limit=3, exclude=[], send=send
+            [Forwardable("h2", b"r2", PEERS[0])],
+            peers=PEERS,
+            hop_count=2,
+            hop_limit=3,
+            exclude=[],
+            send=send,
         )
         assert last == [] and sent == []
 
@@ -362,6 +436,15 @@ def test_sync_step_imports_what_it_lacks_until_caught_up() -> None:
 # -- Publish and Sync handlers over the real pipeline ------------------------------------------
 
 
+def _relay_for(raw: bytes) -> GossipRouter:
+    """A relay that has children in ``raw``'s tree over PEERS (not every node has some)."""
+    for i in range(1000):
+        router = GossipRouter(PARAMS, f"lmk1{i:032d}")
+        if router.children(sha256_hex(raw), SOURCE_KEY.node_id, PEERS):
+            return router
+    raise AssertionError("no relay with children")
+
+
 def test_publish_acks_each_record_and_forwards_accepted_ones() -> None:
     async def go() -> None:
         h = Harness()
@@ -380,7 +463,8 @@ def test_publish_acks_each_record_and_forwards_accepted_ones() -> None:
         async def send(target: str, raws: Sequence[bytes], hop: int) -> None:
             forwarded.append((target, hop))
 
-        router = GossipRouter(PARAMS, random.Random(9), "self")
+        router = _relay_for(good)
+        children = router.children(sha256_hex(good), SOURCE_KEY.node_id, PEERS)
         deps = PublishDeps(h.pipeline, router, live, send)
         request = peer_pb2.PublishRequest(
             records=[
@@ -400,7 +484,9 @@ def test_publish_acks_each_record_and_forwards_accepted_ones() -> None:
             (2, records_pb2.ACK_STATUS_REJECTED, "unsupported_kind"),
             (3, records_pb2.ACK_STATUS_DUPLICATE, ""),
         ]
-        assert len(forwarded) == 6 and all(hop == 1 and t != VIA for t, hop in forwarded)
+        # Forwarded once, to this relay's children in the accepted record's tree (never back
+        # to the peer it came from).
+        assert forwarded == [(t, 1) for t in children if t != VIA] != []
 
     run(go())
 
@@ -419,7 +505,8 @@ def test_publish_answers_before_forwarding_and_a_direct_push_goes_no_further() -
         async def send(target: str, raws: Sequence[bytes], hop: int) -> None:
             sent.append(target)
 
-        router = GossipRouter(PARAMS, random.Random(9), "self")
+        gossiped = signed_raw()
+        router = _relay_for(gossiped)
         deps = PublishDeps(h.pipeline, router, live, send, spawn=spawned.append)
 
         def publish(raw: bytes, hop_limit: int) -> peer_pb2.PublishRequest:
@@ -435,11 +522,12 @@ def test_publish_answers_before_forwarding_and_a_direct_push_goes_no_further() -
         await handle_publish(publish(direct, 1), deps)
         assert spawned == [] and sent == []
         # Gossip: the answer comes first, the forwarding is handed to the spawner.
-        response = await handle_publish(publish(signed_raw(), 0), deps)
+        response = await handle_publish(publish(gossiped, 0), deps)
         assert response.acks[0].status == records_pb2.ACK_STATUS_ACCEPTED
         assert sent == [] and len(spawned) == 1
         await spawned[0]
-        assert len(sent) == PARAMS.fanout
+        children = router.children(sha256_hex(gossiped), SOURCE_KEY.node_id, PEERS)
+        assert sent == [t for t in children if t != VIA] != []
 
     run(go())
 
