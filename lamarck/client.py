@@ -59,6 +59,7 @@ __all__ = [
     "RememberResult",
     "ServiceClient",
     "Situation",
+    "dial_address",
     "error_from_rpc",
     "node_address",
 ]
@@ -530,13 +531,19 @@ def node_address(home: str | Path) -> tuple[str, str | None]:
     address = str(info.get("agent_listen") or "")
     if not address:
         raise ConfigError(f"{root / _NODE_FILE} names no agent address", reason="node_not_running")
-    if not address.startswith("unix:"):
-        host, _, port = address.rpartition(":")
-        # A node bound to every interface is dialled on loopback.
-        if host in ("0.0.0.0", "[::]", "::", ""):
-            address = f"127.0.0.1:{port}"
+    address = dial_address(address)
     token_file = str(info.get("agent_token_file") or "")
     return address, _read_token(Path(token_file)) if token_file else None
+
+
+def dial_address(address: str) -> str:
+    """The address a local client dials for a node's listen address (wildcards → loopback)."""
+    if address.startswith("unix:"):
+        return address
+    host, _, port = address.rpartition(":")
+    if host in ("0.0.0.0", "[::]", "::", ""):
+        host = "127.0.0.1"
+    return f"{host}:{port}"
 
 
 def _read_token(path: Path) -> str:

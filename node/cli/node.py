@@ -9,6 +9,7 @@ import grpc
 import typer
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from lamarck.client import dial_address
 from lamarck.errors import LamarckError
 from lamarck.node.cli.connect import client_for, running_node
 from lamarck.node.cli.errors import CliError
@@ -17,7 +18,7 @@ from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table
 from lamarck.node.config import load_settings
 
-__all__ = ["HEALTH_TIMEOUT_S", "app", "dial_address", "register", "start", "status"]
+__all__ = ["HEALTH_TIMEOUT_S", "app", "register", "start", "status"]
 
 app = typer.Typer(name="node", help="Run a node, or see how it is doing.", no_args_is_help=True)
 
@@ -109,16 +110,6 @@ def start(
         log_level=log_level,
     )
     run_node(settings)
-
-
-def dial_address(address: str) -> str:
-    """The address a local client dials for a node's listen address (wildcards → loopback)."""
-    if address.startswith("unix:"):
-        return address
-    host, _, port = address.rpartition(":")
-    if host in ("0.0.0.0", "[::]", "::", ""):
-        host = "127.0.0.1"
-    return f"{host}:{port}"
 
 
 def _health(address: str) -> str:

@@ -45,6 +45,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from lamarck.client import dial_address
+
 #: Flags every test node gets unless the test overrides them.
 DEFAULT_FLAGS: dict[str, Any] = {
     "listen": "127.0.0.1:0",
@@ -59,16 +61,6 @@ START_TIMEOUT_S = 90.0
 #: Bound on a node's clean stop after SIGTERM.
 STOP_TIMEOUT_S = 30.0
 _POLL_S = 0.05
-
-
-def dial_address(address: str) -> str:
-    """The address a client on this machine dials for a node's listen address."""
-    if address.startswith("unix:"):
-        return address
-    host, _, port = address.rpartition(":")
-    if host in ("0.0.0.0", "[::]", "::", ""):
-        host = "127.0.0.1"
-    return f"{host}:{port}"
 
 
 @dataclass
