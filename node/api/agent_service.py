@@ -24,7 +24,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
@@ -34,7 +34,7 @@ from lamarck.errors import (
     LamarckError,
     NotFound,
 )
-from lamarck.node.api.server import NodeContext
+from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.importing.decision import (
     ImportOutcome,
     ImportParams,
@@ -103,9 +103,6 @@ _SITUATION_FIELDS = (
     "unblock",
     "probe",
 )
-
-T = TypeVar("T")
-Provider = Callable[[], T]
 
 # -- enum maps ---------------------------------------------------------------------------
 
@@ -347,14 +344,6 @@ class _BundleView:
 # -- the servicer ---------------------------------------------------------------------------
 
 
-def _provider(value: T | Provider[T], kind: type[Any]) -> Provider[T]:
-    if isinstance(value, kind):
-        return lambda: value
-    if callable(value):
-        return value
-    raise TypeError(f"expected a {kind.__name__} or a callable returning one")
-
-
 class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     """Every AgentService RPC, as translations to ``LessonService`` calls and store reads.
 
@@ -375,8 +364,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         reputation: Callable[[str], float] | None = None,
         sink: Callable[[], ReputationSink | None] | None = None,
     ) -> None:
-        self._service = _provider(service, LessonService)
-        self._store = _provider(store, LessonStore)
+        self._service = provider_of(service, LessonService)
+        self._store = provider_of(store, LessonStore)
         self._identity = identity
         self._clock = clock
         self._embedder = embedder

@@ -32,7 +32,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from lamarck.errors import (
     ConflictError,
@@ -40,7 +40,7 @@ from lamarck.errors import (
     NotFound,
     VerificationError,
 )
-from lamarck.node.api.server import NodeContext
+from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.embedding import Embedder
 from lamarck.node.importing.decision import ImportParams
 from lamarck.node.importing.pipeline import KeyPins, check_key_pin, imported_row
@@ -76,9 +76,6 @@ DEFAULT_REJECTIONS = 100
 MAX_REJECTIONS = 1000
 #: Characters of a record's content shown in a listing.
 PREVIEW_CHARS = 200
-
-T = TypeVar("T")
-Provider = Callable[[], T]
 
 _STATE_TO_PB = {
     "pending": operator_pb2.QUARANTINE_STATE_PENDING,
@@ -126,14 +123,6 @@ def rejection_entry(row: RejectionRow) -> operator_pb2.RejectionEntry:
     )
 
 
-def _provider(value: T | Provider[T], kind: type[Any]) -> Provider[T]:
-    if isinstance(value, kind):
-        return lambda: value
-    if callable(value):
-        return value
-    raise TypeError(f"expected a {kind.__name__} or a callable returning one")
-
-
 class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
     """Every OperatorService RPC over a ``LessonStore``; see the module docstring.
 
@@ -157,7 +146,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         view: Callable[[], StoreImportView | None] | None = None,
         sink: Callable[[], ReputationSink | None] | None = None,
     ) -> None:
-        self._store = _provider(store, LessonStore)
+        self._store = provider_of(store, LessonStore)
         self._clock = clock
         self._embedder = embedder
         initial = ReputationParams().initial_score

@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 import grpc.aio
@@ -65,10 +65,26 @@ __all__ = [
     "NodeContext",
     "NodeServers",
     "PeerServicerFactory",
+    "Provider",
     "UnimplementedAgentService",
     "build_servers",
+    "provider_of",
     "server_options",
 ]
+
+_T = TypeVar("_T")
+#: A zero-argument callable a servicer reads on each call (the daemon's store, service...).
+Provider = Callable[[], _T]
+
+
+def provider_of(value: _T | Provider[_T], kind: type[Any]) -> Provider[_T]:
+    """``value`` as a provider: an instance of ``kind`` is wrapped, a callable kept as is."""
+    if isinstance(value, kind):
+        return lambda: value
+    if callable(value):
+        return value
+    raise TypeError(f"expected a {kind.__name__} or a callable returning one")
+
 
 PEER_SERVICE: str = peer_pb2.DESCRIPTOR.services_by_name["PeerService"].full_name
 AGENT_SERVICE: str = agent_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name
