@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from lamarck.errors import RegistryError, Unauthenticated
-from lamarck.node.importing.pipeline import KeyPins
+from lamarck.errors import Unauthenticated
+from lamarck.node.importing.pipeline import KeyPins, PinReason, pin_refusal
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.peer_auth import (
@@ -33,6 +33,13 @@ from lamarck.proto.peer_auth import (
 
 __all__ = ["PeerAuthenticator", "PeerTokens"]
 
+# The peer-side name of each pin refusal.
+_PIN_REASONS: dict[PinReason, str] = {
+    PinReason.REGISTRY_UNAVAILABLE: "registry_unavailable",
+    PinReason.REVOKED_SOURCE: "revoked_peer",
+    PinReason.UNREGISTERED_SOURCE: "unregistered_peer",
+    PinReason.KEY_NOT_PINNED: "key_not_pinned",
+}
 # Verified tokens kept per node; a fleet has at most a few hundred callers, each renewing
 # its token every few minutes.
 _CACHE_MAX = 4096
@@ -83,26 +90,12 @@ class PeerAuthenticator:
         if peer is None or now >= peer.expires_at:
             peer = read_token(token, audience=self._node_id, now=now, params=self._params)
             self._remember(token, peer, now)
-        # (4) The key is the one the registry bound to this id, and the id is not revoked.
-        try:
-            revoked = await self._pins.is_revoked(peer.node_id)
-            pinned = None if revoked else await self._pins.pinned_key(peer.node_id)
-        except RegistryError as e:
-            # Fail closed: the callers retry, and the registry cache usually answers anyway.
-            raise Unauthenticated(
-                "the registry cannot confirm the caller's key", reason="registry_unavailable"
-            ) from e
-        if revoked:
-            raise Unauthenticated(f"peer {peer.node_id} is revoked", reason="revoked_peer")
-        if pinned is None:
-            raise Unauthenticated(
-                f"peer {peer.node_id} is not registered", reason="unregistered_peer"
-            )
-        if pinned != peer.public_key_b64:
-            raise Unauthenticated(
-                f"peer token of {peer.node_id} is not signed with its pinned key",
-                reason="key_not_pinned",
-            )
+        # (4) The key is the one the registry bound to this id, and the id is not revoked
+        # (fail closed when the registry cannot say: the callers retry).
+        refusal = await pin_refusal(self._pins, peer.node_id, peer.public_key_b64)
+        if refusal is not None:
+            reason, why = refusal
+            raise Unauthenticated(f"peer {why}", reason=_PIN_REASONS[reason])
         # (5) The request speaks for the node that proved itself, and for no other.
         if claimed != peer.node_id:
             raise Unauthenticated(

@@ -77,6 +77,7 @@ __all__ = [
     "PinReason",
     "check_key_pin",
     "imported_row",
+    "pin_refusal",
 ]
 
 #: ``IMPORTS`` ``result`` label for each outcome.
@@ -119,30 +120,41 @@ PIN_CHARGES: dict[PinReason, EventKind | None] = {
 }
 
 
+async def pin_refusal(pins: KeyPins, node_id: str, key: str | None) -> tuple[PinReason, str] | None:
+    """Why ``key`` is not the registered, unrevoked key of ``node_id`` (reason and a phrase
+    about ``node_id``), or None when it is. An unreachable registry is a refusal: fail closed.
+
+    The one pin check: stage (3) of the pipeline and the peer authentication of the
+    PeerService calls both ask it, and map the reason to their own errors.
+    """
+    try:
+        revoked = await pins.is_revoked(node_id)
+        pinned = None if revoked else await pins.pinned_key(node_id)
+    except RegistryError as e:
+        return PinReason.REGISTRY_UNAVAILABLE, f"{node_id} cannot be checked: {e}"
+    if revoked:
+        return PinReason.REVOKED_SOURCE, f"{node_id} is revoked"
+    if pinned is None:
+        return PinReason.UNREGISTERED_SOURCE, f"{node_id} is not registered"
+    if key != pinned:
+        return PinReason.KEY_NOT_PINNED, f"{node_id} is pinned to another key"
+    return None
+
+
 async def check_key_pin(pins: KeyPins, signed: SignedMemory) -> None:
     """Stage (3): the claimed source is registered, not revoked, and pinned to the signing key.
 
     Raises ``PolicyRejected`` (unregistered, revoked, registry unavailable: fail closed) or
     ``VerificationError`` (``key_not_pinned``), each with a ``PinReason`` as its reason.
     """
-    source = signed.source_agent_id
-    try:
-        revoked = await pins.is_revoked(source)
-        pinned = None if revoked else await pins.pinned_key(source)
-    except RegistryError as e:
-        raise PolicyRejected(str(e), reason=PinReason.REGISTRY_UNAVAILABLE) from e
-    if revoked:
-        raise PolicyRejected(f"source {source} is revoked", reason=PinReason.REVOKED_SOURCE)
-    if pinned is None:
-        raise PolicyRejected(
-            f"source {source} is not registered", reason=PinReason.UNREGISTERED_SOURCE
-        )
     signature = signed.memory.signature
-    if signature is None or signature.signed_by != pinned:
-        raise VerificationError(
-            f"record is not signed with the key pinned to {source}",
-            reason=PinReason.KEY_NOT_PINNED,
-        )
+    refusal = await pin_refusal(
+        pins, signed.source_agent_id, signature.signed_by if signature else None
+    )
+    if refusal is not None:
+        reason, why = refusal
+        error = VerificationError if reason is PinReason.KEY_NOT_PINNED else PolicyRejected
+        raise error(f"source {why}", reason=reason)
 
 
 @dataclass(frozen=True, slots=True)
