@@ -69,6 +69,7 @@ from lamarck.node.gossip.publisher import (
 )
 from lamarck.node.gossip.router import Forwardable, GossipRouter
 from lamarck.node.gossip.sync import SyncPage, SyncQuery, sync_step
+from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import REGISTRY_DEPENDENT_REASONS, StoreImportView
 from lamarck.node.store.port import LessonFilter, LessonStatus
@@ -568,26 +569,35 @@ class Sharing:
         """Pull what this node lacks from every live peer; returns records received."""
         if self.pipeline is None:
             return 0
+        peers = await self.live_peers()
+        if not peers:
+            return 0
+        # Read (and sign) what this node holds once per round, not once per peer; each pull
+        # adds what it brought in.
+        held = await self._held_hashes()
         received = 0
-        for peer in await self.live_peers():
+        for peer in peers:
             try:
-                received += await self.sync_with(peer)
+                received += await self.sync_with(peer, held)
             except DeliveryFailed as e:
                 _log.info("sync with %s failed: %s", peer, e)
         return received
 
-    async def sync_with(self, peer: str) -> int:
-        """One anti-entropy pull from ``peer``."""
+    async def _held_hashes(self) -> set[str]:
+        """What this node holds, by the same selection a Sync serves (also when incognito)."""
+        held = await shareable_records(
+            self._store, self._identity, self.params, self.reputation, self._identity.node_id
+        )
+        return set(held)
+
+    async def sync_with(self, peer: str, held: set[str] | None = None) -> int:
+        """One anti-entropy pull from ``peer``; ``held`` (what this node holds, by content
+        hash) is read from the store when not given, and grows by what the pull stores."""
         pipeline = self.pipeline
         if pipeline is None:
             return 0
         stub = self._pool.stub(self._address(peer))
-        # What this node holds, by the same selection a Sync serves (also when incognito).
-        mine = set(
-            await shareable_records(
-                self._store, self._identity, self.params, self.reputation, self._identity.node_id
-            )
-        )
+        mine = held if held is not None else await self._held_hashes()
 
         async def fetch(query: SyncQuery) -> SyncPage:
             request = peer_pb2.SyncRequest(
@@ -617,7 +627,10 @@ class Sharing:
             return SyncPage(records=tuple(records), cursor=cursor, more=more)
 
         async def importer(raw: bytes) -> object:
-            return await pipeline.import_record(raw, via_node_id=peer)
+            result = await pipeline.import_record(raw, via_node_id=peer)
+            if result.outcome in (ImportOutcome.ACCEPT, ImportOutcome.DUPLICATE):
+                mine.add(result.content_hash)
+            return result
 
         return await sync_step(
             mine,
