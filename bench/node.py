@@ -152,15 +152,23 @@ def _stop(process: subprocess.Popen[bytes]) -> int:
 # -- workloads -------------------------------------------------------------------------------
 
 
-def outcome(session: str, steps: list[tuple[str, str, str]], turn: int) -> dict[str, Any]:
-    """One passing turn's outcome record, dated now."""
+def outcome(
+    session: str,
+    steps: list[tuple[str, str, str]],
+    turn: int = 0,
+    *,
+    project: str = PROJECT,
+    in_play: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """One passing turn's outcome record, dated now (nodes run on the system clock)."""
     return {
+        "in_play": list(in_play),
         "schema_version": "1.0",
         "kind": "outcome",
         "id": str(uuid.uuid4()),
         "session_id": session,
         "turn_index": turn,
-        "project": PROJECT,
+        "project": project,
         "goal_digest": "make the test suite of the component pass",
         "approach": [{"operation_key": o, "outcome": r, "target": t} for o, r, t in steps],
         "checks": [

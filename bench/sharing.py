@@ -101,6 +101,7 @@ import asyncpg
 from prometheus_client.parser import text_string_to_metric_families
 
 import lamarck
+from bench.node import outcome
 from lamarck.client import AsyncClient
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.gossip.publisher import GossipParams
@@ -404,43 +405,6 @@ async def _settled_counts(nodes: Sequence[BenchNode]) -> Counts:
 # -- learning a lesson through the agent API -------------------------------------------------
 
 
-def _outcome(
-    session: str,
-    project: str,
-    steps: list[tuple[str, str, str]],
-    in_play: tuple[str, ...] = (),
-) -> dict[str, Any]:
-    """One passing turn's outcome, dated now (the nodes run on the system clock)."""
-    return {
-        "in_play": list(in_play),
-        "schema_version": "1.0",
-        "kind": "outcome",
-        "id": str(uuid.uuid4()),
-        "session_id": session,
-        "turn_index": 0,
-        "project": project,
-        "goal_digest": "make the test suite pass",
-        "approach": [{"operation_key": o, "outcome": r, "target": t} for o, r, t in steps],
-        "checks": [
-            {
-                "label": "pytest",
-                "target": "",
-                "kind": "test",
-                "order": 0,
-                "ran": True,
-                "failed": False,
-                "mutated_after": False,
-            }
-        ],
-        "passed": True,
-        "claim_ok": True,
-        "steps": len(steps),
-        "tokens": 10,
-        "wall_s": 0.5,
-        "created_at": format_ts(datetime.now(UTC)),
-    }
-
-
 async def _learn(node: BenchNode, target: str) -> tuple[str, datetime]:
     """Make a publishable lesson on ``node``; returns its id and when it became publishable
     (the moment the RecordOutcome call that made it so returned)."""
@@ -448,12 +412,17 @@ async def _learn(node: BenchNode, target: str) -> tuple[str, datetime]:
     threshold = GossipParams().publish_threshold
     async with AsyncClient(node.agent_addr, timeout=30) as client:
         made = await client.record_outcome(
-            _outcome("learn", "a1" * 32, [(bad, "failed", target), (good, "ok", target)])
+            outcome("learn", [(bad, "failed", target), (good, "ok", target)], project="a1" * 32)
         )
         [lesson_id] = made.ids("created")
         for i in range(2, 8):
             await client.record_outcome(
-                _outcome(f"confirm-{i}", f"{i:02x}" * 32, [(good, "ok", target)], (lesson_id,))
+                outcome(
+                    f"confirm-{i}",
+                    [(good, "ok", target)],
+                    project=f"{i:02x}" * 32,
+                    in_play=(lesson_id,),
+                )
             )
             returned = datetime.now(UTC)
             page = await client.list_lessons(operation=good)
