@@ -45,7 +45,8 @@ def reality_events(
         row = by_id.get(att.lesson_id)
         if kind is None or row is None or not row.imported_from:
             continue
-        claimed = row.original_confidence if row.original_confidence is not None else 0.5
+        # Every imported row keeps the signed value; a row without one weighs by its own.
+        claimed = row.original_confidence if row.original_confidence is not None else row.confidence
         domain = row.context.get("domain", "") if isinstance(row.context, Mapping) else ""
         events.append(
             ReputationEvent(
