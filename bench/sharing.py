@@ -106,7 +106,7 @@ from lamarck.client import AsyncClient
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.importing.decision import ImportOutcome
-from lamarck.node.importing.pipeline import ImportPipeline, imported_row
+from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.embedded import EmbeddedPostgres, default_server_settings
 from lamarck.node.store.postgres import PostgresLessonStore
@@ -796,7 +796,9 @@ async def _import_part(
 
         async def through_pipeline(chunk: Sequence[bytes]) -> None:
             for raw in chunk:
-                result = await pipeline.import_record(raw, via_node_id=via)
+                result = await pipeline.import_record(
+                    raw, source=ImportSource.PEER, via_node_id=via
+                )
                 key = result.outcome.value + (f":{result.reason}" if result.reason else "")
                 outcomes[key] = outcomes.get(key, 0) + 1
 

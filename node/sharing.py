@@ -70,7 +70,7 @@ from lamarck.node.gossip.publisher import (
 from lamarck.node.gossip.router import Forwardable, GossipRouter
 from lamarck.node.gossip.sync import SyncPage, SyncQuery, sync_step
 from lamarck.node.importing.decision import ImportOutcome
-from lamarck.node.importing.pipeline import ImportPipeline
+from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import REGISTRY_DEPENDENT_REASONS, StoreImportView
 from lamarck.node.store.port import LessonFilter, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
@@ -268,15 +268,17 @@ class Sharing:
                 clock=self._clock,
                 enrollment_token=read_enrollment(settings.home),
             )
-            self.pipeline = ImportPipeline(
-                store=self._store,
-                view=self.view,
-                pins=self.directory,
-                reputation=self.reputation,
-                embedder=self._ctx.embedder,
-                clock=self._clock,
-                rng=self._rng,
-            )
+        # Built with or without a registry: bundles and approvals enter by it too (without
+        # pins a peer's record is refused, a bundle's held as unknown_signer).
+        self.pipeline = ImportPipeline(
+            store=self._store,
+            view=self.view,
+            pins=self.directory,
+            reputation=self.reputation,
+            embedder=self._ctx.embedder,
+            clock=self._clock,
+            rng=self._rng,
+        )
         await self.reputation.load()
         await self.view.load()
         # One round now, so the peer list is there before the first publish scan; the loop
@@ -400,7 +402,7 @@ class Sharing:
     @property
     def publish_deps(self) -> PublishDeps | None:
         """What ``PeerService.Publish`` needs; ``None`` while there is no registry at all."""
-        if self.pipeline is None:
+        if self.pipeline is None or self.directory is None:
             return None
         return PublishDeps(
             pipeline=self.pipeline,
@@ -627,7 +629,9 @@ class Sharing:
             return SyncPage(records=tuple(records), cursor=cursor, more=more)
 
         async def importer(raw: bytes) -> object:
-            result = await pipeline.import_record(raw, via_node_id=peer)
+            # Only StoreUnavailable escapes the pipeline (the store is down: the round stops);
+            # a bad record is its own REJECT and the round goes on.
+            result = await pipeline.import_record(raw, source=ImportSource.SYNC, via_node_id=peer)
             if result.outcome in (ImportOutcome.ACCEPT, ImportOutcome.DUPLICATE):
                 mine.add(result.content_hash)
             return result

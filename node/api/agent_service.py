@@ -8,21 +8,18 @@ the status of ``lamarck.node.api.status`` with the reason in ``lamarck-reason``.
 Bundles (Export / Import) are JSON Lines: one signed memory record per line, each line the
 record's RFC 8785 canonical bytes, so a bundle is human-readable, diffs line by line, and
 every line re-verifies on its own. Local lessons are signed with the node identity at export
-time; imported lessons are carried as the exact bytes their source signed. Import verifies
-each line (signature, key binding, timestamps), then runs the pure import decision
-(``lamarck.node.importing.decision``): replay, access, anti-poisoning filters, confidence
-transfer, high stakes. Each line gets its own ack; a bad line is refused with its reason and
-changes nothing already stored.
+time; imported lessons are carried as the exact bytes their source signed. Import hands
+each line to the node's one import pipeline (``lamarck.node.importing.pipeline``, source
+``bundle``): every stage a gossiped record passes, key pinning included (a signer no registry
+of this node knows is held for an operator as ``unknown_signer``). Each line gets its own
+ack; a bad line is refused with its reason and changes nothing already stored.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -33,22 +30,11 @@ from lamarck.errors import (
     InvalidRecord,
     LamarckError,
     NotFound,
+    StoreUnavailable,
 )
 from lamarck.node.api.server import NodeContext, Provider, provider_of
-from lamarck.node.importing.decision import (
-    ImportOutcome,
-    ImportParams,
-    Incoming,
-    decide_import,
-)
-from lamarck.node.importing.filters import (
-    Corroboration,
-    DeclaredTool,
-    EstablishedLesson,
-    KnownVersion,
-    SourceStats,
-)
-from lamarck.node.importing.pipeline import imported_row
+from lamarck.node.importing.decision import ImportOutcome
+from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.learning.mechanical import avoided_operation
 from lamarck.node.learning.prompt import build_lessons_section
 from lamarck.node.learning.scopes import GLOBAL, project_scope, recall_scopes, validate_scope
@@ -58,20 +44,17 @@ from lamarck.node.store.port import (
     LessonRow,
     LessonStatus,
     LessonStore,
-    QuarantineRow,
-    RejectionRow,
 )
-from lamarck.node.store.service import EmbedderLike, LessonService
+from lamarck.node.store.service import LessonService
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.limits import DEFAULT_LIMITS
-from lamarck.proto.memory import Memory, MemoryV2
+from lamarck.proto.memory import Memory
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.signed import SignedMemory
-from lamarck.proto.timefmt import format_ts, parse_ts
+from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, records_pb2
-from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import ReputationSink
 
 __all__ = [
@@ -293,54 +276,6 @@ def _compact_json(obj: Mapping[str, Any]) -> bytes:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
 
 
-# -- the import view ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _BundleView:
-    """What the pure import decision sees for one bundle line, fetched before it runs.
-
-    A bundle is a local source: there are no votes, no publishing history and no tool
-    registry to consult, so those answers are the empty ones (which only ever make the
-    filters stricter, never laxer).
-    """
-
-    self_node_id: str
-    reputation_of: Callable[[str], float]
-    versions: tuple[KnownVersion, ...]
-    established: tuple[EstablishedLesson, ...]
-
-    def reputation(self, node_id: str) -> float:
-        """The source's score from the injected reputation reader."""
-        return self.reputation_of(node_id)
-
-    def corroboration(self, record: MemoryV2) -> Corroboration:
-        """No verified votes or local outcomes about a bundle's record yet."""
-        return Corroboration()
-
-    def established_lessons(
-        self, operation: str, domain: str, environment: str
-    ) -> Sequence[EstablishedLesson]:
-        """Local active lessons on ``operation`` (pre-fetched for the line's operation)."""
-        return self.established
-
-    def source_history(self, node_id: str) -> SourceStats:
-        """No publishing history is kept for bundle sources."""
-        return SourceStats()
-
-    def declared_tool(self, tool: str) -> DeclaredTool | None:
-        """No tool registry here: a situation's remedies are never taken from a bundle."""
-        return None
-
-    def known_versions(self, record_id: str) -> Sequence[KnownVersion]:
-        """Versions of the record's id this node holds."""
-        return self.versions
-
-    def previously_rejected(self, content_hash: str) -> str | None:
-        """Not consulted: a bundle line is re-checked in full and refused for its own reason."""
-        return None
-
-
 # -- the servicer ---------------------------------------------------------------------------
 
 
@@ -359,20 +294,15 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         clock: Clock,
         *,
         store: LessonStore | Provider[LessonStore],
-        embedder: EmbedderLike,
-        import_params: ImportParams | None = None,
-        reputation: Callable[[str], float] | None = None,
+        pipeline: ImportPipeline | Provider[ImportPipeline],
         sink: Callable[[], ReputationSink | None] | None = None,
     ) -> None:
         self._service = provider_of(service, LessonService)
         self._store = provider_of(store, LessonStore)
+        # Import hands every bundle line to the node's one import pipeline (source bundle).
+        self._pipeline = provider_of(pipeline, ImportPipeline)
         self._identity = identity
         self._clock = clock
-        self._embedder = embedder
-        self._import_params = import_params or ImportParams()
-        # Without a reputation book every source stands where a newly admitted node does.
-        initial = ReputationParams().initial_score
-        self._reputation = reputation or (lambda _node_id: initial)
         # Where the reality signal goes (the sharing side's book; None before it starts).
         self._sink = sink or (lambda: None)
 
@@ -849,6 +779,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self, request_iterator: AsyncIterator[agent_pb2.ImportRequest], context: Any
     ) -> agent_pb2.ImportResponse:
         """Check and store each line of a bundle; one ack per non-blank line."""
+        pipeline = self._pipeline()
         dry_run, label = False, ""
         acks: list[records_pb2.RecordAck] = []
         buffer = bytearray()
@@ -880,7 +811,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                 if oversized:
                     oversized = False
                 else:
-                    ack = await self._import_line(index, line, dry_run, label)
+                    ack = await self._import_line(pipeline, index, line, dry_run, label)
                     if ack is not None:
                         acks.append(ack)
                 index += 1
@@ -891,7 +822,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             elif oversized:
                 buffer.clear()
         if buffer and not oversized:
-            ack = await self._import_line(index, bytes(buffer), dry_run, label)
+            ack = await self._import_line(pipeline, index, bytes(buffer), dry_run, label)
             if ack is not None:
                 acks.append(ack)
         return agent_pb2.ImportResponse(acks=acks)
@@ -906,144 +837,30 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         )
 
     async def _import_line(
-        self, index: int, line: bytes, dry_run: bool, label: str
+        self, pipeline: ImportPipeline, index: int, line: bytes, dry_run: bool, label: str
     ) -> records_pb2.RecordAck | None:
-        """Verify, decide and (unless ``dry_run``) store one bundle line."""
+        """Hand one bundle line to the import pipeline (source ``bundle``); its ack."""
         raw = line.rstrip(b"\r")
         if not raw.strip():
             return None
         record_hash = sha256_hex(raw)
-        now = self._clock.now()
-        store = self._store()
-        source = ""
         try:
-            signed = SignedMemory.from_json(raw)
-            source = signed.source_agent_id
-            signed.verify(now, self._import_params.max_future_skew_s)
-            record = signed.memory
-            if record.lesson is None:
-                raise InvalidRecord("a bundle line must be a lesson", reason="not_a_lesson")
-            held = await store.get_lessons([record.id])
-            if held and held[0].imported_from is None and source == self.node_id:
-                # Our own lesson coming back (a backup restored): we hold the original.
-                return records_pb2.RecordAck(
-                    index=index, record_hash=record_hash, status=records_pb2.ACK_STATUS_DUPLICATE
-                )
-            view = await self._bundle_view(record, held)
-            decision = decide_import(
-                Incoming(record=record, content_hash=signed.content_hash),
-                view,
-                self._import_params,
-                now,
+            result = await pipeline.import_record(
+                raw, source=ImportSource.BUNDLE, label=label, dry_run=dry_run
             )
-        except LamarckError as e:
-            if not dry_run and source:
-                await store.record_rejection(
-                    RejectionRow(source, e.reason, record_hash, now, detail=f"{label}: {e}"[:500])
-                )
+        except StoreUnavailable as e:
+            # Nothing was decided for this line: import the bundle again later.
             return records_pb2.RecordAck(
                 index=index,
                 record_hash=record_hash,
-                status=records_pb2.ACK_STATUS_REJECTED,
+                status=records_pb2.ACK_STATUS_DEFERRED,
                 reason=e.reason,
             )
-        status = _IMPORT_TO_ACK[decision.outcome]
-        reason = decision.reason
-        if not dry_run:
-            try:
-                await self._apply(signed, decision.outcome, decision.reasons, decision.confidence)
-            except LamarckError as e:
-                status, reason = records_pb2.ACK_STATUS_REJECTED, e.reason
         return records_pb2.RecordAck(
-            index=index, record_hash=record_hash, status=status, reason=reason
-        )
-
-    async def _bundle_view(self, record: MemoryV2, held: Sequence[LessonRow]) -> _BundleView:
-        """Fetch what the decision may look at for ``record``."""
-        assert record.lesson is not None  # checked by the caller
-        versions = tuple(
-            [
-                KnownVersion(
-                    version=await self._version(row),
-                    content_hash=row.content_hash or "",
-                    source_id=row.source_node_id or self.node_id,
-                )
-                for row in held
-            ]
-        )
-        established = await self._store().list_lessons(
-            LessonFilter(operation=record.lesson.operation, limit=DEFAULT_PAGE_SIZE)
-        )
-        return _BundleView(
-            self_node_id=self.node_id,
-            reputation_of=self._reputation,
-            versions=versions,
-            established=tuple(
-                EstablishedLesson(r.id, r.content, r.confidence)
-                for r in established
-                if r.imported_from is None
-            ),
-        )
-
-    async def _apply(
-        self,
-        signed: SignedMemory,
-        outcome: ImportOutcome,
-        reasons: Sequence[str],
-        confidence: float | None,
-    ) -> None:
-        """Store what the decision accepted, hold what it quarantined, log what it refused."""
-        store = self._store()
-        record = signed.memory
-        now = self._clock.now()
-        source = signed.source_agent_id
-        if outcome is ImportOutcome.ACCEPT:
-            assert record.lesson is not None and confidence is not None
-            await store.insert_lesson(await self._imported_row(signed, confidence, now))
-        elif outcome is ImportOutcome.QUARANTINE:
-            await store.quarantine(
-                QuarantineRow(
-                    id=str(uuid.uuid4()),
-                    content_hash=signed.content_hash,
-                    source_node_id=source,
-                    reasons=tuple(reasons),
-                    received_at=now,
-                    signed_record=signed.raw,
-                )
-            )
-        elif outcome is ImportOutcome.REJECT:
-            await store.record_rejection(
-                RejectionRow(
-                    source, reasons[0] if reasons else "rejected", signed.content_hash, now
-                )
-            )
-
-    async def _imported_row(
-        self, signed: SignedMemory, confidence: float, now: datetime
-    ) -> LessonRow:
-        """The stored form of an accepted record: its signed bytes kept unchanged.
-
-        A bundle restores the record as written (its id, status and birth time), where a
-        gossiped import gets a local id and starts active; the rest is the pipeline's row.
-        """
-        record = signed.memory
-        assert record.lesson is not None
-        vectors = await asyncio.to_thread(self._embedder.embed, [record.content])
-        row = imported_row(
-            signed,
-            lesson_id=record.id,
-            confidence=confidence,
-            via_node_id="",
-            now=now,
-            embedding=vectors[0],
-        )
-        return replace(
-            row,
-            status=LessonStatus(record.lesson.status),
-            created_at=parse_ts(record.provenance.created_at),
-            situation=(
-                record.situation.model_dump(mode="json") if record.situation is not None else None
-            ),
+            index=index,
+            record_hash=record_hash,
+            status=_IMPORT_TO_ACK[result.outcome],
+            reason=result.reason,
         )
 
 
@@ -1054,7 +871,6 @@ def make_agent_servicer(ctx: NodeContext) -> AgentServicer:
         ctx.identity,
         ctx.clock,
         store=lambda: ctx.store,
-        embedder=ctx.embedder,
-        reputation=ctx.reputation_score,
+        pipeline=ctx.import_pipeline,
         sink=ctx.reputation_sink,
     )

@@ -4,18 +4,17 @@ Issue 5 §4.4. The import pipeline holds a record it will not believe on its own
 flags, a high-stakes claim without a quorum) as a quarantine row; here an operator lists,
 reads, approves or rejects those rows.
 
-Approving does not bypass verification. The row's stored bytes are parsed and verified again
-exactly as stage (1) and (2) of the pipeline do (``SignedMemory.from_json`` then ``verify``),
-and their sha256 must still be the row's ``content_hash``; only the quarantine verdict itself
-is overridden. A record that fails is refused with the verification error and its row stays
-pending. A verified record is stored the way the pipeline's store step (10) stores an accepted
-import (``lamarck.node.importing.pipeline.imported_row``: a local id, an embedding computed
-here from the content, the original signed bytes, a provenance entry), with the seed's
-transfer confidence for its source's reputation and no verified votes; then the row is marked
-approved. When the node runs the sharing side, stage (3) is checked again too (the source may
-have been revoked, or its key rotated, since the record was held) and the import view learns
-that the record is now stored, so a later copy is a duplicate and an older version is
-superseded. Rejecting only marks the row: nothing is stored, nothing is deleted.
+Approving does not bypass verification: the row goes to the node's one import pipeline as
+an ``approval`` (``ImportPipeline.approve``). There the held bytes are parsed and verified
+again exactly as stages (1) and (2) do, their sha256 must still be the row's ``content_hash``,
+stage (3) is checked again when the node has a registry (the source may have been revoked, or
+its key rotated, since the record was held; a row held as ``unknown_signer`` is the operator
+vouching for a key no registry knows), and the history stages run against what is stored now
+(an older version is superseded, a newer one makes this a ``rollback``). Only the quarantine
+verdict itself is overridden: the record is stored with the decision kept with the row when
+it was held (its transferred confidence and rule). A record that fails is refused with its
+typed error and its row stays pending. Rejecting only marks the row: nothing is stored,
+nothing is deleted.
 
 Decisions feed reputation like the pipeline's own refusals: a rejected row is a ``rejected``
 event about its source (keyed by the record, so it counts once however many copies were
@@ -30,30 +29,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Callable
 from typing import Any
 
-from lamarck.errors import (
-    ConflictError,
-    InvalidRecord,
-    NotFound,
-    VerificationError,
-)
+from lamarck.errors import ConflictError, InvalidRecord, NotFound
 from lamarck.node.api.server import NodeContext, Provider, provider_of
-from lamarck.node.embedding import Embedder
-from lamarck.node.importing.decision import ImportParams
-from lamarck.node.importing.pipeline import KeyPins, check_key_pin, imported_row
-from lamarck.node.importing.transfer import TransferParams, transfer_confidence
-from lamarck.node.importing.view import StoreImportView
+from lamarck.node.importing.decision import ImportOutcome
+from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.store.port import LessonStore, QuarantineRow, RejectionRow
-from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
 from lamarck.reputation.events import EventKind, ReputationEvent
-from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import ReputationSink
 
 __all__ = [
@@ -126,11 +114,9 @@ def rejection_entry(row: RejectionRow) -> operator_pb2.RejectionEntry:
 class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
     """Every OperatorService RPC over a ``LessonStore``; see the module docstring.
 
-    ``store`` may be a zero-argument callable read on each call (the daemon's raises
-    ``StoreUnavailable`` until the store is migrated). ``reputation`` maps a source node id to
-    its score in [0, 1]; without one every source stands at the initial score. ``pins`` and
-    ``view`` return the registry's key pins and the import view when the node shares (else
-    ``None``: no registry to re-check, no index to update).
+    ``store`` and ``pipeline`` may be zero-argument callables read on each call (the
+    daemon's raise ``StoreUnavailable`` until the node is ready). ``sink`` is where an
+    operator's rejection is reported (``None``: nowhere yet).
     """
 
     def __init__(
@@ -138,23 +124,12 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         store: LessonStore | Provider[LessonStore],
         clock: Clock,
         *,
-        embedder: Embedder,
-        reputation: Callable[[str], float] | None = None,
-        import_params: ImportParams | None = None,
-        transfer_params: TransferParams | None = None,
-        pins: Callable[[], KeyPins | None] | None = None,
-        view: Callable[[], StoreImportView | None] | None = None,
+        pipeline: ImportPipeline | Provider[ImportPipeline],
         sink: Callable[[], ReputationSink | None] | None = None,
     ) -> None:
         self._store = provider_of(store, LessonStore)
         self._clock = clock
-        self._embedder = embedder
-        initial = ReputationParams().initial_score
-        self._reputation = reputation or (lambda _node_id: initial)
-        self._import_params = import_params or ImportParams()
-        self._transfer_params = transfer_params or TransferParams()
-        self._pins = pins or (lambda: None)
-        self._view = view or (lambda: None)
+        self._pipeline = provider_of(pipeline, ImportPipeline)
         self._sink = sink or (lambda: None)
         self._decide_lock = asyncio.Lock()
 
@@ -223,7 +198,10 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
                     id=row.id,
                     state=row.state,
                 )
-            lesson_id = await self._store_approved(row) if decision == "approved" else ""
+            rule = None
+            lesson_id = ""
+            if decision == "approved":
+                lesson_id, rule = await self._store_approved(row)
             updated = await self._store().set_quarantine_state(row.id, decision)
         if decision == "rejected":
             self._charge_rejection(row, request.note)
@@ -235,6 +213,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
                 "content_hash": row.content_hash,
                 "source_node_id": row.source_node_id,
                 "lesson_id": lesson_id,
+                "transfer_rule": rule,
                 "note": request.note,
             },
         )
@@ -266,94 +245,21 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         )
 
     # -- approval ----------------------------------------------------------------------------
-    def _reverify(self, row: QuarantineRow) -> SignedMemory:
-        """Stages (1) and (2) again over the held bytes; raises ``InvalidRecord`` or
-        ``VerificationError``."""
-        # (0) the bytes are the ones the row was filed under.
-        if sha256_hex(row.signed_record) != row.content_hash:
-            raise VerificationError(
-                f"quarantine {row.id}: stored bytes do not match their content hash",
-                reason="hash_mismatch",
-                id=row.id,
-            )
-        # (1) size and schema; (2) signature, hash, key binding, timestamps.
-        signed = SignedMemory.from_json(row.signed_record)
-        signed.verify(self._clock.now(), self._import_params.max_future_skew_s)
-        if signed.source_agent_id != row.source_node_id:
-            raise VerificationError(
-                f"quarantine {row.id}: record names a different source than its row",
-                reason="key_mismatch",
-                id=row.id,
-            )
-        return signed
-
-    async def _check_pin(self, signed: SignedMemory) -> None:
-        """Stage (3) again, when the node has a registry: fail closed if it cannot answer."""
-        pins = self._pins()
-        if pins is not None:
-            await check_key_pin(pins, signed)
-
-    async def _store_approved(self, row: QuarantineRow) -> str:
-        """Re-verify the held record and store it as an import; returns the lesson id."""
-        signed = self._reverify(row)
-        await self._check_pin(signed)
-        store = self._store()
-        held = await store.find_by_content_hash(signed.content_hash)
-        if held is not None:
-            # The same bytes arrived again by another path and were accepted meanwhile.
-            return held.id
-        record = signed.memory
-        confidence = transfer_confidence(
-            record.confidence,
-            self._reputation(signed.source_agent_id),
-            0.0,  # the operator's word is not a vote: no verified validations
-            self._transfer_params,
-        )
-        vectors = await asyncio.to_thread(self._embedder.embed, [record.content])
-        lesson = imported_row(
-            signed,
-            lesson_id=str(uuid.uuid4()),
-            confidence=confidence,
-            via_node_id="",
-            now=self._clock.now(),
-            embedding=vectors[0],
-        )
-        view = self._view()
-        older = view.held.latest_lesson_id(record.id) if view is not None else None
-        if older is not None:
-            try:
-                await store.supersede(older, lesson)
-            except ConflictError:
-                # The older copy was retired or superseded here already: keep that, add this.
-                await store.insert_lesson(lesson)
-        else:
-            await store.insert_lesson(lesson)
-        if view is not None:
-            view.note_held(record, signed.content_hash, lesson_id=lesson.id)
-        return lesson.id
+    async def _store_approved(self, row: QuarantineRow) -> tuple[str, str | None]:
+        """Store the held record through the import pipeline; its lesson id and the transfer
+        rule applied. A refusal raises its typed error (the row stays pending)."""
+        result = await self._pipeline().approve(row)
+        if result.outcome is ImportOutcome.REJECT:
+            assert result.error is not None  # every refusal carries its typed error
+            raise result.error
+        return result.lesson_id or "", result.transfer_rule
 
 
 def make_operator_servicer(ctx: NodeContext) -> OperatorServicer:
-    """The OperatorService for a daemon's ``NodeContext``.
-
-    The store, and the sharing side's reputation, key pins and import view, are read on each
-    call: they appear once the node has started them.
-    """
-
-    def pins() -> KeyPins | None:
-        sharing = ctx.sharing
-        return sharing.directory if sharing is not None else None
-
-    def view() -> StoreImportView | None:
-        sharing = ctx.sharing
-        return sharing.view if sharing is not None else None
-
+    """The OperatorService for a daemon's ``NodeContext`` (store and pipeline read per call)."""
     return OperatorServicer(
         lambda: ctx.store,
         ctx.clock,
-        embedder=ctx.embedder,
-        reputation=ctx.reputation_score,
-        pins=pins,
-        view=view,
+        pipeline=ctx.import_pipeline,
         sink=ctx.reputation_sink,
     )

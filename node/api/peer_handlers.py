@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from lamarck.errors import StoreError
+from lamarck.errors import StoreUnavailable
 from lamarck.node.gossip.publisher import GossipParams, may_publish, sign_lesson
 from lamarck.node.gossip.router import Forwardable, ForwardSend, GossipRouter
 from lamarck.node.gossip.sync import Bucket, SyncQuery, select_for_sync
 from lamarck.node.importing.decision import ImportOutcome
-from lamarck.node.importing.pipeline import ImportPipeline
+from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.metrics import IMPORTS
 from lamarck.node.store.port import LessonFilter, LessonStatus, LessonStore
 from lamarck.proto.identity import NodeIdentity
@@ -55,7 +55,8 @@ async def handle_publish(
 
     ``sender_node_id`` is the delivering peer the pipeline charges for bad bytes (the
     servicer has authenticated it with the caller's peer token). A store outage answers
-    DEFERRED: nothing was decided, the sender retries.
+    DEFERRED: nothing was decided, the sender retries. DEFERRED means that and nothing else:
+    a duplicate is DUPLICATE, any other failure on one record is that record's REJECTED.
     """
     via = request.sender_node_id
     acks: list[records_pb2.RecordAck] = []
@@ -73,8 +74,10 @@ async def handle_publish(
             )
             continue
         try:
-            result = await deps.pipeline.import_record(raw, via_node_id=via)
-        except StoreError as e:
+            result = await deps.pipeline.import_record(
+                raw, source=ImportSource.PEER, via_node_id=via
+            )
+        except StoreUnavailable as e:
             IMPORTS.labels(result="deferred", reason=e.reason).inc()
             acks.append(
                 records_pb2.RecordAck(

@@ -54,6 +54,7 @@ from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import ReputationSink
 
 if TYPE_CHECKING:
+    from lamarck.node.importing.pipeline import ImportPipeline
     from lamarck.node.sharing import Sharing
 
 __all__ = [
@@ -161,6 +162,14 @@ class NodeContext:
         if self.sharing is None:
             return ReputationParams().initial_score
         return self.sharing.reputation.score(node_id)
+
+    def import_pipeline(self) -> ImportPipeline:
+        """The node's one import pipeline (every record from another node enters by it);
+        ``StoreUnavailable(reason="starting")`` until the sharing side has built it."""
+        pipeline = self.sharing.pipeline if self.sharing is not None else None
+        if pipeline is None or not self._ready.is_set():
+            raise StoreUnavailable("the node is starting or stopping", reason="starting")
+        return pipeline
 
     def reputation_sink(self) -> ReputationSink | None:
         """Where reputation events go: the sharing side's book, or ``None`` before it starts."""

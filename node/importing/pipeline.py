@@ -18,12 +18,39 @@ Stages, in order; the first refusal wins and nothing already stored is altered b
 
 Every rejection has a typed error (``ImportResult.error``), is counted in ``IMPORTS``,
 recorded with ``LessonStore.record_rejection`` and reported to reputation as an event.
+
+**One way in** (issue 10 §1). This is the only code that writes a row that came from another
+node; every call names its :class:`ImportSource`:
+
+* ``peer`` (PeerService.Publish) and ``sync`` (an anti-entropy pull) name the delivering peer;
+* ``bundle`` (AgentService.Import) is a local file: nobody delivered it, so nobody is charged
+  for stale or misrouted bytes. Stage (3) still runs: a record signed by a key no registry
+  of this node knows (not registered, or no registry at all) is held in quarantine with
+  reason ``unknown_signer`` for an operator, after stages (4)..(9) (a poisoned record is
+  still refused outright). This node always knows its own key (verify binds id and key);
+* ``approval`` (OperatorService) stores a quarantined record an operator approved: stages
+  (1)..(3) again (``unknown_signer`` rows skip the "not registered" refusal: the operator
+  vouched for that key), the history and access stages against what is *stored* now (a newer
+  stored version makes it a ``rollback``), then the decision kept with the row (its
+  transferred confidence and rule) is applied — not a recomputation. A refused approval
+  changes nothing and records nothing: the record was judged when it arrived.
+
+A duplicate is answered as a duplicate whatever the path and whatever the index knew (a
+``ConflictError`` on the content hash is looked up and answered DUPLICATE). Only
+``StoreUnavailable`` escapes (nothing decided: retry, which Publish answers DEFERRED); any
+other store failure on one record is that record's REJECT (not recorded as judged, so a later
+copy is tried again), and never aborts a batch or a Sync round.
+
+The embedding (the slow step) is computed before the import lock is taken, so intake is not
+serialised on the embedder; the decision is re-taken under the lock, so two copies of one
+record arriving together cannot both look new (the second's vector is discarded).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import random
 import uuid
 from collections.abc import Sequence
@@ -38,6 +65,8 @@ from lamarck.errors import (
     LamarckError,
     PolicyRejected,
     RegistryError,
+    StoreError,
+    StoreUnavailable,
     VerificationError,
 )
 from lamarck.node.embedding import Embedder
@@ -48,7 +77,7 @@ from lamarck.node.importing.decision import (
     Incoming,
     decide_import,
 )
-from lamarck.node.importing.view import StoreImportView
+from lamarck.node.importing.view import ImportSnapshot, StoreImportView
 from lamarck.node.metrics import IMPORTS
 from lamarck.node.store.port import (
     Category,
@@ -71,14 +100,39 @@ from lamarck.reputation.port import ReputationSink
 __all__ = [
     "PIN_CHARGES",
     "RESULT_LABELS",
+    "HoldReason",
     "ImportPipeline",
     "ImportResult",
+    "ImportSource",
     "KeyPins",
     "PinReason",
     "check_key_pin",
     "imported_row",
     "pin_refusal",
 ]
+
+_log = logging.getLogger(__name__)
+
+
+class ImportSource(StrEnum):
+    """By which path a record from another node arrived (every pipeline call names one)."""
+
+    #: PeerService.Publish from an authenticated peer (``via_node_id``).
+    PEER = "peer"
+    #: An anti-entropy pull from a peer (``via_node_id``).
+    SYNC = "sync"
+    #: A bundle file given to AgentService.Import: a local source, no delivering peer.
+    BUNDLE = "bundle"
+    #: An operator approving a quarantined record (OperatorService.DecideQuarantine).
+    APPROVAL = "approval"
+
+
+class HoldReason(StrEnum):
+    """Quarantine reasons the pipeline adds itself (the decision's are its own)."""
+
+    #: A bundle signed by a key no registry of this node knows: an operator decides.
+    UNKNOWN_SIGNER = "unknown_signer"
+
 
 #: ``IMPORTS`` ``result`` label for each outcome.
 RESULT_LABELS: dict[ImportOutcome, str] = {
@@ -173,6 +227,8 @@ class ImportResult:
     lesson_id: str | None = None
     forward: bool = False
     error: LamarckError | None = None
+    #: For an approval: the transfer rule of the decision applied (kept with the row).
+    transfer_rule: str | None = None
 
     @property
     def reason(self) -> str:
@@ -198,7 +254,8 @@ def imported_row(
         content=record.content,
         operation=lesson.operation if lesson is not None else "",
         scope=lesson.scope if lesson is not None else "global",
-        status=LessonStatus.ACTIVE,
+        # As signed (a claimed lesson never gets here): a retired lesson stays out of prompts.
+        status=LessonStatus(lesson.status) if lesson is not None else LessonStatus.ACTIVE,
         confidence=confidence,
         created_at=now,
         updated_at=now,
@@ -232,15 +289,43 @@ class _Refused(Exception):
         self.subject = subject
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One pipeline call: where the record came from and how to answer."""
+
+    source: ImportSource
+    via: str
+    now: datetime
+    label: str = ""
+    dry_run: bool = False
+    held: QuarantineRow | None = None
+
+    @property
+    def detail(self) -> str:
+        """The rejection log's detail: who delivered it, or which path and file."""
+        if self.via:
+            return f"via {self.via}"
+        return f"{self.source.value} {self.label}".strip()
+
+    @property
+    def records(self) -> bool:
+        """Whether refusals are recorded and charged (not for a dry run or an approval)."""
+        return not self.dry_run and self.source is not ImportSource.APPROVAL
+
+
 class ImportPipeline:
-    """Runs the stages over one record at a time; see the module docstring."""
+    """Runs the stages over one record at a time; see the module docstring.
+
+    ``pins`` is the registry's key pins, or ``None`` when this node has no registry (then a
+    peer's record is refused ``registry_unavailable`` and a bundle's held ``unknown_signer``).
+    """
 
     def __init__(
         self,
         *,
         store: LessonStore,
         view: StoreImportView,
-        pins: KeyPins,
+        pins: KeyPins | None,
         reputation: ReputationSink,
         embedder: Embedder,
         clock: Clock,
@@ -258,7 +343,8 @@ class ImportPipeline:
         self.params = params or ImportParams()
         self._limits = limits
         # Stages (5)..(10) read and then write the local state: one record at a time, so two
-        # copies of one record arriving together cannot both look new.
+        # copies of one record arriving together cannot both look new. The embedding is
+        # computed before it is taken.
         self._lock = asyncio.Lock()
 
     @property
@@ -267,29 +353,104 @@ class ImportPipeline:
         return self._view
 
     async def import_many(
-        self, raws: Sequence[bytes], *, via_node_id: str = ""
+        self, raws: Sequence[bytes], *, source: ImportSource, via_node_id: str = ""
     ) -> list[ImportResult]:
         """Import a batch in order; one result per record."""
-        return [await self.import_record(raw, via_node_id=via_node_id) for raw in raws]
+        return [
+            await self.import_record(raw, source=source, via_node_id=via_node_id) for raw in raws
+        ]
 
-    async def import_record(self, raw: bytes, *, via_node_id: str = "") -> ImportResult:
-        """Run every stage on ``raw`` delivered by ``via_node_id`` ("" for a local file).
+    async def import_record(
+        self,
+        raw: bytes,
+        *,
+        source: ImportSource,
+        via_node_id: str = "",
+        label: str = "",
+        dry_run: bool = False,
+    ) -> ImportResult:
+        """Run every stage on ``raw`` arriving by ``source``, delivered by ``via_node_id``
+        ("" for a bundle). ``label`` names a bundle file in the rejection log; ``dry_run``
+        decides without writing, recording or charging anything.
 
-        Raises only ``StoreError`` (the store is down: nothing was decided, retry later).
+        Raises only ``StoreUnavailable`` (nothing was decided: retry later).
         """
-        now = self._clock.now()
+        if source is ImportSource.APPROVAL:
+            raise ValueError("an approval is made with approve(row)")
+        call = _Call(source, via_node_id, self._clock.now(), label, dry_run)
+        return await self._run(raw, call)
+
+    async def approve(self, row: QuarantineRow) -> ImportResult:
+        """Store the quarantined ``row`` an operator approved (source ``approval``).
+
+        A refusal (REJECT, with the typed error) changes and records nothing; a DUPLICATE
+        names the lesson already holding those bytes. Raises only ``StoreUnavailable``.
+        """
+        call = _Call(ImportSource.APPROVAL, "", self._clock.now(), held=row)
+        return await self._run(row.signed_record, call)
+
+    async def _run(self, raw: bytes, call: _Call) -> ImportResult:
         try:
-            signed = self._parse_and_verify(raw, via_node_id, now)
-            await self._check_pin(signed, via_node_id)
+            signed = self._parse_and_verify(raw, call)
+            hold = await self._check_pin(signed, call)
         except _Refused as refused:
             content_hash = sha256_hex(raw) if isinstance(raw, bytes) else ""
-            return await self._refuse(refused, content_hash, via_node_id, now)
-        async with self._lock:
-            return await self._decide_and_store(signed, via_node_id, now)
+            return await self._refuse(refused, content_hash, call)
+        vector = None
+        if not call.dry_run and self._may_be_new(signed):
+            # Outside the lock: intake is not serialised on the embedder. Discarded if the
+            # decision under the lock is not an accept (e.g. a copy got in first).
+            vector = await self._embed(signed.memory.content)
+        try:
+            async with self._lock:
+                if call.held is not None:
+                    return await self._approve(signed, call.held, call, vector)
+                return await self._decide_and_store(signed, call, hold, vector)
+        except StoreUnavailable:
+            raise
+        except StoreError as e:
+            # One record's store failure is that record's answer, never the batch's; it is
+            # not recorded as judged, so a later copy is tried again.
+            IMPORTS.labels(result=RESULT_LABELS[ImportOutcome.REJECT], reason=e.reason).inc()
+            _log.warning(
+                "import not stored",
+                extra={"content_hash": signed.content_hash, "reason": e.reason, "error": str(e)},
+            )
+            return ImportResult(
+                outcome=ImportOutcome.REJECT,
+                content_hash=signed.content_hash,
+                reasons=(e.reason,),
+                record_id=signed.memory.id,
+                source_node_id=signed.source_agent_id,
+                error=e,
+            )
+
+    def _may_be_new(self, signed: SignedMemory) -> bool:
+        """Cheap look at the index: worth embedding (re-decided under the lock)."""
+        held = self._view.held
+        known = held.known_versions(signed.memory.id)
+        if any(k.content_hash == signed.content_hash for k in known):
+            return False
+        return held.previously_rejected(signed.content_hash) is None
+
+    async def _embed(self, content: str) -> Vector:
+        vectors = await asyncio.to_thread(self._embedder.embed, [content])
+        vector: Vector = vectors[0]
+        return vector
 
     # -- stages (1)..(3) -----------------------------------------------------------------
 
-    def _parse_and_verify(self, raw: bytes, via: str, now: datetime) -> SignedMemory:
+    def _parse_and_verify(self, raw: bytes, call: _Call) -> SignedMemory:
+        via = call.via
+        held = call.held
+        if held is not None and sha256_hex(raw) != held.content_hash:
+            # (0) an approval: the bytes are the ones the row was filed under.
+            error = VerificationError(
+                f"quarantine {held.id}: stored bytes do not match their content hash",
+                reason="hash_mismatch",
+                id=held.id,
+            )
+            raise _Refused(error, None, "")
         # (1) size and schema.
         try:
             signed = SignedMemory.from_json(raw, limits=self._limits)
@@ -297,37 +458,66 @@ class ImportPipeline:
             raise _Refused(e, EventKind.REJECTED, via) from None
         # (2) signature and hash (the clock check inside verify comes after the signature).
         try:
-            signed.verify(now, self.params.max_future_skew_s)
+            signed.verify(call.now, self.params.max_future_skew_s)
         except VerificationError as e:
             if e.reason == "future_timestamp":
                 # The signature held, so the date is the signer's choice.
                 raise _Refused(e, EventKind.REJECTED, signed.source_agent_id) from None
             raise _Refused(e, EventKind.BAD_SIGNATURE, via) from None
+        if held is not None and signed.source_agent_id != held.source_node_id:
+            error = VerificationError(
+                f"quarantine {held.id}: record names a different source than its row",
+                reason="key_mismatch",
+                id=held.id,
+            )
+            raise _Refused(error, None, "")
         return signed
 
-    async def _check_pin(self, signed: SignedMemory, via: str) -> None:
-        # (3) the claimed source must be registered, not revoked, and pinned to this key.
+    async def _check_pin(self, signed: SignedMemory, call: _Call) -> HoldReason | None:
+        """(3) the claimed source must be registered, not revoked, and pinned to this key.
+
+        Returns ``unknown_signer`` for a bundle whose signer no registry knows (held for an
+        operator); raises ``_Refused`` for any other refusal.
+        """
+        if signed.source_agent_id == self._view.self_node_id:
+            return None  # verify bound the id to the key: this node knows its own key
+        held = call.held
+        if self._pins is None:
+            if call.source is ImportSource.BUNDLE:
+                return HoldReason.UNKNOWN_SIGNER
+            if held is not None:
+                return None  # no registry to ask again: the operator's word stands
+            error = PolicyRejected(
+                f"source {signed.source_agent_id} cannot be checked: this node has no registry",
+                reason=PinReason.REGISTRY_UNAVAILABLE,
+            )
+            raise _Refused(error, None, call.via)
         try:
             await check_key_pin(self._pins, signed)
         except (PolicyRejected, VerificationError) as e:
-            raise _Refused(e, PIN_CHARGES[PinReason(e.reason)], via) from None
+            reason = PinReason(e.reason)
+            if reason is PinReason.UNREGISTERED_SOURCE:
+                if call.source is ImportSource.BUNDLE:
+                    return HoldReason.UNKNOWN_SIGNER
+                if held is not None and HoldReason.UNKNOWN_SIGNER in held.reasons:
+                    return None  # the operator vouched for a key no registry knows
+            raise _Refused(e, PIN_CHARGES[reason], call.via) from None
+        return None
 
-    async def _refuse(
-        self, refused: _Refused, content_hash: str, via: str, now: datetime
-    ) -> ImportResult:
+    async def _refuse(self, refused: _Refused, content_hash: str, call: _Call) -> ImportResult:
         events: tuple[ReputationEvent, ...] = ()
         if refused.charge is not None and refused.subject:
             events = (
                 ReputationEvent(
                     kind=refused.charge,
                     node_id=refused.subject,
-                    at=now,
+                    at=call.now,
                     record_hash=content_hash,
                     detail=refused.error.reason,
                 ),
             )
         return await self._reject(
-            refused.error, content_hash, refused.subject or via, via, now, events, None
+            refused.error, content_hash, refused.subject or call.via, call, events, None
         )
 
     async def _reject(
@@ -335,24 +525,24 @@ class ImportPipeline:
         error: LamarckError,
         content_hash: str,
         source: str,
-        via: str,
-        now: datetime,
+        call: _Call,
         events: Sequence[ReputationEvent],
         record: MemoryV2 | None,
     ) -> ImportResult:
         reason = error.reason
-        IMPORTS.labels(result=RESULT_LABELS[ImportOutcome.REJECT], reason=reason).inc()
-        await self._store.record_rejection(
-            RejectionRow(
-                source_node_id=source,
-                reason=reason,
-                content_hash=content_hash,
-                received_at=now,
-                detail=f"via {via}" if via else "",
+        if call.records:
+            IMPORTS.labels(result=RESULT_LABELS[ImportOutcome.REJECT], reason=reason).inc()
+            await self._store.record_rejection(
+                RejectionRow(
+                    source_node_id=source,
+                    reason=reason,
+                    content_hash=content_hash,
+                    received_at=call.now,
+                    detail=call.detail[:500],
+                )
             )
-        )
-        for event in events:
-            self._reputation.emit(event)
+            for event in events:
+                self._reputation.emit(event)
         return ImportResult(
             outcome=ImportOutcome.REJECT,
             content_hash=content_hash,
@@ -365,10 +555,11 @@ class ImportPipeline:
     # -- stages (4)..(11) ----------------------------------------------------------------
 
     async def _decide_and_store(
-        self, signed: SignedMemory, via: str, now: datetime
+        self, signed: SignedMemory, call: _Call, hold: HoldReason | None, vector: Vector | None
     ) -> ImportResult:
         record = signed.memory
         source = record.provenance.source_agent_id
+        via, now = call.via, call.now
         base = ImportResult(
             outcome=ImportOutcome.DUPLICATE,
             content_hash=signed.content_hash,
@@ -377,18 +568,32 @@ class ImportPipeline:
         )
         if source == self._view.self_node_id and await self._own_lesson_held(record.id):
             # Our own lesson coming back through gossip: we hold the original.
-            IMPORTS.labels(result="duplicate", reason="").inc()
+            if not call.dry_run:
+                IMPORTS.labels(result="duplicate", reason="").inc()
             return dataclasses.replace(base, lesson_id=record.id)
         snapshot = await self._view.snapshot(record, signed.content_hash, now)
         incoming = Incoming(record=record, content_hash=signed.content_hash, via_node_id=via)
         decision = decide_import(incoming, snapshot, self.params, now)
         if decision.outcome is ImportOutcome.REJECT:
             error = decision.error or PolicyRejected(reason=decision.reason)
-            self._view.held.reject(signed.content_hash, decision.reason)
-            result = await self._reject(
-                error, signed.content_hash, source, via, now, decision.events, record
+            if call.records:
+                self._view.held.reject(signed.content_hash, decision.reason)
+            return await self._reject(
+                error, signed.content_hash, source, call, decision.events, record
             )
-            return result
+        if hold is not None and decision.outcome is not ImportOutcome.DUPLICATE:
+            # Stage (3) could not vouch for the signer: an operator decides, with the
+            # decision's confidence and rule kept for an approval.
+            decision = dataclasses.replace(
+                decision,
+                outcome=ImportOutcome.QUARANTINE,
+                reasons=(hold, *decision.reasons),
+                forward=False,
+            )
+        if call.dry_run:
+            return dataclasses.replace(
+                base, outcome=decision.outcome, reasons=decision.reasons, error=decision.error
+            )
         for event in decision.events:
             self._reputation.emit(event)
         if decision.outcome is ImportOutcome.DUPLICATE:
@@ -397,7 +602,49 @@ class ImportPipeline:
             return dataclasses.replace(base, lesson_id=lesson_id)
         if decision.outcome is ImportOutcome.QUARANTINE:
             return await self._quarantine(signed, decision, base, now)
-        return await self._store_accepted(signed, decision, base, via, now)
+        return await self._store_accepted(signed, decision, base, via, now, vector=vector)
+
+    async def _approve(
+        self, signed: SignedMemory, row: QuarantineRow, call: _Call, vector: Vector | None
+    ) -> ImportResult:
+        record = signed.memory
+        base = ImportResult(
+            outcome=ImportOutcome.DUPLICATE,
+            content_hash=signed.content_hash,
+            record_id=record.id,
+            source_node_id=signed.source_agent_id,
+        )
+        stored = await self._store.find_by_content_hash(signed.content_hash)
+        if stored is not None:
+            # The same bytes arrived again by another path and were accepted meanwhile.
+            return dataclasses.replace(base, lesson_id=stored.id)
+        # Stages (4)..(9) against what is stored now (not the held copy itself, nor other
+        # held ones): a newer stored version makes this a rollback; red flags and the
+        # high-stakes hold are what the operator overrides.
+        snapshot: ImportSnapshot = dataclasses.replace(
+            await self._view.snapshot(record, signed.content_hash, call.now),
+            versions=self._view.held.stored_versions(record.id),
+            rejected_reason=None,
+        )
+        incoming = Incoming(record=record, content_hash=signed.content_hash)
+        decision = decide_import(incoming, snapshot, self.params, call.now)
+        if decision.outcome is ImportOutcome.REJECT:
+            error = decision.error or PolicyRejected(reason=decision.reason)
+            return await self._reject(
+                error, signed.content_hash, signed.source_agent_id, call, (), record
+            )
+        if decision.outcome is ImportOutcome.DUPLICATE:
+            return base
+        # The decision kept with the row; a row held before decisions were kept takes the
+        # pipeline's own (same params as every other path).
+        if row.confidence is not None:
+            confidence, rule = row.confidence, row.transfer_rule
+        else:
+            assert decision.transfer is not None  # set for accept and quarantine
+            confidence, rule = decision.transfer.confidence, decision.transfer.rule.value
+        accepted = ImportDecision(outcome=ImportOutcome.ACCEPT, confidence=confidence)
+        result = await self._store_accepted(signed, accepted, base, "", call.now, vector=vector)
+        return dataclasses.replace(result, transfer_rule=rule)
 
     async def _own_lesson_held(self, lesson_id: str) -> bool:
         return bool(await self._store.get_lessons([lesson_id]))
@@ -425,6 +672,8 @@ class ImportPipeline:
                 reasons=decision.reasons,
                 received_at=now,
                 signed_record=signed.raw,
+                confidence=decision.confidence,
+                transfer_rule=decision.transfer.rule.value if decision.transfer else None,
             )
         )
         self._view.note_held(signed.memory, signed.content_hash)
@@ -443,28 +692,45 @@ class ImportPipeline:
         base: ImportResult,
         via: str,
         now: datetime,
+        *,
+        vector: Vector | None = None,
     ) -> ImportResult:
         record = signed.memory
         assert decision.confidence is not None  # set for every accept
-        # (10) the embedding is computed here, from the content: never a shipped vector.
-        vectors = await asyncio.to_thread(self._embedder.embed, [record.content])
+        # (10) the embedding is computed from the content (before the lock, when it looked
+        # new): never a shipped vector.
+        if vector is None:
+            vector = await self._embed(record.content)
         row = imported_row(
             signed,
             lesson_id=self._new_id(),
             confidence=decision.confidence,
             via_node_id=via,
             now=now,
-            embedding=vectors[0],
+            embedding=vector,
         )
         older = self._view.held.latest_lesson_id(record.id)
-        if older is not None:
-            try:
-                await self._store.supersede(older, row)
-            except ConflictError:
-                # The older copy was retired or superseded here already: keep that, add this.
+        try:
+            if older is not None:
+                try:
+                    await self._store.supersede(older, row)
+                except ConflictError as e:
+                    if e.reason != "already_superseded":
+                        raise
+                    # The older copy was retired or superseded here already: keep that, add
+                    # this.
+                    await self._store.insert_lesson(row)
+            else:
                 await self._store.insert_lesson(row)
-        else:
-            await self._store.insert_lesson(row)
+        except ConflictError:
+            held = await self._store.find_by_content_hash(signed.content_hash)
+            if held is None:
+                raise
+            # Stored already by a path the index did not see: a duplicate, never a retry.
+            self._view.note_held(record, signed.content_hash, lesson_id=held.id)
+            lesson_id = await self._add_provenance(signed, via, now)
+            IMPORTS.labels(result="duplicate", reason="").inc()
+            return dataclasses.replace(base, lesson_id=lesson_id)
         self._view.note_held(record, signed.content_hash, lesson_id=row.id)
         self._view.history.add(record.provenance.source_agent_id, now, record.confidence)
         IMPORTS.labels(result="accepted", reason="").inc()

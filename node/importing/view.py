@@ -106,6 +106,14 @@ class HeldRecords:
             for h in self._by_record.get(record_id, ())
         )
 
+    def stored_versions(self, record_id: str) -> tuple[KnownVersion, ...]:
+        """Versions of ``record_id`` stored as lessons (quarantined ones left out)."""
+        return tuple(
+            KnownVersion(h.version, h.content_hash, h.source_id)
+            for h in self._by_record.get(record_id, ())
+            if h.lesson_id is not None
+        )
+
     def latest_lesson_id(self, record_id: str) -> str | None:
         """Local lesson id of the newest stored (not quarantined) version of ``record_id``."""
         stored = [h for h in self._by_record.get(record_id, ()) if h.lesson_id is not None]

@@ -143,7 +143,12 @@ class ScoredLesson:
 
 @dataclass(frozen=True, slots=True)
 class QuarantineRow:
-    """A record held for operator review instead of being imported."""
+    """A record held for operator review instead of being imported.
+
+    ``confidence`` and ``transfer_rule`` are the import decision taken when the record was
+    held (the transferred confidence and the rule that produced it): an operator's approval
+    stores exactly that, not a recomputation. ``None`` for rows held before they were kept.
+    """
 
     id: str
     content_hash: str
@@ -152,6 +157,8 @@ class QuarantineRow:
     received_at: datetime
     signed_record: bytes
     state: str = "pending"  # pending | approved | rejected
+    confidence: float | None = None
+    transfer_rule: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -323,6 +323,8 @@ def _to_quarantine(rec: Any) -> QuarantineRow:
         received_at=rec["received_at"],
         signed_record=bytes(rec["signed_record"]),
         state=rec["state"],
+        confidence=rec["confidence"],
+        transfer_rule=rec["transfer_rule"],
     )
 
 
@@ -726,7 +728,8 @@ class PostgresLessonStore(LessonStore):
         async with _guard():
             await self.pool.execute(
                 "INSERT INTO quarantine (id, content_hash, source_node_id, reasons, received_at,"
-                " signed_record, state) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                " signed_record, state, confidence, transfer_rule)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
                 " ON CONFLICT (content_hash) DO NOTHING",
                 row.id,
                 row.content_hash,
@@ -735,6 +738,8 @@ class PostgresLessonStore(LessonStore):
                 row.received_at,
                 row.signed_record,
                 row.state,
+                row.confidence,
+                row.transfer_rule,
             )
 
     async def list_quarantine(self, state: str | None = "pending") -> list[QuarantineRow]:

@@ -527,6 +527,21 @@ async def test_quarantine_round_trips_and_is_idempotent_by_hash(store: LessonSto
     assert await store.list_quarantine() == [quarantined("q1", "h1", 1), quarantined("q2", "h2", 2)]
 
 
+async def test_quarantine_keeps_the_decision_taken_when_the_record_was_held(
+    store: LessonStore,
+) -> None:
+    decided = dataclasses.replace(
+        quarantined("q1", "h1", 1), confidence=0.21, transfer_rule="medium_reputation"
+    )
+    await store.quarantine(decided)
+    await store.quarantine(quarantined("q2", "h2", 2))
+    first, legacy = await store.list_quarantine()
+    assert first == decided
+    assert (legacy.confidence, legacy.transfer_rule) == (None, None)
+    approved = await store.set_quarantine_state("q1", "approved")
+    assert (approved.confidence, approved.transfer_rule) == (0.21, "medium_reputation")
+
+
 async def test_quarantine_state_changes_and_filters(store: LessonStore) -> None:
     await store.quarantine(quarantined("q1", "h1", 1))
     await store.quarantine(quarantined("q2", "h2", 2))

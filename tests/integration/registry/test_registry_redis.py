@@ -23,7 +23,7 @@ from lamarck.errors import AdmissionRefused, RegistryError, Unauthenticated
 from lamarck.node.api.peer_auth import PeerAuthenticator, PeerTokens
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.decision import ImportOutcome
-from lamarck.node.importing.pipeline import ImportPipeline
+from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter
@@ -291,12 +291,16 @@ async def test_a_sybil_refused_admission_can_neither_call_peers_nor_get_a_record
         clock=CLOCK,
         rng=random.Random(3),
     )
-    honest = await pipeline.import_record(_lesson_by(net.a), via_node_id=net.a.node_id)
+    honest = await pipeline.import_record(
+        _lesson_by(net.a), source=ImportSource.PEER, via_node_id=net.a.node_id
+    )
     assert honest.outcome is ImportOutcome.ACCEPT
     stored = await store.list_lessons(LessonFilter(statuses=None))
 
     # Its records, relayed by an admitted peer, are refused and change nothing stored.
-    sybil = await pipeline.import_record(_lesson_by(net.c), via_node_id=net.a.node_id)
+    sybil = await pipeline.import_record(
+        _lesson_by(net.c), source=ImportSource.PEER, via_node_id=net.a.node_id
+    )
     assert sybil.outcome is ImportOutcome.REJECT
     assert sybil.reason == "unregistered_source"
     assert await store.list_lessons(LessonFilter(statuses=None)) == stored
@@ -645,7 +649,9 @@ async def test_sybil_writing_pin_peer_and_a_forged_proof_into_redis_is_not_admit
         assert await directory.get_peer(sybil.node_id) is None
     # Its records are refused at stage 3 and nothing is stored; its calls fail at the edge.
     pipeline, store = _pipeline(directory, net.operator)
-    result = await pipeline.import_record(_lesson_by(net.c), via_node_id=net.a.node_id)
+    result = await pipeline.import_record(
+        _lesson_by(net.c), source=ImportSource.PEER, via_node_id=net.a.node_id
+    )
     assert (result.outcome, result.reason) == (ImportOutcome.REJECT, "unregistered_source")
     assert await store.list_lessons(LessonFilter(statuses=None)) == []
     auth = PeerAuthenticator(net.a.node_id, directory, CLOCK, PeerAuthParams())
@@ -655,7 +661,9 @@ async def test_sybil_writing_pin_peer_and_a_forged_proof_into_redis_is_not_admit
         )
     assert e.value.reason == "unregistered_peer"
     # The honest peer is untouched.
-    honest = await pipeline.import_record(_lesson_by(net.a), via_node_id=net.a.node_id)
+    honest = await pipeline.import_record(
+        _lesson_by(net.a), source=ImportSource.PEER, via_node_id=net.a.node_id
+    )
     assert honest.outcome is ImportOutcome.ACCEPT
 
 

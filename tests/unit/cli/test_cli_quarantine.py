@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import json
 import os
+import random
 import re
 import threading
 import uuid
@@ -30,6 +31,8 @@ from typer.testing import CliRunner
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.cli import app
+from lamarck.node.importing.pipeline import ImportPipeline
+from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter, LessonRow, QuarantineRow, RejectionRow
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
@@ -39,6 +42,8 @@ from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import operator_pb2_grpc
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.port import InMemoryReputation
 
 T = TypeVar("T")
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -136,9 +141,18 @@ def node(tmp_path: Path) -> Iterator[FakeNode]:
     store = InMemoryLessonStore(dim=TinyEmbedder.dim)
 
     async def start() -> tuple[grpc.aio.Server, int]:
-        servicer = OperatorServicer(
-            store, FixedClock(NOW + timedelta(hours=1)), embedder=TinyEmbedder()
+        clock = FixedClock(NOW + timedelta(hours=1))
+        book = InMemoryReputation(ReputationParams(), clock)
+        pipeline = ImportPipeline(
+            store=store,
+            view=StoreImportView(store, book, NodeIdentity.from_seed(b"\x05" * 32).node_id),
+            pins=None,
+            reputation=book,
+            embedder=TinyEmbedder(),
+            clock=clock,
+            rng=random.Random(5),
         )
+        servicer = OperatorServicer(store, clock, pipeline=pipeline)
         server = grpc.aio.server(interceptors=[ErrorInterceptor()])
         operator_pb2_grpc.add_OperatorServiceServicer_to_server(servicer, server)
         port = server.add_insecure_port("127.0.0.1:0")

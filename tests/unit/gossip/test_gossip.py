@@ -30,6 +30,7 @@ from lamarck.node.gossip.sync import (
     sync_step,
 )
 from lamarck.node.importing.decision import ImportOutcome
+from lamarck.node.importing.pipeline import ImportSource
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonRow, LessonStatus
 from lamarck.proto.canonical import sha256_hex
@@ -555,7 +556,10 @@ def test_sync_handler_streams_pages_and_the_importer_catches_up() -> None:
                 cursor, more = page.cursor, page.more
             if not more:
                 break
-        results = [await client.pipeline.import_record(r, via_node_id=VIA) for r in got]
+        results = [
+            await client.pipeline.import_record(r, source=ImportSource.SYNC, via_node_id=VIA)
+            for r in got
+        ]
         assert sorted(got) == sorted(raws)
         assert all(r.outcome is ImportOutcome.ACCEPT for r in results)
         assert SOURCE_KEY.node_id and server is not client

@@ -22,7 +22,7 @@ from prometheus_client import REGISTRY
 from lamarck.errors import PolicyRejected, ReplayError, SecretDetected, VerificationError
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.decision import ImportOutcome, ImportParams
-from lamarck.node.importing.pipeline import ImportPipeline, ImportResult
+from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter
@@ -110,7 +110,7 @@ class Harness:
         return self.scores.get(node_id, 0.5)
 
     async def offer(self, raw: bytes, via: str = VIA) -> ImportResult:
-        return await self.pipeline.import_record(raw, via_node_id=via)
+        return await self.pipeline.import_record(raw, source=ImportSource.PEER, via_node_id=via)
 
     async def held(self) -> tuple[list[Any], list[Any]]:
         """Everything stored that a rejected record must not alter."""

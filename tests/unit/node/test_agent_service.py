@@ -33,8 +33,12 @@ from lamarck.errors import (
 )
 from lamarck.node.api.agent_service import AgentServicer
 from lamarck.node.api.interceptors import ErrorInterceptor
+from lamarck.node.api.peer_handlers import PublishDeps, handle_publish
+from lamarck.node.importing.pipeline import ImportPipeline
+from lamarck.node.importing.view import StoreImportView
 from lamarck.node.learning.scopes import project_scope
 from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.node.store.port import LessonFilter
 from lamarck.node.store.service import LessonService
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import FixedClock
@@ -42,7 +46,9 @@ from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
-from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2
+from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, peer_pb2, records_pb2
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.port import InMemoryReputation
 
 PROJECT = "a1" * 32
 BAD, GOOD, TARGET = "shell:pytest tests/", "shell:pytest", "the test suite"
@@ -76,6 +82,8 @@ class Node:
     address: str
     client: AsyncClient
     stub: agent_pb2_grpc.AgentServiceStub
+    pipeline: ImportPipeline
+    registry: Registry | None
     n: int = 0
 
     def outcome(
@@ -122,13 +130,40 @@ class Node:
         return obj
 
 
-async def start_node(seed: int) -> Node:
-    """Build a node around a fresh in-memory store and serve it on loopback."""
+class Registry:
+    """``KeyPins`` over the identities a node's registry knows (none: no registry at all)."""
+
+    def __init__(self, known: Sequence[NodeIdentity]) -> None:
+        self.keys = {i.node_id: i.public_key_b64 for i in known}
+
+    async def pinned_key(self, node_id: str) -> str | None:
+        return self.keys.get(node_id)
+
+    async def is_revoked(self, node_id: str) -> bool:
+        return False
+
+
+async def start_node(seed: int, known: Sequence[NodeIdentity] | None = None) -> Node:
+    """Build a node around a fresh in-memory store and serve it on loopback; ``known`` are
+    the identities its registry knows (``None``: the node has no registry)."""
     store = InMemoryLessonStore(dim=TinyEmbedder.dim)
     clock = FixedClock()
     identity = NodeIdentity.from_seed(bytes([seed]) * 32)
     service = LessonService(store, TinyEmbedder(), clock, rng=random.Random(seed))
-    servicer = AgentServicer(service, identity, clock, store=store, embedder=TinyEmbedder())
+    book = InMemoryReputation(ReputationParams(), clock)
+    registry = Registry(known) if known is not None else None
+    pipeline = ImportPipeline(
+        store=store,
+        view=StoreImportView(store, book, identity.node_id),
+        pins=registry,
+        reputation=book,
+        embedder=TinyEmbedder(),
+        clock=clock,
+        rng=random.Random(seed),
+    )
+    servicer = AgentServicer(
+        service, identity, clock, store=store, pipeline=pipeline, sink=lambda: book
+    )
     server = grpc.aio.server(interceptors=[ErrorInterceptor()])
     agent_pb2_grpc.add_AgentServiceServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
@@ -136,9 +171,8 @@ async def start_node(seed: int) -> Node:
     address = f"127.0.0.1:{port}"
     client = AsyncClient(address, timeout=10.0)
     channel = grpc.aio.insecure_channel(address)
-    return Node(
-        store, clock, identity, server, address, client, agent_pb2_grpc.AgentServiceStub(channel)
-    )
+    stub = agent_pb2_grpc.AgentServiceStub(channel)
+    return Node(store, clock, identity, server, address, client, stub, pipeline, registry)
 
 
 @pytest.fixture
@@ -153,7 +187,8 @@ async def node() -> AsyncIterator[Node]:
 
 @pytest.fixture
 async def other() -> AsyncIterator[Node]:
-    n = await start_node(2)
+    """A second node whose registry knows the first."""
+    n = await start_node(2, known=[NodeIdentity.from_seed(bytes([1]) * 32)])
     try:
         yield n
     finally:
@@ -446,7 +481,8 @@ async def test_import_round_trips_into_a_second_node(node: Node, other: Node) ->
     [ack] = result.acks
     assert ack.status == "accepted" and ack.index == 0 and ack.reason == ""
     [imported] = (await other.client.list_lessons(origin="imported")).lessons
-    assert imported.id == lesson_id and imported.origin == "imported"
+    assert json.loads(imported.record_json)["id"] == lesson_id
+    assert imported.origin == "imported"
     assert imported.source_node_id == node.identity.node_id
     assert imported.imported_from == (node.identity.node_id,)
     assert imported.original_confidence == 0.5 and imported.confidence < 0.5
@@ -522,6 +558,71 @@ async def test_a_forged_record_in_a_bundle_is_refused(node: Node, other: Node) -
     forged = canonical_bytes(obj)
     [ack] = (await other.client.import_bundle(forged)).acks
     assert (ack.status, ack.reason) == ("rejected", "key_mismatch")
+
+
+@pytest.mark.parametrize("registry", ["knows_nobody", "none"])
+async def test_a_bundle_signed_by_a_key_no_registry_knows_is_held_as_unknown_signer(
+    node: Node, registry: str
+) -> None:
+    await learn(node)
+    bundle = await node.client.export_bundle(statuses="active")
+    stranger = await start_node(3, known=[] if registry == "knows_nobody" else None)
+    try:
+        [ack] = (await stranger.client.import_bundle(bundle)).acks
+        assert (ack.status, ack.reason) == ("quarantined", "unknown_signer")
+        assert (await stranger.client.list_lessons()).lessons == ()
+        [row] = await stranger.store.list_quarantine()
+        assert row.reasons[0] == "unknown_signer"
+        assert row.source_node_id == node.identity.node_id
+        # The decision is kept with the row, for an operator's approval.
+        assert row.confidence is not None and 0 < row.confidence < 0.5
+        assert row.transfer_rule == "medium_reputation"
+        # Offered again: the same held record, not a second row.
+        [again] = (await stranger.client.import_bundle(bundle)).acks
+        assert again.status == "duplicate"
+        assert len(await stranger.store.list_quarantine()) == 1
+    finally:
+        await stranger.client.close()
+        await stranger.server.stop(None)
+
+
+async def test_a_bundle_runs_the_key_pin_stage(node: Node) -> None:
+    await learn(node)
+    bundle = await node.client.export_bundle(statuses="active")
+    rotated = await start_node(4, known=[node.identity])
+    assert rotated.registry is not None
+    rotated.registry.keys[node.identity.node_id] = NodeIdentity.from_seed(
+        b"\x09" * 32
+    ).public_key_b64
+    try:
+        [ack] = (await rotated.client.import_bundle(bundle)).acks
+        assert (ack.status, ack.reason) == ("rejected", "key_not_pinned")
+        assert (await rotated.client.list_lessons()).lessons == ()
+    finally:
+        await rotated.client.close()
+        await rotated.server.stop(None)
+
+
+async def test_a_bundle_imported_record_arriving_later_by_gossip_is_a_duplicate(
+    node: Node, other: Node
+) -> None:
+    await learn(node)
+    bundle = await node.client.export_bundle(statuses="active")
+    [ack] = (await other.client.import_bundle(bundle)).acks
+    assert ack.status == "accepted"
+    request = peer_pb2.PublishRequest(
+        sender_node_id=node.identity.node_id,
+        records=[
+            records_pb2.SignedRecord(
+                kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=bundle.rstrip(b"\n")
+            )
+        ],
+    )
+    response = await handle_publish(request, PublishDeps(other.pipeline))
+    # Never DEFERRED (that means "store down, retry" and would be retried forever).
+    assert [a.status for a in response.acks] == [records_pb2.ACK_STATUS_DUPLICATE]
+    [row] = await other.store.list_lessons(LessonFilter(statuses=None))
+    assert {p.via_node_id for p in row.provenance} == {"", node.identity.node_id}
 
 
 # -- the sync SDK and errors ------------------------------------------------------------------

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import grpc
@@ -44,7 +45,7 @@ from lamarck.node.api.server import (
     build_servers,
 )
 from lamarck.node.config import load_settings
-from lamarck.node.importing.pipeline import imported_row
+from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter, QuarantineRow, RejectionRow
@@ -58,7 +59,7 @@ from lamarck.proto.signed import SignedMemory
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
-from lamarck.reputation.events import EventKind
+from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 
@@ -134,6 +135,26 @@ def held(n: int, sm: SignedMemory | None = None, *, minutes: int = 0) -> Quarant
     )
 
 
+def pipeline_for(
+    store: InMemoryLessonStore,
+    clock: FixedClock,
+    *,
+    pins: Any = None,
+    book: InMemoryReputation | None = None,
+) -> ImportPipeline:
+    """The node's import pipeline over ``store`` (this node is OTHER_KEY)."""
+    book = book or InMemoryReputation(ReputationParams(), clock)
+    return ImportPipeline(
+        store=store,
+        view=StoreImportView(store, book, OTHER_KEY.node_id),
+        pins=pins,
+        reputation=book,
+        embedder=TinyEmbedder(),
+        clock=clock,
+        rng=random.Random(3),
+    )
+
+
 @dataclass
 class Desk:
     """One in-process OperatorService: its store, clock, server and SDK client."""
@@ -152,7 +173,7 @@ class Desk:
 async def desk() -> AsyncIterator[Desk]:
     store = InMemoryLessonStore(dim=TinyEmbedder.dim)
     clock = FixedClock(NOW + timedelta(hours=1))
-    servicer = OperatorServicer(store, clock, embedder=TinyEmbedder())
+    servicer = OperatorServicer(store, clock, pipeline=pipeline_for(store, clock))
     server = grpc.aio.server(interceptors=[ErrorInterceptor()])
     operator_pb2_grpc.add_OperatorServiceServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
@@ -260,7 +281,9 @@ async def test_an_operator_rejection_costs_the_source_reputation_and_an_approval
     store = InMemoryLessonStore(dim=TinyEmbedder.dim)
     clock = FixedClock(NOW + timedelta(hours=1))
     book = InMemoryReputation(ReputationParams(), clock)
-    servicer = OperatorServicer(store, clock, embedder=TinyEmbedder(), sink=lambda: book)
+    servicer = OperatorServicer(
+        store, clock, pipeline=pipeline_for(store, clock, book=book), sink=lambda: book
+    )
     server, client = await _serve(servicer)
     source = SOURCE_KEY.node_id
     try:
@@ -418,9 +441,8 @@ async def test_approve_rechecks_the_key_pin_when_the_node_has_a_registry(
     pins: FakePins, error: type[Exception], reason: str
 ) -> None:
     store = InMemoryLessonStore(dim=TinyEmbedder.dim)
-    servicer = OperatorServicer(
-        store, FixedClock(NOW + timedelta(hours=1)), embedder=TinyEmbedder(), pins=lambda: pins
-    )
+    clock = FixedClock(NOW + timedelta(hours=1))
+    servicer = OperatorServicer(store, clock, pipeline=pipeline_for(store, clock, pins=pins))
     server, client = await _serve(servicer)
     try:
         await store.quarantine(held(1))
@@ -439,9 +461,8 @@ async def test_approve_rechecks_the_key_pin_when_the_node_has_a_registry(
 
 async def test_approve_supersedes_an_older_version_and_indexes_the_new_one() -> None:
     store = InMemoryLessonStore(dim=TinyEmbedder.dim)
-    view = StoreImportView(
-        store, InMemoryReputation(ReputationParams(), FixedClock(NOW)), OTHER_KEY.node_id
-    )
+    clock = FixedClock(NOW + timedelta(hours=1))
+    pipeline = pipeline_for(store, clock)
     v1 = signed(1)
     lesson_block = {"operation": "deploy.restart", "scope": "global", "status": "active"}
     v2 = signed(
@@ -451,10 +472,8 @@ async def test_approve_supersedes_an_older_version_and_indexes_the_new_one() -> 
         imported_row(v1, lesson_id="l1", confidence=0.4, via_node_id="", now=NOW)
     )
     await store.quarantine(held(2, v2))
-    await view.load()
-    servicer = OperatorServicer(
-        store, FixedClock(NOW + timedelta(hours=1)), embedder=TinyEmbedder(), view=lambda: view
-    )
+    await pipeline.view.load()
+    servicer = OperatorServicer(store, clock, pipeline=pipeline)
     server, client = await _serve(servicer)
     try:
         decision = await client.approve("q2")
@@ -463,7 +482,65 @@ async def test_approve_supersedes_an_older_version_and_indexes_the_new_one() -> 
         await server.stop(None)
     [old] = await store.get_lessons(["l1"])
     assert old.superseded_by == decision.lesson_id
-    assert view.held.latest_lesson_id(v2.memory.id) == decision.lesson_id
+    assert pipeline.view.held.latest_lesson_id(v2.memory.id) == decision.lesson_id
+
+
+async def test_approve_of_an_older_version_than_one_stored_is_a_rollback() -> None:
+    store = InMemoryLessonStore(dim=TinyEmbedder.dim)
+    clock = FixedClock(NOW + timedelta(hours=1))
+    pipeline = pipeline_for(store, clock)
+    lesson_block = {"operation": "deploy.restart", "scope": "global", "status": "active"}
+    v2 = signed(1, content="Run migrations, then restart.", lesson={**lesson_block, "version": 2})
+    await store.insert_lesson(
+        imported_row(v2, lesson_id="l2", confidence=0.4, via_node_id="", now=NOW)
+    )
+    await store.quarantine(held(1))
+    await pipeline.view.load()
+    server, client = await _serve(OperatorServicer(store, clock, pipeline=pipeline))
+    try:
+        with pytest.raises(PolicyRejected) as err:
+            await client.approve("q1")
+        assert err.value.reason == "rollback"
+        assert (await client.show("q1")).entry.state == "pending"
+    finally:
+        await client.close()
+        await server.stop(None)
+    assert [lesson.id for lesson in await store.list_lessons(LessonFilter(statuses=None))] == ["l2"]
+
+
+async def test_approve_applies_the_decision_kept_with_the_row_not_a_recomputation() -> None:
+    # Held while the source stood at 0.5; by approval time its score has risen. The stored
+    # lesson gets the confidence and rule decided when the record was held.
+    store = InMemoryLessonStore(dim=TinyEmbedder.dim)
+    clock = FixedClock(NOW + timedelta(hours=1))
+    book = InMemoryReputation(ReputationParams(), clock)
+    pipeline = pipeline_for(store, clock, pins=FakePins({}, set()), book=book)
+    sm = signed(1)
+    result = await pipeline.import_record(sm.raw, source=ImportSource.BUNDLE)
+    assert result.outcome.value == "quarantine" and result.reasons[0] == "unknown_signer"
+    [row] = await store.list_quarantine()
+    assert row.confidence is not None and row.transfer_rule == "medium_reputation"
+    for n in range(40):
+        book.emit(
+            ReputationEvent(
+                kind=EventKind.LESSON_CONFIRMED,
+                node_id=SOURCE_KEY.node_id,
+                at=NOW,
+                record_hash=f"h{n}",
+            )
+        )
+    assert book.score(SOURCE_KEY.node_id) > 0.7
+    server, client = await _serve(OperatorServicer(store, clock, pipeline=pipeline))
+    try:
+        decision = await client.approve(row.id)
+    finally:
+        await client.close()
+        await server.stop(None)
+    [lesson] = await store.get_lessons([decision.lesson_id])
+    assert lesson.confidence == row.confidence
+    # Approval stored it although the registry still does not know the signer: the operator
+    # vouched for that key.
+    assert lesson.imported_from == SOURCE_KEY.node_id
 
 
 # -- rejection log ----------------------------------------------------------------------------
@@ -498,6 +575,7 @@ async def test_the_node_serves_the_operator_desk_on_its_agent_server(tmp_path: P
         with pytest.raises(StoreUnavailable):  # the store is not ready yet
             await client.list_quarantine()
         store = InMemoryLessonStore(dim=TinyEmbedder.dim)
+        ctx.sharing = SimpleNamespace(pipeline=pipeline_for(store, clock))  # type: ignore[assignment]
         ctx.set_ready(store, LessonService(store, TinyEmbedder(), clock, rng=random.Random(1)))
         await store.quarantine(held(1))
         assert [e.id for e in await client.list_quarantine()] == ["q1"]
