@@ -391,6 +391,27 @@ class ImportPipeline:
 
     async def _run(self, raw: bytes, call: _Call) -> ImportResult:
         try:
+            return await self._stages(raw, call)
+        except StoreUnavailable:
+            raise
+        except StoreError as e:
+            # One record's store failure is that record's answer, never the batch's; it is
+            # not recorded as judged, so a later copy is tried again.
+            IMPORTS.labels(result=RESULT_LABELS[ImportOutcome.REJECT], reason=e.reason).inc()
+            content_hash = sha256_hex(raw) if isinstance(raw, bytes) else ""
+            _log.warning(
+                "import not stored",
+                extra={"content_hash": content_hash, "reason": e.reason, "error": str(e)},
+            )
+            return ImportResult(
+                outcome=ImportOutcome.REJECT,
+                content_hash=content_hash,
+                reasons=(e.reason,),
+                error=e,
+            )
+
+    async def _stages(self, raw: bytes, call: _Call) -> ImportResult:
+        try:
             signed = self._parse_and_verify(raw, call)
             hold = await self._check_pin(signed, call)
         except _Refused as refused:
@@ -401,29 +422,10 @@ class ImportPipeline:
             # Outside the lock: intake is not serialised on the embedder. Discarded if the
             # decision under the lock is not an accept (e.g. a copy got in first).
             vector = await self._embed(signed.memory.content)
-        try:
-            async with self._lock:
-                if call.held is not None:
-                    return await self._approve(signed, call.held, call, vector)
-                return await self._decide_and_store(signed, call, hold, vector)
-        except StoreUnavailable:
-            raise
-        except StoreError as e:
-            # One record's store failure is that record's answer, never the batch's; it is
-            # not recorded as judged, so a later copy is tried again.
-            IMPORTS.labels(result=RESULT_LABELS[ImportOutcome.REJECT], reason=e.reason).inc()
-            _log.warning(
-                "import not stored",
-                extra={"content_hash": signed.content_hash, "reason": e.reason, "error": str(e)},
-            )
-            return ImportResult(
-                outcome=ImportOutcome.REJECT,
-                content_hash=signed.content_hash,
-                reasons=(e.reason,),
-                record_id=signed.memory.id,
-                source_node_id=signed.source_agent_id,
-                error=e,
-            )
+        async with self._lock:
+            if call.held is not None:
+                return await self._approve(signed, call.held, call, vector)
+            return await self._decide_and_store(signed, call, hold, vector)
 
     def _may_be_new(self, signed: SignedMemory) -> bool:
         """Cheap look at the index: worth embedding (re-decided under the lock)."""

@@ -20,6 +20,7 @@ import pytest
 
 from lamarck.client import AsyncClient, Client
 from lamarck.errors import LamarckError, PolicyRejected, SecretDetected
+from lamarck.operator import OperatorClient
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc
@@ -140,11 +141,21 @@ def test_export_import_round_trips_into_a_second_node(node: Any, node_process: A
     assert lines and all(SignedMemory.from_json(x).source_agent_id == node.node_id for x in lines)
     assert lesson_id in [SignedMemory.from_json(x).memory.id for x in lines]
 
+    # Its own registry: the second node knows no key of the first, so an operator decides.
     second = node_process()
     with Client(second.agent_addr, timeout=20) as other:
         result = other.import_bundle(bundle, source_label="e2e.jsonl")
-        assert [a.status for a in result.acks] == ["accepted"] * len(lines)
-        imported = {x.id: x for x in other.list_lessons(origin="imported").lessons}
+        assert [(a.status, a.reason) for a in result.acks] == [
+            ("quarantined", "unknown_signer")
+        ] * len(lines)
+        assert other.list_lessons(origin="imported").lessons == ()
+        with OperatorClient(second.agent_addr, timeout=20) as desk:
+            for entry in desk.list_quarantine():
+                assert desk.approve(entry.id, note="our own backup").lesson_id
+        imported = {
+            SignedMemory.from_json(x.record_json).memory.id: x
+            for x in other.list_lessons(origin="imported").lessons
+        }
         assert imported[lesson_id].source_node_id == node.node_id
         assert imported[lesson_id].record_json in lines
         assert [a.status for a in other.import_bundle(bundle).acks] == ["duplicate"] * len(lines)
