@@ -192,6 +192,8 @@ class HistoryEntry:
     actor: str
     reason: str
     record_json: bytes = field(repr=False)
+    # Confidence before the event (0.0 when there was none, e.g. created or imported).
+    confidence_before: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,6 +367,7 @@ def _history(r: agent_pb2.HistoryResponse) -> list[HistoryEntry]:
             actor=e.actor,
             reason=e.reason,
             record_json=e.record_json,
+            confidence_before=e.confidence_before,
         )
         for e in r.entries
     ]

@@ -61,6 +61,10 @@ class QuarantineEntry:
     state: str
     content_preview: str
     record_id: str
+    # The operator's decision: when, by whom, with which note (None / "" while pending).
+    decided_at: datetime | None = None
+    decided_by: str = ""
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +112,9 @@ def _entry(e: operator_pb2.QuarantineEntry) -> QuarantineEntry:
         state=_STATE_FROM_PB.get(e.state, "unspecified"),
         content_preview=e.content_preview,
         record_id=e.record_id,
+        decided_at=parse_ts(e.decided_at) if e.decided_at else None,
+        decided_by=e.decided_by,
+        note=e.note,
     )
 
 

@@ -61,6 +61,7 @@ from lamarck.node.api.peer_auth import PeerAuthenticator, PeerTokens
 from lamarck.node.api.peer_handlers import PublishDeps, shareable_records
 from lamarck.node.gossip.outbox import OutboxWorker, PostgresOutbox
 from lamarck.node.gossip.publisher import (
+    PUBLISHED_STATUSES,
     GossipParams,
     lesson_version,
     may_publish,
@@ -72,7 +73,7 @@ from lamarck.node.gossip.sync import SyncPage, SyncQuery, sync_step
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import REGISTRY_DEPENDENT_REASONS, StoreImportView
-from lamarck.node.store.port import LessonFilter, LessonStatus
+from lamarck.node.store.port import LessonFilter
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.node.store.reputation import FLUSH_INTERVAL_S, PostgresReputation
 from lamarck.proto.canonical import sha256_hex
@@ -453,9 +454,9 @@ class Sharing:
         while True:
             rows = await self._store.list_lessons(
                 LessonFilter(
-                    statuses=(LessonStatus.ACTIVE,),
+                    # Retired and superseded lessons too: their newer version ends every copy.
+                    statuses=PUBLISHED_STATUSES,
                     imported=False,
-                    min_confidence=self.params.publish_threshold,
                     limit=_PAGE,
                     offset=offset,
                 )

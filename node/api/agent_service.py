@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
-from datetime import datetime
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2
@@ -33,6 +32,7 @@ from lamarck.errors import (
     StoreUnavailable,
 )
 from lamarck.node.api.server import NodeContext, Provider, provider_of
+from lamarck.node.gossip.publisher import lesson_record, sign_lesson
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.learning.mechanical import avoided_operation
@@ -40,6 +40,7 @@ from lamarck.node.learning.prompt import build_lessons_section
 from lamarck.node.learning.scopes import GLOBAL, project_scope, recall_scopes, validate_scope
 from lamarck.node.store.port import (
     Category,
+    LessonEvent,
     LessonFilter,
     LessonRow,
     LessonStatus,
@@ -50,9 +51,7 @@ from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.limits import DEFAULT_LIMITS
-from lamarck.proto.memory import Memory
 from lamarck.proto.outcome import Outcome
-from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, records_pb2
 from lamarck.reputation.port import ReputationSink
@@ -64,7 +63,6 @@ __all__ = [
     "AgentServicer",
     "context_from_proto",
     "make_agent_servicer",
-    "memory_obj_for",
 ]
 
 _log = logging.getLogger(__name__)
@@ -76,16 +74,6 @@ MAX_PAGE_SIZE = 500
 EXPORT_CHUNK_BYTES = 64 * 1024
 #: The actor recorded for writes made through this API (the local agent or its operator).
 ACTOR = "agent"
-# Situation fields a memory record may carry (the record's ``situation`` block).
-_SITUATION_FIELDS = (
-    "tool",
-    "subject",
-    "kind",
-    "interactive",
-    "env_fingerprint",
-    "unblock",
-    "probe",
-)
 
 # -- enum maps ---------------------------------------------------------------------------
 
@@ -168,93 +156,7 @@ def _context_to_proto(context: Mapping[str, Any]) -> lessons_pb2.MemoryContext:
     return out
 
 
-def _record_context(context: Mapping[str, Any]) -> dict[str, Any]:
-    """The record's ``context`` block from a stored context mapping."""
-    constraints = context.get("constraints")
-    block: dict[str, Any] = {
-        "domain": str(context.get("domain") or ""),
-        "environment": str(context.get("environment") or ""),
-        "tools": [str(t) for t in context.get("tools") or () if t],
-        "constraints": (
-            {str(k): _constraint_text(v) for k, v in constraints.items()}
-            if isinstance(constraints, Mapping)
-            else {}
-        ),
-    }
-    for key in ("scale", "timing", "users"):
-        value = context.get(key)
-        if isinstance(value, str) and value:
-            block[key] = value
-    return block
-
-
 # -- rows → records and views ---------------------------------------------------------------
-
-
-def memory_obj_for(
-    row: LessonRow,
-    version: int,
-    node_id: str,
-    evidence_times: Mapping[str, datetime] | None = None,
-) -> dict[str, Any]:
-    """The unsigned memory record (schema 1.0) of a local lesson, as a JSON-shaped dict.
-
-    ``evidence_times`` gives each evidence outcome's time; an outcome missing from it is
-    dated at the lesson's creation. Counts are this node's own (they are claims to a reader).
-    """
-    times = evidence_times or {}
-    created = row.created_at
-    updated = max(row.updated_at, created)
-    evidence = [
-        {
-            "type": "empirical",
-            "description": f"outcome {outcome_id} of a run on this node",
-            "timestamp": format_ts(times.get(outcome_id, created)),
-            "validator": "reality",
-            "outcome_id": outcome_id,
-        }
-        for outcome_id in row.evidence
-    ]
-    metadata: dict[str, Any] = {
-        "success_count": row.confirmations,
-        "failure_count": row.contradictions,
-        "tags": list(row.tags),
-    }
-    if row.superseded_by is not None:
-        metadata["superseded_by"] = row.superseded_by
-    obj: dict[str, Any] = {
-        "schema_version": "1.0",
-        "id": row.id,
-        "type": row.memory_type,
-        "content": row.content,
-        "confidence": row.confidence,
-        "access_level": row.access_level,
-        "context": _record_context(row.context),
-        "provenance": {
-            "source_agent_id": node_id,
-            "source_type": "empirical" if row.evidence else "inferred",
-            "created_at": format_ts(created),
-            "updated_at": format_ts(updated),
-            "validation_count": row.confirmations,
-            "contradiction_count": row.contradictions,
-        },
-        "evidence": evidence,
-        "metadata": metadata,
-        "lesson": {
-            "operation": row.operation,
-            "scope": row.scope,
-            "status": row.status.value,
-            "version": version,
-        },
-    }
-    if row.last_used is not None:
-        obj["provenance"]["last_validated"] = format_ts(max(row.last_used, created))
-    if row.situation is not None:
-        situation = {k: row.situation[k] for k in _SITUATION_FIELDS if row.situation.get(k)}
-        situation["interactive"] = bool(row.situation.get("interactive", False))
-        situation["source"] = str(row.situation.get("source") or "declared")
-        obj["situation"] = situation
-    return obj
 
 
 def _situation_to_proto(situation: Mapping[str, Any]) -> lessons_pb2.Situation:
@@ -274,6 +176,38 @@ def _situation_to_proto(situation: Mapping[str, Any]) -> lessons_pb2.Situation:
 
 def _compact_json(obj: Mapping[str, Any]) -> bytes:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+
+
+# The event log's kinds → the wire's; the status an ending event leaves the lesson in.
+_EVENT_TO_PB = {
+    **_CHANGE_TO_PB,
+    "decayed": lessons_pb2.LESSON_EVENT_KIND_DECAYED,
+    "edited": lessons_pb2.LESSON_EVENT_KIND_EDITED,
+    "imported": lessons_pb2.LESSON_EVENT_KIND_IMPORTED,
+    "version": lessons_pb2.LESSON_EVENT_KIND_VERSION,
+    "approved": lessons_pb2.LESSON_EVENT_KIND_APPROVED,
+    "rejected": lessons_pb2.LESSON_EVENT_KIND_REJECTED,
+}
+_ENDING_STATUS = {"retired": LessonStatus.RETIRED, "superseded": LessonStatus.SUPERSEDED}
+
+
+def _history_entry(
+    event: LessonEvent, row: LessonRow, version: int, record: bytes
+) -> lessons_pb2.HistoryEntry:
+    """One logged event as a history entry (``version``: the row's place in its chain)."""
+    status = _ENDING_STATUS.get(event.kind, row.status)
+    return lessons_pb2.HistoryEntry(
+        at=format_ts(event.at),
+        kind=_EVENT_TO_PB.get(event.kind, lessons_pb2.LESSON_EVENT_KIND_UNSPECIFIED),
+        version=version,
+        status=_STATUS_TO_PB[status],
+        confidence=row.confidence if event.confidence_after is None else event.confidence_after,
+        confidence_before=event.confidence_before or 0.0,
+        outcome_id=event.outcome_id,
+        actor=event.actor,
+        reason=event.reason,
+        record_json=record,
+    )
 
 
 # -- the servicer ---------------------------------------------------------------------------
@@ -333,7 +267,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if row.signed_record is not None:
             record_json = row.signed_record
         else:
-            record_json = _compact_json(memory_obj_for(row, version, self.node_id))
+            record_json = _compact_json(lesson_record(row, self.node_id))
         view = lessons_pb2.LessonView(
             id=row.id,
             version=version,
@@ -598,12 +532,12 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         await self._check_version(row, request.expected_version)
         service = self._service()
         if request.HasField("content"):
-            row = await service.edit(row.id, request.content, ACTOR)
+            row = await service.edit(row.id, request.content, ACTOR, request.reason)
         if access:
             level = _ACCESS_FROM_PB.get(request.access_level)
             if level is None:
                 raise InvalidRecord("unknown access level", reason="bad_access_level")
-            row = await service.set_access(row.id, level, tuple(request.recipients))
+            row = await service.set_access(row.id, level, tuple(request.recipients), who=ACTOR)
         return agent_pb2.EditResponse(lesson=await self._view(row))
 
     async def Retire(
@@ -612,78 +546,102 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         """Withdraw a lesson; it stays queryable as history."""
         row = await self._store().get_lesson(request.lesson_id)
         await self._check_version(row, request.expected_version)
-        retired = await self._service().retire(row.id, ACTOR)
+        retired = await self._service().retire(row.id, ACTOR, request.reason)
         return agent_pb2.RetireResponse(lesson=await self._view(retired))
 
     # -- History ---------------------------------------------------------------------------
     async def History(
         self, request: agent_pb2.HistoryRequest, context: Any
     ) -> agent_pb2.HistoryResponse:
-        """Every version of the lesson and how each ended, oldest first."""
+        """The lesson's event log over its whole supersede chain, oldest first.
+
+        Every version, confirmation, contradiction, import, retirement and operator decision,
+        each with its time, actor, confidence before and after, and reason. A row with no
+        logged event (stored before the log existed) is described from its own state.
+        """
         chain = await self._service().history(request.lesson_id)
         if not chain:
             raise NotFound(f"lesson {request.lesson_id} does not exist", id=request.lesson_id)
+        logged = await self._store().lesson_events([r.id for r in chain])
+        by_lesson: dict[str, list[LessonEvent]] = {}
+        for event in logged:
+            by_lesson.setdefault(event.lesson_id, []).append(event)
         entries: list[lessons_pb2.HistoryEntry] = []
         for i, row in enumerate(chain):
-            version = i + 1
-            record = row.signed_record or _compact_json(memory_obj_for(row, version, self.node_id))
-            first = i == 0
+            events = by_lesson.get(row.id)
+            if events is None:
+                entries.extend(self._described(chain, i))
+                continue
+            record = row.signed_record or _compact_json(lesson_record(row, self.node_id))
+            for j, event in enumerate(events):
+                entries.append(_history_entry(event, row, i + 1, record if j == 0 else b""))
+        return agent_pb2.HistoryResponse(entries=entries)
+
+    def _described(self, chain: Sequence[LessonRow], i: int) -> list[lessons_pb2.HistoryEntry]:
+        """History entries for a row without logged events, from its stored state."""
+        row = chain[i]
+        version = i + 1
+        record = row.signed_record or _compact_json(lesson_record(row, self.node_id))
+        first = i == 0
+        entries = [
+            lessons_pb2.HistoryEntry(
+                at=format_ts(row.created_at),
+                kind=(
+                    lessons_pb2.LESSON_EVENT_KIND_IMPORTED
+                    if first and row.imported_from is not None
+                    else lessons_pb2.LESSON_EVENT_KIND_CREATED
+                    if first
+                    else lessons_pb2.LESSON_EVENT_KIND_EDITED
+                ),
+                version=version,
+                status=_STATUS_TO_PB[row.status],
+                confidence=row.confidence,
+                outcome_id=row.evidence[0] if first and row.evidence else "",
+                actor=(row.imported_from or "loop") if first else ACTOR,
+                record_json=record,
+            )
+        ]
+        if row.superseded_by is not None and row.superseded_by.startswith("retired:"):
             entries.append(
                 lessons_pb2.HistoryEntry(
-                    at=format_ts(row.created_at),
-                    kind=(
-                        lessons_pb2.LESSON_EVENT_KIND_IMPORTED
-                        if first and row.imported_from is not None
-                        else lessons_pb2.LESSON_EVENT_KIND_CREATED
-                        if first
-                        else lessons_pb2.LESSON_EVENT_KIND_EDITED
-                    ),
+                    at=format_ts(row.updated_at),
+                    kind=lessons_pb2.LESSON_EVENT_KIND_RETIRED,
                     version=version,
                     status=_STATUS_TO_PB[row.status],
                     confidence=row.confidence,
-                    outcome_id=row.evidence[0] if first and row.evidence else "",
-                    actor=(row.imported_from or "loop") if first else ACTOR,
-                    record_json=record,
+                    confidence_before=row.confidence,
+                    actor=row.superseded_by.removeprefix("retired:"),
                 )
             )
-            if row.superseded_by is not None and row.superseded_by.startswith("retired:"):
-                entries.append(
-                    lessons_pb2.HistoryEntry(
-                        at=format_ts(row.updated_at),
-                        kind=lessons_pb2.LESSON_EVENT_KIND_RETIRED,
-                        version=version,
-                        status=_STATUS_TO_PB[row.status],
-                        confidence=row.confidence,
-                        actor=row.superseded_by.removeprefix("retired:"),
-                    )
+        elif row.status is LessonStatus.RETIRED:
+            # Retired by the rules (contradicted below the floor, decay), not by a person.
+            entries.append(
+                lessons_pb2.HistoryEntry(
+                    at=format_ts(row.updated_at),
+                    kind=lessons_pb2.LESSON_EVENT_KIND_RETIRED,
+                    version=version,
+                    status=_STATUS_TO_PB[row.status],
+                    confidence=row.confidence,
+                    confidence_before=row.confidence,
+                    actor="loop",
+                    reason="below_retire_level",
                 )
-            elif row.status is LessonStatus.RETIRED:
-                # Retired by the rules (contradicted below the floor, decay), not by a person.
-                entries.append(
-                    lessons_pb2.HistoryEntry(
-                        at=format_ts(row.updated_at),
-                        kind=lessons_pb2.LESSON_EVENT_KIND_RETIRED,
-                        version=version,
-                        status=_STATUS_TO_PB[row.status],
-                        confidence=row.confidence,
-                        actor="loop",
-                        reason="below_retire_level",
-                    )
+            )
+        elif row.superseded_by is not None or row.status is LessonStatus.SUPERSEDED:
+            successor = chain[i + 1] if i + 1 < len(chain) else None
+            entries.append(
+                lessons_pb2.HistoryEntry(
+                    at=format_ts(successor.created_at if successor else row.updated_at),
+                    kind=lessons_pb2.LESSON_EVENT_KIND_SUPERSEDED,
+                    version=version,
+                    status=_STATUS_TO_PB[LessonStatus.SUPERSEDED],
+                    confidence=row.confidence,
+                    confidence_before=row.confidence,
+                    actor="loop",
+                    reason=row.superseded_by or "cap",
                 )
-            elif row.superseded_by is not None or row.status is LessonStatus.SUPERSEDED:
-                successor = chain[i + 1] if i + 1 < len(chain) else None
-                entries.append(
-                    lessons_pb2.HistoryEntry(
-                        at=format_ts(successor.created_at if successor else row.updated_at),
-                        kind=lessons_pb2.LESSON_EVENT_KIND_SUPERSEDED,
-                        version=version,
-                        status=_STATUS_TO_PB[LessonStatus.SUPERSEDED],
-                        confidence=row.confidence,
-                        actor="loop",
-                        reason=row.superseded_by or "cap",
-                    )
-                )
-        return agent_pb2.HistoryResponse(entries=entries)
+            )
+        return entries
 
     # -- List ------------------------------------------------------------------------------
     @staticmethod
@@ -726,20 +684,16 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         )
 
     # -- Export ----------------------------------------------------------------------------
-    async def _signed_line(self, row: LessonRow, version: int) -> bytes | None:
-        """One bundle line for ``row``: its signed bytes, or ``None`` if it cannot be a record."""
+    def _signed_line(self, row: LessonRow) -> bytes | None:
+        """One bundle line for ``row``: its signed bytes, or ``None`` if it cannot be a record.
+
+        A local lesson is signed by the one encoder Publish and Sync use (``sign_lesson``), so
+        an exported line and a gossiped record of the same row state are the same bytes.
+        """
         if row.signed_record is not None:
             return row.signed_record + b"\n"
-        store = self._store()
-        times: dict[str, datetime] = {}
-        for outcome_id in row.evidence:
-            try:
-                times[outcome_id] = (await store.get_outcome(outcome_id)).created_at
-            except NotFound:
-                continue  # dated at the lesson's creation instead
         try:
-            memory = Memory.from_obj(memory_obj_for(row, version, self.node_id, times))
-            signed = SignedMemory.sign(memory, self._identity)
+            signed = sign_lesson(row, self._identity)
         except LamarckError as e:
             # A row the record schema cannot express (e.g. an active situation without an
             # outcome behind it) is left out rather than exported as something it is not.
@@ -761,7 +715,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                 self._filter(request.filter, limit=MAX_PAGE_SIZE, offset=offset)
             )
             for row in rows:
-                line = await self._signed_line(row, await self._version(row))
+                line = self._signed_line(row)
                 if line is None:
                     continue
                 buffer += line

@@ -28,15 +28,16 @@ the same row get one success and one ``ConflictError(reason="already_decided")``
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lamarck.errors import ConflictError, InvalidRecord, NotFound
 from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline
-from lamarck.node.store.port import LessonStore, QuarantineRow, RejectionRow
+from lamarck.node.store.port import LessonEvent, LessonStore, QuarantineRow, RejectionRow
 from lamarck.proto.clock import Clock
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
@@ -49,6 +50,7 @@ __all__ = [
     "DEFAULT_REJECTIONS",
     "MAX_PAGE_SIZE",
     "MAX_REJECTIONS",
+    "OPERATOR_ACTOR",
     "PREVIEW_CHARS",
     "OperatorServicer",
     "make_operator_servicer",
@@ -85,10 +87,25 @@ def _preview(row: QuarantineRow) -> tuple[str, str]:
     return record.id, content
 
 
-def quarantine_entry(row: QuarantineRow) -> operator_pb2.QuarantineEntry:
-    """The wire form of a quarantine row."""
+#: The actor the event log names for a decision made through this API.
+OPERATOR_ACTOR = "operator"
+_DECISION_KINDS = ("approved", "rejected")
+
+
+def quarantine_entry(
+    row: QuarantineRow, decision: LessonEvent | None = None
+) -> operator_pb2.QuarantineEntry:
+    """The wire form of a quarantine row, with the operator's logged decision if any."""
     record_id, preview = _preview(row)
+    decided = {}
+    if decision is not None:
+        decided = {
+            "decided_at": format_ts(decision.at),
+            "decided_by": decision.actor,
+            "note": decision.reason,
+        }
     return operator_pb2.QuarantineEntry(
+        **decided,
         id=row.id,
         content_hash=row.content_hash,
         source_node_id=row.source_node_id,
@@ -165,8 +182,9 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         rows = await self._store().list_quarantine(state)
         page = rows[offset : offset + size]
         more = offset + size < len(rows)
+        decisions = await self._decisions([r.id for r in page])
         return operator_pb2.ListQuarantineResponse(
-            entries=[quarantine_entry(r) for r in page],
+            entries=[quarantine_entry(r, decisions.get(r.id)) for r in page],
             next_page_token=str(offset + size) if more else "",
         )
 
@@ -175,9 +193,18 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
     ) -> operator_pb2.ShowQuarantineResponse:
         """One row and the exact signed bytes held."""
         row = await self._row(request.id)
+        decision = (await self._decisions([row.id])).get(row.id)
         return operator_pb2.ShowQuarantineResponse(
-            entry=quarantine_entry(row), record_json=row.signed_record
+            entry=quarantine_entry(row, decision), record_json=row.signed_record
         )
+
+    async def _decisions(self, quarantine_ids: Sequence[str]) -> dict[str, LessonEvent]:
+        """The latest logged operator decision on each of ``quarantine_ids``."""
+        found: dict[str, LessonEvent] = {}
+        for event in await self._store().lesson_events(quarantine_ids):
+            if event.kind in _DECISION_KINDS:
+                found[event.lesson_id] = event
+        return found
 
     async def DecideQuarantine(
         self, request: operator_pb2.DecideQuarantineRequest, context: Any
@@ -203,6 +230,15 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             if decision == "approved":
                 lesson_id, rule = await self._store_approved(row)
             updated = await self._store().set_quarantine_state(row.id, decision)
+            # The decision's note, actor and time are kept (``quarantine show`` prints them),
+            # on the held record and, once approved, on the lesson it became.
+            decided = LessonEvent(
+                row.id, self._clock.now(), decision, OPERATOR_ACTOR, reason=request.note
+            )
+            logged = [decided]
+            if lesson_id:
+                logged.append(dataclasses.replace(decided, lesson_id=lesson_id))
+            await self._store().append_events(logged)
         if decision == "rejected":
             self._charge_rejection(row, request.note)
         _log.info(
@@ -218,7 +254,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             },
         )
         return operator_pb2.DecideQuarantineResponse(
-            entry=quarantine_entry(updated), lesson_id=lesson_id
+            entry=quarantine_entry(updated, decided), lesson_id=lesson_id
         )
 
     async def ListRejections(

@@ -11,7 +11,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from lamarck.errors import StoreUnavailable
-from lamarck.node.gossip.publisher import GossipParams, may_publish, sign_lesson
+from lamarck.node.gossip.publisher import (
+    PUBLISHED_STATUSES,
+    GossipParams,
+    may_publish,
+    sign_lesson,
+)
 from lamarck.node.gossip.router import Forwardable, ForwardSend, GossipRouter
 from lamarck.node.gossip.sync import Bucket, SyncQuery, select_for_sync
 from lamarck.node.importing.decision import ImportOutcome
@@ -136,11 +141,13 @@ async def shareable_records(
     offset = 0
     while True:
         rows = await store.list_lessons(
-            LessonFilter(statuses=(LessonStatus.ACTIVE,), limit=_PAGE, offset=offset)
+            LessonFilter(statuses=PUBLISHED_STATUSES, limit=_PAGE, offset=offset)
         )
         for row in rows:
             if row.imported_from is not None:
-                if row.access_level == "public" and row.signed_record and row.content_hash:
+                # A copy is offered while active here (its source ends it for everyone).
+                live = row.status is LessonStatus.ACTIVE
+                if live and row.access_level == "public" and row.signed_record and row.content_hash:
                     held.setdefault(row.content_hash, row.signed_record)
                 continue
             if not may_publish(row, params):

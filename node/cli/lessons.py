@@ -138,6 +138,7 @@ def history_json(entry: HistoryEntry) -> dict[str, Any]:
         "kind": entry.kind,
         "version": entry.version,
         "status": entry.status,
+        "confidence_before": entry.confidence_before,
         "confidence": entry.confidence,
         "outcome_id": entry.outcome_id,
         "actor": entry.actor,
@@ -161,13 +162,14 @@ def _lesson_table(title: str, lesson: Lesson) -> None:
 def _history_table(lesson_id: str, entries: Sequence[HistoryEntry]) -> None:
     print_table(
         f"history of {lesson_id}",
-        ["at", "event", "version", "status", "confidence", "actor", "outcome", "reason"],
+        ["at", "event", "version", "status", "before", "after", "actor", "outcome", "reason"],
         (
             (
                 format_ts(e.at),
                 e.kind,
                 e.version,
                 e.status,
+                f"{e.confidence_before:.3f}",
                 f"{e.confidence:.3f}",
                 e.actor,
                 e.outcome_id,

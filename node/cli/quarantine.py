@@ -65,6 +65,9 @@ def entry_json(entry: QuarantineEntry) -> dict[str, Any]:
         "received_at": format_ts(entry.received_at),
         "content_hash": entry.content_hash,
         "content_preview": entry.content_preview,
+        "decided_at": format_ts(entry.decided_at) if entry.decided_at else None,
+        "decided_by": entry.decided_by or None,
+        "note": entry.note or None,
     }
 
 
@@ -135,6 +138,9 @@ def show(quarantine_id: _IdArgument, home: HomeOption = None, as_json: JsonOptio
     facts = entry_json(shown.entry)
     facts["reasons"] = ", ".join(shown.entry.reasons)
     del facts["content_preview"]
+    if shown.entry.decided_at is None:
+        for key in ("decided_at", "decided_by", "note"):
+            del facts[key]
     if isinstance(record, dict):
         facts["content"] = record.get("content", "")
         facts["confidence (claimed)"] = record.get("confidence", "")

@@ -6,6 +6,7 @@ Pure functions over ``LessonRow`` values and parameters; signing uses the node i
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -15,12 +16,14 @@ from lamarck.errors import ConfigError
 from lamarck.node.store.port import LessonRow, LessonStatus
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.limits import DEFAULT_LIMITS
-from lamarck.proto.memory import MemoryV2
+from lamarck.proto.memory import MemoryV2, estimate_std_dev
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.port import ReputationView
 
 __all__ = [
+    "ENDED",
+    "PUBLISHED_STATUSES",
     "GossipParams",
     "lesson_record",
     "lesson_version",
@@ -86,17 +89,27 @@ class GossipParams:
                 raise ConfigError(f"invalid shared_scopes: {scope!r} is not a project scope")
 
 
+#: Statuses of a lesson that ended here: published so that every holder ends its copy too.
+ENDED = (LessonStatus.RETIRED, LessonStatus.SUPERSEDED)
+#: Every status a local lesson may be published in.
+PUBLISHED_STATUSES = (LessonStatus.ACTIVE, *ENDED)
+
+
 def may_publish(row: LessonRow, params: GossipParams) -> bool:
     """Whether a local lesson may leave this node at all.
 
-    Only this node's own active lessons with evidence (never claimed, superseded or retired
-    ones, never imported copies: those travel as their original bytes), confidence at least
-    ``publish_threshold``, scope ``global`` or an explicitly shared project scope; a UC memory
-    only when tagged ``uc_share_tag``; a ``private`` row only when it names its recipients.
+    Only this node's own lessons with evidence (never claims, never imported copies: those
+    travel as their original bytes), scope ``global`` or an explicitly shared project scope; a
+    UC memory only when tagged ``uc_share_tag``; a ``private`` row only when it names its
+    recipients. An active lesson also needs confidence at least ``publish_threshold``; a
+    retired or superseded one does not: its signed newer version (status retired/superseded)
+    is how every node holding a copy learns to take it out of its prompts.
     """
-    if row.imported_from is not None or row.status is not LessonStatus.ACTIVE:
+    if row.imported_from is not None or row.status not in PUBLISHED_STATUSES:
         return False
-    if not row.evidence or row.confidence < params.publish_threshold:
+    if not row.evidence:
+        return False
+    if row.status is LessonStatus.ACTIVE and row.confidence < params.publish_threshold:
         return False
     if row.scope != "global" and row.scope not in params.shared_scopes:
         return False
@@ -151,22 +164,40 @@ def _context(ctx: dict[str, Any]) -> dict[str, Any]:
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
+# Situation fields a memory record may carry (the record's ``situation`` block).
+_SITUATION_FIELDS = ("tool", "subject", "kind", "env_fingerprint", "unblock", "probe")
+# What the record's ``metadata.superseded_by`` admits: a successor's uuid4 or retired:<who>.
+_SUPERSEDED_BY = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}|retired:[a-z0-9_-]{0,64}",
+    re.ASCII,
+)
+
 
 def lesson_version(row: LessonRow) -> int:
     """The record version of a row state: microseconds of ``updated_at`` since the epoch.
 
-    Every edit of a local lesson moves ``updated_at`` forward, so the version bumps with each
-    edit as the protocol requires; re-signing an unchanged row gives the same version (and
-    the same bytes), while a changed row is a newer version, never an equivocation.
+    Every change of a signed field (content, confidence, counts, access level, status) moves
+    ``updated_at`` forward, so the version bumps with each change as the protocol requires;
+    re-signing an unchanged row gives the same version (and the same bytes), while a changed
+    row is a newer version, never an equivocation. Publish, Sync and Export all use it.
     """
     return max(1, (row.updated_at - _EPOCH) // timedelta(microseconds=1))
 
 
-def lesson_record(row: LessonRow, node_id: str) -> dict[str, Any]:
-    """The wire memory (unsigned) for a local lesson; deterministic for one row state.
+def _situation(situation: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: situation[k] for k in _SITUATION_FIELDS if situation.get(k)}
+    out["interactive"] = bool(situation.get("interactive", False))
+    out["source"] = str(situation.get("source") or "declared")
+    return out
 
-    The record id is the lesson id, so the same row signed twice gives the same bytes (Ed25519
-    is deterministic) and the same content hash: a republish is a duplicate everywhere.
+
+def lesson_record(row: LessonRow, node_id: str) -> dict[str, Any]:
+    """The wire memory (unsigned, schema 2.0) for a local lesson; deterministic for one row state.
+
+    The one encoder of a local lesson: Publish, Sync and Export all sign this, so the same row
+    state gives the same bytes (Ed25519 is deterministic) and the same content hash on every
+    path: a republish or a re-export is a duplicate everywhere. The record id is the lesson id;
+    the status (a retirement included) and this node's counts are part of the signed record.
     """
     stamp = format_ts(row.updated_at)
     evidence = [
@@ -179,6 +210,13 @@ def lesson_record(row: LessonRow, node_id: str) -> dict[str, Any]:
         }
         for outcome_id in row.evidence[-DEFAULT_LIMITS.max_evidence :]
     ]
+    metadata: dict[str, Any] = {
+        "success_count": row.confirmations,
+        "failure_count": row.contradictions,
+        "tags": list(row.tags[: DEFAULT_LIMITS.max_tags]),
+    }
+    if row.superseded_by is not None and _SUPERSEDED_BY.fullmatch(row.superseded_by):
+        metadata["superseded_by"] = row.superseded_by
     obj: dict[str, Any] = {
         "schema_version": "2.0",
         "id": row.id,
@@ -189,22 +227,25 @@ def lesson_record(row: LessonRow, node_id: str) -> dict[str, Any]:
         "context": _context(row.context),
         "provenance": {
             "source_agent_id": node_id,
-            "source_type": "empirical",
-            "created_at": format_ts(row.created_at),
+            "source_type": "empirical" if row.evidence else "inferred",
+            "created_at": format_ts(min(row.created_at, row.updated_at)),
             "updated_at": stamp,
         },
         "evidence": evidence,
-        "metadata": {"tags": list(row.tags[: DEFAULT_LIMITS.max_tags])},
+        "metadata": metadata,
         "lesson": {
             "operation": row.operation,
             "scope": row.scope,
-            "status": "active",
+            "status": row.status.value,
             "version": lesson_version(row),
         },
-        "confidence_interval": {"mean": row.confidence, "std_dev": 0.0},
+        "confidence_interval": {
+            "mean": row.confidence,
+            "std_dev": estimate_std_dev(row.confirmations, row.contradictions),
+        },
     }
     if row.situation is not None:
-        obj["situation"] = dict(row.situation)
+        obj["situation"] = _situation(row.situation)
     if row.access_level == "private":
         obj["recipients"] = list(row.recipients)
     return obj

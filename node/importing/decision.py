@@ -64,6 +64,7 @@ from lamarck.node.importing.transfer import (
     TransferResult,
     imported_confidence,
 )
+from lamarck.node.learning.params import EvidenceParams
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.timefmt import parse_ts
 from lamarck.reputation.events import EventKind, ReputationEvent
@@ -222,6 +223,8 @@ class ImportParams:
     reputation: ReputationParams = field(default_factory=ReputationParams)
     filters: Filter = field(default_factory=default_filters)
     high_stakes: HighStakesRule = field(default_factory=_default_high_stakes)
+    # How this node's own evidence on a copy meets a newer version from its source.
+    evidence: EvidenceParams = field(default_factory=EvidenceParams)
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.max_future_skew_s) or self.max_future_skew_s < 0:

@@ -78,9 +78,12 @@ from lamarck.node.importing.decision import (
     decide_import,
 )
 from lamarck.node.importing.view import ImportSnapshot, StoreImportView
+from lamarck.node.learning.evidence import LocalCopy, confidence_on_new_version
+from lamarck.node.learning.params import EvidenceParams
 from lamarck.node.metrics import IMPORTS
 from lamarck.node.store.port import (
     Category,
+    LessonEvent,
     LessonRow,
     LessonStatus,
     LessonStore,
@@ -108,7 +111,10 @@ __all__ = [
     "PinReason",
     "check_key_pin",
     "imported_row",
+    "newer_version_row",
     "pin_refusal",
+    "record_status",
+    "version_events",
 ]
 
 _log = logging.getLogger(__name__)
@@ -254,8 +260,7 @@ def imported_row(
         content=record.content,
         operation=lesson.operation if lesson is not None else "",
         scope=lesson.scope if lesson is not None else "global",
-        # As signed (a claimed lesson never gets here): a retired lesson stays out of prompts.
-        status=LessonStatus(lesson.status) if lesson is not None else LessonStatus.ACTIVE,
+        status=record_status(record),
         confidence=confidence,
         created_at=now,
         updated_at=now,
@@ -272,11 +277,119 @@ def imported_row(
         source_node_id=source,
         imported_from=source,
         original_confidence=record.confidence,
+        transferred_confidence=confidence,
         signed_record=signed.raw,
         content_hash=signed.content_hash,
         provenance=(ProvenanceEntry(source, via_node_id, now, signed.content_hash),),
         embedding=embedding,
     )
+
+
+#: A record's lesson status → the status its copy takes here (``claimed`` is never stored).
+_RECORD_STATUS = {
+    "retired": LessonStatus.RETIRED,
+    "superseded": LessonStatus.SUPERSEDED,
+}
+
+
+def record_status(record: MemoryV2) -> LessonStatus:
+    """The status a copy of ``record`` is stored with: the source's retirement or supersession
+    travels in its signed record and takes the copy out of every prompt here too."""
+    lesson = record.lesson
+    if lesson is None:
+        return LessonStatus.ACTIVE
+    return _RECORD_STATUS.get(lesson.status, LessonStatus.ACTIVE)
+
+
+def newer_version_row(
+    older: LessonRow,
+    signed: SignedMemory,
+    *,
+    transferred: float,
+    via_node_id: str,
+    now: datetime,
+    params: EvidenceParams,
+    embedding: Vector | None,
+) -> LessonRow:
+    """The held copy ``older`` once a newer signed version of its record is stored.
+
+    The source's part (content, claim, status, signed bytes, access level) comes from the new
+    record; this node's part stays: the local id, the evidence and counts, first arrival,
+    uses, a project scope its outcomes set, and a retirement decided here. Its confidence is
+    ``confidence_on_new_version`` (``node/learning/evidence.py``). ``embedding`` is None when
+    the content did not change (the stored vector is kept).
+    """
+    fresh = imported_row(
+        signed,
+        lesson_id=older.id,
+        confidence=transferred,
+        via_node_id=via_node_id,
+        now=now,
+    )
+    outcomes = older.confirmations + older.contradictions
+    copy = LocalCopy(older.confidence, older.transferred_confidence, outcomes)
+    # A copy this node retired (its own evidence, or its operator) stays retired.
+    local_end = older.status in (LessonStatus.RETIRED, LessonStatus.SUPERSEDED)
+    entry = ProvenanceEntry(signed.source_agent_id, via_node_id, now, signed.content_hash)
+    return dataclasses.replace(
+        fresh,
+        status=older.status if local_end else fresh.status,
+        confidence=confidence_on_new_version(copy, transferred, params),
+        created_at=older.created_at,
+        scope=older.scope if outcomes else fresh.scope,
+        evidence=older.evidence,
+        confirmations=older.confirmations,
+        contradictions=older.contradictions,
+        confirmed_projects=older.confirmed_projects,
+        last_used=older.last_used,
+        use_count=older.use_count,
+        superseded_by=older.superseded_by,
+        supersedes=older.supersedes,
+        provenance=(*older.provenance, entry),
+        embedding=embedding,
+    )
+
+
+def version_events(
+    older: LessonRow | None, row: LessonRow, record: MemoryV2, now: datetime
+) -> list[LessonEvent]:
+    """The event-log entries for storing ``row`` (first import, or a newer version of
+    ``older``), and the retirement the source's record announces, if it ends the copy here."""
+    source = record.provenance.source_agent_id
+    version = record.lesson.version if record.lesson is not None else 1
+    if older is None:
+        events = [
+            LessonEvent(row.id, now, "imported", source, None, row.confidence, version=version)
+        ]
+    else:
+        events = [
+            LessonEvent(
+                row.id,
+                now,
+                "version",
+                source,
+                older.confidence,
+                row.confidence,
+                reason=f"newer version {version} from its source",
+                version=version,
+            )
+        ]
+    was_live = older is None or older.status in (LessonStatus.ACTIVE, LessonStatus.CLAIMED)
+    if was_live and row.status in (LessonStatus.RETIRED, LessonStatus.SUPERSEDED):
+        kind = "retired" if row.status is LessonStatus.RETIRED else "superseded"
+        events.append(
+            LessonEvent(
+                row.id,
+                now,
+                kind,
+                source,
+                row.confidence,
+                row.confidence,
+                reason=f"{kind} by its source",
+                version=version,
+            )
+        )
+    return events
 
 
 class _Refused(Exception):
@@ -699,31 +812,38 @@ class ImportPipeline:
     ) -> ImportResult:
         record = signed.memory
         assert decision.confidence is not None  # set for every accept
+        older = await self._older_copy(record.id)
         # (10) the embedding is computed from the content (before the lock, when it looked
-        # new): never a shipped vector.
-        if vector is None:
-            vector = await self._embed(record.content)
-        row = imported_row(
-            signed,
-            lesson_id=self._new_id(),
-            confidence=decision.confidence,
-            via_node_id=via,
-            now=now,
-            embedding=vector,
-        )
-        older = self._view.held.latest_lesson_id(record.id)
+        # new): never a shipped vector; a newer version with unchanged content keeps the
+        # stored one.
+        embedding: Vector | None = None
+        if older is None or record.content != older.content:
+            embedding = vector if vector is not None else await self._embed(record.content)
         try:
             if older is not None:
-                try:
-                    await self._store.supersede(older, row)
-                except ConflictError as e:
-                    if e.reason != "already_superseded":
-                        raise
-                    # The older copy was retired or superseded here already: keep that, add
-                    # this.
-                    await self._store.insert_lesson(row)
+                # A newer version of a record held here: the same local row takes the
+                # source's new claim and content, and keeps this node's own evidence.
+                row = newer_version_row(
+                    older,
+                    signed,
+                    transferred=decision.confidence,
+                    via_node_id=via,
+                    now=now,
+                    params=self.params.evidence,
+                    embedding=embedding,
+                )
+                await self._store.update_lesson(row, version_events(older, row, record, now))
             else:
-                await self._store.insert_lesson(row)
+                row = imported_row(
+                    signed,
+                    lesson_id=self._new_id(),
+                    confidence=decision.confidence,
+                    via_node_id=via,
+                    now=now,
+                    embedding=embedding,
+                )
+                # The row and its log entry in one transaction: one round trip per record.
+                await self._store.insert_lesson(row, version_events(None, row, record, now))
         except ConflictError:
             held = await self._store.find_by_content_hash(signed.content_hash)
             if held is None:
@@ -740,6 +860,13 @@ class ImportPipeline:
         return dataclasses.replace(
             base, outcome=ImportOutcome.ACCEPT, lesson_id=row.id, forward=decision.forward
         )
+
+    async def _older_copy(self, record_id: str) -> LessonRow | None:
+        lesson_id = self._view.held.latest_lesson_id(record_id)
+        if lesson_id is None:
+            return None
+        held = await self._store.get_lessons([lesson_id])
+        return held[0] if held else None
 
     def _new_id(self) -> str:
         return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))

@@ -16,6 +16,7 @@ from lamarck.errors import ConfigError
 __all__ = [
     "ConfidenceParams",
     "ContextParams",
+    "EvidenceParams",
     "LearningParams",
     "LessonParams",
     "SecretParams",
@@ -153,6 +154,26 @@ class ConfidenceParams:
         )
         _finite("unused_window_days", self.unused_window_days)
         _rule(self.unused_window_days > 0, "unused_window_days", "must be positive")
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceParams:
+    """How this node's own evidence on an imported lesson meets a newer version from its source.
+
+    See ``lamarck.node.learning.evidence.confidence_on_new_version`` for the rule.
+    """
+
+    # Share of the local evidence (how far this node's outcomes and time moved the copy from
+    # the confidence it was transferred at) carried onto a newer version, in [0, 1]: 1 keeps
+    # all of it, 0 lets the source's newer claim replace it.
+    carry_local: float = 1.0
+    # The clamp the carried result obeys; wire the same instance the lesson service uses.
+    confidence: ConfidenceParams = field(default_factory=ConfidenceParams)
+
+    def __post_init__(self) -> None:
+        """Validate every field."""
+        _in_range("carry_local", self.carry_local, 0.0, 1.0)
+        _rule(isinstance(self.confidence, ConfidenceParams), "confidence", "must be params")
 
 
 @dataclass(frozen=True, slots=True)

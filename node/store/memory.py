@@ -16,6 +16,7 @@ import numpy as np
 
 from lamarck.errors import ConflictError, NotFound, StoreError
 from lamarck.node.store.port import (
+    LessonEvent,
     LessonFilter,
     LessonRow,
     LessonStatus,
@@ -25,6 +26,7 @@ from lamarck.node.store.port import (
     RejectionRow,
     ScoredLesson,
     Vector,
+    check_event_kinds,
 )
 
 __all__ = [
@@ -99,6 +101,7 @@ class InMemoryLessonStore(LessonStore):
         self._outcomes: dict[str, OutcomeRow] = {}
         self._quarantine: dict[str, QuarantineRow] = {}
         self._rejections: list[RejectionRow] = []
+        self._events: list[LessonEvent] = []
         # One lock makes each method atomic against the others, like one SQL transaction.
         self._lock = asyncio.Lock()
 
@@ -160,11 +163,14 @@ class InMemoryLessonStore(LessonStore):
             )
         return dataclasses.replace(lesson, embedding=vector)
 
-    async def insert_lesson(self, lesson: LessonRow) -> None:
-        """Store a new lesson; a duplicate id or content hash raises ``ConflictError``."""
+    async def insert_lesson(self, lesson: LessonRow, events: Sequence[LessonEvent] = ()) -> None:
+        """Store a new lesson (and append ``events``); a duplicate id or content hash raises
+        ``ConflictError``."""
+        check_event_kinds(events)
         async with self._lock:
             row = self._check_new(lesson)
             self._lessons[row.id] = row
+            self._events.extend(events)
 
     async def insert_lessons(self, lessons: Sequence[LessonRow]) -> int:
         """Bulk insert, all or nothing; returns the number inserted."""
@@ -187,8 +193,10 @@ class InMemoryLessonStore(LessonStore):
         """Return the stored lessons among ``ids`` (missing ids skipped), in input order."""
         return [self._lessons[i] for i in ids if i in self._lessons]
 
-    async def update_lesson(self, lesson: LessonRow) -> None:
-        """Replace an existing lesson's state; the embedding is kept unless one is given."""
+    async def update_lesson(self, lesson: LessonRow, events: Sequence[LessonEvent] = ()) -> None:
+        """Replace an existing lesson's state (and append ``events``); the embedding is kept
+        unless one is given."""
+        check_event_kinds(events)
         async with self._lock:
             current = self._lessons.get(lesson.id)
             if current is None:
@@ -205,6 +213,7 @@ class InMemoryLessonStore(LessonStore):
             if row.embedding is None:
                 row = dataclasses.replace(row, embedding=current.embedding)
             self._lessons[row.id] = row
+            self._events.extend(events)
 
     async def supersede(self, old_id: str, new: LessonRow) -> None:
         """Insert ``new`` (its ``supersedes`` set to ``old_id``) and mark the old row superseded.
@@ -306,6 +315,7 @@ class InMemoryLessonStore(LessonStore):
         async with self._lock:
             if self._lessons.pop(lesson_id, None) is None:
                 raise NotFound(f"lesson {lesson_id} not found", id=lesson_id)
+            self._events = [e for e in self._events if e.lesson_id != lesson_id]
 
     # -- quarantine and rejections ---------------------------------------------------------
     async def quarantine(self, row: QuarantineRow) -> None:
@@ -346,6 +356,18 @@ class InMemoryLessonStore(LessonStore):
         indexed = list(enumerate(self._rejections))
         indexed.sort(key=lambda pair: (pair[1].received_at, pair[0]), reverse=True)
         return [row for _, row in indexed[:limit]]
+
+    # -- lesson event log ------------------------------------------------------------------
+    async def append_events(self, events: Sequence[LessonEvent]) -> None:
+        """Append to the event log; an unknown kind refuses the whole batch."""
+        check_event_kinds(events)
+        async with self._lock:
+            self._events.extend(events)
+
+    async def lesson_events(self, lesson_ids: Sequence[str]) -> list[LessonEvent]:
+        """The events about any of ``lesson_ids``, oldest first (ties in append order)."""
+        wanted = set(lesson_ids)
+        return sorted((e for e in self._events if e.lesson_id in wanted), key=lambda e: e.at)
 
     # -- stats -----------------------------------------------------------------------------
     async def stats(self) -> dict[str, int]:

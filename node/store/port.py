@@ -18,8 +18,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from lamarck.errors import InvalidRecord
+
 __all__ = [
+    "EVENT_KINDS",
     "Category",
+    "LessonEvent",
     "LessonFilter",
     "LessonRow",
     "LessonStatus",
@@ -30,6 +34,7 @@ __all__ = [
     "RejectionRow",
     "ScoredLesson",
     "Vector",
+    "check_event_kinds",
 ]
 
 Vector = npt.NDArray[np.float32]
@@ -99,6 +104,9 @@ class LessonRow:
     source_node_id: str | None = None
     imported_from: str | None = None
     original_confidence: float | None = None
+    # The confidence an imported copy was stored at when its source's latest version was
+    # imported: what this node's own evidence is measured from (``node.learning.evidence``).
+    transferred_confidence: float | None = None
     signed_record: bytes | None = None
     content_hash: str | None = None
     provenance: tuple[ProvenanceEntry, ...] = ()
@@ -162,6 +170,56 @@ class QuarantineRow:
 
 
 @dataclass(frozen=True, slots=True)
+class LessonEvent:
+    """One entry of a lesson's event log: what happened, when, by whom, and why.
+
+    ``lesson_id`` is the lesson it is about, or a quarantine row's id for an operator decision
+    on a held record. ``kind`` is one of ``EVENT_KINDS``; ``actor`` is ``loop``, ``agent``,
+    ``operator``, a person's single word, or a peer's node id. ``version`` is the lesson's
+    record version after the event when it changed the record (0 otherwise).
+    """
+
+    lesson_id: str
+    at: datetime
+    kind: str
+    actor: str
+    confidence_before: float | None = None
+    confidence_after: float | None = None
+    reason: str = ""
+    outcome_id: str = ""
+    version: int = 0
+
+
+#: Every ``LessonEvent.kind``.
+EVENT_KINDS = frozenset(
+    {
+        "created",
+        "confirmed",
+        "contradicted",
+        "promoted",
+        "demoted",
+        "decayed",
+        "edited",
+        "superseded",
+        "retired",
+        "imported",
+        "version",
+        "approved",
+        "rejected",
+    }
+)
+
+
+def check_event_kinds(events: Sequence[LessonEvent]) -> None:
+    """Refuse a batch naming a kind outside ``EVENT_KINDS`` (both adapters call it)."""
+    bad = sorted({e.kind for e in events} - EVENT_KINDS)
+    if bad:
+        raise InvalidRecord(
+            f"unknown lesson event kinds: {', '.join(bad)}", reason="bad_event_kind"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class RejectionRow:
     """A recorded rejection of an incoming record: who sent it, why, and what it was."""
 
@@ -207,8 +265,11 @@ class LessonStore(abc.ABC):
 
     # -- lessons ---------------------------------------------------------------------------
     @abc.abstractmethod
-    async def insert_lesson(self, lesson: LessonRow) -> None:
-        """Store a new lesson (with its embedding); a duplicate id raises ``ConflictError``."""
+    async def insert_lesson(self, lesson: LessonRow, events: Sequence[LessonEvent] = ()) -> None:
+        """Store a new lesson (with its embedding); a duplicate id raises ``ConflictError``.
+
+        ``events`` are appended to the event log in the same transaction.
+        """
 
     @abc.abstractmethod
     async def insert_lessons(self, lessons: Sequence[LessonRow]) -> int:
@@ -223,8 +284,10 @@ class LessonStore(abc.ABC):
         """Return the stored lessons among ``ids`` (missing ids are skipped), in input order."""
 
     @abc.abstractmethod
-    async def update_lesson(self, lesson: LessonRow) -> None:
+    async def update_lesson(self, lesson: LessonRow, events: Sequence[LessonEvent] = ()) -> None:
         """Replace the mutable state of an existing lesson (same id); ``NotFound`` if absent.
+
+        ``events`` are appended to the event log in the same transaction.
 
         The embedding is kept unless ``lesson.embedding`` is set.
         """
@@ -284,6 +347,15 @@ class LessonStore(abc.ABC):
     @abc.abstractmethod
     async def list_rejections(self, limit: int = 100) -> list[RejectionRow]:
         """Newest first."""
+
+    # -- lesson event log ------------------------------------------------------------------
+    @abc.abstractmethod
+    async def append_events(self, events: Sequence[LessonEvent]) -> None:
+        """Append to the event log (one transaction); an unknown kind raises ``InvalidRecord``."""
+
+    @abc.abstractmethod
+    async def lesson_events(self, lesson_ids: Sequence[str]) -> list[LessonEvent]:
+        """The events about any of ``lesson_ids``, oldest first (ties in append order)."""
 
     # -- stats -----------------------------------------------------------------------------
     @abc.abstractmethod

@@ -33,6 +33,7 @@ from lamarck.node.store.memory import QUARANTINE_STATES
 from lamarck.node.store.migrate import run_migrations
 from lamarck.node.store.port import (
     Category,
+    LessonEvent,
     LessonFilter,
     LessonRow,
     LessonStatus,
@@ -43,6 +44,7 @@ from lamarck.node.store.port import (
     RejectionRow,
     ScoredLesson,
     Vector,
+    check_event_kinds,
 )
 
 __all__ = ["VECTOR_INDEX", "PostgresLessonStore", "translate_error"]
@@ -79,6 +81,7 @@ _LESSON_COLUMNS = (
     "source_node_id",
     "imported_from",
     "original_confidence",
+    "transferred_confidence",
     "signed_record",
     "content_hash",
     "recipients",
@@ -242,10 +245,34 @@ def _lesson_args(row: LessonRow) -> list[Any]:
         row.source_node_id,
         row.imported_from,
         row.original_confidence,
+        row.transferred_confidence,
         row.signed_record,
         row.content_hash,
         list(row.recipients),
         None if row.embedding is None else np.asarray(row.embedding, dtype=np.float32),
+    ]
+
+
+_INSERT_EVENT = (
+    "INSERT INTO lesson_events (lesson_id, at, kind, actor, confidence_before,"
+    " confidence_after, reason, outcome_id, version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+)
+
+
+def _event_args(events: Sequence[LessonEvent]) -> list[tuple[Any, ...]]:
+    return [
+        (
+            e.lesson_id,
+            e.at,
+            e.kind,
+            e.actor,
+            e.confidence_before,
+            e.confidence_after,
+            e.reason,
+            e.outcome_id,
+            e.version,
+        )
+        for e in events
     ]
 
 
@@ -290,6 +317,7 @@ def _to_lesson(rec: Any) -> LessonRow:
         source_node_id=rec["source_node_id"],
         imported_from=rec["imported_from"],
         original_confidence=rec["original_confidence"],
+        transferred_confidence=rec["transferred_confidence"],
         signed_record=None if signed is None else bytes(signed),
         content_hash=rec["content_hash"],
         recipients=tuple(rec["recipients"]),
@@ -539,10 +567,14 @@ class PostgresLessonStore(LessonStore):
         if lesson.provenance:
             await conn.executemany(_INSERT_PROVENANCE, _provenance_args(lesson))
 
-    async def insert_lesson(self, lesson: LessonRow) -> None:
-        """Store a new lesson; a duplicate id or content hash raises ``ConflictError``."""
+    async def insert_lesson(self, lesson: LessonRow, events: Sequence[LessonEvent] = ()) -> None:
+        """Store a new lesson (and append ``events``, one transaction); a duplicate id or
+        content hash raises ``ConflictError``."""
+        check_event_kinds(events)
         async with _guard(), self.pool.acquire() as conn, conn.transaction():
             await self._insert_one(conn, lesson)
+            if events:
+                await conn.executemany(_INSERT_EVENT, _event_args(events))
 
     async def insert_lessons(self, lessons: Sequence[LessonRow]) -> int:
         """Bulk insert with binary COPY in one transaction, all or nothing.
@@ -584,8 +616,10 @@ class PostgresLessonStore(LessonStore):
         by_id = {r["id"]: _to_lesson(r) for r in recs}
         return [by_id[i] for i in ids if i in by_id]
 
-    async def update_lesson(self, lesson: LessonRow) -> None:
-        """Replace an existing lesson's state and provenance; the embedding is kept if unset."""
+    async def update_lesson(self, lesson: LessonRow, events: Sequence[LessonEvent] = ()) -> None:
+        """Replace an existing lesson's state and provenance (and append ``events``, one
+        transaction); the embedding is kept if unset."""
+        check_event_kinds(events)
         async with _guard(), self.pool.acquire() as conn, conn.transaction():
             status = await conn.execute(_UPDATE_LESSON, *_lesson_args(lesson))
             if status == "UPDATE 0":
@@ -593,6 +627,8 @@ class PostgresLessonStore(LessonStore):
             await conn.execute("DELETE FROM lesson_provenance WHERE lesson_id = $1", lesson.id)
             if lesson.provenance:
                 await conn.executemany(_INSERT_PROVENANCE, _provenance_args(lesson))
+            if events:
+                await conn.executemany(_INSERT_EVENT, _event_args(events))
 
     async def supersede(self, old_id: str, new: LessonRow) -> None:
         """Insert ``new`` (its ``supersedes`` set to ``old_id``) and mark the old row superseded.
@@ -715,8 +751,9 @@ class PostgresLessonStore(LessonStore):
 
     async def hard_delete(self, lesson_id: str) -> None:
         """Remove a lesson, its provenance and pending outbox rows; ``NotFound`` if absent."""
-        async with _guard():
-            status = await self.pool.execute("DELETE FROM lessons WHERE id = $1", lesson_id)
+        async with _guard(), self.pool.acquire() as conn, conn.transaction():
+            status = await conn.execute("DELETE FROM lessons WHERE id = $1", lesson_id)
+            await conn.execute("DELETE FROM lesson_events WHERE lesson_id = $1", lesson_id)
         if status == "DELETE 0":
             raise NotFound(f"lesson {lesson_id} not found", id=lesson_id)
 
@@ -788,6 +825,39 @@ class PostgresLessonStore(LessonStore):
         return [
             RejectionRow(
                 r["source_node_id"], r["reason"], r["content_hash"], r["received_at"], r["detail"]
+            )
+            for r in recs
+        ]
+
+    # -- lesson event log ------------------------------------------------------------------
+    async def append_events(self, events: Sequence[LessonEvent]) -> None:
+        """Append to the event log in one statement; an unknown kind refuses the whole batch."""
+        check_event_kinds(events)
+        if not events:
+            return
+        async with _guard():
+            await self.pool.executemany(_INSERT_EVENT, _event_args(events))
+
+    async def lesson_events(self, lesson_ids: Sequence[str]) -> list[LessonEvent]:
+        """The events about any of ``lesson_ids``, oldest first (ties in append order)."""
+        async with _guard():
+            recs = await self.pool.fetch(
+                "SELECT lesson_id, at, kind, actor, confidence_before, confidence_after, reason,"
+                " outcome_id, version FROM lesson_events WHERE lesson_id = ANY($1::text[])"
+                " ORDER BY at, id",
+                list(lesson_ids),
+            )
+        return [
+            LessonEvent(
+                lesson_id=r["lesson_id"],
+                at=r["at"],
+                kind=r["kind"],
+                actor=r["actor"],
+                confidence_before=r["confidence_before"],
+                confidence_after=r["confidence_after"],
+                reason=r["reason"],
+                outcome_id=r["outcome_id"],
+                version=r["version"],
             )
             for r in recs
         ]

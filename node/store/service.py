@@ -87,6 +87,7 @@ from lamarck.node.learning.situations import (
 )
 from lamarck.node.store.port import (
     Category,
+    LessonEvent,
     LessonFilter,
     LessonRow,
     LessonStatus,
@@ -101,6 +102,8 @@ from lamarck.proto.timefmt import parse_ts
 from lamarck.reputation.events import ReputationEvent
 
 __all__ = [
+    "AGENT_ACTOR",
+    "LOOP_ACTOR",
     "RETIRED_PREFIX",
     "EmbedderLike",
     "LessonChange",
@@ -112,6 +115,9 @@ __all__ = [
 
 #: ``superseded_by`` of a lesson a user (or tool) retired: ``retired:<who>``.
 RETIRED_PREFIX = "retired:"
+#: Who the event log names for the learning loop's own changes, and for the local agent's.
+LOOP_ACTOR = "loop"
+AGENT_ACTOR = "agent"
 _SECONDS_PER_DAY = 86_400.0
 # Statuses attribution may move: a claim gains evidence by its first confirmation.
 _LIVE = (LessonStatus.ACTIVE, LessonStatus.CLAIMED)
@@ -320,6 +326,27 @@ class LessonService:
         unique = tuple(dict.fromkeys(evidence))
         return unique[-self._params.lesson.max_evidence :]
 
+    async def _log(
+        self, changes: Sequence[LessonChange], actor: str, *, outcome_id: str = "", reason: str = ""
+    ) -> None:
+        """Append ``changes`` to the lesson event log (``lessons history`` reads it)."""
+        now = self._clock.now()
+        await self._store.append_events(
+            [
+                LessonEvent(
+                    lesson_id=c.lesson_id,
+                    at=now,
+                    kind=c.change,
+                    actor=actor,
+                    confidence_before=c.confidence_before,
+                    confidence_after=c.confidence_after,
+                    reason=reason or c.detail,
+                    outcome_id=outcome_id,
+                )
+                for c in changes
+            ]
+        )
+
     async def _insert_new(
         self,
         *,
@@ -423,6 +450,7 @@ class LessonService:
             changes.extend(
                 await self._learn_mechanical(lesson, outcome, run_context, confirmed_now)
             )
+        await self._log(changes, LOOP_ACTOR, outcome_id=outcome.id)
         return OutcomeResult(
             outcome.id,
             recorded=True,
@@ -607,7 +635,7 @@ class LessonService:
         self._scan([text, operation, *tags, *_context_texts(context)], "lesson")
         ids = tuple(dict.fromkeys(e.strip() for e in evidence))
         projects = await self._check_evidence(ids) if ids else ()
-        return await self._insert_new(
+        row = await self._insert_new(
             content=text,
             operation=operation,
             scope=scope,
@@ -617,6 +645,8 @@ class LessonService:
             # The projects whose outcomes proved it count toward promotion like confirmations.
             confirmed_projects=projects,
         )
+        await self._log([LessonChange(row.id, "created", None, row.confidence)], AGENT_ACTOR)
+        return row
 
     async def _check_evidence(self, ids: tuple[str, ...]) -> tuple[str, ...]:
         """Evidence must be stored outcomes that teach, none cited by a user-retired lesson.
@@ -752,8 +782,11 @@ class LessonService:
         return f"A lesson on file for `{key}` (confidence {best.confidence:.2f}): {line}"
 
     # -- maintenance -----------------------------------------------------------------------
-    async def edit(self, lesson_id: str, new_content: str, who: str) -> LessonRow:
-        """Supersede a lesson with edited content; the new row inherits evidence and confidence."""
+    async def edit(self, lesson_id: str, new_content: str, who: str, reason: str = "") -> LessonRow:
+        """Supersede a lesson with edited content; the new row inherits evidence and confidence.
+
+        ``reason`` (free text) is kept in the event log with ``who``.
+        """
         old = await self._store.get_lesson(lesson_id)
         if old.status not in _LIVE:
             raise ConflictError(
@@ -774,10 +807,22 @@ class LessonService:
             embedding=await self._embed(text),
         )
         await self._store.supersede(old.id, new)
+        await self._log(
+            [
+                LessonChange(old.id, "superseded", old.confidence, old.confidence, new.id),
+                LessonChange(new.id, "edited", old.confidence, new.confidence, reason),
+            ],
+            who,
+        )
         return await self._store.get_lesson(new.id)
 
     async def set_access(
-        self, lesson_id: str, access_level: str, recipients: Sequence[str] = ()
+        self,
+        lesson_id: str,
+        access_level: str,
+        recipients: Sequence[str] = (),
+        *,
+        who: str = AGENT_ACTOR,
     ) -> LessonRow:
         """Say who an own lesson may be shared with; the row changes in place.
 
@@ -831,10 +876,17 @@ class LessonService:
                 embedding=None,
             )
         )
+        detail = f"access {access_level}" + (f" to {', '.join(named)}" if named else "")
+        await self._log(
+            [LessonChange(row.id, "edited", row.confidence, row.confidence, detail)], who
+        )
         return await self._store.get_lesson(lesson_id)
 
-    async def retire(self, lesson_id: str, who: str) -> LessonRow:
-        """Retire a lesson (``superseded_by = 'retired:<who>'``): kept, never re-learned."""
+    async def retire(self, lesson_id: str, who: str, reason: str = "") -> LessonRow:
+        """Retire a lesson (``superseded_by = 'retired:<who>'``): kept, never re-learned.
+
+        ``reason`` (free text) is kept in the event log with ``who``.
+        """
         who = who.strip()
         if not who or any(c.isspace() for c in who):
             raise InvalidRecord("retire needs a single-word actor", reason="bad_actor")
@@ -854,6 +906,9 @@ class LessonService:
                 updated_at=now,
                 embedding=None,
             )
+        )
+        await self._log(
+            [LessonChange(row.id, "retired", row.confidence, row.confidence)], who, reason=reason
         )
         return await self._store.get_lesson(lesson_id)
 
@@ -910,6 +965,7 @@ class LessonService:
             since = now - timedelta(days=cp.unused_window_days)
         decayed: builtins.list[str] = []
         retired: builtins.list[str] = []
+        changes: builtins.list[LessonChange] = []
         for row in await self._all(_LIVE):
             if row.last_used is not None and row.last_used > since:
                 continue
@@ -927,9 +983,13 @@ class LessonService:
                 )
             )
             decayed.append(row.id)
+            changes.append(LessonChange(row.id, "decayed", row.confidence, after, "unused"))
             if retire:
                 retired.append(row.id)
+                changes.append(LessonChange(row.id, "retired", after, after, "below_retire_level"))
         capped = await self._enforce_cap(now)
+        changes.extend(LessonChange(c, "superseded", None, None, "cap") for c in capped)
+        await self._log(changes, LOOP_ACTOR)
         self._last_reconcile = now
         return ReconcileResult(tuple(decayed), tuple(retired), tuple(capped))
 

@@ -213,6 +213,12 @@ class _LessonEventKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Lesso
     """Withdrawn; stays queryable."""
     LESSON_EVENT_KIND_IMPORTED: _LessonEventKind.ValueType  # 10
     """Arrived from a peer or a bundle."""
+    LESSON_EVENT_KIND_VERSION: _LessonEventKind.ValueType  # 11
+    """A newer signed version from the source replaced its claim."""
+    LESSON_EVENT_KIND_APPROVED: _LessonEventKind.ValueType  # 12
+    """An operator approved the held record (note as reason)."""
+    LESSON_EVENT_KIND_REJECTED: _LessonEventKind.ValueType  # 13
+    """An operator rejected the held record (note as reason)."""
 
 class LessonEventKind(_LessonEventKind, metaclass=_LessonEventKindEnumTypeWrapper):
     """Something that happened to a lesson; one vocabulary for RecordOutcome and History."""
@@ -239,6 +245,12 @@ LESSON_EVENT_KIND_RETIRED: LessonEventKind.ValueType  # 9
 """Withdrawn; stays queryable."""
 LESSON_EVENT_KIND_IMPORTED: LessonEventKind.ValueType  # 10
 """Arrived from a peer or a bundle."""
+LESSON_EVENT_KIND_VERSION: LessonEventKind.ValueType  # 11
+"""A newer signed version from the source replaced its claim."""
+LESSON_EVENT_KIND_APPROVED: LessonEventKind.ValueType  # 12
+"""An operator approved the held record (note as reason)."""
+LESSON_EVENT_KIND_REJECTED: LessonEventKind.ValueType  # 13
+"""An operator rejected the held record (note as reason)."""
 Global___LessonEventKind: _TypeAlias = LessonEventKind  # noqa: Y015
 
 @_typing.final
@@ -520,6 +532,7 @@ class HistoryEntry(_message.Message):
     ACTOR_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
     RECORD_JSON_FIELD_NUMBER: _builtins.int
+    CONFIDENCE_BEFORE_FIELD_NUMBER: _builtins.int
     at: _builtins.str
     """When, RFC 3339 UTC."""
     kind: Global___LessonEventKind.ValueType
@@ -538,6 +551,8 @@ class HistoryEntry(_message.Message):
     """Free text given with an edit or retirement; or the machine reason (e.g. "decay")."""
     record_json: _builtins.bytes
     """The record as it stood after this event, when the event changed the record; else empty."""
+    confidence_before: _builtins.float
+    """Confidence before this event (0 when there was none, e.g. CREATED or IMPORTED)."""
     def __init__(
         self,
         *,
@@ -550,10 +565,11 @@ class HistoryEntry(_message.Message):
         actor: _builtins.str = ...,
         reason: _builtins.str = ...,
         record_json: _builtins.bytes = ...,
+        confidence_before: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "at", b"at", "confidence", b"confidence", "kind", b"kind", "outcome_id", b"outcome_id", "reason", b"reason", "record_json", b"record_json", "status", b"status", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "at", b"at", "confidence", b"confidence", "confidence_before", b"confidence_before", "kind", b"kind", "outcome_id", b"outcome_id", "reason", b"reason", "record_json", b"record_json", "status", b"status", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

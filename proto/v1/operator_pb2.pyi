@@ -94,6 +94,9 @@ class QuarantineEntry(_message.Message):
     STATE_FIELD_NUMBER: _builtins.int
     CONTENT_PREVIEW_FIELD_NUMBER: _builtins.int
     RECORD_ID_FIELD_NUMBER: _builtins.int
+    DECIDED_AT_FIELD_NUMBER: _builtins.int
+    DECIDED_BY_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """The quarantine row's id (not the record's id)."""
     content_hash: _builtins.str
@@ -110,6 +113,12 @@ class QuarantineEntry(_message.Message):
     """
     record_id: _builtins.str
     """The record's own `id` (a uuid), empty when the stored bytes do not parse."""
+    decided_at: _builtins.str
+    """When an operator decided (RFC 3339 UTC); empty while pending."""
+    decided_by: _builtins.str
+    """Who decided ("operator" through this API); empty while pending."""
+    note: _builtins.str
+    """The note the operator gave with the decision."""
     @_builtins.property
     def reasons(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Why it was held: the anti-poisoning flags or the high-stakes rule, in order."""
@@ -125,10 +134,13 @@ class QuarantineEntry(_message.Message):
         state: Global___QuarantineState.ValueType = ...,
         content_preview: _builtins.str = ...,
         record_id: _builtins.str = ...,
+        decided_at: _builtins.str = ...,
+        decided_by: _builtins.str = ...,
+        note: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_hash", b"content_hash", "content_preview", b"content_preview", "id", b"id", "reasons", b"reasons", "received_at", b"received_at", "record_id", b"record_id", "source_node_id", b"source_node_id", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_hash", b"content_hash", "content_preview", b"content_preview", "decided_at", b"decided_at", "decided_by", b"decided_by", "id", b"id", "note", b"note", "reasons", b"reasons", "received_at", b"received_at", "record_id", b"record_id", "source_node_id", b"source_node_id", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

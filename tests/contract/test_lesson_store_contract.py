@@ -15,10 +15,11 @@ import asyncpg
 import numpy as np
 import pytest
 
-from lamarck.errors import ConflictError, NotFound, StoreError, StoreUnavailable
+from lamarck.errors import ConflictError, InvalidRecord, NotFound, StoreError, StoreUnavailable
 from lamarck.node.store.migrate import load_migrations, run_migrations
 from lamarck.node.store.port import (
     Category,
+    LessonEvent,
     LessonFilter,
     LessonRow,
     LessonStatus,
@@ -108,6 +109,7 @@ def full_lesson() -> LessonRow:
         source_node_id="lmk1source",
         imported_from="lmk1via",
         original_confidence=0.8,
+        transferred_confidence=0.42,
         signed_record=b'{"id":"full"}\x00\xff',
         content_hash="a" * 64,
         provenance=(
@@ -563,6 +565,52 @@ async def test_rejections_list_newest_first(store: LessonStore) -> None:
     got = await store.list_rejections(limit=3)
     assert [r.content_hash for r in got] == ["h4", "h3", "h2"]
     assert got[0] == RejectionRow("lmk1src", "replay", "h4", at(3), detail="again")
+
+
+# -- lesson event log ------------------------------------------------------------------------
+
+
+async def test_lesson_events_round_trip_oldest_first_per_lesson(store: LessonStore) -> None:
+    retired = LessonEvent("l1", at(5), "retired", "alice", 0.7, 0.7, reason="no longer true")
+    confirmed = LessonEvent("l1", at(1), "confirmed", "loop", 0.5, 0.65, outcome_id="o1")
+    imported = LessonEvent("l1", at(0), "imported", "lmk1src", None, 0.5, version=1234567)
+    other = LessonEvent("l2", at(2), "edited", "agent", 0.5, 0.5, reason="typo")
+    # Two events at one instant keep their append order.
+    tie_a = LessonEvent("l1", at(5), "version", "lmk1src", 0.7, 0.72, version=2)
+    await store.append_events([retired, confirmed])
+    await store.append_events([imported, other, tie_a])
+    assert await store.lesson_events(["l1"]) == [imported, confirmed, retired, tie_a]
+    assert await store.lesson_events(["l2", "nope"]) == [other]
+    assert await store.lesson_events([]) == []
+
+
+async def test_an_unknown_event_kind_refuses_the_whole_batch(store: LessonStore) -> None:
+    ok = LessonEvent("l1", at(0), "confirmed", "loop", 0.5, 0.6)
+    with pytest.raises(InvalidRecord) as err:
+        await store.append_events([ok, LessonEvent("l1", at(1), "exploded", "loop")])
+    assert err.value.reason == "bad_event_kind"
+    assert await store.lesson_events(["l1"]) == []
+
+
+async def test_insert_and_update_append_their_events_with_the_row(store: LessonStore) -> None:
+    imported = LessonEvent("l1", at(0), "imported", "lmk1src", None, 0.5)
+    version = LessonEvent("l1", at(1), "version", "lmk1src", 0.5, 0.6, version=2)
+    await store.insert_lesson(lesson("l1"), [imported])
+    await store.update_lesson(lesson("l1", confidence=0.6, updated_at=at(1)), [version])
+    assert await store.lesson_events(["l1"]) == [imported, version]
+    # A refused write appends nothing.
+    with pytest.raises(ConflictError):
+        await store.insert_lesson(lesson("l1"), [LessonEvent("l1", at(2), "created", "loop")])
+    with pytest.raises(NotFound):
+        await store.update_lesson(lesson("nope"), [LessonEvent("nope", at(2), "edited", "x")])
+    assert await store.lesson_events(["l1", "nope"]) == [imported, version]
+
+
+async def test_hard_delete_drops_the_lessons_events(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("l1"))
+    await store.append_events([LessonEvent("l1", at(0), "created", "loop", None, 0.5)])
+    await store.hard_delete("l1")
+    assert await store.lesson_events(["l1"]) == []
 
 
 async def test_stats_count_everything(store: LessonStore) -> None:

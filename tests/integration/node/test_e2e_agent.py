@@ -105,9 +105,13 @@ def test_learn_recall_contradict_retire_and_history(node: Any) -> None:
         retired = client.retire(lesson_id, reason="flaky advice")
         assert retired.status == "retired"
         history = client.history(lesson_id)
-        assert [e.kind for e in history] == ["created", "retired"]
+        # The event log: every change with its actor, confidence before/after and reason.
+        assert [e.kind for e in history] == ["created", "contradicted", "retired"]
         assert history[0].outcome_id == learned.outcome_id
+        assert history[1].outcome_id == contradicted.outcome_id
+        assert history[1].confidence_before == before and history[1].confidence == now.confidence
         assert history[-1].actor == "agent" and history[-1].status == "retired"
+        assert history[-1].reason == "flaky advice"
         assert lesson_id not in [
             x.id for x in client.recall(f"run {target}", session_id="e2e-3").lessons
         ]

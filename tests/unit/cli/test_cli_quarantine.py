@@ -225,6 +225,17 @@ def test_approve_stores_the_lesson_and_says_so(node: FakeNode) -> None:
     assert [r["id"] for r in json.loads(again.stdout)] == ["q1"]
 
 
+def test_show_prints_the_operators_decision_note_actor_and_time(node: FakeNode) -> None:
+    node.run(node.store.quarantine(held(1)))
+    assert node.cli("reject", "q1", "--note", "looks like an injection").exit_code == 0
+    table = node.cli("show", "q1")
+    assert table.exit_code == 0, table.stderr
+    assert "looks like an injection" in table.stdout and "operator" in table.stdout
+    shown = json.loads(node.cli("show", "q1", "--json").stdout)
+    assert (shown["note"], shown["decided_by"]) == ("looks like an injection", "operator")
+    assert shown["decided_at"]
+
+
 def test_reject_json_reports_the_row_and_stores_nothing(node: FakeNode) -> None:
     node.run(node.store.quarantine(held(1)))
     result = node.cli("reject", "q1", "--json")

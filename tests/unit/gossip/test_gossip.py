@@ -85,6 +85,19 @@ def test_only_active_evidenced_confident_shared_lessons_may_be_published() -> No
     assert not may_publish(lesson(access_level="private"), PARAMS)
 
 
+def test_a_retired_or_superseded_lesson_is_published_so_holders_end_their_copy() -> None:
+    for status in (LessonStatus.RETIRED, LessonStatus.SUPERSEDED):
+        # Below the publish threshold too: the withdrawal is not a claim.
+        ended = lesson(status=status, confidence=0.1, superseded_by="retired:alice")
+        assert may_publish(ended, PARAMS)
+        signed = sign_lesson(ended, NodeIdentity.from_seed(b"\x05" * 32))
+        assert signed.memory.lesson is not None and signed.memory.lesson.status == status.value
+        assert signed.memory.metadata.superseded_by == "retired:alice"
+        assert not may_publish(lesson(status=status, imported_from="lmk1" + "a" * 32), PARAMS)
+        assert not may_publish(lesson(status=status, scope="project:abcd"), PARAMS)
+        assert not may_publish(lesson(status=status, evidence=()), PARAMS)
+
+
 def test_user_context_memories_are_private_unless_marked() -> None:
     assert not may_publish(lesson(memory_type="UC"), PARAMS)
     assert may_publish(lesson(memory_type="UC", tags=("shareable",)), PARAMS)

@@ -245,7 +245,7 @@ def test_same_record_by_several_paths_is_one_row_with_several_provenance_entries
     run(go())
 
 
-def test_newer_version_supersedes_the_older_import() -> None:
+def test_newer_version_updates_the_imported_copy_under_the_same_local_id() -> None:
     async def go() -> None:
         h = Harness()
         v1 = await h.offer(signed_raw())
@@ -258,8 +258,12 @@ def test_newer_version_supersedes_the_older_import() -> None:
             )
         )
         assert v2.outcome is ImportOutcome.ACCEPT
-        old = await h.store.get_lesson(v1.lesson_id or "")
-        assert old.superseded_by == v2.lesson_id
+        assert v2.lesson_id == v1.lesson_id
+        [row] = await h.store.list_lessons(LessonFilter(statuses=None))
+        assert row.id == v1.lesson_id and row.superseded_by is None
+        assert row.content == "Run database migrations, then restart the api service."
+        assert row.content_hash == v2.content_hash
+        assert [p.content_hash for p in row.provenance] == [v1.content_hash, v2.content_hash]
 
     run(go())
 

@@ -34,6 +34,7 @@ from lamarck.errors import (
 from lamarck.node.api.agent_service import AgentServicer
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.peer_handlers import PublishDeps, handle_publish
+from lamarck.node.gossip.publisher import lesson_version
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.learning.scopes import project_scope
@@ -232,7 +233,8 @@ async def test_mechanical_outcome_teaches_a_lesson_that_recall_shows(node: Node)
         "operation": GOOD,
         "scope": project_scope(PROJECT),
         "status": "active",
-        "version": 1,
+        # The record version is the one encoder's (publisher.lesson_version), not the view's.
+        "version": lesson_version(await node.store.get_lesson(lesson.id)),
     }
 
 
@@ -396,6 +398,32 @@ async def test_edit_retire_and_history_show_the_whole_chain(node: Node) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as raw:
         await node.stub.Edit(agent_pb2.EditRequest(lesson_id=lesson_id, operation="x"))
     assert ("lamarck-reason", "field_not_editable") in tuple(raw.value.trailing_metadata() or ())
+
+
+async def test_history_is_the_event_log_with_actor_reason_and_confidence_before_and_after(
+    node: Node,
+) -> None:
+    lesson_id = await learn(node)
+    await node.client.recall("run the test suite", CONTEXT, session_id="s2", project_digest=PROJECT)
+    await node.client.record_outcome(node.outcome("s2", [(GOOD, "ok", TARGET)]))
+    edited = await node.client.edit(lesson_id, "Run pytest from the root.", reason="clearer")
+    await node.client.retire(edited.id, reason="no longer true")
+    history = await node.client.history(edited.id)
+    assert [(e.kind, e.actor) for e in history] == [
+        ("created", "loop"),
+        ("confirmed", "loop"),
+        ("superseded", "agent"),
+        ("edited", "agent"),
+        ("retired", "agent"),
+    ]
+    created, confirmed, superseded, edit, retired = history
+    assert (created.confidence_before, created.confidence) == (0.0, 0.5)
+    assert confirmed.confidence_before == 0.5 < confirmed.confidence
+    assert confirmed.outcome_id and confirmed.reason.startswith("similarity=")
+    assert superseded.reason == edited.id
+    assert (edit.reason, edit.version) == ("clearer", 2)
+    assert (retired.reason, retired.status) == ("no longer true", "retired")
+    assert retired.confidence_before == retired.confidence == confirmed.confidence
 
 
 async def test_set_access_shares_a_lesson_privately_and_back_without_a_new_version(

@@ -277,6 +277,45 @@ async def test_reject_marks_the_row_and_stores_nothing(desk: Desk) -> None:
     assert (await desk.client.show("q1")).entry.state == "rejected"
 
 
+async def test_a_decision_keeps_its_note_actor_and_time_on_the_row_and_the_lesson(
+    desk: Desk,
+) -> None:
+    await desk.store.quarantine(held(1))
+    await desk.store.quarantine(held(2))
+    approved = await desk.client.approve("q1", note="checked with the deploy team")
+    desk.clock.advance(60)
+    await desk.client.reject("q2", note="looks like an injection attempt")
+    decided_at = desk.clock.now() - timedelta(seconds=60)
+    assert (approved.entry.decided_at, approved.entry.decided_by, approved.entry.note) == (
+        decided_at,
+        "operator",
+        "checked with the deploy team",
+    )
+    shown = (await desk.client.show("q2")).entry
+    assert (shown.decided_at, shown.decided_by, shown.note) == (
+        desk.clock.now(),
+        "operator",
+        "looks like an injection attempt",
+    )
+    listed = {e.id: e for e in await desk.client.list_quarantine(None)}
+    assert listed["q1"].note == "checked with the deploy team"
+    # The lesson the approval stored carries the decision in its event log.
+    logged = await desk.store.lesson_events([approved.lesson_id])
+    assert [e.kind for e in logged] == ["imported", "approved"]
+    event = logged[-1]
+    assert (event.kind, event.actor, event.reason) == (
+        "approved",
+        "operator",
+        "checked with the deploy team",
+    )
+
+
+async def test_a_pending_row_has_no_decision(desk: Desk) -> None:
+    await desk.store.quarantine(held(1))
+    entry = (await desk.client.show("q1")).entry
+    assert (entry.decided_at, entry.decided_by, entry.note) == (None, "", "")
+
+
 async def test_an_operator_rejection_costs_the_source_reputation_and_an_approval_does_not() -> None:
     store = InMemoryLessonStore(dim=TinyEmbedder.dim)
     clock = FixedClock(NOW + timedelta(hours=1))
@@ -459,7 +498,7 @@ async def test_approve_rechecks_the_key_pin_when_the_node_has_a_registry(
         await server.stop(None)
 
 
-async def test_approve_supersedes_an_older_version_and_indexes_the_new_one() -> None:
+async def test_approve_of_a_newer_version_updates_the_held_copy_under_its_local_id() -> None:
     store = InMemoryLessonStore(dim=TinyEmbedder.dim)
     clock = FixedClock(NOW + timedelta(hours=1))
     pipeline = pipeline_for(store, clock)
@@ -480,9 +519,11 @@ async def test_approve_supersedes_an_older_version_and_indexes_the_new_one() -> 
     finally:
         await client.close()
         await server.stop(None)
-    [old] = await store.get_lessons(["l1"])
-    assert old.superseded_by == decision.lesson_id
-    assert pipeline.view.held.latest_lesson_id(v2.memory.id) == decision.lesson_id
+    assert decision.lesson_id == "l1"
+    [copy] = await store.get_lessons(["l1"])
+    assert (copy.content, copy.superseded_by) == ("Run migrations, then restart the api.", None)
+    assert copy.content_hash == v2.content_hash
+    assert pipeline.view.held.latest_lesson_id(v2.memory.id) == "l1"
 
 
 async def test_approve_of_an_older_version_than_one_stored_is_a_rollback() -> None:

@@ -386,6 +386,11 @@ async def test_reconcile_decays_unused_lessons_and_retires_below_0_2(h: Harness)
     row = await h.store.get_lesson(lesson_id)
     assert row.status is LessonStatus.RETIRED and row.confidence < 0.2
     assert row.superseded_by is None  # a decay is not a user's retirement
+    # The event log has each decay and the retirement, by the loop.
+    events = await h.store.lesson_events([lesson_id])
+    assert {e.actor for e in events} == {"loop"}
+    assert events[1].kind == "decayed" and events[1].confidence_before == 0.5
+    assert (events[-1].kind, events[-1].reason) == ("retired", "below_retire_level")
 
 
 async def test_used_lesson_does_not_decay(h: Harness) -> None:

@@ -1,0 +1,325 @@
+"""One lesson across nodes (issue 10 §2): one encoding, one local identity, local evidence kept,
+retirement spread by the signed record, and every step in the lesson's event log.
+
+Node A is a real ``LessonService`` + ``AgentServicer`` (Export) over an in-memory store; node B
+is the import pipeline of ``test_pipeline`` with a ``LessonService`` over the same store, so
+B's own outcomes on the copy are the real learning rules, not hand-written rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from importing_helpers import NOW, ts
+from test_pipeline import SELF, SOURCE, SOURCE_KEY, Harness, signed_raw
+
+from lamarck.node.api.agent_service import AgentServicer
+from lamarck.node.api.peer_handlers import shareable_records
+from lamarck.node.embedding import HashingEmbedder
+from lamarck.node.gossip.publisher import GossipParams, lesson_version, sign_lesson
+from lamarck.node.importing.decision import ImportOutcome
+from lamarck.node.importing.pipeline import ImportSource
+from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.node.store.port import LessonFilter, LessonStatus
+from lamarck.node.store.service import LessonService
+from lamarck.proto.clock import FixedClock
+from lamarck.proto.outcome import Outcome
+from lamarck.proto.signed import SignedMemory
+from lamarck.proto.timefmt import format_ts
+from lamarck.proto.v1 import agent_pb2
+from lamarck.reputation.events import EventKind
+
+DIM = 64
+OPERATION = "deploy.restart"  # the operation of importing_helpers.record_obj
+BAD, GOOD, TARGET = "shell:pytest tests/", "shell:pytest", "the test suite"
+ALL = LessonFilter(statuses=None, limit=1000)
+
+
+def outcome(
+    clock: FixedClock,
+    n: int,
+    steps: Sequence[tuple[str, str, str | None]],
+    *,
+    passed: bool = True,
+    in_play: Sequence[str] = (),
+) -> Outcome:
+    """One turn's outcome record."""
+    obj: dict[str, Any] = {
+        "schema_version": "1.0",
+        "kind": "outcome",
+        "id": str(uuid.UUID(int=20_000 + n, version=4)),
+        "session_id": f"s{n}",
+        "turn_index": n,
+        "project": "a1" * 32,
+        "goal_digest": f"task {n}",
+        "approach": [
+            {"operation_key": op, "outcome": result, "target": target}
+            for op, result, target in steps
+        ],
+        "checks": [
+            {
+                "label": "pytest",
+                "target": "",
+                "kind": "test",
+                "order": 0,
+                "ran": True,
+                "failed": not passed,
+                "mutated_after": False,
+            }
+        ],
+        "passed": passed,
+        "claim_ok": True,
+        "steps": len(steps),
+        "tokens": 100,
+        "wall_s": 1.0,
+        "in_play": list(in_play),
+        "created_at": format_ts(clock.now()),
+    }
+    return Outcome.from_obj(obj)
+
+
+class NodeB(Harness):
+    """The importing node: the pipeline harness plus a lesson service over its store."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.service = LessonService(
+            self.store, HashingEmbedder(dim=DIM), self.clock, rng=random.Random(11)
+        )
+        self.n = 0
+
+    async def confirm(self, lesson_id: str) -> None:
+        """A local run that used the copy and succeeded: B's own evidence."""
+        self.n += 1
+        result = await self.service.record_outcome(
+            outcome(self.clock, self.n, [(OPERATION, "ok", None)], in_play=[lesson_id])
+        )
+        assert result.ids("confirmed") == [lesson_id]
+
+
+def newer(version: int, days_ago: float, status: str = "active", **over: Any) -> bytes:
+    """The source's version ``version`` of the record (in ``status``), updated ``days_ago``."""
+    return signed_raw(
+        lesson={"version": version, "status": status},
+        provenance={"updated_at": ts(NOW - timedelta(days=days_ago))},
+        **over,
+    )
+
+
+# -- §2.1 one encoding ----------------------------------------------------------------------
+
+
+async def _export(servicer: AgentServicer) -> bytes:
+    chunks = [part.jsonl async for part in servicer.Export(agent_pb2.ExportRequest(), context=None)]
+    return b"".join(chunks)
+
+
+async def test_export_twice_across_a_confidence_change_then_gossip_is_one_row_no_equivocation() -> (
+    None
+):
+    # Node A: learns a lesson, exports it, confirms it (confidence moves), exports again.
+    a_clock = FixedClock(NOW - timedelta(hours=1))
+    a_store = InMemoryLessonStore(dim=DIM)
+    a_service = LessonService(a_store, HashingEmbedder(dim=DIM), a_clock, rng=random.Random(3))
+    # A's pipeline is never used here (Export only), but the servicer is wired as the node's.
+    servicer = AgentServicer(
+        a_service, SOURCE_KEY, a_clock, store=a_store, pipeline=Harness().pipeline
+    )
+    learned = await a_service.record_outcome(
+        outcome(a_clock, 1, [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)])
+    )
+    [lesson_id] = learned.ids("created")
+    first = await _export(servicer)
+    a_clock.advance(60)
+    confirmed = await a_service.record_outcome(
+        outcome(a_clock, 2, [(GOOD, "ok", TARGET)], in_play=[lesson_id])
+    )
+    assert confirmed.ids("confirmed") == [lesson_id]
+    second = await _export(servicer)
+    one, two = (
+        SignedMemory.from_json(first.rstrip(b"\n")),
+        SignedMemory.from_json(second.rstrip(b"\n")),
+    )
+    assert one.memory.schema_version == two.memory.schema_version == "2.0"
+    assert one.memory.confidence != two.memory.confidence
+    assert one.memory.lesson is not None and two.memory.lesson is not None
+    assert one.memory.lesson.version < two.memory.lesson.version
+
+    # Node B imports both bundles, then A gossips the lesson as it stands now.
+    b = NodeB()
+    r1, r2 = [
+        await b.pipeline.import_record(
+            raw.rstrip(b"\n"), source=ImportSource.BUNDLE, via_node_id=""
+        )
+        for raw in (first, second)
+    ]
+    gossiped = sign_lesson(await a_store.get_lesson(lesson_id), SOURCE_KEY)
+    r3 = await b.offer(gossiped.raw, via=SOURCE)
+    assert [r.outcome for r in (r1, r2, r3)] == [
+        ImportOutcome.ACCEPT,
+        ImportOutcome.ACCEPT,
+        ImportOutcome.DUPLICATE,
+    ]
+    assert gossiped.raw == second.rstrip(b"\n")  # Export and Publish: the same bytes
+    [row] = await b.store.list_lessons(ALL)
+    assert row.content_hash == gossiped.content_hash
+    assert not [e for e in b.events.events if e.kind is EventKind.EQUIVOCATION]
+
+
+def test_the_record_version_moves_with_every_signed_field() -> None:
+    a_store = InMemoryLessonStore(dim=DIM)
+    a_clock = FixedClock(NOW)
+    service = LessonService(a_store, HashingEmbedder(dim=DIM), a_clock, rng=random.Random(5))
+
+    async def go() -> None:
+        learned = await service.record_outcome(
+            outcome(a_clock, 1, [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)])
+        )
+        [lesson_id] = learned.ids("created")
+        seen = [sign_lesson(await a_store.get_lesson(lesson_id), SOURCE_KEY)]
+        a_clock.advance(1)
+        await service.set_access(lesson_id, "trusted")
+        seen.append(sign_lesson(await a_store.get_lesson(lesson_id), SOURCE_KEY))
+        a_clock.advance(1)
+        await service.retire(lesson_id, "alice")
+        seen.append(sign_lesson(await a_store.get_lesson(lesson_id), SOURCE_KEY))
+        versions = [s.memory.lesson.version for s in seen if s.memory.lesson is not None]
+        assert versions == sorted(set(versions)) and len(versions) == 3
+        assert [s.memory.access_level for s in seen] == ["public", "trusted", "trusted"]
+        retired = seen[-1].memory
+        assert retired.lesson is not None and retired.lesson.status == "retired"
+        assert retired.metadata.superseded_by == "retired:alice"
+        row = await a_store.get_lesson(lesson_id)
+        assert retired.lesson.version == lesson_version(row)
+
+    asyncio.run(go())
+
+
+# -- §2.2 stable id, §2.3 local evidence ------------------------------------------------------
+
+
+async def test_re_pushes_of_newer_versions_keep_one_local_id() -> None:
+    b = NodeB()
+    ids = [
+        (await b.offer(raw)).lesson_id
+        for raw in (signed_raw(), newer(2, 2), newer(3, 1, confidence=0.75))
+    ]
+    assert len(set(ids)) == 1 and ids[0] is not None
+    [row] = await b.store.list_lessons(ALL)
+    assert row.id == ids[0] and row.status is LessonStatus.ACTIVE
+    assert row.original_confidence == 0.75
+
+
+async def test_local_evidence_survives_a_newer_version_from_the_source() -> None:
+    b = NodeB()
+    lesson_id = (await b.offer(signed_raw())).lesson_id or ""
+    transferred = (await b.store.get_lesson(lesson_id)).confidence
+    await b.confirm(lesson_id)
+    tested = await b.store.get_lesson(lesson_id)
+    assert tested.confidence > transferred and tested.confirmations == 1
+
+    # The source re-pushes the same claim as a newer version (new content wording).
+    result = await b.offer(newer(2, 1, content="Run the database migrations before a restart."))
+    assert result.outcome is ImportOutcome.ACCEPT and result.lesson_id == lesson_id
+    after = await b.store.get_lesson(lesson_id)
+    assert after.content == "Run the database migrations before a restart."
+    assert after.confidence == pytest.approx(tested.confidence)
+    assert (after.confirmations, after.evidence) == (1, tested.evidence)
+    assert after.transferred_confidence == pytest.approx(transferred)
+    # The log says who changed it and why: the source's newer version, not an edit by "agent".
+    events = await b.store.lesson_events([lesson_id])
+    assert [(e.kind, e.actor) for e in events] == [
+        ("imported", SOURCE),
+        ("confirmed", "loop"),
+        ("version", SOURCE),
+    ]
+    assert events[-1].confidence_before == pytest.approx(tested.confidence)
+    assert events[-1].confidence_after == pytest.approx(after.confidence)
+
+
+# -- §2.4 retirement spreads ------------------------------------------------------------------
+
+
+async def test_a_retirement_signed_by_the_source_retires_every_holders_copy() -> None:
+    b = NodeB()
+    lesson_id = (await b.offer(signed_raw())).lesson_id or ""
+    await b.confirm(lesson_id)
+    task = "restart the api service after database migrations"
+    before = await b.service.recall(task, None, "global", "s-before")
+    assert [r.id for r in before.lessons] == [lesson_id]
+    retired = newer(2, 1, "retired", metadata={"superseded_by": "retired:bob"})
+    result = await b.offer(retired)
+    assert result.outcome is ImportOutcome.ACCEPT and result.lesson_id == lesson_id
+    assert result.forward  # the holder passes the news on
+    row = await b.store.get_lesson(lesson_id)
+    assert row.status is LessonStatus.RETIRED and row.confirmations == 1
+    # Out of every prompt, kept in history.
+    recalled = await b.service.recall(task, None, "global", "s-after")
+    assert recalled.lessons == ()
+    events = await b.store.lesson_events([lesson_id])
+    assert (events[-1].kind, events[-1].actor, events[-1].reason) == (
+        "retired",
+        SOURCE,
+        "retired by its source",
+    )
+
+
+class Scores:
+    """A ``ReputationView`` that trusts nobody in particular."""
+
+    def score(self, node_id: str) -> float:
+        return 0.5
+
+
+async def test_retiring_on_the_source_spreads_through_sync_and_retires_the_holders_copy() -> None:
+    a_clock = FixedClock(NOW - timedelta(hours=1))
+    a_store = InMemoryLessonStore(dim=DIM)
+    a_service = LessonService(a_store, HashingEmbedder(dim=DIM), a_clock, rng=random.Random(3))
+    learned = await a_service.record_outcome(
+        outcome(a_clock, 1, [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)])
+    )
+    [lesson_id] = learned.ids("created")
+    for n in (2, 3):  # confirmed until it is worth publishing
+        a_clock.advance(60)
+        await a_service.record_outcome(
+            outcome(a_clock, n, [(GOOD, "ok", TARGET)], in_play=[lesson_id])
+        )
+    row = await a_store.get_lesson(lesson_id)
+    params = GossipParams(shared_scopes=frozenset({row.scope}))
+    b = NodeB()
+
+    async def sync_from_a() -> list[ImportOutcome]:
+        held = await shareable_records(a_store, SOURCE_KEY, params, Scores(), SELF)
+        return [(await b.offer(raw, via=SOURCE)).outcome for raw in held.values()]
+
+    assert await sync_from_a() == [ImportOutcome.ACCEPT]
+    [copy] = await b.store.list_lessons(ALL)
+    assert copy.status is LessonStatus.ACTIVE
+
+    a_clock.advance(60)
+    await a_service.retire(lesson_id, "alice", reason="the suite moved to nox")
+    assert await sync_from_a() == [ImportOutcome.ACCEPT]
+    [after] = await b.store.list_lessons(ALL)
+    assert (after.id, after.status) == (copy.id, LessonStatus.RETIRED)
+    assert (await b.service.recall("run the test suite", None, row.scope, "s")).lessons == ()
+    # And the source's own log keeps who retired it and why.
+    a_events = await a_store.lesson_events([lesson_id])
+    assert (a_events[-1].kind, a_events[-1].actor, a_events[-1].reason) == (
+        "retired",
+        "alice",
+        "the suite moved to nox",
+    )
+
+
+async def test_a_copy_retired_here_stays_retired_when_the_source_re_pushes_it_active() -> None:
+    b = NodeB()
+    lesson_id = (await b.offer(signed_raw())).lesson_id or ""
+    await b.service.retire(lesson_id, "operator")
+    await b.offer(newer(2, 1))
+    assert (await b.store.get_lesson(lesson_id)).status is LessonStatus.RETIRED
