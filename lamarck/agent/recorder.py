@@ -33,6 +33,7 @@ from lamarck.agent.run import (
     RunParams,
     RunResult,
     ToolCallEvent,
+    build,
     derive_outcome,
     new_uuid4,
 )
@@ -109,7 +110,8 @@ class RunRecorder:
     ) -> None:
         """Record a tool call: ``result`` ok, failed, or refused (it never ran)."""
         self._add(
-            ToolCallEvent.model_validate(
+            build(
+                ToolCallEvent,
                 {
                     "type": "tool_call",
                     "operation": operation,
@@ -117,7 +119,7 @@ class RunRecorder:
                     "target": target,
                     "mutates": mutates,
                     "injected_instruction": injected_instruction,
-                }
+                },
             )
         )
 
@@ -138,7 +140,8 @@ class RunRecorder:
         """
         result = "refused" if refused else ("passed" if passed else "failed")
         self._add(
-            CheckEvent.model_validate(
+            build(
+                CheckEvent,
                 {
                     "type": "check",
                     "kind": kind,
@@ -146,13 +149,13 @@ class RunRecorder:
                     "label": label,
                     "target": target,
                     "operation": operation,
-                }
+                },
             )
         )
 
     def mutation(self, target: str = "") -> None:
         """Record an edit: every check run before it is now stale."""
-        self._add(MutationEvent.model_validate({"type": "mutation", "target": target}))
+        self._add(build(MutationEvent, {"type": "mutation", "target": target}))
 
     def lessons_in_play(self, lessons: Iterable[str | HasId]) -> None:
         """Name the lessons that shaped the run (ids, or objects with an ``id``)."""
@@ -163,9 +166,7 @@ class RunRecorder:
 
     def predict(self, expected: Literal["pass", "fail"], confidence: float) -> None:
         """Record the agent's explicit prediction before it acts (the last one counts)."""
-        self._prediction = Prediction.model_validate(
-            {"expected": expected, "confidence": confidence}
-        )
+        self._prediction = build(Prediction, {"expected": expected, "confidence": confidence})
 
     def add_tokens(self, tokens: int) -> None:
         """Count model tokens spent in the turn."""
@@ -189,7 +190,8 @@ class RunRecorder:
         run_id: str | None = None,
     ) -> Run:
         """The run so far as a record (the ``kind: "run"`` JSON format)."""
-        return Run.model_validate(
+        return build(
+            Run,
             {
                 "id": run_id,
                 "session_id": self._session_id,
@@ -205,7 +207,7 @@ class RunRecorder:
                 "tokens": self._tokens,
                 "started_at": self._started_at,
                 "finished_at": format_ts(self._clock.now()) if finished else None,
-            }
+            },
         )
 
     def finish(self, *, claim_ok: bool = True, injected_instruction: bool = False) -> RunResult:

@@ -29,12 +29,13 @@ from __future__ import annotations
 import json
 import random
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints, ValidationError
 
 from lamarck.errors import ConfigError, InvalidRecord
 from lamarck.node.learning.mechanical import MechanicalLesson, mechanical_lessons
@@ -70,6 +71,7 @@ __all__ = [
     "RunParams",
     "RunResult",
     "ToolCallEvent",
+    "build",
     "derive_outcome",
     "new_uuid4",
     "parse_run",
@@ -104,6 +106,7 @@ _Goal = Annotated[
     Field(min_length=1),
     AfterValidator(capped_text("max_description_chars", multiline=True)),
 ]
+_M = TypeVar("_M", bound=RecordBlock)
 _ProjectDigest = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16,64}$")]
 
 
@@ -219,14 +222,24 @@ def parse_run(raw: bytes | str, *, limits: RecordLimits = DEFAULT_LIMITS) -> Run
         raise InvalidRecord(f"not a run record (kind {obj.get('kind')!r})", reason="not_a_run")
     try:
         return Run.model_validate_json(text, strict=True, context={"limits": limits})
-    except InvalidRecord:
-        raise
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        errors: Any = getattr(exc, "errors", None)
-        found = errors(include_url=False, include_input=False) if callable(errors) else []
-        where = ".".join(str(p) for p in found[0]["loc"]) if found else "<run>"
-        message = found[0]["msg"] if found else str(exc)
-        raise InvalidRecord(f"{where}: {message}"[:300], reason="malformed") from None
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+
+
+def _invalid(exc: ValidationError) -> InvalidRecord:
+    """The first problem of a failed validation as ``InvalidRecord`` naming the field."""
+    found = exc.errors(include_url=False, include_input=False)
+    where = ".".join(str(p) for p in found[0]["loc"]) if found else "<run>"
+    message = found[0]["msg"] if found else "validation failed"
+    return InvalidRecord(f"{where}: {message}"[:300], reason="malformed", field=where)
+
+
+def build(model: type[_M], obj: Mapping[str, Any]) -> _M:
+    """Validate ``obj`` (Python values) as ``model``; raise ``InvalidRecord`` on failure."""
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        raise _invalid(exc) from None
 
 
 def run_json_schema() -> dict[str, Any]:
