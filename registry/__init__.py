@@ -1,11 +1,13 @@
 """The peer directory: registration, admission, key pinning and liveness
-(Redis adapter + pure rules)."""
+(Redis and in-memory adapters + pure rules)."""
 
 from lamarck.registry.cache import CachedDirectory
 from lamarck.registry.client import RegistryClient, TickResult
 from lamarck.registry.directory import IssuedNonce, PeerDirectory, PeerInfo
 from lamarck.registry.embedded import EmbeddedRedis
+from lamarck.registry.memory_directory import InMemoryPeerDirectory, InMemoryRecords
 from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.record_directory import DirectoryRecords, RecordDirectory
 from lamarck.registry.records import (
     Admission,
     Endorsement,
@@ -17,7 +19,7 @@ from lamarck.registry.records import (
     sign_registration,
     sign_revocation,
 )
-from lamarck.registry.redis_directory import RedisPeerDirectory, connect_redis
+from lamarck.registry.redis_directory import RedisPeerDirectory, RedisRecords, connect_redis
 from lamarck.registry.rules import Admitted, AdmittedVia, check_registration
 
 __all__ = [
@@ -26,13 +28,18 @@ __all__ = [
     "Admitted",
     "AdmittedVia",
     "CachedDirectory",
+    "DirectoryRecords",
     "EmbeddedRedis",
     "Endorsement",
     "EnrollmentToken",
+    "InMemoryPeerDirectory",
+    "InMemoryRecords",
     "IssuedNonce",
     "PeerDirectory",
     "PeerInfo",
+    "RecordDirectory",
     "RedisPeerDirectory",
+    "RedisRecords",
     "Registration",
     "RegistryClient",
     "RegistryParams",

@@ -1,9 +1,13 @@
 """The ``PeerDirectory`` port: who exists, their pinned keys, admission, liveness.
 
-Adapters: ``lamarck.registry.redis_directory.RedisPeerDirectory`` (the real one) and
+Adapters: ``lamarck.registry.redis_directory.RedisPeerDirectory`` (the real one),
+``lamarck.registry.memory_directory.InMemoryPeerDirectory`` (the same directory logic,
+``lamarck.registry.record_directory.RecordDirectory``, over records in memory) and
 ``lamarck.registry.cache.CachedDirectory`` (wraps another directory and serves reads from a
-local copy when it is down). Admission and pinning decisions are the pure rules of
-``lamarck.registry.rules``; adapters look up the values those rules need and persist the result.
+local copy when it is down). One contract suite runs against each
+(``tests/contract/test_peer_directory_contract.py``). Admission and pinning decisions are the
+pure rules of ``lamarck.registry.rules``; adapters look up the values those rules need and
+persist the result.
 
 Every method raises ``RegistryError`` (reason ``unavailable`` when the backing store cannot be
 reached) or ``AdmissionRefused`` for a refused registration.

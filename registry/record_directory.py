@@ -1,0 +1,577 @@
+"""``RecordDirectory``: the ``PeerDirectory`` logic over a store of raw registry records.
+
+Both adapters (``RedisPeerDirectory``, ``InMemoryPeerDirectory``) are this class over their
+own ``DirectoryRecords``: the records they keep, how reads re-verify them and how writes apply
+``lamarck.registry.rules`` are written once, here, so the in-memory adapter cannot drift from
+the Redis one (the contract suite, ``tests/contract/test_peer_directory_contract.py``, runs
+against both).
+
+The records, per id (see ``lamarck.registry.redis_directory`` for their Redis keys):
+
+- a single-use **nonce** with its issue time, readable for twice ``nonce_ttl_s`` so a late
+  use is told apart (``stale_nonce``) from a forged or reused one (``unknown_nonce``);
+- the **pin** (the id's key; first key wins, moved only by a compare-and-set on the old key),
+  the **admission proof** (the admitted signed registration) and the **rotation** records
+  since, in order (see ``lamarck.registry.proofs``); none of them expire;
+- the **listing** (signed registration + registration time) that lives for
+  ``heartbeat_ttl_s`` unless refreshed, and an index of ids that may be listed;
+- the **revoked** index and each id's operator-signed **revocation** record (what counts);
+- the latest **endorsement** published for an id, until it expires.
+
+A reader trusts no record for what it is, only for what it proves: an id is served (listed,
+or its pin returned) only if its admission proof verifies with THIS directory's own mode and
+operator key; a listed registration is re-verified and compared with the pin; an id counts
+as revoked only if an operator-signed revocation record is on file.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import logging
+import random
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from enum import IntEnum
+from typing import Any
+
+from lamarck.errors import AdmissionRefused, InvalidRecord, RegistryError, VerificationError
+from lamarck.proto.clock import Clock
+from lamarck.proto.identity import b64u_encode
+from lamarck.proto.signing import RecordKind
+from lamarck.proto.timefmt import format_ts, parse_ts
+from lamarck.registry.directory import IssuedNonce, PeerDirectory, PeerInfo
+from lamarck.registry.params import RegistryParams
+from lamarck.registry.proofs import (
+    IdFacts,
+    ProofInvalid,
+    ProofMemo,
+    ProofParams,
+    ProofPolicy,
+    VerifiedProof,
+    endorser_to_fetch,
+    revocation_holds,
+    verify_admission,
+)
+from lamarck.registry.records import Endorsement, Registration, Revocation, parse_record_ts
+from lamarck.registry.rotation import RotationInvalid, check_rotation_record
+from lamarck.registry.rules import (
+    Admitted,
+    check_endorsement,
+    check_registration,
+    check_revocation,
+    verify_signed_by,
+)
+
+__all__ = ["DirectoryRecords", "Heartbeat", "Listed", "RecordDirectory", "check_namespace"]
+
+log = logging.getLogger(__name__)
+
+_NONCE_BYTES = 32
+
+
+def check_namespace(namespace: str) -> str:
+    """``namespace`` if it is usable as a key prefix part; else ``RegistryError``."""
+    if not namespace or any(c in namespace for c in ":{} \n"):
+        raise RegistryError(f"invalid namespace {namespace!r}", reason="invalid_namespace")
+    return namespace
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A listed id: its raw listing (registration JSON + time) and its records."""
+
+    raw: str
+    facts: IdFacts
+
+
+class Heartbeat(IntEnum):
+    """What refreshing a listing found."""
+
+    REVOKED = -1
+    NOT_LISTED = 0
+    REFRESHED = 1
+
+
+class DirectoryRecords(abc.ABC):
+    """Raw, unverified registry records: what an adapter stores, nothing it decides.
+
+    Each method is one atomic step (a Redis script or transaction, or a dict update with no
+    await inside). Failures of the backing store raise ``RegistryError(reason="unavailable")``.
+    """
+
+    @abc.abstractmethod
+    async def put_nonce(self, nonce: str, issued: str, keep_s: float) -> None:
+        """Keep ``nonce`` with its issue time for ``keep_s`` seconds."""
+
+    @abc.abstractmethod
+    async def take_nonce(self, nonce: str) -> str | None:
+        """Remove ``nonce`` and return its issue time (``None``: unknown or expired)."""
+
+    @abc.abstractmethod
+    async def facts(self, node_ids: Sequence[str]) -> dict[str, IdFacts]:
+        """The records of each of ``node_ids`` (distinct), in one read."""
+
+    @abc.abstractmethod
+    async def facts_and_revoked(
+        self, node_ids: Sequence[str]
+    ) -> tuple[dict[str, IdFacts], set[str]]:
+        """The records of ``node_ids`` and which of them the revoked index holds, in one read."""
+
+    @abc.abstractmethod
+    async def new_pin(self, node_id: str, key: str, proof: str) -> bool:
+        """Pin ``key`` with ``proof`` if ``node_id`` has no pin (dropping stray rotations);
+        True also if it is already pinned to this very key (its missing proof is filled in)."""
+
+    @abc.abstractmethod
+    async def move_pin(
+        self, node_id: str, old_key: str, new_key: str, rotation: str | None, proof: str | None
+    ) -> bool:
+        """Compare-and-set the pin from ``old_key`` to ``new_key``, appending ``rotation`` and
+        replacing the proof (when given), atomically; False if the pin is not ``old_key``."""
+
+    @abc.abstractmethod
+    async def list_peer(self, node_id: str, listing: str, ttl_s: float) -> bool:
+        """List ``node_id`` for ``ttl_s`` unless the revoked index holds it (False)."""
+
+    @abc.abstractmethod
+    async def refresh(self, node_id: str, ttl_s: float) -> Heartbeat:
+        """Extend a listing by ``ttl_s`` unless the revoked index holds the id."""
+
+    @abc.abstractmethod
+    async def unlist(self, node_id: str) -> None:
+        """Drop ``node_id``'s listing now."""
+
+    @abc.abstractmethod
+    async def listed(self) -> list[Listed]:
+        """Every listed id with its records; ids whose listing expired leave the index."""
+
+    @abc.abstractmethod
+    async def listing(self, node_id: str) -> Listed | None:
+        """``node_id``'s listing with its records, or ``None`` if it is not listed."""
+
+    @abc.abstractmethod
+    async def put_revocation(self, node_id: str, record: str) -> None:
+        """Add ``node_id`` to the revoked index with its record and unlist it, atomically."""
+
+    @abc.abstractmethod
+    async def revocation(self, node_id: str) -> str | None:
+        """``node_id``'s revocation record, or ``None``."""
+
+    @abc.abstractmethod
+    async def revoked_index(self) -> list[tuple[str, str | None]]:
+        """Each id of the revoked index (sorted) with its revocation record, if any."""
+
+    @abc.abstractmethod
+    async def put_endorsement(self, endorsee_id: str, record: str, expires_at: datetime) -> None:
+        """Keep ``record`` as the endorsement for ``endorsee_id`` until ``expires_at``."""
+
+    @abc.abstractmethod
+    async def endorsement(self, endorsee_id: str) -> str | None:
+        """The unexpired endorsement record kept for ``endorsee_id``, or ``None``."""
+
+    @abc.abstractmethod
+    async def clear(self) -> int:
+        """Delete every record; returns how many were held."""
+
+    @abc.abstractmethod
+    async def ping(self) -> bool:
+        """True when the backing store answers."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; the default holds none."""
+
+
+class RecordDirectory(PeerDirectory):
+    """The peer directory over ``DirectoryRecords``; reads re-verify, writes apply the rules.
+
+    Reads verify admission proofs with this directory's own ``params.admission`` and
+    ``operator_public_key`` (``proof_params``: endorsement depth and memo lifetime).
+    """
+
+    def __init__(
+        self,
+        records: DirectoryRecords,
+        *,
+        params: RegistryParams,
+        clock: Clock,
+        operator_public_key: str | None = None,
+        rng: random.Random | None = None,
+        proof_params: ProofParams | None = None,
+    ) -> None:
+        self._records = records
+        self._params = params
+        self._clock = clock
+        self._operator_key = operator_public_key
+        # Nonces must be unguessable: the OS CSPRNG unless a test injects a seeded source.
+        self._rng: random.Random = rng if rng is not None else random.SystemRandom()
+        self._policy = ProofPolicy.of(params, operator_public_key, proof_params)
+        # Per directory: verdicts hold for this policy only, for proof_params.memo_ttl_s.
+        self._memo = ProofMemo(self._policy.proof_params)
+
+    @property
+    def params(self) -> RegistryParams:
+        """The parameters this directory applies."""
+        return self._params
+
+    async def aclose(self) -> None:
+        """Release the records' connections."""
+        await self._records.aclose()
+
+    async def ping(self) -> bool:
+        """True when the backing store answers."""
+        return await self._records.ping()
+
+    async def clear_namespace(self) -> int:
+        """Delete every record of this directory (tests and decommissioning); returns the count."""
+        return await self._records.clear()
+
+    async def issue_nonce(self) -> IssuedNonce:
+        """Issue a fresh single-use nonce (256 random bits)."""
+        nonce = b64u_encode(self._rng.randbytes(_NONCE_BYTES))
+        now = self._clock.now()
+        await self._records.put_nonce(nonce, format_ts(now), self._params.nonce_ttl_s * 2)
+        return IssuedNonce(nonce, now + timedelta(seconds=self._params.nonce_ttl_s))
+
+    # -- admission proofs: fetched here, judged by lamarck.registry.proofs ------------------
+
+    def _fresh_memo(self) -> ProofMemo:
+        """A memo for one write: admission decisions judge the records as they are now."""
+        return ProofMemo(self._policy.proof_params)
+
+    async def _verdicts(
+        self,
+        facts: dict[str, IdFacts],
+        node_ids: Collection[str],
+        now: datetime,
+        memo: ProofMemo | None = None,
+    ) -> dict[str, VerifiedProof | ProofInvalid]:
+        """Each of ``node_ids``' proof, verified for this directory, or why it does not verify.
+
+        ``facts`` must hold ``node_ids``' records; the endorsers their proofs lean on are
+        fetched into it here, one read per level, stopping wherever the memo answers.
+        ``memo`` defaults to the directory's (reads); writes pass a fresh one.
+        """
+        memo = self._memo if memo is None else memo
+        frontier, seen = set(node_ids), set(node_ids)
+        for _ in range(self._policy.proof_params.max_endorsement_depth):
+            wanted: set[str] = set()
+            for node_id in frontier:
+                own = facts.get(node_id)
+                if own is None or memo.get(own.proof_key, now) is not None:
+                    continue
+                endorser = endorser_to_fetch(own, self._policy)
+                if endorser is not None and endorser not in seen:
+                    wanted.add(endorser)
+            if not wanted:
+                break
+            seen |= wanted
+            missing = sorted(wanted - facts.keys())
+            if missing:
+                facts.update(await self._records.facts(missing))
+            frontier = wanted
+        verdicts: dict[str, VerifiedProof | ProofInvalid] = {}
+        for node_id in node_ids:
+            try:
+                verdicts[node_id] = verify_admission(
+                    node_id, facts, policy=self._policy, now=now, memo=memo
+                )
+            except ProofInvalid as e:
+                verdicts[node_id] = e  # logged by verify_admission when first judged
+        return verdicts
+
+    async def _admitted(
+        self,
+        facts: dict[str, IdFacts],
+        node_ids: Collection[str],
+        now: datetime,
+        memo: ProofMemo | None = None,
+    ) -> dict[str, VerifiedProof]:
+        """Those of ``node_ids`` whose proof verifies; the others are treated as unregistered."""
+        verdicts = await self._verdicts(facts, node_ids, now, memo)
+        return {i: v for i, v in verdicts.items() if isinstance(v, VerifiedProof)}
+
+    def _revoked(self, own: IdFacts, now: datetime) -> bool:
+        # A verified revocation stays verified: the directory's memo is safe for writes too.
+        return revocation_holds(own, self._policy, now, self._memo)
+
+    async def _proof_to_write(
+        self,
+        reg: Registration,
+        admitted: Admitted,
+        facts: dict[str, IdFacts],
+        now: datetime,
+        memo: ProofMemo,
+    ) -> str | None:
+        """The admission proof to store with this registration (``None``: keep the stored one).
+
+        Readers will judge the id by its proof, so the registry refuses (with the proof's
+        reason) a registration after which the proof would not verify for this directory
+        either. A pinned id keeps its proof while it verifies; otherwise (written before
+        proofs existed, or its endorser since revoked) this registration's own admission
+        material replaces it, which is how such a node gets back in.
+        """
+        own = facts[reg.node_id]
+        wire = json.dumps(reg.wire())
+        rotation = () if admitted.rotated_from is None else (json.dumps(reg.rotation),)
+        after = IdFacts(
+            reg.node_id, admitted.pin_key, own.admission, own.rotations + rotation, own.revocation
+        )
+        if admitted.new_pin:
+            # A new pin starts a fresh chain: rotations left for an unpinned id are not its.
+            candidate = replace(after, admission=wire, rotations=())
+        else:
+            kept = await self._verdicts({**facts, reg.node_id: after}, [reg.node_id], now, memo)
+            if isinstance(kept[reg.node_id], VerifiedProof):
+                return None
+            candidate = replace(after, admission=wire)
+        view = {**facts, reg.node_id: candidate}
+        verdict = (await self._verdicts(view, [reg.node_id], now, memo))[reg.node_id]
+        if isinstance(verdict, ProofInvalid):
+            raise AdmissionRefused(
+                f"admission proof would not verify: {verdict}",
+                reason=verdict.reason,
+                **verdict.details,
+            ) from verdict
+        return wire
+
+    async def register(self, reg: Registration) -> PeerInfo:
+        """Consume the nonce, apply the admission and pinning rules, pin, and list the peer.
+
+        A new pin is stored with the registration as the id's admission proof; a rotation
+        appends its record to the id's chain (see ``lamarck.registry.proofs``). Besides the
+        reasons of ``check_registration``, a registration after which the id's proof would
+        not verify for this directory is refused with the proof's reason (``bad_enrollment``,
+        ``no_endorsement``, ``bad_endorsement``, ``bad_proof``, ``bad_chain``...).
+        """
+        endorser = reg.admission.endorsement.endorser_id if reg.admission.endorsement else None
+        ids = [reg.node_id] + ([endorser] if endorser and endorser != reg.node_id else [])
+        # The nonce goes first and unconditionally: whatever happens next, it is spent.
+        issued_raw = await self._records.take_nonce(reg.nonce)
+        facts, indexed = await self._records.facts_and_revoked(ids)
+        now = self._clock.now()
+        memo = self._fresh_memo()
+        # The index or a verified record: at admission either is reason enough to refuse.
+        revoked = {i for i in ids if i in indexed or self._revoked(facts[i], now)}
+        admitted_ids: dict[str, str] = {}
+        if endorser and endorser in facts:
+            # An endorser counts as admitted only if its own proof verifies, not for a pin.
+            proven = await self._admitted(facts, [endorser], now, memo)
+            if endorser in proven:
+                admitted_ids[endorser] = proven[endorser].pinned_key
+        admitted = check_registration(
+            reg,
+            nonce_issued=_parse_issued(issued_raw),
+            pinned_key=facts[reg.node_id].pin,
+            revoked=revoked,
+            admitted_ids=admitted_ids,
+            operator_public_key=self._operator_key,
+            params=self._params,
+            now=now,
+        )
+        proof = await self._proof_to_write(reg, admitted, facts, now, memo)
+        if admitted.new_pin:
+            # A new pin's proof is always this registration (_proof_to_write returns it).
+            first = proof if proof is not None else json.dumps(reg.wire())
+            if not await self._records.new_pin(reg.node_id, admitted.pin_key, first):
+                # Lost a race with another registration of this id: first key wins.
+                raise AdmissionRefused("id pinned concurrently", reason="key_pinned")
+        elif admitted.rotated_from is not None or proof is not None:
+            old_key = admitted.rotated_from or admitted.pin_key
+            rotation = json.dumps(reg.rotation) if admitted.rotated_from else None
+            if not await self._records.move_pin(
+                reg.node_id, old_key, admitted.pin_key, rotation, proof
+            ):
+                raise AdmissionRefused("pin moved concurrently", reason="key_pinned")
+            if admitted.rotated_from is not None:
+                log.info("key rotated", extra={"node_id": reg.node_id})
+            else:
+                log.info("admission proof replaced", extra={"node_id": reg.node_id})
+        listing = json.dumps({"registration": reg.wire(), "registered_at": format_ts(now)})
+        if not await self._records.list_peer(reg.node_id, listing, self._params.heartbeat_ttl_s):
+            raise AdmissionRefused("this node id is revoked", reason="revoked")
+        return PeerInfo.from_registration(reg, now)
+
+    async def heartbeat(self, node_id: str) -> None:
+        """Refresh ``node_id``'s liveness TTL."""
+        result = await self._records.refresh(node_id, self._params.heartbeat_ttl_s)
+        if result is Heartbeat.REVOKED:
+            raise AdmissionRefused("this node id is revoked", reason="revoked")
+        if result is Heartbeat.NOT_LISTED:
+            raise RegistryError("not registered (expired); register again", reason="not_registered")
+
+    async def deregister(self, node_id: str) -> None:
+        """Drop ``node_id`` from the live peers now; its pin stays."""
+        await self._records.unlist(node_id)
+
+    async def live_peers(self) -> list[PeerInfo]:
+        """Every live, admitted, non-revoked peer whose registration verifies against its pin."""
+        rows = await self._records.listed()
+        now = self._clock.now()
+        listed = {row.facts.node_id: row.raw for row in rows}
+        facts = {row.facts.node_id: row.facts for row in rows}
+        admitted = await self._admitted(facts, list(listed), now)
+        peers = []
+        for node_id, proof in admitted.items():
+            if self._revoked(facts[node_id], now):
+                continue
+            peer = _verified_peer(listed[node_id], proof.pinned_key)
+            if peer is not None and peer.node_id == node_id:
+                peers.append(peer)
+        peers.sort(key=lambda p: p.node_id)
+        return peers
+
+    async def get_peer(self, node_id: str) -> PeerInfo | None:
+        """The live peer ``node_id`` (admitted, not revoked, verified), or ``None``."""
+        row = await self._records.listing(node_id)
+        if row is None:
+            return None
+        now = self._clock.now()
+        facts = {node_id: row.facts}
+        proof = (await self._admitted(facts, [node_id], now)).get(node_id)
+        if proof is None or self._revoked(facts[node_id], now):
+            return None
+        peer = _verified_peer(row.raw, proof.pinned_key)
+        return peer if peer is not None and peer.node_id == node_id else None
+
+    async def pinned_key(self, node_id: str) -> str | None:
+        """The key ``node_id`` is pinned to, or ``None`` (unknown, or its admission unproven)."""
+        return (await self.pinned_keys([node_id])).get(node_id)
+
+    async def pinned_keys(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """The pinned keys of those of ``node_ids`` that have one and whose admission verifies."""
+        if not node_ids:
+            return {}
+        facts = await self._records.facts(sorted(set(node_ids)))
+        admitted = await self._admitted(facts, list(facts), self._clock.now())
+        return {i: admitted[i].pinned_key for i in node_ids if i in admitted}
+
+    async def rotate_key(self, rotation: Mapping[str, Any]) -> None:
+        """Move a pin to a new key if the pinned (old) key signed ``rotation``.
+
+        The record is appended to the id's rotation chain with the move, atomically.
+        """
+        node_id = rotation.get("node_id")
+        new_key = rotation.get("new_public_key")
+        if not isinstance(node_id, str) or not isinstance(new_key, str):
+            raise AdmissionRefused("malformed rotation record", reason="key_pinned")
+        facts, indexed = await self._records.facts_and_revoked([node_id])
+        own = facts[node_id]
+        now = self._clock.now()
+        if node_id in indexed or self._revoked(own, now):
+            raise AdmissionRefused("this node id is revoked", reason="revoked")
+        if own.pin is None:
+            raise AdmissionRefused("no pinned key to rotate from", reason="key_mismatch")
+        old_key = own.pin
+        try:
+            check_rotation_record(
+                rotation,
+                node_id=node_id,
+                old_key=old_key,
+                new_key=new_key,
+                now=now,
+                max_future_skew_s=self._params.max_future_skew_s,
+            )
+        except RotationInvalid as e:
+            raise AdmissionRefused(f"rotation refused: {e}", reason="key_pinned") from e
+        moved = await self._records.move_pin(
+            node_id, old_key, new_key, json.dumps(dict(rotation)), None
+        )
+        # The listed registration carries the old key: drop it until the node registers
+        # again with its new key.
+        await self._records.unlist(node_id)
+        if not moved:
+            raise AdmissionRefused("pin moved concurrently", reason="key_pinned")
+
+    async def revoke(self, revocation: Revocation) -> None:
+        """Revoke (operator-signed): add to the index, keep the record, unlist the peer."""
+        check_revocation(
+            revocation,
+            operator_public_key=self._operator_key,
+            params=self._params,
+            now=self._clock.now(),
+        )
+        await self._records.put_revocation(revocation.node_id, json.dumps(revocation.wire()))
+        log.warning("node revoked", extra={"node_id": revocation.node_id})
+
+    async def is_revoked(self, node_id: str) -> bool:
+        """Whether an operator-signed revocation of ``node_id`` is on record (the index is not
+        consulted: removing an id from it un-revokes nobody, adding one revokes nobody)."""
+        raw = await self._records.revocation(node_id)
+        own = IdFacts(node_id, None, None, revocation=raw)
+        return self._revoked(own, self._clock.now())
+
+    async def revoked_ids(self) -> frozenset[str]:
+        """The ids of the revoked index whose revocation record verifies.
+
+        An id removed from the index by hand is missed here, not by ``is_revoked``,
+        ``get_peer`` or ``live_peers``, which read its record.
+        """
+        index = await self._records.revoked_index()
+        now = self._clock.now()
+        return frozenset(
+            i
+            for i, raw in index
+            if raw is not None and self._revoked(IdFacts(i, None, None, revocation=raw), now)
+        )
+
+    async def endorse(self, endorsement: Endorsement) -> None:
+        """Check and publish an endorsement until it expires; the endorser must be admitted
+        (its proof verifies) and not revoked."""
+        endorser = endorsement.endorser_id
+        facts, indexed = await self._records.facts_and_revoked([endorser])
+        now = self._clock.now()
+        revoked = endorser in indexed or self._revoked(facts[endorser], now)
+        proven = await self._admitted(facts, [endorser], now, self._fresh_memo())
+        check_endorsement(
+            endorsement,
+            endorsee_id=endorsement.endorsee_id,
+            endorsee_public_key=endorsement.endorsee_public_key,
+            revoked={endorser} if revoked else set(),
+            admitted_ids={endorser: proven[endorser].pinned_key} if endorser in proven else {},
+            params=self._params,
+            now=now,
+        )
+        await self._records.put_endorsement(
+            endorsement.endorsee_id,
+            json.dumps(endorsement.wire()),
+            parse_record_ts(endorsement.expires_at),
+        )
+
+    async def endorsement_for(self, node_id: str) -> Endorsement | None:
+        """The endorsement published for ``node_id``, or ``None``."""
+        raw = await self._records.endorsement(node_id)
+        if raw is None:
+            return None
+        try:
+            return Endorsement.from_wire(json.loads(raw))
+        except (InvalidRecord, ValueError):
+            log.warning("unreadable endorsement in registry", extra={"node_id": node_id})
+            return None
+
+
+def _parse_issued(raw: str | None) -> datetime | None:
+    if raw is None:
+        return None
+    try:
+        return parse_ts(raw)
+    except InvalidRecord:
+        return None
+
+
+def _verified_peer(raw: str, pin: str) -> PeerInfo | None:
+    """Parse a listed registration; ``None`` (logged) unless it verifies against the pin."""
+    try:
+        entry = json.loads(raw)
+        reg = Registration.from_wire(entry["registration"])
+        registered_at = parse_ts(entry["registered_at"])
+        if reg.public_key != pin:
+            raise VerificationError("listed key is not the pinned key", reason="key_mismatch")
+        verify_signed_by(RecordKind.registration, reg, pin)
+    except (ValueError, KeyError, TypeError, InvalidRecord, VerificationError) as e:
+        # Somebody with write access to the store wrote this, not the registry's register():
+        # skip it rather than serve an unverified peer.
+        log.warning("skipping unverifiable registry entry", extra={"error": str(e)})
+        return None
+    return PeerInfo.from_registration(reg, registered_at)
