@@ -58,18 +58,18 @@ from lamarck.node.importing.filters import (
     VerdictKind,
     default_filters,
 )
-from lamarck.node.importing.transfer import (
-    TransferInputs,
-    TransferParams,
-    TransferResult,
-    imported_confidence,
-)
 from lamarck.node.learning.params import EvidenceParams
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.timefmt import parse_ts
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.scores import trust_band
+from lamarck.reputation.transfer import (
+    TransferInputs,
+    TransferParams,
+    TransferResult,
+    imported_confidence,
+)
 
 __all__ = [
     "ConservativeHighStakesRule",

@@ -40,7 +40,6 @@ from lamarck.errors import (
     SecretDetected,
 )
 from lamarck.node.importing.reality import reality_events
-from lamarck.node.importing.transfer import TransferParams, reality_tested_confidence
 from lamarck.node.learning import confidence as conf
 from lamarck.node.learning.attribution import Attribution, Effect, attribute
 from lamarck.node.learning.context_match import context_similarity
@@ -100,6 +99,7 @@ from lamarck.proto.limits import DEFAULT_LIMITS
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.timefmt import parse_ts
 from lamarck.reputation.events import ReputationEvent
+from lamarck.reputation.transfer import TransferParams, reality_tested_confidence
 
 __all__ = [
     "AGENT_ACTOR",

@@ -28,13 +28,13 @@ import pytest
 
 from lamarck.client import Client, Lesson
 from lamarck.node.gossip.publisher import GossipParams
-from lamarck.node.importing.transfer import TransferInputs, TransferParams, imported_confidence
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.timefmt import format_ts
 from lamarck.registry.params import RegistryParams
 from lamarck.registry.redis_directory import RedisPeerDirectory
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.scores import trust_band
+from lamarck.reputation.transfer import TransferInputs, TransferParams, imported_confidence
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 _FIXTURE_FILE = Path(__file__).resolve().parents[1] / "node" / "conftest.py"

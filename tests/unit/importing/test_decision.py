@@ -28,12 +28,12 @@ from lamarck.node.importing.filters import (
     KnownVersion,
     UnsafeNoOpFilter,
 )
-from lamarck.node.importing.transfer import TransferRule
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.memory import MemoryV2
 from lamarck.reputation.events import EventKind
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
+from lamarck.reputation.transfer import TransferRule
 
 PARAMS = ImportParams()
 

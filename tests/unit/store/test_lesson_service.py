@@ -22,7 +22,6 @@ from lamarck.errors import (
     PolicyRejected,
     SecretDetected,
 )
-from lamarck.node.importing.transfer import TransferParams
 from lamarck.node.learning.params import LearningParams, LessonParams
 from lamarck.node.learning.scopes import GLOBAL, project_scope
 from lamarck.node.learning.situations import (
@@ -41,6 +40,7 @@ from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.events import EventKind
+from lamarck.reputation.transfer import TransferParams
 
 P1, P2, P3 = "a1" * 32, "b2" * 32, "c3" * 32
 ROOT, IN_TESTS, SUITE = "shell:pytest", "shell:pytest tests/", "the test suite"

@@ -7,7 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lamarck.errors import ConfigError
-from lamarck.node.importing.transfer import (
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.scores import TrustBand, trust_band
+from lamarck.reputation.transfer import (
     TransferInputs,
     TransferParams,
     TransferRule,
@@ -16,8 +18,6 @@ from lamarck.node.importing.transfer import (
     transfer_confidence,
     verified_validation_ratio,
 )
-from lamarck.reputation.params import ReputationParams
-from lamarck.reputation.scores import TrustBand, trust_band
 
 P = TransferParams()
 RP = ReputationParams()
