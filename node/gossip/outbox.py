@@ -11,26 +11,37 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+import asyncpg
+
+from lamarck.errors import NotFound
 from lamarck.node.gossip.publisher import GossipParams
-from lamarck.node.store.postgres import translate_error
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.postgres import PostgresLessonStore, translate_error
 
 __all__ = [
+    "LAST_ERROR_MAX_CHARS",
     "InMemoryOutbox",
     "Outbox",
     "OutboxEntry",
     "OutboxWorker",
     "PostgresOutbox",
+    "outbox_for",
     "retry_delay",
 ]
 
 _log = logging.getLogger(__name__)
+
+#: How much of a delivery error a row keeps (a storage bound, the same for every adapter):
+#: enough to diagnose, never a peer's whole reply.
+LAST_ERROR_MAX_CHARS = 500
 
 
 def retry_delay(attempts: int, params: GossipParams) -> float:
@@ -57,7 +68,10 @@ class OutboxEntry:
 
 
 class Outbox(abc.ABC):
-    """Persistence of deliveries; adapters: :class:`InMemoryOutbox`, :class:`PostgresOutbox`."""
+    """Persistence of deliveries; adapters: :class:`InMemoryOutbox`, :class:`PostgresOutbox`.
+
+    One contract suite runs against both (``tests/contract/test_outbox_contract.py``).
+    """
 
     @abc.abstractmethod
     async def enqueue(
@@ -71,11 +85,12 @@ class Outbox(abc.ABC):
 
     @abc.abstractmethod
     async def mark_delivered(self, entry_id: int, now: datetime) -> None:
-        """Record a successful delivery."""
+        """Record a successful delivery; ``NotFound`` for an unknown row."""
 
     @abc.abstractmethod
     async def mark_failed(self, entry_id: int, error: str, next_attempt_at: datetime) -> None:
-        """Count a failed attempt and schedule the next one."""
+        """Count a failed attempt (keeping ``LAST_ERROR_MAX_CHARS`` of ``error``) and schedule
+        the next one; ``NotFound`` for an unknown row."""
 
     @abc.abstractmethod
     async def pending(self) -> list[OutboxEntry]:
@@ -114,18 +129,27 @@ class InMemoryOutbox(Outbox):
         ]
         return sorted(rows, key=lambda r: (r.next_attempt_at, r.id))[:limit]
 
+    def _row(self, entry_id: int) -> OutboxEntry:
+        row = self._rows.get(entry_id)
+        if row is None:
+            raise NotFound(f"no outbox row {entry_id}", reason="outbox_entry_not_found")
+        return row
+
     async def mark_delivered(self, entry_id: int, now: datetime) -> None:
         """Record a delivery."""
         async with self._lock:
-            row = self._rows[entry_id]
+            row = self._row(entry_id)
             self._rows[entry_id] = replace(row, delivered_at=now, last_error=None)
 
     async def mark_failed(self, entry_id: int, error: str, next_attempt_at: datetime) -> None:
         """Count a failure and schedule a retry."""
         async with self._lock:
-            row = self._rows[entry_id]
+            row = self._row(entry_id)
             self._rows[entry_id] = replace(
-                row, attempts=row.attempts + 1, last_error=error, next_attempt_at=next_attempt_at
+                row,
+                attempts=row.attempts + 1,
+                last_error=error[:LAST_ERROR_MAX_CHARS],
+                next_attempt_at=next_attempt_at,
             )
 
     async def pending(self) -> list[OutboxEntry]:
@@ -133,6 +157,32 @@ class InMemoryOutbox(Outbox):
         return sorted(
             (r for r in self._rows.values() if r.delivered_at is None), key=lambda r: r.id
         )
+
+
+# The failures of the database and its connection, as ``lamarck.node.store.postgres`` guards
+# them; anything else is a programming error and propagates as itself.
+_DB_ERRORS = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    OSError,
+    TimeoutError,
+)
+
+
+@contextlib.asynccontextmanager
+async def _guard() -> AsyncIterator[None]:
+    """Translate database failures raised in the block into ``StoreError``."""
+    try:
+        yield
+    except _DB_ERRORS as e:
+        raise translate_error(e) from e
+
+
+def _updated(status: str, entry_id: int) -> None:
+    """``NotFound`` unless an UPDATE touched a row."""
+    if str(status).rsplit(" ", 1)[-1] == "0":
+        raise NotFound(f"no outbox row {entry_id}", reason="outbox_entry_not_found")
 
 
 def _entry(rec: Any) -> OutboxEntry:
@@ -163,69 +213,68 @@ class PostgresOutbox(Outbox):
     ) -> int:
         """Insert one row per target, skipping (hash, target) pairs already present."""
         added = 0
-        try:
-            async with self._pool().acquire() as conn, conn.transaction():
-                for target in dict.fromkeys(targets):
-                    status = await conn.execute(
-                        "INSERT INTO outbox (lesson_id, content_hash, target_node_id,"
-                        " next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $4)"
-                        " ON CONFLICT (content_hash, target_node_id) DO NOTHING",
-                        lesson_id,
-                        content_hash,
-                        target,
-                        now,
-                    )
-                    added += int(str(status).rsplit(" ", 1)[-1])
-        except Exception as e:
-            raise translate_error(e) from e
+        async with _guard(), self._pool().acquire() as conn, conn.transaction():
+            for target in dict.fromkeys(targets):
+                status = await conn.execute(
+                    "INSERT INTO outbox (lesson_id, content_hash, target_node_id,"
+                    " next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $4)"
+                    " ON CONFLICT (content_hash, target_node_id) DO NOTHING",
+                    lesson_id,
+                    content_hash,
+                    target,
+                    now,
+                )
+                added += int(str(status).rsplit(" ", 1)[-1])
         return added
 
     async def due(self, now: datetime, limit: int) -> list[OutboxEntry]:
         """Due undelivered rows, oldest first."""
-        try:
+        async with _guard():
             recs = await self._pool().fetch(
                 "SELECT * FROM outbox WHERE delivered_at IS NULL AND next_attempt_at <= $1"
                 " ORDER BY next_attempt_at, id LIMIT $2",
                 now,
                 limit,
             )
-        except Exception as e:
-            raise translate_error(e) from e
         return [_entry(r) for r in recs]
 
     async def mark_delivered(self, entry_id: int, now: datetime) -> None:
         """Record a delivery."""
-        try:
-            await self._pool().execute(
+        async with _guard():
+            status = await self._pool().execute(
                 "UPDATE outbox SET delivered_at = $2, last_error = NULL WHERE id = $1",
                 entry_id,
                 now,
             )
-        except Exception as e:
-            raise translate_error(e) from e
+        _updated(status, entry_id)
 
     async def mark_failed(self, entry_id: int, error: str, next_attempt_at: datetime) -> None:
         """Count a failure and schedule a retry."""
-        try:
-            await self._pool().execute(
+        async with _guard():
+            status = await self._pool().execute(
                 "UPDATE outbox SET attempts = attempts + 1, last_error = $2,"
                 " next_attempt_at = $3 WHERE id = $1",
                 entry_id,
-                error[:500],
+                error[:LAST_ERROR_MAX_CHARS],
                 next_attempt_at,
             )
-        except Exception as e:
-            raise translate_error(e) from e
+        _updated(status, entry_id)
 
     async def pending(self) -> list[OutboxEntry]:
         """Undelivered rows by id."""
-        try:
+        async with _guard():
             recs = await self._pool().fetch(
                 "SELECT * FROM outbox WHERE delivered_at IS NULL ORDER BY id"
             )
-        except Exception as e:
-            raise translate_error(e) from e
         return [_entry(r) for r in recs]
+
+
+def outbox_for(store: LessonStore) -> Outbox:
+    """The outbox that lives with ``store``: its ``outbox`` table for the Postgres store (the
+    rows commit beside the lessons they deliver), else one in memory."""
+    if isinstance(store, PostgresLessonStore):
+        return PostgresOutbox(lambda: store.pool)
+    return InMemoryOutbox()
 
 
 Send = Callable[[str, Sequence[bytes]], Awaitable[None]]
