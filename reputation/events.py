@@ -14,7 +14,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-__all__ = ["EventKind", "ReputationEvent"]
+__all__ = ["RAISING_KINDS", "EventKind", "ReputationEvent", "ValidationSource"]
+
+
+class ValidationSource(StrEnum):
+    """Who established a fact about a lesson, strongest first (seed 004, principle 5).
+
+    Physical reality > human (operator) > other agent > documentation > internal consistency.
+    ``ReputationParams`` gives each level a weight in that order; internal consistency (memory
+    agreeing with memory, the same lesson arriving twice) weighs nothing and moves nobody.
+    """
+
+    REALITY = "reality"
+    OPERATOR = "operator"
+    OTHER_AGENT = "other_agent"
+    DOCUMENTATION = "documentation"
+    INTERNAL = "internal"
 
 
 class EventKind(StrEnum):
@@ -29,6 +44,19 @@ class EventKind(StrEnum):
     LESSON_CONTRADICTED = "lesson_contradicted"
     # The subject's signed vote was proved wrong by this node's outcomes (fed by consensus).
     VOTE_WRONG = "vote_wrong"
+    # The subject's signed vote was proved right by this node's outcomes (fed by consensus).
+    VOTE_RIGHT = "vote_right"
+    # An operator of this node judged a lesson the subject signed to be wrong (rejected it as
+    # false or signed a retraction of it): human contradiction, below reality.
+    OPERATOR_CONTRADICTED = "operator_contradicted"
+    # Independent agents contradicted a lesson the subject signed (a verified quorum of
+    # CONTRADICT votes): other-agent contradiction, below the operator.
+    PEER_CONTRADICTED = "peer_contradicted"
+    # A lesson the subject signed disagrees with documentation this node holds.
+    DOC_CONTRADICTED = "doc_contradicted"
+    # Memory agreeing with memory (the same lesson arriving twice, a copy matching a copy):
+    # recorded for operators, but it weighs nothing and never moves a score.
+    INTERNAL_AGREEMENT = "internal_agreement"
     # A delivering peer sent bytes whose signature or hash did not check out.
     BAD_SIGNATURE = "bad_signature"
     # Two different records signed by the subject under the same id and version.
@@ -44,6 +72,36 @@ class EventKind(StrEnum):
     def is_reality(self) -> bool:
         """True for events derived from this node's own outcomes."""
         return self in (EventKind.LESSON_CONFIRMED, EventKind.LESSON_CONTRADICTED)
+
+    @property
+    def source(self) -> ValidationSource | None:
+        """The level of the validation hierarchy this kind comes from (None: protocol proof).
+
+        Protocol misbehaviour (a bad signature, equivocation, a replay, poison) is proved by the
+        bytes themselves, so it is not weighed by the hierarchy.
+        """
+        return _SOURCE_OF.get(self)
+
+    @property
+    def raises(self) -> bool:
+        """True for the kinds that can raise a score: reality, and only reality."""
+        return self in RAISING_KINDS
+
+
+_SOURCE_OF: dict[EventKind, ValidationSource] = {
+    EventKind.LESSON_CONFIRMED: ValidationSource.REALITY,
+    EventKind.LESSON_CONTRADICTED: ValidationSource.REALITY,
+    # A vote is judged by this node's own later outcome: reality decides who was right.
+    EventKind.VOTE_RIGHT: ValidationSource.REALITY,
+    EventKind.VOTE_WRONG: ValidationSource.REALITY,
+    EventKind.OPERATOR_CONTRADICTED: ValidationSource.OPERATOR,
+    EventKind.PEER_CONTRADICTED: ValidationSource.OTHER_AGENT,
+    EventKind.DOC_CONTRADICTED: ValidationSource.DOCUMENTATION,
+    EventKind.INTERNAL_AGREEMENT: ValidationSource.INTERNAL,
+}
+
+RAISING_KINDS: frozenset[EventKind] = frozenset({EventKind.LESSON_CONFIRMED, EventKind.VOTE_RIGHT})
+"""The only kinds that can move a score up: both are judged by this node's own outcomes."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,18 +16,30 @@ Shape of the rules (seed "Multi-Agent Coordination", TrustEvolution and AgentRep
 * Protocol misbehaviour penalties are fixed steps down. Equivocation is the hardest of all (two
   signed, conflicting records are proof, not suspicion); the others are at most as large as a
   reality contradiction, because a rejected record is usually a policy mismatch, not a lie.
-* ``high_threshold`` / ``medium_threshold`` cut a score into the bands the confidence-transfer
-  table reads ("different agent, high / medium reputation").
+* One threshold set cuts a score into bands, read by transfer, gossip and voter choice alike:
+  ``high_threshold`` (trusted; the transfer table's "high reputation" row),
+  ``medium_threshold`` (the transfer table's medium / low split inside the neutral band) and
+  ``graylist_threshold`` (below it a peer is graylisted: its records are not imported, it is no
+  voter and no gossip target, and its score stops decaying back toward neutral, so only a
+  reality event can lift it out).
+* The validation hierarchy (seed 004, principle 5) weighs each contradicting event by who
+  established it: ``weight_reality`` > ``weight_operator`` > ``weight_other_agent`` >
+  ``weight_documentation`` > internal consistency, which weighs nothing (not a parameter: no
+  configuration may let memory agreeing with memory move anyone).
+* Pairwise trust (seed "Trust Evolution", :class:`PairwiseParams`) and global trust
+  (EigenTrust, :class:`GlobalTrustParams`) have their own objects; so has the endorsement cap
+  (:class:`PrincipalParams`).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, fields
 
 from lamarck.errors import ConfigError
 
-__all__ = ["ReputationParams"]
+__all__ = ["GlobalTrustParams", "PairwiseParams", "PrincipalParams", "ReputationParams"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,18 +63,33 @@ class ReputationParams:
     poisoned_penalty: float = 0.15
     bad_signature_penalty: float = 0.1
     vote_wrong_penalty: float = 0.05
+    # Reality judged the subject's vote right: step = vote_right_gain * weight * (1 - score);
+    # at most confirm_gain (being right about someone else's lesson is worth less than one's own).
+    vote_right_gain: float = 0.02
     rejected_penalty: float = 0.03
     replay_penalty: float = 0.01
 
     # Bands for the confidence-transfer table: high >= high_threshold, medium >= medium_threshold.
     high_threshold: float = 0.7
     medium_threshold: float = 0.4
+    # Below this a peer is graylisted, in [0, medium_threshold] and below neutral_score. From a
+    # newcomer's 0.5 it takes three reality contradictions at full weight.
+    graylist_threshold: float = 0.2
+
+    # Validation hierarchy: the factor on a contradicting event's step by who established it,
+    # strictly decreasing in this order, each in (0, 1]; internal consistency is fixed at 0.
+    weight_reality: float = 1.0
+    weight_operator: float = 0.8
+    weight_other_agent: float = 0.5
+    weight_documentation: float = 0.25
 
     # Per-domain expertise (seed AgentSpecialization): start, step up, step down, floor.
     expertise_initial: float = 0.3
     expertise_gain: float = 0.05
     expertise_loss: float = 0.1
     expertise_floor: float = 0.1
+    # A node is an expert in a domain from this level on, in [expertise_initial, 1].
+    expert_threshold: float = 0.7
 
     def __post_init__(self) -> None:
         self.validate()
@@ -106,7 +133,134 @@ class ReputationParams:
             )
         if self.medium_threshold > self.high_threshold:
             raise ConfigError("invalid medium_threshold: must not exceed high_threshold")
+        if self.graylist_threshold > self.medium_threshold:
+            raise ConfigError("invalid graylist_threshold: must not exceed medium_threshold")
+        if self.graylist_threshold >= self.neutral_score:
+            # Decay moves a score toward neutral; neutral must not be graylisted.
+            raise ConfigError("invalid graylist_threshold: must be below neutral_score")
+        if self.vote_right_gain > self.confirm_gain:
+            raise ConfigError("invalid vote_right_gain: must not exceed confirm_gain")
+        ladder = (
+            ("weight_reality", self.weight_reality),
+            ("weight_operator", self.weight_operator),
+            ("weight_other_agent", self.weight_other_agent),
+            ("weight_documentation", self.weight_documentation),
+        )
+        for (_, upper), (name, lower) in itertools.pairwise(ladder):
+            if not lower < upper:
+                raise ConfigError(
+                    f"invalid {name}: must be below the level above it "
+                    "(reality > operator > other agent > documentation)"
+                )
+        if self.weight_documentation <= 0.0:
+            raise ConfigError("invalid weight_documentation: must be above 0 (internal is 0)")
         if self.expertise_loss <= self.expertise_gain:
             raise ConfigError("invalid expertise_loss: must exceed expertise_gain")
         if self.expertise_floor > self.expertise_initial:
             raise ConfigError("invalid expertise_floor: must not exceed expertise_initial")
+        if self.expert_threshold < self.expertise_initial:
+            raise ConfigError("invalid expert_threshold: must not be below expertise_initial")
+
+
+def _unit_fields(obj: object, names: tuple[str, ...]) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"invalid {name}: must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"invalid {name}: must be finite, got {value!r}")
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"invalid {name}: must be between 0 and 1, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class PairwiseParams:
+    """This node's direct trust in one peer (seed "Trust Evolution"); validated.
+
+    A positive interaction adds ``positive_step``, a negative one subtracts ``negative_step``
+    (trust increases slowly, decreases quickly), a neutral one multiplies by ``neutral_decay``;
+    the result stays in [0, 1]. A peer never met sits at ``initial``.
+    """
+
+    # Trust in a peer never met, in [0, 1] (seed: 0.5, "start neutral").
+    initial: float = 0.5
+    # Added per positive interaction, in (0, 1).
+    positive_step: float = 0.05
+    # Subtracted per negative interaction, in (0, 1]; must exceed positive_step.
+    negative_step: float = 0.15
+    # Factor per neutral interaction, in (0, 1]; 1 disables it.
+    neutral_decay: float = 0.99
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first field that breaks its rule."""
+        _unit_fields(self, ("initial", "positive_step", "negative_step", "neutral_decay"))
+        if not 0.0 < self.positive_step < 1.0:
+            raise ConfigError("invalid positive_step: must be in (0, 1)")
+        if self.negative_step <= self.positive_step:
+            raise ConfigError(
+                "invalid negative_step: must exceed positive_step "
+                "(trust increases slowly, decreases quickly)"
+            )
+        if self.neutral_decay <= 0.0:
+            raise ConfigError("invalid neutral_decay: must be in (0, 1]")
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalTrustParams:
+    """EigenTrust over local trust, anchored in pre-trusted peers; validated.
+
+    ``t = (1 - anchor_weight) * C^T t + anchor_weight * p`` where ``C`` is the row-normalised
+    local trust and ``p`` the uniform distribution over the operator's pre-trusted peers (or
+    this node alone when there are none: never a uniform vector over everyone).
+    """
+
+    # Share of trust returned to the pre-trusted peers each step (EigenTrust's a), in (0, 1).
+    # Larger: faster convergence and less trust reachable by a cluster that trusts itself.
+    anchor_weight: float = 0.15
+    # Stop when the L1 change of the trust vector is at most this, in (0, 1e-3].
+    tolerance: float = 1e-10
+    # Hard stop, >= 1; reaching it is reported (``converged`` false), never hidden.
+    max_iterations: int = 1000
+    # Local trust counts only above this floor (EigenTrust's max(s_ij, 0)): a peer this node
+    # merely knows, at the pairwise initial 0.5, lends nobody any trust. In [0, 1).
+    local_floor: float = 0.5
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first field that breaks its rule."""
+        _unit_fields(self, ("anchor_weight", "tolerance", "local_floor"))
+        if not 0.0 < self.anchor_weight < 1.0:
+            raise ConfigError("invalid anchor_weight: must be in (0, 1)")
+        if not 0.0 < self.tolerance <= 1e-3:
+            raise ConfigError("invalid tolerance: must be in (0, 1e-3]")
+        if self.local_floor >= 1.0:
+            raise ConfigError("invalid local_floor: must be below 1")
+        if isinstance(self.max_iterations, bool) or not isinstance(self.max_iterations, int):
+            raise ConfigError("invalid max_iterations: must be an integer")
+        if self.max_iterations < 1:
+            raise ConfigError("invalid max_iterations: must be at least 1")
+
+
+@dataclass(frozen=True, slots=True)
+class PrincipalParams:
+    """How identities are counted by principal, and how many one endorser may admit."""
+
+    # Most identities one endorser may admit in ``endorsed`` mode, >= 1 (0 is not "unlimited":
+    # an operator who wants no endorsements uses token admission).
+    max_identities_per_endorser: int = 8
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first field that breaks its rule."""
+        cap = self.max_identities_per_endorser
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise ConfigError(
+                f"invalid max_identities_per_endorser: must be an integer >= 1, got {cap!r}"
+            )

@@ -10,8 +10,14 @@ day, which is the same as the whole score decaying toward neutral.
 
 Steps are computed from the current score so the sum never leaves [0, 1]:
 
-* up (``lesson_confirmed`` only): ``confirm_gain * weight * (1 - score)`` — slow, saturating;
-* down (everything else): ``min(score, penalty * weight)`` — fixed, fast.
+* up (reality only: ``lesson_confirmed``, ``vote_right``): ``gain * weight * (1 - score)`` —
+  slow, saturating;
+* down (everything else): ``min(score, penalty * weight * level)`` — fixed, fast, where
+  ``level`` is the validation-hierarchy weight of who established the contradiction
+  (reality 1 > operator > other agent > documentation > internal consistency 0).
+
+A graylisted node (score below ``graylist_threshold``) does not decay back toward neutral and
+no non-reality event lifts it: its score recovers only through reality (``peer_band``).
 """
 
 from __future__ import annotations
@@ -23,20 +29,25 @@ from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
 
-from lamarck.reputation.events import EventKind, ReputationEvent
+from lamarck.reputation.events import EventKind, ReputationEvent, ValidationSource
 from lamarck.reputation.params import ReputationParams
 
 __all__ = [
     "PART_OF",
+    "PeerBand",
     "ReputationState",
     "ScoreBreakdown",
     "ScorePart",
     "TrustBand",
     "apply",
     "decay",
+    "expert_domains",
     "expertise",
     "explain",
+    "hierarchy_weight",
+    "is_expert",
     "new_state",
+    "peer_band",
     "score",
     "trust_band",
 ]
@@ -56,6 +67,12 @@ class ScorePart(StrEnum):
     P6_REJECTED = "p6_rejected"
     P7_REPLAY = "p7_replay"
     P8_EQUIVOCATION = "p8_equivocation"
+    P9_VOTES_RIGHT = "p9_votes_right"
+    P10_OPERATOR_CONTRADICTED = "p10_operator_contradicted"
+    P11_PEERS_CONTRADICTED = "p11_peers_contradicted"
+    P12_DOCS_CONTRADICTED = "p12_docs_contradicted"
+    # Always 0: shown so an operator sees that memory agreeing with memory counted for nothing.
+    P13_INTERNAL_CONSISTENCY = "p13_internal_consistency"
 
 
 PART_OF: Mapping[EventKind, ScorePart] = MappingProxyType(
@@ -68,6 +85,11 @@ PART_OF: Mapping[EventKind, ScorePart] = MappingProxyType(
         EventKind.REJECTED: ScorePart.P6_REJECTED,
         EventKind.REPLAY: ScorePart.P7_REPLAY,
         EventKind.EQUIVOCATION: ScorePart.P8_EQUIVOCATION,
+        EventKind.VOTE_RIGHT: ScorePart.P9_VOTES_RIGHT,
+        EventKind.OPERATOR_CONTRADICTED: ScorePart.P10_OPERATOR_CONTRADICTED,
+        EventKind.PEER_CONTRADICTED: ScorePart.P11_PEERS_CONTRADICTED,
+        EventKind.DOC_CONTRADICTED: ScorePart.P12_DOCS_CONTRADICTED,
+        EventKind.INTERNAL_AGREEMENT: ScorePart.P13_INTERNAL_CONSISTENCY,
     }
 )
 """Which part each event kind feeds."""
@@ -79,6 +101,19 @@ class TrustBand(StrEnum):
     HIGH = "high"
     MEDIUM = "medium"
     LOW = "low"
+
+
+class PeerBand(StrEnum):
+    """Where a peer stands, by the one threshold set; read by transfer, gossip and voter choice.
+
+    ``TRUSTED`` is exactly the transfer table's ``HIGH``; ``NEUTRAL`` covers its ``MEDIUM`` and
+    ``LOW`` rows; ``GRAYLISTED`` peers' records are not imported, they are not chosen as voters
+    or gossip targets, and only reality lifts them out.
+    """
+
+    TRUSTED = "trusted"
+    NEUTRAL = "neutral"
+    GRAYLISTED = "graylisted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +164,21 @@ def _raw(parts: Mapping[ScorePart, float], params: ReputationParams) -> float:
 
 
 def decay(state: ReputationState, now: datetime, params: ReputationParams) -> ReputationState:
-    """The state moved forward to ``now``: every part (and expertise) shrinks toward neutral."""
+    """The state moved forward to ``now``: every part (and expertise) shrinks toward neutral.
+
+    A graylisted state is only moved in time: waiting must not lift it (only reality does).
+    """
     factor = _decay_factor(state.as_of, now, params)
     if factor == 1.0:
         return state
+    if _raw(state.parts, params) < params.graylist_threshold:
+        return ReputationState(
+            node_id=state.node_id,
+            as_of=now,
+            parts=state.parts,
+            counts=state.counts,
+            domains=state.domains,
+        )
     parts = {part: value * factor for part, value in state.parts.items()}
     domains = {
         d: params.expertise_initial + (level - params.expertise_initial) * factor
@@ -147,9 +193,28 @@ def decay(state: ReputationState, now: datetime, params: ReputationParams) -> Re
     )
 
 
+def hierarchy_weight(kind: EventKind, params: ReputationParams) -> float:
+    """The validation-hierarchy factor on ``kind``'s step (1 for protocol proofs)."""
+    source = kind.source
+    if source is None:
+        return 1.0
+    return {
+        ValidationSource.REALITY: params.weight_reality,
+        ValidationSource.OPERATOR: params.weight_operator,
+        ValidationSource.OTHER_AGENT: params.weight_other_agent,
+        ValidationSource.DOCUMENTATION: params.weight_documentation,
+        # Internal consistency never moves anyone; deliberately not configurable.
+        ValidationSource.INTERNAL: 0.0,
+    }[source]
+
+
 def _penalty(kind: EventKind, params: ReputationParams) -> float:
     return {
         EventKind.LESSON_CONTRADICTED: params.contradict_loss,
+        EventKind.OPERATOR_CONTRADICTED: params.contradict_loss,
+        EventKind.PEER_CONTRADICTED: params.contradict_loss,
+        EventKind.DOC_CONTRADICTED: params.contradict_loss,
+        EventKind.INTERNAL_AGREEMENT: 0.0,
         EventKind.VOTE_WRONG: params.vote_wrong_penalty,
         EventKind.BAD_SIGNATURE: params.bad_signature_penalty,
         EventKind.EQUIVOCATION: params.equivocation_penalty,
@@ -160,9 +225,12 @@ def _penalty(kind: EventKind, params: ReputationParams) -> float:
 
 
 def _step(kind: EventKind, weight: float, current: float, params: ReputationParams) -> float:
+    weight *= hierarchy_weight(kind, params)
     if kind is EventKind.LESSON_CONFIRMED:
         # Saturating: the closer to 1, the less one more success adds.
         return params.confirm_gain * weight * (1.0 - current)
+    if kind is EventKind.VOTE_RIGHT:
+        return params.vote_right_gain * weight * (1.0 - current)
     # A fixed step down, but never below zero.
     return -min(current, _penalty(kind, params) * weight)
 
@@ -204,6 +272,28 @@ def apply(
 def score(state: ReputationState, now: datetime, params: ReputationParams) -> float:
     """The node's score at ``now``, in [0, 1]."""
     return _raw(decay(state, now, params).parts, params)
+
+
+def peer_band(value: float, params: ReputationParams) -> PeerBand:
+    """Which band a score falls in: trusted, neutral or graylisted (the one threshold set)."""
+    if not math.isfinite(value) or value < params.graylist_threshold:
+        return PeerBand.GRAYLISTED  # a broken adapter fails closed
+    if value >= params.high_threshold:
+        return PeerBand.TRUSTED
+    return PeerBand.NEUTRAL
+
+
+def is_expert(level: float, params: ReputationParams) -> bool:
+    """True if an expertise level makes its holder an expert (seed: >= 0.7)."""
+    return level >= params.expert_threshold
+
+
+def expert_domains(
+    state: ReputationState, now: datetime, params: ReputationParams
+) -> tuple[str, ...]:
+    """The domains the node is an expert in at ``now``, sorted."""
+    levels = decay(state, now, params).domains
+    return tuple(sorted(d for d, level in levels.items() if is_expert(level, params)))
 
 
 def trust_band(value: float, params: ReputationParams) -> TrustBand:

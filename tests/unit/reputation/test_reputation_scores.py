@@ -32,12 +32,14 @@ def test_admitted_newcomer_starts_at_initial_score() -> None:
     assert scores.score(scores.new_state(NODE, T0, params), T0, params) == pytest.approx(0.3)
 
 
-def test_only_reality_raises_a_score() -> None:
+def test_only_reality_raises_a_score_and_internal_consistency_moves_nobody() -> None:
     for kind in EventKind:
         after = scores.apply(_fresh(), _event(kind), PARAMS)
         moved = scores.score(after, T0, PARAMS) - PARAMS.initial_score
-        if kind is EventKind.LESSON_CONFIRMED:
-            assert moved > 0
+        if kind in (EventKind.LESSON_CONFIRMED, EventKind.VOTE_RIGHT):
+            assert moved > 0, kind
+        elif kind is EventKind.INTERNAL_AGREEMENT:
+            assert moved == 0
         else:
             assert moved < 0, kind
 
@@ -81,7 +83,8 @@ def test_weight_scales_the_step() -> None:
 
 def test_score_decays_toward_neutral_per_day() -> None:
     state = _fresh()
-    for _ in range(5):
+    # One contradiction: below neutral but not graylisted (a graylisted score does not decay).
+    for _ in range(1):
         state = scores.apply(state, _event(EventKind.LESSON_CONTRADICTED), PARAMS)
     now_score = scores.score(state, T0, PARAMS)
     later = scores.score(state, T0 + timedelta(days=100), PARAMS)
