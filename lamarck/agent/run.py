@@ -74,6 +74,7 @@ __all__ = [
     "build",
     "derive_outcome",
     "new_uuid4",
+    "outcome_from_document",
     "parse_run",
     "run_json_schema",
     "shipped_run_schema",
@@ -426,3 +427,30 @@ def derive_outcome(
             None if predicted is None else (predicted.expected == "pass") == verdict.passed
         ),
     )
+
+
+def outcome_from_document(
+    raw: bytes | str,
+    *,
+    now: datetime,
+    rng: random.Random,
+    project: str | None,
+    params: RunParams,
+    limits: RecordLimits = DEFAULT_LIMITS,
+) -> tuple[Outcome, RunResult | None]:
+    """The outcome a JSON document stands for: a run (derived) or an outcome record (as is).
+
+    A run missing its ``id`` gets one from ``rng``, and its ``project`` from ``project``; an
+    outcome record is parsed by the node's model unchanged (with its own verdict check).
+    """
+    _, obj = load_json_object(raw, limits=limits)
+    if obj.get("kind") == "outcome":
+        return Outcome.from_json(raw, limits=limits), None
+    result = derive_outcome(
+        parse_run(raw, limits=limits),
+        now=now,
+        outcome_id=new_uuid4(rng),
+        project=project,
+        params=params,
+    )
+    return result.outcome, result

@@ -12,7 +12,17 @@ from collections.abc import Sequence
 
 import typer
 
-from lamarck.node.cli import bundles, keys, lessons, node, outcomes, quarantine, registry, schema
+from lamarck.node.cli import (
+    agent_cmds,
+    bundles,
+    keys,
+    lessons,
+    node,
+    outcomes,
+    quarantine,
+    registry,
+    schema,
+)
 from lamarck.node.cli.errors import LamarckGroup
 
 __all__ = ["app", "main"]
@@ -27,7 +37,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-for _module in (node, keys, lessons, outcomes, bundles, quarantine, registry, schema):
+for _module in (node, keys, lessons, outcomes, bundles, quarantine, registry, schema, agent_cmds):
     _module.register(app)
 
 
