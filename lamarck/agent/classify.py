@@ -163,9 +163,10 @@ def _strings(value: Any) -> list[str]:
 def _http_status(result: Mapping[str, Any]) -> int | None:
     for key in _STATUS_KEYS:
         value = result.get(key)
-        is_int = isinstance(value, int) and not isinstance(value, bool)
-        if is_int and _HTTP_RANGE[0] <= value <= _HTTP_RANGE[1]:
-            return int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            continue
+        if _HTTP_RANGE[0] <= value <= _HTTP_RANGE[1]:
+            return value
     return None
 
 
