@@ -36,6 +36,7 @@ __all__ = [
     "Prediction",
     "Validation",
     "ValidationResult",
+    "predictions_from_validations",
     "similarity_of",
     "validations_from_events",
 ]
@@ -178,3 +179,25 @@ def validations_from_events(
             )
         )
     return out
+
+
+def predictions_from_validations(validations: Sequence[Validation]) -> list[Prediction]:
+    """The implicit prediction in each reality test: the lesson in play predicted success.
+
+    A lesson recalled at confidence c and then put to a real outcome is the claim "this works,
+    with probability c"; a confirmation makes it true, a contradiction or a context mismatch
+    false (the lesson was used there and did not hold). The edge may feed these to the report
+    when the run recorder has recorded no explicit predictions, so calibration measures the
+    stored confidences themselves; a validation without a recorded confidence is skipped.
+    """
+    return [
+        Prediction(
+            subject=v.lesson_id,
+            predicted_success=True,
+            confidence=v.confidence_before,
+            at=v.at,
+            actual_success=v.result is ValidationResult.CONFIRMED,
+        )
+        for v in validations
+        if v.confidence_before is not None
+    ]

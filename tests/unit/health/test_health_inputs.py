@@ -11,6 +11,7 @@ from lamarck.errors import InvalidRecord
 from lamarck.node.health.inputs import (
     Prediction,
     ValidationResult,
+    predictions_from_validations,
     similarity_of,
     validations_from_events,
 )
@@ -94,3 +95,19 @@ def test_a_validation_keeps_the_tested_confidence_similarity_and_outcome() -> No
     assert v.validator == "reality"
     [unknown] = validations_from_events([event("confirmed", before=None)], HealthParams())
     assert unknown.confidence_before is None and unknown.similarity is None
+
+
+def test_each_reality_test_is_an_implicit_prediction_of_success_at_the_lessons_confidence() -> None:
+    events = [
+        event("confirmed", "similarity=0.95", before=0.8),
+        event("contradicted", "similarity=0.95", before=0.7),
+        event("contradicted", "similarity=0.20", before=0.6),
+        event("confirmed", before=None),
+    ]
+    predictions = predictions_from_validations(validations_from_events(events, HealthParams()))
+    assert [(p.subject, p.confidence, p.actual_success) for p in predictions] == [
+        ("L", 0.8, True),
+        ("L", 0.7, False),
+        ("L", 0.6, False),
+    ]
+    assert all(p.predicted_success and p.at == AT for p in predictions)
