@@ -15,7 +15,9 @@ HomeOption = Annotated[
     Path | None,
     typer.Option(
         "--home",
-        help="The node's home directory [default: $LAMARCK_HOME or ~/.lamarck].",
+        # No square brackets: the help is rich markup, where "[default: ...]" is a tag and
+        # vanishes from the output.
+        help="The node's home directory (default: $LAMARCK_HOME if set, else ~/.lamarck).",
         show_default=False,
         file_okay=False,
     ),

@@ -1,7 +1,7 @@
 """Ed25519 (via cryptography, through NodeIdentity) against the RFC 8032 §7.1 test vectors.
 
-The vectors live in ../shared/testdata/rfc8032-ed25519.json. If the file is missing the tests
-fail (they never skip): a silently skipped known-answer test proves nothing.
+The vectors live in the repository, tests/data/rfc8032-ed25519.json. If the file is missing
+the tests fail (they never skip): a silently skipped known-answer test proves nothing.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from lamarck.proto.identity import (
     verify_ed25519,
 )
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-VECTORS = REPO_ROOT.parent / "shared" / "testdata" / "rfc8032-ed25519.json"
+TESTS_ROOT = Path(__file__).resolve().parents[2]
+VECTORS = TESTS_ROOT / "data" / "rfc8032-ed25519.json"
 
 
 def _vectors() -> list[dict[str, Any]]:
