@@ -11,8 +11,10 @@ An agent loop writes::
         ...
         client.record_outcome(outcome)            # a lamarck.proto.outcome.Outcome or a dict
 
-``AsyncClient`` is the same API for asyncio (``await client.recall(...)``). Results are frozen
-dataclasses, never protobufs; enums are lower-case strings (``"active"``, ``"confirmed"``).
+``AsyncClient`` is the same API for asyncio (``await client.recall(...)``). Each call is written
+once, in ``AsyncClient``; ``Client`` runs that same code over a blocking channel, needs no event
+loop and blocks only its caller's thread. Results are frozen dataclasses, never protobufs; enums
+are lower-case strings (``"active"``, ``"confirmed"``).
 
 Failures are lamarck's typed errors, rebuilt on this side from the ``google.rpc.ErrorInfo``
 the node attaches (falling back to the ``lamarck-reason`` trailer and the status code), so
@@ -23,13 +25,14 @@ node (nothing listening, deadline) raises ``LamarckError`` with reason ``unavail
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, Self, TypeVar, cast
 
 import grpc
 import grpc.aio
@@ -59,6 +62,7 @@ __all__ = [
     "RememberResult",
     "ServiceClient",
     "Situation",
+    "blocking",
     "dial_address",
     "error_from_rpc",
     "node_address",
@@ -570,13 +574,164 @@ def _metadata(token: str | None) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {token}"),) if token else ()
 
 
+# -- transports -------------------------------------------------------------------------------
+# A call is written once, as a coroutine of the async client over a transport. The asyncio
+# transport awaits grpc.aio; the blocking transport makes the plain (blocking) gRPC call inside
+# a coroutine that never suspends, so the blocking client runs the very same coroutine to its
+# end with one ``send`` (see ``_run_blocking``): no event loop, no thread, no second copy.
+
+
+class _AioTransport:
+    """A ``grpc.aio`` channel: each call suspends on the running event loop."""
+
+    def __init__(self, address: str, options: Sequence[tuple[str, Any]], stub_type: Any) -> None:
+        self._channel = grpc.aio.insecure_channel(address, options=list(options))
+        self.stub: Any = stub_type(self._channel)
+
+    async def unary(
+        self, rpc: str, request: Any, deadline_s: float, metadata: tuple[tuple[str, str], ...]
+    ) -> Any:
+        """One request, one response."""
+        try:
+            return await getattr(self.stub, rpc)(request, timeout=deadline_s, metadata=metadata)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+
+    async def unary_stream(
+        self, rpc: str, request: Any, deadline_s: float, metadata: tuple[tuple[str, str], ...]
+    ) -> list[Any]:
+        """One request; every message of the response stream, in order."""
+        parts: list[Any] = []
+        try:
+            stream: Any = getattr(self.stub, rpc)(request, timeout=deadline_s, metadata=metadata)
+            async for part in stream:
+                parts.append(part)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+        return parts
+
+    async def stream_unary(
+        self,
+        rpc: str,
+        requests: Sequence[Any],
+        deadline_s: float,
+        metadata: tuple[tuple[str, str], ...],
+    ) -> Any:
+        """A stream of requests, one response."""
+
+        async def feed() -> AsyncIterator[Any]:
+            for request in requests:
+                yield request
+
+        try:
+            return await getattr(self.stub, rpc)(feed(), timeout=deadline_s, metadata=metadata)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+
+    async def close(self) -> None:
+        """Close the channel."""
+        await self._channel.close(None)
+
+
+class _BlockingTransport:
+    """A plain gRPC channel behind coroutines that never suspend.
+
+    Each method blocks its thread until the call has ended and then returns, so a coroutine
+    built on this transport completes on its first ``send`` (``_run_blocking``).
+    """
+
+    def __init__(self, address: str, options: Sequence[tuple[str, Any]], stub_type: Any) -> None:
+        self._channel = grpc.insecure_channel(address, options=list(options))
+        self.stub: Any = stub_type(self._channel)
+
+    async def unary(
+        self, rpc: str, request: Any, deadline_s: float, metadata: tuple[tuple[str, str], ...]
+    ) -> Any:
+        """One request, one response."""
+        try:
+            return getattr(self.stub, rpc)(request, timeout=deadline_s, metadata=metadata)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+
+    async def unary_stream(
+        self, rpc: str, request: Any, deadline_s: float, metadata: tuple[tuple[str, str], ...]
+    ) -> list[Any]:
+        """One request; every message of the response stream, in order."""
+        try:
+            return list(getattr(self.stub, rpc)(request, timeout=deadline_s, metadata=metadata))
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+
+    async def stream_unary(
+        self,
+        rpc: str,
+        requests: Sequence[Any],
+        deadline_s: float,
+        metadata: tuple[tuple[str, str], ...],
+    ) -> Any:
+        """A stream of requests, one response."""
+        try:
+            return getattr(self.stub, rpc)(iter(requests), timeout=deadline_s, metadata=metadata)
+        except grpc.RpcError as e:
+            raise error_from_rpc(e) from e
+
+    async def close(self) -> None:
+        """Close the channel."""
+        self._channel.close()
+
+
+_Transport = _AioTransport | _BlockingTransport
+
+_A = TypeVar("_A", bound="AsyncServiceClient")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _run_blocking(call: Coroutine[Any, Any, _R]) -> _R:
+    """Run a coroutine of an async client over the blocking transport to its end, here.
+
+    It never suspends, so one ``send`` runs it whole on the caller's thread: no event loop is
+    needed, created or touched, and a running loop in this thread is only blocked for the call.
+    A coroutine that does suspend (it awaited something else than its transport) is closed
+    and refused with ``LamarckError(reason="blocking_call_suspended")``.
+    """
+    try:
+        call.send(None)
+    except StopIteration as done:
+        value: _R = done.value
+        return value
+    call.close()
+    raise LamarckError(
+        "a blocking client call awaited something other than its transport",
+        reason="blocking_call_suspended",
+    )
+
+
+def blocking(
+    method: Callable[Concatenate[_A, _P], Coroutine[Any, Any, _R]],
+) -> Callable[Concatenate[ServiceClient[_A], _P], _R]:
+    """The blocking twin of an async client's ``method``: same name, signature and docstring.
+
+    In a :class:`ServiceClient` subclass body, ``recall = blocking(AsyncClient.recall)`` makes
+    ``client.recall(...)`` run ``AsyncClient.recall``'s own code over a blocking channel.
+    """
+
+    @functools.wraps(method)
+    def call(self: ServiceClient[_A], /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return _run_blocking(method(self._async, *args, **kwargs))
+
+    return call
+
+
 # -- the clients ------------------------------------------------------------------------------
 
 
 class AsyncServiceClient:
     """The asyncio connection every lamarck SDK client shares: channel, token, typed errors.
 
-    Subclasses name their generated stub class in ``stub_type``.
+    Subclasses name their generated stub class in ``stub_type`` and write each call once, as
+    a coroutine over ``_unary`` / ``_unary_stream`` / ``_stream_unary``; the blocking client
+    (:class:`ServiceClient`) runs those same coroutines.
     """
 
     stub_type: ClassVar[type[Any]]
@@ -595,11 +750,33 @@ class AsyncServiceClient:
         ``token`` is the bearer token; without one, ``<home>/agent.token`` is used if
         ``home`` is given and the file exists.
         """
+        self._attach(address, _token_for(token, home), timeout, _AioTransport, options)
+
+    def _attach(
+        self,
+        address: str,
+        token: str | None,
+        timeout: float,
+        transport: type[_AioTransport] | type[_BlockingTransport],
+        options: Sequence[tuple[str, Any]],
+    ) -> None:
         self.address = address
         self.timeout = timeout
-        self._metadata = _metadata(_token_for(token, home))
-        self._channel = grpc.aio.insecure_channel(address, options=list(options))
-        self._stub: Any = self.stub_type(self._channel)
+        self._metadata = _metadata(token)
+        self._transport: _Transport = transport(address, options, self.stub_type)
+
+    @classmethod
+    def _blocking(
+        cls,
+        address: str,
+        token: str | None,
+        timeout: float,
+        options: Sequence[tuple[str, Any]],
+    ) -> Self:
+        """The same client over a blocking channel (the engine of a :class:`ServiceClient`)."""
+        client = cls.__new__(cls)
+        client._attach(address, token, timeout, _BlockingTransport, options)
+        return client
 
     @classmethod
     def from_home(cls, home: str | Path, **kwargs: Any) -> Self:
@@ -609,7 +786,7 @@ class AsyncServiceClient:
 
     async def close(self) -> None:
         """Close the channel."""
-        await self._channel.close(None)
+        await self._transport.close()
 
     async def __aenter__(self) -> Self:
         return self
@@ -622,17 +799,28 @@ class AsyncServiceClient:
     ) -> None:
         await self.close()
 
-    async def _unary(self, method: Any, request: Any) -> Any:
-        try:
-            return await method(request, timeout=self.timeout, metadata=self._metadata)
-        except grpc.RpcError as e:
-            raise error_from_rpc(e) from e
+    async def _unary(self, rpc: str, request: Any) -> Any:
+        return await self._transport.unary(rpc, request, self.timeout, self._metadata)
+
+    async def _unary_stream(self, rpc: str, request: Any) -> list[Any]:
+        return await self._transport.unary_stream(rpc, request, self.timeout, self._metadata)
+
+    async def _stream_unary(self, rpc: str, requests: Sequence[Any]) -> Any:
+        return await self._transport.stream_unary(rpc, requests, self.timeout, self._metadata)
 
 
-class ServiceClient:
-    """The blocking twin of :class:`AsyncServiceClient`."""
+class ServiceClient(Generic[_A]):
+    """The blocking twin of :class:`AsyncServiceClient`: its calls are the async client's.
 
-    stub_type: ClassVar[type[Any]]
+    Subclasses name the async client in ``async_type`` and list its calls as
+    ``name = blocking(AsyncX.name)``. A call blocks the calling thread until the node answers
+    (or the deadline passes) and needs no event loop. Called from the thread of a running
+    event loop it works too, but that loop is stalled for the call: a node served by that same
+    loop cannot answer, and the call ends with ``deadline_exceeded`` (use the async client
+    there, or ``asyncio.to_thread``).
+    """
+
+    async_type: ClassVar[type[AsyncServiceClient]]
 
     def __init__(
         self,
@@ -644,11 +832,23 @@ class ServiceClient:
         options: Sequence[tuple[str, Any]] = (),
     ) -> None:
         """Connect to ``address`` (see :class:`AsyncServiceClient`)."""
-        self.address = address
-        self.timeout = timeout
-        self._metadata = _metadata(_token_for(token, home))
-        self._channel = grpc.insecure_channel(address, options=list(options))
-        self._stub: Any = self.stub_type(self._channel)
+        engine = self.async_type._blocking(address, _token_for(token, home), timeout, options)
+        # async_type is a ClassVar, which cannot name the type variable.
+        self._async: _A = cast(_A, engine)
+
+    @property
+    def address(self) -> str:
+        """The address dialled."""
+        return self._async.address
+
+    @property
+    def timeout(self) -> float:
+        """The per-call deadline in seconds."""
+        return self._async.timeout
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:
+        self._async.timeout = value
 
     @classmethod
     def from_home(cls, home: str | Path, **kwargs: Any) -> Self:
@@ -658,7 +858,7 @@ class ServiceClient:
 
     def close(self) -> None:
         """Close the channel."""
-        self._channel.close()
+        _run_blocking(self._async.close())
 
     def __enter__(self) -> Self:
         return self
@@ -671,12 +871,6 @@ class ServiceClient:
     ) -> None:
         self.close()
 
-    def _unary(self, method: Any, request: Any) -> Any:
-        try:
-            return method(request, timeout=self.timeout, metadata=self._metadata)
-        except grpc.RpcError as e:
-            raise error_from_rpc(e) from e
-
 
 class AsyncClient(AsyncServiceClient):
     """AgentService for asyncio; use as ``async with AsyncClient(address) as client``."""
@@ -688,7 +882,7 @@ class AsyncClient(AsyncServiceClient):
     ) -> OutcomeResult:
         """Record one turn's outcome (an ``Outcome``, its dict, or its JSON)."""
         request = agent_pb2.RecordOutcomeRequest(outcome_json=_outcome_bytes(outcome))
-        return _outcome_result(await self._unary(self._stub.RecordOutcome, request))
+        return _outcome_result(await self._unary("RecordOutcome", request))
 
     async def recall(
         self,
@@ -709,7 +903,7 @@ class AsyncClient(AsyncServiceClient):
             project_digest=project_digest,
             limit=limit,
         )
-        r = await self._unary(self._stub.Recall, request)
+        r = await self._unary("Recall", request)
         return RecallResult(
             tuple(_lesson(x.lesson) for x in r.lessons),
             r.prompt_section,
@@ -735,7 +929,7 @@ class AsyncClient(AsyncServiceClient):
             tool=tool,
             subject=subject,
         )
-        r = await self._unary(self._stub.CheckOperation, request)
+        r = await self._unary("CheckOperation", request)
         return CheckResult(r.preamble, r.probe, r.unblock, tuple(r.lesson_ids))
 
     async def remember(
@@ -759,7 +953,7 @@ class AsyncClient(AsyncServiceClient):
             tags=list(tags),
             session_id=session_id,
         )
-        r = await self._unary(self._stub.Remember, request)
+        r = await self._unary("Remember", request)
         return RememberResult(_lesson(r.lesson), r.created)
 
     async def report_use(
@@ -780,7 +974,7 @@ class AsyncClient(AsyncServiceClient):
             use=use,
             note=note,
         )
-        r = await self._unary(self._stub.ReportUse, request)
+        r = await self._unary("ReportUse", request)
         recorded: int = r.recorded
         return recorded
 
@@ -794,14 +988,14 @@ class AsyncClient(AsyncServiceClient):
     ) -> Lesson:
         """Replace a lesson's text; returns the new version."""
         request = _edit_request(lesson_id, content, expected_version, reason)
-        return _lesson((await self._unary(self._stub.Edit, request)).lesson)
+        return _lesson((await self._unary("Edit", request)).lesson)
 
     async def set_access(
         self, lesson_id: str, access_level: str, recipients: Sequence[str] = ()
     ) -> Lesson:
         """Say who a lesson may be shared with: public, trusted, or private to ``recipients``."""
         request = _edit_request(lesson_id, None, 0, "", access_level, recipients)
-        return _lesson((await self._unary(self._stub.Edit, request)).lesson)
+        return _lesson((await self._unary("Edit", request)).lesson)
 
     async def retire(
         self, lesson_id: str, *, reason: str = "", expected_version: int = 0
@@ -810,12 +1004,12 @@ class AsyncClient(AsyncServiceClient):
         request = agent_pb2.RetireRequest(
             lesson_id=lesson_id, reason=reason, expected_version=expected_version
         )
-        return _lesson((await self._unary(self._stub.Retire, request)).lesson)
+        return _lesson((await self._unary("Retire", request)).lesson)
 
     async def history(self, lesson_id: str) -> list[HistoryEntry]:
         """Every event of the lesson's chain, oldest first."""
         request = agent_pb2.HistoryRequest(lesson_id=lesson_id)
-        return _history(await self._unary(self._stub.History, request))
+        return _history(await self._unary("History", request))
 
     async def list_lessons(
         self,
@@ -842,7 +1036,7 @@ class AsyncClient(AsyncServiceClient):
             page_size=page_size,
             page_token=page_token,
         )
-        r = await self._unary(self._stub.List, request)
+        r = await self._unary("List", request)
         return LessonPage(tuple(_lesson(v) for v in r.lessons), r.next_page_token)
 
     async def export_bundle(
@@ -866,219 +1060,34 @@ class AsyncClient(AsyncServiceClient):
                 operation=operation,
             )
         )
-        chunks: list[bytes] = []
-        try:
-            stream: Any = self._stub.Export(request, timeout=self.timeout, metadata=self._metadata)
-            async for part in stream:
-                chunks.append(part.jsonl)
-        except grpc.RpcError as e:
-            raise error_from_rpc(e) from e
-        return b"".join(chunks)
+        return b"".join(part.jsonl for part in await self._unary_stream("Export", request))
 
     async def import_bundle(
         self, bundle: bytes | str, *, dry_run: bool = False, source_label: str = ""
     ) -> ImportResult:
         """Feed a bundle to the node's import checks; one ack per record line."""
-
-        async def parts() -> AsyncIterator[agent_pb2.ImportRequest]:
-            for request in _import_requests(bundle, dry_run, source_label):
-                yield request
-
-        try:
-            r = await self._stub.Import(parts(), timeout=self.timeout, metadata=self._metadata)
-        except grpc.RpcError as e:
-            raise error_from_rpc(e) from e
-        return _import_result(r)
+        requests = _import_requests(bundle, dry_run, source_label)
+        return _import_result(await self._stream_unary("Import", requests))
 
 
-class Client(ServiceClient):
-    """AgentService, blocking; use as ``with Client(address) as client`` (same API)."""
+class Client(ServiceClient[AsyncClient]):
+    """AgentService, blocking; use as ``with Client(address) as client`` (same API).
 
-    stub_type = agent_pb2_grpc.AgentServiceStub
+    Every call is :class:`AsyncClient`'s, run over a blocking channel (see
+    :class:`ServiceClient` for threads and event loops).
+    """
 
-    def record_outcome(self, outcome: Outcome | Mapping[str, Any] | bytes | str) -> OutcomeResult:
-        """Record one turn's outcome (an ``Outcome``, its dict, or its JSON)."""
-        request = agent_pb2.RecordOutcomeRequest(outcome_json=_outcome_bytes(outcome))
-        return _outcome_result(self._unary(self._stub.RecordOutcome, request))
+    async_type = AsyncClient
 
-    def recall(
-        self,
-        task: str,
-        context: Mapping[str, Any] | None = None,
-        *,
-        session_id: str = "",
-        turn_index: int = 0,
-        project_digest: str = "",
-        limit: int = 0,
-    ) -> RecallResult:
-        """The lessons for ``task`` and the "Lessons:" section; in play for ``session_id``."""
-        request = agent_pb2.RecallRequest(
-            task=task,
-            context=_memory_context(context),
-            session_id=session_id,
-            turn_index=turn_index,
-            project_digest=project_digest,
-            limit=limit,
-        )
-        r = self._unary(self._stub.Recall, request)
-        return RecallResult(
-            tuple(_lesson(x.lesson) for x in r.lessons),
-            r.prompt_section,
-            tuple(x.score for x in r.lessons),
-        )
-
-    def check_operation(
-        self,
-        operation: str,
-        *,
-        session_id: str = "",
-        turn_index: int = 0,
-        project_digest: str = "",
-        tool: str = "",
-        subject: str = "",
-    ) -> CheckResult:
-        """What is on file for ``operation`` (and ``tool`` on ``subject``) before it runs."""
-        request = agent_pb2.CheckOperationRequest(
-            operation=operation,
-            session_id=session_id,
-            turn_index=turn_index,
-            project_digest=project_digest,
-            tool=tool,
-            subject=subject,
-        )
-        r = self._unary(self._stub.CheckOperation, request)
-        return CheckResult(r.preamble, r.probe, r.unblock, tuple(r.lesson_ids))
-
-    def remember(
-        self,
-        content: str,
-        operation: str = "",
-        *,
-        scope: str = "",
-        project_digest: str = "",
-        context: Mapping[str, Any] | None = None,
-        tags: Sequence[str] = (),
-        session_id: str = "",
-    ) -> RememberResult:
-        """Store a model's claim (status ``claimed``: never in a prompt until proven)."""
-        request = agent_pb2.RememberRequest(
-            content=content,
-            operation=operation,
-            scope=scope,
-            project_digest=project_digest,
-            context=_memory_context(context),
-            tags=list(tags),
-            session_id=session_id,
-        )
-        r = self._unary(self._stub.Remember, request)
-        return RememberResult(_lesson(r.lesson), r.created)
-
-    def report_use(
-        self,
-        session_id: str,
-        lesson_ids: Sequence[str],
-        *,
-        applied: bool = True,
-        turn_index: int = 0,
-        note: str = "",
-    ) -> int:
-        """Say which lessons the agent applied (or dismissed); returns how many were recorded."""
-        use = agent_pb2.USE_KIND_APPLIED if applied else agent_pb2.USE_KIND_DISMISSED
-        request = agent_pb2.ReportUseRequest(
-            session_id=session_id,
-            turn_index=turn_index,
-            lesson_ids=list(lesson_ids),
-            use=use,
-            note=note,
-        )
-        recorded: int = self._unary(self._stub.ReportUse, request).recorded
-        return recorded
-
-    def edit(
-        self, lesson_id: str, content: str, *, expected_version: int = 0, reason: str = ""
-    ) -> Lesson:
-        """Replace a lesson's text; returns the new version."""
-        request = _edit_request(lesson_id, content, expected_version, reason)
-        return _lesson(self._unary(self._stub.Edit, request).lesson)
-
-    def set_access(
-        self, lesson_id: str, access_level: str, recipients: Sequence[str] = ()
-    ) -> Lesson:
-        """Say who a lesson may be shared with: public, trusted, or private to ``recipients``."""
-        request = _edit_request(lesson_id, None, 0, "", access_level, recipients)
-        return _lesson(self._unary(self._stub.Edit, request).lesson)
-
-    def retire(self, lesson_id: str, *, reason: str = "", expected_version: int = 0) -> Lesson:
-        """Withdraw a lesson (kept as history)."""
-        request = agent_pb2.RetireRequest(
-            lesson_id=lesson_id, reason=reason, expected_version=expected_version
-        )
-        return _lesson(self._unary(self._stub.Retire, request).lesson)
-
-    def history(self, lesson_id: str) -> list[HistoryEntry]:
-        """Every event of the lesson's chain, oldest first."""
-        return _history(
-            self._unary(self._stub.History, agent_pb2.HistoryRequest(lesson_id=lesson_id))
-        )
-
-    def list_lessons(
-        self,
-        *,
-        category: str | None = None,
-        scope: str | None = None,
-        statuses: Sequence[str] | str | None = None,
-        min_confidence: float | None = None,
-        origin: str | None = None,
-        operation: str | None = None,
-        page_size: int = 0,
-        page_token: str = "",
-    ) -> LessonPage:
-        """One page of lessons matching the filter, highest confidence first."""
-        request = agent_pb2.ListRequest(
-            filter=_filter(
-                category=category,
-                scope=scope,
-                statuses=statuses,
-                min_confidence=min_confidence,
-                origin=origin,
-                operation=operation,
-            ),
-            page_size=page_size,
-            page_token=page_token,
-        )
-        r = self._unary(self._stub.List, request)
-        return LessonPage(tuple(_lesson(v) for v in r.lessons), r.next_page_token)
-
-    def export_bundle(
-        self,
-        *,
-        category: str | None = None,
-        scope: str | None = None,
-        statuses: Sequence[str] | str | None = None,
-        min_confidence: float | None = None,
-        origin: str | None = None,
-        operation: str | None = None,
-    ) -> bytes:
-        """The bundle (JSON Lines of signed records) of the lessons matching the filter."""
-        request = agent_pb2.ExportRequest(
-            filter=_filter(
-                category=category,
-                scope=scope,
-                statuses=statuses,
-                min_confidence=min_confidence,
-                origin=origin,
-                operation=operation,
-            )
-        )
-        try:
-            stream: Any = self._stub.Export(request, timeout=self.timeout, metadata=self._metadata)
-            return b"".join(part.jsonl for part in stream)
-        except grpc.RpcError as e:
-            raise error_from_rpc(e) from e
-
-    def import_bundle(
-        self, bundle: bytes | str, *, dry_run: bool = False, source_label: str = ""
-    ) -> ImportResult:
-        """Feed a bundle to the node's import checks; one ack per record line."""
-        requests = iter(_import_requests(bundle, dry_run, source_label))
-        return _import_result(self._unary(self._stub.Import, requests))
+    record_outcome = blocking(AsyncClient.record_outcome)
+    recall = blocking(AsyncClient.recall)
+    check_operation = blocking(AsyncClient.check_operation)
+    remember = blocking(AsyncClient.remember)
+    report_use = blocking(AsyncClient.report_use)
+    edit = blocking(AsyncClient.edit)
+    set_access = blocking(AsyncClient.set_access)
+    retire = blocking(AsyncClient.retire)
+    history = blocking(AsyncClient.history)
+    list_lessons = blocking(AsyncClient.list_lessons)
+    export_bundle = blocking(AsyncClient.export_bundle)
+    import_bundle = blocking(AsyncClient.import_bundle)

@@ -9,11 +9,13 @@ An operator writes::
             print(entry.id, entry.reasons, entry.content_preview)
         op.approve(entry.id, note="checked with the team")
 
-``AsyncOperatorClient`` is the same API for asyncio. Results are frozen dataclasses; states are
-lower-case strings (``"pending"``, ``"approved"``, ``"rejected"``). Addresses, the bearer token
-and the typed errors are those of :mod:`lamarck.client`: an unknown id raises ``NotFound``,
-deciding a decided row ``ConflictError`` (reason ``already_decided``), approving a record whose
-stored bytes no longer verify ``VerificationError``.
+``AsyncOperatorClient`` is the same API for asyncio; each call is written once there and
+``OperatorClient`` runs it over a blocking channel (see :class:`lamarck.client.ServiceClient`).
+Results are frozen dataclasses; states are lower-case strings (``"pending"``, ``"approved"``,
+``"rejected"``). Addresses, the bearer token and the typed errors are those of
+:mod:`lamarck.client`: an unknown id raises ``NotFound``, deciding a decided row
+``ConflictError`` (reason ``already_decided``), approving a record whose stored bytes no longer
+verify ``VerificationError``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from lamarck.client import AsyncServiceClient, ServiceClient
+from lamarck.client import AsyncServiceClient, ServiceClient, blocking
 from lamarck.errors import InvalidRecord
 from lamarck.proto.timefmt import parse_ts
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
@@ -178,7 +180,7 @@ class AsyncOperatorClient(AsyncServiceClient):
     ) -> QuarantinePage:
         """One page of quarantined rows in ``state`` (every state for ``None``), oldest first."""
         request = _list_request(state, page_size, page_token)
-        return _page(await self._unary(self._stub.ListQuarantine, request))
+        return _page(await self._unary("ListQuarantine", request))
 
     async def list_quarantine(self, state: str | None = "pending") -> list[QuarantineEntry]:
         """Every quarantined row in ``state``, oldest first (follows the pages)."""
@@ -194,36 +196,39 @@ class AsyncOperatorClient(AsyncServiceClient):
     async def show(self, quarantine_id: str) -> QuarantineRecord:
         """One row and the exact signed bytes held."""
         request = operator_pb2.ShowQuarantineRequest(id=quarantine_id)
-        return _shown(await self._unary(self._stub.ShowQuarantine, request))
+        return _shown(await self._unary("ShowQuarantine", request))
 
     async def approve(self, quarantine_id: str, *, note: str = "") -> Decision:
         """Re-verify the held record, store it as an import, mark the row approved."""
         request = _decide_request(quarantine_id, True, note)
-        return _decided(await self._unary(self._stub.DecideQuarantine, request))
+        return _decided(await self._unary("DecideQuarantine", request))
 
     async def reject(self, quarantine_id: str, *, note: str = "") -> Decision:
         """Mark the row rejected; nothing is stored."""
         request = _decide_request(quarantine_id, False, note)
-        return _decided(await self._unary(self._stub.DecideQuarantine, request))
+        return _decided(await self._unary("DecideQuarantine", request))
 
     async def rejections(self, limit: int = 0) -> list[Rejection]:
         """The rejection log, newest first (``limit`` 0: the node's default)."""
         request = operator_pb2.ListRejectionsRequest(limit=limit)
-        r = await self._unary(self._stub.ListRejections, request)
+        r = await self._unary("ListRejections", request)
         return [_rejection(x) for x in r.entries]
 
 
-class OperatorClient(ServiceClient):
-    """OperatorService, blocking; use as ``with OperatorClient(address) as op`` (same API)."""
+class OperatorClient(ServiceClient[AsyncOperatorClient]):
+    """OperatorService, blocking; use as ``with OperatorClient(address) as op`` (same API).
 
-    stub_type = operator_pb2_grpc.OperatorServiceStub
+    Every call is :class:`AsyncOperatorClient`'s, run over a blocking channel.
+    """
 
-    def list_page(
-        self, state: str | None = "pending", *, page_size: int = 0, page_token: str = ""
-    ) -> QuarantinePage:
-        """One page of quarantined rows in ``state`` (every state for ``None``), oldest first."""
-        request = _list_request(state, page_size, page_token)
-        return _page(self._unary(self._stub.ListQuarantine, request))
+    async_type = AsyncOperatorClient
+
+    list_page = blocking(AsyncOperatorClient.list_page)
+    list_quarantine = blocking(AsyncOperatorClient.list_quarantine)
+    show = blocking(AsyncOperatorClient.show)
+    approve = blocking(AsyncOperatorClient.approve)
+    reject = blocking(AsyncOperatorClient.reject)
+    rejections = blocking(AsyncOperatorClient.rejections)
 
     def iter_quarantine(self, state: str | None = "pending") -> Iterator[QuarantineEntry]:
         """Every quarantined row in ``state``, oldest first, a page at a time."""
@@ -234,29 +239,3 @@ class OperatorClient(ServiceClient):
             if not page.next_page_token:
                 return
             token = page.next_page_token
-
-    def list_quarantine(self, state: str | None = "pending") -> list[QuarantineEntry]:
-        """Every quarantined row in ``state``, oldest first (follows the pages)."""
-        return list(self.iter_quarantine(state))
-
-    def show(self, quarantine_id: str) -> QuarantineRecord:
-        """One row and the exact signed bytes held."""
-        request = operator_pb2.ShowQuarantineRequest(id=quarantine_id)
-        return _shown(self._unary(self._stub.ShowQuarantine, request))
-
-    def approve(self, quarantine_id: str, *, note: str = "") -> Decision:
-        """Re-verify the held record, store it as an import, mark the row approved."""
-        return _decided(
-            self._unary(self._stub.DecideQuarantine, _decide_request(quarantine_id, True, note))
-        )
-
-    def reject(self, quarantine_id: str, *, note: str = "") -> Decision:
-        """Mark the row rejected; nothing is stored."""
-        return _decided(
-            self._unary(self._stub.DecideQuarantine, _decide_request(quarantine_id, False, note))
-        )
-
-    def rejections(self, limit: int = 0) -> list[Rejection]:
-        """The rejection log, newest first (``limit`` 0: the node's default)."""
-        r = self._unary(self._stub.ListRejections, operator_pb2.ListRejectionsRequest(limit=limit))
-        return [_rejection(x) for x in r.entries]
