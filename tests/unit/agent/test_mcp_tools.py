@@ -1,0 +1,190 @@
+"""The MCP tools over a scripted node: errors as tool errors, runs derived, bearer auth."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from lamarck.agent.run import RunParams
+from lamarck.client import LessonChange, OutcomeResult
+from lamarck.errors import ConfigError, LamarckError, NotFound
+from lamarck.node.mcp.server import BearerAuth, McpParams, build_server, is_loopback, serve_http
+from lamarck.node.mcp.tools import DESCRIPTIONS, LamarckTools, NodeLink
+from lamarck.proto.clock import FixedClock
+from lamarck.proto.outcome import Outcome
+
+PROJECT = "cd" * 32
+BAD, GOOD = "shell:pytest tests/", "shell:pytest"
+
+
+class ScriptedNode:
+    """Stands in for AsyncClient: records what it was sent, fails when told to."""
+
+    def __init__(self, fail: LamarckError | None = None) -> None:
+        self.fail = fail
+        self.outcomes: list[Outcome] = []
+        self.closed = False
+
+    async def record_outcome(self, outcome: Outcome) -> OutcomeResult:
+        if self.fail is not None:
+            raise self.fail
+        self.outcomes.append(outcome)
+        changes = ()
+        if outcome.passed and len(outcome.approach) > 1:
+            changes = (LessonChange("L1", "created", 1, 0.0, 0.5, "active"),)
+        return OutcomeResult(outcome.id, False, changes)
+
+    async def history(self, lesson_id: str) -> list[Any]:
+        raise NotFound(f"unknown lessons: {lesson_id}")
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def tools_for(node: ScriptedNode, connects: list[int] | None = None) -> LamarckTools:
+    def connect() -> Any:
+        if connects is not None:
+            connects.append(1)
+        return node
+
+    return LamarckTools(
+        NodeLink(connect),
+        project=PROJECT,
+        session_id="mcp-session",
+        clock=FixedClock(datetime(2026, 3, 1, tzinfo=UTC)),
+        rng=random.Random(3),
+        params=RunParams(),
+    )
+
+
+def _text(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+RUN = {
+    "goal": "make the test suite pass",
+    "events": [
+        {"type": "check", "kind": "test", "result": "failed", "operation": BAD, "target": "s"},
+        {"type": "check", "kind": "test", "result": "passed", "operation": GOOD, "target": "s"},
+    ],
+}
+
+
+async def test_record_outcome_derives_the_run_with_the_server_defaults() -> None:
+    node = ScriptedNode()
+    async with Client(build_server(tools_for(node))) as client:
+        result = await client.call_tool("record_outcome", {"run": RUN})
+    assert not result.is_error, _text(result)
+    [sent] = node.outcomes
+    assert sent.passed and sent.project == PROJECT and sent.session_id == "mcp-session"
+    assert sent.created_at == "2026-03-01T00:00:00Z"
+    assert result.structured_content is not None
+    assert result.structured_content["changes"][0]["kind"] == "created"
+    assert "nothing_learned" not in result.structured_content
+
+
+async def test_record_outcome_says_why_nothing_was_learned() -> None:
+    node = ScriptedNode()
+    run = {"goal": "g", "events": [{"type": "check", "kind": "lint", "result": "passed"}]}
+    async with Client(build_server(tools_for(node))) as client:
+        result = await client.call_tool("record_outcome", {"run": run})
+    assert result.structured_content is not None
+    assert result.structured_content["nothing_learned"] == "no_failed_then_ok_pair"
+
+
+async def test_a_lamarck_refusal_is_a_tool_error_with_its_reason_and_no_traceback() -> None:
+    node = ScriptedNode(fail=LamarckError("no way", reason="secret_detected"))
+    async with Client(build_server(tools_for(node))) as client:
+        refused = await client.call_tool("record_outcome", {"run": RUN})
+        missing = await client.call_tool("lesson_history", {"lesson_id": "nope"})
+    assert refused.is_error and "secret_detected: no way" in _text(refused)
+    assert missing.is_error and "not_found" in _text(missing)
+    assert "Traceback" not in _text(refused) + _text(missing)
+
+
+async def test_a_malformed_run_is_refused_before_reaching_the_node() -> None:
+    node = ScriptedNode()
+    async with Client(build_server(tools_for(node))) as client:
+        result = await client.call_tool("record_outcome", {"run": {"goal": "g", "surprise": 1}})
+    assert result.is_error and "malformed" in _text(result) and node.outcomes == []
+
+
+async def test_a_missing_lesson_resource_is_an_error_naming_the_reason() -> None:
+    async with Client(build_server(tools_for(ScriptedNode()))) as client:
+        with pytest.raises(Exception, match="not_found"):
+            await client.read_resource("lamarck://lessons/nope")
+
+
+async def test_an_unavailable_node_is_dialled_again_on_the_next_call() -> None:
+    connects: list[int] = []
+    node = ScriptedNode(fail=LamarckError("down", reason="unavailable"))
+    tools = tools_for(node, connects)
+    async with Client(build_server(tools)) as client:
+        await client.call_tool("record_outcome", {"run": RUN})
+        node.fail = None
+        result = await client.call_tool("record_outcome", {"run": RUN})
+    assert not result.is_error and len(connects) == 2 and node.closed
+
+
+def test_every_tool_description_says_when_to_call_it() -> None:
+    assert set(DESCRIPTIONS) == {
+        "recall",
+        "check_operation",
+        "record_outcome",
+        "remember",
+        "report_use",
+        "list_lessons",
+        "lesson_history",
+        "retire_lesson",
+    }
+    assert all(text.startswith("Call") for text in DESCRIPTIONS.values())
+    assert "CLAIM" in DESCRIPTIONS["remember"] and "record_outcome" in DESCRIPTIONS["remember"]
+
+
+async def _asgi_status(app: Any, headers: list[tuple[bytes, bytes]]) -> int:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app({"type": "http", "headers": headers}, receive, send)
+    return int(sent[0]["status"])
+
+
+async def test_bearer_auth_refuses_a_missing_or_wrong_token_and_passes_the_right_one() -> None:
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+
+    guarded = BearerAuth(inner, "s3cret")
+    assert await _asgi_status(guarded, []) == 401
+    assert await _asgi_status(guarded, [(b"authorization", b"Bearer nope")]) == 401
+    assert await _asgi_status(guarded, [(b"authorization", b"bearer s3cret")]) == 200
+
+
+async def test_serving_off_loopback_without_a_token_is_refused() -> None:
+    server = build_server(tools_for(ScriptedNode()))
+    with pytest.raises(ConfigError) as caught:
+        await serve_http(
+            server, host="0.0.0.0", port=0, token=None, params=McpParams(), on_ready=print
+        )
+    assert caught.value.reason == "token_required"
+
+
+def test_loopback_hosts_are_recognised() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.2")
+
+
+@pytest.mark.parametrize(
+    "bad", [{"http_path": "mcp"}, {"http_port": 70000}, {"backlog": 0}, {"http_port": True}]
+)
+def test_mcp_params_are_validated(bad: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        McpParams(**bad)
