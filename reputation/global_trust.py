@@ -99,9 +99,8 @@ def eigentrust(
     t = p.copy()
     residual = math.inf
     for step in range(1, params.max_iterations + 1):
-        spread = np.bincount(dst, weights=c * t[src], minlength=n)
         # What dangling peers hold goes to the anchors, so the vector keeps summing to 1.
-        spread += float(t[dangling].sum()) * p
+        spread = np.bincount(dst, weights=c * t[src], minlength=n) + float(t[dangling].sum()) * p
         nxt = (1.0 - a) * spread + a * p
         residual = float(np.abs(nxt - t).sum())
         t = nxt

@@ -284,8 +284,12 @@ def peer_band(value: float, params: ReputationParams) -> PeerBand:
 
 
 def is_expert(level: float, params: ReputationParams) -> bool:
-    """True if an expertise level makes its holder an expert (seed: >= 0.7)."""
-    return level >= params.expert_threshold
+    """True if an expertise level makes its holder an expert (seed: >= 0.7).
+
+    Eight steps of 0.05 from 0.3 land on 0.6999... in floating point; that is 0.7.
+    """
+    t = params.expert_threshold
+    return level >= t or math.isclose(level, t)
 
 
 def expert_domains(
