@@ -1,0 +1,423 @@
+"""Each console page rendered from plain values: HTML out, no I/O.
+
+``page`` wraps a body in the shared layout (navigation, stylesheet, script, and the CSRF token
+every state-changing form carries). The body renderers take what the operator API returns:
+a ``HealthReport``, reputation ``ScoreBreakdown`` rows and ``ReputationEvent`` history,
+``QuarantineRow``s, ``LessonRow``s and ``LessonEvent``s. Every value is escaped (it may come
+from a peer). Tables marked ``sortable`` are sorted by ``static/console.js`` on a header click
+(by each cell's ``data-sort``); ``filterable`` tables filter rows by their ``data-*``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from lamarck.node.console.markup import Markup, el, join, void
+from lamarck.node.console.plots import PlotParams, bar_chart, calibration_curve
+from lamarck.node.health.figures import Finding, HealthReport
+from lamarck.node.store.port import LessonEvent, LessonRow, QuarantineRow
+from lamarck.proto.timefmt import format_ts
+from lamarck.reputation.events import ReputationEvent
+from lamarck.reputation.scores import ScoreBreakdown
+
+__all__ = [
+    "CSRF_FIELD",
+    "NAV",
+    "health_page",
+    "lesson_page",
+    "lessons_page",
+    "overview_page",
+    "page",
+    "peer_page",
+    "quarantine_page",
+    "reputation_page",
+]
+
+#: (key, path, label) of every page, in menu order.
+NAV: tuple[tuple[str, str, str], ...] = (
+    ("overview", "/", "Overview"),
+    ("reputation", "/reputation", "Reputation"),
+    ("quarantine", "/quarantine", "Quarantine"),
+    ("lessons", "/lessons", "Lessons"),
+    ("health", "/health", "Health"),
+)
+#: The form field and meta tag name carrying the anti-forgery token.
+CSRF_FIELD = "csrf_token"
+
+
+def page(title: str, active: str, body: Markup, *, csrf_token: str) -> Markup:
+    """A whole HTML document: layout, menu with ``active`` marked, and ``body``."""
+    menu = el(
+        "nav",
+        el(
+            "ul",
+            *(
+                el(
+                    "li",
+                    el("a", label, href=path, aria_current="page" if key == active else None),
+                )
+                for key, path, label in NAV
+            ),
+        ),
+    )
+    head = el(
+        "head",
+        void("meta", charset="utf-8"),
+        void("meta", name="viewport", content="width=device-width, initial-scale=1"),
+        void("meta", name=CSRF_FIELD, content=csrf_token),
+        el("title", f"{title} · lamarck"),
+        void("link", rel="stylesheet", href="/static/console.css"),
+        el("script", src="/static/console.js", defer=True),
+    )
+    return Markup(
+        "<!doctype html>\n"
+        + el("html", head, el("body", menu, el("main", el("h1", title), body)), lang="en")
+    )
+
+
+def _when(at: datetime | None) -> Markup:
+    """A time as an RFC 3339 ``<time>`` element, or a dash."""
+    if at is None:
+        return Markup("–")
+    text = format_ts(at)
+    return el("time", text, datetime=text)
+
+
+def _rate(value: float | None) -> str:
+    """A rate as a percentage, or "n/a"."""
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _findings(findings: Sequence[Finding]) -> Markup:
+    """Warnings and strengths as a list, loudest class on each item."""
+    if not findings:
+        return el("p", "No warnings.", class_="ok")
+    return el(
+        "ul",
+        *(
+            el("li", f.message, class_=f"finding {f.severity.value}", data_code=f.code)
+            for f in findings
+        ),
+        class_="findings",
+    )
+
+
+def overview_page(facts: Sequence[tuple[str, str]], warnings: Sequence[Finding]) -> Markup:
+    """Node facts (admission, peers, gossip and outbox, as label and value) and warnings."""
+    rows = [el("tr", el("th", label, scope="row"), el("td", value)) for label, value in facts]
+    return join(
+        [
+            el("section", el("h2", "Node"), el("table", *rows, class_="facts")),
+            el("section", el("h2", "Warnings"), _findings(warnings)),
+        ]
+    )
+
+
+def health_page(report: HealthReport, *, p: PlotParams) -> Markup:
+    """The health report with its charts (confidence bands, calibration, transfer, velocity)."""
+    d, v, w, u = report.distribution, report.validation, report.velocity, report.usefulness
+    bands = bar_chart(
+        [("high", d.high), ("medium", d.medium), ("low", d.low)],
+        title="Live lessons by confidence band",
+        p=p,
+    )
+    transfer = bar_chart(
+        [(t.name, t.rate) for t in report.transfer],
+        title="Transfer success by context similarity",
+        p=p,
+        percent=True,
+    )
+    velocity = bar_chart(
+        [("mean", w.mean_hours), ("median", w.median_hours), ("slowest", w.slowest_hours)],
+        title="Hours from a contradiction to the update",
+        p=p,
+        unit=" h",
+    )
+    validity = [
+        ("external validations", str(v.total)),
+        ("confirmation rate", _rate(v.confirmation_rate)),
+        ("contradiction rate", _rate(v.contradiction_rate)),
+        ("context mismatch rate", _rate(v.context_mismatch_rate)),
+        ("external error detection", _rate(v.external_error_detection)),
+        ("overconfident errors", str(v.overconfident_errors)),
+        ("responsive within a day", _rate(w.responsive_share)),
+        ("knowledge usefulness", _rate(u.rate)),
+        ("unused / stale high-confidence", f"{u.unused} / {u.stale}"),
+        ("prediction accuracy", _rate(report.predictions.accuracy)),
+        ("calibration", _rate(report.predictions.calibration)),
+        ("retention", _rate(report.retention.rate)),
+        ("compound learning", _rate(report.compound.rate)),
+    ]
+    table = el(
+        "table",
+        *(el("tr", el("th", k, scope="row"), el("td", val)) for k, val in validity),
+        class_="facts",
+    )
+    return join(
+        [
+            el(
+                "p",
+                "Report at ",
+                _when(report.generated_at),
+                f", window {report.window_days:g} days",
+            ),
+            el("section", el("h2", "Assessment"), _findings((*report.warnings, *report.strengths))),
+            el("section", el("h2", "Memory distribution"), bands, id="distribution"),
+            el(
+                "section",
+                el("h2", "Calibration"),
+                calibration_curve(report.predictions.buckets, p=p),
+                id="calibration",
+            ),
+            el("section", el("h2", "External validity"), table, id="validity"),
+            el("section", el("h2", "Transfer success"), transfer, id="transfer"),
+            el("section", el("h2", "Update velocity"), velocity, id="velocity"),
+        ]
+    )
+
+
+def _sort_header(*labels: str) -> Markup:
+    """A table head whose columns the script sorts on click."""
+    return el("thead", el("tr", *(el("th", lbl, scope="col", tabindex="0") for lbl in labels)))
+
+
+def reputation_page(rows: Sequence[ScoreBreakdown]) -> Markup:
+    """The reputation table: sortable, filterable by band; each node links to its page."""
+    bands = sorted({r.band.value for r in rows})
+    band_filter = el(
+        "label",
+        "Band ",
+        el(
+            "select",
+            el("option", "all", value=""),
+            *(el("option", b, value=b) for b in bands),
+            data_filter="band",
+            data_table="reputation",
+        ),
+    )
+    body = el(
+        "tbody",
+        *(
+            el(
+                "tr",
+                el("td", el("a", r.node_id, href=f"/reputation/{r.node_id}"), data_sort=r.node_id),
+                el("td", f"{r.score:.3f}", data_sort=f"{r.score:.6f}"),
+                el("td", r.band.value, data_sort=r.band.value),
+                el("td", str(sum(r.counts.values())), data_sort=str(sum(r.counts.values()))),
+                data_band=r.band.value,
+            )
+            for r in rows
+        ),
+    )
+    table = el(
+        "table",
+        _sort_header("node", "score", "band", "events"),
+        body,
+        id="reputation",
+        class_="sortable filterable",
+    )
+    return join([el("p", band_filter, class_="filters"), table])
+
+
+def peer_page(breakdown: ScoreBreakdown, events: Sequence[ReputationEvent]) -> Markup:
+    """One peer: its score parts (P0...) and its event history with reasons, newest first."""
+    parts = el(
+        "table",
+        *(
+            el("tr", el("th", part.value, scope="row"), el("td", f"{value:+.4f}"))
+            for part, value in sorted(breakdown.parts.items(), key=lambda kv: kv[0].value)
+        ),
+        class_="facts parts",
+    )
+    history = el(
+        "table",
+        _sort_header("time", "event", "weight", "domain", "detail"),
+        el(
+            "tbody",
+            *(
+                el(
+                    "tr",
+                    el("td", _when(e.at), data_sort=format_ts(e.at)),
+                    el("td", e.kind.value),
+                    el("td", f"{e.weight:.2f}"),
+                    el("td", e.domain),
+                    el("td", e.detail),
+                )
+                for e in sorted(events, key=lambda e: e.at, reverse=True)
+            ),
+        ),
+        class_="sortable",
+    )
+    summary = el(
+        "p",
+        f"score {breakdown.score:.3f}, band {breakdown.band.value}, "
+        f"neutral {breakdown.neutral:.2f}",
+    )
+    return join([summary, el("h2", "Score parts"), parts, el("h2", "Events"), history])
+
+
+def _decide_form(row: QuarantineRow, decision: str, csrf_token: str) -> Markup:
+    """A POST form deciding one held record, with a note and the anti-forgery token."""
+    return el(
+        "form",
+        void("input", type="hidden", name=CSRF_FIELD, value=csrf_token),
+        void("input", type="text", name="note", placeholder="note", required=True, maxlength="500"),
+        el("button", decision, type="submit", class_=decision),
+        method="post",
+        action=f"/quarantine/{row.id}/{decision}",
+        class_="decide",
+    )
+
+
+def quarantine_page(rows: Sequence[QuarantineRow], *, csrf_token: str) -> Markup:
+    """The quarantine queue: each held record's reasons and state; approve / reject pending ones."""
+    if not rows:
+        return el("p", "Nothing is held for review.", class_="ok")
+    items = []
+    for r in rows:
+        actions = (
+            join([_decide_form(r, "approve", csrf_token), _decide_form(r, "reject", csrf_token)])
+            if r.state == "pending"
+            else el("span", r.state, class_=f"state {r.state}")
+        )
+        items.append(
+            el(
+                "tr",
+                el("td", r.id),
+                el("td", el("a", r.source_node_id, href=f"/reputation/{r.source_node_id}")),
+                el("td", el("ul", *(el("li", reason) for reason in r.reasons))),
+                el("td", _when(r.received_at), data_sort=format_ts(r.received_at)),
+                el("td", "–" if r.confidence is None else f"{r.confidence:.2f}"),
+                el("td", actions),
+                data_state=r.state,
+            )
+        )
+    return el(
+        "table",
+        _sort_header("id", "source", "reasons", "received", "confidence", "decision"),
+        el("tbody", *items),
+        id="quarantine",
+        class_="sortable",
+    )
+
+
+def _origin(row: LessonRow) -> str:
+    """ "local" or "imported" (the lessons page filters on it)."""
+    return "local" if row.imported_from is None else "imported"
+
+
+def lessons_page(rows: Sequence[LessonRow]) -> Markup:
+    """Lessons: text search and filters by scope, status and origin; each links to its page."""
+
+    def choice(name: str, values: Sequence[str]) -> Markup:
+        return el(
+            "label",
+            f"{name} ",
+            el(
+                "select",
+                el("option", "all", value=""),
+                *(el("option", v, value=v) for v in values),
+                data_filter=name,
+                data_table="lessons",
+            ),
+        )
+
+    filters = el(
+        "p",
+        void("input", type="search", placeholder="search", data_search="lessons"),
+        choice("scope", sorted({r.scope for r in rows})),
+        choice("status", sorted({r.status.value for r in rows})),
+        choice("origin", ["imported", "local"]),
+        class_="filters",
+    )
+    body = el(
+        "tbody",
+        *(
+            el(
+                "tr",
+                el("td", el("a", r.content, href=f"/lessons/{r.id}")),
+                el("td", r.operation),
+                el("td", f"{r.confidence:.2f}", data_sort=f"{r.confidence:.6f}"),
+                el("td", r.status.value),
+                el("td", r.scope),
+                el("td", _origin(r)),
+                data_scope=r.scope,
+                data_status=r.status.value,
+                data_origin=_origin(r),
+            )
+            for r in rows
+        ),
+    )
+    table = el(
+        "table",
+        _sort_header("lesson", "operation", "confidence", "status", "scope", "origin"),
+        body,
+        id="lessons",
+        class_="sortable filterable",
+    )
+    return join([filters, table])
+
+
+def lesson_page(row: LessonRow, events: Sequence[LessonEvent]) -> Markup:
+    """One lesson: what it says, its evidence, where it came from, and its event history."""
+    facts = [
+        ("operation", row.operation),
+        ("confidence", f"{row.confidence:.2f}"),
+        ("status", row.status.value),
+        ("scope", row.scope),
+        (
+            "origin",
+            _origin(row) if row.imported_from is None else f"imported from {row.imported_from}",
+        ),
+        ("confirmations / contradictions", f"{row.confirmations} / {row.contradictions}"),
+    ]
+    provenance = el(
+        "ul",
+        *(
+            el("li", f"from {e.source_node_id} via {e.via_node_id} at ", _when(e.received_at))
+            for e in row.provenance
+        ),
+    )
+    history = el(
+        "table",
+        _sort_header("time", "event", "actor", "confidence", "reason"),
+        el(
+            "tbody",
+            *(
+                el(
+                    "tr",
+                    el("td", _when(e.at), data_sort=format_ts(e.at)),
+                    el("td", e.kind),
+                    el("td", e.actor),
+                    el("td", _confidence_move(e.confidence_before, e.confidence_after)),
+                    el("td", e.reason),
+                )
+                for e in events
+            ),
+        ),
+        class_="sortable",
+    )
+    return join(
+        [
+            el("blockquote", row.content),
+            el(
+                "table",
+                *(el("tr", el("th", k, scope="row"), el("td", v)) for k, v in facts),
+                class_="facts",
+            ),
+            el("h2", "Evidence"),
+            el("ul", *(el("li", o) for o in row.evidence)) if row.evidence else el("p", "none"),
+            el("h2", "Where it came from"),
+            provenance if row.provenance else el("p", "learned here"),
+            el("h2", "History"),
+            history,
+        ]
+    )
+
+
+def _confidence_move(before: float | None, after: float | None) -> str:
+    """ "0.50 → 0.65", or the one known side."""
+    left = "" if before is None else f"{before:.2f}"
+    right = "" if after is None else f"{after:.2f}"
+    return f"{left} → {right}" if left and right else left or right

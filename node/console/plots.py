@@ -1,0 +1,164 @@
+"""Inline SVG charts drawn from values: no script, no external library, nothing fetched.
+
+``bar_chart`` draws labelled horizontal bars (confidence bands, transfer success, update
+velocity); ``calibration_curve`` draws accuracy against confidence per bin over the diagonal a
+perfectly calibrated node would follow. Sizes come from a validated ``PlotParams``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+from lamarck.errors import ConfigError
+from lamarck.node.console.markup import Markup, el
+from lamarck.node.health.figures import CalibrationBucket
+
+__all__ = ["PlotParams", "bar_chart", "calibration_curve"]
+
+
+@dataclass(frozen=True, slots=True)
+class PlotParams:
+    """Chart geometry in SVG user units (pixels at 100 % zoom); every field positive."""
+
+    # Width of a bar chart; the label column takes label_width of it.
+    width: float = 480.0
+    label_width: float = 150.0
+    # Height of one bar and the gap below it.
+    bar_height: float = 18.0
+    bar_gap: float = 6.0
+    # Side of the square calibration plot and its margin for axes and labels.
+    square: float = 280.0
+    margin: float = 36.0
+    # Radius of a calibration point for the smallest and the largest bin.
+    min_radius: float = 3.0
+    max_radius: float = 9.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(
+                    f"invalid {f.name}: must be a number", reason="invalid_params", field=f.name
+                )
+            if not math.isfinite(value) or value <= 0:
+                raise ConfigError(
+                    f"invalid {f.name}: must be finite and > 0, got {value}",
+                    reason="invalid_params",
+                    field=f.name,
+                )
+        if self.label_width >= self.width:
+            raise ConfigError(
+                "invalid label_width: must be < width", reason="invalid_params", field="label_width"
+            )
+        if self.min_radius > self.max_radius:
+            raise ConfigError(
+                "invalid min_radius: must be <= max_radius",
+                reason="invalid_params",
+                field="min_radius",
+            )
+
+
+def _n(value: float) -> str:
+    """A coordinate with two decimals at most (short, stable output)."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def bar_chart(
+    bars: Sequence[tuple[str, float | None]],
+    *,
+    title: str,
+    p: PlotParams,
+    scale: float | None = None,
+    unit: str = "",
+    percent: bool = False,
+) -> Markup:
+    """Horizontal bars, one per ``(label, value)``; a ``None`` value is drawn as "n/a".
+
+    ``scale`` is the value of a full-width bar (default: the largest value, or 1 for rates).
+    """
+    values = [v for _, v in bars if v is not None]
+    full = scale if scale is not None else (1.0 if percent else max(values, default=0.0))
+    track = p.width - p.label_width
+    height = len(bars) * (p.bar_height + p.bar_gap)
+    items: list[Markup] = [el("title", title)]
+    for i, (label, value) in enumerate(bars):
+        y = i * (p.bar_height + p.bar_gap)
+        text_y = y + p.bar_height * 0.75
+        items.append(el("text", label, x="0", y=_n(text_y), class_="label"))
+        if value is None:
+            items.append(el("text", "n/a", x=_n(p.label_width), y=_n(text_y), class_="na"))
+            continue
+        length = track * min(1.0, value / full) if full > 0 else 0.0
+        shown = f"{value:.1%}" if percent else f"{value:g}{unit}"
+        items.append(
+            el(
+                "rect",
+                x=_n(p.label_width),
+                y=_n(y),
+                width=_n(max(0.0, length)),
+                height=_n(p.bar_height),
+                class_="bar",
+                data_value=shown,
+            )
+        )
+        items.append(el("text", shown, x=_n(p.label_width + max(0.0, length) + 4), y=_n(text_y)))
+    return el(
+        "svg",
+        *items,
+        xmlns="http://www.w3.org/2000/svg",
+        viewBox=f"0 0 {_n(p.width + 60)} {_n(max(height, p.bar_height))}",
+        role="img",
+        aria_label=title,
+        class_="chart",
+    )
+
+
+def calibration_curve(buckets: Sequence[CalibrationBucket], *, p: PlotParams) -> Markup:
+    """Accuracy against mean confidence per bin, over the diagonal of perfect calibration."""
+    side, m = p.square, p.margin
+
+    def x(v: float) -> str:
+        return _n(m + v * side)
+
+    def y(v: float) -> str:
+        return _n(m + (1.0 - v) * side)
+
+    most = max((b.count for b in buckets), default=1)
+    items: list[Markup] = [
+        el("title", "Calibration: accuracy against confidence"),
+        el("rect", x=x(0), y=y(1), width=_n(side), height=_n(side), class_="frame"),
+        el("line", x1=x(0), y1=y(0), x2=x(1), y2=y(1), class_="diagonal"),
+        el("text", "confidence", x=x(0.5), y=_n(m + side + m * 0.8), class_="axis"),
+        el("text", "accuracy", x="0", y=y(1.05), class_="axis"),
+    ]
+    if buckets:
+        points = " ".join(f"{x(b.mean_confidence)},{y(b.accuracy)}" for b in buckets)
+        items.append(el("polyline", points=points, class_="curve"))
+    for b in buckets:
+        r = p.min_radius + (p.max_radius - p.min_radius) * math.sqrt(b.count / most)
+        items.append(
+            el(
+                "circle",
+                el(
+                    "title",
+                    f"{b.lo:.1f}-{b.hi:.1f}: {b.count} predictions, "
+                    f"confidence {b.mean_confidence:.2f}, accuracy {b.accuracy:.0%}",
+                ),
+                cx=x(b.mean_confidence),
+                cy=y(b.accuracy),
+                r=_n(r),
+                class_="point",
+            )
+        )
+    total = _n(side + 2 * m)
+    return el(
+        "svg",
+        *items,
+        xmlns="http://www.w3.org/2000/svg",
+        viewBox=f"0 0 {total} {total}",
+        role="img",
+        aria_label="Calibration curve",
+        class_="chart calibration",
+    )

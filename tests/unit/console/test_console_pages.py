@@ -1,0 +1,295 @@
+"""Console pages render from plain values: escaped, self-contained, with forgery-proof forms."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+
+import pytest
+
+from lamarck.errors import ConfigError, NotFound
+from lamarck.node.console.assets import CONTENT_TYPES, asset
+from lamarck.node.console.markup import Markup, attrs, el, esc, void
+from lamarck.node.console.pages import (
+    CSRF_FIELD,
+    NAV,
+    health_page,
+    lesson_page,
+    lessons_page,
+    overview_page,
+    page,
+    peer_page,
+    quarantine_page,
+    reputation_page,
+)
+from lamarck.node.console.plots import PlotParams, bar_chart, calibration_curve
+from lamarck.node.health.figures import CalibrationBucket, Finding, Severity
+from lamarck.node.health.inputs import HealthInputs, Prediction
+from lamarck.node.health.params import HealthParams
+from lamarck.node.health.report import health_report
+from lamarck.node.store.port import (
+    LessonEvent,
+    LessonRow,
+    LessonStatus,
+    ProvenanceEntry,
+    QuarantineRow,
+)
+from lamarck.reputation.events import EventKind, ReputationEvent
+from lamarck.reputation.scores import ScoreBreakdown, ScorePart, TrustBand
+
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
+HOSTILE = '<script>alert("x")</script>'
+PLOTS = PlotParams()
+
+
+class Tags(HTMLParser):
+    """Collects start tags with their attributes, and checks every non-void tag is closed."""
+
+    VOID = frozenset({"meta", "link", "input", "br", "img"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.open: list[str] = []
+
+    def handle_starttag(self, tag: str, attributes: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attributes)))
+        if tag not in self.VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.open and self.open[-1] == tag, f"</{tag}> closes {self.open[-1:]}"
+        self.open.pop()
+
+
+def parse(markup: str) -> Tags:
+    parser = Tags()
+    parser.feed(markup)
+    parser.close()
+    assert parser.open == [], f"unclosed: {parser.open}"
+    return parser
+
+
+def find(tags: Tags, tag: str, **want: str) -> list[dict[str, str | None]]:
+    return [a for t, a in tags.tags if t == tag and all(a.get(k) == v for k, v in want.items())]
+
+
+# -- markup ------------------------------------------------------------------------------------
+
+
+def test_text_and_attributes_are_escaped_and_markup_is_not_escaped_twice() -> None:
+    assert esc(HOSTILE) == "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"
+    assert esc(Markup("<b>")) == "<b>"
+    assert attrs({"title": '"x"', "hidden": True, "gone": None, "off": False}) == (
+        ' title="&quot;x&quot;" hidden'
+    )
+    assert el("td", HOSTILE, class_="c", data_sort="1") == (
+        '<td class="c" data-sort="1">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;</td>'
+    )
+    assert void("input", type="hidden", value="<") == '<input type="hidden" value="&lt;">'
+
+
+# -- layout --------------------------------------------------------------------------------------
+
+
+def test_a_page_has_the_menu_the_active_page_the_token_and_only_local_assets() -> None:
+    doc = page("Health", "health", el("p", "body"), csrf_token='tok"en')
+    tags = parse(doc)
+    assert doc.startswith("<!doctype html>")
+    assert [a["href"] for a in find(tags, "a")] == [path for _, path, _ in NAV]
+    assert find(tags, "a", href="/health")[0]["aria-current"] == "page"
+    assert find(tags, "meta", name=CSRF_FIELD)[0]["content"] == 'tok"en'
+    assert find(tags, "link")[0]["href"] == "/static/console.css"
+    assert find(tags, "script")[0]["src"] == "/static/console.js"
+    assert not re.search(r"(src|href)=\"(https?:)?//", doc)
+
+
+def test_the_overview_lists_facts_and_warnings_escaped() -> None:
+    body = overview_page(
+        [("admission", "admitted by lmk1abc"), ("peers", HOSTILE)],
+        [Finding("no_external_validation", Severity.CRITICAL, "No external validations")],
+    )
+    parse(body)
+    assert "admitted by lmk1abc" in body
+    assert HOSTILE not in body
+    assert 'class="finding critical"' in body
+
+
+# -- health --------------------------------------------------------------------------------------
+
+
+def test_the_health_page_draws_bands_calibration_transfer_and_velocity() -> None:
+    rows = [
+        LessonRow("a", "x", "op", "global", LessonStatus.ACTIVE, 0.8, NOW, NOW, last_used=NOW),
+        LessonRow("b", "y", "op", "global", LessonStatus.ACTIVE, 0.3, NOW, NOW, last_used=NOW),
+    ]
+    predictions = [
+        Prediction("op", True, c, NOW - timedelta(days=1), actual_success=ok)
+        for c, ok in ((0.85, True), (0.85, False), (0.25, True))
+    ]
+    report = health_report(HealthInputs(rows, (), predictions), HealthParams(), NOW)
+    body = health_page(report, p=PLOTS)
+    tags = parse(body)
+    assert {a.get("id") for t, a in tags.tags if t == "section"} >= {
+        "distribution",
+        "calibration",
+        "validity",
+        "transfer",
+        "velocity",
+    }
+    assert len(find(tags, "circle")) == 2  # one point per non-empty confidence bin
+    assert "No external validations" in body
+    assert 'class="finding critical"' in body
+    assert len(find(tags, "svg")) == 4
+
+
+def test_charts_draw_missing_values_as_na_and_scale_rates_to_the_full_width() -> None:
+    chart = bar_chart([("a", 0.5), ("b", None)], title="t", p=PLOTS, percent=True)
+    tags = parse(chart)
+    [bar] = find(tags, "rect")
+    assert float(bar["width"] or 0) == pytest.approx((PLOTS.width - PLOTS.label_width) / 2)
+    assert bar["data-value"] == "50.0%"
+    assert ">n/a<" in chart
+    empty = calibration_curve([], p=PLOTS)
+    assert find(parse(empty), "line")  # the diagonal is drawn even without data
+    point = calibration_curve([CalibrationBucket(0.7, 0.8, 4, 0.75, 1.0)], p=PLOTS)
+    [circle] = find(parse(point), "circle")
+    assert float(circle["cy"] or 0) == pytest.approx(PLOTS.margin)  # accuracy 1.0 at the top
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"width": 0.0}, {"bar_height": math.nan}, {"label_width": 500.0}, {"min_radius": 10.0}],
+)
+def test_plot_params_refuse_impossible_geometry(kwargs: dict[str, float]) -> None:
+    with pytest.raises(ConfigError):
+        PlotParams(**kwargs)
+
+
+# -- reputation ----------------------------------------------------------------------------------
+
+
+def breakdown(node_id: str, score: float, band: TrustBand) -> ScoreBreakdown:
+    return ScoreBreakdown(
+        node_id=node_id,
+        score=score,
+        band=band,
+        neutral=0.5,
+        parts={ScorePart.P0_ADMISSION: 0.0, ScorePart.P1_REALITY_CONFIRMED: score - 0.5},
+        counts={EventKind.LESSON_CONFIRMED: 3},
+    )
+
+
+def test_the_reputation_table_is_sortable_and_filterable_by_band() -> None:
+    body = reputation_page(
+        [breakdown("lmk1a", 0.9, TrustBand.HIGH), breakdown("lmk1b", 0.3, TrustBand.LOW)]
+    )
+    tags = parse(body)
+    assert find(tags, "table", id="reputation")[0]["class"] == "sortable filterable"
+    assert [a["data-band"] for a in find(tags, "tr") if "data-band" in a] == ["high", "low"]
+    assert [a["value"] for a in find(tags, "option")] == ["", "high", "low"]
+    assert find(tags, "a", href="/reputation/lmk1a")
+
+
+def test_a_peer_page_shows_score_parts_and_events_with_reasons_newest_first() -> None:
+    events = [
+        ReputationEvent(EventKind.LESSON_CONFIRMED, "lmk1a", NOW - timedelta(days=2), detail="old"),
+        ReputationEvent(EventKind.REJECTED, "lmk1a", NOW, detail=HOSTILE),
+    ]
+    body = peer_page(breakdown("lmk1a", 0.9, TrustBand.HIGH), events)
+    parse(body)
+    assert "p0_admission" in body and "p1_reality_confirmed" in body
+    assert body.index("rejected") < body.index("lesson_confirmed")
+    assert HOSTILE not in body
+
+
+# -- quarantine ----------------------------------------------------------------------------------
+
+
+def held(qid: str, state: str = "pending") -> QuarantineRow:
+    return QuarantineRow(qid, "hash", "lmk1src", ("unknown_signer", HOSTILE), NOW, b"{}", state)
+
+
+def test_pending_records_carry_approve_and_reject_forms_with_the_token_and_a_note() -> None:
+    body = quarantine_page([held("q1"), held("q2", state="approved")], csrf_token="t0k")
+    tags = parse(body)
+    forms = find(tags, "form", method="post")
+    assert [f["action"] for f in forms] == ["/quarantine/q1/approve", "/quarantine/q1/reject"]
+    tokens = find(tags, "input", type="hidden", name=CSRF_FIELD)
+    assert [t["value"] for t in tokens] == ["t0k", "t0k"]
+    assert all("required" in a for a in find(tags, "input", name="note"))
+    assert 'class="state approved"' in body
+    assert HOSTILE not in body and "unknown_signer" in body
+
+
+def test_an_empty_queue_says_so() -> None:
+    assert "Nothing is held" in quarantine_page([], csrf_token="t")
+
+
+# -- lessons -------------------------------------------------------------------------------------
+
+
+def test_lessons_are_filterable_by_scope_status_and_origin() -> None:
+    local = LessonRow("l1", HOSTILE, "git push", "global", LessonStatus.ACTIVE, 0.7, NOW, NOW)
+    imported = LessonRow(
+        "l2",
+        "use -n",
+        "rm",
+        "project:ab",
+        LessonStatus.RETIRED,
+        0.1,
+        NOW,
+        NOW,
+        imported_from="lmk1x",
+    )
+    body = lessons_page([local, imported])
+    tags = parse(body)
+    rows = [a for a in find(tags, "tr") if "data-origin" in a]
+    assert [(r["data-origin"], r["data-status"], r["data-scope"]) for r in rows] == [
+        ("local", "active", "global"),
+        ("imported", "retired", "project:ab"),
+    ]
+    assert {a["data-filter"] for a in find(tags, "select")} == {"scope", "status", "origin"}
+    assert find(tags, "input", type="search")
+    assert HOSTILE not in body
+
+
+def test_a_lesson_page_shows_evidence_provenance_and_history() -> None:
+    row = LessonRow(
+        "l2",
+        "use -n",
+        "rm",
+        "global",
+        LessonStatus.ACTIVE,
+        0.6,
+        NOW,
+        NOW,
+        evidence=("outcome-1",),
+        imported_from="lmk1x",
+        provenance=(ProvenanceEntry("lmk1x", "lmk1y", NOW, "h"),),
+    )
+    events = [
+        LessonEvent("l2", NOW, "imported", "lmk1x", None, 0.4),
+        LessonEvent("l2", NOW, "confirmed", "loop", 0.4, 0.6, reason="similarity=0.95"),
+    ]
+    body = lesson_page(row, events)
+    parse(body)
+    assert "outcome-1" in body
+    assert "from lmk1x via lmk1y" in body
+    assert "0.40 → 0.60" in body and ">0.40<" in body
+    assert "imported from lmk1x" in body
+
+
+# -- assets --------------------------------------------------------------------------------------
+
+
+def test_every_listed_asset_ships_and_nothing_else_is_served() -> None:
+    for name in CONTENT_TYPES:
+        data = asset(name)
+        assert data and b"http://" not in data and b"https://" not in data
+    with pytest.raises(NotFound):
+        asset("../pages.py")
+    with pytest.raises(NotFound):
+        asset("console.html")
