@@ -35,12 +35,13 @@ signed that record once. Quarantine emits nothing: suspicion is not proof.
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from lamarck.consensus.high_stakes import HighStakesCheck as HighStakesRule
+from lamarck.consensus.high_stakes import HighStakesRule as ConservativeHighStakesRule
+from lamarck.consensus.params import HighStakesParams
 from lamarck.errors import (
     ConfigError,
     LamarckError,
@@ -111,81 +112,9 @@ class DecisionReason(StrEnum):
 
 
 # --------------------------------------------------------------------------------------------
-# High stakes (the rule itself belongs to the trust issue; this is the conservative default).
-
-_DESTRUCTIVE_PATTERNS: tuple[str, ...] = (
-    r"\brm\s+(-[a-z]*r[a-z]*f|-[a-z]*f[a-z]*r|-r\s+-f|-f\s+-r|--recursive\s+--force)",
-    r"--no-preserve-root\b",
-    r"\bdrop\s+(table|database|schema|index)\b",
-    r"\btruncate\s+(table\s+)?[a-z_\"`]",
-    r"\bdelete\s+from\s+[a-z0-9_.\"`]+\s*(;|$)",
-    r"\bgit\s+push\b[^\n]*(--force|--force-with-lease|\s-f\b|\s\+[a-z0-9_/-]+)",
-    r"\bgit\s+(reset\s+--hard|clean\s+-[a-z]*f)",
-    r"\bmkfs(\.[a-z0-9]+)?\b",
-    r"\bdd\s+[^\n]*\bof=/dev/",
-    r"\bterraform\s+destroy\b",
-    r"\bkubectl\s+delete\b",
-    r"\bchmod\s+-r\s+777\b",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class HighStakesParams:
-    """What makes a claim high-stakes by default (seed QuorumValidator, made stricter)."""
-
-    # Claimed confidence from which a record needs a quorum, [0, 1].
-    confidence_threshold: float = 0.85
-    # Domains (or environments) where a wrong lesson is costly; compared case-insensitively.
-    critical_domains: frozenset[str] = frozenset({"security", "production", "finance", "medical"})
-    # Tags that mark a lesson as dangerous.
-    critical_tags: frozenset[str] = frozenset({"destructive", "irreversible"})
-    # Operations in content that destroy data or history (case-insensitive regexes).
-    destructive_patterns: tuple[str, ...] = _DESTRUCTIVE_PATTERNS
-
-    def __post_init__(self) -> None:
-        t = self.confidence_threshold
-        if not math.isfinite(t) or not 0.0 <= t <= 1.0:
-            raise ConfigError(f"invalid confidence_threshold: must be between 0 and 1, got {t!r}")
-        for pattern in self.destructive_patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ConfigError(f"invalid destructive_patterns: {pattern!r}: {exc}") from None
-
-
-HighStakesRule = Callable[[MemoryV2], bool]
-"""Whether a record must wait for a quorum certificate before it is believed."""
-
-
-class ConservativeHighStakesRule:
-    """High stakes if any holds: confidence >= threshold, a critical domain, environment or
-    tag, or content naming a destructive operation (``rm -rf``, ``DROP TABLE``, force push...).
-    """
-
-    def __init__(self, params: HighStakesParams | None = None) -> None:
-        self.params = params or HighStakesParams()
-        self._patterns = tuple(
-            re.compile(p, re.IGNORECASE) for p in self.params.destructive_patterns
-        )
-
-    def reasons(self, record: MemoryV2) -> tuple[str, ...]:
-        """Which parts of the rule the record trips (empty if none)."""
-        p = self.params
-        out: list[str] = []
-        if record.confidence >= p.confidence_threshold:
-            out.append("high_confidence")
-        places = {record.context.domain.lower(), record.context.environment.lower()}
-        if places & {d.lower() for d in p.critical_domains}:
-            out.append("critical_domain")
-        if {t.lower() for t in record.metadata.tags} & {t.lower() for t in p.critical_tags}:
-            out.append("critical_tag")
-        if any(pat.search(record.content) for pat in self._patterns):
-            out.append("destructive_operation")
-        return tuple(out)
-
-    def __call__(self, record: MemoryV2) -> bool:
-        """True if the record is high-stakes."""
-        return bool(self.reasons(record))
+# High stakes: the rule lives in ``lamarck.consensus.high_stakes`` (issue 12 §2.1); the old names
+# stay importable from here: ``HighStakesRule`` is the callable type, ``ConservativeHighStakesRule``
+# the rule itself, ``HighStakesParams`` its parameters.
 
 
 # --------------------------------------------------------------------------------------------
@@ -207,7 +136,7 @@ class Incoming:
 
 
 def _default_high_stakes() -> HighStakesRule:
-    return ConservativeHighStakesRule()
+    return ConservativeHighStakesRule(HighStakesParams())
 
 
 @dataclass(frozen=True, slots=True)
