@@ -1,0 +1,54 @@
+"""Container health probe: asks a lamarck node's grpc.health.v1 service whether it is SERVING.
+
+Usage: ``python healthcheck.py [--address HOST:PORT] [--service NAME]``. The address defaults
+to ``$LAMARCK_LISTEN`` (a wildcard host is probed on loopback), the service to
+``lamarck.v1.PeerService`` (the node reports it SERVING once it has started; ``""`` is the
+whole node). Exit 0 when SERVING, 1 otherwise: what Docker's HEALTHCHECK expects.
+Uses only what the node's image installs (grpcio, grpcio-health-checking).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+#: The peer service's health entry, as lamarck.node.api.server names it.
+PEER_SERVICE = "lamarck.v1.PeerService"
+#: One probe's bound; Docker's own --timeout is the outer one.
+TIMEOUT_S = 3.0
+_WILDCARDS = {"0.0.0.0", "[::]", "::"}
+
+
+def probe_address(listen: str) -> str:
+    """Where to probe a node listening on ``listen``: a wildcard host becomes loopback."""
+    host, _, port = listen.rpartition(":")
+    return f"127.0.0.1:{port}" if host in _WILDCARDS else listen
+
+
+def check(address: str, service: str) -> bool:
+    """True when ``address`` answers SERVING for ``service``."""
+    try:
+        with grpc.insecure_channel(address) as channel:
+            reply = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=service), timeout=TIMEOUT_S
+            )
+    except grpc.RpcError:
+        return False
+    return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Probe once; 0 when SERVING."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--address", default=os.environ.get("LAMARCK_LISTEN", "127.0.0.1:7700"))
+    parser.add_argument("--service", default=PEER_SERVICE)
+    args = parser.parse_args(argv)
+    return 0 if check(probe_address(args.address), args.service) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
