@@ -26,6 +26,7 @@ node (nothing listening, deadline) raises ``LamarckError`` with reason ``unavail
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -821,6 +822,14 @@ class ServiceClient(Generic[_A]):
     """
 
     async_type: ClassVar[type[AsyncServiceClient]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A twin made by blocking() carries the async method's qualified name; name it for
+        # the class it lives in, so reprs and tracebacks say Client.recall.
+        for name, value in vars(cls).items():
+            if callable(value) and inspect.iscoroutinefunction(getattr(value, "__wrapped__", None)):
+                value.__qualname__ = f"{cls.__qualname__}.{name}"
 
     def __init__(
         self,

@@ -196,6 +196,7 @@ def test_every_async_call_has_a_blocking_twin_with_its_signature_and_docstring(
         assert not inspect.iscoroutinefunction(twin), name
         assert inspect.signature(twin) == inspect.signature(original), name
         assert twin.__doc__ == original.__doc__ and twin.__doc__, name
+        assert twin.__qualname__ == f"{blocking_type.__name__}.{name}"
     assert blocking_type.async_type is async_type
 
 
