@@ -10,8 +10,12 @@ distinct outcomes behind them as a count.
 Two lessons are near-duplicates when they share
 
 * category, scope and access level (and recipients): a merge never crosses scopes or audiences;
-* the recommendation: the same operation and polarity, and for mechanical lessons the same
-  "prefer B over A for T";
+* the recommendation: the same operation and polarity, for mechanical lessons the same
+  "prefer B over A for T", and the same *specifics*: the commands, paths, flags, versions and
+  quoted messages the text names (``specifics``). Two lessons that differ only in "not from
+  e2e/" against "not from notebooks/" are two pieces of advice, however close their vectors;
+* the context: ``context_similarity >= min_context_similarity`` (a lesson learned on Fedora and
+  one learned on WSL2 are kept apart even when their words agree);
 * the meaning: this node's embeddings are at least ``min_similarity`` apart.
 
 Only local lessons merge. An imported lesson is its source's signed claim and is never folded
@@ -22,6 +26,7 @@ Contested lessons (``skip``) wait until their conflict is settled.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -32,8 +37,10 @@ import numpy.typing as npt
 
 from lamarck.errors import InvalidRecord
 from lamarck.node.learning.attribution import normalise_operation
-from lamarck.node.learning.conflicts import cosine, is_negated, mechanical_claim
+from lamarck.node.learning.conflicts import SimilarityFn, cosine, is_negated, mechanical_claim
+from lamarck.node.learning.context_match import context_similarity
 from lamarck.node.learning.knowledge_params import ConsolidationParams
+from lamarck.node.learning.params import ContextParams
 from lamarck.node.store.port import LessonRow, LessonStatus
 
 __all__ = [
@@ -44,7 +51,12 @@ __all__ = [
     "collapse_groups",
     "plan_consolidation",
     "recommendation_key",
+    "specifics",
 ]
+
+_QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"")
+_EDGE_PUNCT = "\"'`.,;:!?()[]{}<>"
+_SPECIFIC_CHARS = frozenset("/._-=@~+%$") | frozenset("0123456789")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +101,17 @@ class ConsolidationPlan:
         return frozenset(i for m in self.merges for i in (m.survivor, *m.predecessors))
 
 
+def specifics(text: str) -> frozenset[str]:
+    """What makes a lesson's advice concrete: backticked and quoted spans, and every word with
+    a path, flag, version or identifier character in it (lowercase, edge punctuation off)."""
+    out = {m.group(1) or m.group(2) for m in _QUOTED.finditer(text)}
+    for raw in text.split():
+        word = raw.strip(_EDGE_PUNCT)
+        if any(ch in _SPECIFIC_CHARS for ch in word):
+            out.add(word)
+    return frozenset(w.strip().lower() for w in out if w.strip())
+
+
 def recommendation_key(row: LessonRow, markers: Collection[str]) -> tuple[Any, ...]:
     """What must be equal for two lessons to be near-duplicates, except their meaning."""
     claim = mechanical_claim(row)
@@ -101,6 +124,7 @@ def recommendation_key(row: LessonRow, markers: Collection[str]) -> tuple[Any, .
         normalise_operation(row.operation),
         structure,
         is_negated(row.content, markers),
+        tuple(sorted(specifics(row.content))),
     )
 
 
@@ -117,9 +141,11 @@ def _priority(row: LessonRow) -> tuple[Any, ...]:
 def _clusters(
     rows: Sequence[LessonRow],
     embeddings: Mapping[str, npt.NDArray[np.floating[Any]]],
-    threshold: float,
+    p: ConsolidationParams,
+    similarity: SimilarityFn,
 ) -> list[list[LessonRow]]:
-    """Leader clustering: each row joins the first leader it is near enough to.
+    """Leader clustering: each row joins the first leader it is near enough to, in meaning and
+    in context.
 
     Comparing with the leader only (not with any member) stops chains of small steps from
     merging lessons that are far apart.
@@ -131,7 +157,11 @@ def _clusters(
         if vec is not None:
             for cluster in clusters:
                 lead = embeddings.get(cluster[0].id)
-                if lead is not None and cosine(vec, lead) >= threshold:
+                if (
+                    lead is not None
+                    and cosine(vec, lead) >= p.min_similarity
+                    and similarity(cluster[0].context, row.context) >= p.min_context_similarity
+                ):
                     home = cluster
                     break
         if home is None:
@@ -172,18 +202,22 @@ def plan_consolidation(
     lessons: Sequence[LessonRow],
     embeddings: Mapping[str, npt.NDArray[np.floating[Any]]],
     p: ConsolidationParams,
+    context: ContextParams,
     *,
     negation_markers: Collection[str],
     skip: Collection[str] = (),
     outcome_times: Mapping[str, datetime] | None = None,
+    similarity: SimilarityFn | None = None,
 ) -> ConsolidationPlan:
     """The merges and recall groups among ``lessons`` (see the module docstring).
 
     ``negation_markers`` are ``ConflictParams.negation_markers`` (one polarity rule for both
     passes); ``outcome_times`` orders evidence across lessons (an id without a time takes its
-    lesson's ``updated_at``).
+    lesson's ``updated_at``); ``similarity`` defaults to ``context_similarity`` with
+    ``context`` (pass the learned one to weigh variables by what outcomes taught).
     """
     times = outcome_times or {}
+    sim: SimilarityFn = similarity or (lambda x, y: context_similarity(x, y, context))
     buckets: dict[tuple[Any, ...], list[LessonRow]] = {}
     for row in lessons:
         if row.status is LessonStatus.ACTIVE and row.id not in skip:
@@ -191,7 +225,7 @@ def plan_consolidation(
     merges: list[Merge] = []
     groups: list[RecallGroup] = []
     for key in sorted(buckets, key=repr):
-        for cluster in _clusters(buckets[key], embeddings, p.min_similarity):
+        for cluster in _clusters(buckets[key], embeddings, p, sim):
             local = [r for r in cluster if r.imported_from is None]
             imported = [r for r in cluster if r.imported_from is not None]
             if len(local) >= 2:

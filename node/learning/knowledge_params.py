@@ -88,6 +88,9 @@ class ConsolidationParams:
     # are the same lesson. Validated by ``bench/learning.py`` (recall@5 must not fall) for the
     # hashing embedder and MiniLM. Range (0, 1].
     min_similarity: float = 0.8
+    # Context similarity from which two lessons were learned in the same context (the "same
+    # context" band of ``ConfidenceParams.very_similar``). Range (0, 1].
+    min_context_similarity: float = 0.9
     # Outcome ids the merged lesson keeps, the most recent; the rest survive as counts (seed
     # 000 §8). Integer in [1, 64] (RecordLimits: at most 64 evidence entries).
     evidence_kept: int = 32
@@ -95,6 +98,7 @@ class ConsolidationParams:
     def __post_init__(self) -> None:
         """Validate every field."""
         _in_range("min_similarity", self.min_similarity, 0.0, 1.0, lo_open=True)
+        _in_range("min_context_similarity", self.min_context_similarity, 0.0, 1.0, lo_open=True)
         _positive_int("evidence_kept", self.evidence_kept)
         _rule(self.evidence_kept <= 64, "evidence_kept", "must be at most 64")
 

@@ -15,13 +15,16 @@ from lamarck.node.learning.consolidation import (
     apply_merge,
     collapse_groups,
     plan_consolidation,
+    specifics,
 )
 from lamarck.node.learning.knowledge_params import NEGATION_MARKERS, ConsolidationParams
 from lamarck.node.learning.mechanical import MechanicalLesson
+from lamarck.node.learning.params import ContextParams
 from lamarck.node.store.port import LessonRow, LessonStatus
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 P = ConsolidationParams()
+CTX = ContextParams()
 DIM = 32
 
 
@@ -53,7 +56,7 @@ def unit(seed: int, near: np.ndarray | None = None, noise: float = 0.05) -> np.n
 
 
 def plan(lessons: list[LessonRow], vecs: dict[str, np.ndarray], **kw: Any) -> Any:
-    return plan_consolidation(lessons, vecs, P, negation_markers=NEGATION_MARKERS, **kw)
+    return plan_consolidation(lessons, vecs, P, CTX, negation_markers=NEGATION_MARKERS, **kw)
 
 
 def test_near_duplicates_merge_into_the_best_supported_with_summed_counts() -> None:
@@ -95,6 +98,7 @@ def test_merged_evidence_keeps_the_most_recent_outcomes_and_counts_the_rest() ->
         [a, b],
         {"a": unit(1, base), "b": unit(2, base)},
         p,
+        CTX,
         negation_markers=NEGATION_MARKERS,
         outcome_times=times,
     ).merges
@@ -109,11 +113,15 @@ def test_merged_evidence_keeps_the_most_recent_outcomes_and_counts_the_rest() ->
         {"operation": "shell:pytest -x"},
         {"content": "Do not run pytest from the repo root"},
         {"status": LessonStatus.CLAIMED},
+        {"content": "Run pytest from the repo root, not from tests/e2e/"},  # other specifics
+        {"context": {"domain": "ci", "environment": "windows"}},  # learned elsewhere
     ],
 )
-def test_no_merge_across_scope_access_operation_polarity_or_status(change: dict[str, Any]) -> None:
+def test_no_merge_across_scope_access_operation_polarity_specifics_context_or_status(
+    change: dict[str, Any],
+) -> None:
     base = unit(0)
-    lessons = [row("a"), row("b", **change)]
+    lessons = [row("a", context={"domain": "ci", "environment": "linux"}), row("b", **change)]
     p = plan(lessons, {"a": unit(1, base), "b": unit(2, base)})
     assert p.merges == () and p.groups == ()
 
@@ -173,3 +181,9 @@ def test_applying_a_merge_naming_an_unknown_lesson_is_refused() -> None:
     m = Merge("a", ("zz",), 0, 0, 0, (), 0, (), None)
     with pytest.raises(InvalidRecord):
         apply_merge({"a": row("a")}, m, now=NOW)
+
+
+def test_specifics_are_the_commands_paths_flags_versions_and_quoted_messages() -> None:
+    text = 'Run `pytest -x` from the repo root on Python 3.11, not tests/; it says "no tests ran".'
+    assert specifics(text) == {"pytest -x", "-x", "3.11", "tests/", "no tests ran"}
+    assert specifics("Note: " + text) == specifics(text + " (seen in CI)")
