@@ -13,7 +13,7 @@ from lamarck.node.learning.params import LearningParams
 # `bench` is a directory at the repository root, importable from there (not installed).
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from bench.learning import bench_conflicts, bench_consolidation, bench_variables  # noqa: E402
+from bench.learning import bench_conflicts, bench_consolidation, bench_variables
 
 KP, LP = KnowledgeParams(), LearningParams()
 
