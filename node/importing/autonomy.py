@@ -853,8 +853,9 @@ class AutonomyFilter:
     def _fields(self, record: MemoryV2) -> list[str]:
         return [t for t in record_texts(record) if t]
 
-    def _read(self, text: str) -> list[Evidence]:
-        normalised = normalise(text, self._p)
+    def _read(self, text: str, normalised: str | None = None) -> list[Evidence]:
+        if normalised is None:
+            normalised = normalise(text, self._p)
         found = [self._reader.read(s) for s in self._reader.sentences(normalised)]
         if "\n" in normalised:
             spanning = self._reader.read_spanning(normalised)
@@ -901,8 +902,14 @@ class AutonomyFilter:
     def judge(self, record: MemoryV2, view: ImportView) -> Judgement:
         """Read every text field; say what was found and why."""
         evidence: list[Evidence] = []
+        content_sentences: set[str] = set()
+        unreadable = False
         for text in self._fields(record):
-            found = self._read(text)
+            normalised = normalise(text, self._p)
+            found = self._read(text, normalised)
+            if text is record.content:
+                content_sentences = {e.sentence for e in found}
+            unreadable = unreadable or self._reader.unreadable(normalised)
             evidence.extend(found)
             for e in found:
                 if e.polarity is Polarity.INJECTED:
@@ -910,12 +917,16 @@ class AutonomyFilter:
                     return Judgement(verdict, tuple(evidence))
                 if e.polarity is Polarity.CLAIM:
                     return Judgement(Verdict.reject(FilterReason.AUTONOMY_CLAIM), tuple(evidence))
-        if any(self._reader.unreadable(normalise(t, self._p)) for t in self._fields(record)):
+        if unreadable:
             return Judgement(Verdict.quarantine(AUTONOMY_UNSURE), tuple(evidence))
-        return self._by_meaning(record, view, evidence)
+        return self._by_meaning(record, view, evidence, content_sentences)
 
     def _by_meaning(
-        self, record: MemoryV2, view: ImportView, evidence: list[Evidence]
+        self,
+        record: MemoryV2,
+        view: ImportView,
+        evidence: list[Evidence],
+        content_sentences: set[str],
     ) -> Judgement:
         weak = any(e.polarity is Polarity.WEAK for e in evidence)
         careful = any(e.polarity is Polarity.CAREFUL for e in evidence)
@@ -923,7 +934,6 @@ class AutonomyFilter:
         if bank is None:
             verdict = Verdict.quarantine(AUTONOMY_UNSURE) if weak else Verdict.accept()
             return Judgement(verdict, tuple(evidence))
-        content_sentences = {e.sentence for e in self._read(record.content)}
         texts = [record.content] if not careful else []
         texts += [
             e.sentence
