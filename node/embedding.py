@@ -31,7 +31,7 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lamarck.errors import ConfigError
+from lamarck.node.learning.prompt import estimate_tokens
 
 __all__ = [
     "DEFAULT_DIM",
@@ -52,6 +53,7 @@ __all__ = [
     "Vectors",
     "make_embedder",
     "minilm_available",
+    "token_counter",
 ]
 
 _log = logging.getLogger(__name__)
@@ -352,3 +354,29 @@ def make_embedder(kind: EmbedderKind = "auto") -> Embedder:
             warnings.warn(message, EmbeddingFallbackWarning, stacklevel=2)
             return HashingEmbedder()
     raise ConfigError(f"embedder kind must be 'auto', 'minilm' or 'hashing', got {kind!r}")
+
+
+# -- counting prompt tokens ------------------------------------------------------------------
+
+
+def token_counter() -> Callable[[str], int]:
+    """The prompt's token counter: the real WordPiece tokenizer shipped with the MiniLM model
+    package when it and ``tokenizers`` are installed, else ``estimate_tokens`` (an estimate
+    proved against that tokenizer in the unit tests). Loaded once, at start-up."""
+    try:
+        package = importlib.import_module(_MINILM_MODULE)
+        tokenizers = importlib.import_module("tokenizers")
+    except ImportError:
+        return estimate_tokens
+    path = Path(package.__file__ or "").parent / "model" / "tokenizer.json"
+    if not path.is_file():
+        return estimate_tokens
+    tokenizer = tokenizers.Tokenizer.from_file(str(path))
+    # The packaged config pads and truncates to 128: count the whole text, unpadded.
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+
+    def count(text: str) -> int:
+        return len(tokenizer.encode(text, add_special_tokens=True).ids)
+
+    return count

@@ -35,9 +35,7 @@ from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.gossip.publisher import lesson_record, sign_lesson
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
-from lamarck.node.learning.mechanical import avoided_operation
-from lamarck.node.learning.prompt import build_lessons_section
-from lamarck.node.learning.scopes import GLOBAL, project_scope, recall_scopes, validate_scope
+from lamarck.node.learning.scopes import GLOBAL, project_scope, validate_scope
 from lamarck.node.store.port import (
     Category,
     LessonEvent,
@@ -377,54 +375,31 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             self._scope(request.project_digest),
             request.session_id,
             incognito=not request.session_id,
+            limit=request.limit or None,
         )
-        rows = list(result.lessons)
-        section = result.section
-        limit = min(request.limit or 5, 5)
-        if len(rows) > limit:
-            rows = rows[:limit]
-            section = build_lessons_section(
-                [(r.id, r.content) for r in rows], service.params.lesson
-            )
-        n = len(rows)
         lessons = [
-            # The service ranks but does not expose scores: the score here is rank-derived
-            # (1 for the best, falling evenly), enough to keep "higher first" true.
-            agent_pb2.RecalledLesson(lesson=await self._view(row), score=1.0 - i / max(n, 1))
-            for i, row in enumerate(rows)
+            agent_pb2.RecalledLesson(
+                lesson=await self._view(hit.lesson), score=hit.score, similarity=hit.similarity
+            )
+            for hit in result.scored
         ]
-        return agent_pb2.RecallResponse(lessons=lessons, prompt_section=section.text)
+        section = result.section
+        return agent_pb2.RecallResponse(
+            lessons=lessons,
+            prompt_section=section.text,
+            omitted_lesson_ids=list(section.omitted),
+        )
 
     # -- CheckOperation ----------------------------------------------------------------------
     async def CheckOperation(
         self, request: agent_pb2.CheckOperationRequest, context: Any
     ) -> agent_pb2.CheckOperationResponse:
         """What is on file for an operation (and the tool's situation) about to run."""
-        service, store = self._service(), self._store()
+        service = self._service()
         scope = self._scope(request.project_digest)
-        key = request.operation.strip()
-        preamble = await service.check_operation(key, scope) if key else None
-        lesson_ids: list[str] = []
-        if preamble is not None:
-            # The service says what is on file; the id is the same first hit it chose.
-            rows = await store.list_lessons(
-                LessonFilter(
-                    scopes=recall_scopes(scope),
-                    limit=service.params.lesson.max_active_per_scope * 2,
-                )
-            )
-            hit = next(
-                (
-                    r
-                    for r in rows
-                    if r.operation == key
-                    or avoided_operation(r.tags) == key
-                    or (r.situation is not None and r.situation.get("tool") == key)
-                ),
-                None,
-            )
-            if hit is not None:
-                lesson_ids.append(hit.id)
+        found = await service.check(request.operation, scope)
+        preamble = None if found is None else found.preamble
+        lesson_ids = [] if found is None else [found.lesson.id]
         probe = unblock = ""
         if request.tool and request.subject:
             for lesson in await service.situation_lessons(scope):

@@ -26,8 +26,14 @@ from dataclasses import dataclass
 
 from lamarck.node.learning.confidence import clamp
 from lamarck.node.learning.params import EvidenceParams
+from lamarck.reputation.transfer import TransferParams, reality_tested_confidence
 
-__all__ = ["LocalCopy", "confidence_on_new_version", "local_evidence"]
+__all__ = [
+    "LocalCopy",
+    "confidence_on_new_version",
+    "confirmed_confidence",
+    "local_evidence",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +61,24 @@ def confidence_on_new_version(copy: LocalCopy, new_transferred: float, p: Eviden
     if local == 0.0:
         return new_transferred
     return clamp(new_transferred + p.carry_local * local, p.confidence)
+
+
+def confirmed_confidence(
+    stepped: float,
+    *,
+    current: float,
+    imported: bool,
+    confirmations: int,
+    original: float | None,
+    transfer: TransferParams,
+) -> float:
+    """A lesson's confidence after a local confirmation that stepped it to ``stepped``.
+
+    The first local proof of an imported lesson also earns the transfer table's
+    "reality-tested after import" row (+0.2 × the source's claimed confidence, within the
+    cap); whichever rule moves it further applies. Afterwards local outcomes alone move it.
+    """
+    if not imported or confirmations > 0:
+        return stepped
+    claimed = current if original is None else original
+    return max(stepped, reality_tested_confidence(current, claimed, transfer))

@@ -23,8 +23,11 @@ __all__ = [
     "TARGET_TAG",
     "MechanicalLesson",
     "avoided_operation",
+    "is_about",
     "lesson_target",
     "mechanical_lessons",
+    "restates",
+    "reverses",
 ]
 
 # Tag prefixes carrying the structured parts of a mechanical lesson.
@@ -103,3 +106,28 @@ def mechanical_lessons(steps: Sequence[ToolStep], verdict: Verdict) -> list[Mech
                 if lesson not in found:
                     found.append(lesson)
     return found
+
+
+def restates(lesson: MechanicalLesson, operation: str, tags: Sequence[str]) -> bool:
+    """Whether a stored lesson (its ``operation`` and ``tags``) says what ``lesson`` says."""
+    return (
+        operation == lesson.prefer
+        and avoided_operation(tags) == lesson.avoid
+        and lesson_target(tags) == lesson.target
+    )
+
+
+def reverses(lesson: MechanicalLesson, operation: str, tags: Sequence[str]) -> bool:
+    """Whether a stored lesson says the opposite of ``lesson`` for the same target."""
+    return (
+        operation == lesson.avoid
+        and avoided_operation(tags) == lesson.prefer
+        and lesson_target(tags) == lesson.target
+    )
+
+
+def is_about(key: str, operation: str, tags: Sequence[str], situation_tool: str | None) -> bool:
+    """Whether a stored lesson is about the operation ``key``: it recommends it, says to avoid
+    it, or is a situation on that tool. The decision-time check surfaces exactly these, and
+    ``LessonFilter.about`` selects exactly these in both store adapters."""
+    return operation == key or avoided_operation(tags) == key or situation_tool == key

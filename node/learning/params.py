@@ -193,9 +193,13 @@ class LessonParams:
     promotion_projects: int = 2
     # Nearest neighbours fetched by vector search before the re-rank. Integer >= recall_limit.
     candidate_pool: int = 50
-    # Cosine below this is dropped from recall. Range [-1, 1]; -1 keeps every in-scope hit,
-    # because scope already narrows a project's lessons to a few hundred.
-    min_similarity: float = -1.0
+    # The relevance floor: a lesson whose cosine to the task is below this is not about the
+    # task and is never recalled, however trusted (a query unrelated to every lesson gets an
+    # empty section). Range [-1, 1]. Measured on all-MiniLM-L6-v2 over lesson/task pairs
+    # (tests/unit/store/test_recall_relevance.py): unrelated tasks score at most ~0.12 against
+    # any lesson, related ones 0.17-0.62; the hashing embedder's lexical cosines fall in the
+    # same ranges for shared words, so one floor serves both.
+    min_similarity: float = 0.15
     # Recency factor halves every this many days since last use (or creation). Positive.
     recency_half_life_days: float = 30.0
     # Outcome ids kept on a lesson; the oldest confirmations beyond it are dropped

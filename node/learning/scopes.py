@@ -27,6 +27,7 @@ __all__ = [
     "after_confirmation",
     "after_contradiction",
     "is_project_scope",
+    "over_cap",
     "project_digest",
     "project_of",
     "project_scope",
@@ -128,3 +129,19 @@ def after_contradiction(scope: str, confirmed_projects: Sequence[str], project: 
         return ScopeChange(scope, projects, changed=False)
     home = projects[-1]
     return ScopeChange(project_scope(home), (home,), changed=True)
+
+
+def over_cap(rows: Sequence[tuple[str, str]], cap: int) -> list[str]:
+    """The lessons beyond each scope's cap of active lessons (seed 000 §5).
+
+    ``rows`` are ``(lesson_id, scope)`` pairs of the active lessons, in keep order (the
+    store's: highest confidence first, then newest, then id); the tail of each scope beyond
+    ``cap`` is what goes, so the least trusted and oldest make room.
+    """
+    kept: dict[str, int] = {}
+    out: list[str] = []
+    for lesson_id, scope in rows:
+        kept[scope] = kept.get(scope, 0) + 1
+        if kept[scope] > cap:
+            out.append(lesson_id)
+    return out

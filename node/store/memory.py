@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 import numpy as np
 
 from lamarck.errors import ConflictError, NotFound, StoreError
+from lamarck.node.learning.mechanical import is_about
 from lamarck.node.store.port import (
     LessonEvent,
     LessonFilter,
@@ -55,6 +57,13 @@ def lesson_matches(lesson: LessonRow, flt: LessonFilter) -> bool:
     if flt.category is not None and lesson.category != flt.category:
         return False
     if flt.operation is not None and lesson.operation != flt.operation:
+        return False
+    if flt.about is not None and not is_about(
+        flt.about,
+        lesson.operation,
+        lesson.tags,
+        None if lesson.situation is None else lesson.situation.get("tool"),
+    ):
         return False
     if flt.min_confidence is not None and lesson.confidence < flt.min_confidence:
         return False
@@ -309,6 +318,16 @@ class InMemoryLessonStore(LessonStore):
             if row.content_hash == content_hash:
                 return row
         return None
+
+    async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:
+        """One use of each lesson; unknown ids are skipped. ``updated_at`` stays: a use is
+        not a signed field, so it must not make a newer version of the record."""
+        for lesson_id in dict.fromkeys(lesson_ids):
+            row = self._lessons.get(lesson_id)
+            if row is not None:
+                self._lessons[lesson_id] = dataclasses.replace(
+                    row, last_used=now, use_count=row.use_count + 1
+                )
 
     async def hard_delete(self, lesson_id: str) -> None:
         """Remove a lesson for good; ``NotFound`` if absent."""

@@ -135,6 +135,10 @@ class LessonFilter:
     scopes: tuple[str, ...] | None = None
     category: Category | None = None
     operation: str | None = None
+    # Lessons about an operation key: they recommend it, say to avoid it (an ``avoid:<key>``
+    # tag), or are a situation on that tool (``node.learning.mechanical.is_about``). Indexed,
+    # so a lookup finds a lesson however old or unconfident it is.
+    about: str | None = None
     min_confidence: float | None = None
     imported: bool | None = None
     limit: int = 100
@@ -322,6 +326,11 @@ class LessonStore(abc.ABC):
     @abc.abstractmethod
     async def find_by_content_hash(self, content_hash: str) -> LessonRow | None:
         """The lesson imported from the record with this content hash, if any."""
+
+    @abc.abstractmethod
+    async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:
+        """Record one use of each lesson (``last_used = now``, ``use_count + 1``) in one write;
+        unknown ids are skipped. Recall calls it once for everything it returned."""
 
     @abc.abstractmethod
     async def hard_delete(self, lesson_id: str) -> None:

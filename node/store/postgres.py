@@ -29,6 +29,7 @@ import numpy as np
 from pgvector.asyncpg import register_vector
 
 from lamarck.errors import ConflictError, NotFound, StoreError, StoreUnavailable
+from lamarck.node.learning.mechanical import AVOID_TAG
 from lamarck.node.store.memory import QUARANTINE_STATES
 from lamarck.node.store.migrate import run_migrations
 from lamarck.node.store.port import (
@@ -210,6 +211,14 @@ def _where(flt: LessonFilter, first: int = 1) -> tuple[str, list[Any]]:
         conds.append(f"l.category = {arg(flt.category.value)}")
     if flt.operation is not None:
         conds.append(f"l.operation = {arg(flt.operation)}")
+    if flt.about is not None:
+        # The three arms of node.learning.mechanical.is_about, each on its own index.
+        key = arg(flt.about)
+        avoid = arg([AVOID_TAG + flt.about])
+        conds.append(
+            f"(l.operation = {key} OR l.tags @> {avoid}::text[]"
+            f" OR (l.situation ->> 'tool') = {key})"
+        )
     if flt.min_confidence is not None:
         conds.append(f"l.confidence >= {arg(float(flt.min_confidence))}")
     if flt.imported is not None:
@@ -748,6 +757,20 @@ class PostgresLessonStore(LessonStore):
                 f"SELECT {_SELECT_LESSON} FROM lessons l WHERE l.content_hash = $1", content_hash
             )
         return None if rec is None else _to_lesson(rec)
+
+    async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:
+        """One use of each lesson, one statement; unknown ids are skipped. ``updated_at``
+        stays: a use is not a signed field, so it must not make a newer record version."""
+        ids = list(dict.fromkeys(lesson_ids))
+        if not ids:
+            return
+        async with _guard():
+            await self.pool.execute(
+                "UPDATE lessons SET last_used = $2, use_count = use_count + 1"
+                " WHERE id = ANY($1::text[])",
+                ids,
+                now,
+            )
 
     async def hard_delete(self, lesson_id: str) -> None:
         """Remove a lesson, its provenance and pending outbox rows; ``NotFound`` if absent."""

@@ -160,8 +160,15 @@ class RecalledLesson(_message.Message):
 
     LESSON_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
+    SIMILARITY_FIELD_NUMBER: _builtins.int
     score: _builtins.float
-    """Ranking score (confidence x recency x context match); higher first."""
+    """Ranking score in [0, 1]: similarity to the task x context match x confidence x recency;
+    higher first. Computed from real similarities, never from rank positions.
+    """
+    similarity: _builtins.float
+    """Cosine similarity of the task to the lesson, in [-1, 1]; at least the node's relevance
+    floor (a lesson below it is not returned at all).
+    """
     @_builtins.property
     def lesson(self) -> _lessons_pb2.LessonView:
         """The lesson."""
@@ -171,10 +178,11 @@ class RecalledLesson(_message.Message):
         *,
         lesson: _lessons_pb2.LessonView | None = ...,
         score: _builtins.float = ...,
+        similarity: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["lesson", b"lesson"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["lesson", b"lesson", "score", b"score"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["lesson", b"lesson", "score", b"score", "similarity", b"similarity"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -186,21 +194,29 @@ class RecallResponse(_message.Message):
 
     LESSONS_FIELD_NUMBER: _builtins.int
     PROMPT_SECTION_FIELD_NUMBER: _builtins.int
+    OMITTED_LESSON_IDS_FIELD_NUMBER: _builtins.int
     prompt_section: _builtins.str
-    """The "Lessons:" section for the prompt, <= 300 tokens; empty when no lesson applies."""
+    """The "Lessons:" section for the prompt, <= 300 tokens; empty when no lesson applies.
+    When relevant lessons did not fit, its last line says how many.
+    """
     @_builtins.property
     def lessons(self) -> _containers.RepeatedCompositeFieldContainer[Global___RecalledLesson]:
         """Best first; <= 5; only active lessons."""
+
+    @_builtins.property
+    def omitted_lesson_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Relevant lessons left out (over the count asked for or the token budget), best first."""
 
     def __init__(
         self,
         *,
         lessons: _abc.Iterable[Global___RecalledLesson] | None = ...,
         prompt_section: _builtins.str = ...,
+        omitted_lesson_ids: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["lessons", b"lessons", "prompt_section", b"prompt_section"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["lessons", b"lessons", "omitted_lesson_ids", b"omitted_lesson_ids", "prompt_section", b"prompt_section"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -17,6 +17,7 @@ from lamarck.errors import (
 from lamarck.node.importing.decision import (
     ConservativeHighStakesRule,
     DecisionReason,
+    HighStakesParams,
     ImportOutcome,
     ImportParams,
     Incoming,
@@ -257,7 +258,7 @@ def test_rejected_record_never_reaches_later_stages() -> None:
     [
         {"confidence": 0.86, "confidence_interval": {"mean": 0.86, "std_dev": 0.1}},
         {"context": {"domain": "security"}},
-        {"context": {"environment": "production"}},
+        {"context": {"domain": "safety"}},
         {"content": "Clean the cache with rm -rf /var/cache/app before deploys."},
         {"content": "Reset staging with DROP TABLE sessions; it rebuilds."},
         {"content": "If the branch diverged, git push --force origin feature."},
@@ -292,8 +293,8 @@ def test_high_stakes_rule_is_replaceable() -> None:
 
 
 def test_conservative_rule_explains_itself() -> None:
-    rule = ConservativeHighStakesRule()
-    rec = record(context={"domain": "Finance"}, content="DROP TABLE ledger is never safe.")
+    rule = ConservativeHighStakesRule(HighStakesParams())
+    rec = record(context={"domain": "Compliance"}, content="DROP TABLE ledger is never safe.")
     assert set(rule.reasons(rec)) == {"critical_domain", "destructive_operation"}
     assert not rule(record())
 

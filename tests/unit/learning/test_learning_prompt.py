@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,10 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lamarck.node.learning.params import LessonParams
+
+# `bench` is a directory at the repository root, importable from there (not installed).
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from bench.lesson_corpus import lesson_sentences
 from lamarck.node.learning.prompt import (
     HEADER,
     build_lessons_section,
     conservative_token_bound,
+    estimate_tokens,
+    format_line,
+    omitted_line,
 )
 
 P = LessonParams()
@@ -60,15 +68,49 @@ def test_section_holds_at_most_5_lessons_and_300_tokens() -> None:
     assert section.text.startswith(HEADER + "\n- ")
     assert 0 < len(section.included) <= 5
     assert section.tokens <= 300
-    assert conservative_token_bound(section.text) <= 300
+    assert estimate_tokens(section.text) <= 300
     assert set(section.included) | set(section.omitted) == {p[0] for p in pairs}
+    # What was left out is said, in the section itself.
+    assert section.text.endswith(omitted_line(len(section.omitted)))
 
 
-def test_lesson_that_does_not_fit_is_skipped_whole_not_truncated() -> None:
+def test_a_lesson_that_does_not_fit_ends_the_section_in_rank_order_and_is_never_cut() -> None:
     long = "x " * 400
-    section = build_lessons_section([("long", long), ("short", LESSONS[0])], P)
-    assert section.included == ("short",) and section.omitted == ("long",)
-    assert LESSONS[0] in section.text
+    pairs = [("first", LESSONS[0]), ("long", long), ("short", LESSONS[1])]
+    section = build_lessons_section(pairs, P)
+    # The shorter, lower-ranked lesson does not jump the queue past the one that did not fit.
+    assert section.included == ("first",) and section.omitted == ("long", "short")
+    assert LESSONS[0] in section.text and "x x" not in section.text
+    assert section.text.splitlines()[-1] == omitted_line(2)
+
+
+def test_a_smaller_limit_returns_fewer_lessons() -> None:
+    pairs = [(f"id{i}", text) for i, text in enumerate(LESSONS)]
+    section = build_lessons_section(pairs, P, limit=2)
+    assert section.included == ("id0", "id1")
+    assert len(section.omitted) == len(LESSONS) - 2
+
+
+def test_the_estimate_is_within_10_percent_of_the_real_tokenizer_on_lesson_text() -> None:
+    tokenizer = _minilm_tokenizer()
+    lines = [format_line(s) for s in lesson_sentences(1000, seed=11)]
+    errors = [
+        abs(estimate_tokens(line) - _real_count(tokenizer, line)) / _real_count(tokenizer, line)
+        for line in lines
+    ]
+    assert sum(errors) / len(errors) <= 0.10
+    # A whole section, as the budget sees it, is closer still (errors average out).
+    sections = ["\n".join([HEADER, *lines[i : i + 5]]) for i in range(0, len(lines), 5)]
+    real = sum(_real_count(tokenizer, s) for s in sections)
+    assert abs(sum(estimate_tokens(s) for s in sections) - real) / real <= 0.10
+
+
+def test_the_old_byte_count_was_far_off_and_the_estimate_is_not() -> None:
+    tokenizer = _minilm_tokenizer()
+    line = format_line(LESSONS[0])
+    real = _real_count(tokenizer, line)
+    assert conservative_token_bound(line) > 2 * real  # the bug: every byte counted as a token
+    assert abs(estimate_tokens(line) - real) <= 0.2 * real
 
 
 def test_lesson_text_cannot_forge_prompt_structure() -> None:
@@ -84,7 +126,9 @@ def test_conservative_bound_is_never_below_the_minilm_tokenizer_on_lessons() -> 
     tokenizer = _minilm_tokenizer()
     for text in LESSONS:
         assert conservative_token_bound(text) >= _real_count(tokenizer, text)
-    section = build_lessons_section([(str(i), t) for i, t in enumerate(LESSONS)], P)
+    section = build_lessons_section(
+        [(str(i), t) for i, t in enumerate(LESSONS)], P, conservative_token_bound
+    )
     assert _real_count(tokenizer, section.text) <= section.tokens <= 300
 
 

@@ -70,7 +70,7 @@ class Harness:
         self.store = InMemoryLessonStore(dim=TinyEmbedder.dim)
         self.clock = FixedClock()
         self.service = LessonService(
-            self.store, TinyEmbedder(), self.clock, params, rng=random.Random(7)
+            self.store, TinyEmbedder(), self.clock, params or LearningParams(), rng=random.Random(7)
         )
         self._n = 0
 

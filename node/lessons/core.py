@@ -1,0 +1,336 @@
+"""What every part of the lesson service shares: its dependencies, result values and helpers.
+
+``LessonService`` (``node/store/service.py``) is split by concern — outcome learning
+(``outcomes.py``), recall (``recall.py``), maintenance (``maintenance.py``) and situations
+(``situations.py``) — each a small class over one ``LessonCore``. The core holds the store, the
+embedder, the clock, the random source and the parameters, all built once at start-up, plus the
+in-play record of each session that recall writes and outcome learning reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import random
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from lamarck.errors import EvidenceError, InvalidRecord, SecretDetected
+from lamarck.node.learning import confidence as conf
+from lamarck.node.learning.attribution import Attribution
+from lamarck.node.learning.params import LearningParams
+from lamarck.node.learning.prompt import PromptSection, TokenCounter
+from lamarck.node.learning.secrets import scan_for_secrets
+from lamarck.node.store.port import (
+    Category,
+    LessonEvent,
+    LessonRow,
+    LessonStatus,
+    LessonStore,
+)
+from lamarck.proto.clock import Clock
+from lamarck.reputation.events import ReputationEvent
+from lamarck.reputation.transfer import TransferParams
+
+__all__ = [
+    "AGENT_ACTOR",
+    "LIVE",
+    "LOOP_ACTOR",
+    "RETIRED_PREFIX",
+    "EmbedderLike",
+    "LessonChange",
+    "LessonCore",
+    "OutcomeResult",
+    "RecallResult",
+    "RecalledLesson",
+    "ReconcileResult",
+    "Session",
+    "context_texts",
+]
+
+#: ``superseded_by`` of a lesson a user (or tool) retired: ``retired:<who>``.
+RETIRED_PREFIX = "retired:"
+#: Who the event log names for the learning loop's own changes, and for the local agent's.
+LOOP_ACTOR = "loop"
+AGENT_ACTOR = "agent"
+#: Statuses attribution may move: a claim gains evidence by its first confirmation.
+LIVE = (LessonStatus.ACTIVE, LessonStatus.CLAIMED)
+
+
+class EmbedderLike(Protocol):
+    """What the service needs from an embedder (``lamarck.node.embedding.Embedder`` fits)."""
+
+    @property
+    def dim(self) -> int:
+        """Number of dimensions of every vector."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed ``texts`` as a float32 array of shape ``(len(texts), dim)``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LessonChange:
+    """One change a service call made to one lesson."""
+
+    lesson_id: str
+    change: str  # confirmed | contradicted | retired | promoted | demoted | created | superseded
+    confidence_before: float | None = None
+    confidence_after: float | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeResult:
+    """What ``record_outcome`` did: whether it stored the outcome, and every lesson change."""
+
+    outcome_id: str
+    recorded: bool
+    passed: bool = False
+    teaches: bool = False
+    attributions: tuple[Attribution, ...] = ()
+    changes: tuple[LessonChange, ...] = ()
+    #: Reputation events for the sources of the imported lessons this outcome tested
+    #: (``lamarck.node.importing.reality``); the node emits them to its reputation book.
+    reality: tuple[ReputationEvent, ...] = ()
+
+    def ids(self, change: str) -> list[str]:
+        """Lesson ids with the given change, in order."""
+        return [c.lesson_id for c in self.changes if c.change == change]
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledLesson:
+    """A lesson recall returned, with what it was chosen by.
+
+    ``similarity`` is the query's cosine to the lesson; ``score`` the re-rank score (similarity,
+    context match, confidence and recency combined, in [0, 1]) that ordered the result.
+    """
+
+    lesson: LessonRow
+    similarity: float
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """Plan-time recall: the lessons for the prompt and the formatted section.
+
+    ``claimed`` holds claimed lessons the model asked for explicitly: returned (and in play, so
+    a confirmation can give them evidence), never part of ``section``. ``scored`` gives each
+    of ``lessons`` with its similarity and score, in the same order.
+    """
+
+    lessons: tuple[LessonRow, ...]
+    section: PromptSection
+    claimed: tuple[LessonRow, ...] = ()
+    scored: tuple[RecalledLesson, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileResult:
+    """What a reconcile pass changed."""
+
+    decayed: tuple[str, ...] = ()
+    retired: tuple[str, ...] = ()
+    capped: tuple[str, ...] = ()
+
+
+@dataclass
+class Session:
+    """Lessons in play for a session's current turn, and the context recall was asked in."""
+
+    in_play: dict[str, None] = field(default_factory=dict)  # ordered set
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+def context_texts(context: Mapping[str, Any] | None) -> list[str]:
+    """String leaves of a context mapping, for the secret scan."""
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                out.append(str(k))
+                walk(v)
+        elif isinstance(value, list | tuple | set | frozenset):
+            for v in value:
+                walk(v)
+
+    walk(context or {})
+    return out
+
+
+class LessonCore:
+    """The dependencies and helpers every part of the lesson service uses."""
+
+    def __init__(
+        self,
+        store: LessonStore,
+        embedder: EmbedderLike,
+        clock: Clock,
+        params: LearningParams,
+        *,
+        rng: random.Random,
+        token_counter: TokenCounter,
+        transfer: TransferParams,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.clock = clock
+        self.params = params
+        self.rng = rng
+        self.count_tokens = token_counter
+        self.transfer = transfer
+        self.sessions: dict[str, Session] = {}
+
+    def new_id(self) -> str:
+        """A uuid4 from the injected random source."""
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def scan(self, texts: Iterable[str], what: str) -> None:
+        """Refuse a write that carries anything that looks like a credential."""
+        kinds: builtins.list[str] = []
+        for text in texts:
+            for kind in scan_for_secrets(text, self.params.secrets):
+                if kind not in kinds:
+                    kinds.append(kind)
+        if kinds:
+            raise SecretDetected(
+                f"{what} looks like it carries a credential ({', '.join(kinds)})", kinds=kinds
+            )
+
+    def check_content(self, content: str, operation: str) -> str:
+        """Content must be non-empty and within the record limit; operation non-empty."""
+        text = content.strip()
+        if not text:
+            raise InvalidRecord("a lesson needs content", reason="empty_content")
+        if len(text.encode("utf-8")) > self.params.lesson.max_content_bytes:
+            raise InvalidRecord("lesson content is too large", reason="content_too_large")
+        if not operation.strip():
+            raise InvalidRecord("a lesson needs an operation key", reason="empty_operation")
+        return text
+
+    async def embed(self, text: str) -> npt.NDArray[np.float32]:
+        """Embed one text off the event loop (a real model is CPU-bound and blocking)."""
+        vectors = await asyncio.to_thread(self.embedder.embed, [text])
+        return np.asarray(vectors, dtype=np.float32).reshape(-1)
+
+    def session(self, session_id: str) -> Session:
+        """The in-play record of a session, created on first use."""
+        return self.sessions.setdefault(session_id, Session())
+
+    def cap_evidence(self, evidence: Iterable[str]) -> tuple[str, ...]:
+        """Unique outcome ids, the newest kept when over the cap."""
+        unique = tuple(dict.fromkeys(evidence))
+        return unique[-self.params.lesson.max_evidence :]
+
+    def events(
+        self, changes: Sequence[LessonChange], actor: str, *, outcome_id: str = "", reason: str = ""
+    ) -> builtins.list[LessonEvent]:
+        """``changes`` as event-log entries (``lessons history`` reads them)."""
+        now = self.clock.now()
+        return [
+            LessonEvent(
+                lesson_id=c.lesson_id,
+                at=now,
+                kind=c.change,
+                actor=actor,
+                confidence_before=c.confidence_before,
+                confidence_after=c.confidence_after,
+                reason=reason or c.detail,
+                outcome_id=outcome_id,
+            )
+            for c in changes
+        ]
+
+    async def log(
+        self, changes: Sequence[LessonChange], actor: str, *, outcome_id: str = "", reason: str = ""
+    ) -> None:
+        """Append ``changes`` to the lesson event log."""
+        if changes:
+            await self.store.append_events(
+                self.events(changes, actor, outcome_id=outcome_id, reason=reason)
+            )
+
+    async def insert_new(
+        self,
+        *,
+        content: str,
+        operation: str,
+        scope: str,
+        evidence: tuple[str, ...],
+        context: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+        category: Category = Category.LESSON,
+        situation: dict[str, Any] | None = None,
+        confirmed_projects: tuple[str, ...] = (),
+        supersedes: str | None = None,
+    ) -> LessonRow:
+        """Build, embed and store a new lesson (claimed if it has no evidence)."""
+        now = self.clock.now()
+        has_evidence = bool(evidence)
+        row = LessonRow(
+            id=self.new_id(),
+            content=content,
+            operation=operation.strip(),
+            scope=scope,
+            status=LessonStatus.ACTIVE if has_evidence else LessonStatus.CLAIMED,
+            confidence=conf.initial_confidence(has_evidence, self.params.confidence),
+            created_at=now,
+            updated_at=now,
+            category=category,
+            evidence=self.cap_evidence(evidence),
+            confirmed_projects=confirmed_projects,
+            context=dict(context or {}),
+            situation=situation,
+            tags=tuple(tags),
+            supersedes=supersedes,
+            embedding=await self.embed(content),
+        )
+        if supersedes is None:
+            await self.store.insert_lesson(row)
+        else:
+            await self.store.supersede(supersedes, row)
+        return row
+
+    async def check_evidence(self, ids: tuple[str, ...]) -> tuple[str, ...]:
+        """Evidence must be stored outcomes that teach, none cited by a user-retired lesson.
+
+        Returns the distinct projects of those outcomes, in evidence order.
+        """
+        existing = await self.store.existing_outcome_ids(ids)
+        missing = [i for i in ids if i not in existing]
+        if missing:
+            raise EvidenceError(
+                f"evidence names outcomes that do not exist: {', '.join(missing)}",
+                reason="unknown_evidence",
+                ids=missing,
+            )
+        retired = await self.store.retired_evidence_ids()
+        reused = [i for i in ids if i in retired]
+        if reused:
+            raise EvidenceError(
+                "evidence was cited by a lesson the user retired; it is not re-learned",
+                reason="retired_evidence",
+                ids=reused,
+            )
+        projects: dict[str, None] = {}
+        for outcome_id in ids:
+            row = await self.store.get_outcome(outcome_id)
+            if not row.claim_ok or row.record.get("injected_instruction", False):
+                raise EvidenceError(
+                    f"outcome {outcome_id} teaches nothing",
+                    reason="evidence_teaches_nothing",
+                    ids=[outcome_id],
+                )
+            projects[row.project] = None
+        return tuple(projects)

@@ -1,0 +1,99 @@
+"""Maintenance: decay of unused lessons, retirement below the floor, the per-scope cap.
+
+The node runs ``reconcile`` on a schedule (``MaintenanceLoop`` in ``node/maintenance.py``), so
+the cap of seed 000 §5 holds for the lessons a node really accumulates.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+from datetime import datetime, timedelta
+
+from lamarck.node.learning import confidence as conf
+from lamarck.node.learning.scopes import over_cap
+from lamarck.node.lessons.core import LIVE, LOOP_ACTOR, LessonChange, LessonCore, ReconcileResult
+from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
+
+__all__ = ["Maintenance"]
+
+_SECONDS_PER_DAY = 86_400.0
+
+
+class Maintenance:
+    """Reconcile passes over one ``LessonCore``."""
+
+    def __init__(self, core: LessonCore) -> None:
+        self._core = core
+        self._last_reconcile: datetime | None = None
+
+    async def _all(self, statuses: tuple[LessonStatus, ...]) -> builtins.list[LessonRow]:
+        """Every lesson with one of ``statuses``, paged through the store."""
+        page = self._core.params.lesson.max_active_per_scope
+        out: builtins.list[LessonRow] = []
+        offset = 0
+        while True:
+            rows = await self._core.store.list_lessons(
+                LessonFilter(statuses=statuses, limit=page, offset=offset)
+            )
+            out.extend(rows)
+            if len(rows) < page:
+                return out
+            offset += page
+
+    async def reconcile(self) -> ReconcileResult:
+        """Decay unused lessons, retire those below the level, enforce the per-scope cap.
+
+        A lesson counts as unused if it was not used since the previous pass (or, in a first
+        pass, within ``unused_window_days``). Retired and capped rows are kept, out of every
+        active query; their evidence stays learnable (only a user's retirement blocks it).
+        """
+        cp = self._core.params.confidence
+        now = self._core.clock.now()
+        since = self._last_reconcile
+        if since is None:
+            since = now - timedelta(days=cp.unused_window_days)
+        decayed: builtins.list[str] = []
+        retired: builtins.list[str] = []
+        changes: builtins.list[LessonChange] = []
+        for row in await self._all(LIVE):
+            if row.last_used is not None and row.last_used > since:
+                continue
+            touched = max(t for t in (row.last_used, row.updated_at, row.created_at) if t)
+            idle = max(0.0, (now - touched).total_seconds() / _SECONDS_PER_DAY)
+            after = conf.decay_unused(row.confidence, idle, cp)
+            retire = conf.should_retire(after, cp)
+            await self._core.store.update_lesson(
+                dataclasses.replace(
+                    row,
+                    confidence=after,
+                    status=LessonStatus.RETIRED if retire else row.status,
+                    updated_at=now,
+                    embedding=None,
+                )
+            )
+            decayed.append(row.id)
+            changes.append(LessonChange(row.id, "decayed", row.confidence, after, "unused"))
+            if retire:
+                retired.append(row.id)
+                changes.append(LessonChange(row.id, "retired", after, after, "below_retire_level"))
+        capped = await self._enforce_cap(now)
+        changes.extend(LessonChange(c, "superseded", None, None, "cap") for c in capped)
+        await self._core.log(changes, LOOP_ACTOR)
+        self._last_reconcile = now
+        return ReconcileResult(tuple(decayed), tuple(retired), tuple(capped))
+
+    async def _enforce_cap(self, now: datetime) -> builtins.list[str]:
+        """Supersede (by nothing) the lowest-confidence active lessons beyond each scope's cap."""
+        rows = [r for r in await self._all((LessonStatus.ACTIVE,)) if r.category is Category.LESSON]
+        by_id = {r.id: r for r in rows}
+        capped = over_cap(
+            [(r.id, r.scope) for r in rows], self._core.params.lesson.max_active_per_scope
+        )
+        for lesson_id in capped:
+            await self._core.store.update_lesson(
+                dataclasses.replace(
+                    by_id[lesson_id], status=LessonStatus.SUPERSEDED, updated_at=now, embedding=None
+                )
+            )
+        return capped

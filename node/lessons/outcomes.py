@@ -1,0 +1,288 @@
+"""Outcome learning: an outcome confirms or contradicts the lessons in play and proves new ones.
+
+``record_outcome`` stores the outcome derived from the run's tool record and checks, attributes
+it to the in-play lessons (confirm / contradict by operation key, weighted by context
+similarity), promotes or demotes scopes, and writes mechanical lessons. Every rule is a pure
+function in ``node/learning``; here they meet the store.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from lamarck.node.importing.reality import reality_events
+from lamarck.node.learning import confidence as conf
+from lamarck.node.learning.attribution import Effect, attribute
+from lamarck.node.learning.context_match import context_similarity
+from lamarck.node.learning.evidence import confirmed_confidence
+from lamarck.node.learning.mechanical import (
+    MechanicalLesson,
+    mechanical_lessons,
+    restates,
+    reverses,
+)
+from lamarck.node.learning.outcomes import CheckRun, StepResult, ToolStep, derive_verdict
+from lamarck.node.learning.scopes import (
+    after_confirmation,
+    after_contradiction,
+    project_scope,
+    recall_scopes,
+)
+from lamarck.node.lessons.core import (
+    LIVE,
+    LOOP_ACTOR,
+    LessonChange,
+    LessonCore,
+    OutcomeResult,
+    Session,
+    context_texts,
+)
+from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus, OutcomeRow
+from lamarck.proto.outcome import Outcome
+from lamarck.proto.timefmt import parse_ts
+
+__all__ = ["OutcomeLearning", "outcome_checks", "outcome_steps"]
+
+
+def outcome_steps(outcome: Outcome) -> list[ToolStep]:
+    """The tool record of a proto outcome as pure steps."""
+    return [
+        ToolStep(
+            operation=s.operation_key,
+            result=StepResult(s.outcome),
+            target=s.target or "",
+        )
+        for s in outcome.approach
+    ]
+
+
+def outcome_checks(outcome: Outcome) -> list[CheckRun]:
+    """The check runs of a proto outcome as pure check runs."""
+    return [
+        CheckRun(
+            label=c.label,
+            kind=c.kind,
+            order=c.order,
+            ran=c.ran,
+            failed=c.failed,
+            target=c.target,
+            mutated_after=c.mutated_after,
+        )
+        for c in outcome.checks
+    ]
+
+
+def _outcome_texts(outcome: Outcome) -> list[str]:
+    """Every free-text field of an outcome, for the secret scan."""
+    texts = [outcome.session_id, outcome.goal_digest, outcome.memory_context or ""]
+    for step in outcome.approach:
+        texts.extend((step.operation_key, step.target or ""))
+    for check in outcome.checks:
+        texts.extend((check.label, check.target))
+    return texts
+
+
+class OutcomeLearning:
+    """Learns from outcomes: attribution, confirmation, contradiction, mechanical lessons."""
+
+    def __init__(self, core: LessonCore) -> None:
+        self._core = core
+
+    async def record_outcome(
+        self,
+        outcome: Outcome,
+        *,
+        incognito: bool = False,
+        context: Mapping[str, Any] | None = None,
+    ) -> OutcomeResult:
+        """Store the outcome, attribute it to in-play lessons, and learn what it proves.
+
+        ``context`` is the run's context (domain, environment, tools, ...); without it the
+        context recall was asked in for this session is used. Incognito records nothing.
+        """
+        core = self._core
+        if incognito:
+            core.sessions.pop(outcome.session_id, None)
+            return OutcomeResult(outcome.id, recorded=False)
+        core.scan([*_outcome_texts(outcome), *context_texts(context)], "outcome")
+        verdict = derive_verdict(
+            outcome_checks(outcome),
+            claim_ok=outcome.claim_ok,
+            injected_instruction=outcome.injected_instruction,
+        )
+        # Never more optimistic than either the loop's own verdict or the checks.
+        verdict = dataclasses.replace(verdict, passed=verdict.passed and outcome.passed)
+        await core.store.insert_outcome(
+            OutcomeRow(
+                id=outcome.id,
+                session_id=outcome.session_id,
+                turn_index=outcome.turn_index,
+                project=outcome.project,
+                passed=verdict.passed,
+                claim_ok=outcome.claim_ok,
+                created_at=parse_ts(outcome.created_at),
+                record=outcome.to_obj(),
+            )
+        )
+        session = core.sessions.pop(outcome.session_id, Session())
+        if not verdict.teaches:
+            return OutcomeResult(outcome.id, recorded=True, passed=verdict.passed)
+        run_context = dict(context) if context is not None else session.context
+        steps = outcome_steps(outcome)
+        in_play_ids = list(dict.fromkeys([*session.in_play, *outcome.in_play]))
+        lessons = [
+            row
+            for row in await core.store.get_lessons(in_play_ids)
+            if row.status in LIVE and row.category is Category.LESSON
+        ]
+        attributions = attribute([(r.id, r.operation) for r in lessons], steps, verdict)
+        changes: builtins.list[LessonChange] = []
+        confirmed_now: set[str] = set()
+        by_id = {r.id: r for r in lessons}
+        for att in attributions:
+            row = by_id[att.lesson_id]
+            if att.effect is Effect.CONFIRMED:
+                changes.extend(await self._confirm(row, outcome, run_context))
+                confirmed_now.add(row.id)
+            elif att.effect is Effect.CONTRADICTED:
+                changes.extend(await self._contradict(row, outcome, run_context))
+        for lesson in mechanical_lessons(steps, verdict):
+            changes.extend(
+                await self._learn_mechanical(lesson, outcome, run_context, confirmed_now)
+            )
+        await core.log(changes, LOOP_ACTOR, outcome_id=outcome.id)
+        return OutcomeResult(
+            outcome.id,
+            recorded=True,
+            passed=verdict.passed,
+            teaches=True,
+            attributions=tuple(attributions),
+            changes=tuple(changes),
+            reality=reality_events(
+                lessons, attributions, outcome_id=outcome.id, at=core.clock.now()
+            ),
+        )
+
+    async def _confirm(
+        self, row: LessonRow, outcome: Outcome, run_context: Mapping[str, Any]
+    ) -> builtins.list[LessonChange]:
+        """An attributed success: step up by context band, gain evidence, maybe promote."""
+        core = self._core
+        p = core.params
+        similarity = context_similarity(row.context, run_context, p.context)
+        after = confirmed_confidence(
+            conf.confirm(row.confidence, similarity, p.confidence),
+            current=row.confidence,
+            imported=row.imported_from is not None,
+            confirmations=row.confirmations,
+            original=row.original_confidence,
+            transfer=core.transfer,
+        )
+        scope = after_confirmation(row.scope, row.confirmed_projects, outcome.project, p.lesson)
+        now = core.clock.now()
+        updated = dataclasses.replace(
+            row,
+            confidence=after,
+            status=LessonStatus.ACTIVE,
+            evidence=core.cap_evidence((*row.evidence, outcome.id)),
+            confirmations=row.confirmations + 1,
+            confirmed_projects=scope.confirmed_projects,
+            scope=scope.scope,
+            last_used=now,
+            updated_at=now,
+            embedding=None,
+        )
+        await core.store.update_lesson(updated)
+        changes = [
+            LessonChange(row.id, "confirmed", row.confidence, after, f"similarity={similarity:.2f}")
+        ]
+        if scope.changed:
+            changes.append(LessonChange(row.id, "promoted", after, after, scope.scope))
+        return changes
+
+    async def _contradict(
+        self, row: LessonRow, outcome: Outcome, run_context: Mapping[str, Any]
+    ) -> builtins.list[LessonChange]:
+        """An attributed failure: step down by context band, maybe demote, maybe retire."""
+        core = self._core
+        p = core.params
+        similarity = context_similarity(row.context, run_context, p.context)
+        after = conf.contradict(row.confidence, similarity, p.confidence)
+        scope = after_contradiction(row.scope, row.confirmed_projects, outcome.project)
+        retire = conf.should_retire(after, p.confidence)
+        now = core.clock.now()
+        updated = dataclasses.replace(
+            row,
+            confidence=after,
+            contradictions=row.contradictions + 1,
+            scope=scope.scope,
+            confirmed_projects=scope.confirmed_projects,
+            status=LessonStatus.RETIRED if retire else row.status,
+            last_used=now,
+            updated_at=now,
+            embedding=None,
+        )
+        await core.store.update_lesson(updated)
+        changes = [
+            LessonChange(
+                row.id, "contradicted", row.confidence, after, f"similarity={similarity:.2f}"
+            )
+        ]
+        if scope.changed:
+            changes.append(LessonChange(row.id, "demoted", after, after, scope.scope))
+        if retire:
+            changes.append(LessonChange(row.id, "retired", after, after, "below_retire_level"))
+        return changes
+
+    async def _learn_mechanical(
+        self,
+        lesson: MechanicalLesson,
+        outcome: Outcome,
+        run_context: Mapping[str, Any],
+        confirmed_now: set[str],
+    ) -> builtins.list[LessonChange]:
+        """Write "prefer B over A for T"; re-proving an existing one confirms it instead.
+
+        A stored lesson saying the opposite for the same target is superseded by the new one,
+        so the history holds both lessons and both outcomes. The lookup is one indexed query
+        for the lessons about B (those recommending B, and those saying to avoid B), so a
+        lesson is found again however old or unconfident it is among a scope's rows.
+        """
+        core = self._core
+        scope = project_scope(outcome.project)
+        live = await core.store.list_lessons(
+            LessonFilter(
+                statuses=LIVE,
+                scopes=recall_scopes(scope),
+                category=Category.LESSON,
+                about=lesson.prefer,
+                limit=core.params.lesson.max_active_per_scope,
+            )
+        )
+        same = [r for r in live if restates(lesson, r.operation, r.tags)]
+        if same:
+            if same[0].id in confirmed_now:
+                return []
+            return await self._confirm(same[0], outcome, run_context)
+        retired_evidence = await core.store.retired_evidence_ids()
+        if outcome.id in retired_evidence:
+            return []
+        opposite = [r for r in live if reverses(lesson, r.operation, r.tags)]
+        supersedes = opposite[0].id if opposite else None
+        new = await core.insert_new(
+            content=lesson.content,
+            operation=lesson.prefer,
+            scope=scope,
+            evidence=(outcome.id,),
+            context=run_context,
+            tags=lesson.tags,
+            confirmed_projects=(outcome.project,),
+            supersedes=supersedes,
+        )
+        changes = [LessonChange(new.id, "created", None, new.confidence, lesson.content)]
+        if supersedes is not None:
+            changes.append(LessonChange(supersedes, "superseded", None, None, new.id))
+        return changes

@@ -1,0 +1,142 @@
+"""Recall: the plan-time "Lessons:" section and the decision-time check.
+
+``recall`` embeds the task once, asks the store for the nearest in-scope lessons, drops those
+below the relevance floor (``LessonParams.min_similarity``: a query unrelated to every lesson
+gets nothing, never the least unrelated lesson), re-ranks the rest (``node/learning/ranking``)
+and builds the section in rank order within the token budget (``node/learning/prompt``). What
+it returns is recorded as in play for the session and as used, in one store write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lamarck.node.learning.context_match import context_similarity
+from lamarck.node.learning.prompt import build_lessons_section
+from lamarck.node.learning.ranking import Candidate, idle_days, rank
+from lamarck.node.learning.scopes import recall_scopes
+from lamarck.node.lessons.core import LessonCore, RecalledLesson, RecallResult
+from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
+
+__all__ = ["OperationCheck", "Recall"]
+
+
+@dataclass(frozen=True, slots=True)
+class OperationCheck:
+    """What is on file for an operation: the lesson and the one line put before the call."""
+
+    lesson: LessonRow
+    preamble: str
+
+
+class Recall:
+    """Plan-time recall and the decision-time check over one ``LessonCore``."""
+
+    def __init__(self, core: LessonCore) -> None:
+        self._core = core
+
+    async def recall(
+        self,
+        task: str,
+        context: Mapping[str, Any] | None,
+        scope: str,
+        session_id: str,
+        *,
+        include_claimed: bool = False,
+        incognito: bool = False,
+        limit: int | None = None,
+    ) -> RecallResult:
+        """Plan-time recall: the best active lessons for ``task`` and the "Lessons:" section.
+
+        Returned lessons are recorded as in play for ``session_id`` (and as used), so the next
+        ``record_outcome`` of that session can attribute them. In incognito nothing is recorded.
+        ``limit`` (at most ``recall_limit``) asks for fewer lessons.
+        """
+        core = self._core
+        lp = core.params.lesson
+        query = await core.embed(task)
+        statuses = (LessonStatus.ACTIVE, LessonStatus.CLAIMED) if include_claimed else None
+        hits = await core.store.search(
+            query,
+            lp.candidate_pool,
+            LessonFilter(
+                statuses=statuses or (LessonStatus.ACTIVE,),
+                scopes=recall_scopes(scope),
+                category=Category.LESSON,
+            ),
+        )
+        now = core.clock.now()
+        # The relevance floor: below it a lesson is not about this task, however trusted.
+        hits = [h for h in hits if h.similarity >= lp.min_similarity]
+        by_id = {h.lesson.id: h for h in hits}
+        ranked = rank(
+            [
+                Candidate(
+                    key=h.lesson.id,
+                    cosine=h.similarity,
+                    context_match=context_similarity(
+                        h.lesson.context, context, core.params.context
+                    ),
+                    confidence=h.lesson.confidence,
+                    idle_days=idle_days(now, h.lesson.last_used, h.lesson.created_at),
+                )
+                for h in hits
+            ],
+            lp,
+        )
+        scores = {r.key: r.score for r in ranked}
+        rows = [by_id[r.key].lesson for r in ranked]
+        active = [r for r in rows if r.status is LessonStatus.ACTIVE]
+        wanted = lp.recall_limit if limit is None else max(1, min(limit, lp.recall_limit))
+        section = build_lessons_section(
+            [(r.id, r.content) for r in active], lp, core.count_tokens, limit=wanted
+        )
+        chosen = [by_id[i].lesson for i in section.included]
+        claimed = [r for r in rows if r.status is LessonStatus.CLAIMED][:wanted]
+        if not incognito:
+            session = core.session(session_id)
+            session.context = dict(context or {})
+            for row in [*chosen, *claimed]:
+                session.in_play[row.id] = None
+            await core.store.mark_used([r.id for r in (*chosen, *claimed)], now)
+        scored = tuple(
+            RecalledLesson(row, by_id[row.id].similarity, scores[row.id]) for row in chosen
+        )
+        return RecallResult(tuple(chosen), section, tuple(claimed), scored)
+
+    async def report_use(self, lesson_id: str, session_id: str | None = None) -> LessonRow:
+        """The agent used a lesson (e.g. returned by its own recall tool): in play and used."""
+        core = self._core
+        row = await core.store.get_lesson(lesson_id)
+        if session_id is not None:
+            core.session(session_id).in_play[row.id] = None
+        await core.store.mark_used([row.id], core.clock.now())
+        return await core.store.get_lesson(lesson_id)
+
+    async def check(self, op_key: str, scope: str) -> OperationCheck | None:
+        """Decision-time check: the lesson on file for an operation, and its one line.
+
+        Never blocks: the model keeps the decision, the evidence is put in front of it. The
+        lookup is ``LessonFilter.about``: lessons recommending the operation, saying to avoid
+        it, or a situation on that tool; the most confident one is shown.
+        """
+        key = op_key.strip()
+        if not key:
+            return None
+        rows = await self._core.store.list_lessons(
+            LessonFilter(scopes=recall_scopes(scope), about=key, limit=1)
+        )
+        if not rows:
+            return None
+        best = rows[0]  # list order: highest confidence first
+        line = " ".join(best.content.split())
+        return OperationCheck(
+            best, f"A lesson on file for `{key}` (confidence {best.confidence:.2f}): {line}"
+        )
+
+    async def check_operation(self, op_key: str, scope: str) -> str | None:
+        """The decision-time preamble for ``op_key``, or None (see ``check``)."""
+        found = await self.check(op_key, scope)
+        return None if found is None else found.preamble
