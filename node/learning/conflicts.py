@@ -15,8 +15,9 @@ conflicts and plans out; the caller stores exactly what a plan says and nothing 
      ``MechanicalLesson.reversed_by``). Their ``operation`` fields differ (each names the
      operation it prefers), so "the same operation" means the same pair here;
    * by meaning otherwise: the same operation, texts whose embeddings (this node's own) are at
-     least ``min_claim_similarity`` apart, and opposite polarity (an odd against an even count
-     of negation markers: "X works with Y" / "X does not work with Y").
+     least ``min_claim_similarity`` apart and whose words, negation markers aside, overlap by
+     at least ``min_claim_overlap``, and opposite polarity (an odd against an even count of
+     negation markers: "X works with Y" / "X does not work with Y").
 
 **Settlement.** Both are marked contested (``contest``). The next attributed outcome that tests
 one of them decides (``trials_from_attributions``, ``winner_of``): a lesson *held* when the
@@ -62,6 +63,7 @@ __all__ = [
     "SimilarityFn",
     "Trial",
     "apply_update",
+    "claim_overlap",
     "conflict_between",
     "contest",
     "cosine",
@@ -188,6 +190,15 @@ def is_negated(text: str, markers: Iterable[str]) -> bool:
     return sum(w in words for w in _WORD.findall(text.lower())) % 2 == 1
 
 
+def claim_overlap(a: str, b: str, markers: Iterable[str]) -> float:
+    """Jaccard overlap of two texts' words with the negation markers removed."""
+    words = frozenset(markers)
+    wa = {w for w in _WORD.findall(a.lower()) if w not in words}
+    wb = {w for w in _WORD.findall(b.lower()) if w not in words}
+    union = wa | wb
+    return len(wa & wb) / len(union) if union else 0.0
+
+
 def mechanical_claim(row: LessonRow) -> MechanicalLesson | None:
     """The "prefer B over A for T" a mechanical lesson's operation and tags carry, if any."""
     avoid, target = avoided_operation(row.tags), lesson_target(row.tags)
@@ -238,6 +249,8 @@ def conflict_between(
         if na == is_negated(b.content, p.negation_markers):
             return None
         if cosine(va, vb) < p.min_claim_similarity:
+            return None
+        if claim_overlap(a.content, b.content, p.negation_markers) < p.min_claim_overlap:
             return None
     ctx = similarity(a.context, b.context)
     if ctx < p.min_context_similarity:  # (2) different contexts never conflict

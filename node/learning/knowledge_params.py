@@ -52,6 +52,11 @@ class ConflictParams:
     # with Y" is 0.70 apart for the hashing embedder and 0.96 for MiniLM, unrelated lessons on
     # one operation 0.26 and 0.53 (``bench/learning.py`` measures both). Range (0, 1].
     min_claim_similarity: float = 0.65
+    # Share of words two opposite claims must share once negation markers are removed
+    # (Jaccard): the vectors say the texts are about the same thing, the words that they make
+    # the same claim. MiniLM puts "`X` does not work with Y" within 0.65 of "`X` is faster
+    # with -q"; their words overlap by 0.2. Range [0, 1].
+    min_claim_overlap: float = 0.5
     # Winner's confidence step (seed 004: +0.2). Positive, in (0, 1].
     win_step: float = 0.2
     # Settlement never raises the winner past this (seed 004: 0.8); a winner already above it
@@ -68,6 +73,7 @@ class ConflictParams:
         """Validate every field and the order between them."""
         _in_range("min_context_similarity", self.min_context_similarity, 0.0, 1.0, lo_open=True)
         _in_range("min_claim_similarity", self.min_claim_similarity, 0.0, 1.0, lo_open=True)
+        _in_range("min_claim_overlap", self.min_claim_overlap, 0.0, 1.0)
         _in_range("win_step", self.win_step, 0.0, 1.0, lo_open=True)
         _in_range("win_cap", self.win_cap, 0.0, 1.0, lo_open=True)
         _in_range("lose_step", self.lose_step, 0.0, 1.0, lo_open=True)

@@ -121,6 +121,8 @@ def test_meaning_conflict_needs_opposite_polarity_close_vectors_and_the_same_ope
     assert detect_conflicts([pos, far_neg], vecs, P, CTX) == []  # vectors far apart
     assert detect_conflicts([pos, other_op], vecs, P, CTX) == []
     assert detect_conflicts([pos, row("s2", content="never")], {}, P, CTX) == []  # no vectors
+    other_claim = row("s2", content="pytest -n auto does not speed up doctest collection")
+    assert detect_conflicts([pos, other_claim], vecs, P, CTX) == []  # close vectors, other words
 
 
 def test_only_active_lessons_conflict() -> None:
@@ -181,7 +183,7 @@ def test_structural_conflict_is_settled_by_attribution_of_either_operation() -> 
 
 def test_a_negated_claim_holds_when_the_operation_it_warns_against_fails() -> None:
     base = unit(1)
-    rows = {"s1": row("s1"), "s2": row("s2", content="pytest does not work with xdist")}
+    rows = {"s1": row("s1"), "s2": row("s2", content="pytest does not work with the xdist plugin")}
     [c] = detect_conflicts(list(rows.values()), {"s1": base, "s2": unit(2, base)}, P, CTX)
     failed = [Attribution(i, Effect.CONTRADICTED, "operation_failed") for i in rows]
     assert set(trials_from_attributions(c, failed)) == {Trial("s1", False), Trial("s2", True)}

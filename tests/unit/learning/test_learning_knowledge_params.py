@@ -33,6 +33,7 @@ def test_defaults_are_valid_and_match_the_seeds() -> None:
         (ConflictParams, "min_context_similarity", 0.0),
         (ConflictParams, "min_claim_similarity", math.nan),
         (ConflictParams, "win_step", -0.2),
+        (ConflictParams, "min_claim_overlap", 1.1),
         (ConflictParams, "win_cap", math.inf),
         (ConflictParams, "lose_floor", 0.9),  # not below the win cap
         (ConflictParams, "negation_markers", ()),
