@@ -83,11 +83,19 @@ class RecordOutcomeResponse(_message.Message):
     OUTCOME_ID_FIELD_NUMBER: _builtins.int
     DUPLICATE_FIELD_NUMBER: _builtins.int
     CHANGES_FIELD_NUMBER: _builtins.int
+    NOTHING_LEARNED_FIELD_NUMBER: _builtins.int
     outcome_id: _builtins.str
     """The outcome's `id`."""
     duplicate: _builtins.bool
     """True when an outcome with this id was already recorded: nothing changed and `changes`
     is empty. Makes a retried call safe.
+    """
+    nothing_learned: _builtins.str
+    """When no lesson was created, confirmed or contradicted: why, most basic reason first
+    (snake_case): "duplicate", "incognito", "injected_instruction", "claim_not_ok",
+    "no_check_ran", "check_not_run", "check_failed", "check_stale", "not_attributed" (the
+    lessons in play were not about an operation that ran), "no_failed_then_ok_pair" (no
+    operation failed and then another succeeded on the same target). Empty otherwise.
     """
     @_builtins.property
     def changes(self) -> _containers.RepeatedCompositeFieldContainer[_lessons_pb2.LessonChange]:
@@ -99,10 +107,11 @@ class RecordOutcomeResponse(_message.Message):
         outcome_id: _builtins.str = ...,
         duplicate: _builtins.bool = ...,
         changes: _abc.Iterable[_lessons_pb2.LessonChange] | None = ...,
+        nothing_learned: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["changes", b"changes", "duplicate", b"duplicate", "outcome_id", b"outcome_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changes", b"changes", "duplicate", b"duplicate", "nothing_learned", b"nothing_learned", "outcome_id", b"outcome_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -318,7 +327,9 @@ class RememberRequest(_message.Message):
     tool code, so this message has no fields for them.
     """
     operation: _builtins.str
-    """Operation key the claim is about; may be empty."""
+    """Operation key the claim is about; may be empty: the node then keys the claim
+    "note:<slug of its first words>", so it is found again and an outcome can confirm it.
+    """
     scope: _builtins.str
     """"global" or "project:<hex digest>"; empty means the project of `project_digest`, or
     global when that is empty too.
@@ -363,8 +374,13 @@ class RememberResponse(_message.Message):
 
     LESSON_FIELD_NUMBER: _builtins.int
     CREATED_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
     created: _builtins.bool
     """False when the same claim was already stored (that lesson is returned)."""
+    note: _builtins.str
+    """What a claim is, in words for the caller: kept out of recall and sharing until an
+    outcome confirms it; to record what just happened, call RecordOutcome instead.
+    """
     @_builtins.property
     def lesson(self) -> _lessons_pb2.LessonView:
         """The stored lesson, status CLAIMED."""
@@ -374,14 +390,120 @@ class RememberResponse(_message.Message):
         *,
         lesson: _lessons_pb2.LessonView | None = ...,
         created: _builtins.bool = ...,
+        note: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["lesson", b"lesson"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "lesson", b"lesson"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "lesson", b"lesson", "note", b"note"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RememberResponse: _TypeAlias = RememberResponse  # noqa: Y015
+
+@_typing.final
+class RecordSituationRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SITUATION_FIELD_NUMBER: _builtins.int
+    SCOPE_FIELD_NUMBER: _builtins.int
+    PROJECT_DIGEST_FIELD_NUMBER: _builtins.int
+    EVIDENCE_OUTCOME_IDS_FIELD_NUMBER: _builtins.int
+    scope: _builtins.str
+    """"global" or "project:<hex digest>"; empty means the project of `project_digest`, or
+    global when that is empty too.
+    """
+    project_digest: _builtins.str
+    """Digest of the current project."""
+    @_builtins.property
+    def situation(self) -> _lessons_pb2.Situation:
+        """The declared situation (source DECLARED; unblock and probe come from tool code only).
+        Inferred situations and transient kinds (network, quota, ...) are refused
+        INVALID_ARGUMENT; the same signature already on file is refreshed, not duplicated.
+        """
+
+    @_builtins.property
+    def evidence_outcome_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Outcome ids that showed the blocker (each must be a stored outcome); may be empty."""
+
+    def __init__(
+        self,
+        *,
+        situation: _lessons_pb2.Situation | None = ...,
+        scope: _builtins.str = ...,
+        project_digest: _builtins.str = ...,
+        evidence_outcome_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["situation", b"situation"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["evidence_outcome_ids", b"evidence_outcome_ids", "project_digest", b"project_digest", "scope", b"scope", "situation", b"situation"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RecordSituationRequest: _TypeAlias = RecordSituationRequest  # noqa: Y015
+
+@_typing.final
+class RecordSituationResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LESSON_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def lesson(self) -> _lessons_pb2.LessonView:
+        """The situation lesson (new, or the one already on file for the same signature)."""
+
+    def __init__(
+        self,
+        *,
+        lesson: _lessons_pb2.LessonView | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["lesson", b"lesson"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["lesson", b"lesson"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RecordSituationResponse: _TypeAlias = RecordSituationResponse  # noqa: Y015
+
+@_typing.final
+class GetLessonRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LESSON_ID_FIELD_NUMBER: _builtins.int
+    lesson_id: _builtins.str
+    """The lesson to show."""
+    def __init__(
+        self,
+        *,
+        lesson_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["lesson_id", b"lesson_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetLessonRequest: _TypeAlias = GetLessonRequest  # noqa: Y015
+
+@_typing.final
+class GetLessonResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LESSON_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def lesson(self) -> _lessons_pb2.LessonView:
+        """The lesson as it stands now; unknown ids fail NOT_FOUND."""
+
+    def __init__(
+        self,
+        *,
+        lesson: _lessons_pb2.LessonView | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["lesson", b"lesson"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["lesson", b"lesson"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetLessonResponse: _TypeAlias = GetLessonResponse  # noqa: Y015
 
 @_typing.final
 class ReportUseRequest(_message.Message):

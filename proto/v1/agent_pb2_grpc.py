@@ -55,6 +55,16 @@ class AgentServiceStub:
                 request_serializer=lamarck_dot_v1_dot_agent__pb2.RememberRequest.SerializeToString,
                 response_deserializer=lamarck_dot_v1_dot_agent__pb2.RememberResponse.FromString,
                 _registered_method=True)
+        self.RecordSituation = channel.unary_unary(
+                '/lamarck.v1.AgentService/RecordSituation',
+                request_serializer=lamarck_dot_v1_dot_agent__pb2.RecordSituationRequest.SerializeToString,
+                response_deserializer=lamarck_dot_v1_dot_agent__pb2.RecordSituationResponse.FromString,
+                _registered_method=True)
+        self.GetLesson = channel.unary_unary(
+                '/lamarck.v1.AgentService/GetLesson',
+                request_serializer=lamarck_dot_v1_dot_agent__pb2.GetLessonRequest.SerializeToString,
+                response_deserializer=lamarck_dot_v1_dot_agent__pb2.GetLessonResponse.FromString,
+                _registered_method=True)
         self.ReportUse = channel.unary_unary(
                 '/lamarck.v1.AgentService/ReportUse',
                 request_serializer=lamarck_dot_v1_dot_agent__pb2.ReportUseRequest.SerializeToString,
@@ -120,6 +130,21 @@ class AgentServiceServicer:
 
     def Remember(self, request, context):
         """Store a model's claim as a claimed lesson (no evidence, never recalled until proven).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RecordSituation(self, request, context):
+        """Remember a declared blocker (seed 002): a situation lesson tool code reported, after the
+        turn escalated or the user answered. Inferred situations are refused.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLesson(self, request, context):
+        """One lesson as it stands now (any status), and whether it is shared.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -196,6 +221,16 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.Remember,
                     request_deserializer=lamarck_dot_v1_dot_agent__pb2.RememberRequest.FromString,
                     response_serializer=lamarck_dot_v1_dot_agent__pb2.RememberResponse.SerializeToString,
+            ),
+            'RecordSituation': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecordSituation,
+                    request_deserializer=lamarck_dot_v1_dot_agent__pb2.RecordSituationRequest.FromString,
+                    response_serializer=lamarck_dot_v1_dot_agent__pb2.RecordSituationResponse.SerializeToString,
+            ),
+            'GetLesson': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLesson,
+                    request_deserializer=lamarck_dot_v1_dot_agent__pb2.GetLessonRequest.FromString,
+                    response_serializer=lamarck_dot_v1_dot_agent__pb2.GetLessonResponse.SerializeToString,
             ),
             'ReportUse': grpc.unary_unary_rpc_method_handler(
                     servicer.ReportUse,
@@ -342,6 +377,60 @@ class AgentService:
             '/lamarck.v1.AgentService/Remember',
             lamarck_dot_v1_dot_agent__pb2.RememberRequest.SerializeToString,
             lamarck_dot_v1_dot_agent__pb2.RememberResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecordSituation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lamarck.v1.AgentService/RecordSituation',
+            lamarck_dot_v1_dot_agent__pb2.RecordSituationRequest.SerializeToString,
+            lamarck_dot_v1_dot_agent__pb2.RecordSituationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLesson(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lamarck.v1.AgentService/GetLesson',
+            lamarck_dot_v1_dot_agent__pb2.GetLessonRequest.SerializeToString,
+            lamarck_dot_v1_dot_agent__pb2.GetLessonResponse.FromString,
             options,
             channel_credentials,
             insecure,

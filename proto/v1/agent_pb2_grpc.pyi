@@ -49,6 +49,12 @@ class AgentServiceStub:
     """Decision time: what is on file for an operation about to run."""
     Remember: _grpc.UnaryUnaryMultiCallable[_agent_pb2.RememberRequest, _agent_pb2.RememberResponse]
     """Store a model's claim as a claimed lesson (no evidence, never recalled until proven)."""
+    RecordSituation: _grpc.UnaryUnaryMultiCallable[_agent_pb2.RecordSituationRequest, _agent_pb2.RecordSituationResponse]
+    """Remember a declared blocker (seed 002): a situation lesson tool code reported, after the
+    turn escalated or the user answered. Inferred situations are refused.
+    """
+    GetLesson: _grpc.UnaryUnaryMultiCallable[_agent_pb2.GetLessonRequest, _agent_pb2.GetLessonResponse]
+    """One lesson as it stands now (any status), and whether it is shared."""
     ReportUse: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ReportUseRequest, _agent_pb2.ReportUseResponse]
     """Tell the node which recalled lessons the agent actually applied or dismissed."""
     Edit: _grpc.UnaryUnaryMultiCallable[_agent_pb2.EditRequest, _agent_pb2.EditResponse]
@@ -79,6 +85,12 @@ class AgentServiceAsyncStub(AgentServiceStub):
     """Decision time: what is on file for an operation about to run."""
     Remember: _aio.UnaryUnaryMultiCallable[_agent_pb2.RememberRequest, _agent_pb2.RememberResponse]  # type: ignore[assignment]
     """Store a model's claim as a claimed lesson (no evidence, never recalled until proven)."""
+    RecordSituation: _aio.UnaryUnaryMultiCallable[_agent_pb2.RecordSituationRequest, _agent_pb2.RecordSituationResponse]  # type: ignore[assignment]
+    """Remember a declared blocker (seed 002): a situation lesson tool code reported, after the
+    turn escalated or the user answered. Inferred situations are refused.
+    """
+    GetLesson: _aio.UnaryUnaryMultiCallable[_agent_pb2.GetLessonRequest, _agent_pb2.GetLessonResponse]  # type: ignore[assignment]
+    """One lesson as it stands now (any status), and whether it is shared."""
     ReportUse: _aio.UnaryUnaryMultiCallable[_agent_pb2.ReportUseRequest, _agent_pb2.ReportUseResponse]  # type: ignore[assignment]
     """Tell the node which recalled lessons the agent actually applied or dismissed."""
     Edit: _aio.UnaryUnaryMultiCallable[_agent_pb2.EditRequest, _agent_pb2.EditResponse]  # type: ignore[assignment]
@@ -130,6 +142,24 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_agent_pb2.RememberResponse, _abc.Awaitable[_agent_pb2.RememberResponse]]:
         """Store a model's claim as a claimed lesson (no evidence, never recalled until proven)."""
+
+    @_abc_1.abstractmethod
+    def RecordSituation(
+        self,
+        request: _agent_pb2.RecordSituationRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.RecordSituationResponse, _abc.Awaitable[_agent_pb2.RecordSituationResponse]]:
+        """Remember a declared blocker (seed 002): a situation lesson tool code reported, after the
+        turn escalated or the user answered. Inferred situations are refused.
+        """
+
+    @_abc_1.abstractmethod
+    def GetLesson(
+        self,
+        request: _agent_pb2.GetLessonRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.GetLessonResponse, _abc.Awaitable[_agent_pb2.GetLessonResponse]]:
+        """One lesson as it stands now (any status), and whether it is shared."""
 
     @_abc_1.abstractmethod
     def ReportUse(

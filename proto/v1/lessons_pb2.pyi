@@ -372,6 +372,8 @@ class LessonView(_message.Message):
     ORIGINAL_CONFIDENCE_FIELD_NUMBER: _builtins.int
     RECORD_JSON_FIELD_NUMBER: _builtins.int
     RECIPIENTS_FIELD_NUMBER: _builtins.int
+    SHARED_FIELD_NUMBER: _builtins.int
+    NOT_SHARED_REASON_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """The record's id (uuid4); stable across edits."""
     version: _builtins.int
@@ -411,6 +413,15 @@ class LessonView(_message.Message):
     record_json: _builtins.bytes
     """The full memory record as stored, JSON (UTF-8). For a signed record these are its exact
     signed bytes, so they can be re-verified.
+    """
+    shared: _builtins.bool
+    """Whether this node publishes the lesson to its peers, by the publisher's own rule."""
+    not_shared_reason: _builtins.str
+    """When not shared, why (snake_case): "claimed", "no_evidence", "below_publish_threshold",
+    "scope_not_shared", "uc_not_tagged_shareable", "private_without_recipients",
+    "imported_copy" (relayed with its source's signature, not republished), "access_level"
+    (unknown level), "incognito" (the node shares nothing), "sharing_off" (no network side
+    running). Empty when shared.
     """
     @_builtins.property
     def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -464,10 +475,12 @@ class LessonView(_message.Message):
         original_confidence: _builtins.float | None = ...,
         record_json: _builtins.bytes = ...,
         recipients: _abc.Iterable[_builtins.str] | None = ...,
+        shared: _builtins.bool = ...,
+        not_shared_reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence", "context", b"context", "original_confidence", b"original_confidence", "situation", b"situation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence", "access_level", b"access_level", "category", b"category", "confidence", b"confidence", "content", b"content", "context", b"context", "created_at", b"created_at", "evidence_outcome_ids", b"evidence_outcome_ids", "failure_count", b"failure_count", "id", b"id", "imported_from", b"imported_from", "memory_type", b"memory_type", "operation", b"operation", "origin", b"origin", "original_confidence", b"original_confidence", "recipients", b"recipients", "record_json", b"record_json", "scope", b"scope", "situation", b"situation", "source_node_id", b"source_node_id", "status", b"status", "success_count", b"success_count", "superseded_by", b"superseded_by", "tags", b"tags", "updated_at", b"updated_at", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence", "access_level", b"access_level", "category", b"category", "confidence", b"confidence", "content", b"content", "context", b"context", "created_at", b"created_at", "evidence_outcome_ids", b"evidence_outcome_ids", "failure_count", b"failure_count", "id", b"id", "imported_from", b"imported_from", "memory_type", b"memory_type", "not_shared_reason", b"not_shared_reason", "operation", b"operation", "origin", b"origin", "original_confidence", b"original_confidence", "recipients", b"recipients", "record_json", b"record_json", "scope", b"scope", "shared", b"shared", "situation", b"situation", "source_node_id", b"source_node_id", "status", b"status", "success_count", b"success_count", "superseded_by", b"superseded_by", "tags", b"tags", "updated_at", b"updated_at", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__original_confidence: _TypeAlias = _typing.Literal["original_confidence"]  # noqa: Y015
     _WhichOneofArgType__original_confidence: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence"]  # noqa: Y015
