@@ -783,8 +783,8 @@ class StructureReader:
         if careful:
             return Evidence(sentence, Polarity.CAREFUL, True)
         for pattern in self._roleplay:
-            m = pattern.search(sentence)
-            if m and self._negations(sentence[: m.start()]) % 2 == 0:
+            hint = pattern.search(sentence)
+            if hint and self._negations(sentence[: hint.start()]) % 2 == 0:
                 return Evidence(sentence, Polarity.WEAK, True, pattern.pattern[:40])
         return Evidence(sentence, Polarity.NONE, True)
 
