@@ -24,17 +24,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19lamarck/v1/operator.proto\x12\nlamarck.v1\"\xff\x01\n\x0fQuarantineEntry\x12\n\n\x02id\x18\x01 \x01(\t\x12\x14\n\x0c\x63ontent_hash\x18\x02 \x01(\t\x12\x16\n\x0esource_node_id\x18\x03 \x01(\t\x12\x0f\n\x07reasons\x18\x04 \x03(\t\x12\x13\n\x0breceived_at\x18\x05 \x01(\t\x12*\n\x05state\x18\x06 \x01(\x0e\x32\x1b.lamarck.v1.QuarantineState\x12\x17\n\x0f\x63ontent_preview\x18\x07 \x01(\t\x12\x11\n\trecord_id\x18\x08 \x01(\t\x12\x12\n\ndecided_at\x18\t \x01(\t\x12\x12\n\ndecided_by\x18\n \x01(\t\x12\x0c\n\x04note\x18\x0b \x01(\t\"j\n\x15ListQuarantineRequest\x12*\n\x05state\x18\x01 \x01(\x0e\x32\x1b.lamarck.v1.QuarantineState\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"_\n\x16ListQuarantineResponse\x12,\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1b.lamarck.v1.QuarantineEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"#\n\x15ShowQuarantineRequest\x12\n\n\x02id\x18\x01 \x01(\t\"Y\n\x16ShowQuarantineResponse\x12*\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1b.lamarck.v1.QuarantineEntry\x12\x13\n\x0brecord_json\x18\x02 \x01(\x0c\"e\n\x17\x44\x65\x63ideQuarantineRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x30\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1e.lamarck.v1.QuarantineDecision\x12\x0c\n\x04note\x18\x03 \x01(\t\"Y\n\x18\x44\x65\x63ideQuarantineResponse\x12*\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1b.lamarck.v1.QuarantineEntry\x12\x11\n\tlesson_id\x18\x02 \x01(\t\"&\n\x15ListRejectionsRequest\x12\r\n\x05limit\x18\x01 \x01(\r\"s\n\x0eRejectionEntry\x12\x16\n\x0esource_node_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x14\n\x0c\x63ontent_hash\x18\x03 \x01(\t\x12\x13\n\x0breceived_at\x18\x04 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\"E\n\x16ListRejectionsResponse\x12+\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1a.lamarck.v1.RejectionEntry*\x8f\x01\n\x0fQuarantineState\x12 \n\x1cQUARANTINE_STATE_UNSPECIFIED\x10\x00\x12\x1c\n\x18QUARANTINE_STATE_PENDING\x10\x01\x12\x1d\n\x19QUARANTINE_STATE_APPROVED\x10\x02\x12\x1d\n\x19QUARANTINE_STATE_REJECTED\x10\x03*z\n\x12QuarantineDecision\x12#\n\x1fQUARANTINE_DECISION_UNSPECIFIED\x10\x00\x12\x1f\n\x1bQUARANTINE_DECISION_APPROVE\x10\x01\x12\x1e\n\x1aQUARANTINE_DECISION_REJECT\x10\x02\x32\xfb\x02\n\x0fOperatorService\x12W\n\x0eListQuarantine\x12!.lamarck.v1.ListQuarantineRequest\x1a\".lamarck.v1.ListQuarantineResponse\x12W\n\x0eShowQuarantine\x12!.lamarck.v1.ShowQuarantineRequest\x1a\".lamarck.v1.ShowQuarantineResponse\x12]\n\x10\x44\x65\x63ideQuarantine\x12#.lamarck.v1.DecideQuarantineRequest\x1a$.lamarck.v1.DecideQuarantineResponse\x12W\n\x0eListRejections\x12!.lamarck.v1.ListRejectionsRequest\x1a\".lamarck.v1.ListRejectionsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19lamarck/v1/operator.proto\x12\nlamarck.v1\"\xff\x01\n\x0fQuarantineEntry\x12\n\n\x02id\x18\x01 \x01(\t\x12\x14\n\x0c\x63ontent_hash\x18\x02 \x01(\t\x12\x16\n\x0esource_node_id\x18\x03 \x01(\t\x12\x0f\n\x07reasons\x18\x04 \x03(\t\x12\x13\n\x0breceived_at\x18\x05 \x01(\t\x12*\n\x05state\x18\x06 \x01(\x0e\x32\x1b.lamarck.v1.QuarantineState\x12\x17\n\x0f\x63ontent_preview\x18\x07 \x01(\t\x12\x11\n\trecord_id\x18\x08 \x01(\t\x12\x12\n\ndecided_at\x18\t \x01(\t\x12\x12\n\ndecided_by\x18\n \x01(\t\x12\x0c\n\x04note\x18\x0b \x01(\t\"j\n\x15ListQuarantineRequest\x12*\n\x05state\x18\x01 \x01(\x0e\x32\x1b.lamarck.v1.QuarantineState\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"_\n\x16ListQuarantineResponse\x12,\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1b.lamarck.v1.QuarantineEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"#\n\x15ShowQuarantineRequest\x12\n\n\x02id\x18\x01 \x01(\t\"Y\n\x16ShowQuarantineResponse\x12*\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1b.lamarck.v1.QuarantineEntry\x12\x13\n\x0brecord_json\x18\x02 \x01(\x0c\"e\n\x17\x44\x65\x63ideQuarantineRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x30\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1e.lamarck.v1.QuarantineDecision\x12\x0c\n\x04note\x18\x03 \x01(\t\"Y\n\x18\x44\x65\x63ideQuarantineResponse\x12*\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1b.lamarck.v1.QuarantineEntry\x12\x11\n\tlesson_id\x18\x02 \x01(\t\"&\n\x15ListRejectionsRequest\x12\r\n\x05limit\x18\x01 \x01(\r\"s\n\x0eRejectionEntry\x12\x16\n\x0esource_node_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x14\n\x0c\x63ontent_hash\x18\x03 \x01(\t\x12\x13\n\x0breceived_at\x18\x04 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\"E\n\x16ListRejectionsResponse\x12+\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1a.lamarck.v1.RejectionEntry\"\x12\n\x10GetHealthRequest\"(\n\x11GetHealthResponse\x12\x13\n\x0breport_json\x18\x01 \x01(\t\"\x12\n\x10GetStatusRequest\"(\n\x11GetStatusResponse\x12\x13\n\x0bstatus_json\x18\x01 \x01(\t*\x8f\x01\n\x0fQuarantineState\x12 \n\x1cQUARANTINE_STATE_UNSPECIFIED\x10\x00\x12\x1c\n\x18QUARANTINE_STATE_PENDING\x10\x01\x12\x1d\n\x19QUARANTINE_STATE_APPROVED\x10\x02\x12\x1d\n\x19QUARANTINE_STATE_REJECTED\x10\x03*z\n\x12QuarantineDecision\x12#\n\x1fQUARANTINE_DECISION_UNSPECIFIED\x10\x00\x12\x1f\n\x1bQUARANTINE_DECISION_APPROVE\x10\x01\x12\x1e\n\x1aQUARANTINE_DECISION_REJECT\x10\x02\x32\x8f\x04\n\x0fOperatorService\x12W\n\x0eListQuarantine\x12!.lamarck.v1.ListQuarantineRequest\x1a\".lamarck.v1.ListQuarantineResponse\x12W\n\x0eShowQuarantine\x12!.lamarck.v1.ShowQuarantineRequest\x1a\".lamarck.v1.ShowQuarantineResponse\x12]\n\x10\x44\x65\x63ideQuarantine\x12#.lamarck.v1.DecideQuarantineRequest\x1a$.lamarck.v1.DecideQuarantineResponse\x12W\n\x0eListRejections\x12!.lamarck.v1.ListRejectionsRequest\x1a\".lamarck.v1.ListRejectionsResponse\x12H\n\tGetHealth\x12\x1c.lamarck.v1.GetHealthRequest\x1a\x1d.lamarck.v1.GetHealthResponse\x12H\n\tGetStatus\x12\x1c.lamarck.v1.GetStatusRequest\x1a\x1d.lamarck.v1.GetStatusResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'lamarck.proto.v1.operator_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_QUARANTINESTATE']._serialized_start=1055
-  _globals['_QUARANTINESTATE']._serialized_end=1198
-  _globals['_QUARANTINEDECISION']._serialized_start=1200
-  _globals['_QUARANTINEDECISION']._serialized_end=1322
+  _globals['_QUARANTINESTATE']._serialized_start=1179
+  _globals['_QUARANTINESTATE']._serialized_end=1322
+  _globals['_QUARANTINEDECISION']._serialized_start=1324
+  _globals['_QUARANTINEDECISION']._serialized_end=1446
   _globals['_QUARANTINEENTRY']._serialized_start=42
   _globals['_QUARANTINEENTRY']._serialized_end=297
   _globals['_LISTQUARANTINEREQUEST']._serialized_start=299
@@ -55,6 +55,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REJECTIONENTRY']._serialized_end=981
   _globals['_LISTREJECTIONSRESPONSE']._serialized_start=983
   _globals['_LISTREJECTIONSRESPONSE']._serialized_end=1052
-  _globals['_OPERATORSERVICE']._serialized_start=1325
-  _globals['_OPERATORSERVICE']._serialized_end=1704
+  _globals['_GETHEALTHREQUEST']._serialized_start=1054
+  _globals['_GETHEALTHREQUEST']._serialized_end=1072
+  _globals['_GETHEALTHRESPONSE']._serialized_start=1074
+  _globals['_GETHEALTHRESPONSE']._serialized_end=1114
+  _globals['_GETSTATUSREQUEST']._serialized_start=1116
+  _globals['_GETSTATUSREQUEST']._serialized_end=1134
+  _globals['_GETSTATUSRESPONSE']._serialized_start=1136
+  _globals['_GETSTATUSRESPONSE']._serialized_end=1176
+  _globals['_OPERATORSERVICE']._serialized_start=1449
+  _globals['_OPERATORSERVICE']._serialized_end=1976
 # @@protoc_insertion_point(module_scope)

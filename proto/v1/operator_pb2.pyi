@@ -379,3 +379,75 @@ class ListRejectionsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListRejectionsResponse: _TypeAlias = ListRejectionsResponse  # noqa: Y015
+
+@_typing.final
+class GetHealthRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetHealthRequest: _TypeAlias = GetHealthRequest  # noqa: Y015
+
+@_typing.final
+class GetHealthResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REPORT_JSON_FIELD_NUMBER: _builtins.int
+    report_json: _builtins.str
+    """The report as JSON (lamarck.node.health.render.report_to_json; its "version" field says
+    which shape), so new figures need no schema change.
+    """
+    def __init__(
+        self,
+        *,
+        report_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["report_json", b"report_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetHealthResponse: _TypeAlias = GetHealthResponse  # noqa: Y015
+
+@_typing.final
+class GetStatusRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetStatusRequest: _TypeAlias = GetStatusRequest  # noqa: Y015
+
+@_typing.final
+class GetStatusResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATUS_JSON_FIELD_NUMBER: _builtins.int
+    status_json: _builtins.str
+    """The node status as JSON (lamarck.node.api.node_status.status_to_json, with "version")."""
+    def __init__(
+        self,
+        *,
+        status_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["status_json", b"status_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetStatusResponse: _TypeAlias = GetStatusResponse  # noqa: Y015

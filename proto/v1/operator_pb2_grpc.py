@@ -55,6 +55,16 @@ class OperatorServiceStub:
                 request_serializer=lamarck_dot_v1_dot_operator__pb2.ListRejectionsRequest.SerializeToString,
                 response_deserializer=lamarck_dot_v1_dot_operator__pb2.ListRejectionsResponse.FromString,
                 _registered_method=True)
+        self.GetHealth = channel.unary_unary(
+                '/lamarck.v1.OperatorService/GetHealth',
+                request_serializer=lamarck_dot_v1_dot_operator__pb2.GetHealthRequest.SerializeToString,
+                response_deserializer=lamarck_dot_v1_dot_operator__pb2.GetHealthResponse.FromString,
+                _registered_method=True)
+        self.GetStatus = channel.unary_unary(
+                '/lamarck.v1.OperatorService/GetStatus',
+                request_serializer=lamarck_dot_v1_dot_operator__pb2.GetStatusRequest.SerializeToString,
+                response_deserializer=lamarck_dot_v1_dot_operator__pb2.GetStatusResponse.FromString,
+                _registered_method=True)
 
 
 class OperatorServiceServicer:
@@ -89,6 +99,21 @@ class OperatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetHealth(self, request, context):
+        """The node's health report (seed 004's dashboard), computed from the store now.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetStatus(self, request, context):
+        """What the node can say about itself: admission, peers, sync, outbox, quarantine, imports
+        and rejections, health warnings (`lamarck node status`, the console's overview).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OperatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -111,6 +136,16 @@ def add_OperatorServiceServicer_to_server(servicer, server):
                     servicer.ListRejections,
                     request_deserializer=lamarck_dot_v1_dot_operator__pb2.ListRejectionsRequest.FromString,
                     response_serializer=lamarck_dot_v1_dot_operator__pb2.ListRejectionsResponse.SerializeToString,
+            ),
+            'GetHealth': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetHealth,
+                    request_deserializer=lamarck_dot_v1_dot_operator__pb2.GetHealthRequest.FromString,
+                    response_serializer=lamarck_dot_v1_dot_operator__pb2.GetHealthResponse.SerializeToString,
+            ),
+            'GetStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStatus,
+                    request_deserializer=lamarck_dot_v1_dot_operator__pb2.GetStatusRequest.FromString,
+                    response_serializer=lamarck_dot_v1_dot_operator__pb2.GetStatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -222,6 +257,60 @@ class OperatorService:
             '/lamarck.v1.OperatorService/ListRejections',
             lamarck_dot_v1_dot_operator__pb2.ListRejectionsRequest.SerializeToString,
             lamarck_dot_v1_dot_operator__pb2.ListRejectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetHealth(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lamarck.v1.OperatorService/GetHealth',
+            lamarck_dot_v1_dot_operator__pb2.GetHealthRequest.SerializeToString,
+            lamarck_dot_v1_dot_operator__pb2.GetHealthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lamarck.v1.OperatorService/GetStatus',
+            lamarck_dot_v1_dot_operator__pb2.GetStatusRequest.SerializeToString,
+            lamarck_dot_v1_dot_operator__pb2.GetStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,

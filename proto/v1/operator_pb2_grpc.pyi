@@ -50,6 +50,12 @@ class OperatorServiceStub:
     """Approve (store as an import, after re-verifying the signed bytes) or reject a pending row."""
     ListRejections: _grpc.UnaryUnaryMultiCallable[_operator_pb2.ListRejectionsRequest, _operator_pb2.ListRejectionsResponse]
     """The rejection log, newest first."""
+    GetHealth: _grpc.UnaryUnaryMultiCallable[_operator_pb2.GetHealthRequest, _operator_pb2.GetHealthResponse]
+    """The node's health report (seed 004's dashboard), computed from the store now."""
+    GetStatus: _grpc.UnaryUnaryMultiCallable[_operator_pb2.GetStatusRequest, _operator_pb2.GetStatusResponse]
+    """What the node can say about itself: admission, peers, sync, outbox, quarantine, imports
+    and rejections, health warnings (`lamarck node status`, the console's overview).
+    """
 
 @_typing.type_check_only
 class OperatorServiceAsyncStub(OperatorServiceStub):
@@ -64,6 +70,12 @@ class OperatorServiceAsyncStub(OperatorServiceStub):
     """Approve (store as an import, after re-verifying the signed bytes) or reject a pending row."""
     ListRejections: _aio.UnaryUnaryMultiCallable[_operator_pb2.ListRejectionsRequest, _operator_pb2.ListRejectionsResponse]  # type: ignore[assignment]
     """The rejection log, newest first."""
+    GetHealth: _aio.UnaryUnaryMultiCallable[_operator_pb2.GetHealthRequest, _operator_pb2.GetHealthResponse]  # type: ignore[assignment]
+    """The node's health report (seed 004's dashboard), computed from the store now."""
+    GetStatus: _aio.UnaryUnaryMultiCallable[_operator_pb2.GetStatusRequest, _operator_pb2.GetStatusResponse]  # type: ignore[assignment]
+    """What the node can say about itself: admission, peers, sync, outbox, quarantine, imports
+    and rejections, health warnings (`lamarck node status`, the console's overview).
+    """
 
 class OperatorServiceServicer(metaclass=_abc_1.ABCMeta):
     """Served by a node to its operator."""
@@ -99,5 +111,23 @@ class OperatorServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_operator_pb2.ListRejectionsResponse, _abc.Awaitable[_operator_pb2.ListRejectionsResponse]]:
         """The rejection log, newest first."""
+
+    @_abc_1.abstractmethod
+    def GetHealth(
+        self,
+        request: _operator_pb2.GetHealthRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_operator_pb2.GetHealthResponse, _abc.Awaitable[_operator_pb2.GetHealthResponse]]:
+        """The node's health report (seed 004's dashboard), computed from the store now."""
+
+    @_abc_1.abstractmethod
+    def GetStatus(
+        self,
+        request: _operator_pb2.GetStatusRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_operator_pb2.GetStatusResponse, _abc.Awaitable[_operator_pb2.GetStatusResponse]]:
+        """What the node can say about itself: admission, peers, sync, outbox, quarantine, imports
+        and rejections, health warnings (`lamarck node status`, the console's overview).
+        """
 
 def add_OperatorServiceServicer_to_server(servicer: OperatorServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
