@@ -1,4 +1,4 @@
-"""Prometheus metrics of a node: RPCs, imports, lessons and store size.
+"""Prometheus metrics of a node: RPCs, imports, lessons, store size, health and status.
 
 The metric objects are module-level so any part of the node can count (``IMPORTS.labels(
 result="rejected", reason="bad_signature").inc()``) without being handed a registry. They
@@ -19,18 +19,28 @@ from typing import Any
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 __all__ = [
+    "ADMISSION",
     "DATABASE_BYTES_KEY",
+    "HEALTH",
     "IMPORTS",
     "LESSONS",
     "NODE_INFO",
+    "OUTBOX_DEPTH",
+    "OUTBOX_OLDEST_AGE",
+    "PEERS_LIVE",
+    "QUARANTINE_PENDING",
     "RATE_LIMITED",
     "RPC_DURATION",
     "RPC_REQUESTS",
     "STORE_BYTES",
     "STORE_RECORDS",
+    "HealthRefresher",
     "MetricsServer",
     "StoreStatsRefresher",
+    "apply_health",
+    "apply_status",
     "apply_store_stats",
+    "import_counts",
     "start_metrics_server",
 ]
 
@@ -73,6 +83,25 @@ NODE_INFO = Gauge(
     "lamarck_node_info",
     "This node's id, version, embedder and database kind.",
     ["node_id", "version", "embedder", "database"],
+)
+
+#: Every figure of the health report (``lamarck.node.health.render.gauge_values`` names),
+#: e.g. ``lamarck_health{figure="validation_contradiction_rate"}``; ``warning_<code>`` is 1
+#: while that warning is raised. A figure without data is absent, not 0.
+HEALTH = Gauge("lamarck_health", "Health report figures (seed 004 dashboard).", ["figure"])
+#: 1 for the node's current admission state (admitted, degraded, pending, refused,
+#: no_registry), 0 for the others.
+ADMISSION = Gauge("lamarck_admission", "The node's registry admission state.", ["state"])
+#: Live peers (other than this node) in the last registry round.
+PEERS_LIVE = Gauge("lamarck_peers_live", "Live peers seen in the registry.")
+#: Undelivered gossip outbox rows, and the age of the oldest one in seconds (0 when empty).
+OUTBOX_DEPTH = Gauge("lamarck_outbox_pending", "Undelivered gossip outbox rows.")
+OUTBOX_OLDEST_AGE = Gauge(
+    "lamarck_outbox_oldest_age_seconds", "Age of the oldest undelivered outbox row."
+)
+#: Pending quarantine rows by reason (a row held for two reasons counts under each).
+QUARANTINE_PENDING = Gauge(
+    "lamarck_quarantine_pending", "Pending quarantine rows by reason.", ["reason"]
 )
 
 _LESSON_PREFIX = "lessons_"
@@ -119,6 +148,87 @@ class StoreStatsRefresher:
         """Start the periodic refresh on the running loop."""
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="lamarck-store-metrics")
+
+    async def stop(self) -> None:
+        """Cancel the periodic refresh and wait for it to end."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def apply_health(values: Mapping[str, float]) -> None:
+    """Replace the health gauges by ``values`` (``gauge_values(report)``): a figure that lost
+    its data or a warning no longer raised disappears instead of keeping its last value."""
+    HEALTH.clear()
+    for figure, value in values.items():
+        HEALTH.labels(figure=figure).set(value)
+
+
+def apply_status(status: Mapping[str, Any]) -> None:
+    """Set the status gauges from ``status_to_json``'s dict (``lamarck.node.api.node_status``)."""
+    network = status.get("network")
+    ADMISSION.clear()
+    if isinstance(network, Mapping):
+        ADMISSION.labels(state=str(network["admission"]["state"])).set(1)
+        PEERS_LIVE.set(len(network["live_peers"]))
+        OUTBOX_DEPTH.set(network["outbox"]["depth"])
+        OUTBOX_OLDEST_AGE.set(network["outbox"]["oldest_age_s"] or 0.0)
+    QUARANTINE_PENDING.clear()
+    for reason, count in status["quarantine"]["by_reason"].items():
+        QUARANTINE_PENDING.labels(reason=reason).set(count)
+
+
+def import_counts() -> dict[str, dict[str, int]]:
+    """Records offered for import since this process started: result -> reason -> count."""
+    out: dict[str, dict[str, int]] = {}
+    for metric in IMPORTS.collect():
+        for sample in metric.samples:
+            if not sample.name.endswith("_total"):
+                continue  # the counter's _created timestamps
+            result, reason = sample.labels["result"], sample.labels["reason"]
+            out.setdefault(result, {})[reason] = int(sample.value)
+    return out
+
+
+class HealthRefresher:
+    """Refreshes the health and status gauges every ``interval_s``.
+
+    ``health`` returns ``gauge_values`` of a fresh report; ``status`` (optional) returns
+    ``status_to_json``'s dict. Both are read on the daemon's loop, never by the HTTP thread.
+    """
+
+    def __init__(
+        self,
+        health: Callable[[], Awaitable[Mapping[str, float]]],
+        interval_s: float,
+        *,
+        status: Callable[[], Awaitable[Mapping[str, Any]]] | None = None,
+    ) -> None:
+        self._health = health
+        self._status = status
+        self._interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+
+    async def refresh(self) -> None:
+        """One refresh; a failure is logged, not raised (metrics never stop a node)."""
+        try:
+            apply_health(await self._health())
+            if self._status is not None:
+                apply_status(await self._status())
+        except Exception:
+            _log.warning("could not refresh health metrics", exc_info=True)
+
+    async def _run(self) -> None:
+        while True:
+            await self.refresh()
+            await asyncio.sleep(self._interval_s)
+
+    def start(self) -> None:
+        """Start the periodic refresh on the running loop."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="lamarck-health-metrics")
 
     async def stop(self) -> None:
         """Cancel the periodic refresh and wait for it to end."""

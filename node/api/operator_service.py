@@ -23,18 +23,33 @@ reputation when the stored lesson is used and its outcomes confirm it.
 
 Decisions are serialised by one lock and re-read the row under it, so two operators deciding
 the same row get one success and one ``ConflictError(reason="already_decided")``.
+
+``GetHealth`` computes the health report (``lamarck.node.health``) from the store on each
+call; ``GetStatus`` says what the node knows of itself (``lamarck.node.api.node_status``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lamarck.errors import ConflictError, InvalidRecord, NotFound
+from lamarck.errors import ConfigError, ConflictError, InvalidRecord, NotFound
+from lamarck.node import metrics
+from lamarck.node.api.health_loader import current_report
+from lamarck.node.api.node_status import (
+    NetworkSource,
+    ReputationSource,
+    build_status,
+    status_to_json,
+)
 from lamarck.node.api.server import NodeContext, Provider, provider_of
+from lamarck.node.health.figures import Finding
+from lamarck.node.health.params import HealthParams
+from lamarck.node.health.render import report_to_json
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.store.port import LessonEvent, LessonStore, QuarantineRow, RejectionRow
@@ -52,6 +67,8 @@ __all__ = [
     "MAX_REJECTIONS",
     "OPERATOR_ACTOR",
     "PREVIEW_CHARS",
+    "REPUTATION_TOP",
+    "STATUS_REJECTIONS",
     "OperatorServicer",
     "make_operator_servicer",
     "quarantine_entry",
@@ -66,6 +83,10 @@ DEFAULT_REJECTIONS = 100
 MAX_REJECTIONS = 1000
 #: Characters of a record's content shown in a listing.
 PREVIEW_CHARS = 200
+#: Newest rejection log rows the status counts by reason.
+STATUS_REJECTIONS = MAX_REJECTIONS
+#: Peers shown in the status's reputation top.
+REPUTATION_TOP = 5
 
 _STATE_TO_PB = {
     "pending": operator_pb2.QUARANTINE_STATE_PENDING,
@@ -133,7 +154,10 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
 
     ``store`` and ``pipeline`` may be zero-argument callables read on each call (the
     daemon's raise ``StoreUnavailable`` until the node is ready). ``sink`` is where an
-    operator's rejection is reported (``None``: nowhere yet).
+    operator's rejection is reported (``None``: nowhere yet). ``health`` holds the health
+    report's windows and thresholds (``GetHealth`` is refused without them); ``network``
+    returns the network side's facts and ``reputation`` reads the book, for ``GetStatus``
+    (each ``None`` or returning ``None`` while there is none: the status says so).
     """
 
     def __init__(
@@ -143,11 +167,19 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         *,
         pipeline: ImportPipeline | Provider[ImportPipeline],
         sink: Callable[[], ReputationSink | None] | None = None,
+        health: HealthParams | None = None,
+        node_id: str = "",
+        network: Callable[[], NetworkSource | None] | None = None,
+        reputation: Callable[[], ReputationSource | None] | None = None,
     ) -> None:
         self._store = provider_of(store, LessonStore)
         self._clock = clock
         self._pipeline = provider_of(pipeline, ImportPipeline)
         self._sink = sink or (lambda: None)
+        self._health = health
+        self._node_id = node_id
+        self._network = network or (lambda: None)
+        self._reputation = reputation or (lambda: None)
         self._decide_lock = asyncio.Lock()
 
     async def _row(self, quarantine_id: str) -> QuarantineRow:
@@ -265,6 +297,45 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         rows = await self._store().list_rejections(limit)
         return operator_pb2.ListRejectionsResponse(entries=[rejection_entry(r) for r in rows])
 
+    async def GetHealth(
+        self, request: operator_pb2.GetHealthRequest, context: Any
+    ) -> operator_pb2.GetHealthResponse:
+        """The health report of the store now, as ``report_to_json``'s JSON."""
+        if self._health is None:
+            raise ConfigError(
+                "this node was started without health parameters", reason="health_unconfigured"
+            )
+        report = await current_report(self._store(), self._health, self._clock.now())
+        return operator_pb2.GetHealthResponse(report_json=json.dumps(report_to_json(report)))
+
+    async def GetStatus(
+        self, request: operator_pb2.GetStatusRequest, context: Any
+    ) -> operator_pb2.GetStatusResponse:
+        """The node status (``lamarck.node.api.node_status``) as JSON."""
+        store = self._store()
+        now = self._clock.now()
+        source = self._network()
+        network = await source() if source is not None else None
+        pending = await store.list_quarantine("pending")
+        rejections = await store.list_rejections(STATUS_REJECTIONS)
+        warnings: tuple[Finding, ...] = ()
+        if self._health is not None:
+            warnings = (await current_report(store, self._health, now)).warnings
+        book = self._reputation()
+        breakdowns = await book.breakdowns() if book is not None else []
+        status = build_status(
+            node_id=self._node_id,
+            now=now,
+            network=network,
+            pending_reasons=[r.reasons for r in pending],
+            rejection_reasons=[r.reason for r in rejections],
+            imports=metrics.import_counts(),
+            warnings=warnings,
+            reputation=breakdowns,
+            top=REPUTATION_TOP,
+        )
+        return operator_pb2.GetStatusResponse(status_json=json.dumps(status_to_json(status)))
+
     def _charge_rejection(self, row: QuarantineRow, note: str) -> None:
         sink = self._sink()
         if sink is None or not row.source_node_id:
@@ -291,11 +362,25 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         return result.lesson_id or "", result.transfer_rule
 
 
-def make_operator_servicer(ctx: NodeContext) -> OperatorServicer:
-    """The OperatorService for a daemon's ``NodeContext`` (store and pipeline read per call)."""
+def make_operator_servicer(
+    ctx: NodeContext,
+    *,
+    health: HealthParams | None = None,
+    network: Callable[[], NetworkSource | None] | None = None,
+    reputation: Callable[[], ReputationSource | None] | None = None,
+) -> OperatorServicer:
+    """The OperatorService for a daemon's ``NodeContext`` (store and pipeline read per call).
+
+    ``health`` comes from the node's configuration; without it the seed's defaults apply
+    (``HealthParams()``), built here once, where the servicer is wired.
+    """
     return OperatorServicer(
         lambda: ctx.store,
         ctx.clock,
         pipeline=ctx.import_pipeline,
         sink=ctx.reputation_sink,
+        health=health if health is not None else HealthParams(),
+        node_id=ctx.identity.node_id,
+        network=network,
+        reputation=reputation,
     )

@@ -1,0 +1,65 @@
+"""The health report's edge: load its inputs from a ``LessonStore`` and compute it.
+
+``lamarck.node.health`` is pure; this module reads what it needs (every lesson of category
+``lesson`` in any status, a page at a time, and their event log in chunks) and calls
+``health_report``. Predictions come from the reality tests in the event log
+(``predictions_from_validations``) until the SDK's run recorder stores explicit predictions.
+Used by ``OperatorService.GetHealth``, the health gauges and the console.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from lamarck.node.health.figures import HealthReport
+from lamarck.node.health.inputs import (
+    HealthInputs,
+    predictions_from_validations,
+    validations_from_events,
+)
+from lamarck.node.health.params import HealthParams
+from lamarck.node.health.report import health_report
+from lamarck.node.store.port import Category, LessonEvent, LessonFilter, LessonRow, LessonStore
+
+__all__ = ["EVENT_CHUNK", "LESSON_PAGE", "current_report", "load_health_inputs"]
+
+#: Lessons read per ``list_lessons`` call.
+LESSON_PAGE = 500
+#: Lesson ids asked per ``lesson_events`` call (bounds one query's parameter list).
+EVENT_CHUNK = 500
+
+
+async def _all_lessons(store: LessonStore) -> list[LessonRow]:
+    """Every lesson (not situation) in any status, each once."""
+    rows: dict[str, LessonRow] = {}
+    offset = 0
+    while True:
+        page = await store.list_lessons(
+            LessonFilter(statuses=None, category=Category.LESSON, limit=LESSON_PAGE, offset=offset)
+        )
+        # Pages are ordered by confidence: a row whose confidence moved between two reads may
+        # show up twice; keep one.
+        for row in page:
+            rows.setdefault(row.id, row)
+        if len(page) < LESSON_PAGE:
+            return list(rows.values())
+        offset += LESSON_PAGE
+
+
+async def load_health_inputs(store: LessonStore, params: HealthParams) -> HealthInputs:
+    """The report's inputs as stored now: lessons, their events, implicit predictions."""
+    lessons = await _all_lessons(store)
+    ids = [row.id for row in lessons]
+    events: list[LessonEvent] = []
+    for start in range(0, len(ids), EVENT_CHUNK):
+        events.extend(await store.lesson_events(ids[start : start + EVENT_CHUNK]))
+    # Chunks are each in log order; a stable sort by time merges them and keeps append order
+    # between events of one lesson at the same instant.
+    events.sort(key=lambda e: e.at)
+    predictions = predictions_from_validations(validations_from_events(events, params))
+    return HealthInputs(lessons=lessons, events=events, predictions=predictions)
+
+
+async def current_report(store: LessonStore, params: HealthParams, now: datetime) -> HealthReport:
+    """The health report of ``store`` at ``now``."""
+    return health_report(await load_health_inputs(store, params), params, now)

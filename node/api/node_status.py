@@ -1,0 +1,221 @@
+"""What a node can truthfully say about itself (issue 15 §2): ``lamarck node status``, the
+console's overview, ``OperatorService.GetStatus`` and the status gauges.
+
+The network side (registry admission, live peers, last sync, outbox) lives in
+``lamarck.node.sharing``; it is read through one async callable returning a
+:class:`NetworkSnapshot` (``NetworkSource``), so this module needs nothing of Sharing's
+insides. Reputation is read through :class:`ReputationSource`. The store gives quarantine and
+rejections; the import counters are the process's own (``lamarck.node.metrics``).
+
+The rule deciding whether the peer service may say SERVING is :func:`peer_serving`: only
+while the node is in its network (admitted now, or admitted before and the registry is
+unreachable, so it serves from its peer cache). A refused node, one never admitted, or one
+without a registry is NOT_SERVING for the peer service, and ``admission`` says why.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Protocol
+
+from lamarck.node.health.figures import Finding
+from lamarck.proto.timefmt import format_ts
+from lamarck.reputation.events import ReputationEvent
+from lamarck.reputation.scores import ScoreBreakdown
+
+__all__ = [
+    "STATUS_JSON_VERSION",
+    "Admission",
+    "AdmissionState",
+    "NetworkSnapshot",
+    "NetworkSource",
+    "NodeStatus",
+    "ReputationSource",
+    "ReputationTop",
+    "build_status",
+    "peer_serving",
+    "status_to_json",
+]
+
+#: Version of ``status_to_json``'s shape.
+STATUS_JSON_VERSION = 1
+
+
+class AdmissionState(StrEnum):
+    """Where the node stands with its network's registry."""
+
+    #: Registered: the registry admitted this node and lists it as live.
+    ADMITTED = "admitted"
+    #: Admitted before, but the registry did not answer the last round: serving from the cache.
+    DEGRADED = "degraded"
+    #: Not registered yet (first round pending, or the registry never answered).
+    PENDING = "pending"
+    #: The registry refused this node (revoked, key pinned elsewhere, no admission material).
+    REFUSED = "refused"
+    #: No registry at all (none configured and the embedded one could not start).
+    NO_REGISTRY = "no_registry"
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The node's admission: its state, under which mode, by what, from which registry.
+
+    ``by`` names what admits it (``enrollment token``, ``endorsement``, ``open admission``);
+    ``registry`` where it asked (a Redis URL without credentials and the namespace, or
+    ``embedded``); ``reason`` and ``message`` the refusal's typed reason and text.
+    """
+
+    state: AdmissionState
+    mode: str = ""
+    by: str = ""
+    registry: str = ""
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkSnapshot:
+    """The network side's facts at one moment (built by ``Sharing.network_snapshot``)."""
+
+    admission: Admission
+    live_peers: tuple[str, ...] = ()
+    #: Peer id -> when the last anti-entropy Sync with it completed.
+    last_sync: Mapping[str, datetime] = field(default_factory=dict)
+    #: Undelivered outbox rows, and when the oldest of them was enqueued.
+    outbox_depth: int = 0
+    outbox_oldest: datetime | None = None
+    incognito: bool = False
+
+
+#: The network side's facts, read on each status (``Sharing.network_snapshot``).
+NetworkSource = Callable[[], Awaitable[NetworkSnapshot]]
+
+
+class ReputationSource(Protocol):
+    """The reputation book as the operator reads it: every peer's score, and one's history."""
+
+    async def breakdowns(self) -> list[ScoreBreakdown]:
+        """Every peer the book knows, with its score parts."""
+        ...
+
+    async def events(self, node_id: str) -> list[ReputationEvent]:
+        """The events about ``node_id``, oldest first."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReputationTop:
+    """One row of the reputation top in the status."""
+
+    node_id: str
+    score: float
+    band: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStatus:
+    """Everything ``lamarck node status`` shows beyond ``node.json``."""
+
+    node_id: str
+    generated_at: datetime
+    network: NetworkSnapshot | None
+    quarantine_pending: Mapping[str, int]
+    quarantine_total: int
+    imports: Mapping[str, Mapping[str, int]]
+    rejections: Mapping[str, int]
+    warnings: tuple[Finding, ...] = ()
+    reputation_top: tuple[ReputationTop, ...] = ()
+
+    @property
+    def peer_serving(self) -> bool:
+        """Whether the peer service may report SERVING (see :func:`peer_serving`)."""
+        return peer_serving(self.network)
+
+
+def peer_serving(network: NetworkSnapshot | None) -> bool:
+    """True while the node is in its network: admitted, or admitted and degraded."""
+    if network is None:
+        return False
+    return network.admission.state in (AdmissionState.ADMITTED, AdmissionState.DEGRADED)
+
+
+def build_status(
+    *,
+    node_id: str,
+    now: datetime,
+    network: NetworkSnapshot | None,
+    pending_reasons: Sequence[Sequence[str]],
+    rejection_reasons: Sequence[str],
+    imports: Mapping[str, Mapping[str, int]],
+    warnings: Sequence[Finding] = (),
+    reputation: Sequence[ScoreBreakdown] = (),
+    top: int = 0,
+) -> NodeStatus:
+    """The status from plain values: each pending quarantine row's reasons, the rejection
+    log's reasons, import counts by result and reason, the health warnings, and the
+    reputation book (its ``top`` highest scores, ties by id)."""
+    held: Counter[str] = Counter()
+    for reasons in pending_reasons:
+        held.update(set(reasons))
+    best = sorted(reputation, key=lambda b: (-b.score, b.node_id))[:top]
+    return NodeStatus(
+        node_id=node_id,
+        generated_at=now,
+        network=network,
+        quarantine_pending=dict(sorted(held.items())),
+        quarantine_total=len(pending_reasons),
+        imports={k: dict(sorted(v.items())) for k, v in sorted(imports.items())},
+        rejections=dict(sorted(Counter(rejection_reasons).items())),
+        warnings=tuple(warnings),
+        reputation_top=tuple(ReputationTop(b.node_id, b.score, b.band.value) for b in best),
+    )
+
+
+def _network_json(network: NetworkSnapshot, now: datetime) -> dict[str, Any]:
+    """The network part of the status as JSON."""
+    a = network.admission
+    oldest = network.outbox_oldest
+    return {
+        "admission": {
+            "state": a.state.value,
+            "mode": a.mode,
+            "by": a.by,
+            "registry": a.registry,
+            "reason": a.reason,
+            "message": a.message,
+        },
+        "live_peers": list(network.live_peers),
+        "last_sync": {peer: format_ts(at) for peer, at in sorted(network.last_sync.items())},
+        "outbox": {
+            "depth": network.outbox_depth,
+            "oldest_at": format_ts(oldest) if oldest else None,
+            "oldest_age_s": max(0.0, (now - oldest).total_seconds()) if oldest else None,
+        },
+        "incognito": network.incognito,
+    }
+
+
+def status_to_json(status: NodeStatus) -> dict[str, Any]:
+    """The status as a JSON-ready dict (``GetStatus`` carries it as text)."""
+    now = status.generated_at
+    return {
+        "version": STATUS_JSON_VERSION,
+        "node_id": status.node_id,
+        "generated_at": format_ts(now),
+        "peer_serving": status.peer_serving,
+        "network": _network_json(status.network, now) if status.network else None,
+        "quarantine": {"pending": status.quarantine_total, "by_reason": status.quarantine_pending},
+        "imports": {k: dict(v) for k, v in status.imports.items()},
+        "rejections": dict(status.rejections),
+        "warnings": [
+            {"code": f.code, "severity": f.severity.value, "message": f.message}
+            for f in status.warnings
+        ],
+        "reputation_top": [
+            {"node_id": r.node_id, "score": r.score, "band": r.band} for r in status.reputation_top
+        ],
+    }
