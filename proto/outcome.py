@@ -7,19 +7,26 @@ thing that moves a lesson's confidence: ``in_play`` names the memories that shap
 The footer rule is data here: each check run carries its ``order`` in the turn and whether
 anything was ``mutated_after`` it, so ``footer_passed`` can recompute the verdict, and a
 record whose ``passed`` is more optimistic than its own checks is rejected.
+
+``prediction`` is the agent's explicit forecast before it acted (seed 004 "Hypothesize"):
+stored with the outcome, so the node can measure prediction accuracy and calibration.
+``schema_version`` defaults to ``"1.0"`` when a writer leaves it out, as the schema says.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Annotated, ClassVar, Literal, Self
+import json
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
 from lamarck.errors import InvalidRecord
+from lamarck.proto.limits import RecordLimits
 from lamarck.proto.memory import (
     Count,
     NodeId,
+    Probability,
     RecordBlock,
     RecordModel,
     Signature,
@@ -29,7 +36,17 @@ from lamarck.proto.memory import (
     max_items,
 )
 
-__all__ = ["ApproachStep", "CheckRun", "Outcome", "footer_passed"]
+__all__ = [
+    "DEFAULT_OUTCOME_VERSION",
+    "ApproachStep",
+    "CheckRun",
+    "Outcome",
+    "Prediction",
+    "footer_passed",
+]
+
+#: The version an outcome written without ``schema_version`` is read as.
+DEFAULT_OUTCOME_VERSION = "1.0"
 
 _ShortText = Annotated[str, Field(min_length=1), AfterValidator(capped_text("max_short_chars"))]
 _MaybeEmptyShort = Annotated[str, AfterValidator(capped_text("max_short_chars"))]
@@ -64,6 +81,13 @@ class CheckRun(RecordBlock):
     mutated_after: bool = Field(description="something was edited after this run (stale)")
 
 
+class Prediction(RecordBlock):
+    """The agent's explicit prediction before acting (seed 004 "Hypothesize")."""
+
+    expected: Literal["pass", "fail"] = Field(description="what the agent expects the run to do")
+    confidence: Probability = Field(description="how sure it is, 0..1")
+
+
 def footer_passed(checks: Iterable[CheckRun]) -> bool:
     """The verification footer's verdict over ``checks``.
 
@@ -85,7 +109,9 @@ class Outcome(RecordModel):
     _majors: ClassVar[tuple[int, ...]] = (1,)
     _always_written: ClassVar[tuple[str, ...]] = ("schema_version", "kind")
 
-    schema_version: Annotated[str, StringConstraints(pattern=r"^1\.(0|[1-9][0-9]{0,3})$")] = "1.0"
+    schema_version: Annotated[str, StringConstraints(pattern=r"^1\.(0|[1-9][0-9]{0,3})$")] = (
+        DEFAULT_OUTCOME_VERSION
+    )
     kind: Literal["outcome"] = "outcome"
     id: Uuid4
     session_id: _IdText
@@ -109,8 +135,20 @@ class Outcome(RecordModel):
     injected_instruction: bool = Field(
         default=False, description="a result carried an injected instruction: learn nothing"
     )
+    prediction: Prediction | None = Field(
+        default=None, description="the agent's forecast before it acted (seed 004 Hypothesize)"
+    )
     recorded_by: NodeId | None = Field(default=None, description="the node that recorded it")
     signature: Signature | None = None
+
+    @classmethod
+    def _from_checked(cls, text: str, obj: Mapping[str, Any], *, limits: RecordLimits) -> Self:
+        # The schema gives schema_version a default; a writer that leaves it out (a shell
+        # hook, a hand-written run) gets it, as every other defaulted field.
+        if "schema_version" not in obj:
+            obj = {"schema_version": DEFAULT_OUTCOME_VERSION, **obj}
+            text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        return super()._from_checked(text, obj, limits=limits)
 
     @model_validator(mode="after")
     def _check_outcome(self) -> Self:

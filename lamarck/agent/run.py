@@ -21,7 +21,8 @@ refused as ``optimistic_outcome``:
 4. ``passed`` is the verdict of ``derive_verdict`` over those check runs; ``claim_ok`` false
    or an injected instruction means the outcome teaches nothing;
 5. a single tool call marked ``injected_instruction`` is left out of the approach (the node
-   excludes such steps from all learning; the outcome record has no per-step flag).
+   excludes such steps from all learning; the outcome record has no per-step flag);
+6. the agent's ``prediction`` is copied into the outcome, so the node can score it.
 """
 
 from __future__ import annotations
@@ -47,10 +48,10 @@ from lamarck.node.learning.outcomes import (
     derive_verdict,
     learnable_steps,
 )
+from lamarck.node.learning.why import why_nothing_learned
 from lamarck.proto.limits import DEFAULT_LIMITS, RecordLimits
 from lamarck.proto.memory import (
     Count,
-    Probability,
     RecordBlock,
     Timestamp,
     Uuid4,
@@ -58,7 +59,7 @@ from lamarck.proto.memory import (
     load_json_object,
     max_items,
 )
-from lamarck.proto.outcome import Outcome
+from lamarck.proto.outcome import Outcome, Prediction
 from lamarck.proto.timefmt import format_ts, parse_ts
 
 __all__ = [
@@ -178,13 +179,6 @@ class MutationEvent(RecordBlock):
 
 #: One event of a run, told apart by ``type``.
 RunEvent = Annotated[ToolCallEvent | CheckEvent | MutationEvent, Field(discriminator="type")]
-
-
-class Prediction(RecordBlock):
-    """The agent's explicit prediction before acting (seed 004 "Hypothesize")."""
-
-    expected: Literal["pass", "fail"] = Field(description="what the agent expects the run to do")
-    confidence: Probability = Field(description="how sure it is, 0..1")
 
 
 class Run(RecordBlock):
@@ -330,22 +324,13 @@ def _check_runs(run: Run) -> list[CheckRun]:
 
 
 def _nothing_learned(run: Run, verdict: Verdict, lessons: list[MechanicalLesson]) -> str:
-    """Why no lesson comes out of the run, most basic reason first ("" if one does)."""
-    if lessons:
-        return ""
-    if run.injected_instruction:
-        return "injected_instruction"
-    if not run.claim_ok:
-        return "claim_not_ok"
-    if not verdict.counted:
-        return "no_check_ran"
-    if verdict.not_run:
-        return "check_not_run"
-    if verdict.failing:
-        return "check_failed"
-    if verdict.stale:
-        return "check_stale"
-    return "no_failed_then_ok_pair"
+    """Why no lesson comes out of the run ("" if one does), by the node's own function."""
+    return why_nothing_learned(
+        verdict,
+        claim_ok=run.claim_ok,
+        injected_instruction=run.injected_instruction,
+        learned=bool(lessons),
+    )
 
 
 def derive_outcome(
@@ -414,6 +399,9 @@ def derive_outcome(
     }
     if run.memory_context:
         record["memory_context"] = run.memory_context
+    if run.prediction is not None:
+        # Stored with the outcome: the node measures prediction accuracy and calibration.
+        record["prediction"] = run.prediction.model_dump(mode="json")
     outcome = Outcome.from_obj(record)
     lessons = mechanical_lessons(steps, verdict)
     predicted = run.prediction

@@ -99,6 +99,9 @@ class OutcomeResult:
     #: Reputation events for the sources of the imported lessons this outcome tested
     #: (``lamarck.node.importing.reality``); the node emits them to its reputation book.
     reality: tuple[ReputationEvent, ...] = ()
+    #: Why no lesson was created, confirmed or contradicted ("" when one was); the reasons of
+    #: ``lamarck.node.learning.why``.
+    nothing_learned: str = ""
 
     def ids(self, change: str) -> list[str]:
         """Lesson ids with the given change, in order."""

@@ -31,6 +31,7 @@ from lamarck.node.learning.scopes import (
     project_scope,
     recall_scopes,
 )
+from lamarck.node.learning.why import NothingLearned, why_nothing_learned
 from lamarck.node.lessons.core import (
     LIVE,
     LOOP_ACTOR,
@@ -45,6 +46,9 @@ from lamarck.proto.outcome import Outcome
 from lamarck.proto.timefmt import parse_ts
 
 __all__ = ["OutcomeLearning", "outcome_checks", "outcome_steps"]
+
+# The changes that count as something learned (promotions and retirements follow from these).
+_LEARNED = frozenset({"created", "confirmed", "contradicted"})
 
 
 def outcome_steps(outcome: Outcome) -> list[ToolStep]:
@@ -106,7 +110,9 @@ class OutcomeLearning:
         core = self._core
         if incognito:
             core.sessions.pop(outcome.session_id, None)
-            return OutcomeResult(outcome.id, recorded=False)
+            return OutcomeResult(
+                outcome.id, recorded=False, nothing_learned=NothingLearned.INCOGNITO
+            )
         core.scan([*_outcome_texts(outcome), *context_texts(context)], "outcome")
         verdict = derive_verdict(
             outcome_checks(outcome),
@@ -129,7 +135,17 @@ class OutcomeLearning:
         )
         session = core.sessions.pop(outcome.session_id, Session())
         if not verdict.teaches:
-            return OutcomeResult(outcome.id, recorded=True, passed=verdict.passed)
+            return OutcomeResult(
+                outcome.id,
+                recorded=True,
+                passed=verdict.passed,
+                nothing_learned=why_nothing_learned(
+                    verdict,
+                    claim_ok=outcome.claim_ok,
+                    injected_instruction=outcome.injected_instruction,
+                    learned=False,
+                ),
+            )
         run_context = dict(context) if context is not None else session.context
         steps = outcome_steps(outcome)
         in_play_ids = list(dict.fromkeys([*session.in_play, *outcome.in_play]))
@@ -163,6 +179,13 @@ class OutcomeLearning:
             changes=tuple(changes),
             reality=reality_events(
                 lessons, attributions, outcome_id=outcome.id, at=core.clock.now()
+            ),
+            nothing_learned=why_nothing_learned(
+                verdict,
+                claim_ok=outcome.claim_ok,
+                injected_instruction=outcome.injected_instruction,
+                learned=any(c.change in _LEARNED for c in changes),
+                in_play=len(lessons),
             ),
         )
 

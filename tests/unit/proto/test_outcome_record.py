@@ -80,14 +80,23 @@ def test_valid_outcome_round_trips_faithfully() -> None:
     assert o.footer_passed()
 
 
-def test_kind_and_version_are_always_written() -> None:
+def test_kind_and_version_are_always_written_and_a_missing_version_defaults_to_1_0() -> None:
     obj = outcome()
     del obj["kind"], obj["schema_version"]
-    with pytest.raises(InvalidRecord):
-        Outcome.from_obj(obj)  # a record without a version is not readable
-    o = Outcome.from_obj({**obj, "schema_version": "1.0"})
+    o = Outcome.from_obj(obj)  # the schema's default, as for every other defaulted field
     assert o.to_obj()["kind"] == "outcome"
     assert o.to_obj()["schema_version"] == "1.0"
+    with pytest.raises(UnsupportedVersion):
+        Outcome.from_obj({**obj, "schema_version": "2.0"})
+
+
+def test_a_prediction_is_kept_with_the_outcome_and_checked() -> None:
+    o = Outcome.from_obj(outcome(prediction={"expected": "fail", "confidence": 0.7}))
+    assert o.to_obj()["prediction"] == {"expected": "fail", "confidence": 0.7}
+    with pytest.raises(InvalidRecord):
+        Outcome.from_obj(outcome(prediction={"expected": "maybe", "confidence": 0.7}))
+    with pytest.raises(InvalidRecord):
+        Outcome.from_obj(outcome(prediction={"expected": "pass", "confidence": 1.5}))
 
 
 def test_passed_cannot_be_more_optimistic_than_the_latest_check_runs() -> None:

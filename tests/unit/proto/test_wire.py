@@ -45,6 +45,8 @@ AGENT_RPCS = {
     "Recall": ("RecallRequest", "RecallResponse", False, False),
     "CheckOperation": ("CheckOperationRequest", "CheckOperationResponse", False, False),
     "Remember": ("RememberRequest", "RememberResponse", False, False),
+    "RecordSituation": ("RecordSituationRequest", "RecordSituationResponse", False, False),
+    "GetLesson": ("GetLessonRequest", "GetLessonResponse", False, False),
     "ReportUse": ("ReportUseRequest", "ReportUseResponse", False, False),
     "Edit": ("EditRequest", "EditResponse", False, False),
     "Retire": ("RetireRequest", "RetireResponse", False, False),

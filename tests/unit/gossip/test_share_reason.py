@@ -1,0 +1,100 @@
+"""Why a lesson is not shared: the publisher's own rule, told as the first condition it fails."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lamarck.node.gossip.publisher import GossipParams, may_publish
+from lamarck.node.gossip.share_reason import (
+    ShareReason,
+    SharingState,
+    share_status,
+    why_not_shared,
+)
+from lamarck.node.store.port import LessonRow, LessonStatus
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+PROJECT = "project:" + "ab" * 16
+PARAMS = GossipParams()
+
+
+def lesson(**over: Any) -> LessonRow:
+    """A publishable local lesson; ``over`` replaces fields."""
+    base: dict[str, Any] = dict(
+        id="6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab",
+        content="Run database migrations before restarting the api service.",
+        operation="deploy.restart",
+        scope="global",
+        status=LessonStatus.ACTIVE,
+        confidence=0.8,
+        created_at=NOW - timedelta(days=2),
+        updated_at=NOW - timedelta(days=1),
+        evidence=("0b9c2d3e-4a5b-4c6d-8e7f-0123456789ab",),
+    )
+    base.update(over)
+    return LessonRow(**base)
+
+
+rows = st.builds(
+    lesson,
+    status=st.sampled_from(list(LessonStatus)),
+    confidence=st.floats(min_value=0.0, max_value=1.0),
+    evidence=st.sampled_from([(), ("0b9c2d3e-4a5b-4c6d-8e7f-0123456789ab",)]),
+    scope=st.sampled_from(["global", PROJECT, "project:" + "cd" * 16]),
+    memory_type=st.sampled_from(["AC", "UC"]),
+    tags=st.sampled_from([(), ("shareable",), ("other",)]),
+    access_level=st.sampled_from(["public", "trusted", "private", "secret", ""]),
+    recipients=st.sampled_from([(), ("lmk1" + "a" * 32,)]),
+    imported_from=st.sampled_from([None, "lmk1" + "b" * 32]),
+)
+params = st.builds(
+    GossipParams,
+    publish_threshold=st.floats(min_value=0.0, max_value=1.0),
+    shared_scopes=st.sampled_from([frozenset(), frozenset({PROJECT})]),
+    uc_share_tag=st.sampled_from(["shareable", "team"]),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(rows, params)
+def test_why_not_shared_agrees_with_may_publish_on_every_row(
+    row: LessonRow, p: GossipParams
+) -> None:
+    assert (why_not_shared(row, p) is None) == may_publish(row, p)
+
+
+def test_each_failed_condition_is_named() -> None:
+    assert why_not_shared(lesson(), PARAMS) is None
+    cases = {
+        ShareReason.IMPORTED_COPY: lesson(imported_from="lmk1" + "b" * 32),
+        ShareReason.CLAIMED: lesson(status=LessonStatus.CLAIMED, evidence=()),
+        ShareReason.NO_EVIDENCE: lesson(evidence=()),
+        ShareReason.BELOW_PUBLISH_THRESHOLD: lesson(confidence=0.59),
+        ShareReason.SCOPE_NOT_SHARED: lesson(scope=PROJECT),
+        ShareReason.UC_NOT_TAGGED_SHAREABLE: lesson(memory_type="UC"),
+        ShareReason.PRIVATE_WITHOUT_RECIPIENTS: lesson(access_level="private"),
+        ShareReason.ACCESS_LEVEL: lesson(access_level="secret"),
+    }
+    for reason, row in cases.items():
+        assert why_not_shared(row, PARAMS) == reason
+
+
+def test_a_retired_lesson_below_the_threshold_is_still_shared_so_holders_end_their_copy() -> None:
+    assert why_not_shared(lesson(status=LessonStatus.RETIRED, confidence=0.1), PARAMS) is None
+
+
+def test_an_explicitly_shared_project_scope_is_shared() -> None:
+    p = GossipParams(shared_scopes=frozenset({PROJECT}))
+    assert why_not_shared(lesson(scope=PROJECT), p) is None
+
+
+def test_the_node_state_comes_before_the_row() -> None:
+    claimed = lesson(status=LessonStatus.CLAIMED)
+    assert share_status(lesson(), None) == ShareReason.SHARING_OFF
+    assert share_status(lesson(), SharingState(PARAMS, incognito=True)) == ShareReason.INCOGNITO
+    assert share_status(claimed, SharingState(PARAMS)) == ShareReason.CLAIMED
+    assert share_status(lesson(), SharingState(PARAMS)) is None
