@@ -21,7 +21,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -60,6 +60,8 @@ class CachedDirectory(PeerDirectory):
         self._path = path
         self._peers: dict[str, PeerInfo] = {}
         self._pins: dict[str, str] = {}
+        # Principals seen while the registry answered (in memory only: re-learnt after a restart).
+        self._principals: dict[str, str] = {}
         self._revoked: set[str] = set()
         self._refreshed_at: datetime | None = None
         #: False from the first failed call until the next successful one.
@@ -168,6 +170,22 @@ class CachedDirectory(PeerDirectory):
         if not isinstance(ids, _Down) and not ids <= self._revoked:
             self._learn_revoked(ids)
         return frozenset(self._revoked)
+
+    async def principals(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """Principals from the registry (remembered), or the remembered ones while it is down.
+
+        A revoked id has none, here as in the registry.
+        """
+        wanted = [i for i in node_ids if i not in self._revoked]
+        found = await self._try(lambda: self._inner.principals(wanted))
+        if isinstance(found, _Down):
+            return {i: self._principals[i] for i in wanted if i in self._principals}
+        for node_id in wanted:
+            if node_id in found:
+                self._principals[node_id] = found[node_id]
+            else:
+                self._principals.pop(node_id, None)
+        return found
 
     async def endorsement_for(self, node_id: str) -> Endorsement | None:
         """Pass-through (endorsements are not cached: they only matter for admission)."""

@@ -16,7 +16,7 @@ reached) or ``AdmissionRefused`` for a refused registration.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -113,6 +113,16 @@ class PeerDirectory(abc.ABC):
     @abc.abstractmethod
     async def endorsement_for(self, node_id: str) -> Endorsement | None:
         """The latest unexpired endorsement published for ``node_id``, or ``None``."""
+
+    @abc.abstractmethod
+    async def principals(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """The principal of each admitted, non-revoked id of ``node_ids``: the operator key
+        that admitted it, or the root of its endorsement chain (ids it cannot vouch for are
+        absent, and count for nothing)."""
+
+    async def principal_of(self, node_id: str) -> str | None:
+        """``node_id``'s principal, or ``None`` (unknown, unproven or revoked)."""
+        return (await self.principals([node_id])).get(node_id)
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most adapters hold nothing
         """Release connections; the default holds none."""

@@ -21,6 +21,7 @@ from lamarck.proto.clock import Clock
 from lamarck.registry.params import RegistryParams
 from lamarck.registry.proofs import IdFacts, ProofParams
 from lamarck.registry.record_directory import DirectoryRecords, Heartbeat, Listed, RecordDirectory
+from lamarck.reputation.params import PrincipalParams
 
 __all__ = ["InMemoryPeerDirectory", "InMemoryRecords"]
 
@@ -45,6 +46,8 @@ class _Records:
     revoked: set[str] = field(default_factory=set)
     revocations: dict[str, str] = field(default_factory=dict)
     endorsements: dict[str, _Expiring] = field(default_factory=dict)
+    #: Per endorser, the ids it admitted (the Redis ``endorsees:<id>`` sets).
+    endorsees: dict[str, set[str]] = field(default_factory=dict)
 
     def count(self) -> int:
         """How many keys the Redis layout would hold for these records."""
@@ -57,7 +60,8 @@ class _Records:
             self.revocations,
             self.endorsements,
         )
-        return sum(len(m) for m in maps) + (1 if self.index else 0) + (1 if self.revoked else 0)
+        sets = sum(1 for ids in (self.index, self.revoked, *self.endorsees.values()) if ids)
+        return sets + sum(len(m) for m in maps)
 
 
 class InMemoryRecords(DirectoryRecords):
@@ -199,6 +203,20 @@ class InMemoryRecords(DirectoryRecords):
         entry = self._live(self._r.endorsements, endorsee_id)
         return None if entry is None else entry.value
 
+    async def endorsees(self, endorser_id: str) -> frozenset[str]:
+        """The ids recorded for ``endorser_id``."""
+        return frozenset(self._r.endorsees.get(endorser_id, ()))
+
+    async def add_endorsee(self, endorser_id: str, endorsee_id: str, cap: int | None) -> bool:
+        """Add unless ``cap`` others are recorded (no await: atomic on the loop)."""
+        known = self._r.endorsees.setdefault(endorser_id, set())
+        if endorsee_id in known:
+            return True
+        if cap is not None and len(known) >= cap:
+            return False
+        known.add(endorsee_id)
+        return True
+
     async def clear(self) -> int:
         """Forget everything."""
         for table in (self._r.nonces, self._r.listings, self._r.endorsements):
@@ -221,6 +239,7 @@ class InMemoryPeerDirectory(RecordDirectory):
         rng: random.Random | None = None,
         proof_params: ProofParams | None = None,
         records: InMemoryRecords | None = None,
+        principal_params: PrincipalParams | None = None,
     ) -> None:
         super().__init__(
             records if records is not None else InMemoryRecords(clock),
@@ -229,4 +248,5 @@ class InMemoryPeerDirectory(RecordDirectory):
             operator_public_key=operator_public_key,
             rng=rng,
             proof_params=proof_params,
+            principal_params=principal_params,
         )

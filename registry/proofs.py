@@ -34,6 +34,11 @@ registration's ``created_at``:
 
 A revocation counts only if ``revocation_holds``: the operator signed it, for this id.
 
+A verified proof also names the id's **principal** (``VerifiedProof.principal``): the operator
+key whose token admitted it, the root of its endorsement chain for an endorsed id (so the
+identities a node mints count as its root's), or the id itself in ``open`` mode. Quorums and
+corroboration count principals, not keys (``lamarck.reputation.principals``).
+
 Everything here is pure: values in (``IdFacts`` as fetched, an explicit ``now``), a verdict
 out. ``ProofMemo`` remembers verdicts for ``memo_ttl_s`` (keyed by the exact records, so a
 changed record is re-verified at once; the TTL bounds how long an endorser's revocation or a
@@ -186,6 +191,11 @@ class VerifiedProof:
     via: AdmittedVia
     #: Endorsement hops to a root admitted by a token (or in ``open`` mode): 0 for a root.
     height: int
+    #: Who stands behind this identity (independence is counted by principal, not by key):
+    #: the operator key whose enrollment token admitted it; for an endorsed identity, the root
+    #: of its endorsement chain (the token-admitted id every endorsement leads back to), so
+    #: every identity a node mints counts as that root's; in ``open`` mode, the id itself.
+    principal: str = ""
 
     @property
     def pinned_key(self) -> str:
@@ -416,10 +426,10 @@ def _verify_uncached(
     except (LamarckError, ValueError) as e:
         raise ProofInvalid(f"proof signature: {e}", reason="bad_proof") from e
     # (4) The admission material admits this id and key, in the reader's mode.
-    via, height = _check_material(
+    via, height, principal = _check_material(
         reg, created, facts, policy=policy, now=now, memo=memo, budget=budget, path=path
     )
-    return VerifiedProof(node_id, keys, retired_at, via, height)
+    return VerifiedProof(node_id, keys, retired_at, via, height, principal)
 
 
 def _check_chain(
@@ -473,10 +483,12 @@ def _check_material(
     memo: ProofMemo | None,
     budget: int,
     path: frozenset[str],
-) -> tuple[AdmittedVia, int]:
+) -> tuple[AdmittedVia, int, str]:
+    """On what grounds ``reg`` admits its id, its endorsement height, and its principal."""
     node_id = reg.node_id
     if policy.mode is AdmissionMode.OPEN:
-        return AdmittedVia.OPEN, 0
+        # Nobody admitted it: each identity answers only for itself.
+        return AdmittedVia.OPEN, 0, node_id
     token = reg.admission.enrollment_token
     endorsement = reg.admission.endorsement
     if token is not None:
@@ -492,7 +504,8 @@ def _check_material(
             )
         except AdmissionRefused as e:
             raise ProofInvalid(str(e), reason=e.reason) from e
-        return AdmittedVia.ENROLLMENT, 0
+        # check_enrollment verified the token against this very key.
+        return AdmittedVia.ENROLLMENT, 0, policy.operator_public_key or ""
     if policy.mode is AdmissionMode.OPERATOR:
         raise ProofInvalid("operator admission needs an enrollment token", reason="bad_enrollment")
     if endorsement is None:
@@ -564,7 +577,9 @@ def _check_material(
         )
     except AdmissionRefused as e:
         raise ProofInvalid(str(e), reason=e.reason) from e
-    return AdmittedVia.ENDORSEMENT, endorsing.height + 1
+    # The chain's root: the endorser itself when it holds a token, else its own root.
+    root = endorsing.principal if endorsing.via is AdmittedVia.ENDORSEMENT else endorser
+    return AdmittedVia.ENDORSEMENT, endorsing.height + 1, root
 
 
 _NONE: Collection[str] = frozenset()

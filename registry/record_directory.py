@@ -16,7 +16,12 @@ The records, per id (see ``lamarck.registry.redis_directory`` for their Redis ke
 - the **listing** (signed registration + registration time) that lives for
   ``heartbeat_ttl_s`` unless refreshed, and an index of ids that may be listed;
 - the **revoked** index and each id's operator-signed **revocation** record (what counts);
-- the latest **endorsement** published for an id, until it expires.
+- the latest **endorsement** published for an id, until it expires;
+- per endorser, the **endorsees** it admitted (never forgotten, revoked ones included), which
+  the endorsement cap (``PrincipalParams.max_identities_per_endorser``) counts.
+
+Every admitted id carries its **principal** (``VerifiedProof.principal``): :meth:`principals`
+serves them, so quorums and corroboration count operators and endorsement roots, not keys.
 
 A reader trusts no record for what it is, only for what it proves: an id is served (listed,
 or its pin returned) only if its admission proof verifies with THIS directory's own mode and
@@ -42,7 +47,7 @@ from lamarck.proto.identity import b64u_encode
 from lamarck.proto.signing import RecordKind
 from lamarck.proto.timefmt import format_ts, parse_ts
 from lamarck.registry.directory import IssuedNonce, PeerDirectory, PeerInfo
-from lamarck.registry.params import RegistryParams
+from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.proofs import (
     IdFacts,
     ProofInvalid,
@@ -63,6 +68,8 @@ from lamarck.registry.rules import (
     check_revocation,
     verify_signed_by,
 )
+from lamarck.reputation.params import PrincipalParams
+from lamarck.reputation.principals import endorsement_refusal
 
 __all__ = ["DirectoryRecords", "Heartbeat", "Listed", "RecordDirectory", "check_namespace"]
 
@@ -172,6 +179,16 @@ class DirectoryRecords(abc.ABC):
         """The unexpired endorsement record kept for ``endorsee_id``, or ``None``."""
 
     @abc.abstractmethod
+    async def endorsees(self, endorser_id: str) -> frozenset[str]:
+        """The ids ``endorser_id`` admitted by endorsement (revoked ones included)."""
+
+    @abc.abstractmethod
+    async def add_endorsee(self, endorser_id: str, endorsee_id: str, cap: int | None) -> bool:
+        """Record that ``endorser_id`` admitted ``endorsee_id``, atomically; False (nothing
+        recorded) if it already admitted ``cap`` others (``None``: no cap). An endorsee already
+        recorded is True: re-registering takes no second slot."""
+
+    @abc.abstractmethod
     async def clear(self) -> int:
         """Delete every record; returns how many were held."""
 
@@ -188,6 +205,8 @@ class RecordDirectory(PeerDirectory):
 
     Reads verify admission proofs with this directory's own ``params.admission`` and
     ``operator_public_key`` (``proof_params``: endorsement depth and memo lifetime).
+    ``principal_params`` caps how many identities one endorser may admit (``None``: no cap,
+    the endorsees are still recorded).
     """
 
     def __init__(
@@ -199,8 +218,10 @@ class RecordDirectory(PeerDirectory):
         operator_public_key: str | None = None,
         rng: random.Random | None = None,
         proof_params: ProofParams | None = None,
+        principal_params: PrincipalParams | None = None,
     ) -> None:
         self._records = records
+        self._principal_params = principal_params
         self._params = params
         self._clock = clock
         self._operator_key = operator_public_key
@@ -371,6 +392,13 @@ class RecordDirectory(PeerDirectory):
             now=now,
         )
         proof = await self._proof_to_write(reg, admitted, facts, now, memo)
+        charged = None
+        if self._params.admission is AdmissionMode.ENDORSED:
+            charged = _endorser_charged(reg, admitted, proof)
+        if charged is not None:
+            # Before the pin: a refused endorsee must not end up pinned. A pin lost to a race
+            # below keeps the slot (fail closed: the cap is never exceeded).
+            await self._charge_endorser(charged, reg.node_id)
         if admitted.new_pin:
             # A new pin's proof is always this registration (_proof_to_write returns it).
             first = proof if proof is not None else json.dumps(reg.wire())
@@ -392,6 +420,58 @@ class RecordDirectory(PeerDirectory):
         if not await self._records.list_peer(reg.node_id, listing, self._params.heartbeat_ttl_s):
             raise AdmissionRefused("this node id is revoked", reason="revoked")
         return PeerInfo.from_registration(reg, now)
+
+    def _cap(self) -> int | None:
+        params = self._principal_params
+        return None if params is None else params.max_identities_per_endorser
+
+    async def _refuse_over_cap(self, endorser_id: str, endorsee_id: str) -> None:
+        """``AdmissionRefused(endorsement_cap)`` if ``endorser_id`` may admit nobody new."""
+        params = self._principal_params
+        if params is None:
+            return
+        known = await self._records.endorsees(endorser_id)
+        if endorsee_id in known:
+            return  # re-admitting an identity it already admitted takes no new slot
+        refusal = endorsement_refusal(endorser_id, len(known), params)
+        if refusal is not None:
+            raise AdmissionRefused(
+                f"{endorser_id} has admitted {len(known)} identities, the most one endorser "
+                f"may admit ({params.max_identities_per_endorser})",
+                reason=refusal,
+                endorser_id=endorser_id,
+                cap=params.max_identities_per_endorser,
+            )
+
+    async def _charge_endorser(self, endorser_id: str, endorsee_id: str) -> None:
+        """Take one of ``endorser_id``'s slots for ``endorsee_id`` (checked, then atomic)."""
+        await self._refuse_over_cap(endorser_id, endorsee_id)
+        if not await self._records.add_endorsee(endorser_id, endorsee_id, self._cap()):
+            # Another registration took the last slot between the check and the write.
+            raise AdmissionRefused(
+                f"{endorser_id} reached its endorsement cap",
+                reason="endorsement_cap",
+                endorser_id=endorser_id,
+                cap=self._cap(),
+            )
+
+    async def principals(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """The principal of each of ``node_ids`` that is admitted (its proof verifies for this
+        directory) and not revoked; the others are absent (they count for nothing)."""
+        if not node_ids:
+            return {}
+        facts = await self._records.facts(sorted(set(node_ids)))
+        now = self._clock.now()
+        admitted = await self._admitted(facts, list(facts), now)
+        return {
+            i: proof.principal
+            for i, proof in admitted.items()
+            if proof.principal and not self._revoked(facts[i], now)
+        }
+
+    async def endorsees(self, endorser_id: str) -> frozenset[str]:
+        """The identities ``endorser_id`` admitted by endorsement (revoked ones included)."""
+        return await self._records.endorsees(endorser_id)
 
     async def heartbeat(self, node_id: str) -> None:
         """Refresh ``node_id``'s liveness TTL."""
@@ -518,8 +598,10 @@ class RecordDirectory(PeerDirectory):
 
     async def endorse(self, endorsement: Endorsement) -> None:
         """Check and publish an endorsement until it expires; the endorser must be admitted
-        (its proof verifies) and not revoked."""
+        (its proof verifies), not revoked, and below its endorsement cap (``endorsement_cap``:
+        refused here already, so the endorsee does not find out only when it registers)."""
         endorser = endorsement.endorser_id
+        await self._refuse_over_cap(endorser, endorsement.endorsee_id)
         facts, indexed = await self._records.facts_and_revoked([endorser])
         now = self._clock.now()
         revoked = endorser in indexed or self._revoked(facts[endorser], now)
@@ -549,6 +631,21 @@ class RecordDirectory(PeerDirectory):
         except (InvalidRecord, ValueError):
             log.warning("unreadable endorsement in registry", extra={"node_id": node_id})
             return None
+
+
+def _endorser_charged(reg: Registration, admitted: Admitted, proof: str | None) -> str | None:
+    """The endorser whose slot this registration takes, or ``None``.
+
+    A slot is taken when the endorsement becomes the id's stored admission proof: a new id
+    admitted by endorsement, or a pinned id whose proof is replaced by this registration's
+    endorsement (its endorser was revoked). A token, when presented, is what admits.
+    """
+    endorsement = reg.admission.endorsement
+    if endorsement is None or reg.admission.enrollment_token is not None:
+        return None
+    if admitted.new_pin or proof is not None:
+        return endorsement.endorser_id
+    return None
 
 
 def _parse_issued(raw: str | None) -> datetime | None:

@@ -18,6 +18,8 @@ Key layout, all under ``lamarck:{namespace}:`` so deployments (and tests) never 
 - ``revoked`` → set of revoked ids, an index only; ``revocation:<id>`` → the operator's
   signed record, which is what counts.
 - ``endorsement:<id>`` → the latest endorsement published for ``id``, expiring with it.
+- ``endorsees:<id>`` → set of the ids ``id`` admitted by endorsement (revoked ones too), which
+  the endorsement cap counts; added to by a script that checks the cap atomically. Never expires.
 
 Redis is shared by every node and every node may write to it, so a reader trusts no key for
 what it is, only for what it proves. An id is served (listed, or its pin returned) only if its
@@ -56,6 +58,7 @@ from lamarck.registry.record_directory import (
     RecordDirectory,
     check_namespace,
 )
+from lamarck.reputation.params import PrincipalParams
 
 __all__ = ["RedisPeerDirectory", "RedisRecords", "connect_redis"]
 
@@ -121,6 +124,16 @@ return out
 """
 
 #: Replies per id queued by ``_queue_facts``.
+# One more endorsee for an endorser, unless it already admitted the cap. KEYS: endorsees set;
+# ARGV: endorsee id, cap (-1: none). 1: recorded (or already there); 0: at the cap.
+_ADD_ENDORSEE_LUA = """
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 1 end
+local cap = tonumber(ARGV[2])
+if cap >= 0 and redis.call('SCARD', KEYS[1]) >= cap then return 0 end
+redis.call('SADD', KEYS[1], ARGV[1])
+return 1
+"""
+
 _FACT_REPLIES = 4
 
 
@@ -173,6 +186,7 @@ class RedisRecords(DirectoryRecords):
         self._new_pin_script = client.register_script(_NEW_PIN_LUA)
         self._move_pin_script = client.register_script(_MOVE_PIN_LUA)
         self._live_script = client.register_script(_LIVE_LUA)
+        self._add_endorsee_script = client.register_script(_ADD_ENDORSEE_LUA)
 
     def _key(self, *parts: str) -> str:
         return self._prefix + ":".join(parts)
@@ -348,6 +362,21 @@ class RedisRecords(DirectoryRecords):
         async with _translated():
             return _opt_text(await self._r.get(self._key("endorsement", endorsee_id)))
 
+    async def endorsees(self, endorser_id: str) -> frozenset[str]:
+        """SMEMBERS."""
+        async with _translated():
+            members = await self._r.smembers(self._key("endorsees", endorser_id))
+        return frozenset(_text(m) for m in members)
+
+    async def add_endorsee(self, endorser_id: str, endorsee_id: str, cap: int | None) -> bool:
+        """The add-endorsee script (checks the cap and adds in one step)."""
+        async with _translated():
+            added = await self._add_endorsee_script(
+                keys=[self._key("endorsees", endorser_id)],
+                args=[endorsee_id, -1 if cap is None else cap],
+            )
+        return bool(int(added))
+
     async def clear(self) -> int:
         """Delete every key of this namespace."""
         deleted = 0
@@ -375,6 +404,7 @@ class RedisPeerDirectory(RecordDirectory):
         rng: random.Random | None = None,
         owns_client: bool = False,
         proof_params: ProofParams | None = None,
+        principal_params: PrincipalParams | None = None,
     ) -> None:
         super().__init__(
             RedisRecords(client, namespace=namespace, owns_client=owns_client),
@@ -383,6 +413,7 @@ class RedisPeerDirectory(RecordDirectory):
             operator_public_key=operator_public_key,
             rng=rng,
             proof_params=proof_params,
+            principal_params=principal_params,
         )
 
     @classmethod
@@ -396,6 +427,7 @@ class RedisPeerDirectory(RecordDirectory):
         operator_public_key: str | None = None,
         rng: random.Random | None = None,
         proof_params: ProofParams | None = None,
+        principal_params: PrincipalParams | None = None,
     ) -> RedisPeerDirectory:
         """A directory with its own client for ``url`` (closed by ``aclose``)."""
         return cls(
@@ -407,6 +439,7 @@ class RedisPeerDirectory(RecordDirectory):
             rng=rng,
             owns_client=True,
             proof_params=proof_params,
+            principal_params=principal_params,
         )
 
 
