@@ -33,24 +33,27 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 import grpc.aio
+from google.protobuf.message import DecodeError
 
-from lamarck.errors import LamarckError, PolicyRejected
+from lamarck.errors import InvalidRecord, LamarckError, PolicyRejected
 from lamarck.node import metrics
 from lamarck.node.api.status import REASON_METADATA_KEY, status_for, to_rich_status
 from lamarck.node.token import presented_token, token_matches
-from lamarck.proto.identity import is_node_id
 
 __all__ = [
     "GRPC_DETAILS_METADATA_KEY",
     "NODE_ID_METADATA_KEY",
     "PEER_SERVICE_PREFIX",
+    "UNDECODABLE_REASON",
     "AuthInterceptor",
     "DeadlineInterceptor",
     "ErrorInterceptor",
     "GuardInterceptor",
     "MetricsInterceptor",
+    "PeerIdentifier",
     "PeerLimitInterceptor",
     "TokenBucket",
+    "Undecodable",
     "abort_with_error",
     "peer_key",
 ]
@@ -59,13 +62,16 @@ _log = logging.getLogger(__name__)
 
 #: Where gRPC carries a serialized ``google.rpc.Status`` (the "rich" status).
 GRPC_DETAILS_METADATA_KEY = "grpc-status-details-bin"
-#: Optional call metadata naming the calling node: a hint for rate limiting, never proof.
+#: Optional call metadata naming the calling node: a hint for logs, never proof (limits
+#: ignore it).
 NODE_ID_METADATA_KEY = "lamarck-node-id"
 #: Full method names of PeerService start with this; only they get per-peer limits.
 PEER_SERVICE_PREFIX = "/lamarck.v1.PeerService/"
 
 # grpc's classes are generic only in the type stubs (grpc-stubs), not at run time.
 if TYPE_CHECKING:
+    from lamarck.node.api.limits import PeerLimits
+
     Handler = grpc.RpcMethodHandler[Any, Any]
     Continuation = Callable[[grpc.HandlerCallDetails], Awaitable[Handler]]
     Guard = Callable[[str, grpc.aio.ServicerContext[Any, Any]], AbstractAsyncContextManager[None]]
@@ -211,13 +217,138 @@ def _code_name(context: grpc.aio.ServicerContext[Any, Any], default: str) -> str
     return code.name if isinstance(code, grpc.StatusCode) else default
 
 
+#: The reason every request that cannot be decoded is refused with (INVALID_ARGUMENT).
+UNDECODABLE_REASON = "undecodable_request"
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """Stands in for a request message whose bytes did not decode (never reaches a handler)."""
+
+    method: str
+    error: str
+
+    def refusal(self) -> InvalidRecord:
+        """The typed error the call is answered with."""
+        return InvalidRecord(
+            f"the request to {self.method} is not a valid protobuf message ({self.error})",
+            reason=UNDECODABLE_REASON,
+        )
+
+
+def _tolerant(deserializer: Any, method: str) -> Callable[[bytes], Any]:
+    """``deserializer`` that answers :class:`Undecodable` instead of raising.
+
+    gRPC runs the deserializer before any handler or interceptor guard; a raise there
+    surfaces as UNKNOWN (or INTERNAL in a request stream) with a Python class name. Handing
+    the handler a marker instead lets the error mapper answer INVALID_ARGUMENT.
+    """
+
+    def decode(raw: bytes) -> Any:
+        if deserializer is None:
+            return raw
+        try:
+            return deserializer(raw)
+        except (DecodeError, ValueError, UnicodeDecodeError) as e:
+            return Undecodable(method, type(e).__name__)
+
+    return decode
+
+
+async def _checked(requests: Any) -> AsyncIterator[Any]:
+    """A request stream whose first message is read and checked before the handler runs.
+
+    Later messages raise the typed refusal when the handler reaches them, so a stream's bad
+    message is refused even by a handler that would refuse anything else first.
+    """
+    iterator = aiter(requests)
+    try:
+        first = await anext(iterator)
+    except StopAsyncIteration:
+        return _empty()
+    if isinstance(first, Undecodable):
+        raise first.refusal()
+    return _rest(first, iterator)
+
+
+async def _empty() -> AsyncIterator[Any]:
+    return
+    yield  # unreachable: makes this an async generator
+
+
+async def _rest(first: Any, iterator: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    yield first
+    async for request in iterator:
+        if isinstance(request, Undecodable):
+            raise request.refusal()
+        yield request
+
+
+def _refuse_undecodable(handler: Handler, method: str) -> Handler:
+    """``handler`` with a tolerant deserializer and a typed refusal of undecodable input."""
+    h: Any = handler
+    kwargs = {
+        "request_deserializer": _tolerant(h.request_deserializer, method),
+        "response_serializer": h.response_serializer,
+    }
+
+    def check(request: Any) -> Any:
+        if isinstance(request, Undecodable):
+            raise request.refusal()
+        return request
+
+    if h.unary_unary is not None:
+        uu = h.unary_unary
+
+        async def unary_unary(request: Any, context: Any) -> Any:
+            return await _call(uu(check(request), context))
+
+        return grpc.unary_unary_rpc_method_handler(unary_unary, **kwargs)
+    if h.stream_unary is not None:
+        su = h.stream_unary
+
+        async def stream_unary(requests: Any, context: Any) -> Any:
+            return await _call(su(await _checked(requests), context))
+
+        return grpc.stream_unary_rpc_method_handler(stream_unary, **kwargs)
+    if h.unary_stream is not None:
+        us = h.unary_stream
+
+        async def unary_stream(request: Any, context: Any) -> AsyncIterator[Any]:
+            async for item in _stream(us(check(request), context)):
+                yield item
+
+        return grpc.unary_stream_rpc_method_handler(unary_stream, **kwargs)
+    ss = h.stream_stream
+
+    async def stream_stream(requests: Any, context: Any) -> AsyncIterator[Any]:
+        async for item in _stream(ss(await _checked(requests), context)):
+            yield item
+
+    return grpc.stream_stream_rpc_method_handler(stream_stream, **kwargs)
+
+
 class ErrorInterceptor(GuardInterceptor):
     """Maps what escapes a handler to a status; internals never reach the client.
 
     ``LamarckError`` → its status with ``ErrorInfo`` details and the ``lamarck-reason``
     trailer; ``NotImplementedError`` → UNIMPLEMENTED; anything else → INTERNAL with only an
-    incident id, whose traceback is logged under the same id.
+    incident id, whose traceback is logged under the same id. A request (or a message of a
+    request stream) whose bytes do not decode is INVALID_ARGUMENT with the reason
+    ``undecodable_request``, on every method of every service the server holds.
     """
+
+    async def intercept_service(
+        self,
+        continuation: Continuation,
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Handler:
+        """Decode tolerantly, then guard the call (the refusal raises inside the guard)."""
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        method: str = handler_call_details.method
+        return _wrap(_refuse_undecodable(handler, method), method, self.guard)
 
     @asynccontextmanager
     async def guard(
@@ -265,39 +396,44 @@ class AuthInterceptor(GuardInterceptor):
         yield
 
 
-def peer_key(context: grpc.aio.ServicerContext[Any, Any]) -> str:
-    """Who a call is from, for limits: the peer's host, plus its claimed node id if any.
+#: Maps a call's metadata to the node id its peer token already proved (a cache lookup, no
+#: signature check), or ``None`` when the caller has not proven who it is.
+PeerIdentifier = Callable[[Any], "str | None"]
 
-    The port is dropped (a peer opens new connections at will); the node id is only a hint
-    (it is not authenticated), so it refines the host rather than replacing it: claiming
-    another node's id cannot spend that node's budget from a different address.
+
+def peer_key(
+    context: grpc.aio.ServicerContext[Any, Any], identify: PeerIdentifier | None = None
+) -> str:
+    """Who a call is from, for limits: the authenticated peer, else the caller's connection.
+
+    The ``lamarck-node-id`` metadata is a claim anyone can vary per call, so it never picks
+    a budget (random values would get a fresh burst each). A caller whose peer token this
+    node has already verified is limited as that node, whatever connection it uses; anyone
+    else by its connection (``context.peer()``: address and port), decided before any work.
     """
-    raw = context.peer() or "unknown"
-    scheme, _, rest = raw.partition(":")
-    host = rest.rpartition(":")[0] if scheme in ("ipv4", "ipv6") else raw
-    metadata: Any = context.invocation_metadata()
-    for key, value in metadata or ():
-        if key == NODE_ID_METADATA_KEY and isinstance(value, str) and is_node_id(value):
-            return f"{host}|{value}"
-    return host
+    if identify is not None:
+        node_id = identify(context.invocation_metadata())
+        if node_id:
+            return f"node|{node_id}"
+    return f"conn|{context.peer() or 'unknown'}"
 
 
 @dataclass
 class TokenBucket:
-    """``rate_per_s`` tokens a second up to ``burst``; a call spends one."""
+    """``rate_per_s`` tokens a second up to ``burst``; a call spends ``cost`` (default one)."""
 
     rate_per_s: float
     burst: float
     tokens: float
     updated: float
 
-    def take(self, now: float) -> bool:
-        """Spend a token if one is available at ``now`` (seconds, monotonic)."""
+    def take(self, now: float, cost: float = 1.0) -> bool:
+        """Spend ``cost`` tokens if that many are available at ``now`` (seconds, monotonic)."""
         elapsed = max(0.0, now - self.updated)
         self.tokens = min(self.burst, self.tokens + elapsed * self.rate_per_s)
         self.updated = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
+        if self.tokens >= cost:
+            self.tokens -= cost
             return True
         return False
 
@@ -313,7 +449,9 @@ class PeerLimitInterceptor(GuardInterceptor):
         burst: int,
         clock: Callable[[], float] = time.monotonic,
         max_peers: int = 10_000,
+        identify: PeerIdentifier | None = None,
     ) -> None:
+        self._identify = identify
         self._max_concurrent = max_concurrent
         self._rate = rate_per_s
         self._burst = float(burst)
@@ -322,6 +460,24 @@ class PeerLimitInterceptor(GuardInterceptor):
         # Bounded LRU: a flood of distinct addresses must not grow memory without end.
         self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
         self._in_flight: dict[str, int] = {}
+
+    @classmethod
+    def from_params(
+        cls,
+        limits: PeerLimits,
+        *,
+        identify: PeerIdentifier | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> PeerLimitInterceptor:
+        """The interceptor for ``limits``; ``identify`` names callers already authenticated."""
+        return cls(
+            max_concurrent=limits.max_concurrent,
+            rate_per_s=limits.rate_per_s,
+            burst=limits.burst,
+            clock=clock,
+            max_peers=limits.max_peers,
+            identify=identify,
+        )
 
     def applies_to(self, method: str) -> bool:
         """Only PeerService methods; health and reflection stay unlimited for probes."""
@@ -343,7 +499,7 @@ class PeerLimitInterceptor(GuardInterceptor):
         self, method: str, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[None]:
         """Admit the call or refuse it with ``rate_limited`` / ``too_many_concurrent``."""
-        key = peer_key(context)
+        key = peer_key(context, self._identify)
         # Concurrency first: a refused call must not also spend a rate token.
         if self._in_flight.get(key, 0) >= self._max_concurrent:
             metrics.RATE_LIMITED.labels(reason="too_many_concurrent").inc()

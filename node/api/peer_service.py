@@ -31,6 +31,7 @@ import grpc.aio
 
 import lamarck
 from lamarck.errors import InvalidRecord, StoreUnavailable
+from lamarck.node.api.limits import PeerLimits, RecordBudget, check_batch
 from lamarck.node.api.peer_handlers import handle_publish, handle_sync
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.identity import b64u_encode
@@ -104,8 +105,11 @@ def rotation_records(home: Path) -> list[records_pb2.SignedRecord]:
 class PeerService(peer_pb2_grpc.PeerServiceServicer):
     """The PeerService servicer; one instance per node, reading the node context."""
 
-    def __init__(self, ctx: NodeContext) -> None:
+    def __init__(self, ctx: NodeContext, limits: PeerLimits | None = None) -> None:
         self._ctx = ctx
+        # Until the daemon passes NodeParams' limits, the defaults documented in peer.proto.
+        self._limits = limits if limits is not None else PeerLimits()
+        self._records = RecordBudget(self._limits)
         # Rotations change only through `lamarck keys rotate`, which needs the node stopped.
         self._rotations = rotation_records(ctx.home)
 
@@ -143,12 +147,19 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
     async def Publish(
         self, request: peer_pb2.PublishRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> peer_pb2.PublishResponse:
-        """Gossip intake from an authenticated peer: each record through the import pipeline."""
+        """Gossip intake from an authenticated peer: each record through the import pipeline.
+
+        A batch above ``publish_max_records`` is refused before anything else is done, and an
+        authenticated sender is held to its records-per-second budget (both
+        RESOURCE_EXHAUSTED; the sender's outbox retries later).
+        """
+        check_batch(len(request.records), self._limits)
         sharing = self._sharing()
         deps = sharing.publish_deps
         if deps is None:
             raise StoreUnavailable("no registry: imports are paused", reason="registry_unavailable")
-        await sharing.authenticate(context.invocation_metadata(), request.sender_node_id)
+        sender = await sharing.authenticate(context.invocation_metadata(), request.sender_node_id)
+        self._records.spend(sender, len(request.records))
         return await handle_publish(request, deps)
 
     async def Sync(

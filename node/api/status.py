@@ -53,6 +53,8 @@ STATUS_TABLE: tuple[tuple[type[e.LamarckError], grpc.StatusCode], ...] = (
 REASON_OVERRIDES: dict[str, grpc.StatusCode] = {
     "rate_limited": grpc.StatusCode.RESOURCE_EXHAUSTED,
     "too_many_concurrent": grpc.StatusCode.RESOURCE_EXHAUSTED,
+    "batch_too_large": grpc.StatusCode.RESOURCE_EXHAUSTED,
+    "records_rate_limited": grpc.StatusCode.RESOURCE_EXHAUSTED,
     "too_large": grpc.StatusCode.RESOURCE_EXHAUSTED,
     "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
     "future_timestamp": grpc.StatusCode.INVALID_ARGUMENT,
