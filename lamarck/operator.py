@@ -20,9 +20,11 @@ verify ``VerificationError``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from lamarck.client import AsyncServiceClient, ServiceClient, blocking
 from lamarck.errors import InvalidRecord
@@ -214,6 +216,28 @@ class AsyncOperatorClient(AsyncServiceClient):
         r = await self._unary("ListRejections", request)
         return [_rejection(x) for x in r.entries]
 
+    async def health(self) -> dict[str, Any]:
+        """The node's health report as JSON (``lamarck.node.health.render.report_from_json``
+        reads it back)."""
+        r = await self._unary("GetHealth", operator_pb2.GetHealthRequest())
+        return _json_object(r.report_json, "health report")
+
+    async def status(self) -> dict[str, Any]:
+        """The node's status as JSON (``lamarck.node.api.node_status.status_to_json``)."""
+        r = await self._unary("GetStatus", operator_pb2.GetStatusRequest())
+        return _json_object(r.status_json, "status")
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    """A JSON object the node sent, or ``InvalidRecord``."""
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise InvalidRecord(f"the node's {what} is not JSON: {e}", reason="bad_json") from e
+    if not isinstance(data, dict):
+        raise InvalidRecord(f"the node's {what} is not a JSON object", reason="bad_json")
+    return data
+
 
 class OperatorClient(ServiceClient[AsyncOperatorClient]):
     """OperatorService, blocking; use as ``with OperatorClient(address) as op`` (same API).
@@ -229,6 +253,8 @@ class OperatorClient(ServiceClient[AsyncOperatorClient]):
     approve = blocking(AsyncOperatorClient.approve)
     reject = blocking(AsyncOperatorClient.reject)
     rejections = blocking(AsyncOperatorClient.rejections)
+    health = blocking(AsyncOperatorClient.health)
+    status = blocking(AsyncOperatorClient.status)
 
     def iter_quarantine(self, state: str | None = "pending") -> Iterator[QuarantineEntry]:
         """Every quarantined row in ``state``, oldest first, a page at a time."""

@@ -15,6 +15,7 @@ import typer
 from lamarck.node.cli import (
     agent_cmds,
     bundles,
+    health,
     keys,
     lessons,
     node,
@@ -37,7 +38,18 @@ app = typer.Typer(
     add_completion=False,
 )
 
-for _module in (node, keys, lessons, outcomes, bundles, quarantine, registry, schema, agent_cmds):
+for _module in (
+    node,
+    keys,
+    lessons,
+    outcomes,
+    bundles,
+    quarantine,
+    health,
+    registry,
+    schema,
+    agent_cmds,
+):
     _module.register(app)
 
 

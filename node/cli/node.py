@@ -1,4 +1,10 @@
-"""``lamarck node start|status``: run a node in the foreground, or ask how one is doing."""
+"""``lamarck node start|status``: run a node in the foreground, or ask how one is doing.
+
+``status`` reads ``node.json``, probes grpc.health.v1 (the node, and the peer service, which
+is NOT_SERVING while the node is not in its network), and asks the node itself
+(``OperatorService.GetStatus``): admission, live peers and last sync, outbox, quarantine,
+imports and rejections by reason, health warnings and the top of the reputation table.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,8 @@ from lamarck.node.cli.lessons import LESSON_STATUSES, iter_pages
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table
 from lamarck.node.config import load_settings
+from lamarck.operator import OperatorClient
+from lamarck.proto.v1 import peer_pb2
 
 __all__ = ["HEALTH_TIMEOUT_S", "app", "register", "start", "status"]
 
@@ -24,6 +32,8 @@ app = typer.Typer(name="node", help="Run a node, or see how it is doing.", no_ar
 
 #: Bound on one health probe: a node that cannot answer in this time is not serving.
 HEALTH_TIMEOUT_S = 3.0
+#: The peer service's name in grpc.health.v1.
+_PEER_SERVICE: str = peer_pb2.DESCRIPTOR.services_by_name["PeerService"].full_name
 
 
 @app.command()
@@ -112,12 +122,13 @@ def start(
     run_node(settings)
 
 
-def _health(address: str) -> str:
-    """The standard health service's overall status at ``address``, or UNREACHABLE."""
+def _health(address: str, service: str = "") -> str:
+    """The standard health service's status of ``service`` ("" for the whole node) at
+    ``address``, or UNREACHABLE."""
     try:
         with grpc.insecure_channel(dial_address(address)) as channel:
             reply = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=""), timeout=HEALTH_TIMEOUT_S
+                health_pb2.HealthCheckRequest(service=service), timeout=HEALTH_TIMEOUT_S
             )
     except grpc.RpcError:
         return "UNREACHABLE"
@@ -128,20 +139,79 @@ def _health(address: str) -> str:
 def _status_facts(home: Path) -> dict[str, Any]:
     info = running_node(home)
     health = _health(str(info.get("listen", "")))
+    serving = health == "SERVING"
     return {
         "home": str(home),
         "node_id": info.get("node_id", ""),
         "pid": info.get("pid"),
         "version": info.get("version", ""),
         "health": health,
+        "peer_service": _health(str(info.get("listen", "")), _PEER_SERVICE) if serving else health,
         "listen": info.get("listen", ""),
         "agent_listen": info.get("agent_listen", ""),
         "metrics_listen": info.get("metrics_listen", ""),
         "embedder": info.get("embedder", ""),
         "database": info.get("database", ""),
         # A mapping status -> count; a string when they could not be counted.
-        "lessons": _lesson_counts(home) if health == "SERVING" else {},
+        "lessons": _lesson_counts(home) if serving else {},
+        # GetStatus's JSON; a string when it could not be read.
+        "status": _node_status(home) if serving else {},
     }
+
+
+def _node_status(home: Path) -> dict[str, Any] | str:
+    """The node's own status (``OperatorService.GetStatus``), or why it could not be read."""
+    try:
+        with OperatorClient.from_home(home) as op:
+            return op.status()
+    except LamarckError as e:
+        return f"unavailable ({e.reason})"
+
+
+def _counts(counts: dict[str, Any]) -> str:
+    """``a 3, b 1`` or ``-``."""
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
+
+
+def _status_rows(status: dict[str, Any]) -> dict[str, Any]:
+    """The status's facts as table rows (one line each)."""
+    rows: dict[str, Any] = {}
+    network = status.get("network")
+    if network is None:
+        rows["admission"] = "no network side (sharing not started)"
+    else:
+        a = network["admission"]
+        why = f": {a['reason']} ({a['message']})" if a["reason"] else ""
+        by = f" by {a['by']}" if a["by"] else ""
+        rows["admission"] = f"{a['state']}{why} (mode {a['mode'] or '-'}{by})"
+        rows["registry"] = a["registry"] or "-"
+        peers = network["live_peers"]
+        rows["live peers"] = f"{len(peers)}" + (f": {', '.join(peers)}" if peers else "")
+        rows["last sync"] = _counts(network["last_sync"])
+        outbox = network["outbox"]
+        age = outbox["oldest_age_s"]
+        rows["outbox"] = f"{outbox['depth']} undelivered" + (
+            f", oldest {age:.0f} s" if age is not None else ""
+        )
+        if network["incognito"]:
+            rows["incognito"] = "yes: shares nothing"
+    quarantine = status["quarantine"]
+    rows["quarantine"] = f"{quarantine['pending']} pending ({_counts(quarantine['by_reason'])})"
+    rows["imports"] = (
+        "; ".join(f"{result}: {_counts(reasons)}" for result, reasons in status["imports"].items())
+        or "-"
+    )
+    rows["rejections"] = _counts(status["rejections"])
+    rows["warnings"] = (
+        "; ".join(f"{w['severity']}: {w['message']}" for w in status["warnings"]) or "none"
+    )
+    rows["reputation top"] = (
+        ", ".join(
+            f"{r['node_id']} {r['score']:.3f} ({r['band']})" for r in status["reputation_top"]
+        )
+        or "-"
+    )
+    return rows
 
 
 def _lesson_counts(home: Path) -> dict[str, int] | str:
@@ -161,7 +231,8 @@ def _lesson_counts(home: Path) -> dict[str, int] | str:
 
 @app.command()
 def status(home: HomeOption = None, as_json: JsonOption = False) -> None:
-    """Show the running node: id, addresses, embedder, database, health, lesson counts.
+    """Show the running node: id, addresses, health, admission, peers and last sync, outbox,
+    quarantine, imports and rejections by reason, health warnings, reputation top, lessons.
 
     Exits 1 when no node runs on the home or it is not SERVING.
     """
@@ -170,13 +241,18 @@ def status(home: HomeOption = None, as_json: JsonOption = False) -> None:
     if as_json:
         emit_json(facts)
     else:
-        rows = {k: v for k, v in facts.items() if k != "lessons"}
+        rows = {k: v for k, v in facts.items() if k not in ("lessons", "status")}
         counts = facts["lessons"]
         rows["lessons"] = (
             ", ".join(f"{name} {count}" for name, count in counts.items())
             if isinstance(counts, dict) and counts
             else counts or "-"
         )
+        node_status = facts["status"]
+        if isinstance(node_status, dict) and node_status:
+            rows.update(_status_rows(node_status))
+        elif node_status:
+            rows["status"] = node_status
         key_value_table("lamarck node", rows)
     if facts["health"] != "SERVING":
         raise CliError(f"the node is {facts['health']}", reason="not_serving")
