@@ -38,6 +38,7 @@ __all__ = [
     "ReputationTop",
     "build_status",
     "peer_serving",
+    "status_rows",
     "status_to_json",
 ]
 
@@ -219,3 +220,50 @@ def status_to_json(status: NodeStatus) -> dict[str, Any]:
             {"node_id": r.node_id, "score": r.score, "band": r.band} for r in status.reputation_top
         ],
     }
+
+
+def _counts(counts: Mapping[str, Any]) -> str:
+    """``a 3, b 1`` or ``-``."""
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
+
+
+def status_rows(status: Mapping[str, Any]) -> dict[str, str]:
+    """``status_to_json``'s dict as labelled one-line facts (the CLI's table, the console's
+    overview)."""
+    rows: dict[str, str] = {}
+    network = status.get("network")
+    if network is None:
+        rows["admission"] = "no network side (sharing not started)"
+    else:
+        a = network["admission"]
+        why = f": {a['reason']} ({a['message']})" if a["reason"] else ""
+        by = f" by {a['by']}" if a["by"] else ""
+        rows["admission"] = f"{a['state']}{why} (mode {a['mode'] or '-'}{by})"
+        rows["registry"] = a["registry"] or "-"
+        peers = network["live_peers"]
+        rows["live peers"] = f"{len(peers)}" + (f": {', '.join(peers)}" if peers else "")
+        rows["last sync"] = _counts(network["last_sync"])
+        outbox = network["outbox"]
+        age = outbox["oldest_age_s"]
+        rows["outbox"] = f"{outbox['depth']} undelivered" + (
+            f", oldest {age:.0f} s" if age is not None else ""
+        )
+        if network["incognito"]:
+            rows["incognito"] = "yes: shares nothing"
+    quarantine = status["quarantine"]
+    rows["quarantine"] = f"{quarantine['pending']} pending ({_counts(quarantine['by_reason'])})"
+    rows["imports"] = (
+        "; ".join(f"{result}: {_counts(reasons)}" for result, reasons in status["imports"].items())
+        or "-"
+    )
+    rows["rejections"] = _counts(status["rejections"])
+    rows["warnings"] = (
+        "; ".join(f"{w['severity']}: {w['message']}" for w in status["warnings"]) or "none"
+    )
+    rows["reputation top"] = (
+        ", ".join(
+            f"{r['node_id']} {r['score']:.3f} ({r['band']})" for r in status["reputation_top"]
+        )
+        or "-"
+    )
+    return rows

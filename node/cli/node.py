@@ -17,6 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from lamarck.client import dial_address
 from lamarck.errors import LamarckError
+from lamarck.node.api.node_status import status_rows
 from lamarck.node.cli.connect import client_for, running_node
 from lamarck.node.cli.errors import CliError
 from lamarck.node.cli.lessons import LESSON_STATUSES, iter_pages
@@ -168,52 +169,6 @@ def _node_status(home: Path) -> dict[str, Any] | str:
         return f"unavailable ({e.reason})"
 
 
-def _counts(counts: dict[str, Any]) -> str:
-    """``a 3, b 1`` or ``-``."""
-    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
-
-
-def _status_rows(status: dict[str, Any]) -> dict[str, Any]:
-    """The status's facts as table rows (one line each)."""
-    rows: dict[str, Any] = {}
-    network = status.get("network")
-    if network is None:
-        rows["admission"] = "no network side (sharing not started)"
-    else:
-        a = network["admission"]
-        why = f": {a['reason']} ({a['message']})" if a["reason"] else ""
-        by = f" by {a['by']}" if a["by"] else ""
-        rows["admission"] = f"{a['state']}{why} (mode {a['mode'] or '-'}{by})"
-        rows["registry"] = a["registry"] or "-"
-        peers = network["live_peers"]
-        rows["live peers"] = f"{len(peers)}" + (f": {', '.join(peers)}" if peers else "")
-        rows["last sync"] = _counts(network["last_sync"])
-        outbox = network["outbox"]
-        age = outbox["oldest_age_s"]
-        rows["outbox"] = f"{outbox['depth']} undelivered" + (
-            f", oldest {age:.0f} s" if age is not None else ""
-        )
-        if network["incognito"]:
-            rows["incognito"] = "yes: shares nothing"
-    quarantine = status["quarantine"]
-    rows["quarantine"] = f"{quarantine['pending']} pending ({_counts(quarantine['by_reason'])})"
-    rows["imports"] = (
-        "; ".join(f"{result}: {_counts(reasons)}" for result, reasons in status["imports"].items())
-        or "-"
-    )
-    rows["rejections"] = _counts(status["rejections"])
-    rows["warnings"] = (
-        "; ".join(f"{w['severity']}: {w['message']}" for w in status["warnings"]) or "none"
-    )
-    rows["reputation top"] = (
-        ", ".join(
-            f"{r['node_id']} {r['score']:.3f} ({r['band']})" for r in status["reputation_top"]
-        )
-        or "-"
-    )
-    return rows
-
-
 def _lesson_counts(home: Path) -> dict[str, int] | str:
     """Lessons by status through the agent API, or why they could not be counted."""
     counts: dict[str, int] = {}
@@ -250,7 +205,7 @@ def status(home: HomeOption = None, as_json: JsonOption = False) -> None:
         )
         node_status = facts["status"]
         if isinstance(node_status, dict) and node_status:
-            rows.update(_status_rows(node_status))
+            rows.update(status_rows(node_status))
         elif node_status:
             rows["status"] = node_status
         key_value_table("lamarck node", rows)

@@ -32,10 +32,10 @@ from lamarck.node.api.node_status import (
     AdmissionState,
     NetworkSnapshot,
     peer_serving,
+    status_rows,
 )
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.cli import app
-from lamarck.node.cli.node import _status_rows
 from lamarck.node.health.params import HealthParams
 from lamarck.node.health.render import gauge_values, report_from_json
 from lamarck.node.store.memory import InMemoryLessonStore
@@ -262,7 +262,7 @@ def test_a_refused_node_says_why_and_is_not_serving_peers(node: FakeNode) -> Non
     status = _status(node)
     assert status["peer_serving"] is False
     assert status["network"]["admission"]["reason"] == "revoked"
-    rows = _status_rows(status)
+    rows = status_rows(status)
     assert rows["admission"].startswith("refused: revoked (revoked by the operator)")
     assert rows["registry"] == "redis://registry:6379 (namespace prod)"
 
@@ -282,7 +282,7 @@ def test_an_admitted_node_reports_peers_last_sync_and_outbox_age(node: FakeNode)
         "oldest_at": "2026-03-01T11:58:30Z",
         "oldest_age_s": 90.0,
     }
-    rows = _status_rows(status)
+    rows = status_rows(status)
     assert rows["live peers"] == "2: lmk1a, lmk1b"
     assert rows["outbox"] == "4 undelivered, oldest 90 s"
     assert rows["last sync"] == "lmk1a 2026-03-01T11:59:00Z"
