@@ -60,8 +60,9 @@ def main() -> None:
     print(f"outcome {recorded.outcome_id}: passed={result.outcome.passed}")
     for change in recorded.changes:
         print(f"  {change.kind} {change.lesson_id} ({change.confidence_after:.2f})")
-    if not recorded.ids("created"):
-        print(f"  no new lesson: {result.nothing_learned or 'already known'}")
+    if recorded.nothing_learned:
+        # The node says why no lesson moved (lamarck.node.learning.why).
+        print(f"  nothing learned: {recorded.nothing_learned}")
 
 
 if __name__ == "__main__":

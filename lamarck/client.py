@@ -33,7 +33,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, Self, TypeVar, cast
+from typing import (
+    Any,
+    ClassVar,
+    Concatenate,
+    Generic,
+    ParamSpec,
+    Protocol,
+    Self,
+    TypeVar,
+    cast,
+)
 
 import grpc
 import grpc.aio
@@ -63,6 +73,7 @@ __all__ = [
     "RememberResult",
     "ServiceClient",
     "Situation",
+    "SituationFields",
     "blocking",
     "dial_address",
     "error_from_rpc",
@@ -124,6 +135,11 @@ class Lesson:
     original_confidence: float | None
     record_json: bytes = field(repr=False)
     recipients: tuple[str, ...] = ()
+    #: Whether the node publishes it to its peers, by the publisher's own rule.
+    shared: bool = False
+    #: When not shared, why: claimed, no_evidence, below_publish_threshold, scope_not_shared,
+    #: incognito, sharing_off, imported_copy, ... ("" when shared).
+    not_shared_reason: str = ""
 
     @property
     def record(self) -> dict[str, Any]:
@@ -160,6 +176,9 @@ class OutcomeResult:
     outcome_id: str
     duplicate: bool
     changes: tuple[LessonChange, ...]
+    #: Why no lesson was created, confirmed or contradicted ("" when one was): the node's
+    #: reason (``lamarck.node.learning.why``), e.g. ``no_failed_then_ok_pair``.
+    nothing_learned: str = ""
 
     def ids(self, kind: str) -> list[str]:
         """Lesson ids with the given change kind, in order."""
@@ -182,6 +201,53 @@ class RememberResult:
 
     lesson: Lesson
     created: bool
+    #: What a claim is: kept out of recall and sharing until an outcome confirms it; to
+    #: record what just happened, call ``record_outcome`` instead.
+    note: str = ""
+
+
+class SituationFields(Protocol):
+    """A declared situation to remember (``lamarck.agent.Situation`` fits)."""
+
+    @property
+    def tool(self) -> str:
+        """The tool that hit the blocker."""
+        ...
+
+    @property
+    def subject(self) -> str:
+        """What it was called on."""
+        ...
+
+    @property
+    def kind(self) -> str:
+        """The blocker kind (auth, permission, not_installed, ...)."""
+        ...
+
+    @property
+    def interactive(self) -> bool:
+        """Whether clearing it needs a human."""
+        ...
+
+    @property
+    def env_fingerprint(self) -> str:
+        """What the situation depends on (hashed)."""
+        ...
+
+    @property
+    def unblock(self) -> str | None:
+        """What the user had to do (tool code only)."""
+        ...
+
+    @property
+    def probe(self) -> str | None:
+        """The command that checks whether it still holds (tool code only)."""
+        ...
+
+    @property
+    def source(self) -> str:
+        """``declared`` (only declared situations are remembered)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,6 +378,8 @@ def _lesson(v: lessons_pb2.LessonView) -> Lesson:
         original_confidence=(v.original_confidence if v.HasField("original_confidence") else None),
         record_json=v.record_json,
         recipients=tuple(v.recipients),
+        shared=v.shared,
+        not_shared_reason=v.not_shared_reason,
     )
 
 
@@ -357,6 +425,7 @@ def _outcome_result(r: agent_pb2.RecordOutcomeResponse) -> OutcomeResult:
             )
             for c in r.changes
         ),
+        nothing_learned=r.nothing_learned,
     )
 
 
@@ -963,7 +1032,43 @@ class AsyncClient(AsyncServiceClient):
             session_id=session_id,
         )
         r = await self._unary("Remember", request)
-        return RememberResult(_lesson(r.lesson), r.created)
+        return RememberResult(_lesson(r.lesson), r.created, r.note)
+
+    async def record_situation(
+        self,
+        situation: SituationFields,
+        *,
+        scope: str = "",
+        project_digest: str = "",
+        evidence: Sequence[str] = (),
+    ) -> Lesson:
+        """Remember a declared blocker as a situation lesson (the same one is refreshed).
+
+        Inferred situations and transient kinds are refused (``InvalidRecord``).
+        """
+        request = agent_pb2.RecordSituationRequest(
+            situation=lessons_pb2.Situation(
+                tool=situation.tool,
+                subject=situation.subject,
+                kind=situation.kind,
+                interactive=situation.interactive,
+                env_fingerprint=situation.env_fingerprint,
+                unblock=situation.unblock or "",
+                probe=situation.probe or "",
+                source=_value(
+                    lessons_pb2.SituationSource, str(situation.source), "SITUATION_SOURCE_"
+                ),
+            ),
+            scope=scope,
+            project_digest=project_digest,
+            evidence_outcome_ids=list(evidence),
+        )
+        return _lesson((await self._unary("RecordSituation", request)).lesson)
+
+    async def get_lesson(self, lesson_id: str) -> Lesson:
+        """One lesson as it stands now (any status); ``NotFound`` for an unknown id."""
+        request = agent_pb2.GetLessonRequest(lesson_id=lesson_id)
+        return _lesson((await self._unary("GetLesson", request)).lesson)
 
     async def report_use(
         self,
@@ -1092,6 +1197,8 @@ class Client(ServiceClient[AsyncClient]):
     recall = blocking(AsyncClient.recall)
     check_operation = blocking(AsyncClient.check_operation)
     remember = blocking(AsyncClient.remember)
+    record_situation = blocking(AsyncClient.record_situation)
+    get_lesson = blocking(AsyncClient.get_lesson)
     report_use = blocking(AsyncClient.report_use)
     edit = blocking(AsyncClient.edit)
     set_access = blocking(AsyncClient.set_access)

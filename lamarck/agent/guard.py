@@ -30,7 +30,6 @@ from lamarck.agent.recovery import (
 )
 from lamarck.agent.situation import Situation, SituationLesson, SituationSource, ToolSpec
 from lamarck.client import Client, Lesson
-from lamarck.errors import LamarckError
 from lamarck.node.learning.situations import situation_signature
 
 __all__ = [
@@ -122,13 +121,13 @@ def _situation_of(lesson: Lesson) -> Situation | None:
 class NodeSituationMemory:
     """Situation lessons on a node, through the SDK client.
 
-    Reading and retiring go through ``List`` and ``Retire``. The node's AgentService has no
-    call that writes a situation lesson yet (``LessonService.record_situation`` is not exposed),
-    so :meth:`store` raises ``LamarckError`` (reason ``unsupported``) rather than lose it.
+    Reading, storing and retiring go through ``List``, ``RecordSituation`` and ``Retire``.
+    A stored blocker is scoped to ``project_digest``'s project (global when empty).
     """
 
     client: Client
     page_size: int = 0  # 0: the node's default page
+    project_digest: str = ""
 
     def load(self) -> Sequence[SituationLesson]:
         """Every active situation lesson on the node."""
@@ -150,12 +149,8 @@ class NodeSituationMemory:
                 return out
 
     def store(self, situation: Situation) -> str:
-        """Not offered by the node yet (see the class docstring)."""
-        raise LamarckError(
-            f"the node has no call to store the situation lesson for {situation.tool!r} on "
-            f"{situation.subject!r}",
-            reason="unsupported",
-        )
+        """Remember a declared blocker on the node (the same signature is refreshed)."""
+        return self.client.record_situation(situation, project_digest=self.project_digest).id
 
     def invalidate(self, lesson_id: str, reason: str) -> None:
         """Retire the lesson on the node (kept in its history with ``reason``)."""

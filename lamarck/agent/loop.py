@@ -524,7 +524,9 @@ class LearningLoop:
             created=tuple(update.ids("created")),
             confirmed=tuple(update.ids("confirmed")),
             contradicted=tuple(update.ids("contradicted")),
-            nothing_learned="" if update.ids("created") else result.nothing_learned,
+            # The node's reason; a node that sends none gets the run's own forecast.
+            nothing_learned=update.nothing_learned
+            or ("" if update.changes else result.nothing_learned),
         )
         self.calibration.add(guess, actual)
         for a in assessments:

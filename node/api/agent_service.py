@@ -33,9 +33,13 @@ from lamarck.errors import (
 )
 from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.gossip.publisher import lesson_record, sign_lesson
+from lamarck.node.gossip.share_reason import SharingState, share_status
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
+from lamarck.node.learning.notes import NoteKeyParams, note_operation
 from lamarck.node.learning.scopes import GLOBAL, project_scope, validate_scope
+from lamarck.node.learning.situations import Situation, SituationSource
+from lamarck.node.learning.why import NothingLearned
 from lamarck.node.store.port import (
     Category,
     LessonEvent,
@@ -55,6 +59,7 @@ from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, records_pb2
 from lamarck.reputation.port import ReputationSink
 
 __all__ = [
+    "CLAIM_NOTE",
     "DEFAULT_PAGE_SIZE",
     "EXPORT_CHUNK_BYTES",
     "MAX_PAGE_SIZE",
@@ -72,6 +77,13 @@ MAX_PAGE_SIZE = 500
 EXPORT_CHUNK_BYTES = 64 * 1024
 #: The actor recorded for writes made through this API (the local agent or its operator).
 ACTOR = "agent"
+#: What Remember's reply tells a caller about the claim it stored (issue 13 §1.3).
+CLAIM_NOTE = (
+    "Stored as a claim: it is kept out of recall and sharing until an outcome confirms it. "
+    "To record what just happened (what ran, what passed), call RecordOutcome instead: "
+    "lessons are learned from outcomes."
+)
+_NOTE_KEYS = NoteKeyParams()
 
 # -- enum maps ---------------------------------------------------------------------------
 
@@ -98,6 +110,7 @@ _SITUATION_SOURCE_TO_PB = {
     "declared": lessons_pb2.SITUATION_SOURCE_DECLARED,
     "inferred": lessons_pb2.SITUATION_SOURCE_INFERRED,
 }
+_SITUATION_SOURCE_FROM_PB = {v: SituationSource(k) for k, v in _SITUATION_SOURCE_TO_PB.items()}
 # LessonService's change vocabulary → the wire's event kinds.
 _CHANGE_TO_PB = {
     "created": lessons_pb2.LESSON_EVENT_KIND_CREATED,
@@ -228,6 +241,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         store: LessonStore | Provider[LessonStore],
         pipeline: ImportPipeline | Provider[ImportPipeline],
         sink: Callable[[], ReputationSink | None] | None = None,
+        sharing: Callable[[], SharingState | None] | None = None,
+        notes: NoteKeyParams = _NOTE_KEYS,
     ) -> None:
         self._service = provider_of(service, LessonService)
         self._store = provider_of(store, LessonStore)
@@ -237,6 +252,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self._clock = clock
         # Where the reality signal goes (the sharing side's book; None before it starts).
         self._sink = sink or (lambda: None)
+        # The sharing side's rule inputs, for "is this lesson shared" (None: not running).
+        self._sharing = sharing or (lambda: None)
+        self._notes = notes
 
     # -- helpers ---------------------------------------------------------------------------
     @property
@@ -297,6 +315,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             view.situation.CopyFrom(_situation_to_proto(row.situation))
         if row.original_confidence is not None:
             view.original_confidence = row.original_confidence
+        # The publisher's own rule (node/gossip/share_reason.py mirrors may_publish).
+        why_not = share_status(row, self._sharing())
+        view.shared = why_not is None
+        view.not_shared_reason = why_not or ""
         return view
 
     async def _check_version(self, row: LessonRow, expected: int) -> None:
@@ -331,7 +353,11 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             # A retried call must be safe: storing the outcome is the service's first write, so
             # an id already held fails there with nothing changed. Checked, not assumed.
             if e.reason == "duplicate_id" and await store.existing_outcome_ids([outcome.id]):
-                return agent_pb2.RecordOutcomeResponse(outcome_id=outcome.id, duplicate=True)
+                return agent_pb2.RecordOutcomeResponse(
+                    outcome_id=outcome.id,
+                    duplicate=True,
+                    nothing_learned=NothingLearned.DUPLICATE,
+                )
             raise
         sink = self._sink()
         if sink is not None:
@@ -357,7 +383,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                     status=_STATUS_TO_PB[row.status],
                 )
             )
-        return agent_pb2.RecordOutcomeResponse(outcome_id=outcome.id, changes=changes)
+        return agent_pb2.RecordOutcomeResponse(
+            outcome_id=outcome.id, changes=changes, nothing_learned=result.nothing_learned
+        )
 
     # -- Recall ----------------------------------------------------------------------------
     async def Recall(
@@ -422,7 +450,11 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     async def Remember(
         self, request: agent_pb2.RememberRequest, context: Any
     ) -> agent_pb2.RememberResponse:
-        """Store a model's claim as a claimed lesson (or return the same claim already held)."""
+        """Store a model's claim as a claimed lesson (or return the same claim already held).
+
+        Without an operation the claim is keyed ``note:<slug of its first words>``
+        (``lamarck.node.learning.notes``), so the same sentence finds the same claim.
+        """
         if request.memory_type == lessons_pb2.MEMORY_TYPE_UC:
             # The lesson service stores agent-capability lessons only; refusing is honest,
             # storing it as AC would make user context shareable.
@@ -434,8 +466,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         )
         ctx = context_from_proto(request.context) if request.HasField("context") else None
         content, operation = request.content.strip(), request.operation.strip()
+        if content and not operation:
+            operation = note_operation(content, self._notes)
         store, service = self._store(), self._service()
-        if content and operation:
+        if content:
             held = await store.list_lessons(
                 LessonFilter(
                     statuses=(LessonStatus.CLAIMED, LessonStatus.ACTIVE),
@@ -446,13 +480,58 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             )
             same = next((r for r in held if r.content == content), None)
             if same is not None:
-                return agent_pb2.RememberResponse(lesson=await self._view(same), created=False)
+                return agent_pb2.RememberResponse(
+                    lesson=await self._view(same), created=False, note=CLAIM_NOTE
+                )
         row = await service.remember(
-            request.content, request.operation, scope, context=ctx, tags=list(request.tags)
+            request.content, operation, scope, context=ctx, tags=list(request.tags)
         )
         if row is None:  # pragma: no cover - only in incognito, which this API never asks for
             raise InvalidRecord("nothing was stored", reason="incognito")
-        return agent_pb2.RememberResponse(lesson=await self._view(row), created=True)
+        return agent_pb2.RememberResponse(
+            lesson=await self._view(row), created=True, note=CLAIM_NOTE
+        )
+
+    # -- RecordSituation -------------------------------------------------------------------
+    async def RecordSituation(
+        self, request: agent_pb2.RecordSituationRequest, context: Any
+    ) -> agent_pb2.RecordSituationResponse:
+        """Remember a declared blocker as a situation lesson (the same one is refreshed)."""
+        if not request.HasField("situation"):
+            raise InvalidRecord("a situation is required", reason="bad_situation")
+        s = request.situation
+        source = _SITUATION_SOURCE_FROM_PB.get(s.source, SituationSource.DECLARED)
+        # The Situation checks the tool, subject, kind and source; the service refuses the
+        # inferred and transient ones (seed 002: only declared facts about the machine).
+        situation = Situation(
+            tool=s.tool,
+            subject=s.subject,
+            kind=s.kind,
+            source=source,
+            interactive=s.interactive,
+            env_fingerprint=s.env_fingerprint,
+            unblock=s.unblock or None,
+            probe=s.probe or None,
+        )
+        scope = (
+            validate_scope(request.scope) if request.scope else self._scope(request.project_digest)
+        )
+        row = await self._service().record_situation(
+            situation, scope, evidence=list(request.evidence_outcome_ids)
+        )
+        if row is None:  # pragma: no cover - only in incognito, which this API never asks for
+            raise InvalidRecord("nothing was stored", reason="incognito")
+        return agent_pb2.RecordSituationResponse(lesson=await self._view(row))
+
+    # -- GetLesson -------------------------------------------------------------------------
+    async def GetLesson(
+        self, request: agent_pb2.GetLessonRequest, context: Any
+    ) -> agent_pb2.GetLessonResponse:
+        """One lesson as it stands now; NOT_FOUND for an unknown id."""
+        if not request.lesson_id:
+            raise InvalidRecord("a lesson id is required", reason="no_lesson_id")
+        row = await self._store().get_lesson(request.lesson_id)
+        return agent_pb2.GetLessonResponse(lesson=await self._view(row))
 
     # -- ReportUse -------------------------------------------------------------------------
     async def ReportUse(
@@ -802,4 +881,9 @@ def make_agent_servicer(ctx: NodeContext) -> AgentServicer:
         store=lambda: ctx.store,
         pipeline=ctx.import_pipeline,
         sink=ctx.reputation_sink,
+        sharing=lambda: (
+            None
+            if ctx.sharing is None
+            else SharingState(ctx.sharing.params, incognito=ctx.sharing.incognito)
+        ),
     )

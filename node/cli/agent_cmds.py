@@ -146,8 +146,8 @@ def record_outcome(
     )
     with client_for(home_dir) as client:
         result = client.record_outcome(outcome)
-    created = result.ids("created")
-    why = "" if created or derived is None else (derived.nothing_learned or "not_new")
+    # The node's own reason (lamarck.node.learning.why); "" when a lesson moved.
+    why = result.nothing_learned
     report: dict[str, Any] = {
         "outcome_id": result.outcome_id,
         "passed": outcome.passed,
@@ -156,6 +156,8 @@ def record_outcome(
     }
     if why:
         report["nothing_learned"] = why
+    if derived is not None and derived.prediction_correct is not None:
+        report["prediction_correct"] = derived.prediction_correct
     if as_json:
         emit_json(report)
         return

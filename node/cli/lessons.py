@@ -120,6 +120,8 @@ def lesson_json(lesson: Lesson) -> dict[str, Any]:
         "context": lesson.context,
         "imported_from": list(lesson.imported_from),
         "original_confidence": lesson.original_confidence,
+        "shared": lesson.shared,
+        "not_shared_reason": lesson.not_shared_reason,
         "record": _record(lesson.record_json),
     }
 
@@ -237,14 +239,16 @@ def list_lessons(
 
 @app.command()
 def show(lesson_id: _IdArgument, home: HomeOption = None, as_json: JsonOption = False) -> None:
-    """Show one lesson as it stands now (its latest version) and its history."""
-    # AgentService has no single-lesson read; History returns every version of the chain
-    # with the record after each change, which is what `show` needs.
+    """Show one lesson as it stands now (its latest version), whether it is shared, and its
+    history."""
+    # History returns every version of the chain with the record after each change; GetLesson
+    # says whether the latest one is shared (by the publisher's own rule) and, if not, why.
     with client_for(resolve_home(home)) as client:
         entries = client.history(lesson_id)
-    current = next((e for e in reversed(entries) if e.record_json), None)
+        current = next((e for e in reversed(entries) if e.record_json), None)
+        record = _record(current.record_json) if current is not None else None
+        latest = client.get_lesson(str((record or {}).get("id", lesson_id)))
     last = entries[-1]
-    record = _record(current.record_json) if current is not None else None
     block = (record or {}).get("lesson") or {}
     facts = {
         "id": (record or {}).get("id", lesson_id),
@@ -255,14 +259,17 @@ def show(lesson_id: _IdArgument, home: HomeOption = None, as_json: JsonOption = 
         "scope": block.get("scope", ""),
         "operation": block.get("operation", ""),
         "updated_at": format_ts(last.at),
+        "shared": latest.shared,
+        "not_shared_reason": latest.not_shared_reason,
         "record": record,
         "history": [history_json(e) for e in entries],
     }
     if as_json:
         emit_json(facts)
         return
-    rows = {k: v for k, v in facts.items() if k not in ("record", "history")}
+    rows = {k: v for k, v in facts.items() if k not in ("record", "history", "not_shared_reason")}
     rows["confidence"] = f"{last.confidence:.3f}"
+    rows["shared"] = "yes" if latest.shared else f"no: {latest.not_shared_reason}"
     key_value_table(f"lesson {lesson_id}", rows)
     _history_table(lesson_id, entries)
 

@@ -108,7 +108,10 @@ def lesson_view(lesson: Lesson) -> dict[str, Any]:
         "success_count": lesson.success_count,
         "failure_count": lesson.failure_count,
         "tags": list(lesson.tags),
+        "shared": lesson.shared,
     }
+    if not lesson.shared:
+        view["not_shared_reason"] = lesson.not_shared_reason
     if lesson.situation is not None:
         s = lesson.situation
         view["situation"] = {
@@ -261,9 +264,12 @@ class LamarckTools:
                 for c in result.changes
             ],
         }
-        if derived is not None and not result.ids("created"):
-            # The node's reply does not yet say why (issue 13 §1.2); the run's own rules do.
-            reply["nothing_learned"] = derived.nothing_learned or "not_new"
+        if result.nothing_learned:
+            # The node's own reason (lamarck.node.learning.why), the same vocabulary the run's
+            # forecast uses.
+            reply["nothing_learned"] = result.nothing_learned
+        if derived is not None and derived.prediction_correct is not None:
+            reply["prediction_correct"] = derived.prediction_correct
         return reply
 
     async def remember(
@@ -282,10 +288,8 @@ class LamarckTools:
         return {
             "lesson": lesson_view(result.lesson),
             "created": result.created,
-            "note": (
-                "stored as a claim: it is not recalled or shared until an outcome confirms it; "
-                "use record_outcome to record what happened"
-            ),
+            # The node's words: a claim is kept out of recall and sharing until confirmed.
+            "note": result.note,
         }
 
     async def report_use(
@@ -338,19 +342,9 @@ class LamarckTools:
         return {"lesson": lesson_view(lesson)}
 
     async def lesson(self, lesson_id: str) -> dict[str, Any]:
-        """A lesson's current standing and record, from its history (the last event)."""
-        entries = await self.link.call(lambda c: c.history(lesson_id))
-        if not entries:
-            with lamarck_errors():
-                raise InvalidRecord(f"no lesson {lesson_id}", reason="not_found")
-        last = entries[-1]
-        return {
-            "id": lesson_id,
-            "version": last.version,
-            "status": last.status,
-            "confidence": round(last.confidence, 4),
-            "record": _record(last.record_json),
-        }
+        """A lesson as it stands now (GetLesson): its view, whether it is shared, its record."""
+        lesson = await self.link.call(lambda c: c.get_lesson(lesson_id))
+        return {**lesson_view(lesson), "record": _record(lesson.record_json)}
 
 
 def _record(raw: bytes) -> Any:

@@ -217,6 +217,8 @@ def test_lessons_show_history_edit_and_retire(node: Any) -> None:
     assert shown["record"]["id"] == lesson_id
     assert shown["history"][0]["kind"] == "created"
     assert shown["history"][0]["outcome_id"] == outcome_id
+    # Whether it is shared comes from the publisher's rule, with the reason when it is not.
+    assert shown["shared"] is (shown["not_shared_reason"] == "")
 
     edited = cli_json(
         node, "lessons", "edit", lesson_id, "Run pytest from the repository root.",
@@ -254,6 +256,7 @@ def test_lessons_show_history_edit_and_retire(node: Any) -> None:
     show_table = cli(node, "lessons", "show", lesson_id)
     assert show_table.exit_code == 0, show_table.output
     assert "Run pytest from the repository root." in show_table.stdout
+    assert "shared" in show_table.stdout
 
 
 def test_lessons_share_sets_who_may_receive_a_lesson(node: Any) -> None:

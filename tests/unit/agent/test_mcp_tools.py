@@ -24,8 +24,9 @@ BAD, GOOD = "shell:pytest tests/", "shell:pytest"
 class ScriptedNode:
     """Stands in for AsyncClient: records what it was sent, fails when told to."""
 
-    def __init__(self, fail: LamarckError | None = None) -> None:
+    def __init__(self, fail: LamarckError | None = None, why: str = "") -> None:
         self.fail = fail
+        self.why = why  # the node's nothing_learned reason when no lesson changed
         self.outcomes: list[Outcome] = []
         self.closed = False
 
@@ -36,10 +37,13 @@ class ScriptedNode:
         changes = ()
         if outcome.passed and len(outcome.approach) > 1:
             changes = (LessonChange("L1", "created", 1, 0.0, 0.5, "active"),)
-        return OutcomeResult(outcome.id, False, changes)
+        return OutcomeResult(outcome.id, False, changes, "" if changes else self.why)
 
     async def history(self, lesson_id: str) -> list[Any]:
         raise NotFound(f"unknown lessons: {lesson_id}")
+
+    async def get_lesson(self, lesson_id: str) -> Any:
+        raise NotFound(f"lesson {lesson_id} not found")
 
     async def close(self) -> None:
         self.closed = True
@@ -87,13 +91,20 @@ async def test_record_outcome_derives_the_run_with_the_server_defaults() -> None
     assert "nothing_learned" not in result.structured_content
 
 
-async def test_record_outcome_says_why_nothing_was_learned() -> None:
-    node = ScriptedNode()
-    run = {"goal": "g", "events": [{"type": "check", "kind": "lint", "result": "passed"}]}
+async def test_record_outcome_says_why_nothing_was_learned_in_the_nodes_words() -> None:
+    node = ScriptedNode(why="not_attributed")
+    run = {
+        "goal": "g",
+        "events": [{"type": "check", "kind": "lint", "result": "passed"}],
+        "prediction": {"expected": "fail", "confidence": 0.6},
+    }
     async with Client(build_server(tools_for(node))) as client:
         result = await client.call_tool("record_outcome", {"run": run})
     assert result.structured_content is not None
-    assert result.structured_content["nothing_learned"] == "no_failed_then_ok_pair"
+    assert result.structured_content["nothing_learned"] == "not_attributed"
+    assert result.structured_content["prediction_correct"] is False
+    [sent] = node.outcomes
+    assert sent.prediction is not None and sent.prediction.expected == "fail"
 
 
 async def test_a_lamarck_refusal_is_a_tool_error_with_its_reason_and_no_traceback() -> None:
