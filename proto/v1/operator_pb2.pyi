@@ -451,3 +451,300 @@ class GetStatusResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetStatusResponse: _TypeAlias = GetStatusResponse  # noqa: Y015
+
+@_typing.final
+class ReputationTableRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SORT_FIELD_NUMBER: _builtins.int
+    DOMAIN_FIELD_NUMBER: _builtins.int
+    sort: _builtins.str
+    """Sort key: "score" (default), "global", "pairwise", "peer" or "last_seen"; highest first
+    (peer: A to Z). An unknown key is INVALID_ARGUMENT.
+    """
+    domain: _builtins.str
+    """Only peers with expertise in this domain; empty for every peer."""
+    def __init__(
+        self,
+        *,
+        sort: _builtins.str = ...,
+        domain: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["domain", b"domain", "sort", b"sort"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReputationTableRequest: _TypeAlias = ReputationTableRequest  # noqa: Y015
+
+@_typing.final
+class ReputationRow(_message.Message):
+    """One peer as this node sees it (reputation/table.py ReputationRow)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class PartsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.float
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.float = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class RecordsRejectedEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class DomainsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.float
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.float = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    PEER_FIELD_NUMBER: _builtins.int
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    BAND_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    PARTS_FIELD_NUMBER: _builtins.int
+    WEIGHTED_ACCURACY_FIELD_NUMBER: _builtins.int
+    PREDICTIONS_FIELD_NUMBER: _builtins.int
+    CORRECT_FIELD_NUMBER: _builtins.int
+    PAIRWISE_TRUST_FIELD_NUMBER: _builtins.int
+    GLOBAL_TRUST_FIELD_NUMBER: _builtins.int
+    RECORDS_ACCEPTED_FIELD_NUMBER: _builtins.int
+    RECORDS_REJECTED_FIELD_NUMBER: _builtins.int
+    VOTES_RIGHT_FIELD_NUMBER: _builtins.int
+    VOTES_WRONG_FIELD_NUMBER: _builtins.int
+    DOMAINS_FIELD_NUMBER: _builtins.int
+    EXPERT_DOMAINS_FIELD_NUMBER: _builtins.int
+    LAST_SEEN_FIELD_NUMBER: _builtins.int
+    peer: _builtins.str
+    principal: _builtins.str
+    """The operator key or endorsement root that admitted it; empty when the registry cannot say."""
+    band: _builtins.str
+    """"trusted", "neutral" or "graylisted"."""
+    score: _builtins.float
+    """Score in [0, 1] and its labelled parts (p0_admission ... p13_internal_consistency)."""
+    weighted_accuracy: _builtins.float
+    """Confirmed share of the tested confidence; unset before any reality event."""
+    predictions: _builtins.int
+    """Its lessons this node's outcomes tested, and how many were confirmed."""
+    correct: _builtins.int
+    pairwise_trust: _builtins.float
+    """This node's direct trust in it, and its global trust (EigenTrust, sums to 1 over peers)."""
+    global_trust: _builtins.float
+    records_accepted: _builtins.int
+    """Its records this node imported, and refused by reason."""
+    votes_right: _builtins.int
+    votes_wrong: _builtins.int
+    last_seen: _builtins.str
+    """Its latest event (RFC 3339 UTC); empty if none."""
+    @_builtins.property
+    def parts(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]: ...
+    @_builtins.property
+    def records_rejected(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]: ...
+    @_builtins.property
+    def domains(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
+        """Expertise per domain (reality events tagged with it) and the domains it is expert in."""
+
+    @_builtins.property
+    def expert_domains(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        peer: _builtins.str = ...,
+        principal: _builtins.str = ...,
+        band: _builtins.str = ...,
+        score: _builtins.float = ...,
+        parts: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
+        weighted_accuracy: _builtins.float | None = ...,
+        predictions: _builtins.int = ...,
+        correct: _builtins.int = ...,
+        pairwise_trust: _builtins.float = ...,
+        global_trust: _builtins.float = ...,
+        records_accepted: _builtins.int = ...,
+        records_rejected: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        votes_right: _builtins.int = ...,
+        votes_wrong: _builtins.int = ...,
+        domains: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
+        expert_domains: _abc.Iterable[_builtins.str] | None = ...,
+        last_seen: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_weighted_accuracy", b"_weighted_accuracy", "weighted_accuracy", b"weighted_accuracy"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_weighted_accuracy", b"_weighted_accuracy", "band", b"band", "correct", b"correct", "domains", b"domains", "expert_domains", b"expert_domains", "global_trust", b"global_trust", "last_seen", b"last_seen", "pairwise_trust", b"pairwise_trust", "parts", b"parts", "peer", b"peer", "predictions", b"predictions", "principal", b"principal", "records_accepted", b"records_accepted", "records_rejected", b"records_rejected", "score", b"score", "votes_right", b"votes_right", "votes_wrong", b"votes_wrong", "weighted_accuracy", b"weighted_accuracy"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__weighted_accuracy: _TypeAlias = _typing.Literal["weighted_accuracy"]  # noqa: Y015
+    _WhichOneofArgType__weighted_accuracy: _TypeAlias = _typing.Literal["_weighted_accuracy", b"_weighted_accuracy"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__weighted_accuracy) -> _WhichOneofReturnType__weighted_accuracy | None: ...
+
+Global___ReputationRow: _TypeAlias = ReputationRow  # noqa: Y015
+
+@_typing.final
+class ReputationTableResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OBSERVER_NODE_ID_FIELD_NUMBER: _builtins.int
+    COMPUTED_AT_FIELD_NUMBER: _builtins.int
+    GLOBAL_TRUST_COMPUTED_AT_FIELD_NUMBER: _builtins.int
+    ROWS_FIELD_NUMBER: _builtins.int
+    observer_node_id: _builtins.str
+    """This node's id: whose view this is."""
+    computed_at: _builtins.str
+    """When the table was read (RFC 3339 UTC)."""
+    global_trust_computed_at: _builtins.str
+    """When global trust was last recomputed (RFC 3339 UTC); empty if never."""
+    @_builtins.property
+    def rows(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReputationRow]: ...
+    def __init__(
+        self,
+        *,
+        observer_node_id: _builtins.str = ...,
+        computed_at: _builtins.str = ...,
+        global_trust_computed_at: _builtins.str = ...,
+        rows: _abc.Iterable[Global___ReputationRow] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["computed_at", b"computed_at", "global_trust_computed_at", b"global_trust_computed_at", "observer_node_id", b"observer_node_id", "rows", b"rows"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReputationTableResponse: _TypeAlias = ReputationTableResponse  # noqa: Y015
+
+@_typing.final
+class PeerReputationRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NODE_ID_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    node_id: _builtins.str
+    limit: _builtins.int
+    """At most this many events, newest first; 0 means the server's default. The server caps it."""
+    def __init__(
+        self,
+        *,
+        node_id: _builtins.str = ...,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "node_id", b"node_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PeerReputationRequest: _TypeAlias = PeerReputationRequest  # noqa: Y015
+
+@_typing.final
+class ReputationEventEntry(_message.Message):
+    """One reputation event about a peer: what happened and why."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AT_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
+    WEIGHT_FIELD_NUMBER: _builtins.int
+    RECORD_HASH_FIELD_NUMBER: _builtins.int
+    DOMAIN_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    at: _builtins.str
+    """RFC 3339 UTC."""
+    kind: _builtins.str
+    """The event kind (lesson_confirmed, poisoned, vote_wrong, ...)."""
+    source: _builtins.str
+    """Who established it: reality, operator, other_agent, documentation, internal, or
+    "protocol" for a misbehaviour proved by the bytes themselves.
+    """
+    weight: _builtins.float
+    record_hash: _builtins.str
+    domain: _builtins.str
+    detail: _builtins.str
+    """Why, in words (the outcome, the rejection reason, the operator's note)."""
+    def __init__(
+        self,
+        *,
+        at: _builtins.str = ...,
+        kind: _builtins.str = ...,
+        source: _builtins.str = ...,
+        weight: _builtins.float = ...,
+        record_hash: _builtins.str = ...,
+        domain: _builtins.str = ...,
+        detail: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at", b"at", "detail", b"detail", "domain", b"domain", "kind", b"kind", "record_hash", b"record_hash", "source", b"source", "weight", b"weight"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReputationEventEntry: _TypeAlias = ReputationEventEntry  # noqa: Y015
+
+@_typing.final
+class PeerReputationResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROW_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def row(self) -> Global___ReputationRow: ...
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReputationEventEntry]:
+        """Newest first."""
+
+    def __init__(
+        self,
+        *,
+        row: Global___ReputationRow | None = ...,
+        events: _abc.Iterable[Global___ReputationEventEntry] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["row", b"row"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "row", b"row"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PeerReputationResponse: _TypeAlias = PeerReputationResponse  # noqa: Y015

@@ -55,6 +55,16 @@ class OperatorServiceStub:
                 request_serializer=lamarck_dot_v1_dot_operator__pb2.ListRejectionsRequest.SerializeToString,
                 response_deserializer=lamarck_dot_v1_dot_operator__pb2.ListRejectionsResponse.FromString,
                 _registered_method=True)
+        self.GetReputation = channel.unary_unary(
+                '/lamarck.v1.OperatorService/GetReputation',
+                request_serializer=lamarck_dot_v1_dot_operator__pb2.ReputationTableRequest.SerializeToString,
+                response_deserializer=lamarck_dot_v1_dot_operator__pb2.ReputationTableResponse.FromString,
+                _registered_method=True)
+        self.GetPeerReputation = channel.unary_unary(
+                '/lamarck.v1.OperatorService/GetPeerReputation',
+                request_serializer=lamarck_dot_v1_dot_operator__pb2.PeerReputationRequest.SerializeToString,
+                response_deserializer=lamarck_dot_v1_dot_operator__pb2.PeerReputationResponse.FromString,
+                _registered_method=True)
         self.GetHealth = channel.unary_unary(
                 '/lamarck.v1.OperatorService/GetHealth',
                 request_serializer=lamarck_dot_v1_dot_operator__pb2.GetHealthRequest.SerializeToString,
@@ -99,6 +109,20 @@ class OperatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetReputation(self, request, context):
+        """This node's reputation table: one row per peer it knows (`lamarck reputation`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPeerReputation(self, request, context):
+        """One peer's row and its event history with reasons (`lamarck reputation show PEER`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetHealth(self, request, context):
         """The node's health report (seed 004's dashboard), computed from the store now.
         """
@@ -136,6 +160,16 @@ def add_OperatorServiceServicer_to_server(servicer, server):
                     servicer.ListRejections,
                     request_deserializer=lamarck_dot_v1_dot_operator__pb2.ListRejectionsRequest.FromString,
                     response_serializer=lamarck_dot_v1_dot_operator__pb2.ListRejectionsResponse.SerializeToString,
+            ),
+            'GetReputation': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReputation,
+                    request_deserializer=lamarck_dot_v1_dot_operator__pb2.ReputationTableRequest.FromString,
+                    response_serializer=lamarck_dot_v1_dot_operator__pb2.ReputationTableResponse.SerializeToString,
+            ),
+            'GetPeerReputation': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPeerReputation,
+                    request_deserializer=lamarck_dot_v1_dot_operator__pb2.PeerReputationRequest.FromString,
+                    response_serializer=lamarck_dot_v1_dot_operator__pb2.PeerReputationResponse.SerializeToString,
             ),
             'GetHealth': grpc.unary_unary_rpc_method_handler(
                     servicer.GetHealth,
@@ -257,6 +291,60 @@ class OperatorService:
             '/lamarck.v1.OperatorService/ListRejections',
             lamarck_dot_v1_dot_operator__pb2.ListRejectionsRequest.SerializeToString,
             lamarck_dot_v1_dot_operator__pb2.ListRejectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetReputation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lamarck.v1.OperatorService/GetReputation',
+            lamarck_dot_v1_dot_operator__pb2.ReputationTableRequest.SerializeToString,
+            lamarck_dot_v1_dot_operator__pb2.ReputationTableResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPeerReputation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lamarck.v1.OperatorService/GetPeerReputation',
+            lamarck_dot_v1_dot_operator__pb2.PeerReputationRequest.SerializeToString,
+            lamarck_dot_v1_dot_operator__pb2.PeerReputationResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -50,6 +50,10 @@ class OperatorServiceStub:
     """Approve (store as an import, after re-verifying the signed bytes) or reject a pending row."""
     ListRejections: _grpc.UnaryUnaryMultiCallable[_operator_pb2.ListRejectionsRequest, _operator_pb2.ListRejectionsResponse]
     """The rejection log, newest first."""
+    GetReputation: _grpc.UnaryUnaryMultiCallable[_operator_pb2.ReputationTableRequest, _operator_pb2.ReputationTableResponse]
+    """This node's reputation table: one row per peer it knows (`lamarck reputation`)."""
+    GetPeerReputation: _grpc.UnaryUnaryMultiCallable[_operator_pb2.PeerReputationRequest, _operator_pb2.PeerReputationResponse]
+    """One peer's row and its event history with reasons (`lamarck reputation show PEER`)."""
     GetHealth: _grpc.UnaryUnaryMultiCallable[_operator_pb2.GetHealthRequest, _operator_pb2.GetHealthResponse]
     """The node's health report (seed 004's dashboard), computed from the store now."""
     GetStatus: _grpc.UnaryUnaryMultiCallable[_operator_pb2.GetStatusRequest, _operator_pb2.GetStatusResponse]
@@ -70,6 +74,10 @@ class OperatorServiceAsyncStub(OperatorServiceStub):
     """Approve (store as an import, after re-verifying the signed bytes) or reject a pending row."""
     ListRejections: _aio.UnaryUnaryMultiCallable[_operator_pb2.ListRejectionsRequest, _operator_pb2.ListRejectionsResponse]  # type: ignore[assignment]
     """The rejection log, newest first."""
+    GetReputation: _aio.UnaryUnaryMultiCallable[_operator_pb2.ReputationTableRequest, _operator_pb2.ReputationTableResponse]  # type: ignore[assignment]
+    """This node's reputation table: one row per peer it knows (`lamarck reputation`)."""
+    GetPeerReputation: _aio.UnaryUnaryMultiCallable[_operator_pb2.PeerReputationRequest, _operator_pb2.PeerReputationResponse]  # type: ignore[assignment]
+    """One peer's row and its event history with reasons (`lamarck reputation show PEER`)."""
     GetHealth: _aio.UnaryUnaryMultiCallable[_operator_pb2.GetHealthRequest, _operator_pb2.GetHealthResponse]  # type: ignore[assignment]
     """The node's health report (seed 004's dashboard), computed from the store now."""
     GetStatus: _aio.UnaryUnaryMultiCallable[_operator_pb2.GetStatusRequest, _operator_pb2.GetStatusResponse]  # type: ignore[assignment]
@@ -111,6 +119,22 @@ class OperatorServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_operator_pb2.ListRejectionsResponse, _abc.Awaitable[_operator_pb2.ListRejectionsResponse]]:
         """The rejection log, newest first."""
+
+    @_abc_1.abstractmethod
+    def GetReputation(
+        self,
+        request: _operator_pb2.ReputationTableRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_operator_pb2.ReputationTableResponse, _abc.Awaitable[_operator_pb2.ReputationTableResponse]]:
+        """This node's reputation table: one row per peer it knows (`lamarck reputation`)."""
+
+    @_abc_1.abstractmethod
+    def GetPeerReputation(
+        self,
+        request: _operator_pb2.PeerReputationRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_operator_pb2.PeerReputationResponse, _abc.Awaitable[_operator_pb2.PeerReputationResponse]]:
+        """One peer's row and its event history with reasons (`lamarck reputation show PEER`)."""
 
     @_abc_1.abstractmethod
     def GetHealth(

@@ -375,12 +375,17 @@ class GetReputationRequest(_message.Message):
     DOMAIN_FIELD_NUMBER: _builtins.int
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    REQUESTER_NODE_ID_FIELD_NUMBER: _builtins.int
     domain: _builtins.str
     """Expertise domain to score in; empty means the global score."""
     page_size: _builtins.int
     """Largest number of entries to return; 0 means the server's default. The server caps it."""
     page_token: _builtins.str
     """`next_page_token` of the previous response; empty for the first page."""
+    requester_node_id: _builtins.str
+    """Node id of the asking node; it must match the caller's peer token (`lamarck-peer-token`
+    metadata), as for Sync: a node answers only admitted peers.
+    """
     @_builtins.property
     def node_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Nodes to report on; empty means every node this node has a score for."""
@@ -392,10 +397,11 @@ class GetReputationRequest(_message.Message):
         domain: _builtins.str = ...,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        requester_node_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["domain", b"domain", "node_ids", b"node_ids", "page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["domain", b"domain", "node_ids", b"node_ids", "page_size", b"page_size", "page_token", b"page_token", "requester_node_id", b"requester_node_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
