@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from lamarck.node.health.figures import Finding
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.events import ReputationEvent
-from lamarck.reputation.scores import ScoreBreakdown
+from lamarck.reputation.table import ReputationRow
 
 __all__ = [
     "STATUS_JSON_VERSION",
@@ -97,14 +97,18 @@ NetworkSource = Callable[[], Awaitable[NetworkSnapshot]]
 
 
 class ReputationSource(Protocol):
-    """The reputation book as the operator reads it: every peer's score, and one's history."""
+    """The reputation book as the operator reads it: the table, and one peer's history.
 
-    async def breakdowns(self) -> list[ScoreBreakdown]:
-        """Every peer the book knows, with its score parts."""
+    ``PostgresReputation`` answers both (``rows(principal_of=...)``, ``history(node_id)``);
+    ``lamarck.node.api.reputation_source.BookReputation`` adapts it.
+    """
+
+    async def rows(self) -> list[ReputationRow]:
+        """One row per peer (score and parts P0..., band, pairwise and global trust...)."""
         ...
 
-    async def events(self, node_id: str) -> list[ReputationEvent]:
-        """The events about ``node_id``, oldest first."""
+    async def history(self, node_id: str) -> list[ReputationEvent]:
+        """The events about ``node_id``, newest first."""
         ...
 
 
@@ -153,7 +157,7 @@ def build_status(
     rejection_reasons: Sequence[str],
     imports: Mapping[str, Mapping[str, int]],
     warnings: Sequence[Finding] = (),
-    reputation: Sequence[ScoreBreakdown] = (),
+    reputation: Sequence[ReputationRow] = (),
     top: int = 0,
 ) -> NodeStatus:
     """The status from plain values: each pending quarantine row's reasons, the rejection
@@ -162,7 +166,7 @@ def build_status(
     held: Counter[str] = Counter()
     for reasons in pending_reasons:
         held.update(set(reasons))
-    best = sorted(reputation, key=lambda b: (-b.score, b.node_id))[:top]
+    best = sorted(reputation, key=lambda r: (-r.score, r.peer))[:top]
     return NodeStatus(
         node_id=node_id,
         generated_at=now,
@@ -172,7 +176,7 @@ def build_status(
         imports={k: dict(sorted(v.items())) for k, v in sorted(imports.items())},
         rejections=dict(sorted(Counter(rejection_reasons).items())),
         warnings=tuple(warnings),
-        reputation_top=tuple(ReputationTop(b.node_id, b.score, b.band.value) for b in best),
+        reputation_top=tuple(ReputationTop(r.peer, r.score, r.band.value) for r in best),
     )
 
 

@@ -47,6 +47,7 @@ from lamarck.node.api.node_status import (
     status_to_json,
 )
 from lamarck.node.api.server import NodeContext, Provider, provider_of
+from lamarck.node.crashpoint import crash_point
 from lamarck.node.health.figures import Finding
 from lamarck.node.health.params import HealthParams
 from lamarck.node.health.render import report_to_json
@@ -259,18 +260,24 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
                 )
             rule = None
             lesson_id = ""
-            if decision == "approved":
-                lesson_id, rule = await self._store_approved(row)
-            updated = await self._store().set_quarantine_state(row.id, decision)
-            # The decision's note, actor and time are kept (``quarantine show`` prints them),
-            # on the held record and, once approved, on the lesson it became.
-            decided = LessonEvent(
-                row.id, self._clock.now(), decision, OPERATOR_ACTOR, reason=request.note
-            )
-            logged = [decided]
-            if lesson_id:
-                logged.append(dataclasses.replace(decided, lesson_id=lesson_id))
-            await self._store().append_events(logged)
+            store = self._store()
+            # The stored lesson, the row's new state and the decision's events commit
+            # together: a crash between them would leave an approved lesson whose row is
+            # still pending (or decided without its note).
+            async with store.atomic():
+                if decision == "approved":
+                    lesson_id, rule = await self._store_approved(row)
+                crash_point("quarantine_decided")
+                updated = await store.set_quarantine_state(row.id, decision)
+                # The decision's note, actor and time are kept (``quarantine show`` prints
+                # them), on the held record and, once approved, on the lesson it became.
+                decided = LessonEvent(
+                    row.id, self._clock.now(), decision, OPERATOR_ACTOR, reason=request.note
+                )
+                logged = [decided]
+                if lesson_id:
+                    logged.append(dataclasses.replace(decided, lesson_id=lesson_id))
+                await store.append_events(logged)
         if decision == "rejected":
             self._charge_rejection(row, request.note)
         _log.info(
@@ -322,7 +329,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         if self._health is not None:
             warnings = (await current_report(store, self._health, now)).warnings
         book = self._reputation()
-        breakdowns = await book.breakdowns() if book is not None else []
+        table = await book.rows() if book is not None else []
         status = build_status(
             node_id=self._node_id,
             now=now,
@@ -331,7 +338,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             rejection_reasons=[r.reason for r in rejections],
             imports=metrics.import_counts(),
             warnings=warnings,
-            reputation=breakdowns,
+            reputation=table,
             top=REPUTATION_TOP,
         )
         return operator_pb2.GetStatusResponse(status_json=json.dumps(status_to_json(status)))

@@ -2,7 +2,7 @@
 
 ``page`` wraps a body in the shared layout (navigation, stylesheet, script, and the CSRF token
 every state-changing form carries). The body renderers take what the operator API returns:
-a ``HealthReport``, reputation ``ScoreBreakdown`` rows and ``ReputationEvent`` history,
+a ``HealthReport``, reputation table ``ReputationRow``s and ``ReputationEvent`` history,
 ``QuarantineRow``s, ``LessonRow``s and ``LessonEvent``s. Every value is escaped (it may come
 from a peer). Tables marked ``sortable`` are sorted by ``static/console.js`` on a header click
 (by each cell's ``data-sort``); ``filterable`` tables filter rows by their ``data-*``.
@@ -10,7 +10,7 @@ from a peer). Tables marked ``sortable`` are sorted by ``static/console.js`` on 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from lamarck.node.console.markup import Markup, el, join, void
@@ -19,7 +19,7 @@ from lamarck.node.health.figures import Finding, HealthReport
 from lamarck.node.store.port import LessonEvent, LessonRow, QuarantineRow
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.events import ReputationEvent
-from lamarck.reputation.scores import ScoreBreakdown
+from lamarck.reputation.table import ReputationRow
 
 __all__ = [
     "CSRF_FIELD",
@@ -182,53 +182,107 @@ def _sort_header(*labels: str) -> Markup:
     return el("thead", el("tr", *(el("th", lbl, scope="col", tabindex="0") for lbl in labels)))
 
 
-def reputation_page(rows: Sequence[ScoreBreakdown]) -> Markup:
-    """The reputation table: sortable, filterable by band; each node links to its page."""
-    bands = sorted({r.band.value for r in rows})
-    band_filter = el(
+def _select(label: str, name: str, table: str, values: Sequence[str], **extra: str) -> Markup:
+    """A filter ``<select>`` over ``table``'s rows by their ``data-<name>``."""
+    return el(
         "label",
-        "Band ",
+        f"{label} ",
         el(
             "select",
             el("option", "all", value=""),
-            *(el("option", b, value=b) for b in bands),
-            data_filter="band",
-            data_table="reputation",
+            *(el("option", v, value=v) for v in values),
+            data_filter=name,
+            data_table=table,
+            **extra,
         ),
     )
+
+
+def reputation_page(rows: Sequence[ReputationRow]) -> Markup:
+    """The reputation table: sortable, filterable by band and by expertise domain; each peer
+    links to its page."""
+    bands = sorted({r.band.value for r in rows})
+    domains = sorted({d for r in rows for d in r.domains})
+    filters = el(
+        "p",
+        _select("Band", "band", "reputation", bands),
+        # A peer has expertise in several domains: the script matches one word of the list.
+        _select("Domain", "domains", "reputation", domains, data_match="word"),
+        class_="filters",
+    )
+
+    def num(value: float, shown: str) -> Markup:
+        return el("td", shown, data_sort=f"{value:.6f}")
+
     body = el(
         "tbody",
         *(
             el(
                 "tr",
-                el("td", el("a", r.node_id, href=f"/reputation/{r.node_id}"), data_sort=r.node_id),
-                el("td", f"{r.score:.3f}", data_sort=f"{r.score:.6f}"),
+                el("td", el("a", r.peer, href=f"/reputation/{r.peer}"), data_sort=r.peer),
+                el("td", r.principal or "–"),
                 el("td", r.band.value, data_sort=r.band.value),
-                el("td", str(sum(r.counts.values())), data_sort=str(sum(r.counts.values()))),
+                num(r.score, f"{r.score:.3f}"),
+                num(r.pairwise, f"{r.pairwise:.2f}"),
+                num(r.global_trust, f"{r.global_trust:.4f}"),
+                num(r.accepted, str(r.accepted)),
+                num(sum(r.rejected.values()), str(sum(r.rejected.values()))),
+                el("td", ", ".join(sorted(r.domains)) or "–"),
                 data_band=r.band.value,
+                data_domains=" ".join(sorted(r.domains)),
             )
             for r in rows
         ),
     )
     table = el(
         "table",
-        _sort_header("node", "score", "band", "events"),
+        _sort_header(
+            "node",
+            "principal",
+            "band",
+            "score",
+            "pairwise",
+            "global",
+            "accepted",
+            "rejected",
+            "domains",
+        ),
         body,
         id="reputation",
         class_="sortable filterable",
     )
-    return join([el("p", band_filter, class_="filters"), table])
+    return join([filters, table])
 
 
-def peer_page(breakdown: ScoreBreakdown, events: Sequence[ReputationEvent]) -> Markup:
-    """One peer: its score parts (P0...) and its event history with reasons, newest first."""
+def peer_page(row: ReputationRow, events: Sequence[ReputationEvent]) -> Markup:
+    """One peer: its score parts (P0...), pairwise and global trust, expertise, and its event
+    history with reasons, newest first."""
     parts = el(
         "table",
         *(
-            el("tr", el("th", part.value, scope="row"), el("td", f"{value:+.4f}"))
-            for part, value in sorted(breakdown.parts.items(), key=lambda kv: kv[0].value)
+            el("tr", el("th", name, scope="row"), el("td", f"{value:+.4f}"))
+            for name, value in sorted(row.parts.items())
         ),
         class_="facts parts",
+    )
+    accuracy = "n/a" if row.weighted_accuracy is None else f"{row.weighted_accuracy:.2f}"
+    facts = [
+        ("score", f"{row.score:.3f}"),
+        ("band", row.band.value),
+        ("principal", row.principal or "–"),
+        ("pairwise trust", f"{row.pairwise:.3f}"),
+        ("global trust", f"{row.global_trust:.4f}"),
+        ("predictions correct", f"{row.correct} / {row.predictions} (weighted {accuracy})"),
+        ("records accepted", str(row.accepted)),
+        ("records rejected", ", ".join(f"{k} {v}" for k, v in sorted(row.rejected.items()))),
+        ("votes right / wrong", f"{row.votes_right} / {row.votes_wrong}"),
+        ("expertise", ", ".join(f"{d} {v:.2f}" for d, v in sorted(row.domains.items()))),
+        ("last seen", format_ts(row.last_seen) if row.last_seen else "never"),
+    ]
+    summary = el(
+        "table",
+        *(el("tr", el("th", k, scope="row"), el("td", v or "–")) for k, v in facts),
+        class_="facts",
     )
     history = el(
         "table",
@@ -249,11 +303,6 @@ def peer_page(breakdown: ScoreBreakdown, events: Sequence[ReputationEvent]) -> M
         ),
         class_="sortable",
     )
-    summary = el(
-        "p",
-        f"score {breakdown.score:.3f}, band {breakdown.band.value}, "
-        f"neutral {breakdown.neutral:.2f}",
-    )
     return join([summary, el("h2", "Score parts"), parts, el("h2", "Events"), history])
 
 
@@ -270,16 +319,30 @@ def _decide_form(row: QuarantineRow, decision: str, csrf_token: str) -> Markup:
     )
 
 
-def quarantine_page(rows: Sequence[QuarantineRow], *, csrf_token: str) -> Markup:
-    """The quarantine queue: each held record's reasons and state; approve / reject pending ones."""
+def quarantine_page(
+    rows: Sequence[QuarantineRow],
+    *,
+    csrf_token: str,
+    decisions: Mapping[str, str] | None = None,
+) -> Markup:
+    """The quarantine queue: each held record's reasons and state; approve / reject pending ones.
+
+    ``decisions`` maps a decided row's id to what the log says of it (who, when, the note).
+    """
     if not rows:
         return el("p", "Nothing is held for review.", class_="ok")
     items = []
     for r in rows:
+        said = (decisions or {}).get(r.id, "")
         actions = (
             join([_decide_form(r, "approve", csrf_token), _decide_form(r, "reject", csrf_token)])
             if r.state == "pending"
-            else el("span", r.state, class_=f"state {r.state}")
+            else join(
+                [
+                    el("span", r.state, class_=f"state {r.state}"),
+                    el("span", said, class_="decision") if said else Markup(""),
+                ]
+            )
         )
         items.append(
             el(
@@ -291,6 +354,7 @@ def quarantine_page(rows: Sequence[QuarantineRow], *, csrf_token: str) -> Markup
                 el("td", "–" if r.confidence is None else f"{r.confidence:.2f}"),
                 el("td", actions),
                 data_state=r.state,
+                id=f"q-{r.id}",
             )
         )
     return el(

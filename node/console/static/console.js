@@ -37,7 +37,12 @@ function applyFilters(tableId) {
   for (const row of table.tBodies[0].rows) {
     let shown = true;
     for (const select of selects) {
-      if (select.value && row.dataset[select.dataset.filter] !== select.value) shown = false;
+      const have = row.dataset[select.dataset.filter] || "";
+      // data-match="word": the cell holds a space-separated list (a peer's domains).
+      const match = select.dataset.match === "word"
+        ? have.split(" ").includes(select.value)
+        : have === select.value;
+      if (select.value && !match) shown = false;
     }
     if (needle && !row.textContent.toLowerCase().includes(needle)) shown = false;
     row.hidden = !shown;

@@ -48,10 +48,10 @@ from lamarck.node.store.port import (
 )
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
+from lamarck.reputation.book import ReputationBook, TrustConfig, table_rows
 from lamarck.reputation.events import EventKind, ReputationEvent
-from lamarck.reputation.params import ReputationParams
-from lamarck.reputation.port import InMemoryReputation
-from lamarck.reputation.scores import ScoreBreakdown
+from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
+from lamarck.reputation.table import ReputationRow
 
 T = TypeVar("T")
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -91,14 +91,14 @@ def confirmed(n: int, k: int) -> LessonEvent:
 class BookSource:
     """A ReputationSource over an in-memory book and the events emitted into it."""
 
-    def __init__(self, book: InMemoryReputation, log: list[ReputationEvent]) -> None:
+    def __init__(self, book: ReputationBook, log: list[ReputationEvent]) -> None:
         self._book, self._log = book, log
 
-    async def breakdowns(self) -> list[ScoreBreakdown]:
-        return [self._book.explain(n) for n in sorted({e.node_id for e in self._log})]
+    async def rows(self) -> list[ReputationRow]:
+        return table_rows(self._book, principal_of={})
 
-    async def events(self, node_id: str) -> list[ReputationEvent]:
-        return [e for e in self._log if e.node_id == node_id]
+    async def history(self, node_id: str) -> list[ReputationEvent]:
+        return [e for e in reversed(self._log) if e.node_id == node_id]
 
 
 @dataclass
@@ -126,7 +126,8 @@ def node(tmp_path: Path) -> Iterator[FakeNode]:
     thread.start()
     store = InMemoryLessonStore(dim=8)
     clock = FixedClock(NOW)
-    book = InMemoryReputation(ReputationParams(), clock)
+    trust = TrustConfig("lmk1me", PairwiseParams(), GlobalTrustParams())
+    book = ReputationBook(ReputationParams(), clock, trust)
     log = [
         ReputationEvent(EventKind.LESSON_CONFIRMED, "lmk1good", NOW - timedelta(hours=2)),
         ReputationEvent(EventKind.BAD_SIGNATURE, "lmk1bad", NOW - timedelta(hours=1)),

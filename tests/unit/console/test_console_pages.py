@@ -37,7 +37,8 @@ from lamarck.node.store.port import (
     QuarantineRow,
 )
 from lamarck.reputation.events import EventKind, ReputationEvent
-from lamarck.reputation.scores import ScoreBreakdown, ScorePart, TrustBand
+from lamarck.reputation.scores import PeerBand, ScorePart
+from lamarck.reputation.table import ReputationRow
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 HOSTILE = '<script>alert("x")</script>'
@@ -171,25 +172,42 @@ def test_plot_params_refuse_impossible_geometry(kwargs: dict[str, float]) -> Non
 # -- reputation ----------------------------------------------------------------------------------
 
 
-def breakdown(node_id: str, score: float, band: TrustBand) -> ScoreBreakdown:
-    return ScoreBreakdown(
-        node_id=node_id,
-        score=score,
+def breakdown(
+    node_id: str, score: float, band: PeerBand, domains: dict[str, float] | None = None
+) -> ReputationRow:
+    return ReputationRow(
+        peer=node_id,
+        principal="",
         band=band,
-        neutral=0.5,
-        parts={ScorePart.P0_ADMISSION: 0.0, ScorePart.P1_REALITY_CONFIRMED: score - 0.5},
-        counts={EventKind.LESSON_CONFIRMED: 3},
+        score=score,
+        parts={ScorePart.P0_ADMISSION.value: 0.0, ScorePart.P1_REALITY_CONFIRMED.value: score},
+        pairwise=0.7,
+        global_trust=0.25,
+        domains=domains or {},
     )
 
 
-def test_the_reputation_table_is_sortable_and_filterable_by_band() -> None:
+def test_the_reputation_table_is_sortable_and_filterable_by_band_and_domain() -> None:
     body = reputation_page(
-        [breakdown("lmk1a", 0.9, TrustBand.HIGH), breakdown("lmk1b", 0.3, TrustBand.LOW)]
+        [
+            breakdown("lmk1a", 0.9, PeerBand.TRUSTED, {"deploy": 0.8, "db": 0.6}),
+            breakdown("lmk1b", 0.3, PeerBand.GRAYLISTED),
+        ]
     )
     tags = parse(body)
     assert find(tags, "table", id="reputation")[0]["class"] == "sortable filterable"
-    assert [a["data-band"] for a in find(tags, "tr") if "data-band" in a] == ["high", "low"]
-    assert [a["value"] for a in find(tags, "option")] == ["", "high", "low"]
+    rows = [a for a in find(tags, "tr") if "data-band" in a]
+    assert [a["data-band"] for a in rows] == ["trusted", "graylisted"]
+    assert [a["data-domains"] for a in rows] == ["db deploy", ""]
+    assert [a["value"] for a in find(tags, "option")] == [
+        "",
+        "graylisted",
+        "trusted",
+        "",
+        "db",
+        "deploy",
+    ]
+    assert [a.get("data-match") for a in find(tags, "select")] == [None, "word"]
     assert find(tags, "a", href="/reputation/lmk1a")
 
 
@@ -198,9 +216,10 @@ def test_a_peer_page_shows_score_parts_and_events_with_reasons_newest_first() ->
         ReputationEvent(EventKind.LESSON_CONFIRMED, "lmk1a", NOW - timedelta(days=2), detail="old"),
         ReputationEvent(EventKind.REJECTED, "lmk1a", NOW, detail=HOSTILE),
     ]
-    body = peer_page(breakdown("lmk1a", 0.9, TrustBand.HIGH), events)
+    body = peer_page(breakdown("lmk1a", 0.9, PeerBand.TRUSTED), events)
     parse(body)
     assert "p0_admission" in body and "p1_reality_confirmed" in body
+    assert "pairwise trust" in body and "0.2500" in body
     assert body.index("rejected") < body.index("lesson_confirmed")
     assert HOSTILE not in body
 

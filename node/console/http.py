@@ -1,0 +1,191 @@
+"""A deliberately small HTTP/1.1 layer for the console, on ``asyncio`` streams.
+
+One request per connection (the response says ``Connection: close``), no chunked bodies, no
+keep-alive, no TLS (the console listens on loopback, or behind the operator's token on a
+network the operator chose). Request lines, headers and bodies are bounded by
+:class:`ConsoleParams`; anything malformed or too large is refused with a typed error the
+server turns into 400 / 413 / 431. Every response carries headers that keep pages from being
+framed, sniffed or cached, and a Content-Security-Policy that allows nothing from outside
+the node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field, fields
+from http import HTTPStatus
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from lamarck.errors import ConfigError, InvalidRecord
+
+__all__ = [
+    "SECURITY_HEADERS",
+    "ConsoleParams",
+    "Request",
+    "Response",
+    "encode_response",
+    "read_request",
+]
+
+#: Sent with every response: nothing external, no framing, no sniffing, no caching.
+SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
+    (
+        "Content-Security-Policy",
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "same-origin"),
+    ("Cache-Control", "no-store"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleParams:
+    """Bounds of the console's HTTP layer and pages; every field positive."""
+
+    # Longest request line and all headers together, in bytes.
+    max_request_line: int = 8192
+    max_header_bytes: int = 16384
+    # Largest request body (a decision form), in bytes.
+    max_body_bytes: int = 65536
+    # Seconds a client has to send its whole request.
+    read_timeout_s: float = 10.0
+    # Lessons listed on the lessons page (highest confidence first).
+    lessons_shown: int = 500
+    # Longest operator note kept with a decision, in characters.
+    note_max_chars: int = 500
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(
+                    f"invalid {f.name}: must be a number", reason="invalid_params", field=f.name
+                )
+            if not math.isfinite(value) or value <= 0:
+                raise ConfigError(
+                    f"invalid {f.name}: must be finite and > 0, got {value}",
+                    reason="invalid_params",
+                    field=f.name,
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A parsed request: method, decoded path, query, headers (lower-case names), body."""
+
+    method: str
+    path: str
+    query: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    def form(self) -> dict[str, str]:
+        """The body as an ``application/x-www-form-urlencoded`` form (last value wins)."""
+        kind = self.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "application/x-www-form-urlencoded":
+            raise InvalidRecord("a form must be url-encoded", reason="bad_form")
+        try:
+            text = self.body.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidRecord("a form must be UTF-8", reason="bad_form") from e
+        return dict(parse_qsl(text, keep_blank_values=True))
+
+    def cookie(self, name: str) -> str | None:
+        """The value of cookie ``name``, if sent."""
+        for part in self.headers.get("cookie", "").split(";"):
+            key, sep, value = part.strip().partition("=")
+            if sep and key == name:
+                return value
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A response: status, body, its content type and any extra headers."""
+
+    status: int
+    body: bytes = b""
+    content_type: str = "text/html; charset=utf-8"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def _bad(message: str, reason: str = "bad_request") -> InvalidRecord:
+    return InvalidRecord(message, reason=reason)
+
+
+async def _line(reader: asyncio.StreamReader, limit: int) -> bytes:
+    """One CRLF-terminated line of at most ``limit`` bytes."""
+    try:
+        line = await reader.readuntil(b"\n")
+    except asyncio.LimitOverrunError as e:
+        raise _bad("request line or header too long", "header_too_large") from e
+    except asyncio.IncompleteReadError as e:
+        raise _bad("connection closed mid-request") from e
+    if len(line) > limit:
+        raise _bad("request line or header too long", "header_too_large")
+    return line.rstrip(b"\r\n")
+
+
+async def _read(reader: asyncio.StreamReader, p: ConsoleParams) -> Request:
+    request_line = (await _line(reader, p.max_request_line)).decode("latin-1")
+    parts = request_line.split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise _bad("malformed request line")
+    method, target, _ = parts
+    headers: dict[str, str] = {}
+    total = 0
+    while True:
+        line = await _line(reader, p.max_header_bytes)
+        if not line:
+            break
+        total += len(line)
+        if total > p.max_header_bytes:
+            raise _bad("headers too large", "header_too_large")
+        name, sep, value = line.decode("latin-1").partition(":")
+        if not sep or not name.strip():
+            raise _bad("malformed header")
+        headers[name.strip().lower()] = value.strip()
+    if "transfer-encoding" in headers:
+        raise _bad("chunked bodies are not accepted")
+    length_text = headers.get("content-length", "0")
+    if not length_text.isdigit():
+        raise _bad("bad Content-Length")
+    length = int(length_text)
+    if length > p.max_body_bytes:
+        raise _bad("request body too large", "too_large")
+    try:
+        body = await reader.readexactly(length) if length else b""
+    except asyncio.IncompleteReadError as e:
+        raise _bad("connection closed mid-body") from e
+    split = urlsplit(target)
+    if split.scheme or split.netloc or not split.path.startswith("/"):
+        raise _bad("only origin-form request targets are accepted")
+    query = dict(parse_qsl(split.query, keep_blank_values=True))
+    return Request(method.upper(), unquote(split.path), query, headers, body)
+
+
+async def read_request(reader: asyncio.StreamReader, p: ConsoleParams) -> Request:
+    """Read one request within ``p.read_timeout_s``; ``InvalidRecord`` when it is malformed,
+    too large or too slow."""
+    try:
+        return await asyncio.wait_for(_read(reader, p), p.read_timeout_s)
+    except TimeoutError as e:
+        raise _bad("request not received in time", "request_timeout") from e
+
+
+def encode_response(response: Response) -> bytes:
+    """The response's bytes: status line, headers (security headers included), body."""
+    reason = HTTPStatus(response.status).phrase
+    lines = [
+        f"HTTP/1.1 {response.status} {reason}",
+        f"Content-Type: {response.content_type}",
+        f"Content-Length: {len(response.body)}",
+        "Connection: close",
+        *(f"{k}: {v}" for k, v in SECURITY_HEADERS),
+        *(f"{k}: {v}" for k, v in response.headers),
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + response.body

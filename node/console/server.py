@@ -1,0 +1,456 @@
+"""The operator's console served over HTTP by the node (issue 15 §3).
+
+:class:`ConsoleApp` answers requests from the node's own services: overview and health from
+``OperatorService.GetStatus`` / ``GetHealth``, the quarantine queue from ``ListQuarantine``
+and decisions through ``DecideQuarantine`` (so a decision is re-verified, stored, logged with
+actor, time and note, and charged to reputation exactly as ``lamarck quarantine`` does),
+lessons and their history from the store, reputation from a ``ReputationSource``.
+:func:`start_console` serves it on ``asyncio`` streams (``lamarck.node.console.http``).
+
+Who may use it:
+
+* on loopback (the default) anyone on this machine, as for the agent API; the ``Host``
+  header must name a loopback host, so a web page that rebinds its DNS name to 127.0.0.1
+  cannot read the console;
+* anywhere else only with the operator token: ``Authorization: Bearer <token>`` or the
+  ``lamarck_console`` cookie the ``/login`` form sets (HttpOnly, SameSite=Strict). Starting
+  off loopback without a token is refused.
+
+Every POST must carry the page's anti-forgery token (``csrf_token``, a per-process secret
+only pages of this console contain) and, when the browser sends them, an ``Origin`` equal to
+this console's and a ``Sec-Fetch-Site`` that is not ``cross-site``; anything else is 403 and
+changes nothing. Pages load only ``/static/`` assets shipped in the wheel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lamarck.errors import (
+    ConfigError,
+    ConflictError,
+    InvalidRecord,
+    LamarckError,
+    NotFound,
+    PolicyRejected,
+    StoreUnavailable,
+    Unauthenticated,
+    VerificationError,
+)
+from lamarck.node.api.node_status import ReputationSource, status_rows
+from lamarck.node.api.operator_service import OperatorServicer
+from lamarck.node.api.server import Provider
+from lamarck.node.console import pages
+from lamarck.node.console.assets import CONTENT_TYPES, asset
+from lamarck.node.console.http import (
+    ConsoleParams,
+    Request,
+    Response,
+    encode_response,
+    read_request,
+)
+from lamarck.node.console.markup import Markup, el, void
+from lamarck.node.console.plots import PlotParams
+from lamarck.node.health.figures import Finding, Severity
+from lamarck.node.health.render import report_from_json
+from lamarck.node.store.port import LessonFilter, LessonStore, QuarantineRow
+from lamarck.proto.timefmt import parse_ts
+from lamarck.proto.v1 import operator_pb2
+
+__all__ = [
+    "COOKIE",
+    "ConsoleApp",
+    "ConsoleServer",
+    "http_status_for",
+    "is_loopback",
+    "new_csrf_token",
+    "start_console",
+]
+
+_log = logging.getLogger(__name__)
+
+#: The cookie carrying the operator token after ``/login`` (off-loopback consoles).
+COOKIE = "lamarck_console"
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+_DECISIONS = {
+    "approve": operator_pb2.QUARANTINE_DECISION_APPROVE,
+    "reject": operator_pb2.QUARANTINE_DECISION_REJECT,
+}
+_STATES = {
+    operator_pb2.QUARANTINE_STATE_PENDING: "pending",
+    operator_pb2.QUARANTINE_STATE_APPROVED: "approved",
+    operator_pb2.QUARANTINE_STATE_REJECTED: "rejected",
+}
+# Reasons of refusals that are about the request's origin, not its credentials: 403.
+_FORBIDDEN_REASONS = frozenset({"csrf_token", "cross_site", "bad_host"})
+_INVALID_STATUS = {"too_large": 413, "header_too_large": 431, "request_timeout": 408}
+
+
+def is_loopback(host: str) -> bool:
+    """True for a loopback host name or address (``127.*``, ``::1``, ``localhost``)."""
+    host = host.strip("[]").lower()
+    return host in _LOOPBACK_NAMES or host.startswith("127.")
+
+
+def http_status_for(error: LamarckError) -> int:
+    """The HTTP status answering a typed error."""
+    if isinstance(error, Unauthenticated):
+        return 403 if error.reason in _FORBIDDEN_REASONS else 401
+    if isinstance(error, InvalidRecord):
+        return _INVALID_STATUS.get(error.reason, 400)
+    if isinstance(error, NotFound):
+        return 404
+    if isinstance(error, ConflictError):
+        return 409
+    if isinstance(error, VerificationError | PolicyRejected):
+        return 422
+    if isinstance(error, StoreUnavailable):
+        return 503
+    return 500
+
+
+def _host_name(host_header: str) -> str:
+    """The host part of a ``Host`` header (``[::1]:8080`` -> ``::1``)."""
+    if host_header.startswith("["):
+        return host_header[1 : host_header.find("]")] if "]" in host_header else host_header
+    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+
+
+class ConsoleApp:
+    """Routes console requests to the operator service, the store and the reputation book.
+
+    ``token`` is the operator token required off loopback (``None``: loopback only);
+    ``csrf_token`` the anti-forgery secret every page embeds (a fresh one per process).
+    """
+
+    def __init__(
+        self,
+        operator: OperatorServicer,
+        store: Provider[LessonStore],
+        *,
+        reputation: Callable[[], ReputationSource | None],
+        params: ConsoleParams,
+        plot: PlotParams,
+        csrf_token: str,
+        token: str | None = None,
+        loopback_only: bool = True,
+    ) -> None:
+        if not csrf_token:
+            raise ConfigError("the console needs an anti-forgery token", reason="no_csrf_token")
+        self._op = operator
+        self._store = store
+        self._reputation = reputation
+        self._p = params
+        self._plot = plot
+        self._csrf = csrf_token
+        self._token = token
+        self._loopback_only = loopback_only
+
+    # -- entry point -------------------------------------------------------------------------
+    async def handle(self, request: Request) -> Response:
+        """Answer one request; typed errors become their HTTP status with a short page."""
+        try:
+            return await self._dispatch(request)
+        except LamarckError as e:
+            status = http_status_for(e)
+            if status == 401 and request.method == "GET":
+                return _redirect("/login")
+            return self._error(status, e)
+
+    async def _dispatch(self, request: Request) -> Response:
+        self._check_host(request)
+        path = request.path
+        if path.startswith("/static/") and request.method == "GET":
+            name = path.removeprefix("/static/")
+            return Response(200, asset(name), CONTENT_TYPES[name])
+        if path == "/login":
+            return await self._login(request)
+        self._check_token(request)
+        if request.method == "POST":
+            self._check_forgery(request)
+            return await self._post(request)
+        if request.method != "GET":
+            raise InvalidRecord(f"method {request.method} not allowed", reason="bad_method")
+        return await self._get(path)
+
+    # -- who may ask -------------------------------------------------------------------------
+    def _check_host(self, request: Request) -> None:
+        """On loopback, the Host header must name a loopback host (DNS rebinding)."""
+        if self._loopback_only and not is_loopback(_host_name(request.headers.get("host", ""))):
+            raise Unauthenticated("the console answers loopback hosts only", reason="bad_host")
+
+    def _check_token(self, request: Request) -> None:
+        """Off loopback, the operator token (bearer header or login cookie) is required."""
+        if self._token is None:
+            return
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        given = given or (request.cookie(COOKIE) or "")
+        if not given or not hmac.compare_digest(given.encode(), self._token.encode()):
+            raise Unauthenticated("the operator token is required", reason="unauthenticated")
+
+    def _check_forgery(self, request: Request) -> dict[str, str]:
+        """Refuse a POST from another site: Origin, Sec-Fetch-Site, then the page's token."""
+        host = request.headers.get("host", "")
+        origin = request.headers.get("origin")
+        if origin is not None and origin != f"http://{host}":
+            raise Unauthenticated(f"cross-site request from {origin[:100]}", reason="cross_site")
+        if request.headers.get("sec-fetch-site", "") == "cross-site":
+            raise Unauthenticated("cross-site request", reason="cross_site")
+        form = request.form()
+        sent = form.get(pages.CSRF_FIELD, "")
+        if not sent or not hmac.compare_digest(sent.encode(), self._csrf.encode()):
+            raise Unauthenticated("missing or wrong anti-forgery token", reason="csrf_token")
+        return form
+
+    async def _login(self, request: Request) -> Response:
+        """``/login``: a form taking the operator token; sets the console cookie."""
+        if request.method == "POST":
+            form = self._check_forgery(request)
+            token = form.get("token", "")
+            if self._token is None or not hmac.compare_digest(token.encode(), self._token.encode()):
+                raise Unauthenticated("wrong operator token", reason="bad_token")
+            cookie = f"{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+            return _redirect("/", (("Set-Cookie", cookie),))
+        body = el(
+            "form",
+            void("input", type="hidden", name=pages.CSRF_FIELD, value=self._csrf),
+            el("label", "Operator token ", void("input", type="password", name="token")),
+            el("button", "Sign in", type="submit"),
+            method="post",
+            action="/login",
+        )
+        return self._html("Sign in", "", body)
+
+    # -- pages -------------------------------------------------------------------------------
+    async def _get(self, path: str) -> Response:
+        parts = [p for p in path.split("/") if p]
+        if not parts:
+            return await self._overview()
+        head, rest = parts[0], parts[1:]
+        if head == "reputation" and len(rest) <= 1:
+            return await (self._peer(rest[0]) if rest else self._reputation_table())
+        if head == "quarantine" and not rest:
+            return await self._quarantine()
+        if head == "lessons" and len(rest) <= 1:
+            return await (self._lesson(rest[0]) if rest else self._lessons())
+        if head == "health" and not rest:
+            return await self._health()
+        raise NotFound(f"no console page at {path[:100]}", reason="no_such_page")
+
+    async def _status(self) -> dict[str, Any]:
+        reply = await self._op.GetStatus(operator_pb2.GetStatusRequest(), None)
+        data: dict[str, Any] = json.loads(reply.status_json)
+        return data
+
+    async def _overview(self) -> Response:
+        status = await self._status()
+        facts = [
+            ("node", status["node_id"] or "-"),
+            ("peer service", "serving" if status["peer_serving"] else "NOT serving"),
+            *status_rows(status).items(),
+        ]
+        warnings = [
+            Finding(w["code"], Severity(w["severity"]), w["message"]) for w in status["warnings"]
+        ]
+        return self._html("Overview", "overview", pages.overview_page(facts, warnings))
+
+    def _book(self) -> ReputationSource:
+        book = self._reputation()
+        if book is None:
+            raise StoreUnavailable("the reputation book is not loaded yet", reason="starting")
+        return book
+
+    async def _reputation_table(self) -> Response:
+        rows = await self._book().rows()
+        rows.sort(key=lambda r: (-r.score, r.peer))
+        return self._html("Reputation", "reputation", pages.reputation_page(rows))
+
+    async def _peer(self, node_id: str) -> Response:
+        book = self._book()
+        found = [r for r in await book.rows() if r.peer == node_id]
+        if not found:
+            raise NotFound(f"no peer {node_id[:100]} in the reputation book", id=node_id)
+        body = pages.peer_page(found[0], await book.history(node_id))
+        return self._html(f"Peer {node_id}", "reputation", body)
+
+    async def _quarantine(self) -> Response:
+        rows: list[QuarantineRow] = []
+        decisions: dict[str, str] = {}
+        token = ""
+        while True:
+            request = operator_pb2.ListQuarantineRequest(page_token=token)
+            reply = await self._op.ListQuarantine(request, None)
+            for e in reply.entries:
+                rows.append(
+                    QuarantineRow(
+                        id=e.id,
+                        content_hash=e.content_hash,
+                        source_node_id=e.source_node_id,
+                        reasons=tuple(e.reasons),
+                        received_at=parse_ts(e.received_at),
+                        signed_record=b"",
+                        state=_STATES.get(e.state, "pending"),
+                    )
+                )
+                if e.decided_at:
+                    note = f": {e.note}" if e.note else ""
+                    decisions[e.id] = f"by {e.decided_by} at {e.decided_at}{note}"
+            token = reply.next_page_token
+            if not token:
+                break
+        body = pages.quarantine_page(rows, csrf_token=self._csrf, decisions=decisions)
+        return self._html("Quarantine", "quarantine", body)
+
+    async def _lessons(self) -> Response:
+        flt = LessonFilter(statuses=None, limit=self._p.lessons_shown)
+        rows = await self._store().list_lessons(flt)
+        return self._html("Lessons", "lessons", pages.lessons_page(rows))
+
+    async def _lesson(self, lesson_id: str) -> Response:
+        store = self._store()
+        row = await store.get_lesson(lesson_id)
+        events = await store.lesson_events([lesson_id])
+        return self._html("Lesson", "lessons", pages.lesson_page(row, events))
+
+    async def _health(self) -> Response:
+        reply = await self._op.GetHealth(operator_pb2.GetHealthRequest(), None)
+        report = report_from_json(json.loads(reply.report_json))
+        return self._html("Health", "health", pages.health_page(report, p=self._plot))
+
+    # -- actions -----------------------------------------------------------------------------
+    async def _post(self, request: Request) -> Response:
+        parts = [p for p in request.path.split("/") if p]
+        if len(parts) != 3 or parts[0] != "quarantine" or parts[2] not in _DECISIONS:
+            raise NotFound(f"nothing to post to at {request.path[:100]}", reason="no_such_page")
+        note = request.form().get("note", "").strip()
+        if len(note) > self._p.note_max_chars:
+            raise InvalidRecord(
+                f"a note is at most {self._p.note_max_chars} characters", reason="note_too_long"
+            )
+        decide = operator_pb2.DecideQuarantineRequest(
+            id=parts[1], decision=_DECISIONS[parts[2]], note=note
+        )
+        # Through the operator service: re-verification, storage, the logged decision and the
+        # reputation charge are the same as `lamarck quarantine approve|reject`.
+        await self._op.DecideQuarantine(decide, None)
+        return _redirect(f"/quarantine#q-{parts[1]}")
+
+    # -- rendering ---------------------------------------------------------------------------
+    def _html(self, title: str, active: str, body: Markup, status: int = 200) -> Response:
+        document = pages.page(title, active, body, csrf_token=self._csrf)
+        return Response(status, document.encode("utf-8"))
+
+    def _error(self, status: int, error: LamarckError) -> Response:
+        body = el("p", str(error), class_="finding critical", data_reason=error.reason)
+        return self._html(f"{status} {error.reason}", "", body, status)
+
+
+def _redirect(location: str, headers: tuple[tuple[str, str], ...] = ()) -> Response:
+    """A 303 See Other to ``location``."""
+    return Response(303, b"", "text/plain; charset=utf-8", (("Location", location), *headers))
+
+
+@dataclass
+class ConsoleServer:
+    """A started console: where it listens, and how to stop it."""
+
+    host: str
+    port: int
+    _server: asyncio.Server
+
+    @property
+    def url(self) -> str:
+        """``http://host:port/``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    async def stop(self) -> None:
+        """Stop accepting, and wait for the listener to close."""
+        self._server.close()
+        await self._server.wait_closed()
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+async def _serve_one(
+    handler: Handler,
+    params: ConsoleParams,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+) -> None:
+    """Read one request, answer it, close the connection."""
+    try:
+        try:
+            request = await read_request(reader, params)
+        except InvalidRecord as e:
+            response = Response(http_status_for(e), str(e).encode(), "text/plain; charset=utf-8")
+        else:
+            response = await handler(request)
+        writer.write(encode_response(response))
+        await writer.drain()
+    except (ConnectionError, asyncio.IncompleteReadError):
+        pass  # the client went away: nothing to answer
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+
+
+async def start_console(
+    app: ConsoleApp | Handler,
+    listen: str,
+    *,
+    params: ConsoleParams,
+    token: str | None,
+) -> ConsoleServer:
+    """Serve ``app`` on ``listen`` (``host:port``; port 0 picks one).
+
+    Off loopback a ``token`` is required (``ConfigError(reason="console_needs_token")``).
+    """
+    host, sep, port = listen.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit():
+        raise ConfigError(
+            f"console_listen must be host:port, got {listen!r}",
+            reason="invalid_config",
+            field="console_listen",
+        )
+    if not is_loopback(host) and not token:
+        raise ConfigError(
+            "the console listens beyond loopback only with the operator token",
+            reason="console_needs_token",
+            field="console_listen",
+        )
+    handler: Handler = app.handle if isinstance(app, ConsoleApp) else app
+
+    async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _serve_one(handler, params, reader, writer)
+
+    try:
+        server = await asyncio.start_server(
+            connected, host, int(port), limit=params.max_request_line
+        )
+    except OSError as e:
+        raise ConfigError(
+            f"cannot serve the console on {listen}: {e}",
+            reason="bind_failed",
+            field="console_listen",
+        ) from e
+    bound = server.sockets[0].getsockname()
+    console = ConsoleServer(host=host, port=int(bound[1]), _server=server)
+    _log.info("console serving", extra={"url": console.url})
+    return console
+
+
+def new_csrf_token() -> str:
+    """A fresh anti-forgery secret (one per console process)."""
+    return secrets.token_urlsafe(32)
