@@ -28,7 +28,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lamarck.agent.checks import check_patterns
 from lamarck.agent.situation import (
     BLOCKER_KINDS,
     Situation,
@@ -36,6 +35,7 @@ from lamarck.agent.situation import (
     subject_of,
     validate_situation,
 )
+from lamarck.params_checks import check_patterns
 
 __all__ = [
     "CallOutcome",

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
-from lamarck.agent.checks import check_int, check_range, check_rule
 from lamarck.agent.recorder import RunRecorder
 from lamarck.agent.run import RunParams, RunResult
 from lamarck.client import Lesson, OutcomeResult, RecallResult
@@ -43,6 +42,7 @@ from lamarck.node.learning.context_match import (
     normalise_context,
 )
 from lamarck.node.learning.params import ContextParams
+from lamarck.params_checks import check_int, check_range, check_rule
 from lamarck.proto.clock import Clock
 from lamarck.proto.outcome import Outcome
 

@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from lamarck.agent.checks import check_int, check_rule
 from lamarck.agent.classify import Classification, ClassifierParams, read_result
 from lamarck.agent.situation import (
     Situation,
@@ -68,6 +67,7 @@ from lamarck.node.learning.situations import (
     decide_before_dispatch,
     validate_for_learning,
 )
+from lamarck.params_checks import check_int, check_rule
 
 __all__ = [
     "Dispatch",

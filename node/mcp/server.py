@@ -26,8 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lamarck import __version__
 from lamarck.errors import ConfigError
-from lamarck.node.config import _is_loopback_host
 from lamarck.node.mcp.tools import DESCRIPTIONS, LamarckTools
+from lamarck.node.net import is_loopback_host
 from lamarck.node.token import token_matches
 
 __all__ = [
@@ -181,8 +181,8 @@ async def _as_resource(read: Callable[[], Awaitable[dict[str, Any]]]) -> str:
 
 
 def is_loopback(host: str) -> bool:
-    """Whether ``host`` is reachable only from this machine."""
-    return _is_loopback_host(f"{host}:0")
+    """Whether ``host`` is reachable only from this machine (``lamarck.node.net``)."""
+    return is_loopback_host(host)
 
 
 class BearerAuth:
