@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lamarck.errors import ConflictError, InvalidRecord, PolicyRejected
+from lamarck.node.crashpoint import crash_point
 from lamarck.node.learning.scopes import validate_scope
 from lamarck.node.lessons.core import (
     AGENT_ACTOR,
@@ -80,6 +81,20 @@ class LessonEditing:
         self._core.scan([text, operation, *tags, *context_texts(context)], "lesson")
         ids = tuple(dict.fromkeys(e.strip() for e in evidence))
         projects = await self._core.check_evidence(ids) if ids else ()
+        # The lesson and its "created" event commit together (a crash leaves neither).
+        async with self._core.store.atomic():
+            return await self._remember(text, operation, scope, ids, context, tags, projects)
+
+    async def _remember(
+        self,
+        text: str,
+        operation: str,
+        scope: str,
+        ids: tuple[str, ...],
+        context: Mapping[str, Any] | None,
+        tags: Sequence[str],
+        projects: Sequence[str],
+    ) -> LessonRow:
         row = await self._core.insert_new(
             content=text,
             operation=operation,
@@ -117,14 +132,16 @@ class LessonEditing:
             tags=tuple(dict.fromkeys((*old.tags, f"edited-by:{who}"))),
             embedding=await self._core.embed(text),
         )
-        await self._core.store.supersede(old.id, new)
-        await self._core.log(
-            [
-                LessonChange(old.id, "superseded", old.confidence, old.confidence, new.id),
-                LessonChange(new.id, "edited", old.confidence, new.confidence, reason),
-            ],
-            who,
-        )
+        # Supersession and its events commit together (a crash leaves neither).
+        async with self._core.store.atomic():
+            await self._core.store.supersede(old.id, new)
+            await self._core.log(
+                [
+                    LessonChange(old.id, "superseded", old.confidence, old.confidence, new.id),
+                    LessonChange(new.id, "edited", old.confidence, new.confidence, reason),
+                ],
+                who,
+            )
         return await self._core.store.get_lesson(new.id)
 
     async def set_access(
@@ -178,19 +195,20 @@ class LessonEditing:
             raise ConflictError(
                 f"lesson {lesson_id} is {row.status.value}", reason="not_live", id=lesson_id
             )
-        await self._core.store.update_lesson(
-            dataclasses.replace(
-                row,
-                access_level=access_level,
-                recipients=named,
-                updated_at=self._core.clock.now(),
-                embedding=None,
-            )
-        )
         detail = f"access {access_level}" + (f" to {', '.join(named)}" if named else "")
-        await self._core.log(
-            [LessonChange(row.id, "edited", row.confidence, row.confidence, detail)], who
-        )
+        async with self._core.store.atomic():
+            await self._core.store.update_lesson(
+                dataclasses.replace(
+                    row,
+                    access_level=access_level,
+                    recipients=named,
+                    updated_at=self._core.clock.now(),
+                    embedding=None,
+                )
+            )
+            await self._core.log(
+                [LessonChange(row.id, "edited", row.confidence, row.confidence, detail)], who
+            )
         return await self._core.store.get_lesson(lesson_id)
 
     async def retire(self, lesson_id: str, who: str, reason: str = "") -> LessonRow:
@@ -209,18 +227,24 @@ class LessonEditing:
                 id=lesson_id,
             )
         now = self._core.clock.now()
-        await self._core.store.update_lesson(
-            dataclasses.replace(
-                row,
-                status=LessonStatus.RETIRED,
-                superseded_by=f"{RETIRED_PREFIX}{who}",
-                updated_at=now,
-                embedding=None,
+        # The retirement and its event commit together: a crash between them would leave a
+        # retired lesson without the reason, and the retry refused as already retired.
+        async with self._core.store.atomic():
+            await self._core.store.update_lesson(
+                dataclasses.replace(
+                    row,
+                    status=LessonStatus.RETIRED,
+                    superseded_by=f"{RETIRED_PREFIX}{who}",
+                    updated_at=now,
+                    embedding=None,
+                )
             )
-        )
-        await self._core.log(
-            [LessonChange(row.id, "retired", row.confidence, row.confidence)], who, reason=reason
-        )
+            crash_point("retire_written")
+            await self._core.log(
+                [LessonChange(row.id, "retired", row.confidence, row.confidence)],
+                who,
+                reason=reason,
+            )
         return await self._core.store.get_lesson(lesson_id)
 
     async def history(self, lesson_id: str) -> builtins.list[LessonRow]:

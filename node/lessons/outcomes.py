@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import math
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
+from lamarck.errors import ConfigError, InvalidRecord
+from lamarck.node.crashpoint import crash_point
 from lamarck.node.importing.reality import reality_events
 from lamarck.node.learning import confidence as conf
 from lamarck.node.learning.attribution import Effect, attribute
@@ -24,7 +28,13 @@ from lamarck.node.learning.mechanical import (
     restates,
     reverses,
 )
-from lamarck.node.learning.outcomes import CheckRun, StepResult, ToolStep, derive_verdict
+from lamarck.node.learning.outcomes import (
+    CheckRun,
+    StepResult,
+    ToolStep,
+    Verdict,
+    derive_verdict,
+)
 from lamarck.node.learning.scopes import (
     after_confirmation,
     after_contradiction,
@@ -43,6 +53,7 @@ from lamarck.node.lessons.core import (
 )
 from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus, OutcomeRow
 from lamarck.proto.outcome import Outcome
+from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 from lamarck.proto.timefmt import parse_ts
 
 __all__ = ["OutcomeLearning", "outcome_checks", "outcome_steps"]
@@ -92,8 +103,18 @@ def _outcome_texts(outcome: Outcome) -> list[str]:
 class OutcomeLearning:
     """Learns from outcomes: attribution, confirmation, contradiction, mechanical lessons."""
 
-    def __init__(self, core: LessonCore) -> None:
+    def __init__(
+        self, core: LessonCore, *, max_future_skew_s: float = DEFAULT_MAX_FUTURE_SKEW_S
+    ) -> None:
+        if not math.isfinite(max_future_skew_s) or max_future_skew_s < 0:
+            raise ConfigError(
+                f"invalid max_future_skew_s={max_future_skew_s!r}: must be finite and >= 0",
+                field="max_future_skew_s",
+            )
         self._core = core
+        # The node's one clock-skew tolerance (ImportParams.max_future_skew_s): an outcome
+        # this node would date beyond it becomes evidence every peer refuses.
+        self._max_future_skew_s = max_future_skew_s
 
     async def record_outcome(
         self,
@@ -114,6 +135,7 @@ class OutcomeLearning:
                 outcome.id, recorded=False, nothing_learned=NothingLearned.INCOGNITO
             )
         core.scan([*_outcome_texts(outcome), *context_texts(context)], "outcome")
+        self._refuse_future(outcome)
         verdict = derive_verdict(
             outcome_checks(outcome),
             claim_ok=outcome.claim_ok,
@@ -121,6 +143,28 @@ class OutcomeLearning:
         )
         # Never more optimistic than either the loop's own verdict or the checks.
         verdict = dataclasses.replace(verdict, passed=verdict.passed and outcome.passed)
+        # The outcome and everything it teaches commit together: a crash in between leaves
+        # neither, so the caller's retry learns it all (a half-applied outcome would answer
+        # the retry "duplicate" and its lessons would never be learned).
+        async with core.store.atomic():
+            return await self._store_and_learn(outcome, verdict, context)
+
+    def _refuse_future(self, outcome: Outcome) -> None:
+        """Refuse an outcome dated beyond the skew: what it teaches would be refused by peers."""
+        created = parse_ts(outcome.created_at)
+        limit = self._core.clock.now() + timedelta(seconds=self._max_future_skew_s)
+        if created > limit:
+            raise InvalidRecord(
+                f"outcome created_at {outcome.created_at} is more than "
+                f"{self._max_future_skew_s:g} s in the future",
+                reason="future_timestamp",
+            )
+
+    async def _store_and_learn(
+        self, outcome: Outcome, verdict: Verdict, context: Mapping[str, Any] | None
+    ) -> OutcomeResult:
+        """Store the outcome and apply what it teaches (inside the caller's unit of work)."""
+        core = self._core
         await core.store.insert_outcome(
             OutcomeRow(
                 id=outcome.id,
@@ -133,6 +177,7 @@ class OutcomeLearning:
                 record=outcome.to_obj(),
             )
         )
+        crash_point("outcome_stored")
         session = core.sessions.pop(outcome.session_id, Session())
         if not verdict.teaches:
             return OutcomeResult(
@@ -169,6 +214,7 @@ class OutcomeLearning:
             changes.extend(
                 await self._learn_mechanical(lesson, outcome, run_context, confirmed_now)
             )
+        crash_point("outcome_learned")
         await core.log(changes, LOOP_ACTOR, outcome_id=outcome.id)
         return OutcomeResult(
             outcome.id,

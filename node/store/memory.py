@@ -9,8 +9,9 @@ Postgres adapter follows too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -113,6 +114,7 @@ class InMemoryLessonStore(LessonStore):
         self._events: list[LessonEvent] = []
         # One lock makes each method atomic against the others, like one SQL transaction.
         self._lock = asyncio.Lock()
+        self._in_unit = False
 
     # -- lifecycle -------------------------------------------------------------------------
     async def migrate(self) -> None:
@@ -120,6 +122,39 @@ class InMemoryLessonStore(LessonStore):
 
     async def close(self) -> None:
         """Nothing to release."""
+
+    @contextlib.asynccontextmanager
+    async def atomic(self) -> AsyncIterator[None]:
+        """All or nothing: a failure inside the block restores what the store held before.
+
+        Rows are frozen, so shallow copies are a faithful snapshot. (Writes other tasks
+        make during the block are undone with it: this adapter serves tests and the
+        simulator, where one unit of work runs at a time.)
+        """
+        if self._in_unit:
+            yield
+            return
+        snapshot = (
+            dict(self._lessons),
+            dict(self._outcomes),
+            dict(self._quarantine),
+            list(self._rejections),
+            list(self._events),
+        )
+        self._in_unit = True
+        try:
+            yield
+        except BaseException:
+            (
+                self._lessons,
+                self._outcomes,
+                self._quarantine,
+                self._rejections,
+                self._events,
+            ) = snapshot
+            raise
+        finally:
+            self._in_unit = False
 
     # -- outcomes --------------------------------------------------------------------------
     async def insert_outcome(self, outcome: OutcomeRow) -> None:

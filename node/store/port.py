@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -249,6 +250,15 @@ class LessonStore(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None:
         """Release connections."""
+
+    @abc.abstractmethod
+    def atomic(self) -> AbstractAsyncContextManager[None]:
+        """A unit of work: the store calls made inside the block commit together or not at all.
+
+        For multi-row writes that must survive a crash whole (an outcome and what it
+        teaches, a quarantine decision and its lesson, a retirement and its events). A
+        nested block joins the outer one.
+        """
 
     # -- outcomes --------------------------------------------------------------------------
     @abc.abstractmethod

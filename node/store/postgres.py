@@ -19,6 +19,7 @@ with ``maintenance_work_mem = 1GB``). Search stays correct (exact) while the ind
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
@@ -182,6 +183,28 @@ _TRANSLATED = (
     asyncpg.InternalClientError,
     OSError,
     TimeoutError,
+)
+
+
+class _JoinedPool:
+    """One connection in a transaction, answering the pool methods the adapter uses."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    @contextlib.asynccontextmanager
+    async def acquire(self) -> AsyncIterator[Any]:
+        """The transaction's connection (``conn.transaction()`` inside it is a savepoint)."""
+        yield self._conn
+
+    def __getattr__(self, name: str) -> Any:
+        # execute, executemany, fetch, fetchrow, fetchval: the connection has them all.
+        return getattr(self._conn, name)
+
+
+#: The store and connection of the unit of work the current task is in (see ``atomic``).
+_UNIT: contextvars.ContextVar[tuple[PostgresLessonStore, _JoinedPool] | None] = (
+    contextvars.ContextVar("lamarck_store_unit", default=None)
 )
 
 
@@ -470,9 +493,34 @@ class PostgresLessonStore(LessonStore):
             async with _guard():
                 await pool.close()
 
+    @contextlib.asynccontextmanager
+    async def atomic(self) -> AsyncIterator[None]:
+        """Every store call of this task inside the block commits together, or none does.
+
+        The block holds one connection in a transaction; ``pool`` hands it to every method
+        (and to the outbox and reputation book, which read ``pool`` too) for this task only.
+        A nested block joins the outer one.
+        """
+        held = _UNIT.get()
+        if held is not None and held[0] is self:
+            yield
+            return
+        async with _guard(), self.pool.acquire() as conn, conn.transaction():
+            token = _UNIT.set((self, _JoinedPool(conn)))
+            try:
+                yield
+            finally:
+                _UNIT.reset(token)
+
     @property
     def pool(self) -> Any:
-        """The asyncpg pool (for the outbox and benchmarks); ``StoreUnavailable`` if closed."""
+        """The asyncpg pool (for the outbox and benchmarks); ``StoreUnavailable`` if closed.
+
+        Inside :meth:`atomic`, the block's connection, behaving as a pool of one.
+        """
+        held = _UNIT.get()
+        if held is not None and held[0] is self:
+            return held[1]
         if self._pool is None:
             raise StoreUnavailable(
                 "the lesson store is not open: call migrate() or connect() first",
@@ -886,6 +934,12 @@ class PostgresLessonStore(LessonStore):
         ]
 
     # -- stats -----------------------------------------------------------------------------
+    async def database_bytes(self) -> int:
+        """The database's size on disk (``pg_database_size``), in bytes."""
+        async with _guard():
+            size = await self.pool.fetchval("SELECT pg_database_size(current_database())")
+        return int(size)
+
     async def stats(self) -> dict[str, int]:
         """Counts: ``lessons_<status>`` for every status, outcomes, quarantine, rejections."""
         async with _guard(), self.pool.acquire() as conn:
