@@ -26,6 +26,10 @@ for package, folder in ROOTS.items():
 setup(
     packages=packages,
     package_dir=package_dir,
-    package_data={"": ["py.typed", "*.proto", "*.sql", "migrations/*.sql", "*.pyi", "*.json"]},
+    package_data={
+        "": ["py.typed", "*.proto", "*.sql", "migrations/*.sql", "*.pyi", "*.json"],
+        # The operator console's stylesheet and script (lamarck/node/console/static/).
+        "lamarck.node.console": ["static/*.css", "static/*.js"],
+    },
     include_package_data=True,
 )
