@@ -15,6 +15,7 @@ import typer
 from lamarck.node.cli import (
     agent_cmds,
     bundles,
+    fleet,
     health,
     keys,
     lessons,
@@ -49,6 +50,7 @@ for _module in (
     registry,
     schema,
     agent_cmds,
+    fleet,
 ):
     _module.register(app)
 

@@ -1,0 +1,281 @@
+"""``lamarck fleet up|status|down``: a network of real nodes on this machine, learning live.
+
+``up`` starts N admitted nodes (one registry, one PostgreSQL, see
+``lamarck.node.fleet.supervisor``), runs a scripted agent workload against them through the
+SDK with a live table of what each node learned, imported and refused, prints the report,
+and keeps the fleet running until Ctrl-C (``--exit`` stops it after the report). ``status``
+and ``down`` act on the fleet of ``--dir`` from another terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from lamarck.errors import LamarckError
+from lamarck.node.cli.errors import CliError
+from lamarck.node.cli.output import emit_json
+from lamarck.node.fleet.driver import DriverParams, FleetDriver, NodeHandle, scrape_counts
+from lamarck.node.fleet.launcher import LaunchParams
+from lamarck.node.fleet.report import (
+    NodeCounts,
+    learning_figures,
+    learning_table,
+    nodes_table,
+    reputation_table,
+)
+from lamarck.node.fleet.supervisor import (
+    Fleet,
+    FleetSpec,
+    read_state,
+    running_supervisor,
+)
+from lamarck.node.fleet.supervisor import (
+    down as fleet_down,
+)
+from lamarck.node.fleet.workloads import WORKLOADS, WorkloadParams, make_workload
+
+__all__ = ["DEFAULT_DIR", "app", "down", "register", "status", "up"]
+
+#: Where a fleet lives unless ``--dir`` says otherwise.
+DEFAULT_DIR = Path("~/.lamarck-fleet")
+
+app = typer.Typer(
+    name="fleet", help="Run a network of real nodes on this machine.", no_args_is_help=True
+)
+
+_DirOption = Annotated[
+    Path,
+    typer.Option("--dir", file_okay=False, help="The fleet directory (homes, logs, fleet.json)."),
+]
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    # SIGTERM (lamarck fleet down) takes the same clean path as Ctrl-C.
+    raise KeyboardInterrupt
+
+
+def _reputation_rows(addr: str) -> list[dict[str, Any]] | None:
+    """A node's reputation table through the operator SDK, when the node serves one."""
+    from lamarck.operator import OperatorClient
+
+    with OperatorClient(addr, timeout=10) as op:
+        call = getattr(op, "get_reputation", None) or getattr(op, "reputation", None)
+        if call is None:
+            return None
+        try:
+            result = call()
+        except LamarckError:
+            return None
+    entries = getattr(result, "entries", result)
+    rows: list[dict[str, Any]] = []
+    for e in entries or ():
+        if hasattr(e, "__dataclass_fields__"):
+            rows.append({k: getattr(e, k) for k in ("node_id", "score", "band") if hasattr(e, k)})
+    return rows
+
+
+@app.command()
+def up(
+    nodes: Annotated[int, typer.Option("--nodes", min=1, max=100, help="Node processes.")] = 5,
+    byzantine: Annotated[
+        int, typer.Option("--byzantine", min=0, help="Nodes whose agents fabricate outcomes.")
+    ] = 0,
+    workload: Annotated[
+        str, typer.Option("--workload", help=f"One of: {', '.join(sorted(WORKLOADS))}.")
+    ] = "pitfalls",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the workload.")] = 0,
+    agents: Annotated[int, typer.Option("--agents", min=1, help="Scripted agents.")] = 10,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds of tasks.")] = 6,
+    embedder: Annotated[
+        str, typer.Option("--embedder", metavar="hashing|minilm", help="The nodes' embedder.")
+    ] = "hashing",
+    database_url: Annotated[
+        str, typer.Option("--database-url", metavar="DSN", help="A PostgreSQL to use.")
+    ] = "",
+    redis_url: Annotated[
+        str, typer.Option("--redis-url", metavar="URL", help="A Redis to use as registry.")
+    ] = "",
+    directory: _DirOption = DEFAULT_DIR,
+    base_port: Annotated[
+        int, typer.Option("--base-port", help="Node I listens on base+3(I-1) .. +2.")
+    ] = 7800,
+    exit_after: Annotated[
+        bool, typer.Option("--exit", help="Stop the fleet after the report.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the figures as one JSON line at the end.")
+    ] = False,
+) -> None:
+    """Start a fleet, run a workload with live progress, print the report; Ctrl-C stops it."""
+    console = Console(stderr=as_json)
+    spec = FleetSpec(
+        directory=directory,
+        nodes=nodes,
+        byzantine=byzantine,
+        embedder=embedder,
+        database_url=database_url,
+        redis_url=redis_url,
+        base_port=base_port,
+    )
+    byz_nodes = tuple(i for i in range(nodes) if spec.is_byzantine(i))
+    work = make_workload(
+        workload,
+        seed,
+        WorkloadParams(nodes=nodes, agents=agents, rounds=rounds, byzantine_nodes=byz_nodes),
+    )
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    fleet = Fleet(spec)
+    t0 = time.monotonic()
+    figures: dict[str, float] = {}
+    try:
+        fleet.up(lambda m: console.print(f"[dim]{m}[/dim]"))
+        figures = _run_workload(console, fleet, work, seed)
+        figures["fleet_nodes"] = float(nodes)
+        figures["fleet_byzantine"] = float(byzantine)
+        figures["fleet_total_s"] = round(time.monotonic() - t0, 1)
+        console.print(f"fleet run end to end in {figures['fleet_total_s']:.0f} s")
+        _point_your_agent(console, fleet)
+        if as_json:
+            print(json.dumps(figures), flush=True)
+        if not exit_after:
+            console.print("[bold]the fleet keeps running; Ctrl-C (or lamarck fleet down) stops it")
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        console.print("stopping the fleet ...")
+    finally:
+        fleet.stop(lambda m: console.print(m))
+        signal.signal(signal.SIGTERM, previous)
+        console.print(f"fleet stopped; its homes and logs stay in {fleet.dir}")
+
+
+def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[str, float]:
+    handles = [
+        NodeHandle(n.name, n.agent_addr, n.metrics_url, byzantine=fleet.spec.is_byzantine(i))
+        for i, n in enumerate(fleet.nodes)
+    ]
+    roles = ["byzantine" if h.byzantine else "honest" for h in handles]
+    names = [h.name for h in handles]
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    task = progress.add_task(f"workload {work.name}: rounds", total=work.rounds)
+    params = DriverParams(gossip_interval_s=fleet.spec.gossip_interval_s)
+    with FleetDriver(handles, work, params, random.Random(seed)) as driver:
+        counts: list[NodeCounts | None] = driver.counts()
+
+        def view() -> Group:
+            return Group(progress, nodes_table(names, roles, counts, driver.learned, "live"))
+
+        with Live(view(), console=console, refresh_per_second=4) as live:
+
+            def on_round(r: int) -> None:
+                nonlocal counts
+                counts = driver.counts()
+                progress.advance(task)
+                live.update(view())
+
+            records = driver.run(on_round)
+        figures = learning_figures(records)
+        console.print(nodes_table(names, roles, driver.counts(), driver.learned, "per node"))
+    for i, h in enumerate(handles):
+        if h.byzantine:
+            continue
+        rows = _reputation_rows(h.agent_addr)
+        if rows is None:
+            console.print("[dim]reputation: this node version serves no reputation table[/dim]")
+            break
+        console.print(reputation_table(rows, f"reputation as {names[i]} sees its peers"))
+        break
+    console.print(learning_table(figures))
+    return figures
+
+
+def _point_your_agent(console: Console, fleet: Fleet) -> None:
+    first = fleet.nodes[0]
+    console.print(
+        f"point your agent at {first.name}: agent API {first.agent_addr} "
+        f"(lamarck --home {first.home} lessons list; MCP: see examples/mcp)"
+    )
+
+
+def _status_rows(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for node in state.get("nodes", []):
+        counts = scrape_counts(str(node.get("metrics_url", "")), timeout_s=2)
+        rows.append(
+            {
+                "node": node.get("name"),
+                "role": "byzantine" if node.get("byzantine") else "honest",
+                "pid": node.get("pid"),
+                "node_id": node.get("node_id"),
+                "agent_listen": node.get("agent_listen"),
+                "up": counts is not None,
+                "active_lessons": None if counts is None else counts.lessons.get("active", 0),
+                "imported": None if counts is None else counts.imported,
+            }
+        )
+    return rows
+
+
+@app.command()
+def status(
+    directory: _DirOption = DEFAULT_DIR,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show the fleet of --dir: supervisor, nodes, ports, lessons; exits 1 if it is not running."""
+    where = directory.expanduser().resolve()
+    state = read_state(where)
+    if state is None:
+        raise CliError(f"no fleet in {where}", reason="no_fleet")
+    pid = running_supervisor(state)
+    rows = _status_rows(state) if pid is not None else []
+    facts = {
+        "dir": str(where),
+        "state": state.get("state") if pid else "stopped",
+        "supervisor_pid": pid,
+        "nodes": rows,
+    }
+    if as_json:
+        emit_json(facts)
+    else:
+        console = Console()
+        console.print(f"fleet in {where}: {facts['state']} (supervisor {pid})")
+        if rows:
+            from rich.table import Table
+
+            table = Table()
+            for col in rows[0]:
+                table.add_column(col)
+            for row in rows:
+                table.add_row(*(str(v) for v in row.values()))
+            console.print(table)
+    if pid is None:
+        raise CliError(f"the fleet in {where} is not running", reason="not_running")
+
+
+@app.command()
+def down(directory: _DirOption = DEFAULT_DIR) -> None:
+    """Stop the fleet of --dir and everything it started (nodes, registry, PostgreSQL)."""
+    stopped = fleet_down(directory, LaunchParams())
+    typer.echo("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+
+
+def register(root: typer.Typer) -> None:
+    """Add the ``fleet`` group to the root app."""
+    root.add_typer(app)

@@ -1,0 +1,263 @@
+"""Runs a workload's scripted agents against real nodes through the SDK.
+
+Each turn is one pass of ``lamarck.agent.LearningLoop`` (remember → assess → act → observe →
+update): the loop recalls, the agent's act asks the node about both forms
+(``check_operation``: the line the node puts before the call), picks its order with
+``lamarck.node.fleet.agents.attempt_order``, runs the forms against the simulated
+environment and records them on the loop's ``RunRecorder``; the loop records the outcome.
+Both arms run in the same fleet: ``shared`` on the workload's pitfalls, ``isolated`` on each
+agent's relabelled copy (``isolated_pitfall``), so no other agent's lesson can apply there.
+
+After every round the fleet settles: the driver waits until the nodes' import counters stop
+moving (bounded), the way time passes between an agent's tasks.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from lamarck.agent.loop import ActContext, LearningLoop, LoopParams, Task
+from lamarck.agent.run import RunParams
+from lamarck.client import Client
+from lamarck.errors import ConfigError
+from lamarck.node.fleet.agents import (
+    Advice,
+    AgentMemory,
+    Attempt,
+    attempt_order,
+    fabricated_attempts,
+    remember_turn,
+    run_attempts,
+)
+from lamarck.node.fleet.report import ISOLATED, SHARED, NodeCounts, TurnRecord, node_counts
+from lamarck.node.fleet.workloads import Pitfall, Workload, isolated_pitfall, succeeds
+from lamarck.node.learning.params import ContextParams
+from lamarck.proto.clock import SystemClock
+
+__all__ = ["DriverParams", "FleetDriver", "NodeHandle", "scrape_counts"]
+
+
+@dataclass(frozen=True, slots=True)
+class DriverParams:
+    """Timing of a run, validated when built."""
+
+    # The nodes' gossip interval: a round settles no sooner than two of them. > 0.
+    gossip_interval_s: float = 0.2
+    # Import counters unchanged for this long: the round has settled. > 0.
+    quiet_s: float = 0.6
+    # Bound on one round settling. > 0.
+    settle_timeout_s: float = 15.0
+    # Per-call deadline of the SDK. > 0.
+    rpc_timeout_s: float = 30.0
+    # Run the isolated arm as well (the baseline of the learning figures).
+    isolated_arm: bool = True
+
+    def __post_init__(self) -> None:
+        """Refuse non-positive or non-finite times."""
+        for name in ("gossip_interval_s", "quiet_s", "settle_timeout_s", "rpc_timeout_s"):
+            v = getattr(self, name)
+            if not isinstance(v, int | float) or not 0 < v < float("inf"):
+                raise ConfigError(f"invalid {name}={v!r}: must be finite and > 0", field=name)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeHandle:
+    """Where the driver reaches one node."""
+
+    name: str
+    agent_addr: str
+    metrics_url: str
+    byzantine: bool = False
+
+
+def scrape_counts(url: str, timeout_s: float = 5.0) -> NodeCounts | None:
+    """A node's counters from its metrics endpoint (None if it does not answer)."""
+    if not url:
+        return None
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as reply:
+            return node_counts(reply.read().decode())
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+@dataclass
+class FleetDriver:
+    """Runs one workload over the nodes; collects a ``TurnRecord`` per turn."""
+
+    nodes: Sequence[NodeHandle]
+    workload: Workload
+    params: DriverParams
+    rng: random.Random
+    records: list[TurnRecord] = field(default_factory=list)
+    learned: list[int] = field(default_factory=list)  # lessons created, per node
+    _clients: list[Client] = field(default_factory=list)
+    _memories: dict[tuple[str, int], AgentMemory] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.nodes) <= max(self.workload.agent_nodes, default=0):
+            raise ConfigError(
+                f"workload {self.workload.name!r} needs {max(self.workload.agent_nodes) + 1} "
+                f"nodes, the fleet has {len(self.nodes)}",
+                reason="too_few_nodes",
+            )
+        self.learned = [0] * len(self.nodes)
+
+    def __enter__(self) -> FleetDriver:
+        self._clients = [
+            Client(n.agent_addr, timeout=self.params.rpc_timeout_s) for n in self.nodes
+        ]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for c in self._clients:
+            c.close()
+
+    def poisoner(self, agent: int) -> bool:
+        """Whether ``agent`` fabricates its runs (its own flag, or it runs on a Byzantine node)."""
+        node = self.workload.agent_nodes[agent]
+        return agent in self.workload.poisoners or self.nodes[node].byzantine
+
+    def counts(self) -> list[NodeCounts | None]:
+        """Every node's counters now."""
+        return [scrape_counts(n.metrics_url) for n in self.nodes]
+
+    def run(self, on_round: Callable[[int], None] | None = None) -> list[TurnRecord]:
+        """Every round, then a settle; ``on_round(r)`` after each (for progress)."""
+        arms = (SHARED, ISOLATED) if self.params.isolated_arm else (SHARED,)
+        for r in range(self.workload.rounds):
+            for task in self.workload.round_tasks(r):
+                for arm in arms:
+                    self._task(arm, task.round, task.agent, task.pitfall, task.projects)
+            self.settle()
+            if on_round is not None:
+                on_round(r)
+        return self.records
+
+    def settle(self) -> None:
+        """Wait until the nodes' import counters stop moving (bounded), at least 2 gossips."""
+        time.sleep(2 * self.params.gossip_interval_s)  # the origin's publish scan
+        deadline = time.monotonic() + self.params.settle_timeout_s
+        last = self._import_total()
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(self.params.quiet_s / 3)
+            now = self._import_total()
+            if now != last:
+                last, quiet_since = now, time.monotonic()
+            elif time.monotonic() - quiet_since >= self.params.quiet_s:
+                return
+
+    def _import_total(self) -> float:
+        return sum(sum(c.imports.values()) for c in self.counts() if c is not None)
+
+    # -- one task ------------------------------------------------------------------------
+
+    def _task(self, arm: str, r: int, agent: int, pitfall: int, projects: tuple[str, str]) -> None:
+        base = self.workload.pitfalls[pitfall]
+        p = base if arm == SHARED else isolated_pitfall(base, agent)
+        node = self.workload.agent_nodes[agent]
+        client = self._clients[node]
+        loop = LearningLoop(
+            client,
+            project=projects[0],
+            params=LoopParams(),
+            context_params=ContextParams(),
+            run_params=RunParams(),
+            clock=SystemClock(),
+            rng=self.rng,
+        )
+        for turn, project in enumerate(projects):
+            loop = (
+                loop
+                if turn == 0
+                else LearningLoop(
+                    client,
+                    project=project,
+                    params=LoopParams(),
+                    context_params=ContextParams(),
+                    run_params=RunParams(),
+                    clock=SystemClock(),
+                    rng=self.rng,
+                )
+            )
+            self._turn(loop, client, arm, r, agent, node, pitfall, p, project, turn)
+
+    def _turn(
+        self,
+        loop: LearningLoop,
+        client: Client,
+        arm: str,
+        r: int,
+        agent: int,
+        node: int,
+        pitfall: int,
+        p: Pitfall,
+        project: str,
+        turn: int,
+    ) -> None:
+        session = f"{arm}-r{r}-a{agent}"
+        key = (arm, agent)
+        memory = self._memories.get(key, AgentMemory())
+        flipped = self.workload.flipped(r)
+        liar = self.poisoner(agent)
+        seen: dict[str, object] = {}
+
+        def act(ctx: ActContext) -> None:
+            if liar:
+                attempts = fabricated_attempts(p)
+                ctx.recorder.lessons_in_play(x for _, x in memory.preferred.values() if x)
+                seen["advised"] = False
+            else:
+                advice = [
+                    _advice(client, op, session, project, turn) for op in (p.failing, p.working)
+                ]
+                order, deciding = attempt_order(p, advice, memory)
+                ctx.recorder.lessons_in_play(deciding)
+                attempts = run_attempts(order, lambda op: succeeds(p, op, flipped=flipped))
+                own = memory.preferred.get(p.target)
+                seen["advised"] = bool(deciding) and not (own and own[1] in deciding)
+            for a in attempts:
+                ctx.recorder.check(
+                    "test", passed=a.ok, operation=a.operation, target=p.target, label="build"
+                )
+            seen["attempts"] = attempts
+
+        report = loop.run(
+            Task(f"build the {p.target} target", {"domain": "build"}),
+            act,
+            session_id=session,
+            turn_index=turn,
+        )
+        attempts: tuple[Attempt, ...] = seen["attempts"]  # type: ignore[assignment]
+        created = report.extracted.created
+        self.learned[node] += len(created)
+        self._memories[key] = remember_turn(memory, p, attempts, created)
+        failing_now = p.working if flipped else p.failing
+        self.records.append(
+            TurnRecord(
+                arm=arm,
+                round=r,
+                agent=agent,
+                node=node,
+                pitfall=pitfall,
+                turn=turn,
+                operations=tuple(a.operation for a in attempts),
+                mistakes=0 if liar else sum(a.operation == failing_now for a in attempts),
+                first_ok=bool(attempts) and attempts[0].ok,
+                advised=bool(seen["advised"]),
+                poisoner=liar,
+                created=created,
+                outcome_id=report.update.outcome_id,
+            )
+        )
+
+
+def _advice(client: Client, op: str, session: str, project: str, turn: int) -> Advice:
+    check = client.check_operation(op, session_id=session, project_digest=project, turn_index=turn)
+    return Advice(op, check.preamble, check.lesson_ids)

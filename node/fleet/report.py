@@ -1,0 +1,210 @@
+"""What a fleet run shows: per-node counters, learning figures, the final report.
+
+Pure tallies over values (``TurnRecord`` lists, a node's metrics text) and rich renderables
+built from them; nothing here talks to a node.
+
+**Repeated known mistakes**: an honest agent issuing a pitfall's failing form when some
+honest agent of the same arm had issued it in an *earlier* round (the fleet knew). The
+isolated arm (each agent's pitfalls relabelled as its own: ``isolated_pitfall``) is the
+baseline; ``mistakes_reduction`` = 1 − shared ÷ isolated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+from rich.table import Table
+
+__all__ = [
+    "ArmFigures",
+    "NodeCounts",
+    "TurnRecord",
+    "arm_figures",
+    "learning_figures",
+    "learning_table",
+    "node_counts",
+    "nodes_table",
+    "reputation_table",
+]
+
+SHARED = "shared"
+ISOLATED = "isolated"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """One turn of one agent, as the driver saw it."""
+
+    arm: str  # shared | isolated
+    round: int
+    agent: int
+    node: int
+    pitfall: int
+    turn: int  # 0 or 1 (the task's first or second project)
+    operations: tuple[str, ...]  # in the order run
+    mistakes: int  # failing forms issued (they failed)
+    first_ok: bool  # the first operation worked
+    advised: bool  # a lesson on file was put before the call and decided the order
+    poisoner: bool = False
+    created: tuple[str, ...] = ()
+    outcome_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ArmFigures:
+    """One arm's figures over its honest agents."""
+
+    turns: int
+    steps: int
+    mistakes: int
+    repeated_known_mistakes: int
+    first_attempt_success: float
+
+
+def arm_figures(records: Sequence[TurnRecord], arm: str) -> ArmFigures:
+    """Tally one arm (honest agents only; records in run order)."""
+    mine = [r for r in records if r.arm == arm and not r.poisoner]
+    seen_before: dict[int, int] = {}  # pitfall -> first round some agent made its mistake
+    repeated = 0
+    for r in sorted(mine, key=lambda x: (x.round, x.agent, x.turn)):
+        first = seen_before.get(r.pitfall)
+        if r.mistakes and first is not None and first < r.round:
+            repeated += r.mistakes
+        if r.mistakes and first is None:
+            seen_before[r.pitfall] = r.round
+    turns = len(mine)
+    return ArmFigures(
+        turns=turns,
+        steps=sum(len(r.operations) for r in mine),
+        mistakes=sum(r.mistakes for r in mine),
+        repeated_known_mistakes=repeated,
+        first_attempt_success=(sum(r.first_ok for r in mine) / turns) if turns else 0.0,
+    )
+
+
+def learning_figures(records: Sequence[TurnRecord]) -> dict[str, float]:
+    """Shared vs isolated: repeated known mistakes, steps, first-attempt success, reduction."""
+    shared, isolated = arm_figures(records, SHARED), arm_figures(records, ISOLATED)
+    out: dict[str, float] = {}
+    for name, f in ((SHARED, shared), (ISOLATED, isolated)):
+        out[f"{name}_turns"] = float(f.turns)
+        out[f"{name}_steps"] = float(f.steps)
+        out[f"{name}_mistakes"] = float(f.mistakes)
+        out[f"{name}_repeated_known_mistakes"] = float(f.repeated_known_mistakes)
+        out[f"{name}_first_attempt_success"] = round(f.first_attempt_success, 4)
+    if isolated.repeated_known_mistakes:
+        out["mistakes_reduction"] = round(
+            1.0 - shared.repeated_known_mistakes / isolated.repeated_known_mistakes, 4
+        )
+        out["repeated_mistakes_ratio"] = round(
+            shared.repeated_known_mistakes / isolated.repeated_known_mistakes, 4
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCounts:
+    """One node's counters, from its metrics."""
+
+    lessons: Mapping[str, float] = field(default_factory=dict)  # status -> count
+    imports: Mapping[str, float] = field(default_factory=dict)  # result -> count
+    rejected: Mapping[str, float] = field(default_factory=dict)  # reason -> count
+    publish_received: float = 0.0
+
+    @property
+    def imported(self) -> float:
+        """Records this node stored from peers."""
+        return self.imports.get("accepted", 0.0)
+
+
+def node_counts(metrics_text: str) -> NodeCounts:
+    """Parse a node's Prometheus text into the counters the fleet shows."""
+    lessons: dict[str, float] = {}
+    imports: dict[str, float] = {}
+    rejected: dict[str, float] = {}
+    publish = 0.0
+    for family in text_string_to_metric_families(metrics_text):
+        for s in family.samples:
+            if s.name == "lamarck_lessons":
+                lessons[s.labels.get("status", "")] = float(s.value)
+            elif s.name == "lamarck_imports_total":
+                result = s.labels.get("result", "")
+                imports[result] = imports.get(result, 0.0) + float(s.value)
+                if result in ("rejected", "quarantined"):
+                    reason = s.labels.get("reason", "") or result
+                    rejected[reason] = rejected.get(reason, 0.0) + float(s.value)
+            elif (
+                s.name == "lamarck_rpc_requests_total"
+                and s.labels.get("server") == "peer"
+                and s.labels.get("method", "").endswith("/Publish")
+            ):
+                publish += float(s.value)
+    return NodeCounts(lessons, imports, rejected, publish)
+
+
+def nodes_table(
+    names: Sequence[str],
+    roles: Sequence[str],
+    counts: Sequence[NodeCounts | None],
+    learned: Sequence[int],
+    title: str = "nodes",
+) -> Table:
+    """The live (and final) per-node table."""
+    table = Table(title=title)
+    for col in ("node", "role", "learned", "active", "imported", "duplicate", "quarantined"):
+        table.add_column(col, justify="left" if col in ("node", "role") else "right")
+    table.add_column("rejected (by reason)")
+    for name, role, c, n in zip(names, roles, counts, learned, strict=True):
+        if c is None:
+            table.add_row(name, role, str(n), "-", "-", "-", "-", "unreachable")
+            continue
+        reasons = ", ".join(f"{k} {v:.0f}" for k, v in sorted(c.rejected.items()) if v)
+        table.add_row(
+            name,
+            role,
+            str(n),
+            f"{c.lessons.get('active', 0):.0f}",
+            f"{c.imported:.0f}",
+            f"{c.imports.get('duplicate', 0):.0f}",
+            f"{c.imports.get('quarantined', 0):.0f}",
+            reasons or "-",
+        )
+    return table
+
+
+def learning_table(figures: Mapping[str, float]) -> Table:
+    """Learning with sharing vs the same agents isolated."""
+    table = Table(title="learning: the same agents with sharing vs isolated")
+    table.add_column("figure")
+    table.add_column("with sharing", justify="right")
+    table.add_column("isolated", justify="right")
+    for label, key in (
+        ("turns", "turns"),
+        ("steps", "steps"),
+        ("failing forms issued", "mistakes"),
+        ("known mistakes repeated", "repeated_known_mistakes"),
+        ("first-attempt success", "first_attempt_success"),
+    ):
+        a, b = figures.get(f"{SHARED}_{key}", 0.0), figures.get(f"{ISOLATED}_{key}", 0.0)
+        fmt = "{:.0%}" if key == "first_attempt_success" else "{:.0f}"
+        table.add_row(label, fmt.format(a), fmt.format(b))
+    if "mistakes_reduction" in figures:
+        table.caption = (
+            f"known mistakes repeated: {figures['mistakes_reduction']:.0%} fewer with sharing "
+            "(goal >= 90%)"
+        )
+    return table
+
+
+def reputation_table(rows: Iterable[Mapping[str, object]], title: str) -> Table:
+    """A node's view of its peers' reputation (whatever columns the node returned)."""
+    rows = list(rows)
+    table = Table(title=title)
+    columns = list(rows[0].keys()) if rows else ["node_id", "score"]
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*(f"{row.get(c, '')}" for c in columns))
+    return table

