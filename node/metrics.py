@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,9 +27,14 @@ __all__ = [
     "NODE_INFO",
     "OUTBOX_DEPTH",
     "OUTBOX_OLDEST_AGE",
+    "PEERS_BY_BAND",
     "PEERS_LIVE",
+    "PEER_BAND",
+    "PEER_GLOBAL_TRUST",
+    "PEER_SCORE",
     "QUARANTINE_PENDING",
     "RATE_LIMITED",
+    "REPUTATION_PEERS_MAX",
     "RPC_DURATION",
     "RPC_REQUESTS",
     "STORE_BYTES",
@@ -38,6 +43,7 @@ __all__ = [
     "MetricsServer",
     "StoreStatsRefresher",
     "apply_health",
+    "apply_reputation",
     "apply_status",
     "apply_store_stats",
     "import_counts",
@@ -104,6 +110,18 @@ QUARANTINE_PENDING = Gauge(
     "lamarck_quarantine_pending", "Pending quarantine rows by reason.", ["reason"]
 )
 
+#: Peers by reputation band (trusted, neutral, graylisted), over every peer the book knows.
+PEERS_BY_BAND = Gauge("lamarck_peers_by_band", "Peers in each reputation band.", ["band"])
+#: Per-peer figures, for at most ``REPUTATION_PEERS_MAX`` peers (the lowest scores, where an
+#: operator acts), so a network of thousands of peers cannot blow up the series count.
+PEER_SCORE = Gauge("lamarck_peer_reputation_score", "A peer's reputation score.", ["peer"])
+PEER_GLOBAL_TRUST = Gauge("lamarck_peer_global_trust", "A peer's global trust.", ["peer"])
+#: 1 for the peer's current band, 0 for the others (a state set: three series per peer).
+PEER_BAND = Gauge("lamarck_peer_band", "A peer's reputation band.", ["peer", "band"])
+#: Bound on the peers the per-peer gauges label.
+REPUTATION_PEERS_MAX = 50
+_BANDS = ("trusted", "neutral", "graylisted")
+
 _LESSON_PREFIX = "lessons_"
 #: Key of ``apply_store_stats``'s mapping carrying the database size in bytes.
 DATABASE_BYTES_KEY = "database_bytes"
@@ -164,6 +182,26 @@ def apply_health(values: Mapping[str, float]) -> None:
     HEALTH.clear()
     for figure, value in values.items():
         HEALTH.labels(figure=figure).set(value)
+
+
+def apply_reputation(
+    peers: Sequence[tuple[str, float, str, float]], limit: int = REPUTATION_PEERS_MAX
+) -> None:
+    """Replace the reputation gauges by ``peers`` (peer, score, band, global trust): bands
+    counted over all, per-peer series for the ``limit`` lowest scores (ties by peer id)."""
+    PEERS_BY_BAND.clear()
+    counts = dict.fromkeys(_BANDS, 0)
+    for _, _, band, _ in peers:
+        counts[band] = counts.get(band, 0) + 1
+    for band, count in counts.items():
+        PEERS_BY_BAND.labels(band=band).set(count)
+    for gauge in (PEER_SCORE, PEER_GLOBAL_TRUST, PEER_BAND):
+        gauge.clear()
+    for peer, score, band, global_trust in sorted(peers, key=lambda p: (p[1], p[0]))[:limit]:
+        PEER_SCORE.labels(peer=peer).set(score)
+        PEER_GLOBAL_TRUST.labels(peer=peer).set(global_trust)
+        for name in _BANDS:
+            PEER_BAND.labels(peer=peer, band=name).set(1 if name == band else 0)
 
 
 def apply_status(status: Mapping[str, Any]) -> None:

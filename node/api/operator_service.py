@@ -37,7 +37,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lamarck.errors import ConfigError, ConflictError, InvalidRecord, NotFound
+from lamarck.errors import ConfigError, ConflictError, InvalidRecord, NotFound, StoreUnavailable
 from lamarck.node import metrics
 from lamarck.node.api.health_loader import current_report
 from lamarck.node.api.node_status import (
@@ -46,6 +46,7 @@ from lamarck.node.api.node_status import (
     build_status,
     status_to_json,
 )
+from lamarck.node.api.reputation import GlobalTrustClock, event_to_pb, row_to_pb
 from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.crashpoint import crash_point
 from lamarck.node.health.figures import Finding
@@ -60,10 +61,13 @@ from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.port import ReputationSink
+from lamarck.reputation.table import SortKey, select_rows
 
 __all__ = [
+    "DEFAULT_HISTORY",
     "DEFAULT_PAGE_SIZE",
     "DEFAULT_REJECTIONS",
+    "MAX_HISTORY",
     "MAX_PAGE_SIZE",
     "MAX_REJECTIONS",
     "OPERATOR_ACTOR",
@@ -82,6 +86,9 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 DEFAULT_REJECTIONS = 100
 MAX_REJECTIONS = 1000
+#: Events of a peer's history returned by default, and at most (``GetPeerReputation``).
+DEFAULT_HISTORY = 100
+MAX_HISTORY = 1000
 #: Characters of a record's content shown in a listing.
 PREVIEW_CHARS = 200
 #: Newest rejection log rows the status counts by reason.
@@ -342,6 +349,50 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             top=REPUTATION_TOP,
         )
         return operator_pb2.GetStatusResponse(status_json=json.dumps(status_to_json(status)))
+
+    def _table(self) -> ReputationSource:
+        source = self._reputation()
+        if source is None:
+            raise StoreUnavailable("the reputation book is not loaded yet", reason="starting")
+        return source
+
+    async def GetReputation(
+        self, request: operator_pb2.ReputationTableRequest, context: Any
+    ) -> operator_pb2.ReputationTableResponse:
+        """The reputation table: one row per peer, sorted and filtered as asked."""
+        try:
+            sort = SortKey(request.sort or SortKey.SCORE.value)
+        except ValueError:
+            keys = ", ".join(k.value for k in SortKey)
+            raise InvalidRecord(
+                f"unknown sort key {request.sort!r} (one of {keys})", reason="bad_sort"
+            ) from None
+        source = self._table()
+        rows = select_rows(await source.rows(), sort=sort, domain=request.domain)
+        at = source.global_trust_at if isinstance(source, GlobalTrustClock) else None
+        return operator_pb2.ReputationTableResponse(
+            observer_node_id=self._node_id,
+            computed_at=format_ts(self._clock.now()),
+            global_trust_computed_at=format_ts(at) if at is not None else "",
+            rows=[row_to_pb(r) for r in rows],
+        )
+
+    async def GetPeerReputation(
+        self, request: operator_pb2.PeerReputationRequest, context: Any
+    ) -> operator_pb2.PeerReputationResponse:
+        """One peer's row and its events with reasons, newest first; ``NotFound`` for a peer
+        this node has no row for."""
+        if not request.node_id:
+            raise InvalidRecord("a peer's node id is required", reason="missing_id")
+        source = self._table()
+        row = next((r for r in await source.rows() if r.peer == request.node_id), None)
+        if row is None:
+            raise NotFound(f"no reputation for {request.node_id}", id=request.node_id)
+        events = await source.history(request.node_id)
+        limit = min(request.limit or DEFAULT_HISTORY, MAX_HISTORY)
+        return operator_pb2.PeerReputationResponse(
+            row=row_to_pb(row), events=[event_to_pb(e) for e in events[:limit]]
+        )
 
     def _charge_rejection(self, row: QuarantineRow, note: str) -> None:
         sink = self._sink()

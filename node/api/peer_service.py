@@ -5,8 +5,9 @@ rotation chain, and, when the caller sends a nonce, a signed proof that this nod
 private key. ``Publish`` and ``Sync`` delegate to ``peer_handlers`` over the node's
 ``Sharing`` (UNAVAILABLE until it is started), once the caller has proven, with a peer token
 (:mod:`lamarck.proto.peer_auth`), that it is the node the request names (else
-UNAUTHENTICATED). ``RequestVote`` and ``GetReputation`` answer
-UNIMPLEMENTED until the trust issue fills them in: each is one method of :class:`PeerService`
+UNAUTHENTICATED). ``GetReputation`` answers this node's view of others' scores to an
+authenticated peer the same way. ``RequestVote`` answers
+UNIMPLEMENTED until the trust issue fills it in: it is one method of :class:`PeerService`
 reading the :class:`~lamarck.node.api.server.NodeContext`, so filling one in touches neither
 the daemon nor the server wiring.
 
@@ -33,6 +34,7 @@ import lamarck
 from lamarck.errors import InvalidRecord, StoreUnavailable
 from lamarck.node.api.limits import PeerLimits, RecordBudget, check_batch
 from lamarck.node.api.peer_handlers import handle_publish, handle_sync
+from lamarck.node.api.reputation import HasBook, peer_view
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.identity import b64u_encode
 from lamarck.proto.keys import KEYS_DIR
@@ -183,6 +185,10 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
     async def GetReputation(
         self, request: peer_pb2.GetReputationRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> peer_pb2.GetReputationResponse:
-        """This node's view of others' reputation (UNIMPLEMENTED for now)."""
-        await self._unimplemented(context, "GetReputation")
-        return peer_pb2.GetReputationResponse()
+        """This node's view of others' reputation, for an authenticated peer (as in Sync)."""
+        sharing = self._sharing()
+        await sharing.authenticate(context.invocation_metadata(), request.requester_node_id)
+        book = sharing.reputation
+        if not isinstance(book, HasBook):
+            raise StoreUnavailable("no reputation table on this node", reason="starting")
+        return peer_view(book.book, self._ctx.identity.node_id, request, self._ctx.clock.now())
