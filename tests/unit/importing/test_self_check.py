@@ -1,0 +1,81 @@
+"""A node never signs what its own import pipeline would refuse: ``own_record_refusal``."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from lamarck.node.importing.decision import ImportParams
+from lamarck.node.importing.self_check import own_record_refusal
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.memory import MemoryV2
+from lamarck.proto.signed import SignedMemory
+from lamarck.proto.timefmt import format_ts
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+ME = NodeIdentity.from_seed(bytes([5]) * 32)
+PARAMS = ImportParams()
+
+
+def _record(evidence_at: datetime = NOW - timedelta(days=1), **over: Any) -> dict[str, Any]:
+    created = format_ts(NOW - timedelta(days=2))
+    obj: dict[str, Any] = {
+        "schema_version": "2.0",
+        "id": str(uuid.UUID(int=42, version=4)),
+        "type": "AC",
+        "content": "Run database migrations before restarting the api service.",
+        "confidence": 0.8,
+        "access_level": "public",
+        "context": {"domain": "deploy", "environment": "staging", "tools": ["alembic"]},
+        "provenance": {
+            "source_agent_id": ME.node_id,
+            "source_type": "empirical",
+            "created_at": created,
+            "updated_at": created,
+        },
+        "evidence": [
+            {
+                "type": "empirical",
+                "description": "migration ran, service healthy",
+                "timestamp": format_ts(evidence_at),
+                "validator": "reality",
+                "outcome_id": str(uuid.UUID(int=43, version=4)),
+            }
+        ],
+        "lesson": {"operation": "deploy.restart", "scope": "global", "status": "active"},
+        "confidence_interval": {"mean": 0.8, "std_dev": 0.1},
+    }
+    obj.update(over)
+    return obj
+
+
+def _signed(obj: dict[str, Any]) -> bytes:
+    return SignedMemory.sign(MemoryV2.from_obj(obj), ME).raw
+
+
+def test_an_honest_lesson_would_be_accepted() -> None:
+    assert own_record_refusal(_signed(_record()), params=PARAMS, now=NOW) is None
+
+
+def test_evidence_dated_2999_would_be_refused_as_future_timestamp() -> None:
+    raw = _signed(_record(evidence_at=datetime(2999, 1, 1, tzinfo=UTC)))
+    assert own_record_refusal(raw, params=PARAMS, now=NOW) == "future_timestamp"
+
+
+def test_a_lesson_carrying_a_secret_would_be_refused() -> None:
+    leaky = _record(content="Deploy with AWS key AKIAIOSFODNN7EXAMPLE before restarting.")
+    reason = own_record_refusal(_signed(leaky), params=PARAMS, now=NOW)
+    assert reason is not None and "secret" in reason
+
+
+def test_a_private_lesson_is_judged_for_its_recipient() -> None:
+    peer = NodeIdentity.from_seed(bytes([6]) * 32).node_id
+    private = _signed(_record(access_level="private", recipients=[peer]))
+    assert own_record_refusal(private, params=PARAMS, now=NOW, recipient=peer) is None
+    assert own_record_refusal(private, params=PARAMS, now=NOW, recipient="lmk1other") is not None
+
+
+def test_bytes_that_are_not_the_signed_record_would_be_refused() -> None:
+    raw = _signed(_record()).replace(b"migrations", b"migrationz")
+    assert own_record_refusal(raw, params=PARAMS, now=NOW) is not None
