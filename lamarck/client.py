@@ -1021,7 +1021,9 @@ class AsyncClient(AsyncServiceClient):
         tags: Sequence[str] = (),
         session_id: str = "",
     ) -> RememberResult:
-        """Store a model's claim (status ``claimed``: never in a prompt until proven)."""
+        """Store a model's claim (status ``claimed``): kept out of recall and sharing until an
+        outcome confirms it. ``operation`` may be empty (the node keys it ``note:<first words>``).
+        To record what just happened, call :meth:`record_outcome` instead."""
         request = agent_pb2.RememberRequest(
             content=content,
             operation=operation,
