@@ -47,6 +47,7 @@ from lamarck.node.api.node_status import (
     status_to_json,
 )
 from lamarck.node.api.reputation import GlobalTrustClock, event_to_pb, row_to_pb
+from lamarck.node.api.reputation_source import BookReputation
 from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.crashpoint import crash_point
 from lamarck.node.health.figures import Finding
@@ -72,6 +73,7 @@ __all__ = [
     "MAX_REJECTIONS",
     "OPERATOR_ACTOR",
     "PREVIEW_CHARS",
+    "REPUTATION_HISTORY",
     "REPUTATION_TOP",
     "STATUS_REJECTIONS",
     "OperatorServicer",
@@ -95,6 +97,8 @@ PREVIEW_CHARS = 200
 STATUS_REJECTIONS = MAX_REJECTIONS
 #: Peers shown in the status's reputation top.
 REPUTATION_TOP = 5
+#: A peer's latest reputation events shown on its console page.
+REPUTATION_HISTORY = 100
 
 _STATE_TO_PB = {
     "pending": operator_pb2.QUARANTINE_STATE_PENDING,
@@ -430,8 +434,15 @@ def make_operator_servicer(
     """The OperatorService for a daemon's ``NodeContext`` (store and pipeline read per call).
 
     ``health`` comes from the node's configuration; without it the seed's defaults apply
-    (``HealthParams()``), built here once, where the servicer is wired.
+    (``HealthParams()``), built here once, where the servicer is wired. ``reputation``
+    defaults to the sharing side's book (``PostgresReputation``), once sharing has started.
     """
+
+    def book() -> ReputationSource | None:
+        if ctx.sharing is None:
+            return None
+        return BookReputation(ctx.sharing.reputation, history_limit=REPUTATION_HISTORY)
+
     return OperatorServicer(
         lambda: ctx.store,
         ctx.clock,
@@ -440,5 +451,5 @@ def make_operator_servicer(
         health=health if health is not None else HealthParams(),
         node_id=ctx.identity.node_id,
         network=network,
-        reputation=reputation,
+        reputation=reputation if reputation is not None else book,
     )
