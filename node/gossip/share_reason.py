@@ -25,11 +25,20 @@ Reasons (snake_case, shown by ``lamarck lessons show`` and the SDK's ``Lesson``)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from lamarck.node.gossip.publisher import PUBLISHED_STATUSES, GossipParams
 from lamarck.node.store.port import LessonRow, LessonStatus
 
-__all__ = ["ShareReason", "SharingState", "share_status", "why_not_shared"]
+if TYPE_CHECKING:
+    # Only a type here, so publisher.py can import this module (may_publish may call it).
+    from lamarck.node.gossip.publisher import GossipParams
+
+__all__ = ["SHAREABLE_STATUSES", "ShareReason", "SharingState", "share_status", "why_not_shared"]
+
+#: Every status a local lesson may be published in: active, and the two ends (retired,
+#: superseded), whose signed newer version tells every holder to end its copy. Equal to
+#: ``publisher.PUBLISHED_STATUSES`` (a test holds them together).
+SHAREABLE_STATUSES = (LessonStatus.ACTIVE, LessonStatus.RETIRED, LessonStatus.SUPERSEDED)
 
 
 class ShareReason:
@@ -55,8 +64,8 @@ def why_not_shared(row: LessonRow, params: GossipParams) -> str | None:
     """
     if row.imported_from is not None:
         return ShareReason.IMPORTED_COPY
-    if row.status not in PUBLISHED_STATUSES:
-        # CLAIMED is the one status outside PUBLISHED_STATUSES; any new one reads as its name.
+    if row.status not in SHAREABLE_STATUSES:
+        # CLAIMED is the one status outside SHAREABLE_STATUSES; any new one reads as its name.
         return ShareReason.CLAIMED if row.status is LessonStatus.CLAIMED else row.status.value
     if not row.evidence:
         return ShareReason.NO_EVIDENCE

@@ -8,8 +8,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lamarck.node.gossip.publisher import GossipParams, may_publish
+from lamarck.node.gossip.publisher import PUBLISHED_STATUSES, GossipParams, may_publish
 from lamarck.node.gossip.share_reason import (
+    SHAREABLE_STATUSES,
     ShareReason,
     SharingState,
     share_status,
@@ -65,6 +66,10 @@ def test_why_not_shared_agrees_with_may_publish_on_every_row(
     row: LessonRow, p: GossipParams
 ) -> None:
     assert (why_not_shared(row, p) is None) == may_publish(row, p)
+
+
+def test_the_shareable_statuses_are_the_publishers() -> None:
+    assert set(SHAREABLE_STATUSES) == set(PUBLISHED_STATUSES)
 
 
 def test_each_failed_condition_is_named() -> None:
