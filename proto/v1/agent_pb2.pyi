@@ -59,7 +59,10 @@ class RecordOutcomeRequest(_message.Message):
     outcome_json: _builtins.bytes
     """The Outcome record as JSON (UTF-8), validated on the node by lamarck.proto.outcome:
     session_id, turn_index, project digest, goal_digest, approach, checks, passed,
-    claim_ok, steps, tokens, wall_s, in_play. JSON rather than mirrored fields so the
+    claim_ok, steps, tokens, wall_s, in_play, and optionally the agent's prediction
+    {expected "pass"|"fail", confidence} (stored with the outcome for the health report's
+    accuracy and calibration); schema_version defaults to "1.0". JSON rather than mirrored
+    fields so the
     Outcome model and its JSON Schema stay the only definition (the SDK sends
     `Outcome.model_dump_json()`); malformed input fails INVALID_ARGUMENT.
     """
