@@ -47,7 +47,6 @@ from lamarck.node.api.node_status import (
     status_to_json,
 )
 from lamarck.node.api.reputation import GlobalTrustClock, event_to_pb, row_to_pb
-from lamarck.node.api.reputation_source import BookReputation
 from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.crashpoint import crash_point
 from lamarck.node.health.figures import Finding
@@ -434,14 +433,9 @@ def make_operator_servicer(
     """The OperatorService for a daemon's ``NodeContext`` (store and pipeline read per call).
 
     ``health`` comes from the node's configuration; without it the seed's defaults apply
-    (``HealthParams()``), built here once, where the servicer is wired. ``reputation``
-    defaults to the sharing side's book (``PostgresReputation``), once sharing has started.
+    (``HealthParams()``), built here once, where the servicer is wired. ``network`` and
+    ``reputation`` are read on each GetStatus (the daemon passes the sharing side's).
     """
-
-    def book() -> ReputationSource | None:
-        if ctx.sharing is None:
-            return None
-        return BookReputation(ctx.sharing.reputation, history_limit=REPUTATION_HISTORY)
 
     return OperatorServicer(
         lambda: ctx.store,
@@ -451,5 +445,5 @@ def make_operator_servicer(
         health=health if health is not None else HealthParams(),
         node_id=ctx.identity.node_id,
         network=network,
-        reputation=reputation if reputation is not None else book,
+        reputation=reputation,
     )
