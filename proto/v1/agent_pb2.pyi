@@ -62,8 +62,7 @@ class RecordOutcomeRequest(_message.Message):
     claim_ok, steps, tokens, wall_s, in_play, and optionally the agent's prediction
     {expected "pass"|"fail", confidence} (stored with the outcome for the health report's
     accuracy and calibration); schema_version defaults to "1.0". JSON rather than mirrored
-    fields so the
-    Outcome model and its JSON Schema stay the only definition (the SDK sends
+    fields so the Outcome model and its JSON Schema stay the only definition (the SDK sends
     `Outcome.model_dump_json()`); malformed input fails INVALID_ARGUMENT.
     """
     def __init__(
