@@ -8,7 +8,7 @@ WHEELS := $(wildcard /opt/wheels)
 PIP_FLAGS := $(if $(WHEELS),--find-links $(WHEELS),)
 LAMARCK_HOME ?= $(HOME)/.lamarck
 
-.PHONY: venv run test lint typecheck proto proto-check check clean
+.PHONY: venv run bench test lint typecheck proto proto-check check clean
 
 $(BIN)/.installed: pyproject.toml setup.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -19,8 +19,15 @@ $(BIN)/.installed: pyproject.toml setup.py
 
 venv: $(BIN)/.installed
 
+# The main job: a small fleet (5 nodes, 1 Byzantine) learning the pitfalls workload, then its
+# report; the fleet keeps running (point an agent at node1) until Ctrl-C.
+FLEET_DIR ?= $(HOME)/.lamarck-fleet
 run: venv
-	$(BIN)/lamarck node start --home $(LAMARCK_HOME)
+	$(BIN)/lamarck fleet up --nodes 5 --byzantine 1 --workload pitfalls --embedder hashing --dir $(FLEET_DIR)
+
+# Every bench/*.py in --quick mode (FULL=1: full sizes); bench/results.json and one table.
+bench: venv
+	$(BIN)/python -m bench $(if $(FULL),--full,)
 
 test: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider

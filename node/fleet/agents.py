@@ -14,6 +14,7 @@ lesson. Its fabricated run is what a lying agent can feed a real node.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -29,6 +30,7 @@ __all__ = [
     "run_attempts",
     "says_avoid",
     "says_prefer",
+    "stated_confidence",
 ]
 
 
@@ -66,27 +68,43 @@ def says_prefer(preamble: str, operation: str) -> bool:
     return f"Prefer `{operation}`" in preamble
 
 
+_CONFIDENCE = re.compile(r"\(confidence ([0-9.]+)\)")
+
+
+def stated_confidence(preamble: str) -> float:
+    """The confidence the node's line states for its lesson (0 when it states none)."""
+    found = _CONFIDENCE.search(preamble)
+    return float(found.group(1)) if found else 0.0
+
+
 def attempt_order(
     p: Pitfall, advice: Sequence[Advice], memory: AgentMemory
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The forms to try, in order, and the lessons that decided it (to name in play).
 
     The agent's own fresh lesson wins; else a lesson on file against the known form (and none
-    against the other) moves the other first; conflicting advice leaves the habit unchanged.
+    against the other) moves the other first; when lessons conflict, the more confident side
+    wins (a tie leaves the habit).
     """
     habit = (p.failing, p.working)
     own = memory.preferred.get(p.target)
     if own is not None and own[0] in habit:
         first = own[0]
         return (first, *(op for op in habit if op != first)), (own[1],) if own[1] else ()
-    text = "\n".join(a.preamble for a in advice)
-    against_failing = says_avoid(text, p.failing) or says_prefer(text, p.working)
-    against_working = says_avoid(text, p.working) or says_prefer(text, p.failing)
-    ids = tuple(dict.fromkeys(i for a in advice for i in a.lesson_ids))
-    if against_failing and not against_working:
-        return (p.working, p.failing), ids
+    against_failing = [
+        a for a in advice if says_avoid(a.preamble, p.failing) or says_prefer(a.preamble, p.working)
+    ]
+    against_working = [
+        a for a in advice if says_avoid(a.preamble, p.working) or says_prefer(a.preamble, p.failing)
+    ]
+    weight_f = max((stated_confidence(a.preamble) for a in against_failing), default=-1.0)
+    weight_w = max((stated_confidence(a.preamble) for a in against_working), default=-1.0)
+    if against_failing and weight_f > weight_w:
+        return (p.working, p.failing), tuple(
+            dict.fromkeys(i for a in against_failing for i in a.lesson_ids)
+        )
     if against_working and not against_failing:
-        return habit, ids
+        return habit, tuple(dict.fromkeys(i for a in against_working for i in a.lesson_ids))
     return habit, ()
 
 

@@ -151,14 +151,15 @@ def nodes_table(
     learned: Sequence[int],
     title: str = "nodes",
 ) -> Table:
-    """The live (and final) per-node table."""
+    """The live (and final) per-node table: lessons learned here, active, imported, duplicate
+    and quarantined imports, and refusals (quarantine and rejection) by reason."""
     table = Table(title=title)
-    for col in ("node", "role", "learned", "active", "imported", "duplicate", "quarantined"):
+    for col in ("node", "role", "learned", "active", "imported", "dup", "quar"):
         table.add_column(col, justify="left" if col in ("node", "role") else "right")
-    table.add_column("rejected (by reason)")
+    table.add_column("refused by reason")
     for name, role, c, n in zip(names, roles, counts, learned, strict=True):
         if c is None:
-            table.add_row(name, role, str(n), "-", "-", "-", "-", "unreachable")
+            table.add_row(name, role, str(n), "-", "-", "-", "-", "down")
             continue
         reasons = ", ".join(f"{k} {v:.0f}" for k, v in sorted(c.rejected.items()) if v)
         table.add_row(

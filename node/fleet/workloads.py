@@ -111,6 +111,8 @@ class WorkloadParams:
     projects_per_agent: int = 3  # the agent's repositories. Integer >= 2.
     poisoner_share: float = 0.0  # share of agents that fabricate outcomes. In [0, 1).
     byzantine_nodes: tuple[int, ...] = ()  # nodes whose agents all fabricate outcomes
+    # Appended to every target, so repeated runs on one fleet never meet each other's lessons.
+    tag: str = ""
 
     def __post_init__(self) -> None:
         """Validate every size."""
@@ -134,8 +136,9 @@ def project_digest_for(seed: int, agent: int, k: int) -> str:
     return hashlib.sha256(f"fleet:{seed}:agent{agent}:project{k}".encode()).hexdigest()
 
 
-def _pitfall(target: str) -> Pitfall:
-    return Pitfall(target, f"shell:make {target}", f"shell:make -C build {target}")
+def _pitfall(target: str, tag: str = "") -> Pitfall:
+    t = f"{target}{tag}"
+    return Pitfall(t, f"shell:make {t}", f"shell:make -C build {t}")
 
 
 def isolated_pitfall(p: Pitfall, agent: int) -> Pitfall:
@@ -170,7 +173,7 @@ def _projects(seed: int, agent: int, params: WorkloadParams, rng: random.Random)
 
 def _recurring(name: str, seed: int, params: WorkloadParams) -> Workload:
     rng = random.Random(seed)
-    pitfalls = tuple(_pitfall(t) for t in _TARGETS[: params.pitfalls])
+    pitfalls = tuple(_pitfall(t, params.tag) for t in _TARGETS[: params.pitfalls])
     nodes, poisoners = _agents(params, rng)
     tasks = tuple(
         Task(r, a, rng.randrange(len(pitfalls)), _projects(seed, a, params, rng))
@@ -191,7 +194,7 @@ def _scripted(
     tasks = tuple(
         Task(r, agent, 0, _projects(seed, agent, sizes, rng)) for r, agent in enumerate(steps)
     )
-    return Workload(name, seed, (_pitfall("schema"),), nodes, frozenset(), tasks, flip)
+    return Workload(name, seed, (_pitfall("schema", params.tag),), nodes, frozenset(), tasks, flip)
 
 
 def _seed_mistake(seed: int, params: WorkloadParams) -> Workload:

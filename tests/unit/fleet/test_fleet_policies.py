@@ -1,0 +1,137 @@
+"""Fleet workloads, agent policies and tallies: pure, deterministic from a seed."""
+
+from __future__ import annotations
+
+import pytest
+
+from lamarck.errors import ConfigError
+from lamarck.node.fleet.agents import (
+    Advice,
+    AgentMemory,
+    Attempt,
+    attempt_order,
+    fabricated_attempts,
+    remember_turn,
+    run_attempts,
+)
+from lamarck.node.fleet.report import TurnRecord, arm_figures, learning_figures, node_counts
+from lamarck.node.fleet.workloads import (
+    WorkloadParams,
+    isolated_pitfall,
+    make_workload,
+    succeeds,
+)
+
+P = make_workload("pitfalls", 0, WorkloadParams()).pitfalls[0]
+
+
+def test_the_same_seed_gives_the_same_workload_and_another_seed_another() -> None:
+    a = make_workload("pitfalls", 7, WorkloadParams())
+    assert a == make_workload("pitfalls", 7, WorkloadParams())
+    assert a.tasks != make_workload("pitfalls", 8, WorkloadParams()).tasks
+    assert a.rounds == 6 and len(a.tasks) == 60
+    assert all(t.projects[0] != t.projects[1] for t in a.tasks)
+
+
+def test_agents_on_byzantine_nodes_are_poisoners() -> None:
+    w = make_workload("pitfalls", 0, WorkloadParams(nodes=5, agents=10, byzantine_nodes=(4,)))
+    assert w.poisoners == {4, 9}
+
+
+def test_an_unknown_workload_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(ConfigError) as err:
+        make_workload("nope", 0, WorkloadParams())
+    assert err.value.reason == "unknown_workload" and "pitfalls" in str(err.value)
+
+
+def test_the_environment_swaps_forms_when_it_changes() -> None:
+    assert succeeds(P, P.working, flipped=False) and not succeeds(P, P.failing, flipped=False)
+    assert succeeds(P, P.failing, flipped=True) and not succeeds(P, P.working, flipped=True)
+
+
+def test_the_isolated_copy_has_the_same_shape_and_belongs_to_one_agent() -> None:
+    mine = isolated_pitfall(P, 3)
+    assert mine.failing != P.failing and mine.failing.endswith("@a3")
+    assert succeeds(mine, mine.working, flipped=False)
+
+
+def test_without_advice_the_agent_tries_the_known_failing_form_first() -> None:
+    order, deciding = attempt_order(
+        P, [Advice(P.failing, ""), Advice(P.working, "")], AgentMemory()
+    )
+    assert order == (P.failing, P.working) and deciding == ()
+
+
+def test_a_lesson_against_the_failing_form_moves_the_working_one_first() -> None:
+    text = f"A lesson on file: Prefer `{P.working}` over `{P.failing}` for {P.target}."
+    order, deciding = attempt_order(P, [Advice(P.failing, text, ("L1",))], AgentMemory())
+    assert order == (P.working, P.failing) and deciding == ("L1",)
+
+
+def test_conflicting_advice_follows_the_more_confident_lesson_and_a_tie_the_habit() -> None:
+    honest = f"(confidence 0.90): Prefer `{P.working}` over `{P.failing}` for {P.target}."
+    poison = f"(confidence 0.40): Prefer `{P.failing}` over `{P.working}` for {P.target}."
+    order, deciding = attempt_order(
+        P, [Advice(P.failing, honest, ("L1",)), Advice(P.working, poison, ("L2",))], AgentMemory()
+    )
+    assert order == (P.working, P.failing) and deciding == ("L1",)
+    tie = poison.replace("0.40", "0.90")
+    order, _ = attempt_order(
+        P, [Advice(P.failing, honest, ("L1",)), Advice(P.working, tie, ("L2",))], AgentMemory()
+    )
+    assert order == (P.failing, P.working)
+
+
+def test_the_agents_own_fresh_lesson_wins_and_is_named_in_play() -> None:
+    memory = remember_turn(
+        AgentMemory(), P, (Attempt(P.failing, False), Attempt(P.working, True)), ("L9",)
+    )
+    order, deciding = attempt_order(P, [], memory)
+    assert order == (P.working, P.failing) and deciding == ("L9",)
+
+
+def test_attempts_stop_at_the_first_form_that_works() -> None:
+    got = run_attempts((P.failing, P.working), lambda op: op == P.working)
+    assert got == (Attempt(P.failing, False), Attempt(P.working, True))
+    assert fabricated_attempts(P)[-1] == Attempt(P.failing, True)
+
+
+def _rec(arm: str, r: int, agent: int, mistakes: int, poisoner: bool = False) -> TurnRecord:
+    ops = ("a", "b") if mistakes else ("b",)
+    return TurnRecord(arm, r, agent, 0, 0, 0, ops, mistakes, not mistakes, False, poisoner)
+
+
+def test_a_mistake_is_a_repeat_only_when_an_earlier_round_made_it() -> None:
+    records = [
+        _rec("shared", 0, 0, 1),
+        _rec("shared", 0, 1, 1),  # same round: not known yet
+        _rec("shared", 1, 2, 1),  # known: repeated
+        _rec("shared", 1, 3, 1, poisoner=True),  # poisoners are not counted
+        _rec("isolated", 0, 0, 1),
+        _rec("isolated", 1, 1, 1),
+        _rec("isolated", 2, 2, 1),
+    ]
+    assert arm_figures(records, "shared").repeated_known_mistakes == 1
+    figures = learning_figures(records)
+    assert figures["isolated_repeated_known_mistakes"] == 2
+    assert figures["mistakes_reduction"] == 0.5
+
+
+def test_node_counts_read_imports_refusals_and_lessons_from_metrics() -> None:
+    text = (
+        "# TYPE lamarck_imports counter\n"
+        'lamarck_imports_total{result="accepted",reason=""} 3.0\n'
+        'lamarck_imports_total{result="rejected",reason="bad_signature"} 2.0\n'
+        "# TYPE lamarck_lessons gauge\n"
+        'lamarck_lessons{status="active"} 7.0\n'
+    )
+    c = node_counts(text)
+    assert c.imported == 3 and c.rejected == {"bad_signature": 2.0}
+    assert c.lessons["active"] == 7
+
+
+def test_fleet_sizes_are_validated() -> None:
+    with pytest.raises(ConfigError):
+        WorkloadParams(pitfalls=99)
+    with pytest.raises(ConfigError):
+        WorkloadParams(nodes=2, byzantine_nodes=(5,))
