@@ -30,16 +30,21 @@ from lamarck.client import AsyncServiceClient, ServiceClient, blocking
 from lamarck.errors import InvalidRecord
 from lamarck.proto.timefmt import parse_ts
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
+from lamarck.reputation.scores import PeerBand
+from lamarck.reputation.table import ReputationRow
 
 __all__ = [
     "QUARANTINE_STATES",
     "AsyncOperatorClient",
     "Decision",
     "OperatorClient",
+    "PeerReputation",
     "QuarantineEntry",
     "QuarantinePage",
     "QuarantineRecord",
     "Rejection",
+    "ReputationEventEntry",
+    "ReputationTable",
 ]
 
 #: The states a quarantined record can be in (``None`` in a filter means all of them).
@@ -104,6 +109,88 @@ class Rejection:
     content_hash: str
     received_at: datetime
     detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReputationTable:
+    """The node's reputation table: whose view, when, and one row per peer (in the order
+    asked for)."""
+
+    observer_node_id: str
+    computed_at: datetime
+    # When global trust was last recomputed (None: not yet).
+    global_trust_computed_at: datetime | None
+    rows: tuple[ReputationRow, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReputationEventEntry:
+    """One event of a peer's history: what happened, who established it, and why."""
+
+    at: datetime
+    kind: str
+    # reality, operator, other_agent, documentation, internal, or protocol.
+    source: str
+    weight: float
+    record_hash: str
+    domain: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class PeerReputation:
+    """One peer's row and its events, newest first."""
+
+    row: ReputationRow
+    events: tuple[ReputationEventEntry, ...]
+
+
+def _reputation_row(r: operator_pb2.ReputationRow) -> ReputationRow:
+    return ReputationRow(
+        peer=r.peer,
+        principal=r.principal,
+        band=PeerBand(r.band),
+        score=r.score,
+        parts=dict(r.parts),
+        predictions=r.predictions,
+        correct=r.correct,
+        weighted_accuracy=r.weighted_accuracy if r.HasField("weighted_accuracy") else None,
+        pairwise=r.pairwise_trust,
+        global_trust=r.global_trust,
+        accepted=r.records_accepted,
+        rejected=dict(r.records_rejected),
+        votes_right=r.votes_right,
+        votes_wrong=r.votes_wrong,
+        domains=dict(r.domains),
+        expert_domains=tuple(r.expert_domains),
+        last_seen=parse_ts(r.last_seen) if r.last_seen else None,
+    )
+
+
+def _reputation_table(r: operator_pb2.ReputationTableResponse) -> ReputationTable:
+    at = r.global_trust_computed_at
+    return ReputationTable(
+        observer_node_id=r.observer_node_id,
+        computed_at=parse_ts(r.computed_at),
+        global_trust_computed_at=parse_ts(at) if at else None,
+        rows=tuple(_reputation_row(x) for x in r.rows),
+    )
+
+
+def _peer_reputation(r: operator_pb2.PeerReputationResponse) -> PeerReputation:
+    events = tuple(
+        ReputationEventEntry(
+            at=parse_ts(e.at),
+            kind=e.kind,
+            source=e.source,
+            weight=e.weight,
+            record_hash=e.record_hash,
+            domain=e.domain,
+            detail=e.detail,
+        )
+        for e in r.events
+    )
+    return PeerReputation(_reputation_row(r.row), events)
 
 
 def _entry(e: operator_pb2.QuarantineEntry) -> QuarantineEntry:
@@ -216,6 +303,18 @@ class AsyncOperatorClient(AsyncServiceClient):
         r = await self._unary("ListRejections", request)
         return [_rejection(x) for x in r.entries]
 
+    async def reputation(self, sort: str = "score", domain: str = "") -> ReputationTable:
+        """The node's reputation table, sorted by ``sort`` (score, global, pairwise, peer,
+        last_seen), only peers with expertise in ``domain`` if given."""
+        request = operator_pb2.ReputationTableRequest(sort=sort, domain=domain)
+        return _reputation_table(await self._unary("GetReputation", request))
+
+    async def peer_reputation(self, node_id: str, *, limit: int = 0) -> PeerReputation:
+        """One peer's row and its events with reasons, newest first (``NotFound`` for a peer
+        the node has no row for; ``limit`` 0: the node's default)."""
+        request = operator_pb2.PeerReputationRequest(node_id=node_id, limit=limit)
+        return _peer_reputation(await self._unary("GetPeerReputation", request))
+
     async def health(self) -> dict[str, Any]:
         """The node's health report as JSON (``lamarck.node.health.render.report_from_json``
         reads it back)."""
@@ -253,6 +352,8 @@ class OperatorClient(ServiceClient[AsyncOperatorClient]):
     approve = blocking(AsyncOperatorClient.approve)
     reject = blocking(AsyncOperatorClient.reject)
     rejections = blocking(AsyncOperatorClient.rejections)
+    reputation = blocking(AsyncOperatorClient.reputation)
+    peer_reputation = blocking(AsyncOperatorClient.peer_reputation)
     health = blocking(AsyncOperatorClient.health)
     status = blocking(AsyncOperatorClient.status)
 

@@ -23,6 +23,7 @@ from lamarck.node.cli import (
     outcomes,
     quarantine,
     registry,
+    reputation,
     schema,
 )
 from lamarck.node.cli.errors import LamarckGroup
@@ -48,6 +49,7 @@ for _module in (
     quarantine,
     health,
     registry,
+    reputation,
     schema,
     agent_cmds,
     fleet,

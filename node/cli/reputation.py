@@ -1,0 +1,133 @@
+"""``lamarck reputation [--json] [--sort KEY] [--domain D]`` and ``lamarck reputation show PEER``.
+
+The table is this node's view of every peer it knows: principal, band, score and its labelled
+parts, weighted accuracy, predictions / correct, pairwise and global trust, records accepted
+and rejected by reason, votes right / wrong, domains with expertise, last seen
+(``lamarck.reputation.table``). ``show`` prints one peer's row and its event history with
+who established each event and why. Both read the node's ``OperatorService``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
+from lamarck.node.cli.output import emit_json, key_value_table, print_table
+from lamarck.node.cli.quarantine import operator_for
+from lamarck.operator import PeerReputation, ReputationEventEntry, ReputationTable
+from lamarck.proto.timefmt import format_ts
+from lamarck.reputation.table import SortKey, render_table, row_to_obj
+
+__all__ = ["app", "event_json", "register", "show", "table", "table_json"]
+
+app = typer.Typer(
+    name="reputation",
+    help="Whom this node believes: the reputation table, or one peer's history (show PEER).",
+    invoke_without_command=True,
+)
+
+_SortOption = Annotated[
+    SortKey, typer.Option("--sort", help="Sort by this column (highest first; peer: A to Z).")
+]
+_DomainOption = Annotated[
+    str, typer.Option("--domain", help="Only peers with expertise in this domain.")
+]
+
+
+def table_json(table: ReputationTable) -> dict[str, Any]:
+    """The table as plain JSON: whose view, when, and the rows."""
+    at = table.global_trust_computed_at
+    return {
+        "observer_node_id": table.observer_node_id,
+        "computed_at": format_ts(table.computed_at),
+        "global_trust_computed_at": format_ts(at) if at else None,
+        "peers": [row_to_obj(r) for r in table.rows],
+    }
+
+
+def event_json(event: ReputationEventEntry) -> dict[str, Any]:
+    """One history event as plain JSON."""
+    return {
+        "at": format_ts(event.at),
+        "kind": event.kind,
+        "source": event.source,
+        "weight": event.weight,
+        "record_hash": event.record_hash or None,
+        "domain": event.domain or None,
+        "detail": event.detail,
+    }
+
+
+@app.callback()
+def table(
+    ctx: typer.Context,
+    sort: _SortOption = SortKey.SCORE,
+    domain: _DomainOption = "",
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print the reputation table (no subcommand), one line per peer."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with operator_for(resolve_home(home)) as op:
+        shown = op.reputation(sort.value, domain)
+    if as_json:
+        emit_json(table_json(shown))
+        return
+    typer.echo(render_table(shown.rows, sort=sort, domain=domain))
+    at = shown.global_trust_computed_at
+    typer.echo(
+        f"{len(shown.rows)} peer(s) as seen by {shown.observer_node_id};"
+        f" global trust computed {format_ts(at) if at else 'not yet'}"
+    )
+
+
+def _show_text(shown: PeerReputation) -> None:
+    facts = row_to_obj(shown.row)
+    facts["parts"] = " ".join(f"{k}={v:+.3f}" for k, v in sorted(shown.row.parts.items()) if v)
+    facts["domains"] = ", ".join(f"{d}:{v:.2f}" for d, v in sorted(shown.row.domains.items()))
+    facts["expert_domains"] = ", ".join(shown.row.expert_domains)
+    facts["records_rejected"] = ", ".join(
+        f"{reason}:{n}" for reason, n in sorted(shown.row.rejected.items())
+    )
+    key_value_table(f"reputation of {shown.row.peer}", facts)
+    print_table(
+        f"{len(shown.events)} event(s), newest first",
+        ["at", "kind", "source", "weight", "domain", "record", "why"],
+        (
+            (
+                format_ts(e.at),
+                e.kind,
+                e.source,
+                f"{e.weight:.2f}",
+                e.domain,
+                e.record_hash[:16],
+                e.detail,
+            )
+            for e in shown.events
+        ),
+        no_wrap=("at", "kind"),
+    )
+
+
+@app.command()
+def show(
+    peer: Annotated[str, typer.Argument(metavar="PEER", help="The peer's node id.")],
+    limit: Annotated[int, typer.Option(min=1, help="At most this many events.")] = 100,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """One peer's row and its event history with reasons, newest first."""
+    with operator_for(resolve_home(home)) as op:
+        shown = op.peer_reputation(peer, limit=limit)
+    if as_json:
+        emit_json({**row_to_obj(shown.row), "events": [event_json(e) for e in shown.events]})
+        return
+    _show_text(shown)
+
+
+def register(root: typer.Typer) -> None:
+    """Add the ``reputation`` group to the root app."""
+    root.add_typer(app)

@@ -1,0 +1,260 @@
+"""`lamarck reputation [--json] [--sort] [--domain]` and `reputation show PEER` against an
+in-process node: OperatorService.GetReputation / GetPeerReputation on a real grpc.aio server
+over a reputation book, an in-memory store (import tallies) and a registry's principals; the
+SDK's ``reputation()`` / ``peer_reputation()`` read the same. PeerService's view (``peer_view``)
+is checked as the pure function it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc.aio
+import pytest
+from typer.testing import CliRunner
+
+from lamarck.errors import InvalidRecord, NotFound
+from lamarck.node.api.interceptors import ErrorInterceptor
+from lamarck.node.api.operator_service import OperatorServicer
+from lamarck.node.api.reputation import NodeReputation, peer_view, store_tallies
+from lamarck.node.cli import app
+from lamarck.node.importing.pipeline import ImportPipeline
+from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.node.store.port import RejectionRow
+from lamarck.operator import OperatorClient
+from lamarck.proto.clock import FixedClock
+from lamarck.proto.v1 import operator_pb2_grpc, peer_pb2
+from lamarck.reputation.book import ReputationBook, TrustConfig
+from lamarck.reputation.events import EventKind, ReputationEvent
+from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
+from lamarck.reputation.scores import PeerBand
+from lamarck.reputation.table import ReputationRow
+
+T = TypeVar("T")
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+SELF = "lmk1self"
+ALICE, BOB, CAROL = "lmk1alice", "lmk1bob", "lmk1carol"
+runner = CliRunner()
+
+
+class MemoryTableBook:
+    """The book's table and history in memory (``PostgresReputation``'s read side)."""
+
+    def __init__(self, clock: FixedClock) -> None:
+        trust = TrustConfig(SELF, PairwiseParams(), GlobalTrustParams(), ())
+        self.book = ReputationBook(ReputationParams(), clock, trust)
+        self._events: list[ReputationEvent] = []
+
+    def emit(self, event: ReputationEvent) -> None:
+        self.book.emit(event)
+        self._events.append(event)
+
+    def rows(
+        self,
+        *,
+        principal_of: Mapping[str, str],
+        accepted: Mapping[str, int] | None = None,
+        rejected: Mapping[str, Mapping[str, int]] | None = None,
+        peers: Sequence[str] = (),
+    ) -> list[ReputationRow]:
+        from lamarck.reputation.book import table_rows
+
+        return table_rows(
+            self.book, principal_of=principal_of, accepted=accepted, rejected=rejected, peers=peers
+        )
+
+    async def history(self, node_id: str, limit: int = 100) -> list[ReputationEvent]:
+        return [e for e in reversed(self._events) if e.node_id == node_id][:limit]
+
+
+@dataclass
+class FakeNode:
+    home: Path
+    table: MemoryTableBook
+    loop: asyncio.AbstractEventLoop
+    address: str
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result(timeout=30)
+
+    def cli(self, *args: str) -> Any:
+        return runner.invoke(app, ["reputation", *args, "--home", str(self.home)])
+
+
+def _history(table: MemoryTableBook) -> None:
+    for k in range(9):
+        table.emit(
+            ReputationEvent(
+                EventKind.LESSON_CONFIRMED,
+                ALICE,
+                NOW + timedelta(minutes=k),
+                weight=0.9,
+                domain="postgres",
+                detail=f"outcome o{k} passed",
+            )
+        )
+    for k in range(3):
+        table.emit(
+            ReputationEvent(
+                EventKind.LESSON_CONTRADICTED,
+                BOB,
+                NOW + timedelta(minutes=k),
+                detail=f"outcome b{k} failed",
+            )
+        )
+    table.emit(
+        ReputationEvent(
+            EventKind.POISONED, BOB, NOW, record_hash="ab" * 32, detail="injected instruction"
+        )
+    )
+    table.book.recompute_global_trust(NOW)
+
+
+def _no_pipeline() -> ImportPipeline:
+    raise AssertionError("the reputation RPCs import nothing")
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[FakeNode]:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    clock = FixedClock(NOW + timedelta(hours=1))
+    store = InMemoryLessonStore(dim=8)
+    table = MemoryTableBook(clock)
+    _history(table)
+
+    async def principals(ids: Sequence[str]) -> dict[str, str]:
+        known = {ALICE: "operator-key", BOB: ALICE}
+        return {i: known[i] for i in ids if i in known}
+
+    async def peers() -> list[str]:
+        return [CAROL]
+
+    async def start() -> tuple[grpc.aio.Server, int]:
+        await store.record_rejection(RejectionRow(BOB, "injected_instruction", "h1", NOW))
+        await store.record_rejection(RejectionRow(BOB, "bad_signature", "h2", NOW))
+        source = NodeReputation(
+            table,
+            principals=lambda: principals,
+            peers=peers,
+            tallies=lambda: store_tallies(store),
+        )
+        servicer = OperatorServicer(
+            store, clock, pipeline=_no_pipeline, node_id=SELF, reputation=lambda: source
+        )
+        server = grpc.aio.server(interceptors=[ErrorInterceptor()])
+        operator_pb2_grpc.add_OperatorServiceServicer_to_server(servicer, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        return server, port
+
+    fake = FakeNode(tmp_path, table, loop, "")
+    server, port = fake.run(start())
+    fake.address = f"127.0.0.1:{port}"
+    info = {"pid": os.getpid(), "agent_listen": fake.address}
+    (tmp_path / "node.json").write_text(json.dumps(info), encoding="utf-8")
+    try:
+        yield fake
+    finally:
+        fake.run(server.stop(None))
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()
+
+
+def test_the_table_prints_every_peer_with_its_columns(node: FakeNode) -> None:
+    result = node.cli()
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("PEER") and "PRINCIPAL" in lines[0] and "GLOBAL" in lines[0]
+    # Sorted by score: alice (confirmed) first, bob (graylisted) last.
+    assert [line.split()[0] for line in lines[1:4]] == [ALICE, CAROL, BOB]
+    assert "graylisted" in lines[3] and "injected_instruction:1" in lines[3]
+    assert "operator-key" in lines[1] and "postgres" in lines[1]
+    assert "3 peer(s) as seen by lmk1self" in result.stdout
+
+
+def test_the_json_table_is_one_document_sorted_and_filtered_as_asked(node: FakeNode) -> None:
+    result = node.cli("--json", "--sort", "peer")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["observer_node_id"] == SELF and doc["global_trust_computed_at"]
+    assert [p["peer"] for p in doc["peers"]] == [ALICE, BOB, CAROL]
+    alice, bob, carol = doc["peers"]
+    assert (alice["predictions"], alice["correct"], alice["expert_domains"]) == (9, 9, ["postgres"])
+    assert alice["global_trust"] > 0.0 and alice["pairwise_trust"] > 0.5
+    assert bob["band"] == "graylisted" and bob["principal"] == ALICE
+    assert bob["records_rejected"] == {"injected_instruction": 1, "bad_signature": 1}
+    assert bob["weighted_accuracy"] == 0.0 and carol["weighted_accuracy"] is None
+    only = json.loads(node.cli("--json", "--domain", "postgres").stdout)
+    assert [p["peer"] for p in only["peers"]] == [ALICE]
+
+
+def test_show_prints_a_peers_events_with_their_reasons(node: FakeNode) -> None:
+    result = node.cli("show", BOB)
+    assert result.exit_code == 0, result.stderr
+    assert "injected instruction" in result.stdout and "outcome b2 failed" in result.stdout
+    doc = json.loads(node.cli("show", BOB, "--json", "--limit", "2").stdout)
+    assert doc["band"] == "graylisted"
+    assert [(e["kind"], e["source"]) for e in doc["events"]] == [
+        ("poisoned", "protocol"),
+        ("lesson_contradicted", "reality"),
+    ]
+
+
+def test_show_of_a_peer_nobody_knows_is_not_found(node: FakeNode) -> None:
+    result = node.cli("show", "lmk1nobody")
+    assert result.exit_code == 1
+    assert "not_found" in result.stderr
+
+
+def test_an_unknown_sort_key_is_refused_by_the_node(node: FakeNode) -> None:
+    with OperatorClient(node.address) as op, pytest.raises(InvalidRecord) as e:
+        op.reputation("loudest")
+    assert e.value.reason == "bad_sort"
+
+
+def test_the_sdk_reads_the_same_table_and_history(node: FakeNode) -> None:
+    with OperatorClient(node.address) as op:
+        table = op.reputation("global")
+        shown = op.peer_reputation(ALICE, limit=3)
+        with pytest.raises(NotFound):
+            op.peer_reputation("lmk1nobody")
+    assert table.rows[0].peer == ALICE and table.rows[0].band is PeerBand.NEUTRAL
+    assert table.global_trust_computed_at == NOW
+    assert shown.row.expert_domains == ("postgres",)
+    assert [e.detail for e in shown.events] == [
+        "outcome o8 passed",
+        "outcome o7 passed",
+        "outcome o6 passed",
+    ]
+
+
+def test_a_peer_asking_gets_scores_with_parts_or_expertise_paged() -> None:
+    table = MemoryTableBook(FixedClock(NOW + timedelta(hours=1)))
+    _history(table)
+    first = peer_view(table.book, SELF, peer_pb2.GetReputationRequest(page_size=1), NOW)
+    assert first.observer_node_id == SELF and [e.node_id for e in first.entries] == [ALICE]
+    assert {p.name for p in first.entries[0].parts} >= {"p0_admission", "p1_reality_confirmed"}
+    second = peer_view(
+        table.book,
+        SELF,
+        peer_pb2.GetReputationRequest(page_size=1, page_token=first.next_page_token),
+        NOW,
+    )
+    assert [e.node_id for e in second.entries] == [BOB] and second.next_page_token == ""
+    expert = peer_view(
+        table.book, SELF, peer_pb2.GetReputationRequest(node_ids=[ALICE], domain="postgres"), NOW
+    )
+    assert expert.entries[0].score == pytest.approx(table.book.expertise(ALICE, "postgres"))
