@@ -8,7 +8,7 @@ WHEELS := $(wildcard /opt/wheels)
 PIP_FLAGS := $(if $(WHEELS),--find-links $(WHEELS),)
 LAMARCK_HOME ?= $(HOME)/.lamarck
 
-.PHONY: venv run bench test lint typecheck proto proto-check check clean
+.PHONY: venv run bench test lint typecheck proto proto-check errors-doc errors-doc-check check clean
 
 $(BIN)/.installed: pyproject.toml setup.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -49,7 +49,14 @@ proto: venv
 proto-check: venv
 	$(BIN)/python tools/gen_proto.py --check
 
-check: lint typecheck proto-check test
+# docs/errors.md is generated from the code (status table, overrides, reasons raised).
+errors-doc: venv
+	$(BIN)/python tools/gen_errors_doc.py
+
+errors-doc-check: venv
+	$(BIN)/python tools/gen_errors_doc.py --check
+
+check: lint typecheck proto-check errors-doc-check test
 
 clean:
 	rm -rf build dist *.egg-info .mypy_cache .ruff_cache
