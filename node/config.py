@@ -21,6 +21,7 @@ from pydantic_settings import (
 
 from lamarck.errors import ConfigError, InvalidRecord
 from lamarck.proto.identity import public_key_from_b64
+from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 
 __all__ = ["CONFIG_FILE", "NodeSettings", "default_home", "load_settings"]
 
@@ -78,7 +79,7 @@ class NodeSettings(BaseSettings):
     peer_rate_per_s: float = Field(default=50.0, gt=0, le=100_000)
     peer_burst: int = Field(default=100, ge=1, le=1_000_000)
     # Signed records dated further in the future than this are rejected.
-    max_future_skew_s: float = Field(default=300.0, ge=0, le=86_400)
+    max_future_skew_s: float = Field(default=DEFAULT_MAX_FUTURE_SKEW_S, ge=0, le=86_400)
     # Registry admission for this node's network.
     admission: Literal["open", "endorsed", "operator"] = "endorsed"
     # The network operator's Ed25519 public key (unpadded base64url): it signs enrollment
@@ -86,8 +87,6 @@ class NodeSettings(BaseSettings):
     # every token and revocation is refused. This node's own token, if any, is read from
     # `<home>/enrollment.json`.
     operator_public_key: str = ""
-    # Peers to contact at start (host:port), besides the registry.
-    bootstrap: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
     # Project scopes (`project:<digest>`, or just the digest) whose lessons may be published;
     # global lessons always may.

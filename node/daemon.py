@@ -31,6 +31,7 @@ import importlib
 import json
 import logging
 import os
+import random
 import signal
 import sys
 import typing
@@ -51,12 +52,16 @@ from lamarck.node.api.server import (
     build_servers,
 )
 from lamarck.node.config import NodeSettings, load_settings
-from lamarck.node.embedding import make_embedder
+from lamarck.node.embedding import make_embedder, token_counter
+from lamarck.node.gossip.outbox import outbox_for
 from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging
+from lamarck.node.maintenance import MaintenanceLoop
+from lamarck.node.params import node_params
 from lamarck.node.sharing import Sharing
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.node.store.reputation import reputation_book_for
 from lamarck.node.store.service import LessonService
 from lamarck.node.token import TOKEN_FILE, ensure_agent_token
 from lamarck.proto.clock import Clock, SystemClock
@@ -153,6 +158,7 @@ class Node:
         self._metrics: metrics.MetricsServer | None = None
         self._refresher: metrics.StoreStatsRefresher | None = None
         self._sharing: Sharing | None = None
+        self._maintenance: MaintenanceLoop | None = None
         self._stop_hooks: list[StopHook] = []
         self._node_file_written = False
         self.ctx: NodeContext | None = None
@@ -218,11 +224,14 @@ class Node:
         # (4) The embedder may load a model (seconds): off the event loop.
         embedder = await asyncio.to_thread(make_embedder, settings.embedder)
         database = "external" if settings.database_url else "embedded"
+        # Every rule's parameters, once: nothing below builds its own.
+        params = node_params(settings)
         self.ctx = ctx = NodeContext(
             settings=settings,
             identity=identity,
             clock=self.clock,
             embedder=embedder,
+            params=params,
             database=database,
             agent_token=token,
         )
@@ -252,10 +261,31 @@ class Node:
         else:
             self._pg = EmbeddedPostgres(settings.home)
             dsn = await asyncio.to_thread(self._pg.start)
-        self._store = await PostgresLessonStore.connect(dsn, embedder.dim)
-        lessons = LessonService(self._store, embedder, self.clock)
-        ctx.set_ready(self._store, lessons)
-        self._sharing = Sharing(ctx, self._store)
+        self._store = store = await PostgresLessonStore.connect(dsn, embedder.dim)
+        lessons = LessonService(
+            store,
+            embedder,
+            self.clock,
+            params.learning,
+            rng=random.Random(),
+            token_counter=token_counter(),
+            transfer=params.transfer,
+        )
+        # The reputation book is loaded before the node serves: a reality event from the
+        # first outcome goes into it even while the network side is still starting.
+        book = reputation_book_for(store, params.reputation, self.clock)
+        await book.load()
+        ctx.set_ready(store, lessons, book)
+        self._maintenance = MaintenanceLoop(lessons, params.maintenance, self.clock)
+        self._maintenance.start()
+        self._sharing = Sharing(
+            ctx,
+            store,
+            params=params,
+            outbox=outbox_for(store),
+            reputation=book,
+            rng=random.Random(),
+        )
         await self._sharing.start()
         ctx.sharing = self._sharing
         self._refresher = metrics.StoreStatsRefresher(self._store_stats)
@@ -271,9 +301,7 @@ class Node:
         if store is None:
             return {}
         stats = dict(await store.stats())
-        async with store.pool.acquire() as conn:
-            size = await conn.fetchval("SELECT pg_database_size(current_database())")
-        stats[metrics.DATABASE_BYTES_KEY] = int(size)
+        stats[metrics.DATABASE_BYTES_KEY] = await store.database_bytes()
         return stats
 
     def _write_node_file(self) -> None:
@@ -292,6 +320,9 @@ class Node:
         if self._refresher is not None:
             await self._refresher.stop()
             self._refresher = None
+        if self._maintenance is not None:
+            maintenance, self._maintenance = self._maintenance, None
+            await maintenance.stop()
         if self._sharing is not None:
             sharing, self._sharing = self._sharing, None
             if self.ctx is not None:

@@ -34,6 +34,7 @@ __all__ = [
     "PEER_SCORE",
     "QUARANTINE_PENDING",
     "RATE_LIMITED",
+    "REGISTRY_ROUNDS",
     "REPUTATION_PEERS_MAX",
     "RPC_DURATION",
     "RPC_REQUESTS",
@@ -98,6 +99,13 @@ HEALTH = Gauge("lamarck_health", "Health report figures (seed 004 dashboard).", 
 #: 1 for the node's current admission state (admitted, degraded, pending, refused,
 #: no_registry), 0 for the others.
 ADMISSION = Gauge("lamarck_admission", "The node's registry admission state.", ["state"])
+#: Registry rounds (registration or heartbeat) by result: ok, unreachable, or the refusal's
+#: reason; a refused node logs its refusal once per change, this counts every attempt.
+REGISTRY_ROUNDS = Counter(
+    "lamarck_registry_rounds",
+    "Registry rounds by result (ok, unreachable, refusal reason).",
+    ["result"],
+)
 #: Live peers (other than this node) in the last registry round.
 PEERS_LIVE = Gauge("lamarck_peers_live", "Live peers seen in the registry.")
 #: Undelivered gossip outbox rows, and the age of the oldest one in seconds (0 when empty).

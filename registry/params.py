@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lamarck.errors import ConfigError
+from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 
 __all__ = ["AdmissionMode", "RegistryParams"]
 
@@ -50,7 +51,7 @@ class RegistryParams(BaseModel):
     #: How often the node refreshes its local peer cache from the registry (> 0).
     cache_refresh_interval_s: float = Field(default=15.0)
     #: Allowed clock skew for ``created_at`` in the future on signed registry records (>= 0).
-    max_future_skew_s: float = Field(default=300.0)
+    max_future_skew_s: float = Field(default=DEFAULT_MAX_FUTURE_SKEW_S)
 
     @classmethod
     def load(cls, values: Mapping[str, Any]) -> RegistryParams:

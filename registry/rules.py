@@ -14,6 +14,10 @@ the stored admission proof again with its own mode and operator key
 (``lamarck.registry.proofs``), reusing ``check_enrollment``, ``check_endorsement``,
 ``check_revocation`` and ``verify_signed_by``: a node that skips ``register()`` and writes
 the registry's keys itself is admitted by nobody.
+
+``pin_decision`` is the one key-pin refusal: whether a key is the registered, unrevoked key of
+a node id. The import pipeline's stage (3) and the peer authentication of every PeerService
+call both ask it (through ``lamarck.registry.pins.pin_refusal``, which fetches the facts).
 """
 
 from __future__ import annotations
@@ -42,10 +46,12 @@ from lamarck.registry.rotation import RotationInvalid, check_rotation_record
 __all__ = [
     "Admitted",
     "AdmittedVia",
+    "PinReason",
     "check_endorsement",
     "check_enrollment",
     "check_registration",
     "check_revocation",
+    "pin_decision",
     "verify_signed_by",
 ]
 
@@ -305,3 +311,27 @@ def check_revocation(
         verify_signed_by(RecordKind.enrollment, revocation, operator_public_key)
     except (VerificationError, InvalidRecord) as e:
         raise RegistryError(f"revocation signature: {e}", reason="bad_revocation") from e
+
+
+class PinReason(StrEnum):
+    """Why a key is not the one to believe for a node id."""
+
+    UNREGISTERED_SOURCE = "unregistered_source"
+    REVOKED_SOURCE = "revoked_source"
+    KEY_NOT_PINNED = "key_not_pinned"
+    REGISTRY_UNAVAILABLE = "registry_unavailable"
+
+
+def pin_decision(
+    node_id: str, key: str | None, *, revoked: bool, pinned: str | None
+) -> tuple[PinReason, str] | None:
+    """Why ``key`` is not the registered, unrevoked key of ``node_id`` (a reason and a phrase
+    about ``node_id``), or None when it is; ``revoked`` and ``pinned`` are the registry's
+    facts about ``node_id`` (``pinned`` None: it never registered)."""
+    if revoked:
+        return PinReason.REVOKED_SOURCE, f"{node_id} is revoked"
+    if pinned is None:
+        return PinReason.UNREGISTERED_SOURCE, f"{node_id} is not registered"
+    if key != pinned:
+        return PinReason.KEY_NOT_PINNED, f"{node_id} is pinned to another key"
+    return None

@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from lamarck.errors import Unauthenticated
-from lamarck.node.importing.pipeline import KeyPins, PinReason, pin_refusal
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.peer_auth import (
@@ -30,6 +29,8 @@ from lamarck.proto.peer_auth import (
     issue_token,
     read_token,
 )
+from lamarck.registry.pins import KeyPins, pin_refusal
+from lamarck.registry.rules import PinReason
 
 __all__ = ["PeerAuthenticator", "PeerTokens"]
 
@@ -103,6 +104,21 @@ class PeerAuthenticator:
                 reason="sender_mismatch",
             )
         return peer.node_id
+
+    def known_peer(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:
+        """The node a call's token already proved (cached, unexpired), else ``None``.
+
+        A dictionary lookup, no signature check: rate limits use it to budget a caller by
+        who it proved to be before any work is done. It is not authentication (revocation
+        and the request's claimed id are checked by :meth:`authenticate`).
+        """
+        for key, value in metadata or ():
+            if key == PEER_TOKEN_METADATA_KEY and isinstance(value, str):
+                peer = self._verified.get(value)
+                if peer is not None and self._clock.now() < peer.expires_at:
+                    return peer.node_id
+                return None
+        return None
 
     def _remember(self, token: str, peer: PeerToken, now: datetime) -> None:
         if len(self._verified) >= _CACHE_MAX:

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from lamarck.errors import StoreUnavailable
+from lamarck.node.gossip.audience import BandOf, may_receive
 from lamarck.node.gossip.publisher import (
     PUBLISHED_STATUSES,
     GossipParams,
@@ -25,7 +26,7 @@ from lamarck.node.metrics import IMPORTS
 from lamarck.node.store.port import LessonFilter, LessonStatus, LessonStore
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.v1 import peer_pb2, records_pb2
-from lamarck.reputation.port import ReputationView
+from lamarck.reputation.scores import PeerBand
 
 __all__ = ["ACK_FOR", "PublishDeps", "handle_publish", "handle_sync", "shareable_records"]
 
@@ -127,16 +128,17 @@ async def shareable_records(
     store: LessonStore,
     identity: NodeIdentity,
     params: GossipParams,
-    reputation: ReputationView,
+    band_of: BandOf,
     requester: str,
 ) -> dict[str, bytes]:
     """What this node may send ``requester`` in a Sync, by content hash.
 
-    Its own publishable lessons (``trusted`` ones only to a requester at or above the trusted
-    threshold, ``private`` ones only to their named recipients), signed afresh (deterministic
-    bytes), and imported public lessons as their original signed bytes.
+    Its own publishable lessons that the audience policy lets ``requester`` receive
+    (``node/gossip/audience.py``: the same rule as a push), signed afresh (deterministic
+    bytes), and imported public lessons as their original signed bytes. This node itself
+    (``requester`` = its own id: what it holds, for anti-entropy) sees everything it may send.
     """
-    trusted = bool(requester) and reputation.score(requester) >= params.trusted_threshold
+    band = PeerBand.TRUSTED if requester == identity.node_id else band_of(requester)
     held: dict[str, bytes] = {}
     offset = 0
     while True:
@@ -152,9 +154,9 @@ async def shareable_records(
                 continue
             if not may_publish(row, params):
                 continue
-            if row.access_level == "trusted" and not trusted:
-                continue
-            if row.access_level == "private" and requester not in row.recipients:
+            if requester != identity.node_id and not may_receive(
+                row.access_level, row.recipients, requester, band
+            ):
                 continue
             signed = sign_lesson(row, identity)
             held.setdefault(signed.content_hash, signed.raw)

@@ -38,6 +38,7 @@ from lamarck.node.api.interceptors import (
 )
 from lamarck.node.config import NodeSettings
 from lamarck.node.embedding import Embedder
+from lamarck.node.params import NodeParams
 from lamarck.node.store.port import LessonStore
 from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import Clock
@@ -50,8 +51,7 @@ from lamarck.proto.v1 import (
     peer_pb2,
     peer_pb2_grpc,
 )
-from lamarck.reputation.params import ReputationParams
-from lamarck.reputation.port import ReputationSink
+from lamarck.reputation.port import ReputationSink, ReputationView
 
 if TYPE_CHECKING:
     from lamarck.node.importing.pipeline import ImportPipeline
@@ -105,6 +105,8 @@ class NodeContext:
     identity: NodeIdentity
     clock: Clock
     embedder: Embedder
+    #: Every rule's parameters, built once from the settings (``node_params``).
+    params: NodeParams
     #: Actual peer-facing addresses (``host:port`` with the bound port), preferred first.
     peer_addresses: list[str] = field(default_factory=list)
     #: Actual agent-facing address.
@@ -117,6 +119,7 @@ class NodeContext:
     sharing: Sharing | None = None
     _store: LessonStore | None = None
     _lessons: LessonService | None = None
+    _reputation: ReputationSink | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -133,9 +136,13 @@ class NodeContext:
         """Wait until the store is ready."""
         await self._ready.wait()
 
-    def set_ready(self, store: LessonStore, lessons: LessonService) -> None:
-        """Publish the store and lesson service (called once by the daemon)."""
-        self._store, self._lessons = store, lessons
+    def set_ready(
+        self, store: LessonStore, lessons: LessonService, reputation: ReputationSink | None = None
+    ) -> None:
+        """Publish the store, the lesson service and the (loaded) reputation book, called once
+        by the daemon before any agent call is served: a reality event from the first outcome
+        lands in the book even while the network side is still starting."""
+        self._store, self._lessons, self._reputation = store, lessons, reputation
         self._ready.set()
 
     def set_stopping(self) -> None:
@@ -157,11 +164,12 @@ class NodeContext:
         return self._lessons
 
     def reputation_score(self, node_id: str) -> float:
-        """``node_id``'s score in the sharing side's book; before sharing starts, the score
-        of a newly admitted node."""
-        if self.sharing is None:
-            return ReputationParams().initial_score
-        return self.sharing.reputation.score(node_id)
+        """``node_id``'s score in the node's reputation book; before the book is loaded, the
+        score of a newly admitted node."""
+        book = self._reputation
+        if isinstance(book, ReputationView):
+            return book.score(node_id)
+        return self.params.reputation.initial_score
 
     def import_pipeline(self) -> ImportPipeline:
         """The node's one import pipeline (every record from another node enters by it);
@@ -172,8 +180,8 @@ class NodeContext:
         return pipeline
 
     def reputation_sink(self) -> ReputationSink | None:
-        """Where reputation events go: the sharing side's book, or ``None`` before it starts."""
-        return self.sharing.reputation if self.sharing is not None else None
+        """Where reputation events go: the node's book (loaded before the node serves)."""
+        return self._reputation
 
 
 #: Builds the PeerService servicer from the node context.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lamarck.node.gossip.audience import may_receive, peers_for
 from lamarck.node.gossip.outbox import (
     InMemoryOutbox,
     Outbox,
@@ -9,7 +10,7 @@ from lamarck.node.gossip.outbox import (
     OutboxWorker,
     PostgresOutbox,
 )
-from lamarck.node.gossip.publisher import GossipParams, may_publish, peers_for, sign_lesson
+from lamarck.node.gossip.publisher import GossipParams, may_publish, sign_lesson
 from lamarck.node.gossip.router import GossipRouter
 from lamarck.node.gossip.sync import bucket_summary, differing_prefixes, sync_step
 
@@ -24,6 +25,7 @@ __all__ = [
     "bucket_summary",
     "differing_prefixes",
     "may_publish",
+    "may_receive",
     "peers_for",
     "sign_lesson",
     "sync_step",

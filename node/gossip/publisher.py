@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,7 +18,6 @@ from lamarck.proto.limits import DEFAULT_LIMITS
 from lamarck.proto.memory import MemoryV2, estimate_std_dev
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
-from lamarck.reputation.port import ReputationView
 
 __all__ = [
     "ENDED",
@@ -28,7 +26,6 @@ __all__ = [
     "lesson_record",
     "lesson_version",
     "may_publish",
-    "peers_for",
     "sign_lesson",
 ]
 
@@ -49,8 +46,6 @@ class GossipParams:
     hop_limit: int = 4
     # Smallest local confidence a lesson needs to be published, in [0, 1].
     publish_threshold: float = 0.6
-    # Smallest reputation score a peer needs to receive ``trusted`` records, in [0, 1].
-    trusted_threshold: float = 0.6
     # First retry delay of an outbox delivery, seconds > 0; doubles on each failure...
     retry_base_s: float = 1.0
     # ...up to this ceiling, seconds >= retry_base_s.
@@ -74,7 +69,7 @@ class GossipParams:
                 raise ConfigError(f"invalid {name}: must be at least 1")
         if not 1 <= self.sync_prefix_len <= 4:
             raise ConfigError("invalid sync_prefix_len: must be between 1 and 4")
-        for name in ("publish_threshold", "trusted_threshold"):
+        for name in ("publish_threshold",):
             v = getattr(self, name)
             if not math.isfinite(v) or not 0.0 <= v <= 1.0:
                 raise ConfigError(f"invalid {name}: must be between 0 and 1, got {v!r}")
@@ -118,28 +113,6 @@ def may_publish(row: LessonRow, params: GossipParams) -> bool:
     if row.access_level == "private":
         return bool(row.recipients)
     return row.access_level in ("public", "trusted")
-
-
-def peers_for(
-    access_level: str,
-    peers: Iterable[str],
-    reputation: ReputationView,
-    params: GossipParams,
-    recipients: Sequence[str] = (),
-) -> list[str]:
-    """The peers a record of ``access_level`` may be sent to, in input order.
-
-    ``public``: all; ``trusted``: those scoring at least ``trusted_threshold``; ``private``:
-    only the named recipients; anything else: nobody (fail closed).
-    """
-    if access_level == "public":
-        return list(peers)
-    if access_level == "trusted":
-        return [p for p in peers if reputation.score(p) >= params.trusted_threshold]
-    if access_level == "private":
-        named = set(recipients)
-        return [p for p in peers if p in named]
-    return []
 
 
 def _context(ctx: dict[str, Any]) -> dict[str, Any]:

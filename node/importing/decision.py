@@ -61,6 +61,7 @@ from lamarck.node.importing.filters import (
 )
 from lamarck.node.learning.params import EvidenceParams
 from lamarck.proto.memory import MemoryV2
+from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 from lamarck.proto.timefmt import parse_ts
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
@@ -144,7 +145,7 @@ class ImportParams:
     """Everything the decision needs besides the record and the view; validated."""
 
     # Largest tolerated lead of any record time over ``now`` (clock skew), seconds >= 0.
-    max_future_skew_s: float = 300.0
+    max_future_skew_s: float = DEFAULT_MAX_FUTURE_SKEW_S
     # Oldest ``updated_at`` accepted, days > 0.
     max_age_days: float = 365.0
     transfer: TransferParams = field(default_factory=TransferParams)

@@ -57,14 +57,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
 
 from lamarck.errors import (
     ConflictError,
     InvalidRecord,
     LamarckError,
     PolicyRejected,
-    RegistryError,
     StoreError,
     StoreUnavailable,
     VerificationError,
@@ -97,6 +95,8 @@ from lamarck.proto.clock import Clock
 from lamarck.proto.limits import DEFAULT_LIMITS, RecordLimits
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
+from lamarck.registry.pins import KeyPins, pin_refusal
+from lamarck.registry.rules import PinReason
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.port import ReputationSink
 
@@ -107,12 +107,9 @@ __all__ = [
     "ImportPipeline",
     "ImportResult",
     "ImportSource",
-    "KeyPins",
-    "PinReason",
     "check_key_pin",
     "imported_row",
     "newer_version_row",
-    "pin_refusal",
     "record_status",
     "version_events",
 ]
@@ -149,27 +146,6 @@ RESULT_LABELS: dict[ImportOutcome, str] = {
 }
 
 
-class PinReason(StrEnum):
-    """Stage (3) refusals: the claimed source is not bound to the signing key."""
-
-    UNREGISTERED_SOURCE = "unregistered_source"
-    REVOKED_SOURCE = "revoked_source"
-    KEY_NOT_PINNED = "key_not_pinned"
-    REGISTRY_UNAVAILABLE = "registry_unavailable"
-
-
-class KeyPins(Protocol):
-    """The registry facts stage (3) needs (the node implements it over ``CachedDirectory``)."""
-
-    async def pinned_key(self, node_id: str) -> str | None:
-        """The base64url public key pinned to ``node_id``, or None if it never registered."""
-        ...
-
-    async def is_revoked(self, node_id: str) -> bool:
-        """Whether ``node_id`` was revoked."""
-        ...
-
-
 #: The reputation event each stage (3) refusal charges to the delivering peer. An unreachable
 #: registry is nobody's fault; a key that is not the pinned one is a bad signature.
 PIN_CHARGES: dict[PinReason, EventKind | None] = {
@@ -178,27 +154,6 @@ PIN_CHARGES: dict[PinReason, EventKind | None] = {
     PinReason.UNREGISTERED_SOURCE: EventKind.REJECTED,
     PinReason.KEY_NOT_PINNED: EventKind.BAD_SIGNATURE,
 }
-
-
-async def pin_refusal(pins: KeyPins, node_id: str, key: str | None) -> tuple[PinReason, str] | None:
-    """Why ``key`` is not the registered, unrevoked key of ``node_id`` (reason and a phrase
-    about ``node_id``), or None when it is. An unreachable registry is a refusal: fail closed.
-
-    The one pin check: stage (3) of the pipeline and the peer authentication of the
-    PeerService calls both ask it, and map the reason to their own errors.
-    """
-    try:
-        revoked = await pins.is_revoked(node_id)
-        pinned = None if revoked else await pins.pinned_key(node_id)
-    except RegistryError as e:
-        return PinReason.REGISTRY_UNAVAILABLE, f"{node_id} cannot be checked: {e}"
-    if revoked:
-        return PinReason.REVOKED_SOURCE, f"{node_id} is revoked"
-    if pinned is None:
-        return PinReason.UNREGISTERED_SOURCE, f"{node_id} is not registered"
-    if key != pinned:
-        return PinReason.KEY_NOT_PINNED, f"{node_id} is pinned to another key"
-    return None
 
 
 async def check_key_pin(pins: KeyPins, signed: SignedMemory) -> None:

@@ -83,6 +83,14 @@ class Maintenance:
         self._last_reconcile = now
         return ReconcileResult(tuple(decayed), tuple(retired), tuple(capped))
 
+    async def enforce_cap(self) -> builtins.list[str]:
+        """Supersede the lessons beyond each scope's cap now, and log it; returns their ids."""
+        capped = await self._enforce_cap(self._core.clock.now())
+        await self._core.log(
+            [LessonChange(c, "superseded", None, None, "cap") for c in capped], LOOP_ACTOR
+        )
+        return capped
+
     async def _enforce_cap(self, now: datetime) -> builtins.list[str]:
         """Supersede (by nothing) the lowest-confidence active lessons beyond each scope's cap."""
         rows = [r for r in await self._all((LessonStatus.ACTIVE,)) if r.category is Category.LESSON]

@@ -68,8 +68,11 @@ class Recall:
             ),
         )
         now = core.clock.now()
-        # The relevance floor: below it a lesson is not about this task, however trusted.
-        hits = [h for h in hits if h.similarity >= lp.min_similarity]
+        # The relevance floor: below it a lesson is not about this task, however trusted; and
+        # near the best hit: a neighbour in the same domain is not about this task either.
+        best = max((h.similarity for h in hits), default=0.0)
+        floor = max(lp.min_similarity, best * lp.relative_similarity)
+        hits = [h for h in hits if h.similarity >= floor]
         by_id = {h.lesson.id: h for h in hits}
         ranked = rank(
             [

@@ -48,7 +48,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from lamarck.errors import StoreError
-from lamarck.node.store.postgres import translate_error
+from lamarck.node.store.postgres import PostgresLessonStore, translate_error
 from lamarck.proto.clock import Clock
 from lamarck.reputation.book import PeerLedger, ReputationBook, TrustConfig, table_rows
 from lamarck.reputation.events import EventKind, ReputationEvent
@@ -64,6 +64,7 @@ __all__ = [
     "LOAD_PREFETCH",
     "UNANCHORED",
     "PostgresReputation",
+    "reputation_book_for",
 ]
 
 #: Seconds between two periodic flushes; an idle flush costs no round trip, and a crash
@@ -346,3 +347,11 @@ class PostgresReputation:
             book.emit(event)
         finally:
             self._replay_clock.pinned = None
+
+
+def reputation_book_for(
+    store: PostgresLessonStore, params: ReputationParams, clock: Clock
+) -> PostgresReputation:
+    """The reputation book that lives with ``store`` (its ``reputation_events`` table): the one
+    place outside the store adapter that needs the store's pool."""
+    return PostgresReputation(lambda: store.pool, params, clock)

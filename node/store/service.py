@@ -246,6 +246,10 @@ class LessonService:
         """Decay unused lessons, retire those below the level, enforce the per-scope cap."""
         return await self._maintenance.reconcile()
 
+    async def enforce_cap(self) -> builtins.list[str]:
+        """Supersede the lessons beyond each scope's active cap now; returns their ids."""
+        return await self._maintenance.enforce_cap()
+
     # -- situations ------------------------------------------------------------------------
     async def record_situation(
         self,

@@ -28,6 +28,7 @@ from lamarck.node.api.server import (
 )
 from lamarck.node.config import load_settings
 from lamarck.node.embedding import HashingEmbedder
+from lamarck.node.params import node_params
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc
@@ -74,6 +75,7 @@ async def start(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
             identity=NodeIdentity.generate(),
             clock=SystemClock(),
             embedder=HashingEmbedder(),
+            params=node_params(settings),
         )
         made: list[ScriptedPeerService] = []
 

@@ -18,8 +18,9 @@ from lamarck.node.api.peer_handlers import (
     handle_sync,
     shareable_records,
 )
+from lamarck.node.gossip.audience import band_reader, may_receive, peers_for
 from lamarck.node.gossip.outbox import InMemoryOutbox, OutboxWorker, retry_delay
-from lamarck.node.gossip.publisher import GossipParams, may_publish, peers_for, sign_lesson
+from lamarck.node.gossip.publisher import GossipParams, may_publish, sign_lesson
 from lamarck.node.gossip.router import Forwardable, GossipRouter, tree_order
 from lamarck.node.gossip.sync import (
     SyncPage,
@@ -37,6 +38,8 @@ from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.v1 import peer_pb2, records_pb2
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.scores import PeerBand
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "importing"))
 from test_pipeline import SOURCE_KEY, VIA, Harness
@@ -113,11 +116,24 @@ class Scores:
 
 def test_access_levels_choose_who_may_receive() -> None:
     peers = ["a", "b", "c"]
-    rep = Scores({"a": 0.9, "b": 0.2})
-    assert peers_for("public", peers, rep, PARAMS) == peers
-    assert peers_for("trusted", peers, rep, PARAMS) == ["a"]
-    assert peers_for("private", peers, rep, PARAMS, recipients=["c"]) == ["c"]
-    assert peers_for("weird", peers, rep, PARAMS) == []
+    # a trusted, b neutral, c graylisted (by the one threshold set of the reputation params).
+    band_of = band_reader(Scores({"a": 0.9, "b": 0.5, "c": 0.1}), ReputationParams())
+    assert peers_for("public", peers, band_of) == ["a", "b"]
+    assert peers_for("trusted", peers, band_of) == ["a"]
+    assert peers_for("private", peers, band_of, recipients=["b", "c"]) == ["b"]
+    assert peers_for("weird", peers, band_of) == []
+
+
+def test_the_audience_rule_is_the_band_rule_for_every_level_and_band() -> None:
+    for band in PeerBand:
+        for level in ("public", "trusted", "private", "weird"):
+            expected = band is not PeerBand.GRAYLISTED and (
+                level == "public"
+                or (level == "trusted" and band is PeerBand.TRUSTED)
+                or (level == "private")
+            )
+            assert may_receive(level, ["p"], "p", band) is expected
+            assert not may_receive("private", ["q"], "p", band)
 
 
 def test_signed_lesson_is_a_verifiable_deterministic_memory() -> None:
@@ -154,9 +170,10 @@ def test_sync_serves_a_private_lesson_to_its_recipients_only() -> None:
         store = InMemoryLessonStore(dim=8)
         await store.insert_lesson(lesson(access_level="private", recipients=(RECIPIENT,)))
         ident = NodeIdentity.from_seed(b"\x05" * 32)
-        rep = Scores({})
+        other = "lmk1" + "z" * 32
+        rep = band_reader(Scores({RECIPIENT: 0.5, other: 0.5}), ReputationParams())
         assert len(await shareable_records(store, ident, PARAMS, rep, RECIPIENT)) == 1
-        assert await shareable_records(store, ident, PARAMS, rep, "lmk1" + "z" * 32) == {}
+        assert await shareable_records(store, ident, PARAMS, rep, other) == {}
 
     run(go())
 

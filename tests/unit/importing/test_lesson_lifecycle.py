@@ -22,6 +22,7 @@ from test_pipeline import SELF, SOURCE, SOURCE_KEY, Harness, signed_raw
 from lamarck.node.api.agent_service import AgentServicer
 from lamarck.node.api.peer_handlers import shareable_records
 from lamarck.node.embedding import HashingEmbedder
+from lamarck.node.gossip.audience import band_reader
 from lamarck.node.gossip.publisher import GossipParams, lesson_version, sign_lesson
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportSource
@@ -34,6 +35,7 @@ from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2
 from lamarck.reputation.events import EventKind
+from lamarck.reputation.params import ReputationParams
 
 DIM = 64
 OPERATION = "deploy.restart"  # the operation of importing_helpers.record_obj
@@ -295,7 +297,9 @@ async def test_retiring_on_the_source_spreads_through_sync_and_retires_the_holde
     b = NodeB()
 
     async def sync_from_a() -> list[ImportOutcome]:
-        held = await shareable_records(a_store, SOURCE_KEY, params, Scores(), SELF)
+        held = await shareable_records(
+            a_store, SOURCE_KEY, params, band_reader(Scores(), ReputationParams()), SELF
+        )
         return [(await b.offer(raw, via=SOURCE)).outcome for raw in held.values()]
 
     assert await sync_from_a() == [ImportOutcome.ACCEPT]

@@ -47,6 +47,7 @@ from lamarck.node.api.server import (
 from lamarck.node.config import load_settings
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
 from lamarck.node.importing.view import StoreImportView
+from lamarck.node.params import node_params
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter, QuarantineRow, RejectionRow
 from lamarck.node.store.service import LessonService
@@ -607,7 +608,13 @@ async def test_rejection_log_is_newest_first_and_limited(desk: Desk) -> None:
 async def test_the_node_serves_the_operator_desk_on_its_agent_server(tmp_path: Path) -> None:
     settings = load_settings(home=tmp_path, listen="127.0.0.1:0", agent_listen="127.0.0.1:0")
     clock = FixedClock(NOW + timedelta(hours=1))
-    ctx = NodeContext(settings=settings, identity=OTHER_KEY, clock=clock, embedder=TinyEmbedder())
+    ctx = NodeContext(
+        settings=settings,
+        identity=OTHER_KEY,
+        clock=clock,
+        embedder=TinyEmbedder(),
+        params=node_params(settings),
+    )
     servers = await build_servers(
         ctx, peer_factory=PeerService, agent_factory=lambda c: UnimplementedAgentService()
     )

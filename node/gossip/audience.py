@@ -1,0 +1,51 @@
+"""The audience policy: which peer may receive a record of a given access level. Pure.
+
+One rule for every way a record leaves this node — a push to a peer (``peers_for``), and a
+Sync a peer asks for (``shareable_records``):
+
+* a graylisted peer receives nothing: it is not a gossip target (issue 12 §1.4), and the
+  records it would get are exactly those it is least trusted to handle;
+* ``public``: every other peer;
+* ``trusted``: only peers in the trusted band (the one threshold set of
+  ``lamarck.reputation.scores.peer_band``: transfer, gossip and voter choice read the same);
+* ``private``: only the recipients the record names;
+* anything else: nobody (fail closed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.port import ReputationView
+from lamarck.reputation.scores import PeerBand, peer_band
+
+__all__ = ["BandOf", "band_reader", "may_receive", "peers_for"]
+
+#: A peer's band, read from the reputation book on each call.
+BandOf = Callable[[str], PeerBand]
+
+
+def band_reader(view: ReputationView, params: ReputationParams) -> BandOf:
+    """``peer -> band`` over a reputation view and the one threshold set."""
+    return lambda peer: peer_band(view.score(peer), params)
+
+
+def may_receive(access_level: str, recipients: Sequence[str], peer: str, band: PeerBand) -> bool:
+    """Whether ``peer`` (in ``band``) may receive a record of ``access_level``."""
+    if band is PeerBand.GRAYLISTED:
+        return False
+    if access_level == "public":
+        return True
+    if access_level == "trusted":
+        return band is PeerBand.TRUSTED
+    if access_level == "private":
+        return peer in recipients
+    return False
+
+
+def peers_for(
+    access_level: str, peers: Iterable[str], band_of: BandOf, recipients: Sequence[str] = ()
+) -> list[str]:
+    """The peers a record of ``access_level`` may be sent to, in input order."""
+    return [p for p in peers if may_receive(access_level, recipients, p, band_of(p))]

@@ -1,0 +1,93 @@
+"""``NodeParams``: every rule's parameters for one node, built once from its settings.
+
+The daemon calls ``node_params(settings)`` at start-up and passes the pieces down: the lesson
+service, the import pipeline, gossip, the registry, the reputation book and the maintenance
+loop all read the one instance, so no part of the wiring constructs its own defaults. Each
+piece is a frozen params object validated on construction (a bad value is a ``ConfigError``
+naming the field before anything is opened or bound).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lamarck.consensus.params import HighStakesParams
+from lamarck.errors import ConfigError
+from lamarck.node.config import NodeSettings
+from lamarck.node.gossip.publisher import GossipParams
+from lamarck.node.importing.decision import ConservativeHighStakesRule, ImportParams
+from lamarck.node.learning.params import EvidenceParams, LearningParams
+from lamarck.proto.peer_auth import PeerAuthParams
+from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.proofs import ProofParams
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.transfer import TransferParams
+
+__all__ = ["MaintenanceParams", "NodeParams", "node_params"]
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceParams:
+    """How often the node's own maintenance runs (``node/maintenance.py``)."""
+
+    # Seconds between two passes that supersede the lessons beyond each scope's cap, > 0.
+    cap_interval_s: float = 600.0
+    # Seconds between two reconcile passes (decay of unused lessons, retirement below the
+    # floor, and the cap), > 0. One a day: the learning rules count one decay step per pass.
+    reconcile_interval_s: float = 86_400.0
+
+    def __post_init__(self) -> None:
+        """Validate every field."""
+        for name in ("cap_interval_s", "reconcile_interval_s"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not 0 < value < float("inf"):
+                raise ConfigError(f"invalid {name}: must be a finite number > 0, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeParams:
+    """Every parameter object a node runs with; build with ``node_params(settings)``."""
+
+    learning: LearningParams = field(default_factory=LearningParams)
+    transfer: TransferParams = field(default_factory=TransferParams)
+    reputation: ReputationParams = field(default_factory=ReputationParams)
+    importing: ImportParams = field(default_factory=ImportParams)
+    gossip: GossipParams = field(default_factory=GossipParams)
+    registry: RegistryParams = field(default_factory=RegistryParams)
+    proofs: ProofParams = field(default_factory=ProofParams)
+    peer_auth: PeerAuthParams = field(default_factory=PeerAuthParams)
+    maintenance: MaintenanceParams = field(default_factory=MaintenanceParams)
+
+
+def node_params(settings: NodeSettings) -> NodeParams:
+    """The node's parameters: the rules' defaults where no setting speaks, the settings
+    where one does, and each shared piece wired into every object that reads it."""
+    learning = LearningParams()
+    transfer = TransferParams()
+    reputation = ReputationParams()
+    importing = ImportParams(
+        # The one clock-skew tolerance: records, registry records and outcomes alike.
+        max_future_skew_s=settings.max_future_skew_s,
+        transfer=transfer,
+        reputation=reputation,
+        high_stakes=ConservativeHighStakesRule(HighStakesParams()),
+        evidence=EvidenceParams(confidence=learning.confidence),
+    )
+    gossip = GossipParams(
+        anti_entropy_interval_s=settings.anti_entropy_interval_s,
+        publish_threshold=settings.publish_threshold,
+        shared_scopes=frozenset(settings.shared_scopes),
+        direct_push_max=settings.direct_push_max,
+    )
+    registry = RegistryParams(
+        admission=AdmissionMode(settings.admission),
+        max_future_skew_s=settings.max_future_skew_s,
+    )
+    return NodeParams(
+        learning=learning,
+        transfer=transfer,
+        reputation=reputation,
+        importing=importing,
+        gossip=gossip,
+        registry=registry,
+    )

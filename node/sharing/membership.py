@@ -1,0 +1,235 @@
+"""Registry membership: who this node is to its network, and who its live peers are.
+
+The registry is ``redis_url`` (namespace ``redis_namespace``), or an ``EmbeddedRedis`` in the
+home; it is wrapped in a ``CachedDirectory`` (peer list and pins survive an outage) and kept
+live by a ``RegistryClient`` heartbeat. When the registry cannot be reached the node still
+serves: sharing is degraded and says so in the log, once per change of state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import lamarck
+from lamarck.errors import ConfigError, InvalidRecord, RegistryError, StoreUnavailable
+from lamarck.node import metrics
+from lamarck.node.api.peer_auth import PeerAuthenticator
+from lamarck.node.config import NodeSettings
+from lamarck.node.sharing.peer_client import DeliveryFailed
+from lamarck.proto.clock import Clock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.peer_auth import PeerAuthParams
+from lamarck.registry.cache import CachedDirectory
+from lamarck.registry.client import RegistryClient
+from lamarck.registry.directory import PeerInfo
+from lamarck.registry.embedded import EmbeddedRedis
+from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.records import EnrollmentToken
+from lamarck.registry.redis_directory import RedisPeerDirectory
+
+__all__ = ["ENROLLMENT_FILE", "PEER_CACHE_FILE", "Membership", "read_enrollment"]
+
+_log = logging.getLogger("lamarck.node.sharing")
+
+#: ``<home>/peers.json``: the cached peer list, pins and revocations.
+PEER_CACHE_FILE = "peers.json"
+#: ``<home>/enrollment.json``: this node's operator enrollment token, if it was given one.
+ENROLLMENT_FILE = "enrollment.json"
+
+
+def read_enrollment(home: Path) -> EnrollmentToken | None:
+    """This node's enrollment token from ``<home>/enrollment.json``, or None if there is none.
+
+    A file that is there but unreadable or not a token is a ``ConfigError``: a node told to
+    join with a token must not start as if it had none.
+    """
+    path = home / ENROLLMENT_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e}", reason="bad_enrollment_file") from e
+    try:
+        return EnrollmentToken.from_wire(json.loads(text))
+    except (ValueError, InvalidRecord) as e:
+        raise ConfigError(
+            f"{path} is not an enrollment token: {e}", reason="bad_enrollment_file"
+        ) from e
+
+
+class Membership:
+    """This node's registration, the registry directory, and its view of the live peers."""
+
+    def __init__(
+        self,
+        settings: NodeSettings,
+        identity: NodeIdentity,
+        clock: Clock,
+        *,
+        params: RegistryParams,
+        auth: PeerAuthParams,
+        address: str,
+    ) -> None:
+        self._settings = settings
+        self._identity = identity
+        self._clock = clock
+        self.params = params
+        self._auth_params = auth
+        self._address = address
+        self._embedded: EmbeddedRedis | None = None
+        self.directory: CachedDirectory | None = None
+        self.auth: PeerAuthenticator | None = None
+        self._client: RegistryClient | None = None
+        self._peers: dict[str, PeerInfo] = {}
+        # None until the first registry round; then whether the registry answered.
+        self._state: bool | None = None
+        # The reason of the last refusal logged ("" when the last round was not refused).
+        self._refusal = ""
+        #: Where this node asked to be admitted (named in every refusal it logs).
+        self.registry_name = ""
+
+    async def connect(self) -> None:
+        """Open the registry (embedded when no URL is set); degraded, not fatal, if absent."""
+        settings = self._settings
+        url = settings.redis_url
+        if not url:
+            self._embedded = EmbeddedRedis(settings.home)
+            try:
+                url = await self._embedded.start()
+            except (RegistryError, OSError, ImportError) as e:
+                _log.warning("embedded redis unavailable; sharing degraded: %s", e)
+                self._embedded = None
+        if not url:
+            return
+        self.registry_name = (
+            f"{_redacted(url)} namespace {settings.redis_namespace!r}"
+            if settings.redis_url
+            else f"the embedded registry in {settings.home} namespace {settings.redis_namespace!r}"
+        )
+        inner = RedisPeerDirectory.from_url(
+            url,
+            namespace=settings.redis_namespace,
+            params=self.params,
+            clock=self._clock,
+            operator_public_key=settings.operator_public_key or None,
+        )
+        self.directory = CachedDirectory(
+            inner, clock=self._clock, path=settings.home / PEER_CACHE_FILE
+        )
+        self.auth = PeerAuthenticator(
+            self._identity.node_id, self.directory, self._clock, self._auth_params
+        )
+        mode = self.params.admission
+        if mode is AdmissionMode.OPEN:
+            _log.warning("registry admission is 'open': unsafe outside tests and demos")
+        elif not settings.operator_public_key:
+            # Not fatal: the node still learns locally and serves its agent API.
+            _log.warning(
+                "registry admission is '%s' but no operator_public_key is set: this node "
+                "can admit no one and join no network (see docs/operating.md)",
+                mode.value,
+            )
+        self._client = RegistryClient(
+            self.directory,
+            self._identity,
+            address=self._address,
+            domains=tuple(settings.domains),
+            version=lamarck.__version__,
+            mode=mode,
+            clock=self._clock,
+            enrollment_token=read_enrollment(settings.home),
+        )
+
+    async def tick(self) -> None:
+        """Heartbeat or (re-)register, then refresh the peer list (outages are logged)."""
+        if self._client is None or self.directory is None:
+            return
+        try:
+            result = await self._client.tick()
+            ok = await self.directory.refresh()
+        except RegistryError as e:
+            metrics.REGISTRY_ROUNDS.labels(result=e.reason).inc()
+            # Said once per change of reason, not every round: a node waiting for an
+            # endorsement is not failing anew every ten seconds.
+            if self._state is not False or e.reason != self._refusal:
+                self._refusal = e.reason
+                _log.error(
+                    "registry refused this node: %s (%s); registry asked: %s",
+                    e,
+                    e.reason,
+                    self.registry_name,
+                )
+            self._state = False
+            return
+        if ok != self._state:
+            _log.log(
+                logging.INFO if ok else logging.WARNING,
+                "registry %s (%s); registry: %s",
+                "reachable" if ok else "unreachable; sharing from the peer cache",
+                result.value,
+                self.registry_name,
+            )
+        self._state = ok
+        self._refusal = ""
+        metrics.REGISTRY_ROUNDS.labels(result="ok" if ok else "unreachable").inc()
+        peers = await self.directory.live_peers()
+        self._peers = {p.node_id: p for p in peers if p.node_id != self._identity.node_id}
+
+    @property
+    def ok(self) -> bool:
+        """Whether the registry answered the last round (else sharing runs from the cache)."""
+        return bool(self._state)
+
+    def live_peers(self) -> list[str]:
+        """Ids of the live peers (other than this node) as last seen in the registry."""
+        return sorted(self._peers)
+
+    @property
+    def peers(self) -> dict[str, PeerInfo]:
+        """The live peers by id (other than this node)."""
+        return self._peers
+
+    def address_of(self, node_id: str) -> str:
+        """Where to reach a live peer; ``DeliveryFailed`` if it is not live."""
+        peer = self._peers.get(node_id)
+        if peer is None or not peer.address:
+            raise DeliveryFailed(f"peer {node_id} is not live", reason="peer_not_live")
+        return peer.address
+
+    async def authenticate(self, metadata: Any, claimed: str) -> str:
+        """The proven id of a PeerService caller naming itself ``claimed`` (see ``peer_auth``)."""
+        if self.auth is None:
+            raise StoreUnavailable(
+                "no registry: peers cannot be authenticated", reason="registry_unavailable"
+            )
+        return await self.auth.authenticate(metadata, claimed)
+
+    async def close(self) -> None:
+        """Leave the live peer list, close the directory and any embedded Redis."""
+        if self._client is not None and self._client.registered:
+            with contextlib.suppress(RegistryError, OSError, TimeoutError):
+                await asyncio.wait_for(self._client.deregister(), 2.0)
+        if self.directory is not None:
+            directory, self.directory = self.directory, None
+            with contextlib.suppress(RegistryError, OSError):
+                await directory.aclose()
+        if self._embedded is not None:
+            embedded, self._embedded = self._embedded, None
+            try:
+                await embedded.stop()
+            except RegistryError:
+                _log.exception("stopping the embedded redis failed")
+
+
+def _redacted(url: str) -> str:
+    """A Redis URL without its password, for logs."""
+    scheme, sep, rest = url.partition("://")
+    if "@" in rest:
+        rest = "***@" + rest.split("@", 1)[1]
+    return f"{scheme}{sep}{rest}"

@@ -1,0 +1,142 @@
+"""The peer client: this node's outgoing PeerService calls (Publish and Sync pages).
+
+One ``grpc.aio`` channel per peer address (``ChannelPool``), our peer token on every call
+(``PeerTokens``), a bound on each RPC, and one typed failure, ``DeliveryFailed``, for
+anything that did not land (transport error, or acks saying "try again later").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from lamarck.errors import LamarckError
+from lamarck.node.api.peer_auth import PeerTokens
+from lamarck.node.gossip.sync import SyncPage, SyncQuery
+from lamarck.node.importing.view import REGISTRY_DEPENDENT_REASONS
+from lamarck.proto.canonical import sha256_hex
+from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
+
+__all__ = ["RPC_TIMEOUT_S", "ChannelPool", "DeliveryFailed", "PeerClient"]
+
+# Bound on one Publish or Sync RPC to a peer.
+RPC_TIMEOUT_S = 10.0
+
+
+class DeliveryFailed(LamarckError):
+    """A peer did not take a batch (transport error, or acks saying "try again later")."""
+
+    default_reason = "delivery_failed"
+
+
+class ChannelPool:
+    """One ``grpc.aio`` channel per peer address, reused across calls, closed together."""
+
+    def __init__(self, options: Sequence[tuple[str, Any]] = ()) -> None:
+        self._options = list(options)
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    def stub(self, address: str) -> Any:
+        """A PeerService stub over the (possibly new) channel to ``address``.
+
+        Typed ``Any``: the generated stubs are typed for sync channels, not ``grpc.aio``.
+        """
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = grpc.aio.insecure_channel(address, options=self._options)
+            self._channels[address] = channel
+        return peer_pb2_grpc.PeerServiceStub(channel)
+
+    async def close(self) -> None:
+        """Close every channel."""
+        channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            await channel.close(None)
+
+
+class PeerClient:
+    """Publish and Sync calls to peers, addressed by node id through ``address_of``."""
+
+    def __init__(
+        self,
+        node_id: str,
+        tokens: PeerTokens,
+        address_of: Callable[[str], str],
+        *,
+        hop_limit: int,
+        max_message_bytes: int,
+    ) -> None:
+        self._node_id = node_id
+        self._tokens = tokens
+        self._address_of = address_of
+        self._hop_limit = hop_limit
+        self._pool = ChannelPool(
+            [
+                ("grpc.max_send_message_length", max_message_bytes),
+                ("grpc.max_receive_message_length", max_message_bytes),
+            ]
+        )
+
+    async def close(self) -> None:
+        """Close every channel."""
+        await self._pool.close()
+
+    def _stub(self, target: str) -> Any:
+        return self._pool.stub(self._address_of(target))
+
+    async def publish(
+        self, target: str, raws: Sequence[bytes], hop_count: int, *, hop_limit: int | None = None
+    ) -> None:
+        """One Publish RPC; raises ``DeliveryFailed`` unless every record was decided."""
+        request = peer_pb2.PublishRequest(
+            records=[
+                records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=raw)
+                for raw in raws
+            ],
+            sender_node_id=self._node_id,
+            origin_node_id=self._node_id if hop_count == 0 else "",
+            hop_count=hop_count,
+            hop_limit=self._hop_limit if hop_limit is None else hop_limit,
+        )
+        try:
+            reply = await self._stub(target).Publish(
+                request, timeout=RPC_TIMEOUT_S, metadata=self._tokens.metadata(target)
+            )
+        except grpc.aio.AioRpcError as e:
+            raise DeliveryFailed(
+                f"Publish to {target}: {e.code().name}", reason="rpc_failed"
+            ) from e
+        retry = [
+            a.reason
+            for a in reply.acks
+            if a.status == records_pb2.ACK_STATUS_DEFERRED or a.reason in REGISTRY_DEPENDENT_REASONS
+        ]
+        if retry:
+            raise DeliveryFailed(f"Publish to {target} deferred: {retry[0]}", reason="deferred")
+
+    async def sync_page(self, peer: str, query: SyncQuery) -> SyncPage:
+        """One Sync call to ``peer``: the records it holds that the query says we lack."""
+        request = peer_pb2.SyncRequest(
+            requester_node_id=self._node_id,
+            cursor=query.cursor,
+            buckets=[
+                peer_pb2.HashBucket(prefix=p, count=b.count, digest=b.digest)
+                for p, b in (query.buckets or {}).items()
+            ],
+            max_records=query.max_records,
+        )
+        records: list[tuple[str, bytes]] = []
+        cursor, more = query.cursor, False
+        try:
+            calls = self._stub(peer).Sync(
+                request, timeout=RPC_TIMEOUT_S, metadata=self._tokens.metadata(peer)
+            )
+            async for page in calls:
+                records += [(sha256_hex(r.canonical_json), r.canonical_json) for r in page.records]
+                cursor, more = page.cursor, page.more
+        except grpc.aio.AioRpcError as e:
+            raise DeliveryFailed(f"Sync from {peer}: {e.code().name}", reason="rpc_failed") from e
+        return SyncPage(records=tuple(records), cursor=cursor, more=more)

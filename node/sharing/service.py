@@ -1,0 +1,299 @@
+"""``Sharing``: the node's network side, composed of its parts over ports.
+
+Built by the daemon once the store is ready (``start``), stopped before the store closes
+(``stop``). It composes, each in its own module:
+
+* ``Membership`` (``membership.py``): the registry, this node's registration, the live peers
+  and the authentication of PeerService callers;
+* ``PeerClient`` (``peer_client.py``): outgoing Publish and Sync calls with our peer tokens;
+* ``Publisher`` (``publishing.py``): the scan of own lessons into the durable outbox and its
+  delivery;
+* ``AntiEntropy`` (``anti_entropy.py``): Sync pulls into the import pipeline;
+
+over the ports the daemon hands it: the ``LessonStore``, the ``Outbox`` and the reputation
+book (already loaded, so a reality event from an outcome recorded before sharing started is
+in it, not dropped). The import pipeline — the one way in for Publish, Sync, bundles and
+approvals — is built here once the registry's pins are known.
+
+Every loop catches and logs its failures: a peer or registry outage never stops the node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from lamarck.errors import StoreError
+from lamarck.node.api.peer_auth import PeerTokens
+from lamarck.node.api.peer_handlers import PublishDeps, shareable_records
+from lamarck.node.gossip.audience import band_reader
+from lamarck.node.gossip.outbox import Outbox
+from lamarck.node.gossip.router import GossipRouter
+from lamarck.node.importing.pipeline import ImportPipeline
+from lamarck.node.importing.view import StoreImportView
+from lamarck.node.params import NodeParams
+from lamarck.node.sharing.anti_entropy import AntiEntropy
+from lamarck.node.sharing.membership import Membership
+from lamarck.node.sharing.peer_client import PeerClient
+from lamarck.node.sharing.publishing import Publisher
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.reputation import FLUSH_INTERVAL_S
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.port import ReputationSink, ReputationView
+
+if TYPE_CHECKING:
+    from lamarck.node.api.server import NodeContext
+
+__all__ = ["FLUSH_INTERVAL_S", "ReputationBook", "Sharing"]
+
+_log = logging.getLogger("lamarck.node.sharing")
+
+
+class ReputationBook(ReputationView, ReputationSink, Protocol):
+    """The reputation port Sharing needs: scores and events, persisted by ``flush``."""
+
+    @property
+    def params(self) -> ReputationParams:
+        """The threshold set the book scores with."""
+        ...
+
+    @property
+    def pending(self) -> int:
+        """Events emitted but not yet persisted."""
+        ...
+
+    async def flush(self) -> int:
+        """Persist the pending events; returns how many were written."""
+        ...
+
+
+class Sharing:
+    """The node's registry membership, gossip publishing, intake and anti-entropy."""
+
+    def __init__(
+        self,
+        ctx: NodeContext,
+        store: LessonStore,
+        *,
+        params: NodeParams,
+        outbox: Outbox,
+        reputation: ReputationBook,
+        rng: random.Random,
+    ) -> None:
+        settings = ctx.settings
+        self._ctx = ctx
+        self._store = store
+        self._clock = ctx.clock
+        self._identity = ctx.identity
+        self._node_params = params
+        self.params = params.gossip
+        self._rng = rng
+        self.reputation = reputation
+        self.band_of = band_reader(reputation, reputation.params)
+        #: Our peer tokens (caller side); the callee side needs the registry's pins.
+        self.tokens = PeerTokens(self._identity, self._clock, params.peer_auth)
+        self.membership = Membership(
+            settings,
+            self._identity,
+            self._clock,
+            params=params.registry,
+            auth=params.peer_auth,
+            address=ctx.peer_addresses[0] if ctx.peer_addresses else "",
+        )
+        self.client = PeerClient(
+            self._identity.node_id,
+            self.tokens,
+            self.membership.address_of,
+            hop_limit=self.params.hop_limit,
+            max_message_bytes=settings.max_message_bytes,
+        )
+        self.view = StoreImportView(store, reputation, self._identity.node_id)
+        self.router = GossipRouter(self.params, self._identity.node_id)
+        self.outbox = outbox
+        self.publisher = Publisher(
+            store,
+            self._identity,
+            self.params,
+            outbox=outbox,
+            router=self.router,
+            client=self.client,
+            band_of=self.band_of,
+            peers=lambda: self.membership.peers,
+            incognito=settings.incognito,
+        )
+        self.pipeline: ImportPipeline | None = None
+        self.anti_entropy: AntiEntropy | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._forwards: set[asyncio.Task[None]] = set()
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Connect the registry (degraded, not fatal, when unreachable), load the import
+        indexes, register, and start the background loops."""
+        settings = self._ctx.settings
+        await self.membership.connect()
+        # Built with or without a registry: bundles and approvals enter by it too (without
+        # pins a peer's record is refused, a bundle's held as unknown_signer).
+        self.pipeline = ImportPipeline(
+            store=self._store,
+            view=self.view,
+            pins=self.membership.directory,
+            reputation=self.reputation,
+            embedder=self._ctx.embedder,
+            clock=self._clock,
+            rng=self._rng,
+            params=self._node_params.importing,
+        )
+        self.anti_entropy = AntiEntropy(
+            self._store,
+            self._identity,
+            self.params,
+            pipeline=self.pipeline,
+            client=self.client,
+            band_of=self.band_of,
+            live_peers=self.membership.live_peers,
+        )
+        await self.view.load()
+        # One round now, so the peer list is there before the first publish scan; the loop
+        # then waits an interval before its next round.
+        await self.membership.tick()
+        self._spawn(
+            "registry",
+            self.membership.tick,
+            self._node_params.registry.heartbeat_interval_s,
+            wait_first=True,
+        )
+        self._spawn("publish", self.publish_once, settings.gossip_interval_s)
+        self._spawn("anti-entropy", self.anti_entropy_once, self.params.anti_entropy_interval_s)
+        self._spawn("reputation-flush", self.reputation.flush, FLUSH_INTERVAL_S)
+
+    def _spawn(
+        self,
+        name: str,
+        step: Callable[[], Awaitable[object]],
+        every_s: float,
+        *,
+        wait_first: bool = False,
+    ) -> None:
+        loop = self._loop(name, step, every_s, wait_first=wait_first)
+        self._tasks.append(asyncio.create_task(loop, name=name))
+
+    async def _loop(
+        self,
+        name: str,
+        step: Callable[[], Awaitable[object]],
+        every_s: float,
+        *,
+        wait_first: bool,
+    ) -> None:
+        if wait_first:
+            await asyncio.sleep(every_s)
+        while True:
+            try:
+                await step()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a background loop never dies: the next round retries
+                _log.exception("sharing %s round failed", name)
+            await asyncio.sleep(every_s)
+
+    async def stop(self) -> None:
+        """Cancel the loops, leave the live peer list, close channels and the registry."""
+        tasks, self._tasks = [*self._tasks, *self._forwards], []
+        self._forwards.clear()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        # After the loops (no more emits from imports), before the store closes.
+        try:
+            await asyncio.wait_for(self.reputation.flush(), 5.0)
+        except (StoreError, TimeoutError) as e:
+            _log.error("%d reputation events not persisted at stop: %s", self.reputation.pending, e)
+        await self.client.close()
+        await self.membership.close()
+
+    # -- registry -------------------------------------------------------------------------
+    async def registry_tick(self) -> None:
+        """One registry round (heartbeat or registration, then the peer list)."""
+        await self.membership.tick()
+
+    @property
+    def registry_ok(self) -> bool:
+        """Whether the registry answered the last round (else sharing runs from the cache)."""
+        return self.membership.ok
+
+    @property
+    def directory(self) -> Any:
+        """The cached registry directory, or None without a registry."""
+        return self.membership.directory
+
+    async def live_peers(self) -> list[str]:
+        """Ids of the live peers (other than this node) as last seen in the registry."""
+        return self.membership.live_peers()
+
+    # -- intake ---------------------------------------------------------------------------
+    async def authenticate(self, metadata: Any, claimed: str) -> str:
+        """The proven id of a PeerService caller naming itself ``claimed`` (see ``peer_auth``)."""
+        return await self.membership.authenticate(metadata, claimed)
+
+    @property
+    def incognito(self) -> bool:
+        """Whether this node shares nothing: no publishing, no forwarding, empty Syncs."""
+        return self._ctx.settings.incognito
+
+    @property
+    def publish_deps(self) -> PublishDeps | None:
+        """What ``PeerService.Publish`` needs; ``None`` while there is no registry at all."""
+        if self.pipeline is None or self.membership.directory is None:
+            return None
+        return PublishDeps(
+            pipeline=self.pipeline,
+            router=None if self.incognito else self.router,
+            live_peers=self.live_peers,
+            forward_send=None if self.incognito else self.publisher.forward,
+            spawn=self._background,
+        )
+
+    def _background(self, work: Awaitable[object]) -> None:
+        """Run ``work`` (a forward) after the Publish answer; cancelled at stop."""
+
+        async def run() -> None:
+            try:
+                await work
+            except Exception:  # best effort: anti-entropy repairs a lost forward
+                _log.exception("background forward failed")
+
+        task = asyncio.create_task(run(), name="forward")
+        self._forwards.add(task)
+        task.add_done_callback(self._forwards.discard)
+
+    async def shareable(self, requester: str) -> dict[str, bytes]:
+        """What this node may send ``requester`` in a Sync, by content hash."""
+        if self.incognito:
+            return {}
+        return await shareable_records(
+            self._store, self._identity, self.params, self.band_of, requester
+        )
+
+    # -- publishing and anti-entropy ------------------------------------------------------
+    async def publish_once(self) -> int:
+        """Enqueue new publishable lesson versions, then drain the outbox (deliveries made)."""
+        return await self.publisher.publish_once(self._clock.now())
+
+    async def anti_entropy_once(self) -> int:
+        """Pull what this node lacks from every live peer; returns records received."""
+        if self.anti_entropy is None:
+            return 0
+        return await self.anti_entropy.once()
+
+    async def sync_with(self, peer: str, held: set[str] | None = None) -> int:
+        """One anti-entropy pull from ``peer`` (see ``AntiEntropy.sync_with``)."""
+        if self.anti_entropy is None:
+            return 0
+        return await self.anti_entropy.sync_with(peer, held)

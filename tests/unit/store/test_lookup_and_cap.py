@@ -1,0 +1,93 @@
+"""Issue 10 §2.8: a mechanical lesson is found again however old it is; the node's own
+maintenance enforces the per-scope cap."""
+
+from __future__ import annotations
+
+import pytest
+from test_lesson_service import P1, Harness
+
+from lamarck.errors import ConfigError
+from lamarck.node.learning.params import LearningParams, LessonParams
+from lamarck.node.learning.scopes import project_scope
+from lamarck.node.maintenance import MaintenanceLoop
+from lamarck.node.params import MaintenanceParams
+from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
+
+BAD, GOOD, TARGET = "shell:pytest tests/", "shell:pytest", "the test suite"
+
+
+def _filler(i: int, scope: str, confidence: float, h: Harness) -> LessonRow:
+    now = h.clock.now()
+    return LessonRow(
+        id=f"filler-{i:05d}",
+        content=f"Filler lesson number {i} about operation {i}.",
+        operation=f"shell:tool{i}",
+        scope=scope,
+        status=LessonStatus.ACTIVE,
+        confidence=confidence,
+        created_at=now,
+        updated_at=now,
+        category=Category.LESSON,
+        evidence=(f"o{i}",),
+    )
+
+
+async def test_re_proving_the_oldest_of_2000_lessons_confirms_it_instead_of_a_duplicate() -> None:
+    h = Harness()  # the default cap: 200 active per scope, the old lookup read 400 rows
+    first = await h.service.record_outcome(
+        h.outcome("s1", [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)])
+    )
+    [lesson_id] = first.ids("created")
+    # 2,000 newer, more confident lessons in the same project scope bury it.
+    h.clock.advance(3600)
+    scope = project_scope(P1)
+    await h.store.insert_lessons([_filler(i, scope, 0.9, h) for i in range(2000)])
+    again = await h.service.record_outcome(
+        h.outcome("s2", [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)])
+    )
+    assert again.ids("created") == []
+    assert again.ids("confirmed") == [lesson_id]
+    same = await h.store.list_lessons(LessonFilter(statuses=None, operation=GOOD, limit=10))
+    assert [r.id for r in same] == [lesson_id]
+
+
+async def test_the_maintenance_loop_enforces_the_cap_on_a_running_node() -> None:
+    h = Harness(LearningParams(lesson=LessonParams(max_active_per_scope=3, candidate_pool=5)))
+    scope = project_scope(P1)
+    await h.store.insert_lessons(
+        [_filler(i, scope, 0.5 + i / 100, h) for i in range(5)]
+        + [_filler(100 + i, "global", 0.5, h) for i in range(2)]
+    )
+    loop = MaintenanceLoop(h.service, MaintenanceParams(), h.clock)
+    await loop.tick()
+    active = await h.store.list_lessons(LessonFilter(scopes=(scope,), limit=10))
+    # The two least confident go; the other scope, under its cap, is untouched.
+    assert sorted(r.id for r in active) == ["filler-00002", "filler-00003", "filler-00004"]
+    superseded = await h.store.list_lessons(
+        LessonFilter(statuses=(LessonStatus.SUPERSEDED,), limit=10)
+    )
+    assert sorted(r.id for r in superseded) == ["filler-00000", "filler-00001"]
+    assert len(await h.store.list_lessons(LessonFilter(scopes=("global",), limit=10))) == 2
+    # Kept in history, with the reason.
+    events = await h.store.lesson_events(["filler-00000"])
+    assert [(e.kind, e.reason) for e in events] == [("superseded", "cap")]
+
+
+async def test_reconcile_runs_once_its_interval_has_passed_and_not_before() -> None:
+    h = Harness()
+    await h.store.insert_lessons([_filler(1, "global", 0.8, h)])
+    loop = MaintenanceLoop(h.service, MaintenanceParams(reconcile_interval_s=86_400), h.clock)
+    await loop.tick()  # the first pass after start: cap only
+    [row] = await h.store.list_lessons(LessonFilter(limit=5))
+    assert row.confidence == 0.8
+    h.clock.advance(86_400 + 1)
+    await loop.tick()
+    [row] = await h.store.list_lessons(LessonFilter(limit=5))
+    assert row.confidence < 0.8  # decayed: unused for a day
+
+
+def test_maintenance_params_refuse_a_non_positive_interval() -> None:
+    with pytest.raises(ConfigError, match="cap_interval_s"):
+        MaintenanceParams(cap_interval_s=0)
+    with pytest.raises(ConfigError, match="reconcile_interval_s"):
+        MaintenanceParams(reconcile_interval_s=float("nan"))
