@@ -33,6 +33,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from lamarck.errors import ConfigError, InvalidRecord, RegistryError
+from lamarck.node.cli.connect import running_node
 from lamarck.node.cli.errors import CliError
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table, print_table
@@ -188,6 +189,19 @@ async def _registry_url(home: Path, settings: NodeSettings) -> str:
 
     embedded = EmbeddedRedis(home)
     if not await embedded.is_running():
+        try:
+            info = running_node(home)
+        except CliError:
+            info = None
+        if info is not None:
+            # The node runs, only its registry server is down: "start the node" would
+            # send the operator the wrong way.
+            raise CliError(
+                f"the node on {home} is running (pid {info.get('pid')}) but its embedded "
+                f"registry is down (no server on {embedded.socket_path}); the node restarts "
+                "it: retry shortly, and see `lamarck node status` if it stays down",
+                reason="registry_down",
+            )
         raise CliError(
             f"{home} has no redis_url and its embedded registry is not running "
             f"(no server on {embedded.socket_path}); start the node on {home} first",
