@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
 
+from lamarck.errors import ConfigError
 from lamarck.proto.clock import Clock
 from lamarck.reputation import scores
 from lamarck.reputation.events import EventKind, ReputationEvent
@@ -40,7 +41,11 @@ __all__ = ["PeerLedger", "ReputationBook", "TrustConfig", "table_rows"]
 @dataclass(frozen=True, slots=True)
 class TrustConfig:
     """What the book needs besides the scorer's params: pairwise and global trust rules, who
-    this node is (its own row and an anchor), and the operator's pre-trusted peers."""
+    this node is (its own row and an anchor), and the operator's pre-trusted peers.
+
+    ``self_id`` "" (a book not told who it belongs to) keeps pairwise trust but cannot compute
+    global trust (``ConfigError``).
+    """
 
     self_id: str
     pairwise: PairwiseParams
@@ -48,8 +53,8 @@ class TrustConfig:
     pretrusted: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if not self.self_id:
-            raise ValueError("TrustConfig.self_id must name this node")
+        if any(not p for p in self.pretrusted):
+            raise ConfigError("invalid pretrusted: a pre-trusted peer id is empty")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +142,10 @@ class ReputationBook(InMemoryReputation):
         """EigenTrust over this node's observations, anchored in this node and the operator's
         pre-trusted peers; kept until the next recomputation (``now`` is when)."""
         trust = self._trust
+        if not trust.self_id:
+            raise ConfigError(
+                "global trust needs this node's id (TrustConfig.self_id)", reason="no_self_id"
+            )
         anchors = {trust.self_id, *trust.pretrusted}
         local = {trust.self_id: self.local_trust()}
         self._global = global_trust(local, sorted(anchors), trust.self_id, trust.global_trust)
