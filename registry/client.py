@@ -12,11 +12,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from lamarck.errors import RegistryError
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
+from lamarck.registry.admission_file import read_admission, write_admission
 from lamarck.registry.directory import PeerDirectory, PeerInfo
 from lamarck.registry.params import AdmissionMode
 from lamarck.registry.records import Admission, Endorsement, EnrollmentToken, sign_registration
@@ -50,6 +52,7 @@ class RegistryClient:
         enrollment_token: EnrollmentToken | None = None,
         endorsement: Endorsement | None = None,
         node_id: str | None = None,
+        proof_path: Path | None = None,
     ) -> None:
         self._directory = directory
         self._identity = identity
@@ -59,6 +62,10 @@ class RegistryClient:
         self._mode = mode
         self._clock = clock
         self._token = enrollment_token
+        # Where this node keeps the endorsement it was admitted with (``admission_file``):
+        # presented again when the registry no longer has it (its Redis lost its data).
+        self._proof_path = proof_path
+        self._stored = read_admission(proof_path) if proof_path is not None else None
         self._endorsement = endorsement
         # Differs from identity.node_id only after a key rotation (the id stays, the key moves).
         self._node_id = node_id or identity.node_id
@@ -81,12 +88,20 @@ class RegistryClient:
         self._rotation = rotation
         self._registered = False
 
-    async def register(self) -> PeerInfo:
-        """Register now: fresh nonce, signed registration with the admission material."""
+    async def register(self, stored: Endorsement | None = None) -> PeerInfo:
+        """Register now: fresh nonce, signed registration with the admission material.
+
+        The endorsement presented is the one given at construction, else the one an
+        endorser published in the registry, else ``stored`` or the one kept in
+        ``proof_path`` (what this node was admitted with before: a registry that lost its
+        data must not lock it out). Once admitted with an endorsement, it is kept there.
+        """
         endorsement = self._endorsement
         if endorsement is None and self._token is None and self._mode is AdmissionMode.ENDORSED:
             # An endorser may have published one for us in the registry.
             endorsement = await self._directory.endorsement_for(self._node_id)
+            if endorsement is None:
+                endorsement = stored if stored is not None else self._stored
         nonce = await self._directory.issue_nonce()
         reg = sign_registration(
             self._identity,
@@ -109,7 +124,21 @@ class RegistryClient:
         self._registered = True
         # The pin has moved; later registrations are plain re-registrations under the new key.
         self._rotation = None
+        if endorsement is not None:
+            self._keep(endorsement)
         return peer
+
+    def _keep(self, endorsement: Endorsement) -> None:
+        """Store the endorsement this node was admitted with (once, when it changes)."""
+        if self._proof_path is None or endorsement == self._stored:
+            return
+        try:
+            write_admission(self._proof_path, endorsement)
+        except OSError as e:
+            # Admission itself succeeded; only the copy for a future data loss is missing.
+            log.warning("cannot keep the admission proof", extra={"error": str(e)})
+            return
+        self._stored = endorsement
 
     async def tick(self) -> TickResult:
         """Heartbeat, or (re-)register if not listed; outages are reported, not raised."""
