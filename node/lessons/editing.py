@@ -93,7 +93,7 @@ class LessonEditing:
         ids: tuple[str, ...],
         context: Mapping[str, Any] | None,
         tags: Sequence[str],
-        projects: Sequence[str],
+        projects: tuple[str, ...],
     ) -> LessonRow:
         row = await self._core.insert_new(
             content=text,
