@@ -161,7 +161,7 @@ def test_explicit_minilm_without_the_package_is_a_config_error_naming_it(
 
 def test_auto_picks_minilm_when_installed_and_hashing_when_asked(minilm: MiniLMEmbedder) -> None:
     """The default is the real model; ``hashing`` is available on request."""
-    assert isinstance(make_embedder("auto"), MiniLMEmbedder)
+    assert isinstance(make_embedder("auto", runtime="torch"), MiniLMEmbedder)
     assert isinstance(make_embedder("hashing"), HashingEmbedder)
 
 

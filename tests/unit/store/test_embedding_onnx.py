@@ -1,0 +1,123 @@
+"""The ONNX MiniLM embedder: the torch model's vectors without torch in the process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lamarck.errors import ConfigError
+from lamarck.node.embedding import (
+    MINILM_MODEL_NAME,
+    MiniLMEmbedder,
+    OnnxMiniLMEmbedder,
+    OnnxParams,
+    make_embedder,
+    onnx_model_file,
+)
+
+TEXTS = [
+    "Run pytest from the repo root, not from tests/",
+    "prefer `uv pip install` over `pip install` for services on macos",
+    '`npm ci` fails with "ERESOLVE unable to resolve dependency tree" when the lockfile is old',
+    "How do I rerun only the failures with pytest on ci?",
+    "x",
+    "word " * 400,  # longer than the model's 256 tokens: truncated like sentence-transformers
+]
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
+@pytest.fixture(scope="module")
+def onnx(cache_dir: Path) -> Iterator[OnnxMiniLMEmbedder]:
+    yield OnnxMiniLMEmbedder(cache_dir=cache_dir)
+
+
+def test_onnx_vectors_match_the_torch_model_within_cosine_0_999(
+    onnx: OnnxMiniLMEmbedder,
+) -> None:
+    """Same model, other runtime: every vector within cosine 0.999 of sentence-transformers'."""
+    ours = onnx.embed(TEXTS)
+    theirs = MiniLMEmbedder().embed(TEXTS)
+    cosines = (ours * theirs).sum(axis=1)
+    assert cosines.min() >= 0.999, cosines
+    assert onnx.name == MINILM_MODEL_NAME  # one vector space: stored vectors stay comparable
+
+
+def test_onnx_rows_are_float32_unit_vectors_in_input_order(onnx: OnnxMiniLMEmbedder) -> None:
+    """Batches are sorted by length inside; the rows come back in the caller's order."""
+    batch = onnx.embed(TEXTS)
+    assert batch.shape == (len(TEXTS), 384) and batch.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+    for i, text in enumerate(TEXTS):
+        np.testing.assert_allclose(onnx.embed([text])[0], batch[i], atol=1e-4)
+
+
+def test_a_repeated_query_is_answered_from_the_cache_unchanged(
+    onnx: OnnxMiniLMEmbedder,
+) -> None:
+    """The second embedding of one text is the first's vector, and a caller's edit of a
+    returned row never reaches the cache."""
+    first = onnx.embed(["deploy the api workers"])
+    first[0, :] = 0.0
+    second = onnx.embed(["deploy the api workers"])
+    third = onnx.embed(["deploy the api workers"])
+    np.testing.assert_array_equal(second, third)
+    assert np.linalg.norm(second) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_the_export_is_reused_and_named_by_the_model(
+    onnx: OnnxMiniLMEmbedder, cache_dir: Path
+) -> None:
+    """A second embedder loads the file the first exported (no second export)."""
+    before = onnx.model_file.stat().st_mtime_ns
+    other = OnnxMiniLMEmbedder(cache_dir=cache_dir)
+    assert other.model_file == onnx.model_file
+    assert onnx.model_file.stat().st_mtime_ns == before
+    assert onnx.model_file.name.startswith(MINILM_MODEL_NAME)
+    assert onnx_model_file(Path(MiniLMEmbedder()._path), cache_dir) == onnx.model_file
+
+
+def test_the_onnx_embedder_never_loads_torch(onnx: OnnxMiniLMEmbedder, cache_dir: Path) -> None:
+    """The RSS lever: a process embedding with the exported model has no torch in it."""
+    code = (
+        "import sys; from lamarck.node.embedding import OnnxMiniLMEmbedder as E; "
+        f"E(cache_dir={str(cache_dir)!r}).embed(['a text']); "
+        "print('torch' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "False"
+
+
+def test_make_embedder_picks_onnx_and_torch_on_request(cache_dir: Path) -> None:
+    """``minilm`` runs on onnxruntime when it can; ``runtime='torch'`` keeps the old path."""
+    assert isinstance(make_embedder("minilm", cache_dir=cache_dir), OnnxMiniLMEmbedder)
+    assert isinstance(make_embedder("minilm", runtime="torch"), MiniLMEmbedder)
+    with pytest.raises(ConfigError):
+        make_embedder("minilm", runtime="tpu")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("threads", -1),
+        ("batch_size", 0),
+        ("max_seq_length", 4),
+        ("query_cache_size", True),
+        ("export_timeout_s", float("nan")),
+        ("export_timeout_s", 0.0),
+    ],
+)
+def test_onnx_params_refuse_unusable_values(field: str, value: object) -> None:
+    """Every field is validated and the error names it."""
+    with pytest.raises(ConfigError, match=field.split("_")[0]):
+        OnnxParams(**{field: value})  # type: ignore[arg-type]
