@@ -470,18 +470,19 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             operation = note_operation(content, self._notes)
         store, service = self._store(), self._service()
         if content:
+            # One indexed lookup (operation, then the exact content), never a scope's rows.
             held = await store.list_lessons(
                 LessonFilter(
                     statuses=(LessonStatus.CLAIMED, LessonStatus.ACTIVE),
                     scopes=(scope,),
                     operation=operation,
-                    limit=MAX_PAGE_SIZE,
+                    content=content,
+                    limit=1,
                 )
             )
-            same = next((r for r in held if r.content == content), None)
-            if same is not None:
+            if held:
                 return agent_pb2.RememberResponse(
-                    lesson=await self._view(same), created=False, note=CLAIM_NOTE
+                    lesson=await self._view(held[0]), created=False, note=CLAIM_NOTE
                 )
         row = await service.remember(
             request.content, operation, scope, context=ctx, tags=list(request.tags)

@@ -59,6 +59,8 @@ def lesson_matches(lesson: LessonRow, flt: LessonFilter) -> bool:
         return False
     if flt.operation is not None and lesson.operation != flt.operation:
         return False
+    if flt.content is not None and lesson.content != flt.content:
+        return False
     if flt.about is not None and not is_about(
         flt.about,
         lesson.operation,

@@ -142,6 +142,9 @@ class LessonFilter:
     about: str | None = None
     min_confidence: float | None = None
     imported: bool | None = None
+    # Exactly this content (a claim already held): with ``operation`` it is an indexed
+    # lookup, so deduplicating a write never reads a scope's rows.
+    content: str | None = None
     limit: int = 100
     offset: int = 0
 

@@ -234,6 +234,8 @@ def _where(flt: LessonFilter, first: int = 1) -> tuple[str, list[Any]]:
         conds.append(f"l.category = {arg(flt.category.value)}")
     if flt.operation is not None:
         conds.append(f"l.operation = {arg(flt.operation)}")
+    if flt.content is not None:
+        conds.append(f"l.content = {arg(flt.content)}")
     if flt.about is not None:
         # The three arms of node.learning.mechanical.is_about, each on its own index.
         key = arg(flt.about)
