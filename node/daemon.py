@@ -42,7 +42,9 @@ from typing import Any
 import lamarck
 from lamarck.errors import ConfigError, LamarckError
 from lamarck.node import metrics
+from lamarck.node.api.node_status import peer_serving
 from lamarck.node.api.peer_service import PeerService
+from lamarck.node.api.reputation import NodeReputation, Principals, store_tallies
 from lamarck.node.api.server import (
     AgentServicerFactory,
     NodeContext,
@@ -52,12 +54,15 @@ from lamarck.node.api.server import (
     build_servers,
 )
 from lamarck.node.config import NodeSettings, load_settings
+from lamarck.node.console.server import ConsoleApp, ConsoleServer, new_csrf_token, start_console
 from lamarck.node.embedding import make_embedder, token_counter
 from lamarck.node.gossip.outbox import outbox_for
+from lamarck.node.health.render import gauge_values, report_from_json
 from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging
 from lamarck.node.maintenance import MaintenanceLoop
-from lamarck.node.params import node_params
+from lamarck.node.net import is_loopback_host
+from lamarck.node.params import node_params, trust_config
 from lamarck.node.sharing import Sharing
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
@@ -67,7 +72,7 @@ from lamarck.node.token import TOKEN_FILE, ensure_agent_token
 from lamarck.proto.clock import Clock, SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import identity_path, init_keys, load_private_key
-from lamarck.proto.v1 import agent_pb2_grpc
+from lamarck.proto.v1 import agent_pb2_grpc, operator_pb2
 
 __all__ = [
     "NODE_FILE",
@@ -159,6 +164,8 @@ class Node:
         self._refresher: metrics.StoreStatsRefresher | None = None
         self._sharing: Sharing | None = None
         self._maintenance: MaintenanceLoop | None = None
+        self._health_metrics: metrics.HealthRefresher | None = None
+        self._console: ConsoleServer | None = None
         self._stop_hooks: list[StopHook] = []
         self._node_file_written = False
         self.ctx: NodeContext | None = None
@@ -188,6 +195,7 @@ class Node:
                 f"{self._metrics.host}:{self._metrics.port}" if self._metrics else ""
             ),
             "metrics_url": self.metrics_url,
+            "console_url": self._console.url if self._console is not None else "",
             "embedder": ctx.embedder.name,
             "embedding_dim": ctx.embedder.dim,
             "database": ctx.database,
@@ -270,11 +278,20 @@ class Node:
             rng=random.Random(),
             token_counter=token_counter(),
             transfer=params.transfer,
+            max_future_skew_s=params.importing.max_future_skew_s,
         )
         # The reputation book is loaded before the node serves: a reality event from the
         # first outcome goes into it even while the network side is still starting.
-        book = reputation_book_for(store, params.reputation, self.clock)
+        book = reputation_book_for(
+            store, params.reputation, self.clock, trust=trust_config(params, identity.node_id)
+        )
         await book.load()
+        ctx.reputation_table = NodeReputation(
+            book,
+            principals=self._principals,
+            peers=self._live_peers,
+            tallies=lambda: store_tallies(store),
+        )
         ctx.set_ready(store, lessons, book)
         self._maintenance = MaintenanceLoop(lessons, params.maintenance, self.clock)
         self._maintenance.start()
@@ -291,9 +308,74 @@ class Node:
         self._refresher = metrics.StoreStatsRefresher(self._store_stats)
         self._refresher.start()
         await self._servers.set_serving(True)
+        # The peer service follows admission (NOT_SERVING while this node cannot join its
+        # network), checked now and at every health refresh; the gauges refresh with it.
+        await self._status()
+        self._health_metrics = metrics.HealthRefresher(
+            self._health_gauges, settings.health_refresh_s, status=self._status
+        )
+        self._health_metrics.start()
+        if settings.console_listen:
+            await self._start_console(ctx)
         # (7) Tell the world.
         self._write_node_file()
         _log.info("node serving", extra=self.describe())
+
+    def _principals(self) -> Principals | None:
+        """The registry's principal lookup, once the network side has a directory."""
+        sharing = self._sharing
+        directory = sharing.directory if sharing is not None else None
+        return directory.principals if directory is not None else None
+
+    async def _live_peers(self) -> list[str]:
+        sharing = self._sharing
+        return await sharing.live_peers() if sharing is not None else []
+
+    async def _status(self) -> dict[str, Any]:
+        """The node status (as ``lamarck node status`` shows it); sets the peer health."""
+        servers = self._servers
+        if servers is None or servers.operator is None:
+            return {}
+        reply = await servers.operator.GetStatus(operator_pb2.GetStatusRequest(), None)
+        data: dict[str, Any] = json.loads(reply.status_json)
+        sharing = self._sharing
+        network = await sharing.network_snapshot() if sharing is not None else None
+        await servers.set_peer_serving(peer_serving(network))
+        return data
+
+    async def _health_gauges(self) -> dict[str, float]:
+        """The health report's figures, for the ``lamarck_health`` gauges."""
+        servers = self._servers
+        if servers is None or servers.operator is None:
+            return {}
+        reply = await servers.operator.GetHealth(operator_pb2.GetHealthRequest(), None)
+        return gauge_values(report_from_json(json.loads(reply.report_json)))
+
+    async def _start_console(self, ctx: NodeContext) -> None:
+        """Serve the operator console on ``console_listen`` (off loopback: behind a token)."""
+        settings, servers = self.settings, self._servers
+        if servers is None or servers.operator is None:
+            return
+        host = settings.console_listen.rpartition(":")[0].strip("[]")
+        token = (
+            None
+            if is_loopback_host(host)
+            else (ctx.agent_token or ensure_agent_token(settings.home))
+        )
+        params = ctx.params
+        app = ConsoleApp(
+            servers.operator,
+            lambda: ctx.store,
+            reputation=lambda: ctx.reputation_table,
+            params=params.console,
+            plot=params.plot,
+            csrf_token=new_csrf_token(),
+            token=token,
+            loopback_only=token is None,
+        )
+        self._console = await start_console(
+            app, settings.console_listen, params=params.console, token=token
+        )
 
     async def _store_stats(self) -> dict[str, int]:
         """Row counts by kind and status, plus the database's size on disk."""
@@ -323,6 +405,12 @@ class Node:
         if self._maintenance is not None:
             maintenance, self._maintenance = self._maintenance, None
             await maintenance.stop()
+        if self._health_metrics is not None:
+            refresher, self._health_metrics = self._health_metrics, None
+            await refresher.stop()
+        if self._console is not None:
+            console, self._console = self._console, None
+            await console.stop()
         if self._sharing is not None:
             sharing, self._sharing = self._sharing, None
             if self.ctx is not None:

@@ -13,17 +13,27 @@ from dataclasses import dataclass, field
 
 from lamarck.consensus.params import HighStakesParams
 from lamarck.errors import ConfigError
+from lamarck.node.api.limits import PeerLimits
 from lamarck.node.config import NodeSettings
+from lamarck.node.console.http import ConsoleParams
+from lamarck.node.console.plots import PlotParams
 from lamarck.node.gossip.publisher import GossipParams
+from lamarck.node.health.params import HealthParams
 from lamarck.node.importing.decision import ConservativeHighStakesRule, ImportParams
 from lamarck.node.learning.params import EvidenceParams, LearningParams
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.proofs import ProofParams
-from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.book import TrustConfig
+from lamarck.reputation.params import (
+    GlobalTrustParams,
+    PairwiseParams,
+    PrincipalParams,
+    ReputationParams,
+)
 from lamarck.reputation.transfer import TransferParams
 
-__all__ = ["MaintenanceParams", "NodeParams", "node_params"]
+__all__ = ["MaintenanceParams", "NodeParams", "node_params", "trust_config"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,13 +42,15 @@ class MaintenanceParams:
 
     # Seconds between two passes that supersede the lessons beyond each scope's cap, > 0.
     cap_interval_s: float = 600.0
+    # Seconds between two recomputations of global trust over the book, > 0.
+    global_trust_interval_s: float = 60.0
     # Seconds between two reconcile passes (decay of unused lessons, retirement below the
     # floor, and the cap), > 0. One a day: the learning rules count one decay step per pass.
     reconcile_interval_s: float = 86_400.0
 
     def __post_init__(self) -> None:
         """Validate every field."""
-        for name in ("cap_interval_s", "reconcile_interval_s"):
+        for name in ("cap_interval_s", "reconcile_interval_s", "global_trust_interval_s"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0 < value < float("inf"):
                 raise ConfigError(f"invalid {name}: must be a finite number > 0, got {value!r}")
@@ -51,12 +63,21 @@ class NodeParams:
     learning: LearningParams = field(default_factory=LearningParams)
     transfer: TransferParams = field(default_factory=TransferParams)
     reputation: ReputationParams = field(default_factory=ReputationParams)
+    pairwise: PairwiseParams = field(default_factory=PairwiseParams)
+    global_trust: GlobalTrustParams = field(default_factory=GlobalTrustParams)
+    principals: PrincipalParams = field(default_factory=PrincipalParams)
+    # The operator's pre-trusted peers: global trust's anchors besides this node.
+    pretrusted: tuple[str, ...] = ()
     importing: ImportParams = field(default_factory=ImportParams)
     gossip: GossipParams = field(default_factory=GossipParams)
     registry: RegistryParams = field(default_factory=RegistryParams)
     proofs: ProofParams = field(default_factory=ProofParams)
     peer_auth: PeerAuthParams = field(default_factory=PeerAuthParams)
     maintenance: MaintenanceParams = field(default_factory=MaintenanceParams)
+    peer_limits: PeerLimits = field(default_factory=PeerLimits)
+    health: HealthParams = field(default_factory=HealthParams)
+    console: ConsoleParams = field(default_factory=ConsoleParams)
+    plot: PlotParams = field(default_factory=PlotParams)
 
 
 def node_params(settings: NodeSettings) -> NodeParams:
@@ -83,11 +104,38 @@ def node_params(settings: NodeSettings) -> NodeParams:
         admission=AdmissionMode(settings.admission),
         max_future_skew_s=settings.max_future_skew_s,
     )
+    # The health report's context buckets are the learning rule's: both say what "the same
+    # context" means.
+    health = HealthParams(
+        identical_above=learning.confidence.very_similar,
+        similar_above=learning.confidence.somewhat_similar,
+    )
     return NodeParams(
+        peer_limits=PeerLimits(
+            max_concurrent=settings.peer_max_concurrent,
+            rate_per_s=settings.peer_rate_per_s,
+            burst=settings.peer_burst,
+        ),
+        principals=PrincipalParams(
+            max_identities_per_endorser=settings.max_identities_per_endorser
+        ),
+        pretrusted=tuple(settings.pretrusted_peers),
+        maintenance=MaintenanceParams(global_trust_interval_s=settings.global_trust_interval_s),
+        health=health,
         learning=learning,
         transfer=transfer,
         reputation=reputation,
         importing=importing,
         gossip=gossip,
         registry=registry,
+    )
+
+
+def trust_config(params: NodeParams, node_id: str) -> TrustConfig:
+    """What the reputation book needs to compute pairwise and global trust for ``node_id``."""
+    return TrustConfig(
+        self_id=node_id,
+        pairwise=params.pairwise,
+        global_trust=params.global_trust,
+        pretrusted=params.pretrusted,
     )

@@ -32,7 +32,7 @@ import grpc.aio
 
 import lamarck
 from lamarck.errors import InvalidRecord, StoreUnavailable
-from lamarck.node.api.limits import PeerLimits, RecordBudget, check_batch
+from lamarck.node.api.limits import RecordBudget, check_batch
 from lamarck.node.api.peer_handlers import handle_publish, handle_sync
 from lamarck.node.api.reputation import HasBook, peer_view
 from lamarck.proto.canonical import canonical_bytes
@@ -107,10 +107,10 @@ def rotation_records(home: Path) -> list[records_pb2.SignedRecord]:
 class PeerService(peer_pb2_grpc.PeerServiceServicer):
     """The PeerService servicer; one instance per node, reading the node context."""
 
-    def __init__(self, ctx: NodeContext, limits: PeerLimits | None = None) -> None:
+    def __init__(self, ctx: NodeContext) -> None:
         self._ctx = ctx
-        # Until the daemon passes NodeParams' limits, the defaults documented in peer.proto.
-        self._limits = limits if limits is not None else PeerLimits()
+        # The node's one set of peer limits (NodeParams, from the settings).
+        self._limits = ctx.params.peer_limits
         self._records = RecordBudget(self._limits)
         # Rotations change only through `lamarck keys rotate`, which needs the node stopped.
         self._rotations = rotation_records(ctx.home)

@@ -36,6 +36,7 @@ from lamarck.node.api.interceptors import (
     MetricsInterceptor,
     PeerLimitInterceptor,
 )
+from lamarck.node.api.node_status import ReputationSource
 from lamarck.node.config import NodeSettings
 from lamarck.node.embedding import Embedder
 from lamarck.node.params import NodeParams
@@ -117,6 +118,8 @@ class NodeContext:
     agent_token: str | None = None
     #: The network side (registry, gossip, import), once the daemon started it; else ``None``.
     sharing: Sharing | None = None
+    #: The operator's reputation table over the node's book, once it is loaded.
+    reputation_table: ReputationSource | None = None
     _store: LessonStore | None = None
     _lessons: LessonService | None = None
     _reputation: ReputationSink | None = None
@@ -241,6 +244,14 @@ class UnimplementedAgentService(agent_pb2_grpc.AgentServiceServicer):
         """UNIMPLEMENTED."""
         await self._unimplemented(context)
 
+    async def RecordSituation(self, request: Any, context: Any) -> Any:
+        """UNIMPLEMENTED."""
+        await self._unimplemented(context)
+
+    async def GetLesson(self, request: Any, context: Any) -> Any:
+        """UNIMPLEMENTED."""
+        await self._unimplemented(context)
+
 
 def server_options(settings: NodeSettings) -> list[tuple[str, Any]]:
     """Channel options of both servers: message size caps and keepalive hygiene."""
@@ -276,6 +287,18 @@ class NodeServers:
     health: HealthServicer
     peer_address: str
     agent_address: str
+    #: The OperatorService servicer (status, health and quarantine for the console too).
+    operator: Any = None
+
+    async def set_peer_serving(self, serving: bool) -> None:
+        """Report the peer service alone: NOT_SERVING while the node cannot join its network
+        (refused, or never admitted), whatever the rest of the node can answer."""
+        await self.health.set(
+            PEER_SERVICE,
+            health_pb2.HealthCheckResponse.SERVING
+            if serving
+            else health_pb2.HealthCheckResponse.NOT_SERVING,
+        )
 
     async def set_serving(self, serving: bool) -> None:
         """Report SERVING (or NOT_SERVING) for the whole node and both services."""
@@ -311,10 +334,11 @@ async def build_servers(
         [
             MetricsInterceptor("peer"),
             ErrorInterceptor(),
-            PeerLimitInterceptor(
-                max_concurrent=settings.peer_max_concurrent,
-                rate_per_s=settings.peer_rate_per_s,
-                burst=settings.peer_burst,
+            PeerLimitInterceptor.from_params(
+                ctx.params.peer_limits,
+                # An authenticated caller is budgeted by its node id, anyone else by its
+                # connection: never by the id a request merely claims.
+                identify=lambda md: ctx.sharing.known_peer(md) if ctx.sharing is not None else None,
             ),
             deadline,
         ],
@@ -342,9 +366,15 @@ async def build_servers(
     # the servicer module imports NodeContext from this one.
     from lamarck.node.api.operator_service import make_operator_servicer
 
-    operator_pb2_grpc.add_OperatorServiceServicer_to_server(make_operator_servicer(ctx), agent)
+    operator = make_operator_servicer(
+        ctx,
+        health=ctx.params.health,
+        network=lambda: ctx.sharing.network_snapshot if ctx.sharing is not None else None,
+        reputation=lambda: ctx.reputation_table,
+    )
+    operator_pb2_grpc.add_OperatorServiceServicer_to_server(operator, agent)
 
-    servers = NodeServers(peer, agent, health, peer_address, agent_address)
+    servers = NodeServers(peer, agent, health, peer_address, agent_address, operator)
     await servers.set_serving(False)
     await peer.start()
     await agent.start()

@@ -65,6 +65,8 @@ class OutboxEntry:
     next_attempt_at: datetime
     delivered_at: datetime | None = None
     last_error: str | None = None
+    #: When the row was enqueued (its age is how long a peer has waited for the record).
+    created_at: datetime | None = None
 
 
 class Outbox(abc.ABC):
@@ -117,7 +119,7 @@ class InMemoryOutbox(Outbox):
                     continue
                 entry_id = next(self._ids)
                 self._rows[entry_id] = OutboxEntry(
-                    entry_id, lesson_id, content_hash, target, 0, now
+                    entry_id, lesson_id, content_hash, target, 0, now, created_at=now
                 )
                 added += 1
             return added
@@ -195,6 +197,7 @@ def _entry(rec: Any) -> OutboxEntry:
         next_attempt_at=rec["next_attempt_at"],
         delivered_at=rec["delivered_at"],
         last_error=rec["last_error"],
+        created_at=rec["created_at"],
     )
 
 

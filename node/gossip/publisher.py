@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lamarck.errors import ConfigError
+from lamarck.node.gossip.share_reason import why_not_shared
 from lamarck.node.store.port import LessonRow, LessonStatus
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.limits import DEFAULT_LIMITS
@@ -100,19 +101,7 @@ def may_publish(row: LessonRow, params: GossipParams) -> bool:
     retired or superseded one does not: its signed newer version (status retired/superseded)
     is how every node holding a copy learns to take it out of its prompts.
     """
-    if row.imported_from is not None or row.status not in PUBLISHED_STATUSES:
-        return False
-    if not row.evidence:
-        return False
-    if row.status is LessonStatus.ACTIVE and row.confidence < params.publish_threshold:
-        return False
-    if row.scope != "global" and row.scope not in params.shared_scopes:
-        return False
-    if row.memory_type == "UC" and params.uc_share_tag not in row.tags:
-        return False
-    if row.access_level == "private":
-        return bool(row.recipients)
-    return row.access_level in ("public", "trusted")
+    return why_not_shared(row, params) is None
 
 
 def _context(ctx: dict[str, Any]) -> dict[str, Any]:

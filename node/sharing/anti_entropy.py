@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import datetime
 
 from lamarck.node.api.peer_handlers import shareable_records
 from lamarck.node.gossip.audience import BandOf
@@ -18,6 +19,7 @@ from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.sharing.peer_client import DeliveryFailed, PeerClient
 from lamarck.node.store.port import LessonStore
+from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 
 __all__ = ["AntiEntropy"]
@@ -38,7 +40,9 @@ class AntiEntropy:
         client: PeerClient,
         band_of: BandOf,
         live_peers: Callable[[], list[str]],
+        clock: Clock,
     ) -> None:
+        self._clock = clock
         self._store = store
         self._identity = identity
         self._params = params
@@ -46,6 +50,8 @@ class AntiEntropy:
         self._client = client
         self._band_of = band_of
         self._live_peers = live_peers
+        #: When each peer last answered a whole pull (the node's status shows it).
+        self.last_sync: dict[str, datetime] = {}
 
     async def once(self) -> int:
         """Pull what this node lacks from every live peer; returns records received."""
@@ -87,10 +93,12 @@ class AntiEntropy:
                 mine.add(result.content_hash)
             return result
 
-        return await sync_step(
+        received = await sync_step(
             mine,
             fetch,
             importer,
             prefix_len=self._params.sync_prefix_len,
             page_size=self._params.batch_size,
         )
+        self.last_sync[peer] = self._clock.now()
+        return received

@@ -18,12 +18,14 @@ from typing import Any
 import lamarck
 from lamarck.errors import ConfigError, InvalidRecord, RegistryError, StoreUnavailable
 from lamarck.node import metrics
+from lamarck.node.api.node_status import Admission, AdmissionState
 from lamarck.node.api.peer_auth import PeerAuthenticator
 from lamarck.node.config import NodeSettings
 from lamarck.node.sharing.peer_client import DeliveryFailed
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.peer_auth import PeerAuthParams
+from lamarck.registry.admission_file import ADMISSION_FILE
 from lamarck.registry.cache import CachedDirectory
 from lamarck.registry.client import RegistryClient
 from lamarck.registry.directory import PeerInfo
@@ -31,6 +33,7 @@ from lamarck.registry.embedded import EmbeddedRedis
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.records import EnrollmentToken
 from lamarck.registry.redis_directory import RedisPeerDirectory
+from lamarck.reputation.params import PrincipalParams
 
 __all__ = ["ENROLLMENT_FILE", "PEER_CACHE_FILE", "Membership", "read_enrollment"]
 
@@ -74,8 +77,10 @@ class Membership:
         *,
         params: RegistryParams,
         auth: PeerAuthParams,
+        principals: PrincipalParams,
         address: str,
     ) -> None:
+        self._principals = principals
         self._settings = settings
         self._identity = identity
         self._clock = clock
@@ -91,6 +96,9 @@ class Membership:
         self._state: bool | None = None
         # The reason of the last refusal logged ("" when the last round was not refused).
         self._refusal = ""
+        # The last refusal itself (for the node's status), and whether it was ever admitted.
+        self._refused: RegistryError | None = None
+        self._admitted_once = False
         #: Where this node asked to be admitted (named in every refusal it logs).
         self.registry_name = ""
 
@@ -118,6 +126,7 @@ class Membership:
             params=self.params,
             clock=self._clock,
             operator_public_key=settings.operator_public_key or None,
+            principal_params=self._principals,
         )
         self.directory = CachedDirectory(
             inner, clock=self._clock, path=settings.home / PEER_CACHE_FILE
@@ -144,6 +153,9 @@ class Membership:
             mode=mode,
             clock=self._clock,
             enrollment_token=read_enrollment(settings.home),
+            # The admission this node got is kept in its home and presented again if the
+            # network's Redis loses it (docs/operating.md).
+            proof_path=settings.home / ADMISSION_FILE,
         )
 
     async def tick(self) -> None:
@@ -155,6 +167,7 @@ class Membership:
             ok = await self.directory.refresh()
         except RegistryError as e:
             metrics.REGISTRY_ROUNDS.labels(result=e.reason).inc()
+            self._refused = e
             # Said once per change of reason, not every round: a node waiting for an
             # endorsement is not failing anew every ten seconds.
             if self._state is not False or e.reason != self._refusal:
@@ -177,9 +190,34 @@ class Membership:
             )
         self._state = ok
         self._refusal = ""
+        self._refused = None
+        self._admitted_once = self._admitted_once or self._client.registered
         metrics.REGISTRY_ROUNDS.labels(result="ok" if ok else "unreachable").inc()
         peers = await self.directory.live_peers()
         self._peers = {p.node_id: p for p in peers if p.node_id != self._identity.node_id}
+
+    def admission(self) -> Admission:
+        """Where this node stands with its registry, for ``lamarck node status``."""
+        mode = self.params.admission.value
+        if self._client is None or self.directory is None:
+            return Admission(AdmissionState.NO_REGISTRY, mode=mode)
+        if self._refused is not None:
+            state = AdmissionState.REFUSED
+        elif self._client.registered and self._state:
+            state = AdmissionState.ADMITTED
+        elif self._admitted_once:
+            state = AdmissionState.DEGRADED
+        else:
+            state = AdmissionState.PENDING
+        by = {"open": "open admission", "endorsed": "endorsement", "operator": "enrollment"}
+        return Admission(
+            state,
+            mode=mode,
+            by=by[mode] if state is AdmissionState.ADMITTED else "",
+            registry=self.registry_name,
+            reason=self._refused.reason if self._refused is not None else "",
+            message=str(self._refused) if self._refused is not None else "",
+        )
 
     @property
     def ok(self) -> bool:

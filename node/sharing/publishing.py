@@ -27,6 +27,8 @@ from lamarck.node.gossip.publisher import (
     sign_lesson,
 )
 from lamarck.node.gossip.router import Forwardable, GossipRouter
+from lamarck.node.importing.decision import ImportParams
+from lamarck.node.importing.self_check import own_record_refusal
 from lamarck.node.sharing.peer_client import DeliveryFailed, PeerClient
 from lamarck.node.store.port import LessonFilter, LessonStore
 from lamarck.proto.canonical import sha256_hex
@@ -56,7 +58,9 @@ class Publisher:
         band_of: BandOf,
         peers: Callable[[], dict[str, PeerInfo]],
         incognito: bool,
+        importing: ImportParams,
     ) -> None:
+        self._importing = importing
         self._store = store
         self._identity = identity
         self.params = params
@@ -105,6 +109,14 @@ class Publisher:
                 if not allowed:
                     continue
                 signed = sign_lesson(row, self._identity)
+                # Never send what a peer's own import pipeline would refuse (and blame us for).
+                refusal = own_record_refusal(signed.raw, params=self._importing, now=now)
+                if refusal is not None:
+                    _log.warning(
+                        "not publishing own lesson %s: peers would refuse it (%s)", row.id, refusal
+                    )
+                    self._enqueued.add(key)
+                    continue
                 if self._direct() or row.access_level != "public":
                     # Only public records are forwarded: the origin reaches the others itself.
                     targets = allowed

@@ -350,8 +350,8 @@ class PostgresReputation:
 
 
 def reputation_book_for(
-    store: PostgresLessonStore, params: ReputationParams, clock: Clock
+    store: PostgresLessonStore, params: ReputationParams, clock: Clock, *, trust: TrustConfig
 ) -> PostgresReputation:
     """The reputation book that lives with ``store`` (its ``reputation_events`` table): the one
     place outside the store adapter that needs the store's pool."""
-    return PostgresReputation(lambda: store.pool, params, clock)
+    return PostgresReputation(lambda: store.pool, params, clock, trust=trust)

@@ -59,6 +59,7 @@ from lamarck.node.lessons.situations import Situations
 from lamarck.node.store.port import Category, LessonRow, LessonStatus, LessonStore
 from lamarck.proto.clock import Clock
 from lamarck.proto.outcome import Outcome
+from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 from lamarck.reputation.transfer import TransferParams
 
 __all__ = [
@@ -94,6 +95,7 @@ class LessonService:
         rng: random.Random | None = None,
         token_counter: TokenCounter = estimate_tokens,
         transfer: TransferParams = _DEFAULT_TRANSFER,
+        max_future_skew_s: float = DEFAULT_MAX_FUTURE_SKEW_S,
     ) -> None:
         self._core = LessonCore(
             store,
@@ -104,7 +106,9 @@ class LessonService:
             token_counter=token_counter,
             transfer=transfer,
         )
-        self._outcomes = OutcomeLearning(self._core)
+        # An outcome dated beyond the skew is refused: its lesson's evidence would be
+        # future-dated, and every peer would refuse the record and blame this node.
+        self._outcomes = OutcomeLearning(self._core, max_future_skew_s=max_future_skew_s)
         self._recall = Recall(self._core)
         self._editing = LessonEditing(self._core)
         self._maintenance = Maintenance(self._core)

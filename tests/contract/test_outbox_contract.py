@@ -78,6 +78,8 @@ async def test_enqueue_adds_one_row_per_new_target_and_is_idempotent(outbox: Out
     assert _pairs(rows) == [(L1, "h1", "a"), (L1, "h1", "b"), (L1, "h1", "c")]
     assert [r.id for r in rows] == sorted({r.id for r in rows})
     assert [r.next_attempt_at for r in rows] == [at(0), at(0), at(1)]
+    # Each row knows when it was enqueued (how long its peer has waited: the status shows it).
+    assert [r.created_at for r in rows] == [at(0), at(0), at(1)]
     assert all(r.attempts == 0 and r.delivered_at is None and r.last_error is None for r in rows)
 
 

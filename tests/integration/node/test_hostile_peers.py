@@ -36,7 +36,7 @@ from lamarck.node.api.server import (
 from lamarck.node.api.status import reason_from_rpc_error
 from lamarck.node.config import load_settings
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.params import node_params
+from lamarck.node.params import NodeParams, node_params
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.v1 import agent_pb2, operator_pb2, peer_pb2, peer_pb2_grpc, records_pb2
@@ -152,7 +152,12 @@ class _Sharing:
 class _Ctx:
     home: Path
     sharing: _Sharing
+    limits: PeerLimits
     ready: bool = True
+
+    @property
+    def params(self) -> NodeParams:
+        return NodeParams(peer_limits=self.limits)
 
 
 def _batch(n: int) -> peer_pb2.PublishRequest:
@@ -174,7 +179,7 @@ async def test_a_publish_above_the_batch_cap_is_resource_exhausted_before_any_wo
 ) -> None:
     sharing = _Sharing()
     limits = PeerLimits(publish_max_records=256)
-    servicer = PeerService(_Ctx(tmp_path, sharing), limits)  # type: ignore[arg-type]
+    servicer = PeerService(_Ctx(tmp_path, sharing, limits))  # type: ignore[arg-type]
     server, address = await _serve(servicer, [ErrorInterceptor()])
     try:
         refused = await _publish(address, _batch(1000))
@@ -193,7 +198,7 @@ async def test_one_sender_cannot_make_the_node_import_beyond_its_records_per_sec
 ) -> None:
     sharing = _Sharing()
     limits = PeerLimits(publish_max_records=256, records_per_s=10.0, records_burst=1024)
-    servicer = PeerService(_Ctx(tmp_path, sharing), limits)  # type: ignore[arg-type]
+    servicer = PeerService(_Ctx(tmp_path, sharing, limits))  # type: ignore[arg-type]
     servicer._records._clock = _FrozenClock()  # no refill within the test
     server, address = await _serve(servicer, [ErrorInterceptor()])
     try:
