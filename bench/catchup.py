@@ -1,0 +1,229 @@
+"""Catch-up: how fast a joining node imports a network's lessons (issue 17 §4).
+
+Signed records from ``--sources`` registered peers (text from ``bench/lesson_corpus.py``)
+go through the real ``ImportPipeline`` (parse, verify, key pins, filters, transfer, embed,
+store) over the real Postgres store (embedded PostgreSQL 16 + pgvector), delivered by one
+peer as a Sync would. Measured in the same run, on the same embedder:
+
+* batched embedding alone: the records' contents embedded in chunks (the ceiling);
+* the pipeline one record at a time (``import_record``, as Sync and Import call it today);
+* ``BatchImporter.import_batch`` (``node/importing/batch.py``): the next chunk embedded in one
+  call on a worker thread while the current chunk is decided and stored.
+
+Goal: the batch import at >= 0.8 of batched embedding alone (``import_batch_vs_embed_ratio``).
+The last line is one JSON object of the figures.
+
+Usage: ``python -m bench.catchup [--quick] [--n N] [--embedder minilm|hashing]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.lesson_corpus import lesson_sentences
+from lamarck.node.embedding import Embedder, make_embedder
+from lamarck.node.importing.batch import BatchImporter, BatchImportParams, PrimedEmbedder
+from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
+from lamarck.node.importing.view import StoreImportView
+from lamarck.node.store.embedded import EmbeddedPostgres
+from lamarck.node.store.port import LessonFilter
+from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.proto.clock import SystemClock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.memory import MemoryV2
+from lamarck.proto.signed import SignedMemory
+from lamarck.proto.timefmt import format_ts
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.port import InMemoryReputation
+
+__all__ = ["main", "run"]
+
+SELF = NodeIdentity.from_seed(b"\x51" * 32)
+VIA = NodeIdentity.from_seed(b"\x52" * 32).node_id
+
+
+def _log(message: str) -> None:
+    print(message, flush=True)
+
+
+class _Pins:
+    """The registry of the run: every source is registered with its own key."""
+
+    def __init__(self, sources: list[NodeIdentity]) -> None:
+        self._keys = {s.node_id: s.public_key_b64 for s in sources}
+
+    async def pinned_key(self, node_id: str) -> str | None:
+        return self._keys.get(node_id)
+
+    async def is_revoked(self, node_id: str) -> bool:
+        return False
+
+
+def _records(texts: list[str], sources: list[NodeIdentity], seed: int) -> list[bytes]:
+    rng = random.Random(seed)
+    stamp = format_ts(datetime.now(UTC) - timedelta(hours=2))
+    out = []
+    for i, text in enumerate(texts):
+        source = sources[i % len(sources)]
+        confidence = round(0.6 + 0.3 * rng.random(), 3)
+        obj: dict[str, Any] = {
+            "schema_version": "2.0",
+            "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            "type": "AC",
+            "content": text,
+            "confidence": confidence,
+            "access_level": "public",
+            "context": {"domain": "software", "environment": "linux", "tools": []},
+            "provenance": {
+                "source_agent_id": source.node_id,
+                "source_type": "empirical",
+                "created_at": stamp,
+                "updated_at": stamp,
+            },
+            "evidence": [
+                {
+                    "type": "empirical",
+                    "description": "the run passed",
+                    "timestamp": stamp,
+                    "validator": "reality",
+                    "outcome_id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                }
+            ],
+            "lesson": {"operation": f"shell:op{i}", "scope": "global", "status": "active"},
+            "confidence_interval": {"mean": confidence, "std_dev": 0.05},
+        }
+        out.append(SignedMemory.sign(MemoryV2.from_obj(obj), source).raw)
+    return out
+
+
+def _pipeline(
+    store: PostgresLessonStore, embedder: Embedder, pins: _Pins, seed: int
+) -> ImportPipeline:
+    clock = SystemClock()
+    book = InMemoryReputation(ReputationParams(), clock)
+    return ImportPipeline(
+        store=store,
+        view=StoreImportView(store, book, SELF.node_id),
+        pins=pins,
+        reputation=book,
+        embedder=embedder,
+        clock=clock,
+        rng=random.Random(seed),  # local lesson ids: one stream per pipeline
+    )
+
+
+def _outcomes(results: list[ImportResult]) -> str:
+    counts = Counter(r.outcome.value + (f":{r.reason}" if r.reason else "") for r in results)
+    return ", ".join(f"{k} {v}" for k, v in counts.most_common())
+
+
+async def run(args: argparse.Namespace) -> dict[str, float]:
+    """Measure embedding alone, one-by-one import and batch import; return the figures."""
+    n, n_one = args.n, max(1, args.n // 4)
+    _log(f"catch-up: {n} records batched, {n_one} one by one, {args.sources} sources")
+    _log(f"  machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    embedder = make_embedder(args.embedder)
+    _log(f"  embedder: {embedder.name} ({type(embedder).__name__})")
+    sources = [NodeIdentity.from_seed(bytes([i + 1]) * 32) for i in range(args.sources)]
+    pins = _Pins(sources)
+    texts = lesson_sentences(n + n_one, seed=3)
+    one_raws = _records(texts[:n_one], sources, seed=1)
+    batch_raws = _records(texts[n_one:], sources, seed=2)
+    params = BatchImportParams(chunk=args.chunk)
+    embedder.embed(texts[:8])  # one-off set-up outside every timing
+
+    start = time.perf_counter()
+    for i in range(0, n, params.chunk):
+        embedder.embed(texts[n_one + i : n_one + i + params.chunk])
+    embed_rate = n / (time.perf_counter() - start)
+    _log(f"  batched embedding alone: {embed_rate:,.0f} texts/s (chunks of {params.chunk})")
+
+    home = Path(tempfile.mkdtemp(prefix="lamarck-catchup-"))
+    pg = EmbeddedPostgres(home, database="lamarck_catchup")
+    try:
+        dsn = await asyncio.to_thread(pg.start)
+        store = await PostgresLessonStore.connect(dsn, embedder.dim)
+        try:
+            plain = _pipeline(store, embedder, pins, seed=7)
+            start = time.perf_counter()
+            ones = [
+                await plain.import_record(raw, source=ImportSource.SYNC, via_node_id=VIA)
+                for raw in one_raws
+            ]
+            one_rate = n_one / (time.perf_counter() - start)
+            _log(f"  one by one: {one_rate:,.0f} records/s ({_outcomes(ones)})")
+
+            primed = PrimedEmbedder(embedder, params)
+            importer = BatchImporter(_pipeline(store, primed, pins, seed=8), primed, params)
+            shown = time.perf_counter()
+
+            def progress(done: int, total: int) -> None:
+                nonlocal shown
+                if time.perf_counter() - shown > 10:
+                    shown = time.perf_counter()
+                    _log(f"    {done}/{total}")
+
+            start = time.perf_counter()
+            batch = await importer.import_batch(
+                batch_raws, source=ImportSource.SYNC, via_node_id=VIA, progress=progress
+            )
+            batch_rate = n / (time.perf_counter() - start)
+            _log(f"  batch: {batch_rate:,.0f} records/s ({_outcomes(batch)})")
+            stored = await store.count_lessons(LessonFilter(statuses=None))
+        finally:
+            await store.close()
+    finally:
+        await asyncio.to_thread(pg.delete_data)
+        shutil.rmtree(home, ignore_errors=True)
+    figures = {
+        "records": float(n),
+        "embed_only_per_s": round(embed_rate, 1),
+        "import_one_by_one_per_s": round(one_rate, 1),
+        "import_batch_per_s": round(batch_rate, 1),
+        "import_batch_accepted": float(sum(1 for r in batch if r.outcome.value == "accept")),
+        "lessons_stored": float(stored),
+        "import_batch_vs_embed_ratio": round(batch_rate / embed_rate, 3),
+        "import_one_by_one_vs_embed_ratio": round(one_rate / embed_rate, 3),
+        "import_batch_vs_one_by_one_ratio": round(batch_rate / one_rate, 3),
+    }
+    _log(
+        f"batch import {batch_rate:,.0f}/s = {figures['import_batch_vs_embed_ratio']:.2f} x "
+        f"batched embedding alone (goal >= 0.8); one by one {one_rate:,.0f}/s = "
+        f"{figures['import_one_by_one_vs_embed_ratio']:.2f} x"
+    )
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; prints the figures and, last, one JSON line."""
+    parser = argparse.ArgumentParser(description="Catch-up import rate vs embedding alone.")
+    parser.add_argument("--quick", action="store_true", help="small run, under a minute")
+    parser.add_argument("--n", type=int, default=None, help="records (default 10000, quick 600)")
+    parser.add_argument("--sources", type=int, default=40)
+    parser.add_argument("--chunk", type=int, default=64)
+    parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
+    args = parser.parse_args(argv)
+    args.n = args.n or (600 if args.quick else 10_000)
+    figures = asyncio.run(run(args))
+    print(json.dumps(figures), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

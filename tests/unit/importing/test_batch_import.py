@@ -1,0 +1,170 @@
+"""BatchImporter: the pipeline's decisions unchanged, the embedding done a chunk at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from importing_helpers import NOW, record_obj
+
+from lamarck.errors import ConfigError
+from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors
+from lamarck.node.importing.batch import BatchImporter, BatchImportParams, PrimedEmbedder
+from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
+from lamarck.node.importing.view import StoreImportView
+from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.node.store.port import LessonFilter
+from lamarck.proto.clock import FixedClock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.memory import MemoryV2
+from lamarck.proto.signed import SignedMemory
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.port import InMemoryReputation
+
+SOURCE_KEY = NodeIdentity.from_seed(b"\x61" * 32)
+SELF = NodeIdentity.from_seed(b"\x62" * 32).node_id
+VIA = "lmk1" + "c" * 32
+DIM = 32
+
+
+class Pins:
+    """SOURCE_KEY is registered."""
+
+    async def pinned_key(self, node_id: str) -> str | None:
+        return SOURCE_KEY.public_key_b64 if node_id == SOURCE_KEY.node_id else None
+
+    async def is_revoked(self, node_id: str) -> bool:
+        return False
+
+
+class CountingEmbedder(Embedder):
+    """Hashing vectors; records how many texts each call embedded."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder(dim=DIM)
+        self.calls: list[int] = []
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return DIM
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.calls.append(len(texts))
+        return self.inner.embed(texts)
+
+
+def _raws(n: int) -> list[bytes]:
+    out = []
+    for i in range(n):
+        obj = record_obj(
+            id=str(uuid.UUID(int=1000 + i, version=4)),
+            content=f"Run the migrations of service {i} before restarting its workers.",
+            provenance={"source_agent_id": SOURCE_KEY.node_id},
+            lesson={"operation": f"deploy.step{i}"},
+        )
+        out.append(SignedMemory.sign(MemoryV2.from_obj(obj), SOURCE_KEY).raw)
+    out.append(b'{"not": "a record"}')  # refused by the pipeline's own checks
+    out.append(out[0])  # the same bytes again: a duplicate
+    return out
+
+
+def _pipeline(store: InMemoryLessonStore, embedder: Embedder) -> ImportPipeline:
+    clock = FixedClock(NOW)
+    book = InMemoryReputation(ReputationParams(), clock)
+    return ImportPipeline(
+        store=store,
+        view=StoreImportView(store, book, SELF),
+        pins=Pins(),
+        reputation=book,
+        embedder=embedder,
+        clock=clock,
+        rng=random.Random(3),
+    )
+
+
+def _summary(results: list[ImportResult]) -> list[tuple[Any, ...]]:
+    return [(r.outcome, r.reasons, r.record_id, r.lesson_id) for r in results]
+
+
+def test_a_batch_gets_the_answers_of_one_record_at_a_time_and_the_same_vectors() -> None:
+    """Same outcomes, reasons, local ids and stored vectors as ``import_record`` in order."""
+    raws = _raws(10)
+
+    async def go() -> tuple[Any, ...]:
+        one_store, batch_store = InMemoryLessonStore(), InMemoryLessonStore()
+        one = _pipeline(one_store, HashingEmbedder(dim=DIM))
+        singles = [
+            await one.import_record(r, source=ImportSource.SYNC, via_node_id=VIA) for r in raws
+        ]
+        params = BatchImportParams(chunk=3, max_primed=8)
+        primed = PrimedEmbedder(HashingEmbedder(dim=DIM), params)
+        importer = BatchImporter(_pipeline(batch_store, primed), primed, params)
+        seen: list[tuple[int, int]] = []
+        batch = await importer.import_batch(
+            raws,
+            source=ImportSource.SYNC,
+            via_node_id=VIA,
+            progress=lambda done, total: seen.append((done, total)),
+        )
+        flt = LessonFilter(statuses=None, limit=100)
+        return (
+            singles,
+            batch,
+            await one_store.list_lessons(flt),
+            await batch_store.list_lessons(flt),
+            seen,
+            primed.primed,
+        )
+
+    singles, batch, one_rows, batch_rows, seen, left = asyncio.run(go())
+    assert _summary(batch) == _summary(singles)
+    assert [r.outcome.value for r in batch].count("accept") == 10
+    assert batch[-2].outcome.value == "reject" and batch[-1].outcome.value == "duplicate"
+    by_id = {r.id: r for r in one_rows}
+    for row in batch_rows:
+        assert row.embedding is not None
+        np.testing.assert_allclose(row.embedding, by_id[row.id].embedding, atol=1e-6)
+    assert seen[-1] == (12, 12) and [d for d, _ in seen] == [3, 6, 9, 12]
+    assert left == 0  # nothing held once the batch is done
+
+
+def test_the_model_runs_once_per_chunk_not_once_per_record() -> None:
+    """The pipeline's own embed calls are answered from the primed vectors."""
+    counting = CountingEmbedder()
+    params = BatchImportParams(chunk=4, max_primed=8)
+    primed = PrimedEmbedder(counting, params)
+    importer = BatchImporter(_pipeline(InMemoryLessonStore(), primed), primed, params)
+    results = asyncio.run(
+        importer.import_batch(_raws(8), source=ImportSource.SYNC, via_node_id=VIA)
+    )
+    assert sum(1 for r in results if r.outcome.value == "accept") == 8
+    # Two chunks of four; the last chunk (a malformed line and a duplicate) primes one text.
+    assert counting.calls == [4, 4, 1]
+
+
+def test_unprimed_texts_fall_back_to_the_model() -> None:
+    """A text nobody primed is embedded by the wrapped model, mixed with primed ones."""
+    inner = HashingEmbedder(dim=DIM)
+    primed = PrimedEmbedder(inner, BatchImportParams(chunk=1, max_primed=2))
+    primed.prime(["a b c"])
+    out = primed.embed(["a b c", "d e f"])
+    np.testing.assert_allclose(out, inner.embed(["a b c", "d e f"]), atol=1e-6)
+    assert primed.primed == 0
+
+
+@pytest.mark.parametrize(
+    "fields", [{"chunk": 0}, {"chunk": True}, {"max_primed": 0}, {"chunk": 10, "max_primed": 19}]
+)
+def test_batch_params_refuse_unusable_values(fields: dict[str, Any]) -> None:
+    """Every field is validated; the error names the field."""
+    with pytest.raises(ConfigError, match="BatchImportParams"):
+        BatchImportParams(**fields)
