@@ -25,9 +25,12 @@ node (nothing listening, deadline) raises ``LamarckError`` with reason ``unavail
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
+import math
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -57,6 +60,7 @@ from lamarck.proto.timefmt import parse_ts
 from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, records_pb2
 
 __all__ = [
+    "DEFAULT_PACING",
     "DEFAULT_TIMEOUT_S",
     "AsyncClient",
     "AsyncServiceClient",
@@ -64,6 +68,7 @@ __all__ = [
     "Client",
     "HistoryEntry",
     "ImportAck",
+    "ImportPacing",
     "ImportResult",
     "Lesson",
     "LessonChange",
@@ -283,6 +288,34 @@ class ImportAck:
     record_hash: str
     status: str  # accepted | duplicate | quarantined | rejected | deferred
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImportPacing:
+    """How ``import_bundle`` cuts a long bundle into calls that each end within the deadline."""
+
+    #: Lines in the first call (before any rate is measured).
+    first_lines: int = 50
+    #: Bounds on the lines of any later call.
+    min_lines: int = 10
+    max_lines: int = 2000
+    #: Share of the client's deadline one call is sized to take at the measured rate.
+    budget_share: float = 0.3
+
+    def __post_init__(self) -> None:
+        """Refuse values no import could use (``ConfigError`` naming the field)."""
+        for name in ("first_lines", "min_lines", "max_lines"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"ImportPacing.{name} must be an int >= 1, got {value!r}")
+        if self.min_lines > self.max_lines:
+            raise ConfigError("ImportPacing.min_lines must be <= max_lines")
+        share = self.budget_share
+        if not isinstance(share, float | int) or not math.isfinite(share) or not 0 < share <= 1:
+            raise ConfigError(f"ImportPacing.budget_share must be in (0, 1], got {share!r}")
+
+
+DEFAULT_PACING = ImportPacing()
 
 
 @dataclass(frozen=True, slots=True)
@@ -1179,11 +1212,44 @@ class AsyncClient(AsyncServiceClient):
         return b"".join(part.jsonl for part in await self._unary_stream("Export", request))
 
     async def import_bundle(
-        self, bundle: bytes | str, *, dry_run: bool = False, source_label: str = ""
+        self,
+        bundle: bytes | str,
+        *,
+        dry_run: bool = False,
+        source_label: str = "",
+        pacing: ImportPacing = DEFAULT_PACING,
+        progress: Callable[[int, int], None] | None = None,
     ) -> ImportResult:
-        """Feed a bundle to the node's import checks; one ack per record line."""
-        requests = _import_requests(bundle, dry_run, source_label)
-        return _import_result(await self._stream_unary("Import", requests))
+        """Feed a bundle to the node's import checks; one ack per record line.
+
+        A long bundle goes as several Import calls of whole lines, each within the client's
+        deadline: the first carries ``pacing.first_lines`` lines, the next ones as many as the
+        measured rate fits in ``pacing.budget_share`` of the deadline. ``progress(done,
+        total)`` is told after each call (lines acknowledged so far, lines in the bundle). A
+        call that fails raises; the lines acknowledged before it are stored, and importing
+        the bundle again answers them as duplicates.
+        """
+        data = bundle.encode("utf-8") if isinstance(bundle, str) else bundle
+        lines = data.split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()  # the bundle's final newline ends the last line, it is not a line
+        acks: list[ImportAck] = []
+        done, size = 0, pacing.first_lines
+        while done < len(lines) or not lines:
+            part = lines[done : done + size]
+            started = time.monotonic()
+            requests = _import_requests(b"\n".join(part) + b"\n", dry_run, source_label)
+            result = _import_result(await self._stream_unary("Import", requests))
+            elapsed = max(time.monotonic() - started, 1e-3)
+            acks.extend(dataclasses.replace(a, index=a.index + done) for a in result.acks)
+            done += len(part)
+            if progress is not None:
+                progress(done, len(lines))
+            if not lines:
+                break
+            fits = int(len(part) / elapsed * self.timeout * pacing.budget_share)
+            size = max(pacing.min_lines, min(pacing.max_lines, fits))
+        return ImportResult(tuple(acks))
 
 
 class Client(ServiceClient[AsyncClient]):

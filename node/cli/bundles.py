@@ -23,6 +23,9 @@ from lamarck.node.cli.output import emit_json, key_value_table, print_table
 
 __all__ = ["export", "import_", "register"]
 
+# Bundles of more lines than this get a progress line per call on stderr.
+_PROGRESS_FROM = 100
+
 
 def _write_atomically(path: Path, data: bytes) -> None:
     # Written aside and renamed: an interrupted export never leaves half a bundle under the
@@ -107,8 +110,18 @@ def import_(
     Refused lines are reported, not fatal: the command fails only if the import could not run.
     """
     data = _read_bundle(file)
+
+    def progress(done: int, total: int) -> None:
+        # On stderr, so stdout (and --json) holds only the result; only for a long bundle.
+        if total > done or done > _PROGRESS_FROM:
+            print(f"import: {done}/{total} lines acknowledged", file=sys.stderr, flush=True)
+
     with client_for(resolve_home(home)) as client:
-        result = client.import_bundle(data, dry_run=dry_run, source_label=file.name)
+        # Several calls, each within the deadline: a long bundle never fails on a deadline
+        # meant for one call, and what was acknowledged stays acknowledged.
+        result = client.import_bundle(
+            data, dry_run=dry_run, source_label=file.name, progress=progress
+        )
     counts = Counter(a.status for a in result.acks)
     summary: dict[str, Any] = {
         "file": str(file),

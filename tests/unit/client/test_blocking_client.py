@@ -25,6 +25,7 @@ from lamarck.client import (
     AsyncClient,
     AsyncServiceClient,
     Client,
+    ImportPacing,
     RecallResult,
     ServiceClient,
     _run_blocking,
@@ -218,12 +219,17 @@ def test_blocking_client_runs_in_a_thread_without_an_event_loop(served: Served) 
     assert result.lessons[0].status == "active" and result.scores == (0.5,)
 
 
+# The whole bundle in one Import call, to see its 64 KiB messages (long bundles are paced
+# over several calls: tests/unit/node/test_import_pacing.py).
+ONE_CALL = ImportPacing(first_lines=10_000, max_lines=10_000)
+
+
 async def test_blocking_and_async_clients_give_equal_typed_results(served: Served) -> None:
     async with AsyncClient(served.address, timeout=10.0) as client:
         via_async = (
             await client.recall("write docs", limit=2),
             await client.export_bundle(scope="global"),
-            await client.import_bundle(BUNDLE, source_label="async"),
+            await client.import_bundle(BUNDLE, source_label="async", pacing=ONE_CALL),
         )
     with Client(served.address, timeout=10.0) as client:
         # Inside this coroutine: the loop is blocked for each call, the node answers from
@@ -231,7 +237,7 @@ async def test_blocking_and_async_clients_give_equal_typed_results(served: Serve
         via_blocking = (
             client.recall("write docs", limit=2),
             client.export_bundle(scope="global"),
-            client.import_bundle(BUNDLE, source_label="blocking"),
+            client.import_bundle(BUNDLE, source_label="blocking", pacing=ONE_CALL),
         )
     assert via_blocking == via_async
     assert via_blocking[1] == b'{"a": 1}\n{"b": 2}\nglobal\n'
