@@ -132,7 +132,8 @@ def _start_node(
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"node exited with {process.returncode}; see {home / 'node.log'}")
+            tail = (home / "node.log").read_text(errors="replace").splitlines()[-5:]
+            raise RuntimeError(f"node exited with {process.returncode}: {' | '.join(tail)}")
         with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
             info = json.loads((home / "node.json").read_text())
             if info.get("pid") == process.pid and info.get("serving"):
