@@ -31,6 +31,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from lamarck.errors import ConfigError
+from lamarck.node.learning.knowledge_params import NEGATION_MARKERS
 from lamarck.node.learning.secrets import scan_for_secrets
 from lamarck.proto.memory import MemoryV2
 
@@ -290,20 +291,8 @@ _NEGATIONS: tuple[str, ...] = (
     "refuse",
 )
 
-_CONFLICT_MARKERS: tuple[str, ...] = (
-    "not",
-    "never",
-    "no",
-    "don't",
-    "dont",
-    "doesn't",
-    "isn't",
-    "won't",
-    "cannot",
-    "can't",
-    "avoid",
-    "without",
-)
+# One negation list for the import filter and the conflict rule (node/learning/conflicts.py).
+_CONFLICT_MARKERS: tuple[str, ...] = NEGATION_MARKERS
 
 
 def _unit(name: str, value: float) -> None:

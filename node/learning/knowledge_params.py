@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lamarck.node.learning.params import _finite, _in_range, _positive_int, _rule
+# The shared checks directly, not through ``learning/params.py``: ``LearningParams`` holds a
+# ``KnowledgeParams``, so importing that module from here would be circular.
+from lamarck.params_checks import check_finite as _finite
+from lamarck.params_checks import check_positive_int as _positive_int
+from lamarck.params_checks import check_range as _in_range
+from lamarck.params_checks import check_rule as _rule
 
 __all__ = [
     "NEGATION_MARKERS",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lamarck.node.learning.knowledge_params import KnowledgeParams
 from lamarck.params_checks import check_finite, check_positive_int, check_range, check_rule
 
 __all__ = [
@@ -308,10 +309,13 @@ class LearningParams:
     lesson: LessonParams = field(default_factory=LessonParams)
     context: ContextParams = field(default_factory=ContextParams)
     secrets: SecretParams = field(default_factory=SecretParams)
+    # Conflicts, consolidation, learned context variables and the lifecycle (issue 18).
+    knowledge: KnowledgeParams = field(default_factory=KnowledgeParams)
 
     def __post_init__(self) -> None:
         """Check the parts are the right types (each validated itself on construction)."""
         _rule(isinstance(self.confidence, ConfidenceParams), "confidence", "must be params")
+        _rule(isinstance(self.knowledge, KnowledgeParams), "knowledge", "must be KnowledgeParams")
         _rule(isinstance(self.lesson, LessonParams), "lesson", "must be LessonParams")
         _rule(isinstance(self.context, ContextParams), "context", "must be ContextParams")
         _rule(isinstance(self.secrets, SecretParams), "secrets", "must be SecretParams")
