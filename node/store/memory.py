@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -114,6 +116,7 @@ class InMemoryLessonStore(LessonStore):
         self._quarantine: dict[str, QuarantineRow] = {}
         self._rejections: list[RejectionRow] = []
         self._events: list[LessonEvent] = []
+        self._state: dict[str, dict[str, Any]] = {}
         # One lock makes each method atomic against the others, like one SQL transaction.
         self._lock = asyncio.Lock()
         self._in_unit = False
@@ -142,6 +145,7 @@ class InMemoryLessonStore(LessonStore):
             dict(self._quarantine),
             list(self._rejections),
             list(self._events),
+            dict(self._state),
         )
         self._in_unit = True
         try:
@@ -153,6 +157,7 @@ class InMemoryLessonStore(LessonStore):
                 self._quarantine,
                 self._rejections,
                 self._events,
+                self._state,
             ) = snapshot
             raise
         finally:
@@ -424,6 +429,23 @@ class InMemoryLessonStore(LessonStore):
         """The events about any of ``lesson_ids``, oldest first (ties in append order)."""
         wanted = set(lesson_ids)
         return sorted((e for e in self._events if e.lesson_id in wanted), key=lambda e: e.at)
+
+    # -- node state ------------------------------------------------------------------------
+    async def get_state(self, key: str) -> dict[str, Any] | None:
+        """A copy of the document stored under ``key`` (a round trip through JSON, as the
+        Postgres column gives), or ``None``."""
+        raw = self._state.get(key)
+        return None if raw is None else json.loads(json.dumps(raw))
+
+    async def put_state(self, key: str, document: dict[str, Any]) -> None:
+        """Store a JSON copy of ``document`` under ``key``; a value JSON cannot hold raises
+        ``StoreError`` (``invalid_value``), as the jsonb column does."""
+        try:
+            copy = json.loads(json.dumps(document))
+        except (TypeError, ValueError) as e:
+            raise StoreError(f"state {key!r} is not JSON: {e}", reason="invalid_value") from e
+        async with self._lock:
+            self._state[key] = copy
 
     # -- stats -----------------------------------------------------------------------------
     async def stats(self) -> dict[str, int]:

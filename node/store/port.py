@@ -111,6 +111,11 @@ class LessonRow:
     signed_record: bytes | None = None
     content_hash: str | None = None
     provenance: tuple[ProvenanceEntry, ...] = ()
+    # The lessons this one contradicts while the conflict is open (issue 18 §2): never offered
+    # as advice until an outcome settles it. Empty when uncontested.
+    contested_with: tuple[str, ...] = ()
+    # The lessons this one beat in a settled conflict (the test that verified it).
+    verified_against: tuple[str, ...] = ()
     embedding: Vector | None = field(default=None, compare=False, repr=False)
 
 
@@ -214,6 +219,8 @@ EVENT_KINDS = frozenset(
         "version",
         "approved",
         "rejected",
+        "contested",
+        "merged",
     }
 )
 
@@ -378,6 +385,16 @@ class LessonStore(abc.ABC):
     @abc.abstractmethod
     async def lesson_events(self, lesson_ids: Sequence[str]) -> list[LessonEvent]:
         """The events about any of ``lesson_ids``, oldest first (ties in append order)."""
+
+    # -- node state ------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def get_state(self, key: str) -> dict[str, Any] | None:
+        """The JSON document the node stored under ``key`` (e.g. what the context-variable
+        learner has learned), or ``None`` when nothing is stored."""
+
+    @abc.abstractmethod
+    async def put_state(self, key: str, document: dict[str, Any]) -> None:
+        """Store ``document`` (JSON-ready) under ``key``, replacing what was there."""
 
     # -- stats -----------------------------------------------------------------------------
     @abc.abstractmethod

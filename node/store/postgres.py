@@ -87,6 +87,8 @@ _LESSON_COLUMNS = (
     "signed_record",
     "content_hash",
     "recipients",
+    "contested_with",
+    "verified_against",
     "embedding",
 )
 _PROVENANCE_COLUMNS = ("lesson_id", "source_node_id", "via_node_id", "received_at", "content_hash")
@@ -283,6 +285,8 @@ def _lesson_args(row: LessonRow) -> list[Any]:
         row.signed_record,
         row.content_hash,
         list(row.recipients),
+        list(row.contested_with),
+        list(row.verified_against),
         None if row.embedding is None else np.asarray(row.embedding, dtype=np.float32),
     ]
 
@@ -355,6 +359,8 @@ def _to_lesson(rec: Any) -> LessonRow:
         signed_record=None if signed is None else bytes(signed),
         content_hash=rec["content_hash"],
         recipients=tuple(rec["recipients"]),
+        contested_with=tuple(rec["contested_with"]),
+        verified_against=tuple(rec["verified_against"]),
         provenance=tuple(
             ProvenanceEntry(src, via, datetime.fromisoformat(at).astimezone(UTC), digest)
             for src, via, at, digest in rec["provenance"]
@@ -934,6 +940,29 @@ class PostgresLessonStore(LessonStore):
             )
             for r in recs
         ]
+
+    # -- node state ------------------------------------------------------------------------
+    async def get_state(self, key: str) -> dict[str, Any] | None:
+        """The document stored under ``key`` in ``node_state``, or ``None``."""
+        async with _guard():
+            doc = await self.pool.fetchval("SELECT document FROM node_state WHERE key = $1", key)
+        return None if doc is None else dict(doc)
+
+    async def put_state(self, key: str, document: dict[str, Any]) -> None:
+        """Store ``document`` under ``key`` (one upsert); a value JSON cannot hold raises
+        ``StoreError`` (``invalid_value``)."""
+        try:
+            json.dumps(document)
+        except (TypeError, ValueError) as e:
+            raise StoreError(f"state {key!r} is not JSON: {e}", reason="invalid_value") from e
+        async with _guard():
+            await self.pool.execute(
+                "INSERT INTO node_state (key, document, updated_at) VALUES ($1, $2, now())"
+                " ON CONFLICT (key) DO UPDATE SET document = EXCLUDED.document,"
+                " updated_at = EXCLUDED.updated_at",
+                key,
+                document,
+            )
 
     # -- stats -----------------------------------------------------------------------------
     async def database_bytes(self) -> int:

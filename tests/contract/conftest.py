@@ -119,7 +119,10 @@ async def pg_store(pg_dsn: str) -> AsyncIterator[PostgresLessonStore]:
 
 
 #: Tables emptied between contract tests (the shared database's schema stays in place).
-_TABLES = "lessons, lesson_provenance, outcomes, quarantine, rejections, outbox, lesson_events"
+_TABLES = (
+    "lessons, lesson_provenance, outcomes, quarantine, rejections, outbox, lesson_events,"
+    " node_state"
+)
 
 
 @pytest.fixture(params=["memory", pytest.param("postgres", marks=pytest.mark.integration)])

@@ -1,0 +1,91 @@
+"""Contract: what issue 18 stores, in both adapters — a lesson's open conflicts and the
+conflicts it won (``contested_with``, ``verified_against``), the ``contested`` and ``merged``
+event kinds, and the node's state documents (the context-variable learner)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from lamarck.errors import StoreError
+from lamarck.node.store.port import LessonEvent, LessonFilter, LessonStore
+from tests.contract.test_lesson_store_contract import T0, lesson
+
+
+async def test_conflict_columns_round_trip_through_insert_update_and_bulk_insert(
+    store: LessonStore,
+) -> None:
+    """Both tuples come back as written, in order, by every write path."""
+    a = lesson("a", contested_with=("b", "c"), verified_against=("z",))
+    await store.insert_lesson(a)
+    assert (await store.get_lesson("a")) == a
+    settled = dataclasses.replace(a, contested_with=(), verified_against=("z", "b"))
+    await store.update_lesson(settled)
+    assert (await store.get_lesson("a")).contested_with == ()
+    assert (await store.get_lesson("a")).verified_against == ("z", "b")
+    await store.insert_lessons([lesson("d", contested_with=("e",)), lesson("e")])
+    got = {r.id: r for r in await store.list_lessons(LessonFilter(statuses=None))}
+    assert got["d"].contested_with == ("e",)
+    assert got["e"].contested_with == () and got["e"].verified_against == ()
+
+
+async def test_a_new_version_keeps_its_conflict_columns(store: LessonStore) -> None:
+    """``supersede`` stores the new row's columns; the old row's stay as they were."""
+    await store.insert_lesson(lesson("old", contested_with=("x",)))
+    await store.supersede("old", lesson("new", verified_against=("x",)))
+    old, new = await store.get_lessons(["old", "new"])
+    assert old.contested_with == ("x",)
+    assert new.verified_against == ("x",) and new.contested_with == ()
+
+
+async def test_contested_and_merged_are_event_kinds(store: LessonStore) -> None:
+    """The settlement and consolidation paths log these kinds; the store accepts them."""
+    await store.append_events(
+        [
+            LessonEvent("a", T0, "contested", "loop", 0.5, 0.5, "semantic conflict with b"),
+            LessonEvent("a", T0, "merged", "loop", 0.5, 0.5, "absorbed c"),
+        ]
+    )
+    assert [e.kind for e in await store.lesson_events(["a"])] == ["contested", "merged"]
+
+
+async def test_state_documents_round_trip_and_replace(store: LessonStore) -> None:
+    """Nothing stored reads ``None``; a put replaces; keys are independent."""
+    assert await store.get_state("variables") is None
+    doc = {"version": 1, "variables": {"domain": {"correct": 1, "incorrect": 3}}}
+    await store.put_state("variables", doc)
+    assert await store.get_state("variables") == doc
+    await store.put_state("variables", {"version": 1, "variables": {}})
+    await store.put_state("other", {"n": [1, 2.5, "x", None, True]})
+    assert await store.get_state("variables") == {"version": 1, "variables": {}}
+    assert await store.get_state("other") == {"n": [1, 2.5, "x", None, True]}
+
+
+async def test_a_state_document_is_a_copy(store: LessonStore) -> None:
+    """Mutating what was put or what was read never changes what the store holds."""
+    doc = {"variables": {"domain": {"correct": 1}}}
+    await store.put_state("k", doc)
+    doc["variables"]["domain"]["correct"] = 99
+    read = await store.get_state("k")
+    assert read is not None
+    read["variables"] = {}
+    assert await store.get_state("k") == {"variables": {"domain": {"correct": 1}}}
+
+
+async def test_a_state_document_json_cannot_hold_is_refused(store: LessonStore) -> None:
+    """A non-JSON value is a ``StoreError`` (``invalid_value``) and stores nothing."""
+    with pytest.raises(StoreError) as err:
+        await store.put_state("k", {"bad": object()})
+    assert err.value.reason == "invalid_value"
+    assert await store.get_state("k") is None
+
+
+async def test_state_rolls_back_with_a_failed_unit_of_work(store: LessonStore) -> None:
+    """A state write inside ``atomic`` commits or rolls back with the rest of the block."""
+    await store.put_state("k", {"v": 1})
+    with pytest.raises(RuntimeError):
+        async with store.atomic():
+            await store.put_state("k", {"v": 2})
+            raise RuntimeError("boom")
+    assert await store.get_state("k") == {"v": 1}
