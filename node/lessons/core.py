@@ -26,6 +26,7 @@ from lamarck.node.learning.attribution import Attribution
 from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.prompt import PromptSection, TokenCounter
 from lamarck.node.learning.secrets import scan_for_secrets
+from lamarck.node.learning.variables import VariableImportanceLearner
 from lamarck.node.store.port import (
     Category,
     LessonEvent,
@@ -39,6 +40,7 @@ from lamarck.reputation.transfer import TransferParams
 
 __all__ = [
     "AGENT_ACTOR",
+    "LEARNER_STATE_KEY",
     "LIVE",
     "LOOP_ACTOR",
     "RETIRED_PREFIX",
@@ -60,6 +62,8 @@ LOOP_ACTOR = "loop"
 AGENT_ACTOR = "agent"
 #: Statuses attribution may move: a claim gains evidence by its first confirmation.
 LIVE = (LessonStatus.ACTIVE, LessonStatus.CLAIMED)
+#: The node-state key of what the context-variable learner has learned (issue 18 §4).
+LEARNER_STATE_KEY = "variable_importance"
 
 
 class EmbedderLike(Protocol):
@@ -194,6 +198,30 @@ class LessonCore:
         self.count_tokens = token_counter
         self.transfer = transfer
         self.sessions: dict[str, Session] = {}
+        # What outcomes taught about each context variable; loaded from the store on first
+        # use (``load_learner``), written back with the outcome that changed it.
+        self.learner = VariableImportanceLearner()
+        self.learner_loaded = False
+
+    async def load_learner(self) -> VariableImportanceLearner:
+        """The context-variable learner, read from the store once per service."""
+        if not self.learner_loaded:
+            stored = await self.store.get_state(LEARNER_STATE_KEY)
+            if stored is not None:
+                self.learner = VariableImportanceLearner.from_json(stored)
+            self.learner_loaded = True
+        return self.learner
+
+    async def save_learner(self, learner: VariableImportanceLearner) -> None:
+        """Keep ``learner`` (in the caller's unit of work) when it learned something."""
+        if learner is not self.learner:
+            await self.store.put_state(LEARNER_STATE_KEY, learner.to_json())
+            self.learner = learner
+
+    def similarity(self, a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> float:
+        """Context similarity with each variable weighed by its learned class (with nothing
+        learned, exactly ``context_similarity``)."""
+        return self.learner.similarity(a, b, self.params.knowledge.variables, self.params.context)
 
     def new_id(self) -> str:
         """A uuid4 from the injected random source."""

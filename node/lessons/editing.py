@@ -17,11 +17,13 @@ from lamarck.node.learning.scopes import validate_scope
 from lamarck.node.lessons.core import (
     AGENT_ACTOR,
     LIVE,
+    LOOP_ACTOR,
     RETIRED_PREFIX,
     LessonChange,
     LessonCore,
     context_texts,
 )
+from lamarck.node.lessons.knowledge import Knowledge
 from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
 from lamarck.proto.identity import is_node_id
 from lamarck.proto.limits import DEFAULT_LIMITS
@@ -37,6 +39,7 @@ class LessonEditing:
 
     def __init__(self, core: LessonCore) -> None:
         self._core = core
+        self._knowledge = Knowledge(core)
 
     # -- writing lessons -------------------------------------------------------------------
     async def remember(
@@ -106,6 +109,12 @@ class LessonEditing:
             confirmed_projects=projects,
         )
         await self._core.log([LessonChange(row.id, "created", None, row.confidence)], AGENT_ACTOR)
+        # A lesson born active that contradicts one on file: both are contested until an
+        # outcome settles it (issue 18 §2); the loop logs the contest.
+        contested = await self._knowledge.contest_new(row)
+        if contested:
+            await self._core.log(contested, LOOP_ACTOR)
+            return await self._core.store.get_lesson(row.id)
         return row
 
     async def edit(self, lesson_id: str, new_content: str, who: str, reason: str = "") -> LessonRow:

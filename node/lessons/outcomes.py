@@ -20,7 +20,7 @@ from lamarck.node.crashpoint import crash_point
 from lamarck.node.importing.reality import reality_events
 from lamarck.node.learning import confidence as conf
 from lamarck.node.learning.attribution import Effect, attribute
-from lamarck.node.learning.context_match import context_similarity
+from lamarck.node.learning.conflicts import settle, trials_from_attributions
 from lamarck.node.learning.evidence import confirmed_confidence
 from lamarck.node.learning.mechanical import (
     MechanicalLesson,
@@ -51,10 +51,12 @@ from lamarck.node.lessons.core import (
     Session,
     context_texts,
 )
+from lamarck.node.lessons.knowledge import Knowledge
 from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus, OutcomeRow
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 from lamarck.proto.timefmt import parse_ts
+from lamarck.reputation.events import ReputationEvent
 
 __all__ = ["OutcomeLearning", "outcome_checks", "outcome_steps"]
 
@@ -112,6 +114,7 @@ class OutcomeLearning:
                 field="max_future_skew_s",
             )
         self._core = core
+        self._knowledge = Knowledge(core)
         # The node's one clock-skew tolerance (ImportParams.max_future_skew_s): an outcome
         # this node would date beyond it becomes evidence every peer refuses.
         self._max_future_skew_s = max_future_skew_s
@@ -200,22 +203,56 @@ class OutcomeLearning:
             if row.status in LIVE and row.category is Category.LESSON
         ]
         attributions = attribute([(r.id, r.operation) for r in lessons], steps, verdict)
-        changes: builtins.list[LessonChange] = []
-        confirmed_now: set[str] = set()
+        learner = await core.load_learner()
+        # Open conflicts first: a settlement moves exactly its two lessons by its own rule
+        # (issue 18 §2), so attribution leaves them alone.
+        settled = await self._knowledge.settle_in_play(lessons, attributions, outcome.id)
+        changes: builtins.list[LessonChange] = list(settled.changes)
+        reality: builtins.list[ReputationEvent] = list(settled.reality)
+        confirmed_now: set[str] = set(settled.settled)
+        contradicted_now: set[str] = set()
         by_id = {r.id: r for r in lessons}
+        held = {
+            t.lesson_id: t.held
+            for plan in settled.settlements
+            for t in trials_from_attributions(plan.conflict, attributions)
+        }
         for att in attributions:
             row = by_id[att.lesson_id]
+            if att.effect is Effect.NOT_ATTRIBUTED:
+                continue
+            # Each tested lesson predicted it would hold in this run's context: what came
+            # true teaches which differing context variables matter (issue 18 §4).
+            learner = learner.observe(
+                row.context,
+                run_context,
+                held=held.get(row.id, att.effect is Effect.CONFIRMED),
+                context=core.params.context,
+            )
+            if row.id in settled.settled:
+                continue
             if att.effect is Effect.CONFIRMED:
                 changes.extend(await self._confirm(row, outcome, run_context))
                 confirmed_now.add(row.id)
             elif att.effect is Effect.CONTRADICTED:
                 changes.extend(await self._contradict(row, outcome, run_context))
+                contradicted_now.add(row.id)
+        await core.save_learner(learner)
         for lesson in mechanical_lessons(steps, verdict):
             changes.extend(
-                await self._learn_mechanical(lesson, outcome, run_context, confirmed_now)
+                await self._learn_mechanical(
+                    lesson,
+                    outcome,
+                    run_context,
+                    confirmed_now,
+                    before={i: by_id[i] for i in contradicted_now},
+                    reality=reality,
+                )
             )
         crash_point("outcome_learned")
         await core.log(changes, LOOP_ACTOR, outcome_id=outcome.id)
+        # The settled lessons' sources get the settlement's events instead of attribution's.
+        attributed = [r for r in lessons if r.id not in settled.settled]
         return OutcomeResult(
             outcome.id,
             recorded=True,
@@ -223,8 +260,11 @@ class OutcomeLearning:
             teaches=True,
             attributions=tuple(attributions),
             changes=tuple(changes),
-            reality=reality_events(
-                lessons, attributions, outcome_id=outcome.id, at=core.clock.now()
+            reality=(
+                *reality_events(
+                    attributed, attributions, outcome_id=outcome.id, at=core.clock.now()
+                ),
+                *reality,
             ),
             nothing_learned=why_nothing_learned(
                 verdict,
@@ -241,7 +281,7 @@ class OutcomeLearning:
         """An attributed success: step up by context band, gain evidence, maybe promote."""
         core = self._core
         p = core.params
-        similarity = context_similarity(row.context, run_context, p.context)
+        similarity = core.similarity(row.context, run_context)
         after = confirmed_confidence(
             conf.confirm(row.confidence, similarity, p.confidence),
             current=row.confidence,
@@ -278,7 +318,7 @@ class OutcomeLearning:
         """An attributed failure: step down by context band, maybe demote, maybe retire."""
         core = self._core
         p = core.params
-        similarity = context_similarity(row.context, run_context, p.context)
+        similarity = core.similarity(row.context, run_context)
         after = conf.contradict(row.confidence, similarity, p.confidence)
         scope = after_contradiction(row.scope, row.confirmed_projects, outcome.project)
         retire = conf.should_retire(after, p.confidence)
@@ -312,13 +352,21 @@ class OutcomeLearning:
         outcome: Outcome,
         run_context: Mapping[str, Any],
         confirmed_now: set[str],
+        *,
+        before: Mapping[str, LessonRow],
+        reality: builtins.list[ReputationEvent],
     ) -> builtins.list[LessonChange]:
         """Write "prefer B over A for T"; re-proving an existing one confirms it instead.
 
-        A stored lesson saying the opposite for the same target is superseded by the new one,
-        so the history holds both lessons and both outcomes. The lookup is one indexed query
-        for the lessons about B (those recommending B, and those saying to avoid B), so a
-        lesson is found again however old or unconfident it is among a scope's rows.
+        A stored lesson saying the opposite for the same target, in a context alike enough to
+        conflict, loses the conflict this outcome just tested (``conflicts.settle``): the new
+        lesson supersedes it, so the history holds both lessons and both outcomes, and the
+        numbers follow the settlement rule. ``before`` holds the in-play rows this outcome
+        contradicted as they were before it: the settlement's step replaces attribution's,
+        never adds to it. Reputation events for an imported loser's source go to ``reality``.
+        The lookup is one indexed query for the lessons about B (those recommending B, and
+        those saying to avoid B), so a lesson is found again however old or unconfident it is
+        among a scope's rows.
         """
         core = self._core
         scope = project_scope(outcome.project)
@@ -340,7 +388,10 @@ class OutcomeLearning:
         if outcome.id in retired_evidence:
             return []
         opposite = [r for r in live if reverses(lesson, r.operation, r.tags)]
-        supersedes = opposite[0].id if opposite else None
+        loser = before.get(opposite[0].id, opposite[0]) if opposite else None
+        # A claim saying the opposite is superseded outright (it has no numbers to settle);
+        # an active lesson is settled below, if the two conflict at all.
+        claim = loser is not None and loser.status is not LessonStatus.ACTIVE
         new = await core.insert_new(
             content=lesson.content,
             operation=lesson.prefer,
@@ -349,9 +400,30 @@ class OutcomeLearning:
             context=run_context,
             tags=lesson.tags,
             confirmed_projects=(outcome.project,),
-            supersedes=supersedes,
+            supersedes=loser.id if claim and loser is not None else None,
         )
         changes = [LessonChange(new.id, "created", None, new.confidence, lesson.content)]
-        if supersedes is not None:
-            changes.append(LessonChange(supersedes, "superseded", None, None, new.id))
+        if loser is None:
+            return changes
+        if claim:
+            changes.append(LessonChange(loser.id, "superseded", None, None, new.id))
+            return changes
+        conflict = self._knowledge.conflict(new, loser)
+        if conflict is None:  # learned in another context: information, not invalidation
+            return changes
+        plan = settle(
+            conflict,
+            new,
+            loser,
+            outcome_id=outcome.id,
+            at=core.clock.now(),
+            p=core.params.knowledge.conflicts,
+        )
+        # The winner is the loser's next version: the history holds both and both outcomes.
+        changes.extend(
+            await self._knowledge.apply_settlement(
+                plan, {new.id: dataclasses.replace(new, supersedes=loser.id), loser.id: loser}
+            )
+        )
+        reality.extend(plan.reputation)
         return changes

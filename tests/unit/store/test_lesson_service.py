@@ -194,7 +194,10 @@ async def test_scenario_unlearn_when_the_environment_changes(h: Harness) -> None
     assert result.ids("superseded") == [old_id]
     [new_id] = result.ids("created")
     old = await h.store.get_lesson(old_id)
-    assert old.confidence == pytest.approx(0.40) and old.status is LessonStatus.SUPERSEDED
+    # The outcome settles the conflict between the two lessons (issue 18 §2): the loser moves
+    # by the settlement's −0.3 from 0.65, instead of attribution's −0.25; the winner is new.
+    assert old.confidence == pytest.approx(0.35) and old.status is LessonStatus.SUPERSEDED
+    assert (await h.store.get_lesson(new_id)).verified_against == (old_id,)
 
     # Session D: the stale lesson is gone from the prompt, the new one is there.
     recall = await h.service.recall("run the test suite", {}, SCOPE1, "D")

@@ -1,0 +1,291 @@
+"""Knowledge that stays true (issue 18) applied over the store: conflicts contested and settled,
+near-duplicates merged.
+
+The rules are pure (``node/learning/conflicts.py``, ``consolidation.py``); this part reads the
+rows they need, writes exactly what their plans say, and logs each change. Every other part of
+the lesson service builds one ``Knowledge`` over the shared ``LessonCore``:
+
+* ``contest_new``: after an active lesson is stored, the lessons about the same operation (one
+  indexed lookup, ``LessonFilter.about``) are checked against it and each conflict contested;
+* ``settle_in_play``: an outcome's attributions settle the open conflicts of the lessons in play;
+* ``apply_settlement``: the two rows of a settlement, and nothing else, are written;
+* ``contest_all`` and ``consolidate``: the maintenance pass over every active lesson.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lamarck.node.learning.attribution import Attribution
+from lamarck.node.learning.conflicts import (
+    Conflict,
+    LessonUpdate,
+    Settlement,
+    apply_update,
+    conflict_between,
+    contest,
+    detect_conflicts,
+    settle_outcome,
+)
+from lamarck.node.learning.consolidation import ConsolidationPlan, apply_merge, plan_consolidation
+from lamarck.node.learning.scopes import GLOBAL, recall_scopes
+from lamarck.node.lessons.core import LessonChange, LessonCore
+from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
+from lamarck.reputation.events import ReputationEvent
+
+__all__ = ["InPlaySettlements", "Knowledge", "embeddings_of"]
+
+
+def embeddings_of(rows: Iterable[LessonRow]) -> dict[str, npt.NDArray[np.floating[Any]]]:
+    """The stored vectors of ``rows`` by id (rows without one are left out)."""
+    return {r.id: r.embedding for r in rows if r.embedding is not None}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class InPlaySettlements:
+    """What an outcome's settlements changed: the lessons they moved (attribution skips
+    them), the changes to log and the reputation events for imported parties' sources."""
+
+    settled: frozenset[str] = frozenset()
+    changes: tuple[LessonChange, ...] = ()
+    reality: tuple[ReputationEvent, ...] = ()
+    settlements: tuple[Settlement, ...] = ()
+
+
+def _without(ids: Sequence[str], gone: str) -> tuple[str, ...]:
+    return tuple(i for i in ids if i != gone)
+
+
+def _with(ids: Sequence[str], new: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((*ids, new)))
+
+
+class Knowledge:
+    """Contest, settle and consolidate over one ``LessonCore``."""
+
+    def __init__(self, core: LessonCore) -> None:
+        self._core = core
+
+    # -- conflicts ---------------------------------------------------------------------------
+    def conflict(self, a: LessonRow, b: LessonRow) -> Conflict | None:
+        """The conflict between two stored lessons by the node's rule and learned similarity."""
+        return conflict_between(
+            a,
+            b,
+            embeddings_of((a, b)),
+            self._core.params.knowledge.conflicts,
+            self._core.similarity,
+        )
+
+    async def _about(self, row: LessonRow) -> builtins.list[LessonRow]:
+        """Active lessons about ``row``'s operation whose scope meets ``row``'s (indexed)."""
+        scopes = None if row.scope == GLOBAL else recall_scopes(row.scope)
+        return await self._core.store.list_lessons(
+            LessonFilter(
+                statuses=(LessonStatus.ACTIVE,),
+                scopes=scopes,
+                category=Category.LESSON,
+                about=row.operation.strip(),
+                limit=self._core.params.lesson.max_active_per_scope,
+            )
+        )
+
+    async def contest_new(self, row: LessonRow) -> builtins.list[LessonChange]:
+        """Contest every lesson a just-stored active lesson contradicts; returns the changes
+        (the caller logs them)."""
+        if row.status is not LessonStatus.ACTIVE or row.category is not Category.LESSON:
+            return []
+        await self._core.load_learner()
+        changes: builtins.list[LessonChange] = []
+        current = row
+        for other in await self._about(row):
+            if other.id == row.id or other.id in current.contested_with:
+                continue
+            found = self.conflict(current, other)
+            if found is not None:
+                rows = {current.id: current, other.id: other}
+                written = await self.write_contest(found, rows)
+                current = written[current.id]
+                changes.extend(self._contest_changes(found, rows))
+        return changes
+
+    async def write_contest(
+        self, conflict: Conflict, rows: Mapping[str, LessonRow]
+    ) -> dict[str, LessonRow]:
+        """Mark both sides contested (only the flag moves); returns the rows as written."""
+        out: dict[str, LessonRow] = {}
+        for update in contest(conflict, rows):
+            row = rows[update.lesson_id]
+            assert update.contested_with is not None  # contest always names the other side
+            written = dataclasses.replace(
+                row, contested_with=_with(row.contested_with, update.contested_with)
+            )
+            await self._core.store.update_lesson(dataclasses.replace(written, embedding=None))
+            out[row.id] = written
+        return out
+
+    @staticmethod
+    def _contest_changes(
+        conflict: Conflict, rows: Mapping[str, LessonRow]
+    ) -> builtins.list[LessonChange]:
+        return [
+            LessonChange(u.lesson_id, u.kind, u.confidence_before, u.confidence_after, u.reason)
+            for u in contest(conflict, rows)
+        ]
+
+    async def apply_settlement(
+        self, settlement: Settlement, rows: Mapping[str, LessonRow]
+    ) -> builtins.list[LessonChange]:
+        """Write the settlement's two updates (and nothing else); returns the changes."""
+        core = self._core
+        now = core.clock.now()
+        changes: builtins.list[LessonChange] = []
+        for update in settlement.updates:
+            written = self._settled_row(rows[update.lesson_id], update, settlement, now=now)
+            await core.store.update_lesson(dataclasses.replace(written, embedding=None))
+            changes.append(
+                LessonChange(
+                    update.lesson_id,
+                    update.kind,
+                    update.confidence_before,
+                    update.confidence_after,
+                    update.reason,
+                )
+            )
+        return changes
+
+    def _settled_row(
+        self, row: LessonRow, update: LessonUpdate, settlement: Settlement, *, now: datetime
+    ) -> LessonRow:
+        other = settlement.conflict.other(row.id)
+        after = apply_update(
+            row, update, now=now, max_evidence=self._core.params.lesson.max_evidence
+        )
+        verified = row.verified_against
+        if update.verified_against is not None:
+            verified = _with(verified, update.verified_against)
+        return dataclasses.replace(
+            after, contested_with=_without(row.contested_with, other), verified_against=verified
+        )
+
+    async def settle_in_play(
+        self, lessons: Sequence[LessonRow], attributions: Sequence[Attribution], outcome_id: str
+    ) -> InPlaySettlements:
+        """Settle the open conflicts of the in-play lessons this outcome tells apart.
+
+        A conflict whose other side is gone (superseded, retired) or no longer conflicts is
+        closed on this side without a settlement; its lesson is attributed as usual.
+        """
+        core = self._core
+        contested = [r for r in lessons if r.contested_with]
+        if not contested:
+            return InPlaySettlements()
+        partner_ids = [i for r in contested for i in r.contested_with]
+        rows: dict[str, LessonRow] = {r.id: r for r in lessons}
+        for r in await core.store.get_lessons([i for i in partner_ids if i not in rows]):
+            rows[r.id] = r
+        settled: set[str] = set()
+        changes: builtins.list[LessonChange] = []
+        reality: builtins.list[ReputationEvent] = []
+        plans: builtins.list[Settlement] = []
+        for lesson in contested:
+            for other_id in lesson.contested_with:
+                if lesson.id in settled or other_id in settled:
+                    continue
+                me, other = rows[lesson.id], rows.get(other_id)
+                found = None if other is None else self.conflict(me, other)
+                if found is None:
+                    closed = dataclasses.replace(
+                        me, contested_with=_without(me.contested_with, other_id)
+                    )
+                    await core.store.update_lesson(dataclasses.replace(closed, embedding=None))
+                    rows[me.id] = closed
+                    continue
+                plan = settle_outcome(
+                    found,
+                    rows,
+                    attributions,
+                    outcome_id=outcome_id,
+                    at=core.clock.now(),
+                    p=core.params.knowledge.conflicts,
+                )
+                if plan is None:
+                    continue
+                changes.extend(await self.apply_settlement(plan, rows))
+                settled |= plan.lesson_ids
+                reality.extend(plan.reputation)
+                plans.append(plan)
+        return InPlaySettlements(frozenset(settled), tuple(changes), tuple(reality), tuple(plans))
+
+    # -- maintenance -------------------------------------------------------------------------
+    async def contest_all(self, active: Sequence[LessonRow]) -> builtins.list[LessonChange]:
+        """Contest every conflicting pair among ``active`` not contested yet (lessons that both
+        got in: two imports, or an import and a local lesson)."""
+        await self._core.load_learner()
+        p = self._core.params
+        found = detect_conflicts(
+            active,
+            embeddings_of(active),
+            p.knowledge.conflicts,
+            p.context,
+            similarity=self._core.similarity,
+        )
+        rows = {r.id: r for r in active}
+        changes: builtins.list[LessonChange] = []
+        for conflict in found:
+            a, b = rows[conflict.first], rows[conflict.second]
+            if b.id in a.contested_with and a.id in b.contested_with:
+                continue
+            pair = {a.id: a, b.id: b}
+            rows.update(await self.write_contest(conflict, pair))
+            changes.extend(self._contest_changes(conflict, pair))
+        return changes
+
+    async def consolidate(
+        self, active: Sequence[LessonRow]
+    ) -> tuple[ConsolidationPlan, builtins.list[LessonChange]]:
+        """Merge near-duplicate local lessons (contested ones wait); returns the plan and the
+        changes. The survivor keeps its id and becomes a newer version of its record."""
+        core = self._core
+        await core.load_learner()
+        p = core.params
+        plan = plan_consolidation(
+            active,
+            embeddings_of(active),
+            p.knowledge.consolidation,
+            p.context,
+            negation_markers=p.knowledge.conflicts.negation_markers,
+            skip=frozenset(r.id for r in active if r.contested_with),
+            similarity=core.similarity,
+        )
+        rows = {r.id: r for r in active}
+        now = core.clock.now()
+        changes: builtins.list[LessonChange] = []
+        for merge in plan.merges:
+            survivor, *gone = apply_merge(rows, merge, now=now)
+            for row in (survivor, *gone):
+                await core.store.update_lesson(dataclasses.replace(row, embedding=None))
+            changes.append(
+                LessonChange(
+                    survivor.id,
+                    "merged",
+                    survivor.confidence,
+                    survivor.confidence,
+                    f"absorbed {', '.join(merge.predecessors)}; "
+                    f"{merge.evidence_total} outcomes, {len(merge.evidence)} kept",
+                )
+            )
+            changes.extend(
+                LessonChange(
+                    g.id, "superseded", g.confidence, g.confidence, f"merged into {survivor.id}"
+                )
+                for g in gone
+            )
+        return plan, changes
