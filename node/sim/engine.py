@@ -1,0 +1,545 @@
+"""The simulated network: SimPy time and links around the node's shipped pure cores.
+
+What runs is the node's own code, imported, never copied:
+
+* the import decision and filters: ``lamarck.node.importing.decision.decide_import`` over an
+  ``ImportSnapshot`` built from the node's own indexes (``HeldRecords``, ``SourceHistory``);
+* confidence transfer (inside the decision: ``lamarck.reputation.transfer``);
+* the reputation scorer, pairwise and global trust: one ``ReputationBook`` per honest node,
+  fed the decision's events and the reality events of ``lamarck.node.importing.reality``;
+* gossip targets: ``peers_for`` (audience), ``GossipParams.direct_push_max`` (the origin pushes
+  to every allowed peer with hop limit 1), else ``GossipRouter`` (tree children, forwarding
+  with the hop limit, dedupe, covering for a child that cannot be reached);
+* anti-entropy: ``sync_step`` pulling pages that ``select_for_sync`` serves from the peer's
+  holdings.
+
+Modules are imported as modules and their functions looked up on each call, so a test that
+monkeypatches a core function changes what the simulator does. The one thing added around
+``tree_order`` is a memo (:func:`shared_tree_orders`): every node lays out a record's tree
+over the same membership, so the order is computed once per record and view, not once per
+node (a 10,000-node sort per receiver would cost hours); the function and its answer are
+the shipped ones.
+
+SimPy is the event engine (pure Python, deterministic, 10^5 events/s is ample here: the
+cores, not the queue, dominate the cost). The node's async cores (router, ``sync_step``) run
+on one private asyncio loop; their injected ``send``/``fetch`` never wait, so each call
+completes at one simulated instant and the link delay is a SimPy timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import random
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import simpy
+
+from lamarck.errors import DeliveryFailed
+from lamarck.node.fleet.agents import Advice, AgentMemory, attempt_order, run_attempts
+from lamarck.node.fleet.workloads import Pitfall, succeeds
+from lamarck.node.gossip import audience as audience_core
+from lamarck.node.gossip import router as router_core
+from lamarck.node.gossip import sync as sync_core
+from lamarck.node.gossip.publisher import GossipParams
+from lamarck.node.importing import decision as decision_core
+from lamarck.node.importing import reality as reality_core
+from lamarck.node.importing.decision import ImportOutcome, ImportParams, Incoming
+from lamarck.node.importing.filters import Corroboration, EstablishedLesson
+from lamarck.node.importing.view import HeldRecords, ImportSnapshot, SourceHistory
+from lamarck.node.learning.attribution import Attribution, Effect
+from lamarck.node.learning.prompt import format_line
+from lamarck.node.sim.params import SimParams
+from lamarck.node.sim.records import LessonKind, SimRecord, VerifiedRecords
+from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.proto.identity import NodeIdentity
+from lamarck.reputation.book import ReputationBook, TrustConfig
+from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
+from lamarck.reputation.scores import PeerBand
+
+__all__ = ["SimClock", "SimCores", "SimNetwork", "SimPeer", "shared_tree_orders"]
+
+#: Which membership the router is laying a tree over right now (set by the simulator).
+_VIEW: contextvars.ContextVar[object | None] = contextvars.ContextVar("sim_view", default=None)
+
+_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@contextmanager
+def shared_tree_orders() -> Iterator[None]:
+    """Memoise the shipped ``tree_order`` per (record, origin, view) while the simulator runs."""
+    original = router_core.tree_order
+    cache: dict[tuple[str, str, object], list[str]] = {}
+
+    def cached(content_hash: str, origin: str, members: Any) -> list[str]:
+        token = _VIEW.get()
+        if token is None:
+            return original(content_hash, origin, members)
+        key = (content_hash, origin, token)
+        order = cache.get(key)
+        if order is None:
+            order = original(content_hash, origin, members)
+            cache[key] = order
+        return order
+
+    router_core.tree_order = cached
+    try:
+        yield
+    finally:
+        router_core.tree_order = original
+
+
+class SimClock:
+    """A ``Clock`` reading the simulation's time (seconds after a fixed epoch)."""
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self._env = env
+
+    def now(self) -> datetime:
+        """The simulated instant, UTC."""
+        return _EPOCH + timedelta(seconds=float(self._env.now))
+
+
+@dataclass(frozen=True, slots=True)
+class SimCores:
+    """The parameter objects the node's cores are given (the node's defaults unless told)."""
+
+    gossip: GossipParams = field(default_factory=GossipParams)
+    reputation: ReputationParams = field(default_factory=ReputationParams)
+    importing: ImportParams = field(default_factory=ImportParams)
+    pairwise: PairwiseParams = field(default_factory=PairwiseParams)
+    global_trust: GlobalTrustParams = field(default_factory=GlobalTrustParams)
+
+
+@dataclass(slots=True)
+class SimPeer:
+    """One node: its id, behaviour, link position, and the node-side state the cores read."""
+
+    index: int
+    node_id: str
+    byzantine: bool
+    ring: float
+    router: router_core.GossipRouter
+    book: ReputationBook | None
+    up: bool = True
+    side: int = 0
+    held: dict[str, bytes] = field(default_factory=dict)
+    index_held: HeldRecords = field(default_factory=HeldRecords)
+    history: SourceHistory = field(default_factory=SourceHistory)
+    established: dict[str, list[EstablishedLesson]] = field(default_factory=dict)
+    confidence: dict[str, float] = field(default_factory=dict)
+    view_only: frozenset[int] | None = None  # an eclipsed node's view (None: the directory)
+
+
+@dataclass(slots=True)
+class Counters:
+    """What the network carried, and what the cores decided, since the last reset."""
+
+    messages: int = 0  # records carried by Publish (one per record per target)
+    publish_bytes: int = 0
+    sync_bytes: int = 0
+    sync_records: int = 0
+    sends_failed: int = 0
+    decisions: int = 0
+    events: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+
+class SimNetwork:
+    """N simulated nodes over SimPy links; see the module docstring."""
+
+    def __init__(self, params: SimParams, cores: SimCores, identities: Sequence[NodeIdentity]):
+        if len(identities) != params.nodes:
+            raise ValueError("one identity per node")
+        self.params = params
+        self.cores = cores
+        self.env = simpy.Environment()
+        self.clock = SimClock(self.env)
+        self.rng = random.Random(params.seed)
+        self.loop = asyncio.new_event_loop()
+        self.verified = VerifiedRecords(cores.importing.max_future_skew_s)
+        self.counters = Counters()
+        self.partitioned = False
+        n = params.nodes
+        byz = set(self.rng.sample(range(n), round(params.byzantine_share * n)))
+        self.identities = list(identities)
+        self.peers: list[SimPeer] = []
+        for i, ident in enumerate(identities):
+            book = None
+            if i not in byz:
+                trust = TrustConfig(ident.node_id, cores.pairwise, cores.global_trust)
+                book = ReputationBook(cores.reputation, self.clock, trust)
+            self.peers.append(
+                SimPeer(
+                    index=i,
+                    node_id=ident.node_id,
+                    byzantine=i in byz,
+                    ring=self.rng.random(),
+                    router=router_core.GossipRouter(cores.gossip, ident.node_id),
+                    book=book,
+                )
+            )
+        self.by_id = {p.node_id: p for p in self.peers}
+        self.all_ids = frozenset(self.by_id)
+        #: content hash -> node index -> (time it was accepted, hops it travelled).
+        self.arrivals: dict[str, dict[int, tuple[float, int]]] = {}
+        self.records: dict[str, SimRecord] = {}
+        self.pitfalls: dict[str, Pitfall] = {}
+        #: (honest node, source) -> records judged before the source was graylisted there.
+        self.judged: dict[tuple[int, str], int] = {}
+        self.graylisted_after: dict[tuple[int, str], int] = {}
+        #: (poisoned content hash, honest node) pairs where the lesson decided an agent's order.
+        self.in_prompt: set[tuple[str, int]] = set()
+        self.sim_events = 0
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release the private event loop."""
+        self.loop.close()
+
+    def _run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return self.loop.run_until_complete(coro)
+
+    def at(self, delay: float, action: Callable[[], None]) -> None:
+        """Run ``action`` ``delay`` simulated seconds from now."""
+        ev = self.env.timeout(max(0.0, delay))
+        ev.callbacks.append(lambda _e: action())
+        self.sim_events += 1
+
+    def honest(self) -> list[SimPeer]:
+        """The honest nodes."""
+        return [p for p in self.peers if not p.byzantine]
+
+    def latency(self, a: SimPeer, b: SimPeer) -> float:
+        """One-way latency a -> b (the ring model of ``SimParams``) plus processing."""
+        d = abs(a.ring - b.ring)
+        d = min(d, 1.0 - d) * 2.0
+        p = self.params
+        return p.latency_min_s + (p.latency_max_s - p.latency_min_s) * d + p.processing_s
+
+    def reachable(self, a: SimPeer, b: SimPeer) -> bool:
+        """Whether a connection a -> b can be made now (both up, same side of a partition)."""
+        return a.up and b.up and (not self.partitioned or a.side == b.side)
+
+    def view(self, peer: SimPeer) -> frozenset[str]:
+        """The peers this node lists (the directory; an eclipsed node lists only its own)."""
+        if peer.view_only is None:
+            return self.all_ids
+        return frozenset(self.peers[i].node_id for i in peer.view_only) | {peer.node_id}
+
+    def _token(self, peer: SimPeer, excluded: frozenset[str] = frozenset()) -> object:
+        return ("view", peer.view_only, excluded)
+
+    # -- gossip -----------------------------------------------------------------------------
+    def _send(self, sender: SimPeer) -> router_core.ForwardSend:
+        async def send(target: str, raws: Sequence[bytes], hop_count: int) -> None:
+            self._transmit(sender, self.by_id[target], raws, hop_count, self.cores.gossip.hop_limit)
+
+        return send
+
+    def _transmit(
+        self, sender: SimPeer, to: SimPeer, raws: Sequence[bytes], hop_count: int, hop_limit: int
+    ) -> None:
+        p = self.params
+        if not self.reachable(sender, to) or self.rng.random() < p.loss:
+            self.counters.sends_failed += 1
+            raise DeliveryFailed(f"{to.node_id} unreachable", target=to.node_id)
+        self.counters.messages += len(raws)
+        self.counters.publish_bytes += p.request_bytes + sum(
+            len(r) + p.record_overhead_bytes for r in raws
+        )
+        batch = tuple(raws)
+        self.at(
+            self.latency(sender, to),
+            lambda: self._arrive(to, batch, hop_count, hop_limit, sender),
+        )
+
+    def publish(self, record: SimRecord, *, flood: bool = False) -> None:
+        """The origin sends ``record`` now: direct push or tree children (the node's rule).
+
+        ``flood``: a Byzantine origin ignores the rule and pushes to everyone, hop limit 1.
+        """
+        origin = self.peers[record.origin]
+        self.records[record.content_hash] = record
+        origin.held[record.content_hash] = record.raw
+        self.arrivals.setdefault(record.content_hash, {})[origin.index] = (float(self.env.now), 0)
+        peers = sorted(self.view(origin) - {origin.node_id})
+        band_of = self._band_of(origin)
+        allowed = audience_core.peers_for("public", peers, band_of)
+        gossip = self.cores.gossip
+        direct = flood or len(peers) <= gossip.direct_push_max
+        if direct:
+            targets = allowed
+        else:
+            excluded = frozenset(peers) - frozenset(allowed)
+            token = _VIEW.set(self._token(origin, excluded))
+            try:
+                targets = origin.router.children(record.content_hash, origin.node_id, allowed)
+            finally:
+                _VIEW.reset(token)
+        origin.router.first_sight(record.content_hash)
+        for target in targets:
+            to = self.by_id[target]
+            try:
+                self._transmit(
+                    origin, to, [record.raw], 0, 1 if direct else gossip.hop_limit
+                )
+            except DeliveryFailed:
+                if not direct:
+                    self._cover(origin, record, target)
+
+    def _cover(self, origin: SimPeer, record: SimRecord, failed: str) -> None:
+        fwd = router_core.Forwardable(record.content_hash, record.raw, origin.node_id)
+        token = _VIEW.set(self._token(origin))
+        try:
+            self._run(
+                origin.router.cover(
+                    [fwd], failed, peers=self.view(origin), hop_count=1, send=self._send(origin)
+                )
+            )
+        finally:
+            _VIEW.reset(token)
+
+    def _band_of(self, peer: SimPeer) -> audience_core.BandOf:
+        if peer.book is None:
+            return lambda _p: PeerBand.NEUTRAL
+        return audience_core.band_reader(peer.book, self.cores.reputation)
+
+    def _arrive(
+        self,
+        peer: SimPeer,
+        raws: tuple[bytes, ...],
+        hop_count: int,
+        hop_limit: int,
+        via: SimPeer,
+    ) -> None:
+        if not peer.up:
+            return
+        forwards: list[router_core.Forwardable] = []
+        for raw in raws:
+            fwd = self.import_record(peer, raw, via, hops=hop_count + 1)
+            if fwd is not None:
+                forwards.append(fwd)
+        if not forwards or peer.byzantine:
+            return  # a Byzantine node takes everything and passes nothing on
+        if not peer.router.should_forward(hop_count, hop_limit):
+            return
+        token = _VIEW.set(self._token(peer))
+        try:
+            self._run(
+                peer.router.forward(
+                    forwards,
+                    peers=self.view(peer) - {peer.node_id},
+                    hop_count=hop_count,
+                    hop_limit=hop_limit,
+                    exclude={via.node_id, *(f.origin for f in forwards)} - {peer.node_id},
+                    send=self._send(peer),
+                )
+            )
+        finally:
+            _VIEW.reset(token)
+
+    # -- import -----------------------------------------------------------------------------
+    def import_record(
+        self, peer: SimPeer, raw: bytes, via: SimPeer, *, hops: int
+    ) -> router_core.Forwardable | None:
+        """Run the node's import decision on ``raw`` at ``peer``; returns what to forward."""
+        now = self.clock.now()
+        signed = self.verified.get(raw, now)
+        h = signed.content_hash
+        record = signed.memory
+        source = record.provenance.source_agent_id
+        if source == peer.node_id:
+            return None  # our own lesson coming back: the pipeline answers DUPLICATE
+        if peer.byzantine:
+            if h not in peer.held:
+                peer.held[h] = raw
+                self.arrivals.setdefault(h, {})[peer.index] = (float(self.env.now), hops)
+            return None
+        book = peer.book
+        assert book is not None  # every honest node has a book
+        operation = record.lesson.operation if record.lesson is not None else ""
+        snapshot = ImportSnapshot(
+            self_id=peer.node_id,
+            source_reputation=(source, book.score(source)),
+            corr=Corroboration(),
+            established=tuple(peer.established.get(operation, ())),
+            history=peer.history.stats(source, now),
+            tool=None,
+            versions=peer.index_held.known_versions(record.id),
+            rejected_reason=peer.index_held.previously_rejected(h),
+        )
+        incoming = Incoming(record=record, content_hash=h, via_node_id=via.node_id)
+        decision = decision_core.decide_import(incoming, snapshot, self.cores.importing, now)
+        c = self.counters
+        c.decisions += 1
+        c.outcomes[decision.outcome.value] = c.outcomes.get(decision.outcome.value, 0) + 1
+        was_gray = self._graylisted(peer, source)
+        if decision.outcome is not ImportOutcome.DUPLICATE:
+            self._count_judged(peer, source, was_gray)
+        for event in decision.events:
+            book.emit(event)
+            c.events += 1
+        if decision.outcome is ImportOutcome.REJECT:
+            peer.index_held.reject(h, decision.reason)
+        elif decision.outcome is ImportOutcome.QUARANTINE:
+            version = record.lesson.version if record.lesson is not None else 1
+            peer.index_held.add(record.id, version=version, content_hash=h, source_id=source)
+        elif decision.outcome is ImportOutcome.ACCEPT:
+            version = record.lesson.version if record.lesson is not None else 1
+            peer.index_held.add(
+                record.id, version=version, content_hash=h, source_id=source, lesson_id=h
+            )
+            peer.history.add(source, now, record.confidence)
+            confidence = decision.confidence if decision.confidence is not None else 0.0
+            peer.held[h] = raw
+            peer.confidence[h] = confidence
+            peer.established.setdefault(operation, []).append(
+                EstablishedLesson(h, record.content, confidence)
+            )
+            self.arrivals.setdefault(h, {})[peer.index] = (float(self.env.now), hops)
+            self._agent_turn(peer, h, source)
+        self._note_graylist(peer, source, was_gray)
+        if decision.forward and decision.outcome is ImportOutcome.ACCEPT:
+            return router_core.Forwardable(h, raw, source)
+        return None
+
+    def _graylisted(self, peer: SimPeer, source: str) -> bool:
+        assert peer.book is not None
+        return self._band_of(peer)(source) is PeerBand.GRAYLISTED
+
+    def _count_judged(self, peer: SimPeer, source: str, was_gray: bool) -> None:
+        if not was_gray:
+            key = (peer.index, source)
+            self.judged[key] = self.judged.get(key, 0) + 1
+
+    def _note_graylist(self, peer: SimPeer, source: str, was_gray: bool) -> None:
+        key = (peer.index, source)
+        if not was_gray and key not in self.graylisted_after and self._graylisted(peer, source):
+            self.graylisted_after[key] = self.judged.get(key, 0)
+
+    def _agent_turn(self, peer: SimPeer, h: str, source: str) -> None:
+        """An honest agent on ``peer`` meets the lesson's pitfall (the fleet agent's policy).
+
+        The node's advice is every lesson it holds on the pitfall's two forms, stated with its
+        confidence; the agent orders its attempts by ``attempt_order`` and the environment
+        answers (``succeeds``). A lesson that decided the order is in play: the outcome
+        confirms it if the form it preferred worked, contradicts it otherwise, and the
+        node's reality rule turns that into the source's reputation event.
+        """
+        rec = self.records.get(h)
+        if rec is None:
+            return
+        p = self.pitfalls.get(rec.target)
+        if p is None:
+            return
+        advice: list[Advice] = []
+        for op in (p.failing, p.working):
+            for lesson in peer.established.get(op, ()):
+                line = f"(confidence {lesson.confidence:.2f}) {format_line(lesson.content)}"
+                advice.append(Advice(op, line, (lesson.lesson_id,)))
+        order, in_play = attempt_order(p, advice, AgentMemory())
+        if h not in in_play:
+            return
+        attempts = run_attempts(order, lambda op: succeeds(p, op, flipped=False))
+        if rec.kind != LessonKind.HONEST:
+            self.in_prompt.add((h, peer.index))
+        effect = Effect.CONFIRMED if attempts[0].ok else Effect.CONTRADICTED
+        now = self.clock.now()
+        row = LessonRow(
+            id=h,
+            content="",
+            operation=order[0],
+            scope="global",
+            status=LessonStatus.ACTIVE,
+            confidence=peer.confidence.get(h, 0.0),
+            created_at=now,
+            updated_at=now,
+            imported_from=source,
+            original_confidence=0.8,
+            content_hash=h,
+        )
+        events = reality_core.reality_events(
+            [row], [Attribution(h, effect, "sim")], outcome_id=f"{h}:{peer.index}", at=now
+        )
+        assert peer.book is not None
+        was_gray = self._graylisted(peer, source)
+        self._count_judged(peer, source, was_gray)
+        for event in events:
+            peer.book.emit(event)
+            self.counters.events += 1
+        self._note_graylist(peer, source, was_gray)
+
+    # -- anti-entropy -----------------------------------------------------------------------
+    def start_anti_entropy(self, nodes: Sequence[SimPeer], until: float) -> None:
+        """Every node in ``nodes`` pulls from its listed peers each interval (as the node does)."""
+        interval = self.cores.gossip.anti_entropy_interval_s
+        for peer in nodes:
+            self.env.process(self._ae_loop(peer, self.rng.uniform(0.0, interval), until))
+
+    def _ae_loop(self, peer: SimPeer, phase: float, until: float) -> Any:
+        yield self.env.timeout(phase)
+        interval = self.cores.gossip.anti_entropy_interval_s
+        while self.env.now < until:
+            if peer.up:
+                yield from self._ae_round(peer, until)
+            yield self.env.timeout(interval)
+
+    def _ae_round(self, peer: SimPeer, until: float) -> Any:
+        others = sorted(self.view(peer) - {peer.node_id})
+        gossip = self.cores.gossip
+        owed = 0.0  # round-trip time of pulls that could bring nothing, not yet waited
+        for other_id in others:
+            if self.env.now + owed >= until or not peer.up:
+                break
+            other = self.by_id[other_id]
+            rtt = 2 * self.latency(peer, other)
+            self.counters.sync_bytes += self.params.request_bytes
+            if not self.reachable(peer, other):
+                owed += rtt
+                continue
+            serves = {} if other.byzantine else other.held
+            if serves.keys() <= peer.held.keys():
+                # Nothing to bring: the exchange costs a round trip and its summary only.
+                owed += rtt
+                continue
+            yield self.env.timeout(owed + rtt)
+            owed = 0.0
+            self.sim_events += 1
+            if not (peer.up and self.reachable(peer, other)):
+                continue
+            self._run(self._pull(peer, other, serves, gossip))
+        if owed:
+            yield self.env.timeout(owed)
+
+    async def _pull(
+        self, peer: SimPeer, other: SimPeer, serves: dict[str, bytes], gossip: GossipParams
+    ) -> int:
+        async def fetch(query: sync_core.SyncQuery) -> sync_core.SyncPage:
+            page = sync_core.select_for_sync(serves, query, gossip.sync_prefix_len)
+            self.counters.sync_bytes += sum(
+                len(raw) + self.params.record_overhead_bytes for _, raw in page.records
+            )
+            self.counters.sync_records += len(page.records)
+            return page
+
+        async def importer(raw: bytes) -> object:
+            return self.import_record(peer, raw, other, hops=-1)
+
+        return await sync_core.sync_step(
+            peer.held,
+            fetch,
+            importer,
+            prefix_len=gossip.sync_prefix_len,
+            page_size=gossip.batch_size,
+        )
+
+    # -- running ----------------------------------------------------------------------------
+    def run_until(self, t: float) -> None:
+        """Advance the simulation to time ``t`` (seconds), tree orders shared."""
+        with shared_tree_orders():
+            self.env.run(until=t)
