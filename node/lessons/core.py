@@ -138,6 +138,9 @@ class RecallResult:
     section: PromptSection
     claimed: tuple[LessonRow, ...] = ()
     scored: tuple[RecalledLesson, ...] = ()
+    #: Relevant lessons in an open conflict (``contested_with`` set): returned and in play,
+    #: so an outcome can settle the conflict, never part of ``section`` (issue 18 §2).
+    contested: tuple[LessonRow, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +150,10 @@ class ReconcileResult:
     decayed: tuple[str, ...] = ()
     retired: tuple[str, ...] = ()
     capped: tuple[str, ...] = ()
+    #: Lessons newly marked contested (both sides of each conflict found).
+    contested: tuple[str, ...] = ()
+    #: Lessons merged into a near-duplicate (superseded by the survivor).
+    merged: tuple[str, ...] = ()
 
 
 @dataclass

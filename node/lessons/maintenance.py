@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from lamarck.node.learning import confidence as conf
 from lamarck.node.learning.scopes import over_cap
 from lamarck.node.lessons.core import LIVE, LOOP_ACTOR, LessonChange, LessonCore, ReconcileResult
+from lamarck.node.lessons.knowledge import Knowledge
 from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
 
 __all__ = ["Maintenance"]
@@ -25,6 +26,7 @@ class Maintenance:
 
     def __init__(self, core: LessonCore) -> None:
         self._core = core
+        self._knowledge = Knowledge(core)
         self._last_reconcile: datetime | None = None
 
     async def _all(self, statuses: tuple[LessonStatus, ...]) -> builtins.list[LessonRow]:
@@ -77,11 +79,38 @@ class Maintenance:
             if retire:
                 retired.append(row.id)
                 changes.append(LessonChange(row.id, "retired", after, after, "below_retire_level"))
+        contested, merged = await self._keep_true()
+        changes.extend(contested)
+        changes.extend(merged)
         capped = await self._enforce_cap(now)
         changes.extend(LessonChange(c, "superseded", None, None, "cap") for c in capped)
         await self._core.log(changes, LOOP_ACTOR)
         self._last_reconcile = now
-        return ReconcileResult(tuple(decayed), tuple(retired), tuple(capped))
+        return ReconcileResult(
+            tuple(decayed),
+            tuple(retired),
+            tuple(capped),
+            contested=tuple(dict.fromkeys(c.lesson_id for c in contested)),
+            merged=tuple(c.lesson_id for c in merged if c.change == "superseded"),
+        )
+
+    async def _keep_true(
+        self,
+    ) -> tuple[builtins.list[LessonChange], builtins.list[LessonChange]]:
+        """Contest the conflicts among active lessons that both got in (imports included),
+        then merge near-duplicate local lessons (issue 18 §1, §3); returns both change lists."""
+        active = [
+            r for r in await self._all((LessonStatus.ACTIVE,)) if r.category is Category.LESSON
+        ]
+        contested = await self._knowledge.contest_all(active)
+        if contested:
+            fresh = {
+                r.id: r
+                for r in await self._core.store.get_lessons([c.lesson_id for c in contested])
+            }
+            active = [fresh.get(r.id, r) for r in active]
+        _, merged = await self._knowledge.consolidate(active)
+        return contested, merged
 
     async def enforce_cap(self) -> builtins.list[str]:
         """Supersede the lessons beyond each scope's cap now, and log it; returns their ids."""

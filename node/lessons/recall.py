@@ -13,11 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lamarck.node.learning.context_match import context_similarity
+from lamarck.node.learning.conflicts import settle_hint
+from lamarck.node.learning.consolidation import RecallGroup, collapse_groups, plan_consolidation
 from lamarck.node.learning.prompt import build_lessons_section
 from lamarck.node.learning.ranking import Candidate, idle_days, rank
 from lamarck.node.learning.scopes import recall_scopes
 from lamarck.node.lessons.core import LessonCore, RecalledLesson, RecallResult
+from lamarck.node.lessons.knowledge import Knowledge, embeddings_of
 from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
 
 __all__ = ["OperationCheck", "Recall"]
@@ -36,6 +38,23 @@ class Recall:
 
     def __init__(self, core: LessonCore) -> None:
         self._core = core
+        self._knowledge = Knowledge(core)
+
+    def _groups(self, rows: list[LessonRow]) -> tuple[RecallGroup, ...]:
+        """Near-duplicates among the hits, shown once each: imported claims kept apart
+        (never re-signed into one) and local lessons maintenance has not merged yet."""
+        p = self._core.params
+        plan = plan_consolidation(
+            rows,
+            embeddings_of(rows),
+            p.knowledge.consolidation,
+            p.context,
+            negation_markers=p.knowledge.conflicts.negation_markers,
+            skip=frozenset(r.id for r in rows if r.contested_with),
+            similarity=self._core.similarity,
+        )
+        merged = (RecallGroup((m.survivor, *m.predecessors)) for m in plan.merges)
+        return (*plan.groups, *merged)
 
     async def recall(
         self,
@@ -56,6 +75,7 @@ class Recall:
         """
         core = self._core
         lp = core.params.lesson
+        await core.load_learner()
         query = await core.embed(task)
         statuses = (LessonStatus.ACTIVE, LessonStatus.CLAIMED) if include_claimed else None
         hits = await core.store.search(
@@ -79,9 +99,7 @@ class Recall:
                 Candidate(
                     key=h.lesson.id,
                     cosine=h.similarity,
-                    context_match=context_similarity(
-                        h.lesson.context, context, core.params.context
-                    ),
+                    context_match=core.similarity(h.lesson.context, context),
                     confidence=h.lesson.confidence,
                     idle_days=idle_days(now, h.lesson.last_used, h.lesson.created_at),
                 )
@@ -90,24 +108,33 @@ class Recall:
             lp,
         )
         scores = {r.key: r.score for r in ranked}
-        rows = [by_id[r.key].lesson for r in ranked]
-        active = [r for r in rows if r.status is LessonStatus.ACTIVE]
+        # Each group of near-duplicates once, by its best-ranked member, before the cut.
+        kept = collapse_groups(
+            [r.key for r in ranked], self._groups([by_id[r.key].lesson for r in ranked])
+        )
+        rows = [by_id[i].lesson for i in kept]
+        # A contested lesson is never advice: it is returned marked, and in play, so the next
+        # outcome that tests it can settle the conflict (issue 18 §2).
+        active = [r for r in rows if r.status is LessonStatus.ACTIVE and not r.contested_with]
         wanted = lp.recall_limit if limit is None else max(1, min(limit, lp.recall_limit))
         section = build_lessons_section(
             [(r.id, r.content) for r in active], lp, core.count_tokens, limit=wanted
         )
         chosen = [by_id[i].lesson for i in section.included]
         claimed = [r for r in rows if r.status is LessonStatus.CLAIMED][:wanted]
+        contested = [r for r in rows if r.status is LessonStatus.ACTIVE and r.contested_with][
+            :wanted
+        ]
         if not incognito:
             session = core.session(session_id)
             session.context = dict(context or {})
-            for row in [*chosen, *claimed]:
+            for row in [*chosen, *claimed, *contested]:
                 session.in_play[row.id] = None
-            await core.store.mark_used([r.id for r in (*chosen, *claimed)], now)
+            await core.store.mark_used([r.id for r in (*chosen, *claimed, *contested)], now)
         scored = tuple(
             RecalledLesson(row, by_id[row.id].similarity, scores[row.id]) for row in chosen
         )
-        return RecallResult(tuple(chosen), section, tuple(claimed), scored)
+        return RecallResult(tuple(chosen), section, tuple(claimed), scored, tuple(contested))
 
     async def report_use(self, lesson_id: str, session_id: str | None = None) -> LessonRow:
         """The agent used a lesson (e.g. returned by its own recall tool): in play and used."""
@@ -135,9 +162,26 @@ class Recall:
             return None
         best = rows[0]  # list order: highest confidence first
         line = " ".join(best.content.split())
-        return OperationCheck(
-            best, f"A lesson on file for `{key}` (confidence {best.confidence:.2f}): {line}"
-        )
+        preamble = f"A lesson on file for `{key}` (confidence {best.confidence:.2f}): {line}"
+        hints = await self._settle_hints(best)
+        if hints:
+            # A contested lesson is not advice: the preamble names the conflict instead, and
+            # what would settle it (seed 004).
+            preamble = " ".join(hints)
+        return OperationCheck(best, preamble)
+
+    async def _settle_hints(self, row: LessonRow) -> list[str]:
+        """One line per open conflict of ``row``: the two claims and what would settle it."""
+        if not row.contested_with:
+            return []
+        await self._core.load_learner()
+        hints: list[str] = []
+        for other in await self._core.store.get_lessons(list(row.contested_with)):
+            found = self._knowledge.conflict(row, other)
+            if found is not None:
+                first, second = (row, other) if found.first == row.id else (other, row)
+                hints.append(settle_hint(found, first, second))
+        return hints
 
     async def check_operation(self, op_key: str, scope: str) -> str | None:
         """The decision-time preamble for ``op_key``, or None (see ``check``)."""
