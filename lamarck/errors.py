@@ -11,17 +11,21 @@ from typing import Any
 
 __all__ = [
     "AdmissionRefused",
+    "CliError",
     "ConfigError",
     "ConflictError",
+    "DeliveryFailed",
     "EvidenceError",
     "InvalidRecord",
     "KeyFileError",
     "LamarckError",
     "NotFound",
     "PolicyRejected",
+    "ProofInvalid",
     "QuarantinedError",
     "RegistryError",
     "ReplayError",
+    "RotationInvalid",
     "SecretDetected",
     "StoreError",
     "StoreUnavailable",
@@ -150,3 +154,37 @@ class Unauthenticated(LamarckError):
     """A peer call did not prove who sent it (no, expired, or foreign peer token)."""
 
     default_reason = "unauthenticated"
+
+
+class ProofInvalid(LamarckError):
+    """An id's admission proof does not verify for this reader; ``reason`` says why.
+
+    ``bounded`` is True when the refusal depends on how far this read looked (endorsement
+    depth, records not fetched): such a verdict is never memoised.
+    """
+
+    default_reason = "bad_admission_proof"
+
+    def __init__(
+        self, message: str = "", *, reason: str | None = None, bounded: bool = False, **details: Any
+    ) -> None:
+        super().__init__(message, reason=reason, **details)
+        self.bounded = bounded
+
+
+class RotationInvalid(LamarckError):
+    """A rotation record does not authorise this pin move; ``reason`` says why."""
+
+    default_reason = "bad_rotation"
+
+
+class DeliveryFailed(LamarckError):
+    """A peer did not take a batch (transport error, or acks saying "try again later")."""
+
+    default_reason = "delivery_failed"
+
+
+class CliError(LamarckError):
+    """A failure found by the CLI itself (no node running, unreadable bundle file, ...)."""
+
+    default_reason = "cli_error"

@@ -60,12 +60,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from lamarck.errors import AdmissionRefused, ConfigError, InvalidRecord, LamarckError, RegistryError
+from lamarck.errors import (
+    AdmissionRefused,
+    ConfigError,
+    InvalidRecord,
+    LamarckError,
+    ProofInvalid,
+    RegistryError,
+    RotationInvalid,
+)
 from lamarck.proto.identity import b64u_decode, node_id_for
 from lamarck.proto.signing import RecordKind
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.records import Registration, Revocation, parse_record_ts
-from lamarck.registry.rotation import RotationInvalid, check_rotation_record
+from lamarck.registry.rotation import check_rotation_record
 from lamarck.registry.rules import (
     AdmittedVia,
     check_endorsement,
@@ -76,7 +84,6 @@ from lamarck.registry.rules import (
 
 __all__ = [
     "IdFacts",
-    "ProofInvalid",
     "ProofMemo",
     "ProofParams",
     "ProofPolicy",
@@ -87,22 +94,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-class ProofInvalid(LamarckError):
-    """An id's admission proof does not verify for this reader; ``reason`` says why.
-
-    ``bounded`` is True when the refusal depends on how far this read looked (endorsement
-    depth, records not fetched): such a verdict is never memoised.
-    """
-
-    default_reason = "bad_admission_proof"
-
-    def __init__(
-        self, message: str = "", *, reason: str | None = None, bounded: bool = False, **details: Any
-    ) -> None:
-        super().__init__(message, reason=reason, **details)
-        self.bounded = bounded
 
 
 @dataclass(frozen=True, slots=True)

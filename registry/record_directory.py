@@ -41,7 +41,13 @@ from datetime import datetime, timedelta
 from enum import IntEnum
 from typing import Any
 
-from lamarck.errors import AdmissionRefused, InvalidRecord, RegistryError, VerificationError
+from lamarck.errors import (
+    AdmissionRefused,
+    InvalidRecord,
+    RegistryError,
+    RotationInvalid,
+    VerificationError,
+)
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import b64u_encode
 from lamarck.proto.signing import RecordKind
@@ -60,7 +66,7 @@ from lamarck.registry.proofs import (
     verify_admission,
 )
 from lamarck.registry.records import Endorsement, Registration, Revocation, parse_record_ts
-from lamarck.registry.rotation import RotationInvalid, check_rotation_record
+from lamarck.registry.rotation import check_rotation_record
 from lamarck.registry.rules import (
     Admitted,
     check_endorsement,

@@ -11,17 +11,11 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from lamarck.errors import InvalidRecord, LamarckError, VerificationError
+from lamarck.errors import InvalidRecord, RotationInvalid, VerificationError
 from lamarck.proto.keys import verify_rotation
 from lamarck.proto.timefmt import parse_ts
 
-__all__ = ["RotationInvalid", "check_rotation_record"]
-
-
-class RotationInvalid(LamarckError):
-    """A rotation record does not authorise this pin move; ``reason`` says why."""
-
-    default_reason = "bad_rotation"
+__all__ = ["check_rotation_record"]
 
 
 def check_rotation_record(

@@ -29,7 +29,13 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from lamarck.errors import AdmissionRefused, InvalidRecord, RegistryError, VerificationError
+from lamarck.errors import (
+    AdmissionRefused,
+    InvalidRecord,
+    RegistryError,
+    RotationInvalid,
+    VerificationError,
+)
 from lamarck.proto.identity import b64u_decode, node_id_for
 from lamarck.proto.signing import RecordKind, verify_object
 from lamarck.registry.params import AdmissionMode, RegistryParams
@@ -41,7 +47,7 @@ from lamarck.registry.records import (
     Revocation,
     parse_record_ts,
 )
-from lamarck.registry.rotation import RotationInvalid, check_rotation_record
+from lamarck.registry.rotation import check_rotation_record
 
 __all__ = [
     "Admitted",

@@ -409,13 +409,25 @@ def peer_key(
     The ``lamarck-node-id`` metadata is a claim anyone can vary per call, so it never picks
     a budget (random values would get a fresh burst each). A caller whose peer token this
     node has already verified is limited as that node, whatever connection it uses; anyone
-    else by its connection (``context.peer()``: address and port), decided before any work.
+    else by the address it connects from (``context.peer()`` without its port: a caller that
+    opens a new connection for every call must not get a fresh burst each time), decided
+    before any work.
     """
     if identify is not None:
         node_id = identify(context.invocation_metadata())
         if node_id:
             return f"node|{node_id}"
-    return f"conn|{context.peer() or 'unknown'}"
+    return f"host|{caller_host(context.peer() or 'unknown')}"
+
+
+def caller_host(peer: str) -> str:
+    """The address part of a gRPC peer string (``ipv4:1.2.3.4:5678`` → ``ipv4:1.2.3.4``,
+    ``ipv6:[::1]:5678`` → ``ipv6:[::1]``); unix sockets and unknown forms are kept whole."""
+    kind, sep, rest = peer.partition(":")
+    if not sep or kind not in ("ipv4", "ipv6"):
+        return peer
+    host, colon, port = rest.rpartition(":")
+    return f"{kind}:{host}" if colon and port.isdigit() else peer
 
 
 @dataclass

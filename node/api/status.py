@@ -46,6 +46,10 @@ STATUS_TABLE: tuple[tuple[type[e.LamarckError], grpc.StatusCode], ...] = (
     (e.Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
     (e.KeyFileError, grpc.StatusCode.FAILED_PRECONDITION),
     (e.ConfigError, grpc.StatusCode.INVALID_ARGUMENT),
+    (e.ProofInvalid, grpc.StatusCode.PERMISSION_DENIED),
+    (e.RotationInvalid, grpc.StatusCode.PERMISSION_DENIED),
+    (e.DeliveryFailed, grpc.StatusCode.UNAVAILABLE),
+    (e.CliError, grpc.StatusCode.FAILED_PRECONDITION),
     (e.LamarckError, grpc.StatusCode.UNKNOWN),
 )
 

@@ -24,8 +24,8 @@ import typer
 from lamarck.agent.project import project_digest
 from lamarck.agent.run import RunParams, outcome_from_document
 from lamarck.client import AsyncClient
+from lamarck.errors import CliError
 from lamarck.node.cli.connect import client_for
-from lamarck.node.cli.errors import CliError
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json
 from lamarck.proto.clock import SystemClock

@@ -15,8 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
+from lamarck.errors import CliError
 from lamarck.node.cli.connect import client_for
-from lamarck.node.cli.errors import CliError
 from lamarck.node.cli.lessons import CategoryChoice, StatusOption, statuses_from
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table, print_table

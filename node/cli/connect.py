@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lamarck.client import Client
-from lamarck.node.cli.errors import CliError
+from lamarck.errors import CliError
 
 __all__ = ["NODE_FILE", "client_for", "running_node"]
 

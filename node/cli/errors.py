@@ -23,7 +23,6 @@ from lamarck.errors import ConfigError, LamarckError
 __all__ = [
     "EXIT_FAILURE",
     "EXIT_USAGE",
-    "CliError",
     "LamarckGroup",
     "exit_code_for",
     "report",
@@ -41,12 +40,6 @@ EXIT_USAGE = 2
 _OPERATIONAL_CONFIG_REASONS = frozenset(
     {"already_running", "node_running", "not_running", "not_started", "not_serving"}
 )
-
-
-class CliError(LamarckError):
-    """A failure found by the CLI itself (no node running, unreadable bundle file, ...)."""
-
-    default_reason = "cli_error"
 
 
 def exit_code_for(error: LamarckError) -> int:

@@ -16,10 +16,9 @@ import typer
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from lamarck.client import dial_address
-from lamarck.errors import LamarckError
+from lamarck.errors import CliError, LamarckError
 from lamarck.node.api.node_status import status_rows
 from lamarck.node.cli.connect import client_for, running_node
-from lamarck.node.cli.errors import CliError
 from lamarck.node.cli.lessons import LESSON_STATUSES, iter_pages
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table

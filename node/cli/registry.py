@@ -32,9 +32,8 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from lamarck.errors import ConfigError, InvalidRecord, RegistryError
+from lamarck.errors import CliError, ConfigError, InvalidRecord, RegistryError
 from lamarck.node.cli.connect import running_node
-from lamarck.node.cli.errors import CliError
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table, print_table
 from lamarck.node.config import NodeSettings, load_settings

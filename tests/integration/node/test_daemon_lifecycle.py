@@ -66,11 +66,13 @@ def _reason(err: grpc.RpcError) -> str | None:
     return None
 
 
-def test_peer_health_is_serving_for_node_and_each_service(node: Any) -> None:
+def test_health_serves_the_node_and_agent_but_not_peers_until_admitted(node: Any) -> None:
     serving = health_pb2.HealthCheckResponse.SERVING
     assert _check(node.peer_addr) == serving
-    assert _check(node.peer_addr, PEER) == serving
     assert _check(node.peer_addr, AGENT) == serving
+    # This node has no operator key, so no network admits it: its peer service must not
+    # claim to serve (issue 15 §2), whatever the rest of the node can answer.
+    assert _check(node.peer_addr, PEER) == health_pb2.HealthCheckResponse.NOT_SERVING
 
 
 def test_reflection_lists_each_servers_services(node: Any) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lamarck.errors import ConfigError, KeyFileError, NotFound
+from lamarck.errors import CliError, ConfigError, KeyFileError, NotFound
 from lamarck.node.cli import app, main
-from lamarck.node.cli.errors import CliError, exit_code_for
+from lamarck.node.cli.errors import exit_code_for
 
 runner = CliRunner()
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lamarck.errors import ConfigError, PolicyRejected
-from lamarck.node.api.interceptors import peer_key
+from lamarck.node.api.interceptors import caller_host, peer_key
 from lamarck.node.api.limits import PeerLimits, RecordBudget, check_batch
 
 
@@ -66,7 +66,17 @@ def test_an_authenticated_peer_keeps_its_budget_across_connections() -> None:
     two = _Context("ipv4:10.0.0.2:6000", (("lamarck-peer-token", "known"),))
     stranger = _Context("ipv4:10.0.0.1:5000", (("lamarck-peer-token", "forged"),))
     assert peer_key(one, identify) == peer_key(two, identify) == "node|lmk1node"  # type: ignore[arg-type]
-    assert peer_key(stranger, identify) == "conn|ipv4:10.0.0.1:5000"  # type: ignore[arg-type]
+    assert peer_key(stranger, identify) == "host|ipv4:10.0.0.1"  # type: ignore[arg-type]
+
+
+def test_a_stranger_opening_a_new_connection_per_call_keeps_one_budget() -> None:
+    first = _Context("ipv4:10.0.0.1:5000", ())
+    second = _Context("ipv4:10.0.0.1:5001", ())
+    other_host = _Context("ipv4:10.0.0.9:5000", ())
+    assert peer_key(first) == peer_key(second)  # type: ignore[arg-type]
+    assert peer_key(first) != peer_key(other_host)  # type: ignore[arg-type]
+    assert caller_host("ipv6:[::1]:7700") == "ipv6:[::1]"
+    assert caller_host("unix:/tmp/sock") == "unix:/tmp/sock"
 
 
 def test_a_batch_above_the_cap_is_refused_with_its_reason() -> None:

@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 
-from lamarck.errors import ConfigError
+from lamarck.errors import ConfigError, ProofInvalid
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import make_rotation
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.proofs import (
     IdFacts,
-    ProofInvalid,
     ProofMemo,
     ProofParams,
     ProofPolicy,
