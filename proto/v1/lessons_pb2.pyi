@@ -374,6 +374,9 @@ class LessonView(_message.Message):
     RECIPIENTS_FIELD_NUMBER: _builtins.int
     SHARED_FIELD_NUMBER: _builtins.int
     NOT_SHARED_REASON_FIELD_NUMBER: _builtins.int
+    LIFECYCLE_STATE_FIELD_NUMBER: _builtins.int
+    CONTESTED_WITH_FIELD_NUMBER: _builtins.int
+    VERIFIED_AGAINST_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """The record's id (uuid4); stable across edits."""
     version: _builtins.int
@@ -423,6 +426,10 @@ class LessonView(_message.Message):
     (unknown level), "incognito" (the node shares nothing), "sharing_off" (no network side
     running). Empty when shared.
     """
+    lifecycle_state: _builtins.str
+    """Where the lesson stands on seed 004's ladder, by one rule over its confidence and
+    evidence: "hypothesis", "tested", "verified", "established" or "deprecated".
+    """
     @_builtins.property
     def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Free-form tags."""
@@ -446,6 +453,14 @@ class LessonView(_message.Message):
     @_builtins.property
     def recipients(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """For a PRIVATE lesson: the node ids it may reach."""
+
+    @_builtins.property
+    def contested_with(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Lessons it contradicts while the conflict is open: not advice until an outcome settles it."""
+
+    @_builtins.property
+    def verified_against(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Lessons it beat in a settled conflict."""
 
     def __init__(
         self,
@@ -477,10 +492,13 @@ class LessonView(_message.Message):
         recipients: _abc.Iterable[_builtins.str] | None = ...,
         shared: _builtins.bool = ...,
         not_shared_reason: _builtins.str = ...,
+        lifecycle_state: _builtins.str = ...,
+        contested_with: _abc.Iterable[_builtins.str] | None = ...,
+        verified_against: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence", "context", b"context", "original_confidence", b"original_confidence", "situation", b"situation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence", "access_level", b"access_level", "category", b"category", "confidence", b"confidence", "content", b"content", "context", b"context", "created_at", b"created_at", "evidence_outcome_ids", b"evidence_outcome_ids", "failure_count", b"failure_count", "id", b"id", "imported_from", b"imported_from", "memory_type", b"memory_type", "not_shared_reason", b"not_shared_reason", "operation", b"operation", "origin", b"origin", "original_confidence", b"original_confidence", "recipients", b"recipients", "record_json", b"record_json", "scope", b"scope", "shared", b"shared", "situation", b"situation", "source_node_id", b"source_node_id", "status", b"status", "success_count", b"success_count", "superseded_by", b"superseded_by", "tags", b"tags", "updated_at", b"updated_at", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence", "access_level", b"access_level", "category", b"category", "confidence", b"confidence", "content", b"content", "contested_with", b"contested_with", "context", b"context", "created_at", b"created_at", "evidence_outcome_ids", b"evidence_outcome_ids", "failure_count", b"failure_count", "id", b"id", "imported_from", b"imported_from", "lifecycle_state", b"lifecycle_state", "memory_type", b"memory_type", "not_shared_reason", b"not_shared_reason", "operation", b"operation", "origin", b"origin", "original_confidence", b"original_confidence", "recipients", b"recipients", "record_json", b"record_json", "scope", b"scope", "shared", b"shared", "situation", b"situation", "source_node_id", b"source_node_id", "status", b"status", "success_count", b"success_count", "superseded_by", b"superseded_by", "tags", b"tags", "updated_at", b"updated_at", "verified_against", b"verified_against", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__original_confidence: _TypeAlias = _typing.Literal["original_confidence"]  # noqa: Y015
     _WhichOneofArgType__original_confidence: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence"]  # noqa: Y015
