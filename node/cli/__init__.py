@@ -25,6 +25,7 @@ from lamarck.node.cli import (
     registry,
     reputation,
     schema,
+    sim,
 )
 from lamarck.node.cli.errors import LamarckGroup
 
@@ -53,6 +54,7 @@ for _module in (
     schema,
     agent_cmds,
     fleet,
+    sim,
 ):
     _module.register(app)
 
