@@ -290,25 +290,52 @@ class NodeServers:
     #: The OperatorService servicer (status, health and quarantine for the console too).
     operator: Any = None
 
+    #: Whether the node started serving (``set_serving``), the store answers, the registry
+    #: this node owns answers, and the node is in its network (admission).
+    _serving: bool = False
+    _store_ok: bool = True
+    _registry_ok: bool = True
+    _admitted: bool = True
+
     async def set_peer_serving(self, serving: bool) -> None:
-        """Report the peer service alone: NOT_SERVING while the node cannot join its network
-        (refused, or never admitted), whatever the rest of the node can answer."""
-        await self.health.set(
-            PEER_SERVICE,
-            health_pb2.HealthCheckResponse.SERVING
-            if serving
-            else health_pb2.HealthCheckResponse.NOT_SERVING,
-        )
+        """Report the peer service's admission: NOT_SERVING while the node cannot join its
+        network (refused, or never admitted), whatever the rest of the node can answer."""
+        self._admitted = serving
+        await self._publish()
+
+    async def set_store_available(self, available: bool) -> None:
+        """The store answers (or not): while it does not, the node and both services are
+        NOT_SERVING (``lamarck.node.supervision``)."""
+        self._store_ok = available
+        await self._publish()
+
+    async def set_registry_available(self, available: bool) -> None:
+        """The registry this node owns answers (or not): while it does not, the peer service
+        is NOT_SERVING."""
+        self._registry_ok = available
+        await self._publish()
 
     async def set_serving(self, serving: bool) -> None:
-        """Report SERVING (or NOT_SERVING) for the whole node and both services."""
-        status = (
-            health_pb2.HealthCheckResponse.SERVING
-            if serving
-            else health_pb2.HealthCheckResponse.NOT_SERVING
-        )
-        for name in ("", PEER_SERVICE, AGENT_SERVICE):
-            await self.health.set(name, status)
+        """Report SERVING (or NOT_SERVING) for the whole node and both services; SERVING only
+        as far as the store, the registry and admission allow."""
+        self._serving = serving
+        await self._publish()
+
+    @property
+    def serving(self) -> bool:
+        """Whether the node as a whole reports SERVING."""
+        return self._serving and self._store_ok
+
+    async def _publish(self) -> None:
+        node = self.serving
+        peer = node and self._registry_ok and self._admitted
+        for name, up in (("", node), (AGENT_SERVICE, node), (PEER_SERVICE, peer)):
+            await self.health.set(
+                name,
+                health_pb2.HealthCheckResponse.SERVING
+                if up
+                else health_pb2.HealthCheckResponse.NOT_SERVING,
+            )
 
     async def stop(self, grace_s: float) -> None:
         """Refuse new calls, let in-flight calls finish within ``grace_s``, then cancel."""

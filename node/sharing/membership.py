@@ -196,6 +196,34 @@ class Membership:
         peers = await self.directory.live_peers()
         self._peers = {p.node_id: p for p in peers if p.node_id != self._identity.node_id}
 
+    @property
+    def owns_registry(self) -> bool:
+        """Whether the registry is this node's embedded Redis (the node restarts it)."""
+        return self._embedded is not None
+
+    async def registry_answers(self) -> bool:
+        """Whether the registry this node owns answers now (True when it owns none: an
+        external registry's outages are ridden out from the peer cache, not supervised)."""
+        embedded = self._embedded
+        return True if embedded is None else await embedded.is_running()
+
+    async def recover_registry(self) -> None:
+        """Start this node's embedded Redis again (it reuses a server that still runs) and
+        register again at once; ``RegistryError`` while it cannot be started."""
+        embedded = self._embedded
+        if embedded is None:
+            return
+        try:
+            await embedded.start()
+        except OSError as e:
+            raise RegistryError(
+                f"cannot restart the embedded redis: {e}", reason="embedded_unavailable"
+            ) from e
+        _log.warning("embedded redis restarted; registering again")
+        # The directory's client reconnects on its next command; a failed round here is
+        # logged by tick() and retried by the heartbeat.
+        await self.tick()
+
     def admission(self) -> Admission:
         """Where this node stands with its registry, for ``lamarck node status``."""
         mode = self.params.admission.value

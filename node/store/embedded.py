@@ -304,6 +304,46 @@ class EmbeddedPostgres:
         _log.info("embedded PostgreSQL ready in %s", self.pgdata)
         return self._dsn
 
+    def is_running(self) -> bool:
+        """Whether this ``pgdata``'s server process is alive (its ``postmaster.pid`` names a
+        live postgres serving it); False after it was killed."""
+        try:
+            pid = int((self.pgdata / "postmaster.pid").read_text(errors="replace").split()[0])
+        except (FileNotFoundError, IndexError, ValueError):
+            return False
+        return pid > 0 and _is_our_postmaster(pid, self.pgdata)
+
+    def restart(self) -> str:
+        """Start the server again after it died under this process (killed, crashed); return
+        the node database's DSN (a new server may listen elsewhere).
+
+        What the dead server left (its ``postmaster.pid`` and sockets) is cleared first; a
+        server still winding down, or backends of the dead one still holding its shared
+        memory, make this fail with ``StoreUnavailable(reason="embedded_restart_failed")``:
+        the caller retries with backoff. Blocking, like :meth:`start`.
+        """
+        if self._server is None:
+            return self.start()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from pgserver.postgres_server import PostgresServer
+
+        _clear_stale_state(self.pgdata, timeout_s=self.start_timeout_s, lock=PostgresServer._lock)
+        try:
+            # pgserver's precondition: its lock is held while it starts a server.
+            with PostgresServer._lock:
+                self._server.ensure_postgres_running()
+        except (AssertionError, OSError, subprocess.SubprocessError) as e:
+            log = self.pgdata / "log"
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise StoreUnavailable(
+                f"the embedded PostgreSQL in {self.pgdata} did not restart: {e}\n{tail}",
+                reason="embedded_restart_failed",
+            ) from e
+        self._dsn = str(self._server.get_uri(self.database))
+        _log.warning("embedded PostgreSQL restarted in %s", self.pgdata)
+        return self._dsn
+
     def stop(self) -> None:
         """Release this process's handle; the server stops when no other process holds one."""
         server, self._server, self._dsn = self._server, None, None

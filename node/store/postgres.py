@@ -18,6 +18,7 @@ with ``maintenance_work_mem = 1GB``). Search stays correct (exact) while the ind
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import json
@@ -493,6 +494,32 @@ class PostgresLessonStore(LessonStore):
             schema="pg_catalog",
             format="binary",
         )
+
+    async def ping(self, timeout_s: float) -> None:
+        """One cheap query (``SELECT 1``) within ``timeout_s``; ``StoreUnavailable`` if the
+        database does not answer (the supervisor's probe: ``lamarck.node.supervision``)."""
+        # A timeout is translated like any other outage (StoreUnavailable).
+        async with _guard():
+            await asyncio.wait_for(self.pool.fetchval("SELECT 1"), timeout_s)
+
+    async def reconnect(self, dsn: str | None = None) -> None:
+        """Drop every pooled connection (they died with the server) and prove the database
+        answers again; with a new ``dsn`` (a restarted embedded server may move its socket),
+        open a new pool there. ``StoreUnavailable`` while it still does not answer."""
+        if dsn is not None and dsn != self.dsn:
+            self.dsn = dsn
+            old, self._pool = self._pool, None
+            await self.migrate()
+            if old is not None:
+                old.terminate()
+            return
+        if self._pool is None:
+            await self.migrate()
+            return
+        async with _guard():
+            # The pool reconnects each expired connection on its next acquire.
+            await self._pool.expire_connections()
+            await asyncio.wait_for(self._pool.fetchval("SELECT 1"), self._timeout)
 
     async def close(self) -> None:
         """Close the pool; the store can be reopened with ``migrate()``."""
