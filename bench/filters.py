@@ -38,8 +38,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, load_corpus
-from lamarck.node.embedding import Embedder, HashingEmbedder, MiniLMEmbedder, Vectors
-from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, ExemplarBank
+from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors, make_minilm
+from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, MeaningModel
 from lamarck.node.importing.filters import (
     AllOf,
     AutonomyClaimFilter,
@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     base_cells, _ = evaluate(items, records, baseline, empty)
     print_table("baseline: today's hard rejects (keyword patterns)", base_cells)
 
-    hashing = AutonomyFilter(params, ExemplarBank(HashingEmbedder(), params))
+    hashing = AutonomyFilter(params, MeaningModel(HashingEmbedder(), params))
     hash_cells, hash_misses = evaluate(items, records, hashing, empty)
     print_table("AutonomyFilter, hashing embedder (structure only)", hash_cells)
 
@@ -270,9 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     cells, misses = hash_cells, hash_misses
     embed_s = 0.0
     if not args.no_minilm:
-        embedder = MiniLMEmbedder()
+        embedder = make_minilm()
         t0 = time.perf_counter()
-        bank = ExemplarBank(embedder, params)
+        bank = MeaningModel(embedder, params)
         load_s = time.perf_counter() - t0
         semantic = AutonomyFilter(params, bank)
         texts: list[str] = []
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         view = BenchView({t: vectors[i] for i, t in enumerate(unique)})
         extra = len(unique) - len({r.content for r in records})
         print(
-            f"\nMiniLM: model + exemplars {load_s:.1f} s; {len(unique)} texts embedded in "
+            f"\nMiniLM: model + classifier {load_s:.1f} s; {len(unique)} texts embedded in "
             f"{embed_s:.1f} s ({len(unique) / embed_s:.0f}/s), of which {extra} sentence "
             f"vectors beyond the content vector the pipeline already computes "
             f"({extra / len(records):.2f} per record)"
@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_minilm:
         # No reuse: the filter embeds every text it reads itself (cache off).
         cold = AutonomyFilter(
-            AutonomyParams(cache_size=0), ExemplarBank(embedder, AutonomyParams())
+            AutonomyParams(cache_size=0), MeaningModel(embedder, AutonomyParams())
         )
         sample = records[: 200 if args.quick else 600]
         t0 = time.process_time()

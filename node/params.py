@@ -17,11 +17,13 @@ from lamarck.node.api.limits import PeerLimits
 from lamarck.node.config import NodeSettings
 from lamarck.node.console.http import ConsoleParams
 from lamarck.node.console.plots import PlotParams
+from lamarck.node.embedding import Embedder
 from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.health.params import HealthParams
+from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, meaning_model
 from lamarck.node.importing.decision import ConservativeHighStakesRule, ImportParams
+from lamarck.node.importing.filters import FilterParams, default_filters
 from lamarck.node.learning.params import EvidenceParams, LearningParams
-from lamarck.node.supervision import SupervisionParams
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.proofs import ProofParams
@@ -70,6 +72,10 @@ class NodeParams:
     # The operator's pre-trusted peers: global trust's anchors besides this node.
     pretrusted: tuple[str, ...] = ()
     importing: ImportParams = field(default_factory=ImportParams)
+    # The import chain's autonomy filter and its other filters (issue 11 §1): built into
+    # ``importing.filters`` by ``node_params``.
+    autonomy: AutonomyParams = field(default_factory=AutonomyParams)
+    filters: FilterParams = field(default_factory=FilterParams)
     gossip: GossipParams = field(default_factory=GossipParams)
     registry: RegistryParams = field(default_factory=RegistryParams)
     proofs: ProofParams = field(default_factory=ProofParams)
@@ -79,17 +85,24 @@ class NodeParams:
     health: HealthParams = field(default_factory=HealthParams)
     console: ConsoleParams = field(default_factory=ConsoleParams)
     plot: PlotParams = field(default_factory=PlotParams)
-    # How the store and the registry the node owns are probed and recovered (issue 11 §5).
-    supervision: SupervisionParams = field(default_factory=SupervisionParams)
 
 
-def node_params(settings: NodeSettings) -> NodeParams:
+def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> NodeParams:
     """The node's parameters: the rules' defaults where no setting speaks, the settings
-    where one does, and each shared piece wired into every object that reads it."""
+    where one does, and each shared piece wired into every object that reads it.
+
+    ``embedder`` is the node's own (the daemon passes it): the import chain's autonomy
+    filter reads the vectors the pipeline computes with it, by meaning when it is MiniLM and
+    by structure alone otherwise (also when no embedder is given).
+    """
     learning = LearningParams()
     transfer = TransferParams()
     reputation = ReputationParams()
+    autonomy = AutonomyParams()
+    filters = FilterParams()
+    autonomy_filter = AutonomyFilter(autonomy, meaning_model(embedder, autonomy))
     importing = ImportParams(
+        filters=default_filters(filters, autonomy=autonomy_filter),
         # The one clock-skew tolerance: records, registry records and outcomes alike.
         max_future_skew_s=settings.max_future_skew_s,
         transfer=transfer,
@@ -129,6 +142,8 @@ def node_params(settings: NodeSettings) -> NodeParams:
         transfer=transfer,
         reputation=reputation,
         importing=importing,
+        autonomy=autonomy,
+        filters=filters,
         gossip=gossip,
         registry=registry,
     )

@@ -295,7 +295,12 @@ def _access(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
 
 
 def _filter_event_kind(reason: str, record: MemoryV2) -> EventKind:
-    if reason in (FilterReason.INJECTED_INSTRUCTION, FilterReason.AUTONOMY_CLAIM):
+    if reason in (
+        FilterReason.INJECTED_INSTRUCTION,
+        FilterReason.AUTONOMY_CLAIM,
+        FilterReason.SECRET_DETECTED,
+    ):
+        # A secret or an autonomy claim costs its source as much as poisoning (issue 11 §1).
         return EventKind.POISONED
     sit = record.situation
     if reason == FilterReason.UNDECLARED_SITUATION and sit is not None:

@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from lamarck.errors import ConfigError
 from lamarck.node.learning.knowledge_params import NEGATION_MARKERS
@@ -55,12 +55,14 @@ __all__ = [
     "SecretFilter",
     "SourceStats",
     "StatisticalOutlier",
+    "TextsToEmbed",
     "UnsafeNoOpFilter",
     "UnverifiedHighConfidence",
     "Verdict",
     "VerdictKind",
     "default_filters",
     "record_texts",
+    "texts_to_embed",
 ]
 
 
@@ -385,6 +387,22 @@ class Filter(Protocol):
         ...
 
 
+@runtime_checkable
+class TextsToEmbed(Protocol):
+    """A filter that reads vectors of some of a record's texts (computed by the pipeline)."""
+
+    def texts_to_embed(self, record: MemoryV2) -> tuple[str, ...]:
+        """The texts whose vectors the filter will look up; cheap to call."""
+        ...
+
+
+def texts_to_embed(policy: Filter, record: MemoryV2) -> tuple[str, ...]:
+    """Every text ``policy`` (or any filter inside it) wants a vector of, in order, once."""
+    if not isinstance(policy, TextsToEmbed):
+        return ()
+    return tuple(dict.fromkeys(policy.texts_to_embed(record)))
+
+
 class AllOf:
     """Every filter must pass: the first reject wins; quarantine reasons accumulate."""
 
@@ -393,6 +411,13 @@ class AllOf:
             # An empty policy would accept everything: refuse it rather than fail open.
             raise ConfigError("AllOf needs at least one filter")
         self.filters: tuple[Filter, ...] = tuple(filters)
+
+    def texts_to_embed(self, record: MemoryV2) -> tuple[str, ...]:
+        """The texts any of the filters wants a vector of (see :class:`TextsToEmbed`)."""
+        out: list[str] = []
+        for f in self.filters:
+            out.extend(texts_to_embed(f, record))
+        return tuple(dict.fromkeys(out))
 
     def check(self, record: MemoryV2, view: ImportView) -> Verdict:
         """Run the filters in order."""
@@ -697,14 +722,18 @@ class RedFlags:
         return Verdict.quarantine(*raised) if len(raised) >= self.threshold else Verdict.accept()
 
 
-def default_filters(params: FilterParams | None = None) -> AllOf:
-    """The production chain: hard rejects (cheapest first), then the red flags."""
+def default_filters(params: FilterParams | None = None, autonomy: Filter | None = None) -> AllOf:
+    """The production chain: hard rejects (cheapest first), then the red flags.
+
+    ``autonomy`` replaces the keyword ``AutonomyClaimFilter`` (the node passes its
+    ``AutonomyFilter``, built with its embedder in ``node_params``).
+    """
     p = params or FilterParams()
     return AllOf(
         [
             DeclaredSituationFilter(),
             InjectedInstructionFilter(p),
-            AutonomyClaimFilter(p),
+            autonomy if autonomy is not None else AutonomyClaimFilter(p),
             SecretFilter(),
             RedFlags(
                 [

@@ -75,6 +75,7 @@ from lamarck.node.importing.decision import (
     Incoming,
     decide_import,
 )
+from lamarck.node.importing.filters import texts_to_embed
 from lamarck.node.importing.view import ImportSnapshot, StoreImportView
 from lamarck.node.learning.evidence import LocalCopy, confidence_on_new_version
 from lamarck.node.learning.params import EvidenceParams
@@ -367,6 +368,9 @@ class _Call:
     label: str = ""
     dry_run: bool = False
     held: QuarantineRow | None = None
+    # Vectors the filters asked for (``texts_to_embed``), computed with the content's (the
+    # dict is filled before the lock; the call itself stays frozen).
+    text_vectors: dict[str, Vector] = dataclasses.field(default_factory=dict)
 
     @property
     def detail(self) -> str:
@@ -488,8 +492,14 @@ class ImportPipeline:
         vector = None
         if not call.dry_run and self._may_be_new(signed):
             # Outside the lock: intake is not serialised on the embedder. Discarded if the
-            # decision under the lock is not an accept (e.g. a copy got in first).
-            vector = await self._embed(signed.memory.content)
+            # decision under the lock is not an accept (e.g. a copy got in first). The same
+            # call embeds the texts the filters read by meaning; row 0 is the content's.
+            record = signed.memory
+            extra = [t for t in texts_to_embed(self.params.filters, record) if t != record.content]
+            vectors = await asyncio.to_thread(self._embedder.embed, [record.content, *extra])
+            vector = vectors[0]
+            call.text_vectors[record.content] = vector
+            call.text_vectors.update((t, vectors[i + 1]) for i, t in enumerate(extra))
         async with self._lock:
             if call.held is not None:
                 return await self._approve(signed, call.held, call, vector)
@@ -641,7 +651,7 @@ class ImportPipeline:
             if not call.dry_run:
                 IMPORTS.labels(result="duplicate", reason="").inc()
             return dataclasses.replace(base, lesson_id=record.id)
-        snapshot = await self._view.snapshot(record, signed.content_hash, now)
+        snapshot = await self._view.snapshot(record, signed.content_hash, now, call.text_vectors)
         incoming = Incoming(record=record, content_hash=signed.content_hash, via_node_id=via)
         decision = decide_import(incoming, snapshot, self.params, now)
         if decision.outcome is ImportOutcome.REJECT:
@@ -692,7 +702,7 @@ class ImportPipeline:
         # held ones): a newer stored version makes this a rollback; red flags and the
         # high-stakes hold are what the operator overrides.
         snapshot: ImportSnapshot = dataclasses.replace(
-            await self._view.snapshot(record, signed.content_hash, call.now),
+            await self._view.snapshot(record, signed.content_hash, call.now, call.text_vectors),
             versions=self._view.held.stored_versions(record.id),
             rejected_reason=None,
         )

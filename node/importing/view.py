@@ -29,7 +29,7 @@ from lamarck.node.importing.filters import (
     KnownVersion,
     SourceStats,
 )
-from lamarck.node.store.port import LessonFilter, LessonStatus, LessonStore
+from lamarck.node.store.port import LessonFilter, LessonStatus, LessonStore, Vector
 from lamarck.proto.memory import MemoryV2, parse_memory
 from lamarck.reputation.port import ReputationView
 
@@ -187,6 +187,9 @@ class ImportSnapshot:
     tool: DeclaredTool | None
     versions: tuple[KnownVersion, ...]
     rejected_reason: str | None
+    # Vectors of the record's texts the pipeline computed before its lock, by text (the
+    # content and what the filters asked for: ``filters.texts_to_embed``).
+    text_vectors: Mapping[str, Vector] = field(default_factory=dict)
 
     @property
     def self_node_id(self) -> str:
@@ -223,6 +226,10 @@ class ImportSnapshot:
     def previously_rejected(self, content_hash: str) -> str | None:
         """Why the record's exact bytes were rejected before, if they were."""
         return self.rejected_reason
+
+    def text_vector(self, text: str) -> Vector | None:
+        """This node's embedder's vector of ``text``, if the pipeline computed it."""
+        return self.text_vectors.get(text)
 
 
 class StoreImportView:
@@ -288,8 +295,15 @@ class StoreImportView:
             lesson_id=lesson_id,
         )
 
-    async def snapshot(self, record: MemoryV2, content_hash: str, now: datetime) -> ImportSnapshot:
-        """Fetch everything the decision may ask about ``record``."""
+    async def snapshot(
+        self,
+        record: MemoryV2,
+        content_hash: str,
+        now: datetime,
+        text_vectors: Mapping[str, Vector] | None = None,
+    ) -> ImportSnapshot:
+        """Fetch everything the decision may ask about ``record`` (``text_vectors``: what the
+        pipeline embedded before its lock, handed to the filters)."""
         source = record.provenance.source_agent_id
         established: tuple[EstablishedLesson, ...] = ()
         if record.lesson is not None:
@@ -316,6 +330,7 @@ class StoreImportView:
             tool=tool,
             versions=self.held.known_versions(record.id),
             rejected_reason=self.held.previously_rejected(content_hash),
+            text_vectors=dict(text_vectors or {}),
         )
 
 

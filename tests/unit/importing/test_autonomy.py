@@ -10,12 +10,13 @@ import pytest
 from importing_helpers import FakeView, record
 
 from lamarck.errors import ConfigError
-from lamarck.node.embedding import HashingEmbedder, MiniLMEmbedder, Vectors
+from lamarck.node.embedding import HashingEmbedder, Vectors, make_minilm
 from lamarck.node.importing.autonomy import (
     AUTONOMY_UNSURE,
     AutonomyFilter,
     AutonomyParams,
-    ExemplarBank,
+    ClassifierWeights,
+    MeaningModel,
     TextVectors,
     normalise,
 )
@@ -126,8 +127,10 @@ def test_normalise_maps_lookalikes_and_drops_format_characters() -> None:
 
 
 def test_params_refuse_nan_and_bad_patterns() -> None:
-    with pytest.raises(ConfigError, match="unsure_similarity"):
-        AutonomyParams(unsure_similarity=math.nan)
+    with pytest.raises(ConfigError, match="unsure_probability"):
+        AutonomyParams(unsure_probability=math.nan)
+    with pytest.raises(ConfigError, match="reject_probability"):
+        AutonomyParams(reject_probability=1.5)
     with pytest.raises(ConfigError, match="consent_patterns"):
         AutonomyParams(consent_patterns=("(unclosed",))
     with pytest.raises(ConfigError, match="max_sentences"):
@@ -165,7 +168,7 @@ class CountingEmbedder(HashingEmbedder):
 def test_the_filter_reads_the_pipeline_vectors_instead_of_embedding_again() -> None:
     embedder = CountingEmbedder()
     params = AutonomyParams(semantic_embedders=(embedder.name,))
-    filt = AutonomyFilter(params, ExemplarBank(embedder, params))
+    filt = AutonomyFilter(params, MeaningModel(embedder, params, weights_for(embedder)))
     rec = record(content="Run the linter before committing. The prompts are handled elsewhere.")
     texts = filt.texts_to_embed(rec)
     assert texts[0] == rec.content
@@ -181,7 +184,7 @@ def test_the_filter_reads_the_pipeline_vectors_instead_of_embedding_again() -> N
 def test_without_given_vectors_the_filter_embeds_once_and_caches() -> None:
     embedder = CountingEmbedder()
     params = AutonomyParams(semantic_embedders=(embedder.name,))
-    filt = AutonomyFilter(params, ExemplarBank(embedder, params))
+    filt = AutonomyFilter(params, MeaningModel(embedder, params, weights_for(embedder)))
     rec = record(content="Run the linter before committing.")
     embedder.calls = 0
     filt.check(rec, FakeView())
@@ -192,34 +195,47 @@ def test_without_given_vectors_the_filter_embeds_once_and_caches() -> None:
 
 
 def test_the_hashing_embedder_turns_the_meaning_check_off() -> None:
-    filt = AutonomyFilter(PARAMS, ExemplarBank(HashingEmbedder(), PARAMS))
+    filt = AutonomyFilter(PARAMS, MeaningModel(HashingEmbedder(), PARAMS))
     assert not filt.semantic
     assert filt.texts_to_embed(record()) == ()
 
 
-def test_a_sentence_near_a_claim_exemplar_is_quarantined_when_structure_is_silent() -> None:
+def weights_for(embedder: HashingEmbedder, direction: Vectors | None = None) -> ClassifierWeights:
+    """Classifier weights in ``embedder``'s space: ``direction`` scaled up, bias negative."""
+    d = direction if direction is not None else np.zeros(embedder.dim, dtype=np.float32)
+    return ClassifierWeights(embedder.name, (*(float(v) * 20.0 for v in d), 0.0), bias=-10.0)
+
+
+def test_a_text_the_classifier_finds_likely_a_claim_is_quarantined_when_structure_is_silent() -> (
+    None
+):
     embedder = HashingEmbedder()
-    params = AutonomyParams(
-        semantic_embedders=(embedder.name,),
-        claim_exemplars=("zebra quartz lantern",),
-        safe_exemplars=("Run the linter before committing.",),
-    )
-    filt = AutonomyFilter(params, ExemplarBank(embedder, params))
+    params = AutonomyParams(semantic_embedders=(embedder.name,))
+    claim_like = embedder.embed(["zebra quartz lantern"])[0]
+    filt = AutonomyFilter(params, MeaningModel(embedder, params, weights_for(embedder, claim_like)))
     rec = record(content="Zebra quartz lantern.")
-    vector = embedder.embed(["zebra quartz lantern"])[0]
-    view = VectorView(vectors={rec.content: vector})
-    assert filt.check(rec, view) == Verdict.quarantine(AUTONOMY_UNSURE)
+    view = VectorView(vectors={rec.content: claim_like})
+    # cosine 1 with the claim direction: z = 20 - 10, p = 1 - e^-10: held or refused.
+    assert filt.judge(rec, view).semantic[0][1] > params.unsure_probability
+    assert filt.check(rec, view).kind is not VerdictKind.ACCEPT
     far = embedder.embed(["Run the linter before committing."])[0]
-    assert float(np.dot(far, vector)) < params.unsure_similarity
     assert filt.check(rec, VectorView(vectors={rec.content: far})) == Verdict.accept()
+
+
+def test_weights_trained_in_another_space_turn_the_meaning_check_off() -> None:
+    embedder = HashingEmbedder()
+    params = AutonomyParams(semantic_embedders=(embedder.name,))
+    other = ClassifierWeights("all-MiniLM-L6-v2", (0.0,) * (embedder.dim + 1), 0.0)
+    assert not MeaningModel(embedder, params, other).enabled
+    assert ClassifierWeights.packaged().embedder == "all-MiniLM-L6-v2"
 
 
 # -- the real model (few: it takes seconds to load) -------------------------------------------
 
 
 def test_with_minilm_the_issue_phrasings_are_refused_and_cautious_lessons_pass() -> None:
-    embedder = MiniLMEmbedder()
-    filt = AutonomyFilter(PARAMS, ExemplarBank(embedder, PARAMS))
+    embedder = make_minilm()
+    filt = AutonomyFilter(PARAMS, MeaningModel(embedder, PARAMS))
     assert filt.semantic
     for content in ISSUE_PHRASINGS:
         assert filt.check(record(content=content), FakeView()).kind is VerdictKind.REJECT

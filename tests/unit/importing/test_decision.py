@@ -206,10 +206,10 @@ def test_injected_instruction_is_rejected_and_source_penalised_as_poisoner() -> 
     assert _kinds(d) == [(EventKind.POISONED, SOURCE)]
 
 
-def test_secret_in_content_is_rejected_with_secret_detected() -> None:
+def test_secret_in_content_is_rejected_with_secret_detected_and_costs_as_poisoning() -> None:
     d = _decide(record(content="Use AKIAABCDEFGHIJKLMNOP for the bucket."))
     assert isinstance(d.error, SecretDetected)
-    assert _kinds(d) == [(EventKind.REJECTED, SOURCE)]
+    assert _kinds(d) == [(EventKind.POISONED, SOURCE)]
 
 
 def test_autonomy_claim_is_hard_rejected_and_penalised() -> None:
