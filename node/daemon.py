@@ -34,6 +34,7 @@ import os
 import random
 import signal
 import sys
+import time
 import typing
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -68,6 +69,7 @@ from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.node.store.reputation import reputation_book_for
 from lamarck.node.store.service import LessonService
+from lamarck.node.supervision import RegistryPart, StorePart, Supervised, Supervisor
 from lamarck.node.token import TOKEN_FILE, ensure_agent_token
 from lamarck.proto.clock import Clock, SystemClock
 from lamarck.proto.identity import NodeIdentity
@@ -94,6 +96,9 @@ _log = logging.getLogger("lamarck.node.daemon")
 NODE_FILE = "node.json"
 #: An async callable run after the servers drained and before the store closes.
 StopHook = Callable[[], Awaitable[None]]
+#: What the embedder embeds once at start-up, so the first call after SERVING finds the model
+#: loaded (lazy sessions, caches) instead of paying seconds for it.
+WARMUP_TEXT = "lamarck warm-up: load the embedding model before serving"
 
 
 def load_or_create_identity(home: Path) -> NodeIdentity:
@@ -166,6 +171,10 @@ class Node:
         self._maintenance: MaintenanceLoop | None = None
         self._health_metrics: metrics.HealthRefresher | None = None
         self._console: ConsoleServer | None = None
+        self._supervisor: Supervisor | None = None
+        self._warmup: asyncio.Task[None] | None = None
+        #: Seconds the embedder's warm-up call took (``None`` until it ran).
+        self.embedder_warmup_s: float | None = None
         self._stop_hooks: list[StopHook] = []
         self._node_file_written = False
         self.ctx: NodeContext | None = None
@@ -200,6 +209,7 @@ class Node:
             "embedding_dim": ctx.embedder.dim,
             "database": ctx.database,
             "serving": ctx.ready,
+            "embedder_warmup_s": self.embedder_warmup_s,
         }
 
     def _require_ctx(self) -> NodeContext:
@@ -263,6 +273,8 @@ class Node:
             ctx, peer_factory=self._peer_factory, agent_factory=self._agent_factory
         )
         self._write_node_file()
+        # The model loads on its first call: make it now, on a thread, while the store starts.
+        self._warmup = warmup = asyncio.create_task(self._warm_embedder(), name="embedder-warmup")
         # (6) The store. pgserver's start blocks (initdb on first start): off the loop.
         if settings.database_url:
             dsn = settings.database_url
@@ -307,6 +319,15 @@ class Node:
         ctx.sharing = self._sharing
         self._refresher = metrics.StoreStatsRefresher(self._store_stats)
         self._refresher.start()
+        # SERVING only once a call can be answered at once: the model is loaded.
+        await warmup
+        self._supervisor = Supervisor(
+            self._supervised(store),
+            self._part_changed,
+            params.supervision,
+            rng=random.Random(),
+        )
+        self._supervisor.start()
         await self._servers.set_serving(True)
         # The peer service follows admission (NOT_SERVING while this node cannot join its
         # network), checked now and at every health refresh; the gauges refresh with it.
@@ -320,6 +341,33 @@ class Node:
         # (7) Tell the world.
         self._write_node_file()
         _log.info("node serving", extra=self.describe())
+
+    async def _warm_embedder(self) -> None:
+        """One embed call off the loop, timed (``embedder_warmup_s`` in ``node.json``)."""
+        embedder = self._require_ctx().embedder
+        started = time.monotonic()
+        await asyncio.to_thread(embedder.embed, [WARMUP_TEXT])
+        self.embedder_warmup_s = time.monotonic() - started
+        _log.info("embedder warmed", extra={"seconds": round(self.embedder_warmup_s, 3)})
+
+    def _supervised(self, store: PostgresLessonStore) -> list[Supervised]:
+        """The parts the supervisor watches: the store, and the registry if the node owns it."""
+        params = self._require_ctx().params.supervision
+        parts: list[Supervised] = [StorePart(store, params.probe_timeout_s, embedded=self._pg)]
+        sharing = self._sharing
+        if sharing is not None and sharing.membership.owns_registry:
+            parts.append(RegistryPart(sharing.membership))
+        return parts
+
+    async def _part_changed(self, name: str, up: bool) -> None:
+        """A supervised part went down or answers again: health follows."""
+        servers = self._servers
+        if servers is None:
+            return
+        if name == StorePart.name:
+            await servers.set_store_available(up)
+        else:
+            await servers.set_registry_available(up)
 
     def _principals(self) -> Principals | None:
         """The registry's principal lookup, once the network side has a directory."""
@@ -399,6 +447,14 @@ class Node:
             await servers.stop(grace)
         if self.ctx is not None:
             self.ctx.set_stopping()
+        if self._supervisor is not None:
+            supervisor, self._supervisor = self._supervisor, None
+            await supervisor.stop()
+        if self._warmup is not None:
+            # A start that failed before the warm-up was awaited: reap it.
+            warmup, self._warmup = self._warmup, None
+            warmup.cancel()
+            await asyncio.gather(warmup, return_exceptions=True)
         if self._refresher is not None:
             await self._refresher.stop()
             self._refresher = None

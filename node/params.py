@@ -24,6 +24,7 @@ from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, mean
 from lamarck.node.importing.decision import ConservativeHighStakesRule, ImportParams
 from lamarck.node.importing.filters import FilterParams, default_filters
 from lamarck.node.learning.params import EvidenceParams, LearningParams
+from lamarck.node.supervision import SupervisionParams
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.proofs import ProofParams
@@ -85,6 +86,8 @@ class NodeParams:
     health: HealthParams = field(default_factory=HealthParams)
     console: ConsoleParams = field(default_factory=ConsoleParams)
     plot: PlotParams = field(default_factory=PlotParams)
+    # How the store and the registry the node owns are probed and recovered (issue 11 §5).
+    supervision: SupervisionParams = field(default_factory=SupervisionParams)
 
 
 def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> NodeParams:
