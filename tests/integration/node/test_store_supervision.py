@@ -221,3 +221,38 @@ def test_a_killed_embedded_redis_turns_the_peer_service_off_until_the_node_resta
     assert _health(node.peer_addr) == SERVING
     assert _recall(node).prompt_section is not None
     print(f"\nregistry: detected in {detect_s:.2f}s, serving again after {outage_s:.2f}s")
+
+
+def test_an_external_postgres_killed_and_brought_back_is_reconnected_by_the_node(
+    node_process: Any, tmp_path: Path
+) -> None:
+    from lamarck.node.store.embedded import EmbeddedPostgres
+
+    # An "external" server: one the node does not own (it reconnects; the operator restarts).
+    external = EmbeddedPostgres(tmp_path / "external")
+    dsn = external.start()
+    try:
+        node = node_process(database_url=dsn)
+        assert node.info["database"] == "external"
+        old = _postmaster_pid(external.home)
+        killed_at = time.monotonic()
+        os.kill(old, signal.SIGKILL)
+        detect_s = _wait_for(
+            lambda: _health(node.peer_addr) == NOT_SERVING, "health NOT_SERVING", DETECT_WITHIN_S
+        )
+        assert _recall_refusal(node) == (grpc.StatusCode.UNAVAILABLE, "store_unavailable")
+        assert _status_exit(node.home) != 0
+        # The node does not restart a server it does not own.
+        assert not external.is_running()
+        back_at = time.monotonic()
+        assert external.restart() == dsn
+        serve_again_s = _wait_for(
+            lambda: _health(node.peer_addr) == SERVING, "health SERVING again", RECOVER_WITHIN_S
+        )
+        assert _recall(node).prompt_section is not None
+        print(
+            f"\nexternal store: detected in {detect_s:.2f}s, serving {serve_again_s:.2f}s after "
+            f"the server was back (down {back_at - killed_at:.1f}s)"
+        )
+    finally:
+        external.stop()
