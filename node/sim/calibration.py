@@ -57,8 +57,13 @@ def push_calibration(
         p = pitfalls[k % len(pitfalls)]
         origin = rng.randrange(nodes)
         rec = sign_record(
-            net.identities[origin], origin, LessonKind.HONEST, p, honest_lesson(p),
-            net.clock.now(), f"calibration{k}",
+            net.identities[origin],
+            origin,
+            LessonKind.HONEST,
+            p,
+            honest_lesson(p),
+            net.clock.now(),
+            f"calibration{k}",
         )
         records.append(rec)
         net.at(k * params.lesson_gap_s, lambda rec=rec: net.publish(rec))

@@ -285,9 +285,7 @@ class SimNetwork:
         for target in targets:
             to = self.by_id[target]
             try:
-                self._transmit(
-                    origin, to, [record.raw], 0, 1 if direct else gossip.hop_limit
-                )
+                self._transmit(origin, to, [record.raw], 0, 1 if direct else gossip.hop_limit)
             except DeliveryFailed:
                 if not direct:
                     self._cover(origin, record, target)

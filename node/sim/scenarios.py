@@ -69,8 +69,9 @@ def quantile(values: Sequence[float], q: float) -> float:
 
 
 def identities_for(n: int, seed: int) -> list[NodeIdentity]:
-    """``n`` real Ed25519 identities (fresh keys; the seed orders nothing secret)."""
-    return [NodeIdentity.generate() for _ in range(n)]
+    """``n`` real Ed25519 identities drawn from ``seed`` (simulation keys, never a node's)."""
+    rng = random.Random(seed)
+    return [NodeIdentity.generate(rng) for _ in range(n)]
 
 
 def workload_pitfalls(seed: int) -> tuple[Pitfall, ...]:
@@ -170,7 +171,12 @@ def run_main(params: SimParams, cores: SimCores, ids: Sequence[NodeIdentity]) ->
             kind = LessonKind.SUBTLE if k % 2 == 0 else LessonKind.OVERT
             lesson = subtle_poison(p) if kind == LessonKind.SUBTLE else None
             rec = sign_record(
-                net.identities[attacker.index], attacker.index, kind, p, lesson, _SIGNED_AT,
+                net.identities[attacker.index],
+                attacker.index,
+                kind,
+                p,
+                lesson,
+                _SIGNED_AT,
                 f"attack{k}",
             )
             poisoned.append(rec)
@@ -204,7 +210,10 @@ def run_main(params: SimParams, cores: SimCores, ids: Sequence[NodeIdentity]) ->
 
 
 def _attack_figures(
-    net: SimNetwork, attackers: Sequence[SimPeer], poisoned: Sequence[SimRecord], v: dict[str, float]
+    net: SimNetwork,
+    attackers: Sequence[SimPeer],
+    poisoned: Sequence[SimRecord],
+    v: dict[str, float],
 ) -> None:
     honest = net.honest()
     worst = 0
@@ -287,8 +296,7 @@ def run_partition(params: SimParams, cores: SimCores, ids: Sequence[NodeIdentity
     repair = []
     for p in sample:
         times = [
-            net.arrivals.get(rec.content_hash, {}).get(p.index, (math.inf, 0))[0]
-            for rec in lessons
+            net.arrivals.get(rec.content_hash, {}).get(p.index, (math.inf, 0))[0] for rec in lessons
         ]
         repair.append(max(0.0, max(times) - heal_at))
     fig = Figures()
@@ -320,7 +328,8 @@ def run_sybil(
     ]
     loop.close()
     candidates = [
-        Candidate(f"honest{i}", f"principal{i}", True, PeerBand.NEUTRAL) for i in range(honest_count)
+        Candidate(f"honest{i}", f"principal{i}", True, PeerBand.NEUTRAL)
+        for i in range(honest_count)
     ] + [Candidate(s, "attacker", True, PeerBand.NEUTRAL) for s in admitted]
     chosen = select_voters(
         candidates,

@@ -45,7 +45,9 @@ class SuiteResult:
 
     def json_line(self) -> str:
         """One JSON object (infinities as null)."""
-        flat = {k: (v if v == v and abs(v) != float("inf") else None) for k, v in self.flat().items()}
+        flat = {
+            k: (v if v == v and abs(v) != float("inf") else None) for k, v in self.flat().items()
+        }
         return json.dumps(flat, sort_keys=True)
 
 
@@ -83,7 +85,9 @@ def run_suite(
         for share in shares:
             params = dataclasses.replace(base, nodes=n, byzantine_share=share, seed=seed)
             figs = run_all(params, cores)
-            progress(f"N={n} byzantine {share:.0%}: {figs.wall_s:.1f} s, "
-                     f"{figs.values['events_per_s']:.0f} events/s")
+            progress(
+                f"N={n} byzantine {share:.0%}: {figs.wall_s:.1f} s, "
+                f"{figs.values['events_per_s']:.0f} events/s"
+            )
             rows.append((n, share, figs.values))
     return SuiteResult(cal, tuple(rows))

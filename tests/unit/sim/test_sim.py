@@ -1,0 +1,107 @@
+"""The simulator: calibrated against the real network, and running the shipped cores."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from lamarck.consensus.params import QuorumParams
+from lamarck.errors import ConfigError
+from lamarck.node.gossip import router as router_core
+from lamarck.node.importing import decision as decision_core
+from lamarck.node.importing.decision import ImportDecision, ImportOutcome
+from lamarck.node.sim.calibration import push_calibration, tree_depth
+from lamarck.node.sim.engine import SimCores
+from lamarck.node.sim.params import SimParams
+from lamarck.node.sim.records import LessonKind, honest_lesson, subtle_poison
+from lamarck.node.sim.scenarios import identities_for, run_main, run_sybil, workload_pitfalls
+from lamarck.reputation.params import ReputationParams
+
+
+@pytest.mark.parametrize("n", [5, 10, 20])
+def test_direct_push_sends_n_minus_1_records_per_lesson_in_one_hop(n: int) -> None:
+    figs = push_calibration(n, 32, lessons=3, seed=7)
+    assert figs.messages_per_lesson == n - 1
+    assert figs.max_hops == 1
+    assert figs.all_reached
+
+
+@pytest.mark.parametrize("n", [5, 10, 20])
+def test_tree_sends_n_minus_1_records_at_depth_ceil_log6_n(n: int) -> None:
+    figs = push_calibration(n, 0, lessons=3, seed=7)
+    assert figs.messages_per_lesson == n - 1
+    assert figs.max_hops == tree_depth(n, 6) == math.ceil(math.log(n, 6))
+    assert figs.all_reached
+
+
+def test_simulator_runs_the_shipped_import_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    # If every receiver rejects, nobody forwards: only the origin's six tree children get it.
+    def reject_all(*_args: object, **_kw: object) -> ImportDecision:
+        return ImportDecision(outcome=ImportOutcome.REJECT, reasons=("patched",))
+
+    monkeypatch.setattr(decision_core, "decide_import", reject_all)
+    figs = push_calibration(20, 0, lessons=2, seed=7)
+    assert figs.messages_per_lesson == 6
+    assert not figs.all_reached
+
+
+def test_simulator_lays_trees_with_the_shipped_tree_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    original = router_core.tree_order
+
+    def spy(content_hash: str, origin: str, members: object) -> list[str]:
+        calls.append(content_hash)
+        return original(content_hash, origin, members)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(router_core, "tree_order", spy)
+    push_calibration(20, 0, lessons=2, seed=7)
+    assert len(set(calls)) == 2
+
+
+def test_same_seed_gives_the_same_figures() -> None:
+    params = SimParams(nodes=30, byzantine_share=0.2, lessons=3, attack_records=3, horizon_s=120)
+    ids = identities_for(30, 3)
+    a = run_main(dataclasses.replace(params, seed=3), SimCores(), ids).values
+    b = run_main(dataclasses.replace(params, seed=3), SimCores(), identities_for(30, 3)).values
+    assert a == b
+
+
+def test_overt_poison_is_refused_and_its_flooder_graylisted_by_every_honest_node() -> None:
+    params = SimParams(
+        nodes=30,
+        byzantine_share=0.1,
+        lessons=3,
+        attackers=1,
+        attack_records=6,
+        loss=0.0,
+        horizon_s=120,
+        seed=5,
+    )
+    figs = run_main(params, SimCores(), identities_for(30, 5)).values
+    assert figs["graylisted_by_all_share"] == 1.0
+    assert 0 < figs["interactions_to_graylist"] <= 6
+
+
+def test_fleet_agents_write_the_simulated_lessons() -> None:
+    p = workload_pitfalls(1)[0]
+    good, bad = honest_lesson(p), subtle_poison(p)
+    assert good is not None and bad is not None
+    assert (good.prefer, good.avoid) == (p.working, p.failing)
+    assert good.reversed_by(bad)
+    assert LessonKind.SUBTLE != LessonKind.HONEST
+
+
+def test_sybil_flood_is_capped_by_endorser_and_holds_one_voter_seat_at_most() -> None:
+    figs = run_sybil(20, 1, QuorumParams(), ReputationParams()).values
+    assert figs["sybil_admitted"] == 8
+    assert figs["sybil_voter_seats"] <= 1
+    assert figs["sybil_voter_seats"] < figs["sybil_accept_threshold"]
+
+
+def test_params_refuse_a_byzantine_share_out_of_range() -> None:
+    with pytest.raises(ConfigError):
+        SimParams(byzantine_share=1.5)
+    with pytest.raises(ConfigError):
+        SimParams(loss=float("nan"))
