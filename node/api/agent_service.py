@@ -36,6 +36,7 @@ from lamarck.node.gossip.publisher import lesson_record, sign_lesson
 from lamarck.node.gossip.share_reason import SharingState, share_status
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
+from lamarck.node.learning.lifecycle import state_of
 from lamarck.node.learning.notes import NoteKeyParams, note_operation
 from lamarck.node.learning.scopes import GLOBAL, project_scope, validate_scope
 from lamarck.node.learning.situations import Situation, SituationSource
@@ -310,6 +311,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             imported_from=list(dict.fromkeys(sources)) if imported else [],
             record_json=record_json,
             recipients=list(row.recipients),
+            lifecycle_state=state_of(row, self._service().params.knowledge.lifecycle).value,
+            contested_with=list(row.contested_with),
+            verified_against=list(row.verified_against),
         )
         if row.situation is not None:
             view.situation.CopyFrom(_situation_to_proto(row.situation))
