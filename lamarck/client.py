@@ -145,6 +145,17 @@ class Lesson:
     #: When not shared, why: claimed, no_evidence, below_publish_threshold, scope_not_shared,
     #: incognito, sharing_off, imported_copy, ... ("" when shared).
     not_shared_reason: str = ""
+    #: Where it stands: hypothesis | tested | verified | established | deprecated.
+    state: str = ""
+    #: Lessons it contradicts while the conflict is open (then it is not advice).
+    contested_with: tuple[str, ...] = ()
+    #: Lessons it beat in a settled conflict.
+    verified_against: tuple[str, ...] = ()
+
+    @property
+    def contested(self) -> bool:
+        """Whether the lesson is in an open conflict."""
+        return bool(self.contested_with)
 
     @property
     def record(self) -> dict[str, Any]:
@@ -413,6 +424,9 @@ def _lesson(v: lessons_pb2.LessonView) -> Lesson:
         recipients=tuple(v.recipients),
         shared=v.shared,
         not_shared_reason=v.not_shared_reason,
+        state=v.lifecycle_state,
+        contested_with=tuple(v.contested_with),
+        verified_against=tuple(v.verified_against),
     )
 
 

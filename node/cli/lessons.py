@@ -88,6 +88,9 @@ def lesson_json(lesson: Lesson) -> dict[str, Any]:
         "content": lesson.content,
         "confidence": lesson.confidence,
         "status": lesson.status,
+        "state": lesson.state,
+        "contested_with": list(lesson.contested_with),
+        "verified_against": list(lesson.verified_against),
         "scope": lesson.scope,
         "operation": lesson.operation,
         "category": lesson.category,
@@ -220,12 +223,14 @@ def list_lessons(
         return
     print_table(
         f"{len(lessons)} lesson(s)",
-        ["id", "v", "status", "conf", "scope", "operation", "content"],
+        ["id", "v", "status", "state", "conf", "scope", "operation", "content"],
         (
             (
                 x.id,
                 x.version,
                 x.status,
+                # The lifecycle state, and whether an open conflict keeps it out of advice.
+                x.state + (" (contested)" if x.contested else ""),
                 f"{x.confidence:.2f}",
                 x.scope,
                 x.operation,
@@ -254,6 +259,9 @@ def show(lesson_id: _IdArgument, home: HomeOption = None, as_json: JsonOption = 
         "id": (record or {}).get("id", lesson_id),
         "version": last.version,
         "status": last.status,
+        "state": latest.state,
+        "contested_with": list(latest.contested_with),
+        "verified_against": list(latest.verified_against),
         "confidence": last.confidence,
         "content": (record or {}).get("content", ""),
         "scope": block.get("scope", ""),
@@ -270,6 +278,8 @@ def show(lesson_id: _IdArgument, home: HomeOption = None, as_json: JsonOption = 
     rows = {k: v for k, v in facts.items() if k not in ("record", "history", "not_shared_reason")}
     rows["confidence"] = f"{last.confidence:.3f}"
     rows["shared"] = "yes" if latest.shared else f"no: {latest.not_shared_reason}"
+    rows["contested_with"] = ", ".join(latest.contested_with) or "-"
+    rows["verified_against"] = ", ".join(latest.verified_against) or "-"
     key_value_table(f"lesson {lesson_id}", rows)
     _history_table(lesson_id, entries)
 
