@@ -19,9 +19,18 @@ from lamarck.node.health.inputs import (
 )
 from lamarck.node.health.params import HealthParams
 from lamarck.node.health.report import health_report
+from lamarck.node.learning.params import LearningParams
+from lamarck.node.learning.variables import VariableImportanceLearner
+from lamarck.node.lessons.core import LEARNER_STATE_KEY
 from lamarck.node.store.port import Category, LessonEvent, LessonFilter, LessonRow, LessonStore
 
-__all__ = ["EVENT_CHUNK", "LESSON_PAGE", "current_report", "load_health_inputs"]
+__all__ = [
+    "EVENT_CHUNK",
+    "LESSON_PAGE",
+    "current_report",
+    "learned_variables",
+    "load_health_inputs",
+]
 
 #: Lessons read per ``list_lessons`` call.
 LESSON_PAGE = 500
@@ -63,3 +72,24 @@ async def load_health_inputs(store: LessonStore, params: HealthParams) -> Health
 async def current_report(store: LessonStore, params: HealthParams, now: datetime) -> HealthReport:
     """The health report of ``store`` at ``now``."""
     return health_report(await load_health_inputs(store, params), params, now)
+
+
+async def learned_variables(
+    store: LessonStore, params: LearningParams
+) -> dict[str, dict[str, object]]:
+    """The health report's ``variables`` section (issue 18 §4): per context variable, the
+    class in force (learned, or the fixed list's until ``min_observations``), whether it was
+    learned, and the predictions across a difference in it that held and failed."""
+    stored = await store.get_state(LEARNER_STATE_KEY)
+    learner = VariableImportanceLearner.from_json(stored) if stored else VariableImportanceLearner()
+    vp = params.knowledge.variables
+    out: dict[str, dict[str, object]] = {}
+    for name, cls in learner.classes(vp, params.context).items():
+        stats = learner.stats.get(name)
+        out[name] = {
+            "class": cls.value,
+            "learned": learner.learned(name, vp) is not None,
+            "correct": stats.correct if stats else 0,
+            "incorrect": stats.incorrect if stats else 0,
+        }
+    return out
