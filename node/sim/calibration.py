@@ -8,6 +8,7 @@ records per lesson (direct push, one hop; with ``direct_push_max`` 0 the fanout 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 from dataclasses import dataclass
 
@@ -66,7 +67,7 @@ def push_calibration(
             f"calibration{k}",
         )
         records.append(rec)
-        net.at(k * params.lesson_gap_s, lambda rec=rec: net.publish(rec))
+        net.at(k * params.lesson_gap_s, functools.partial(net.publish, rec))
     net.run_until(lessons * params.lesson_gap_s + 10.0)
     hops = [h for r in records for _, h in net.arrivals.get(r.content_hash, {}).values()]
     reached = all(len(net.arrivals.get(r.content_hash, {})) == nodes for r in records)

@@ -11,6 +11,7 @@ reach, repair time, lessons lost) are measured over the sample and say so.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import random
 import time
@@ -111,7 +112,7 @@ def _publish_all(net: SimNetwork, records: Sequence[SimRecord], start: float) ->
     for k, rec in enumerate(records):
         t = start + k * net.params.lesson_gap_s
         at[rec.content_hash] = t
-        net.at(t, lambda rec=rec: net.publish(rec))
+        net.at(t, functools.partial(net.publish, rec))
     return at
 
 
@@ -180,7 +181,7 @@ def run_main(params: SimParams, cores: SimCores, ids: Sequence[NodeIdentity]) ->
                 f"attack{k}",
             )
             poisoned.append(rec)
-            net.at(t, lambda rec=rec: net.publish(rec, flood=True))
+            net.at(t, functools.partial(net.publish, rec, flood=True))
         t += params.lesson_gap_s
     sample = _sample(net, rng, [victim] if victim else [])
     net.start_anti_entropy(sample, params.horizon_s)
@@ -282,7 +283,7 @@ def run_partition(params: SimParams, cores: SimCores, ids: Sequence[NodeIdentity
         p.side = rng.randrange(2)
     net.partitioned = True
     lessons = _honest_records(net, rng, params.lessons, "partition", net.honest())
-    sent_at = _publish_all(net, lessons, 0.0)
+    _publish_all(net, lessons, 0.0)
 
     def heal() -> None:
         net.partitioned = False

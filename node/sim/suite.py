@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -45,9 +46,7 @@ class SuiteResult:
 
     def json_line(self) -> str:
         """One JSON object (infinities as null)."""
-        flat = {
-            k: (v if v == v and abs(v) != float("inf") else None) for k, v in self.flat().items()
-        }
+        flat = {k: (v if math.isfinite(v) else None) for k, v in self.flat().items()}
         return json.dumps(flat, sort_keys=True)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
 
 import pytest
 
@@ -51,9 +52,9 @@ def test_simulator_lays_trees_with_the_shipped_tree_order(monkeypatch: pytest.Mo
     calls: list[str] = []
     original = router_core.tree_order
 
-    def spy(content_hash: str, origin: str, members: object) -> list[str]:
+    def spy(content_hash: str, origin: str, members: Iterable[str]) -> list[str]:
         calls.append(content_hash)
-        return original(content_hash, origin, members)  # type: ignore[arg-type]
+        return original(content_hash, origin, members)
 
     monkeypatch.setattr(router_core, "tree_order", spy)
     push_calibration(20, 0, lessons=2, seed=7)
