@@ -11,14 +11,24 @@ does not judge the voters again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from lamarck.consensus.votes import Verdict, verdict_of
 from lamarck.proto.vote import Vote
 from lamarck.reputation.events import EventKind, ReputationEvent
 
-__all__ = ["voter_events"]
+if TYPE_CHECKING:
+    from lamarck.consensus.certificate import QuorumCertificate
+
+__all__ = ["CertificateLookup", "voter_events", "voter_events_for_reality"]
+
+CertificateLookup = Callable[[str], "QuorumCertificate | None"]
+"""The certificate a record was accepted with, by record hash (None: no quorum decided it)."""
+
+#: Reality events whose verdict judges the voters, and whether reality confirmed.
+_REALITY = {EventKind.LESSON_CONFIRMED: True, EventKind.LESSON_CONTRADICTED: False}
 
 
 def voter_events(
@@ -62,3 +72,28 @@ def voter_events(
             )
         )
     return tuple(events)
+
+
+def voter_events_for_reality(
+    reality: Iterable[ReputationEvent], certificate_of: CertificateLookup
+) -> tuple[ReputationEvent, ...]:
+    """The voters' events for the reality events one outcome produced.
+
+    Each ``lesson_confirmed`` / ``lesson_contradicted`` event about a record accepted with a
+    quorum certificate judges that certificate's voters (``voter_events``); other events and
+    records no quorum decided judge nobody.
+    """
+    out: list[ReputationEvent] = []
+    for event in reality:
+        confirmed = _REALITY.get(event.kind)
+        if confirmed is None or not event.record_hash:
+            continue
+        cert = certificate_of(event.record_hash)
+        if cert is None:
+            continue
+        out.extend(
+            voter_events(
+                cert.votes, record_hash=event.record_hash, reality_confirmed=confirmed, at=event.at
+            )
+        )
+    return tuple(out)

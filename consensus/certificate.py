@@ -22,6 +22,7 @@ Checks, numbered as in the code; the first that fails raises
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,11 +31,18 @@ from typing import Any
 from lamarck.consensus.params import QuorumParams
 from lamarck.consensus.tally import Accepted, Electorate, Rejected, tally
 from lamarck.errors import InvalidRecord, VerificationError
+from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.timefmt import format_ts, parse_ts
 from lamarck.proto.vote import Vote
 from lamarck.reputation.principals import counts_by_principal
 
-__all__ = ["QuorumCertificate", "make_certificate", "verify_certificate"]
+__all__ = [
+    "QuorumCertificate",
+    "certificate_bytes",
+    "make_certificate",
+    "parse_certificate",
+    "verify_certificate",
+]
 
 _KEYS = frozenset({"record_hash", "voters", "opened_at", "closes_at", "votes"})
 
@@ -81,6 +89,29 @@ class QuorumCertificate:
             closes_at=parse_ts(obj["closes_at"]),
             votes=tuple(Vote.from_obj(v) for v in votes),
         )
+
+
+def certificate_bytes(cert: QuorumCertificate) -> bytes:
+    """The certificate on the wire: its canonical JSON (RFC 8785). Unsigned itself: every
+    vote in it carries its voter's signature, and the verifier re-counts them."""
+    return canonical_bytes(cert.to_obj())
+
+
+def parse_certificate(raw: bytes) -> QuorumCertificate:
+    """A certificate from its wire bytes; ``InvalidRecord(reason="bad_certificate")`` on any
+    shape error (a vote that does not parse included)."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidRecord("certificate is not JSON", reason="bad_certificate") from None
+    try:
+        return QuorumCertificate.from_obj(obj)
+    except InvalidRecord as e:
+        if e.reason == "bad_certificate":
+            raise
+        raise InvalidRecord(f"certificate vote: {e}", reason="bad_certificate") from None
+    except ValueError as e:
+        raise InvalidRecord(f"certificate: {e}", reason="bad_certificate") from None
 
 
 def make_certificate(electorate: Electorate, accepted: Accepted) -> QuorumCertificate:

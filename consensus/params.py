@@ -102,6 +102,10 @@ class QuorumParams:
     retry_after_s: float = 600.0
     # A voter takes a side only with at least this many of its own outcomes on that side, >= 1.
     min_outcomes_for_verdict: int = 1
+    # A voter reads at most this many of its most recent outcomes for evidence, >= 1.
+    evidence_window: int = 1000
+    # Seconds between two scans of the quarantine for records awaiting a quorum, > 0.
+    collect_interval_s: float = 5.0
 
     def __post_init__(self) -> None:
         self.validate()
@@ -111,8 +115,12 @@ class QuorumParams:
         _whole("min_voters", self.min_voters, 4)
         _whole("voters", self.voters, self.min_voters)
         _whole("min_outcomes_for_verdict", self.min_outcomes_for_verdict, 1)
+        _whole("evidence_window", self.evidence_window, 1)
         _finite("vote_timeout_s", self.vote_timeout_s)
         _finite("retry_after_s", self.retry_after_s)
+        _finite("collect_interval_s", self.collect_interval_s)
+        if self.collect_interval_s <= 0:
+            raise ConfigError("invalid collect_interval_s: must be > 0")
         if self.vote_timeout_s <= 0:
             raise ConfigError("invalid vote_timeout_s: must be > 0")
         if self.retry_after_s < self.vote_timeout_s:

@@ -90,6 +90,9 @@ class QuarantineRecord:
 
     entry: QuarantineEntry
     record_json: bytes
+    #: The quorum asked about the record, as JSON ("" when none was): state, votes,
+    #: certificate.
+    quorum_json: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +255,7 @@ def _page(r: operator_pb2.ListQuarantineResponse) -> QuarantinePage:
 
 
 def _shown(r: operator_pb2.ShowQuarantineResponse) -> QuarantineRecord:
-    return QuarantineRecord(_entry(r.entry), bytes(r.record_json))
+    return QuarantineRecord(_entry(r.entry), bytes(r.record_json), r.quorum_json)
 
 
 def _decided(r: operator_pb2.DecideQuarantineResponse) -> Decision:

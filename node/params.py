@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lamarck.consensus.params import HighStakesParams
+from lamarck.consensus.params import HighStakesParams, QuorumParams
 from lamarck.errors import ConfigError
 from lamarck.node.api.limits import PeerLimits
 from lamarck.node.config import NodeSettings
@@ -24,7 +24,6 @@ from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, mean
 from lamarck.node.importing.decision import ConservativeHighStakesRule, ImportParams
 from lamarck.node.importing.filters import FilterParams, default_filters
 from lamarck.node.learning.params import EvidenceParams, LearningParams
-from lamarck.node.supervision import SupervisionParams
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.proofs import ProofParams
@@ -73,6 +72,8 @@ class NodeParams:
     # The operator's pre-trusted peers: global trust's anchors besides this node.
     pretrusted: tuple[str, ...] = ()
     importing: ImportParams = field(default_factory=ImportParams)
+    # How high-stakes records are put to a quorum (voters, timeouts, retries).
+    quorum: QuorumParams = field(default_factory=QuorumParams)
     # The import chain's autonomy filter and its other filters (issue 11 §1): built into
     # ``importing.filters`` by ``node_params``.
     autonomy: AutonomyParams = field(default_factory=AutonomyParams)
@@ -86,8 +87,6 @@ class NodeParams:
     health: HealthParams = field(default_factory=HealthParams)
     console: ConsoleParams = field(default_factory=ConsoleParams)
     plot: PlotParams = field(default_factory=PlotParams)
-    # How the store and the registry the node owns are probed and recovered (issue 11 §5).
-    supervision: SupervisionParams = field(default_factory=SupervisionParams)
 
 
 def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> NodeParams:
@@ -145,6 +144,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
         transfer=transfer,
         reputation=reputation,
         importing=importing,
+        quorum=QuorumParams(),
         autonomy=autonomy,
         filters=filters,
         gossip=gossip,

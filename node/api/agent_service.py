@@ -41,6 +41,7 @@ from lamarck.node.learning.notes import NoteKeyParams, note_operation
 from lamarck.node.learning.scopes import GLOBAL, project_scope, validate_scope
 from lamarck.node.learning.situations import Situation, SituationSource
 from lamarck.node.learning.why import NothingLearned
+from lamarck.node.sharing.quorum import voter_reality_events
 from lamarck.node.store.port import (
     Category,
     LessonEvent,
@@ -57,6 +58,7 @@ from lamarck.proto.limits import DEFAULT_LIMITS
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, records_pb2
+from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.port import ReputationSink
 
 __all__ = [
@@ -85,6 +87,9 @@ CLAIM_NOTE = (
     "lessons are learned from outcomes."
 )
 _NOTE_KEYS = NoteKeyParams()
+
+#: The voters' reputation events for an outcome's reality events (issue 12 §2.6).
+VoterJudge = Callable[[Sequence[ReputationEvent]], Sequence[ReputationEvent]]
 
 # -- enum maps ---------------------------------------------------------------------------
 
@@ -244,6 +249,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         sink: Callable[[], ReputationSink | None] | None = None,
         sharing: Callable[[], SharingState | None] | None = None,
         notes: NoteKeyParams = _NOTE_KEYS,
+        voters: VoterJudge | None = None,
     ) -> None:
         self._service = provider_of(service, LessonService)
         self._store = provider_of(store, LessonStore)
@@ -256,6 +262,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         # The sharing side's rule inputs, for "is this lesson shared" (None: not running).
         self._sharing = sharing or (lambda: None)
         self._notes = notes
+        # The voters' events for an outcome's reality events (none before sharing starts).
+        self._voters: VoterJudge = voters or (lambda _: ())
 
     # -- helpers ---------------------------------------------------------------------------
     @property
@@ -365,7 +373,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             raise
         sink = self._sink()
         if sink is not None:
-            for event in result.reality:
+            # The sources of the lessons reality judged, then the voters of any a quorum
+            # accepted (issue 12 §2.6).
+            for event in (*result.reality, *self._voters(result.reality)):
                 sink.emit(event)
         ids = list(dict.fromkeys(c.lesson_id for c in result.changes))
         rows = {r.id: r for r in await store.get_lessons(ids)} if ids else {}
@@ -890,5 +900,8 @@ def make_agent_servicer(ctx: NodeContext) -> AgentServicer:
             None
             if ctx.sharing is None
             else SharingState(ctx.sharing.params, incognito=ctx.sharing.incognito)
+        ),
+        voters=lambda reality: voter_reality_events(
+            reality, ctx.sharing.quorum if ctx.sharing is not None else None
         ),
     )

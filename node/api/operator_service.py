@@ -182,8 +182,11 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         node_id: str = "",
         network: Callable[[], NetworkSource | None] | None = None,
         reputation: Callable[[], ReputationSource | None] | None = None,
+        quorum: Callable[[str], str] | None = None,
     ) -> None:
         self._store = provider_of(store, LessonStore)
+        # The quorum on a held record as JSON, by content hash ("" when none was asked).
+        self._quorum = quorum or (lambda _: "")
         self._clock = clock
         self._pipeline = provider_of(pipeline, ImportPipeline)
         self._sink = sink or (lambda: None)
@@ -238,7 +241,9 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         row = await self._row(request.id)
         decision = (await self._decisions([row.id])).get(row.id)
         return operator_pb2.ShowQuarantineResponse(
-            entry=quarantine_entry(row, decision), record_json=row.signed_record
+            entry=quarantine_entry(row, decision),
+            record_json=row.signed_record,
+            quorum_json=self._quorum(row.content_hash),
         )
 
     async def _decisions(self, quarantine_ids: Sequence[str]) -> dict[str, LessonEvent]:
@@ -446,4 +451,5 @@ def make_operator_servicer(
         node_id=ctx.identity.node_id,
         network=network,
         reputation=reputation,
+        quorum=lambda h: ctx.sharing.quorum.describe(h) if ctx.sharing is not None else "",
     )

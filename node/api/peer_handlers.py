@@ -1,16 +1,26 @@
-"""PeerService.Publish and PeerService.Sync over the import pipeline and the store.
+"""PeerService.Publish, Sync and RequestVote over the import pipeline and the store.
 
 The servicer in ``peer_service.py`` delegates to these functions; they take the request
 message and plain collaborators and return response messages, so they are tested without a
 gRPC server.
+
+Quorum certificates travel as their own records (``RECORD_KIND_QUORUM_CERTIFICATE``) right
+after the memory they certify, in a Publish batch and in a Sync page; Publish hands each to
+the pipeline with its memory (the pipeline verifies it) and acks it on its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+import json
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
-from lamarck.errors import StoreUnavailable
+from lamarck.consensus.evidence import OutcomeFacts, own_evidence
+from lamarck.consensus.params import QuorumParams
+from lamarck.consensus.votes import make_vote
+from lamarck.errors import InvalidRecord, StoreUnavailable
 from lamarck.node.gossip.audience import BandOf, may_receive
 from lamarck.node.gossip.publisher import (
     PUBLISHED_STATUSES,
@@ -21,14 +31,30 @@ from lamarck.node.gossip.publisher import (
 from lamarck.node.gossip.router import Forwardable, ForwardSend, GossipRouter
 from lamarck.node.gossip.sync import Bucket, SyncQuery, select_for_sync
 from lamarck.node.importing.decision import ImportOutcome
-from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
+from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
+from lamarck.node.learning.mechanical import avoided_operation
 from lamarck.node.metrics import IMPORTS
-from lamarck.node.store.port import LessonFilter, LessonStatus, LessonStore
+from lamarck.node.store.port import LessonFilter, LessonStatus, LessonStore, OutcomeRow
+from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.signed import SignedMemory
 from lamarck.proto.v1 import peer_pb2, records_pb2
 from lamarck.reputation.scores import PeerBand
 
-__all__ = ["ACK_FOR", "PublishDeps", "handle_publish", "handle_sync", "shareable_records"]
+__all__ = [
+    "ACK_FOR",
+    "CertificateOf",
+    "PublishDeps",
+    "certificate_ack",
+    "handle_publish",
+    "handle_request_vote",
+    "handle_sync",
+    "outcome_facts",
+    "shareable_records",
+]
+
+CertificateOf = Callable[[str], bytes | None]
+"""The quorum certificate this node holds for a record, by content hash (None: none)."""
 
 #: Wire ack for each import outcome.
 ACK_FOR: dict[ImportOutcome, records_pb2.AckStatus.ValueType] = {
@@ -67,8 +93,12 @@ async def handle_publish(
     via = request.sender_node_id
     acks: list[records_pb2.RecordAck] = []
     forwards: list[Forwardable] = []
+    certificates = _certificates_by_record(request.records)
+    used: dict[str, ImportResult] = {}
     for index, record in enumerate(request.records):
         raw = bytes(record.canonical_json)
+        if record.kind == records_pb2.RECORD_KIND_QUORUM_CERTIFICATE:
+            continue  # acked below, once its memory was decided
         if record.kind != records_pb2.RECORD_KIND_MEMORY:
             IMPORTS.labels(result="rejected", reason="unsupported_kind").inc()
             acks.append(
@@ -79,9 +109,13 @@ async def handle_publish(
                 )
             )
             continue
+        content_hash = sha256_hex(raw)
         try:
             result = await deps.pipeline.import_record(
-                raw, source=ImportSource.PEER, via_node_id=via
+                raw,
+                source=ImportSource.PEER,
+                via_node_id=via,
+                certificate=certificates.get(content_hash),
             )
         except StoreUnavailable as e:
             IMPORTS.labels(result="deferred", reason=e.reason).inc()
@@ -91,6 +125,7 @@ async def handle_publish(
                 )
             )
             continue
+        used[content_hash] = result
         acks.append(
             records_pb2.RecordAck(
                 index=index,
@@ -101,6 +136,10 @@ async def handle_publish(
         )
         if result.forward and result.source_node_id:
             forwards.append(Forwardable(result.content_hash, raw, result.source_node_id))
+    for index, record in enumerate(request.records):
+        if record.kind == records_pb2.RECORD_KIND_QUORUM_CERTIFICATE:
+            acks.append(certificate_ack(index, bytes(record.canonical_json), used))
+    acks.sort(key=lambda a: a.index)
     router = deps.router
     if (
         forwards
@@ -122,6 +161,116 @@ async def handle_publish(
         else:
             deps.spawn(forwarding)
     return peer_pb2.PublishResponse(acks=acks)
+
+
+def _certificate_target(raw: bytes) -> str:
+    """The record hash a certificate's bytes name ("" when they do not parse)."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    target = obj.get("record_hash") if isinstance(obj, dict) else None
+    return target if isinstance(target, str) else ""
+
+
+def _certificates_by_record(records: Iterable[records_pb2.SignedRecord]) -> dict[str, bytes]:
+    """The certificate records of a batch by the record hash each names (first one wins)."""
+    found: dict[str, bytes] = {}
+    for record in records:
+        if record.kind == records_pb2.RECORD_KIND_QUORUM_CERTIFICATE:
+            raw = bytes(record.canonical_json)
+            target = _certificate_target(raw)
+            if target:
+                found.setdefault(target, raw)
+    return found
+
+
+def certificate_ack(
+    index: int, raw: bytes, decided: dict[str, ImportResult]
+) -> records_pb2.RecordAck:
+    """The ack of a certificate record, from what became of the memory it names.
+
+    ACCEPTED when it certified its memory here; REJECTED with the typed reason the verifier
+    refused it for (``too_few_votes``, ``unknown_voter``, ...), or ``orphan_certificate`` when
+    the batch has no memory of that hash; DUPLICATE when the memory needed none (held already,
+    or not high-stakes).
+    """
+    content_hash = sha256_hex(raw)
+    target = _certificate_target(raw)
+    result = decided.get(target)
+    if result is None:
+        reason = "orphan_certificate" if target else "bad_certificate"
+        return records_pb2.RecordAck(
+            index=index,
+            record_hash=content_hash,
+            status=records_pb2.ACK_STATUS_REJECTED,
+            reason=reason,
+        )
+    if result.certificate_error is not None:
+        return records_pb2.RecordAck(
+            index=index,
+            record_hash=content_hash,
+            status=records_pb2.ACK_STATUS_REJECTED,
+            reason=result.certificate_error.reason,
+        )
+    status = (
+        records_pb2.ACK_STATUS_ACCEPTED if result.certified else records_pb2.ACK_STATUS_DUPLICATE
+    )
+    return records_pb2.RecordAck(index=index, record_hash=content_hash, status=status)
+
+
+def outcome_facts(row: OutcomeRow) -> OutcomeFacts:
+    """A stored outcome as the facts a vote reads: its id, pass, and (operation, result) steps."""
+    steps = row.record.get("approach", ()) if isinstance(row.record, dict) else ()
+    pairs = tuple(
+        (str(s.get("operation_key", "")), str(s.get("outcome", "")))
+        for s in steps
+        if isinstance(s, dict)
+    )
+    return OutcomeFacts(row.id, row.passed, pairs)
+
+
+async def handle_request_vote(
+    request: peer_pb2.RequestVoteRequest,
+    *,
+    store: LessonStore,
+    identity: NodeIdentity,
+    now: datetime,
+    rng: random.Random,
+    params: QuorumParams,
+    max_future_skew_s: float,
+) -> peer_pb2.RequestVoteResponse:
+    """This node's signed vote on the memory in ``request``, from its own outcomes only.
+
+    The memory must be a memory record whose signature holds (``InvalidRecord`` /
+    ``VerificationError`` otherwise: a node never judges bytes it cannot attribute). The
+    evidence is this node's most recent ``evidence_window`` outcomes that ran the lesson's
+    operation (``lamarck.consensus.evidence``); holding the same lesson is not evidence, so
+    without such outcomes the vote is ``abstain``.
+    """
+    if request.memory.kind != records_pb2.RECORD_KIND_MEMORY:
+        raise InvalidRecord("RequestVote judges memory records only", reason="unsupported_kind")
+    signed = SignedMemory.from_json(bytes(request.memory.canonical_json))
+    signed.verify(now, max_future_skew_s)
+    record = signed.memory
+    operation = record.lesson.operation if record.lesson is not None else ""
+    avoided = avoided_operation(record.metadata.tags)
+    rows = await store.list_outcomes(limit=params.evidence_window)
+    evidence = own_evidence((outcome_facts(r) for r in rows), operation=operation, avoided=avoided)
+    vote = make_vote(
+        identity=identity,
+        memory_id=record.id,
+        memory_hash=signed.content_hash,
+        outcomes=evidence,
+        now=now,
+        rng=rng,
+        params=params,
+    )
+    return peer_pb2.RequestVoteResponse(
+        vote=records_pb2.SignedRecord(
+            kind=records_pb2.RECORD_KIND_VOTE, canonical_json=canonical_bytes(vote.to_obj())
+        )
+    )
 
 
 async def shareable_records(
@@ -166,9 +315,13 @@ async def shareable_records(
 
 
 async def handle_sync(
-    request: peer_pb2.SyncRequest, held: dict[str, bytes], params: GossipParams
+    request: peer_pb2.SyncRequest,
+    held: dict[str, bytes],
+    params: GossipParams,
+    certificate_of: CertificateOf | None = None,
 ) -> AsyncIterator[peer_pb2.SyncResponse]:
-    """Stream the records the requester lacks, in pages of at most ``batch_size``."""
+    """Stream the records the requester lacks, in pages of at most ``batch_size``; a memory
+    this node holds a quorum certificate for is followed by it (``certificate_of``)."""
     cap = params.batch_size * 16
     limit = min(request.max_records or cap, cap)
     buckets = (
@@ -189,11 +342,20 @@ async def handle_sync(
         )
         sent += len(page.records)
         more = page.more and sent < limit
-        yield peer_pb2.SyncResponse(
-            records=[
+        out: list[records_pb2.SignedRecord] = []
+        for content_hash, raw in page.records:
+            out.append(
                 records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=raw)
-                for _, raw in page.records
-            ],
+            )
+            cert = certificate_of(content_hash) if certificate_of is not None else None
+            if cert is not None:
+                out.append(
+                    records_pb2.SignedRecord(
+                        kind=records_pb2.RECORD_KIND_QUORUM_CERTIFICATE, canonical_json=cert
+                    )
+                )
+        yield peer_pb2.SyncResponse(
+            records=out,
             cursor=page.cursor,
             more=page.more,
         )

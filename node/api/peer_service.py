@@ -6,10 +6,10 @@ private key. ``Publish`` and ``Sync`` delegate to ``peer_handlers`` over the nod
 ``Sharing`` (UNAVAILABLE until it is started), once the caller has proven, with a peer token
 (:mod:`lamarck.proto.peer_auth`), that it is the node the request names (else
 UNAUTHENTICATED). ``GetReputation`` answers this node's view of others' scores to an
-authenticated peer the same way. ``RequestVote`` answers
-UNIMPLEMENTED until the trust issue fills it in: it is one method of :class:`PeerService`
-reading the :class:`~lamarck.node.api.server.NodeContext`, so filling one in touches neither
-the daemon nor the server wiring.
+authenticated peer the same way. ``RequestVote`` (issue 12 §2.3), also to an
+authenticated peer, answers this node's signed vote on the memory judged from its own
+outcomes only (``peer_handlers.handle_request_vote``): without outcomes on the lesson's
+operation it signs ``abstain``.
 
 The nonce proof record (kind ``nonce``, signed over ``lamarck/v1/nonce\\n`` + canonical JSON)::
 
@@ -33,7 +33,7 @@ import grpc.aio
 import lamarck
 from lamarck.errors import InvalidRecord, StoreUnavailable
 from lamarck.node.api.limits import RecordBudget, check_batch
-from lamarck.node.api.peer_handlers import handle_publish, handle_sync
+from lamarck.node.api.peer_handlers import handle_publish, handle_request_vote, handle_sync
 from lamarck.node.api.reputation import HasBook, peer_view
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.identity import b64u_encode
@@ -115,13 +115,6 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
         # Rotations change only through `lamarck keys rotate`, which needs the node stopped.
         self._rotations = rotation_records(ctx.home)
 
-    @staticmethod
-    async def _unimplemented(context: grpc.aio.ServicerContext[Any, Any], what: str) -> None:
-        await context.abort(
-            grpc.StatusCode.UNIMPLEMENTED,
-            f"PeerService.{what} is not implemented yet on this node (it comes with sharing)",
-        )
-
     async def GetIdentity(
         self, request: peer_pb2.GetIdentityRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> peer_pb2.GetIdentityResponse:
@@ -172,15 +165,28 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
         # Access levels are decided for the requester: it must prove who it is.
         await sharing.authenticate(context.invocation_metadata(), request.requester_node_id)
         held = await sharing.shareable(request.requester_node_id)
-        async for page in handle_sync(request, held, sharing.params):
+        async for page in handle_sync(
+            request, held, sharing.params, certificate_of=sharing.quorum.certificate_bytes
+        ):
             yield page
 
     async def RequestVote(
         self, request: peer_pb2.RequestVoteRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> peer_pb2.RequestVoteResponse:
-        """Vote on a memory from own outcomes (UNIMPLEMENTED for now)."""
-        await self._unimplemented(context, "RequestVote")
-        return peer_pb2.RequestVoteResponse()
+        """This node's signed vote on a memory, from its own outcomes, for an authenticated
+        peer (as in Sync)."""
+        sharing = self._sharing()
+        await sharing.authenticate(context.invocation_metadata(), request.requester_node_id)
+        ctx = self._ctx
+        return await handle_request_vote(
+            request,
+            store=ctx.store,
+            identity=ctx.identity,
+            now=ctx.clock.now(),
+            rng=sharing.rng,
+            params=ctx.params.quorum,
+            max_future_skew_s=ctx.params.importing.max_future_skew_s,
+        )
 
     async def GetReputation(
         self, request: peer_pb2.GetReputationRequest, context: grpc.aio.ServicerContext[Any, Any]

@@ -27,6 +27,8 @@ __all__ = [
     "entry_json",
     "list_quarantine",
     "operator_for",
+    "print_quorum",
+    "quorum_json",
     "register",
     "reject",
     "rejection_json",
@@ -69,6 +71,68 @@ def entry_json(entry: QuarantineEntry) -> dict[str, Any]:
         "decided_by": entry.decided_by or None,
         "note": entry.note or None,
     }
+
+
+def quorum_json(text: str) -> dict[str, Any] | None:
+    """The quorum on a held record as the node reported it (None when none was asked)."""
+    if not text:
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+#: How the certificate state reads for each quorum state.
+_CERTIFICATE_STATE = {
+    "pending": "none yet (awaiting votes)",
+    "accepted": "made here: the record was stored with it",
+    "certified": "received from a peer and verified here",
+    "rejected": "none: the quorum contradicted the record",
+}
+
+
+def print_quorum(quorum: dict[str, Any] | None) -> None:
+    """Print the quorum's state, counts, certificate state and each vote."""
+    if quorum is None:
+        typer.echo("quorum: never asked")
+        return
+    counts = quorum.get("counts") or {}
+    cert = quorum.get("certificate")
+    state = str(quorum.get("state", ""))
+    facts: dict[str, Any] = {
+        "state": state,
+        "rounds": quorum.get("rounds", 0),
+        "reason": quorum.get("reason", ""),
+        "next attempt": quorum.get("next_at") or "-",
+        "validate / contradict / abstain": (
+            f"{counts.get('validate', 0)} / {counts.get('contradict', 0)} / "
+            f"{counts.get('abstain', 0)}"
+        ),
+        "accept at / reject at": f"{counts.get('accept_at', '-')} / {counts.get('reject_at', '-')}",
+        "certificate": _CERTIFICATE_STATE.get(state, state)
+        + (f" ({len(cert.get('votes', []))} signed votes)" if isinstance(cert, dict) else ""),
+    }
+    key_value_table("quorum", facts)
+    votes = quorum.get("votes") or []
+    if votes:
+        print_table(
+            f"{len(votes)} vote(s)",
+            ["voter", "verdict", "confidence", "evidence", "at", "counted"],
+            (
+                (
+                    v.get("voter_id", ""),
+                    v.get("verdict", ""),
+                    v.get("confidence", ""),
+                    ", ".join(v.get("outcome_ids", [])),
+                    v.get("created_at", ""),
+                    "yes" if v.get("counted") else f"no ({v.get('ignored', '')})",
+                )
+                for v in votes
+            ),
+            no_wrap=("voter",),
+        )
 
 
 def decision_json(decision: Decision) -> dict[str, Any]:
@@ -132,8 +196,9 @@ def show(quarantine_id: _IdArgument, home: HomeOption = None, as_json: JsonOptio
     except ValueError:
         # Held bytes that do not parse are shown as text: the operator should see them.
         record = shown.record_json.decode("utf-8", errors="replace")
+    quorum = quorum_json(shown.quorum_json)
     if as_json:
-        emit_json({**entry_json(shown.entry), "record": record})
+        emit_json({**entry_json(shown.entry), "record": record, "quorum": quorum})
         return
     facts = entry_json(shown.entry)
     facts["reasons"] = ", ".join(shown.entry.reasons)
@@ -148,6 +213,7 @@ def show(quarantine_id: _IdArgument, home: HomeOption = None, as_json: JsonOptio
         facts["operation"] = lesson.get("operation", "")
         facts["scope"] = lesson.get("scope", "")
     key_value_table(f"quarantine {shown.entry.id}", facts)
+    print_quorum(quorum)
     text = record if isinstance(record, str) else json.dumps(record, indent=2, ensure_ascii=False)
     typer.echo(text)
 

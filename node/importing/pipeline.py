@@ -28,12 +28,23 @@ node; every call names its :class:`ImportSource`:
   of this node knows (not registered, or no registry at all) is held in quarantine with
   reason ``unknown_signer`` for an operator, after stages (4)..(9) (a poisoned record is
   still refused outright). This node always knows its own key (verify binds id and key);
+* ``quorum`` stores a record held ``awaiting_quorum`` once a quorum certificate for it
+  verifies here (this node's own round, ``ImportPipeline.certify``; or a certificate that
+  arrived with a copy of the record from a peer): the approval path below, with the
+  certificate as the evidence that lifts the high-stakes hold and the confidence the
+  transfer rule gives a certified record; the row is marked approved by ``quorum``;
 * ``approval`` (OperatorService) stores a quarantined record an operator approved: stages
   (1)..(3) again (``unknown_signer`` rows skip the "not registered" refusal: the operator
   vouched for that key), the history and access stages against what is *stored* now (a newer
   stored version makes it a ``rollback``), then the decision kept with the row (its
   transferred confidence and rule) is applied — not a recomputation. A refused approval
   changes nothing and records nothing: the record was judged when it arrived.
+
+A certificate given with a record (``certificate=``) is verified by the pipeline's
+``CertificateCheck`` (every vote's signature, and the count re-run over this node's own view
+of who is admitted under which principal); a refused certificate leaves the record to the
+usual rules (held ``awaiting_quorum`` if it is high-stakes) and is reported on the result as
+``certificate_error`` with its typed reason.
 
 A duplicate is answered as a duplicate whatever the path and whatever the index knew (a
 ``ConflictError`` on the content hash is looked up and answered DUPLICATE). Only
@@ -57,6 +68,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Protocol
 
 from lamarck.errors import (
     ConflictError,
@@ -69,6 +81,7 @@ from lamarck.errors import (
 )
 from lamarck.node.embedding import Embedder
 from lamarck.node.importing.decision import (
+    DecisionReason,
     ImportDecision,
     ImportOutcome,
     ImportParams,
@@ -103,7 +116,9 @@ from lamarck.reputation.port import ReputationSink
 
 __all__ = [
     "PIN_CHARGES",
+    "QUORUM_ACTOR",
     "RESULT_LABELS",
+    "CertificateCheck",
     "HoldReason",
     "ImportPipeline",
     "ImportResult",
@@ -129,6 +144,25 @@ class ImportSource(StrEnum):
     BUNDLE = "bundle"
     #: An operator approving a quarantined record (OperatorService.DecideQuarantine).
     APPROVAL = "approval"
+    #: A record held ``awaiting_quorum`` stored once a quorum certificate for it verified.
+    QUORUM = "quorum"
+
+
+#: The actor the lesson event log names for a decision a quorum certificate made.
+QUORUM_ACTOR = "quorum"
+
+
+class CertificateCheck(Protocol):
+    """Verifies a quorum certificate for a record, and keeps the ones that got one stored."""
+
+    async def verify(self, signed: SignedMemory, certificate: bytes) -> int:
+        """Check ``certificate`` for ``signed``; returns how many votes counted. Raises
+        ``VerificationError`` / ``InvalidRecord`` (typed reasons) when it does not hold."""
+        ...
+
+    def keep(self, content_hash: str, certificate: bytes) -> None:
+        """Remember the certificate of a record now stored (it travels on with the record)."""
+        ...
 
 
 class HoldReason(StrEnum):
@@ -191,6 +225,10 @@ class ImportResult:
     error: LamarckError | None = None
     #: For an approval: the transfer rule of the decision applied (kept with the row).
     transfer_rule: str | None = None
+    #: A quorum certificate given with the record verified and got it stored.
+    certified: bool = False
+    #: Why a certificate given with the record was refused (None: none given, or it held).
+    certificate_error: LamarckError | None = None
 
     @property
     def reason(self) -> str:
@@ -368,6 +406,8 @@ class _Call:
     label: str = ""
     dry_run: bool = False
     held: QuarantineRow | None = None
+    # A quorum certificate that came with the record (its wire bytes), if any.
+    certificate: bytes | None = None
     # Vectors the filters asked for (``texts_to_embed``), computed with the content's (the
     # dict is filled before the lock; the call itself stays frozen).
     text_vectors: dict[str, Vector] = dataclasses.field(default_factory=dict)
@@ -381,8 +421,9 @@ class _Call:
 
     @property
     def records(self) -> bool:
-        """Whether refusals are recorded and charged (not for a dry run or an approval)."""
-        return not self.dry_run and self.source is not ImportSource.APPROVAL
+        """Whether refusals are recorded and charged (not for a dry run, an approval or a
+        quorum's certification: the record was judged when it arrived)."""
+        return not self.dry_run and self.source not in (ImportSource.APPROVAL, ImportSource.QUORUM)
 
 
 class ImportPipeline:
@@ -404,6 +445,7 @@ class ImportPipeline:
         rng: random.Random,
         params: ImportParams | None = None,
         limits: RecordLimits = DEFAULT_LIMITS,
+        certificates: CertificateCheck | None = None,
     ) -> None:
         self._store = store
         self._view = view
@@ -414,6 +456,8 @@ class ImportPipeline:
         self._rng = rng
         self.params = params or ImportParams()
         self._limits = limits
+        # Without a checker every certificate is refused (``no_quorum_check``): fail closed.
+        self._certificates = certificates
         # Stages (5)..(10) read and then write the local state: one record at a time, so two
         # copies of one record arriving together cannot both look new. The embedding is
         # computed before it is taken.
@@ -440,17 +484,30 @@ class ImportPipeline:
         via_node_id: str = "",
         label: str = "",
         dry_run: bool = False,
+        certificate: bytes | None = None,
     ) -> ImportResult:
         """Run every stage on ``raw`` arriving by ``source``, delivered by ``via_node_id``
         ("" for a bundle). ``label`` names a bundle file in the rejection log; ``dry_run``
-        decides without writing, recording or charging anything.
+        decides without writing, recording or charging anything. ``certificate`` is a quorum
+        certificate that came with the record (see the module doc).
 
         Raises only ``StoreUnavailable`` (nothing was decided: retry later).
         """
-        if source is ImportSource.APPROVAL:
-            raise ValueError("an approval is made with approve(row)")
-        call = _Call(source, via_node_id, self._clock.now(), label, dry_run)
+        if source in (ImportSource.APPROVAL, ImportSource.QUORUM):
+            raise ValueError("an approval is made with approve(row), a quorum with certify(row)")
+        call = _Call(
+            source, via_node_id, self._clock.now(), label, dry_run, certificate=certificate
+        )
         return await self._run(raw, call)
+
+    async def certify(self, row: QuarantineRow, certificate: bytes) -> ImportResult:
+        """Store the record held ``awaiting_quorum`` in ``row`` with its quorum ``certificate``
+        (source ``quorum``): stages (1)..(3) again, the certificate verified, then the approval
+        path; the row is marked approved by ``quorum``. A refused certificate or record changes
+        nothing (REJECT with the typed error). Raises only ``StoreUnavailable``.
+        """
+        call = _Call(ImportSource.QUORUM, "", self._clock.now(), held=row, certificate=certificate)
+        return await self._run(row.signed_record, call)
 
     async def approve(self, row: QuarantineRow) -> ImportResult:
         """Store the quarantined ``row`` an operator approved (source ``approval``).
@@ -501,6 +558,8 @@ class ImportPipeline:
             call.text_vectors[record.content] = vector
             call.text_vectors.update((t, vectors[i + 1]) for i, t in enumerate(extra))
         async with self._lock:
+            if call.held is not None and call.source is ImportSource.QUORUM:
+                return await self._promote(signed, call.held, call, vector)
             if call.held is not None:
                 return await self._approve(signed, call.held, call, vector)
             return await self._decide_and_store(signed, call, hold, vector)
@@ -652,8 +711,29 @@ class ImportPipeline:
                 IMPORTS.labels(result="duplicate", reason="").inc()
             return dataclasses.replace(base, lesson_id=record.id)
         snapshot = await self._view.snapshot(record, signed.content_hash, now, call.text_vectors)
+        cert_error: LamarckError | None = None
+        if call.certificate is not None:
+            cert_error = await self._check_certificate(signed, call.certificate)
+            if cert_error is None:
+                # (9) a verified certificate is the evidence the high-stakes hold waits for.
+                snapshot = dataclasses.replace(
+                    snapshot, corr=dataclasses.replace(snapshot.corr, quorum_certified=True)
+                )
+            base = dataclasses.replace(base, certificate_error=cert_error)
         incoming = Incoming(record=record, content_hash=signed.content_hash, via_node_id=via)
         decision = decide_import(incoming, snapshot, self.params, now)
+        if (
+            decision.outcome is ImportOutcome.DUPLICATE
+            and call.certificate is not None
+            and cert_error is None
+            and not call.dry_run
+        ):
+            # A copy held here awaiting its quorum, now with a certificate made elsewhere.
+            held = await self._awaiting_quorum(signed.content_hash)
+            if held is not None:
+                return await self._promote(
+                    signed, held, dataclasses.replace(call, held=held), vector, checked=True
+                )
         if decision.outcome is ImportOutcome.REJECT:
             error = decision.error or PolicyRejected(reason=decision.reason)
             if call.records:
@@ -682,10 +762,96 @@ class ImportPipeline:
             return dataclasses.replace(base, lesson_id=lesson_id)
         if decision.outcome is ImportOutcome.QUARANTINE:
             return await self._quarantine(signed, decision, base, now)
-        return await self._store_accepted(signed, decision, base, via, now, vector=vector)
+        stored = await self._store_accepted(signed, decision, base, via, now, vector=vector)
+        if call.certificate is not None and cert_error is None:
+            self._keep(stored, call.certificate)
+            return dataclasses.replace(stored, certified=stored.outcome is ImportOutcome.ACCEPT)
+        return stored
+
+    # -- quorum certificates -------------------------------------------------------------
+
+    async def _check_certificate(self, signed: SignedMemory, raw: bytes) -> LamarckError | None:
+        """None when ``raw`` certifies ``signed`` here, else the typed refusal."""
+        if self._certificates is None:
+            return VerificationError(
+                "this node cannot check quorum certificates", reason="no_quorum_check"
+            )
+        try:
+            await self._certificates.verify(signed, raw)
+        except (VerificationError, InvalidRecord) as e:
+            return e
+        return None
+
+    def _keep(self, result: ImportResult, certificate: bytes) -> None:
+        if self._certificates is not None and result.lesson_id:
+            self._certificates.keep(result.content_hash, certificate)
+
+    async def _awaiting_quorum(self, content_hash: str) -> QuarantineRow | None:
+        """The pending row holding ``content_hash`` for nothing but its quorum, if any."""
+        for row in await self._store.list_quarantine("pending"):
+            if row.content_hash == content_hash and set(row.reasons) == {
+                DecisionReason.AWAITING_QUORUM
+            }:
+                return row
+        return None
+
+    async def _promote(
+        self,
+        signed: SignedMemory,
+        row: QuarantineRow,
+        call: _Call,
+        vector: Vector | None,
+        *,
+        checked: bool = False,
+    ) -> ImportResult:
+        """Store ``row``'s record with the certificate of ``call`` and mark the row approved
+        by ``quorum`` (one unit of work); a refusal changes nothing."""
+        assert call.certificate is not None  # certify() and the duplicate branch pass one
+        base = ImportResult(
+            outcome=ImportOutcome.REJECT,
+            content_hash=signed.content_hash,
+            record_id=signed.memory.id,
+            source_node_id=signed.source_agent_id,
+        )
+        if row.state != "pending" or set(row.reasons) != {DecisionReason.AWAITING_QUORUM}:
+            error = PolicyRejected(
+                f"quarantine {row.id} is {row.state} for {', '.join(row.reasons)}: "
+                "a certificate lifts the quorum hold only",
+                reason="not_awaiting_quorum",
+            )
+            return dataclasses.replace(base, reasons=(error.reason,), error=error)
+        if not checked:
+            cert_error = await self._check_certificate(signed, call.certificate)
+            if cert_error is not None:
+                return dataclasses.replace(
+                    base,
+                    reasons=(cert_error.reason,),
+                    error=cert_error,
+                    certificate_error=cert_error,
+                )
+        async with self._store.atomic():
+            result = await self._approve(signed, row, call, vector, certified=True)
+            if result.outcome is ImportOutcome.REJECT or not result.lesson_id:
+                return result
+            await self._store.set_quarantine_state(row.id, "approved")
+            note = LessonEvent(
+                row.id, call.now, "approved", QUORUM_ACTOR, reason="quorum certificate verified"
+            )
+            await self._store.append_events(
+                [note, dataclasses.replace(note, lesson_id=result.lesson_id)]
+            )
+        self._keep(result, call.certificate)
+        IMPORTS.labels(result="certified", reason="").inc()
+        return dataclasses.replace(result, certified=True)
 
     async def _approve(
-        self, signed: SignedMemory, row: QuarantineRow, call: _Call, vector: Vector | None
+        self,
+        signed: SignedMemory,
+        row: QuarantineRow,
+        call: _Call,
+        vector: Vector | None,
+        *,
+        certified: bool = False,
     ) -> ImportResult:
         record = signed.memory
         base = ImportResult(
@@ -706,6 +872,10 @@ class ImportPipeline:
             versions=self._view.held.stored_versions(record.id),
             rejected_reason=None,
         )
+        if certified:
+            snapshot = dataclasses.replace(
+                snapshot, corr=dataclasses.replace(snapshot.corr, quorum_certified=True)
+            )
         incoming = Incoming(record=record, content_hash=signed.content_hash)
         decision = decide_import(incoming, snapshot, self.params, call.now)
         if decision.outcome is ImportOutcome.REJECT:
@@ -717,7 +887,7 @@ class ImportPipeline:
             return base
         # The decision kept with the row; a row held before decisions were kept takes the
         # pipeline's own (same params as every other path).
-        if row.confidence is not None:
+        if row.confidence is not None and not certified:
             confidence, rule = row.confidence, row.transfer_rule
         else:
             assert decision.transfer is not None  # set for accept and quarantine

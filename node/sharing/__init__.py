@@ -11,7 +11,7 @@ from lamarck.node.sharing.membership import (
     Membership,
     read_enrollment,
 )
-from lamarck.node.sharing.peer_client import ChannelPool, DeliveryFailed, PeerClient
+from lamarck.node.sharing.peer_client import ChannelPool, PeerClient
 from lamarck.node.sharing.service import FLUSH_INTERVAL_S, ReputationBook, Sharing
 
 __all__ = [

@@ -2,7 +2,8 @@
 
 Every ``anti_entropy_interval_s`` (and once at start) a Sync pull from each live peer, so a
 node that was down or partitioned catches up. Pulled records enter by the import pipeline as
-source ``sync``; one bad record is its own REJECT and the round goes on.
+source ``sync``; one bad record is its own REJECT and the round goes on. A quorum
+certificate the peer sent with a memory goes into the pipeline with it.
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
+from lamarck.errors import DeliveryFailed
 from lamarck.node.api.peer_handlers import shareable_records
 from lamarck.node.gossip.audience import BandOf
 from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.gossip.sync import SyncPage, SyncQuery, sync_step
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
-from lamarck.node.sharing.peer_client import DeliveryFailed, PeerClient
+from lamarck.node.sharing.peer_client import PeerClient
 from lamarck.node.store.port import LessonStore
+from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 
@@ -81,14 +84,20 @@ class AntiEntropy:
         from the store when not given, and grows by what the pull stores."""
         mine = held if held is not None else await self.held_hashes()
         pipeline = self._pipeline
+        certificates: dict[str, bytes] = {}
 
         async def fetch(query: SyncQuery) -> SyncPage:
-            return await self._client.sync_page(peer, query)
+            return await self._client.sync_page(peer, query, certificates)
 
         async def importer(raw: bytes) -> object:
             # Only StoreUnavailable escapes the pipeline (the store is down: the round stops);
             # a bad record is its own REJECT and the round goes on.
-            result = await pipeline.import_record(raw, source=ImportSource.SYNC, via_node_id=peer)
+            result = await pipeline.import_record(
+                raw,
+                source=ImportSource.SYNC,
+                via_node_id=peer,
+                certificate=certificates.get(sha256_hex(raw)),
+            )
             if result.outcome in (ImportOutcome.ACCEPT, ImportOutcome.DUPLICATE):
                 mine.add(result.content_hash)
             return result

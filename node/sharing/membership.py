@@ -16,12 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import lamarck
-from lamarck.errors import ConfigError, InvalidRecord, RegistryError, StoreUnavailable
+from lamarck.errors import (
+    ConfigError,
+    DeliveryFailed,
+    InvalidRecord,
+    RegistryError,
+    StoreUnavailable,
+)
 from lamarck.node import metrics
 from lamarck.node.api.node_status import Admission, AdmissionState
 from lamarck.node.api.peer_auth import PeerAuthenticator
 from lamarck.node.config import NodeSettings
-from lamarck.node.sharing.peer_client import DeliveryFailed
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.peer_auth import PeerAuthParams

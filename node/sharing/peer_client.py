@@ -1,35 +1,34 @@
-"""The peer client: this node's outgoing PeerService calls (Publish and Sync pages).
+"""The peer client: this node's outgoing PeerService calls (Publish, Sync pages, RequestVote).
 
 One ``grpc.aio`` channel per peer address (``ChannelPool``), our peer token on every call
 (``PeerTokens``), a bound on each RPC, and one typed failure, ``DeliveryFailed``, for
 anything that did not land (transport error, or acks saying "try again later").
+
+A record this node holds a quorum certificate for (``certificate_of``) is sent with it: the
+certificate record follows the memory in a Publish batch, so the receiver need not ask
+voters again. Certificates in a Sync page are handed back beside the page's memories.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 import grpc
 import grpc.aio
 
-from lamarck.errors import LamarckError
+from lamarck.errors import DeliveryFailed
 from lamarck.node.api.peer_auth import PeerTokens
 from lamarck.node.gossip.sync import SyncPage, SyncQuery
 from lamarck.node.importing.view import REGISTRY_DEPENDENT_REASONS
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
 
-__all__ = ["RPC_TIMEOUT_S", "ChannelPool", "DeliveryFailed", "PeerClient"]
+__all__ = ["RPC_TIMEOUT_S", "ChannelPool", "PeerClient"]
 
 # Bound on one Publish or Sync RPC to a peer.
 RPC_TIMEOUT_S = 10.0
-
-
-class DeliveryFailed(LamarckError):
-    """A peer did not take a batch (transport error, or acks saying "try again later")."""
-
-    default_reason = "delivery_failed"
 
 
 class ChannelPool:
@@ -68,8 +67,11 @@ class PeerClient:
         *,
         hop_limit: int,
         max_message_bytes: int,
+        certificate_of: Callable[[str], bytes | None] | None = None,
     ) -> None:
         self._node_id = node_id
+        #: The quorum certificate held for a record, by content hash (sent along with it).
+        self.certificate_of: Callable[[str], bytes | None] = certificate_of or (lambda _: None)
         self._tokens = tokens
         self._address_of = address_of
         self._hop_limit = hop_limit
@@ -91,11 +93,20 @@ class PeerClient:
         self, target: str, raws: Sequence[bytes], hop_count: int, *, hop_limit: int | None = None
     ) -> None:
         """One Publish RPC; raises ``DeliveryFailed`` unless every record was decided."""
-        request = peer_pb2.PublishRequest(
-            records=[
+        records: list[records_pb2.SignedRecord] = []
+        for raw in raws:
+            records.append(
                 records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=raw)
-                for raw in raws
-            ],
+            )
+            cert = self.certificate_of(sha256_hex(raw))
+            if cert is not None:
+                records.append(
+                    records_pb2.SignedRecord(
+                        kind=records_pb2.RECORD_KIND_QUORUM_CERTIFICATE, canonical_json=cert
+                    )
+                )
+        request = peer_pb2.PublishRequest(
+            records=records,
             sender_node_id=self._node_id,
             origin_node_id=self._node_id if hop_count == 0 else "",
             hop_count=hop_count,
@@ -117,8 +128,40 @@ class PeerClient:
         if retry:
             raise DeliveryFailed(f"Publish to {target} deferred: {retry[0]}", reason="deferred")
 
-    async def sync_page(self, peer: str, query: SyncQuery) -> SyncPage:
-        """One Sync call to ``peer``: the records it holds that the query says we lack."""
+    async def request_vote(
+        self, voter: str, raw: bytes, round_id: str, *, timeout_s: float
+    ) -> bytes:
+        """Ask ``voter`` to vote on the memory ``raw``; its signed vote's bytes.
+
+        ``DeliveryFailed`` when it does not answer within ``timeout_s`` or refuses.
+        """
+        request = peer_pb2.RequestVoteRequest(
+            memory=records_pb2.SignedRecord(
+                kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=raw
+            ),
+            requester_node_id=self._node_id,
+            round_id=round_id,
+        )
+        try:
+            reply = await self._stub(voter).RequestVote(
+                request, timeout=timeout_s, metadata=self._tokens.metadata(voter)
+            )
+        except grpc.aio.AioRpcError as e:
+            raise DeliveryFailed(
+                f"RequestVote to {voter}: {e.code().name}", reason="rpc_failed"
+            ) from e
+        if reply.vote.kind != records_pb2.RECORD_KIND_VOTE:
+            raise DeliveryFailed(f"RequestVote to {voter}: no vote record", reason="no_vote")
+        return bytes(reply.vote.canonical_json)
+
+    async def sync_page(
+        self,
+        peer: str,
+        query: SyncQuery,
+        certificates: MutableMapping[str, bytes] | None = None,
+    ) -> SyncPage:
+        """One Sync call to ``peer``: the records it holds that the query says we lack; the
+        quorum certificates that came with them go into ``certificates`` (by record hash)."""
         request = peer_pb2.SyncRequest(
             requester_node_id=self._node_id,
             cursor=query.cursor,
@@ -135,8 +178,26 @@ class PeerClient:
                 request, timeout=RPC_TIMEOUT_S, metadata=self._tokens.metadata(peer)
             )
             async for page in calls:
-                records += [(sha256_hex(r.canonical_json), r.canonical_json) for r in page.records]
+                for r in page.records:
+                    raw = bytes(r.canonical_json)
+                    if r.kind == records_pb2.RECORD_KIND_QUORUM_CERTIFICATE:
+                        if certificates is not None:
+                            _file_certificate(raw, certificates)
+                        continue
+                    records.append((sha256_hex(raw), raw))
                 cursor, more = page.cursor, page.more
         except grpc.aio.AioRpcError as e:
             raise DeliveryFailed(f"Sync from {peer}: {e.code().name}", reason="rpc_failed") from e
         return SyncPage(records=tuple(records), cursor=cursor, more=more)
+
+
+def _file_certificate(raw: bytes, into: MutableMapping[str, bytes]) -> None:
+    """Put a certificate's bytes under the record hash it names (skipped if unreadable: the
+    pipeline would refuse it anyway, and the memory is still imported on its own)."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return
+    target = obj.get("record_hash") if isinstance(obj, dict) else None
+    if isinstance(target, str) and target:
+        into.setdefault(target, raw)

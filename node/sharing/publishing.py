@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from lamarck.errors import NotFound
+from lamarck.errors import DeliveryFailed, NotFound
 from lamarck.node.gossip.audience import BandOf, peers_for
 from lamarck.node.gossip.outbox import Outbox, OutboxWorker
 from lamarck.node.gossip.publisher import (
@@ -29,7 +29,7 @@ from lamarck.node.gossip.publisher import (
 from lamarck.node.gossip.router import Forwardable, GossipRouter
 from lamarck.node.importing.decision import ImportParams
 from lamarck.node.importing.self_check import own_record_refusal
-from lamarck.node.sharing.peer_client import DeliveryFailed, PeerClient
+from lamarck.node.sharing.peer_client import PeerClient
 from lamarck.node.store.port import LessonFilter, LessonStore
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.identity import NodeIdentity

@@ -9,6 +9,8 @@ Built by the daemon once the store is ready (``start``), stopped before the stor
 * ``Publisher`` (``publishing.py``): the scan of own lessons into the durable outbox and its
   delivery;
 * ``AntiEntropy`` (``anti_entropy.py``): Sync pulls into the import pipeline;
+* ``QuorumCollector`` (``quorum.py``): votes on the records held ``awaiting_quorum``, and the
+  certificates that travel with the records a quorum accepted;
 
 over the ports the daemon hands it: the ``LessonStore``, the ``Outbox`` and the reputation
 book (already loaded, so a reality event from an outcome recorded before sharing started is
@@ -24,10 +26,11 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lamarck.errors import StoreError
+from lamarck.consensus.voters import Candidate
+from lamarck.errors import DeliveryFailed, StoreError
 from lamarck.node.api.node_status import NetworkSnapshot
 from lamarck.node.api.peer_auth import PeerTokens
 from lamarck.node.api.peer_handlers import PublishDeps, shareable_records
@@ -42,8 +45,17 @@ from lamarck.node.sharing.anti_entropy import AntiEntropy
 from lamarck.node.sharing.membership import Membership
 from lamarck.node.sharing.peer_client import PeerClient
 from lamarck.node.sharing.publishing import Publisher
+from lamarck.node.sharing.quorum import (
+    QUORUM_DIR,
+    CertificateChecker,
+    QuorumCollector,
+    QuorumLedger,
+    peer_candidates,
+    vote_from_wire,
+)
 from lamarck.node.store.port import LessonStore
 from lamarck.node.store.reputation import FLUSH_INTERVAL_S
+from lamarck.proto.vote import Vote
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import ReputationSink, ReputationView
 
@@ -108,12 +120,15 @@ class Sharing:
             principals=params.principals,
             address=ctx.peer_addresses[0] if ctx.peer_addresses else "",
         )
+        #: Quorum rounds and the certificates held, kept in the home (``quorum.py``).
+        self.quorum = QuorumLedger(settings.home / QUORUM_DIR)
         self.client = PeerClient(
             self._identity.node_id,
             self.tokens,
             self.membership.address_of,
             hop_limit=self.params.hop_limit,
             max_message_bytes=settings.max_message_bytes,
+            certificate_of=self.quorum.certificate_bytes,
         )
         self.view = StoreImportView(store, reputation, self._identity.node_id)
         self.router = GossipRouter(self.params, self._identity.node_id)
@@ -132,6 +147,7 @@ class Sharing:
         )
         self.pipeline: ImportPipeline | None = None
         self.anti_entropy: AntiEntropy | None = None
+        self.collector: QuorumCollector | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._forwards: set[asyncio.Task[None]] = set()
 
@@ -152,6 +168,21 @@ class Sharing:
             clock=self._clock,
             rng=self._rng,
             params=self._node_params.importing,
+            certificates=CertificateChecker(self.principals, self._node_params.quorum, self.quorum),
+        )
+        self.quorum.load()
+        self.collector = QuorumCollector(
+            self._store,
+            lambda: self.pipeline,
+            self.quorum,
+            clock=self._clock,
+            rng=self._rng,
+            params=self._node_params.quorum,
+            reputation=self.reputation.params,
+            ask=self._ask_vote,
+            candidates=self._vote_candidates,
+            sink=self.reputation,
+            announce=self._announce,
         )
         self.anti_entropy = AntiEntropy(
             self._store,
@@ -176,6 +207,7 @@ class Sharing:
         self._spawn("publish", self.publish_once, settings.gossip_interval_s)
         self._spawn("anti-entropy", self.anti_entropy_once, self.params.anti_entropy_interval_s)
         self._spawn("reputation-flush", self.reputation.flush, FLUSH_INTERVAL_S)
+        self._spawn("quorum", self.quorum_once, self._node_params.quorum.collect_interval_s)
         self._spawn(
             "global-trust",
             self.recompute_global_trust,
@@ -307,6 +339,53 @@ class Sharing:
         if self.anti_entropy is None:
             return 0
         return await self.anti_entropy.once()
+
+    # -- quorum ---------------------------------------------------------------------------
+    @property
+    def rng(self) -> random.Random:
+        """The node's seeded random source (vote ids, voter choice)."""
+        return self._rng
+
+    async def principals(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """The registry's principals of the admitted ids among ``node_ids`` ({} without one)."""
+        directory = self.membership.directory
+        if directory is None:
+            return {}
+        found: dict[str, str] = await directory.principals(list(node_ids))
+        return found
+
+    async def _vote_candidates(self, source: str) -> tuple[list[Candidate], str]:
+        return await peer_candidates(
+            self.membership.live_peers(), source, self.principals, self.band_of, lambda _: None
+        )
+
+    async def _ask_vote(self, voter: str, raw: bytes, round_id: str) -> Vote | None:
+        try:
+            answer = await self.client.request_vote(
+                voter, raw, round_id, timeout_s=self._node_params.quorum.vote_timeout_s
+            )
+        except DeliveryFailed as e:
+            _log.info("no vote from %s: %s", voter, e)
+            return None
+        return vote_from_wire(answer)
+
+    async def _announce(self, raw: bytes) -> None:
+        """Push a record a quorum accepted here, with its certificate, to the live peers."""
+
+        async def push(peer: str) -> None:
+            try:
+                await self.client.publish(peer, [raw], 0, hop_limit=1)
+            except DeliveryFailed as e:
+                _log.info("certified record not pushed to %s (Sync carries it): %s", peer, e)
+
+        if not self.incognito:
+            await asyncio.gather(*(push(p) for p in self.membership.live_peers()))
+
+    async def quorum_once(self) -> int:
+        """One pass of the quorum rounds over the records awaiting one; rounds run."""
+        if self.collector is None:
+            return 0
+        return await self.collector.once()
 
     async def recompute_global_trust(self) -> None:
         """Recompute global trust over the book (pure, ~10 ms for 1,000 peers) and refresh the

@@ -226,8 +226,13 @@ class ShowQuarantineResponse(_message.Message):
 
     ENTRY_FIELD_NUMBER: _builtins.int
     RECORD_JSON_FIELD_NUMBER: _builtins.int
+    QUORUM_JSON_FIELD_NUMBER: _builtins.int
     record_json: _builtins.bytes
     """The record's canonical JSON (RFC 8785), exactly the signed bytes that were held."""
+    quorum_json: _builtins.str
+    """The quorum on the record, as JSON (empty when none was asked): state, rounds, next
+    retry, each vote (voter, verdict, evidence, time) and the certificate once accepted.
+    """
     @_builtins.property
     def entry(self) -> Global___QuarantineEntry:
         """The row."""
@@ -237,10 +242,11 @@ class ShowQuarantineResponse(_message.Message):
         *,
         entry: Global___QuarantineEntry | None = ...,
         record_json: _builtins.bytes = ...,
+        quorum_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["entry", b"entry"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["entry", b"entry", "record_json", b"record_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entry", b"entry", "quorum_json", b"quorum_json", "record_json", b"record_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -55,9 +55,10 @@ class PublishRequest(_message.Message):
     """
     @_builtins.property
     def records(self) -> _containers.RepeatedCompositeFieldContainer[_records_pb2.SignedRecord]:
-        """The records, each exactly as signed. A batch may mix kinds: Vote records sent next to
-        the memory they judge form its quorum certificate. The server caps the batch size and
-        answers RESOURCE_EXHAUSTED above it.
+        """The records, each exactly as signed. A batch may mix kinds: a QUORUM_CERTIFICATE record
+        right after the memory it certifies lets the receiver accept a high-stakes memory
+        without asking voters again (it re-counts the signed votes itself); it gets its own ack.
+        The server caps the batch size and answers RESOURCE_EXHAUSTED above it.
         """
 
     def __init__(
@@ -208,7 +209,9 @@ class SyncResponse(_message.Message):
     """
     @_builtins.property
     def records(self) -> _containers.RepeatedCompositeFieldContainer[_records_pb2.SignedRecord]:
-        """Records the requester lacks, each exactly as signed."""
+        """Records the requester lacks, each exactly as signed; a memory accepted by a quorum is
+        followed by its QUORUM_CERTIFICATE record.
+        """
 
     def __init__(
         self,

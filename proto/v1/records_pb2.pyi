@@ -46,6 +46,14 @@ class _RecordKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RecordKind
     """Proof of key possession over a fresh challenge."""
     RECORD_KIND_OUTCOME: _RecordKind.ValueType  # 7
     """An outcome record (evidence), when one is signed."""
+    RECORD_KIND_QUORUM_CERTIFICATE: _RecordKind.ValueType  # 8
+    """A quorum certificate (lamarck.consensus.certificate): the round and the signed votes
+    that accepted a high-stakes memory. Unsigned itself (its canonical JSON): every vote in
+    it is signed by its voter, and the receiver re-counts them. Travels right after the
+    memory it certifies; its `record_hash` is that memory's content hash.
+    """
+    RECORD_KIND_RETRACTION: _RecordKind.ValueType  # 9
+    """An operator-signed retraction of a source or of one record (taint, issue 12 §3)."""
 
 class RecordKind(_RecordKind, metaclass=_RecordKindEnumTypeWrapper):
     """What a signed record is, and so which domain-separation prefix its signature uses.
@@ -71,6 +79,14 @@ RECORD_KIND_NONCE: RecordKind.ValueType  # 6
 """Proof of key possession over a fresh challenge."""
 RECORD_KIND_OUTCOME: RecordKind.ValueType  # 7
 """An outcome record (evidence), when one is signed."""
+RECORD_KIND_QUORUM_CERTIFICATE: RecordKind.ValueType  # 8
+"""A quorum certificate (lamarck.consensus.certificate): the round and the signed votes
+that accepted a high-stakes memory. Unsigned itself (its canonical JSON): every vote in
+it is signed by its voter, and the receiver re-counts them. Travels right after the
+memory it certifies; its `record_hash` is that memory's content hash.
+"""
+RECORD_KIND_RETRACTION: RecordKind.ValueType  # 9
+"""An operator-signed retraction of a source or of one record (taint, issue 12 §3)."""
 Global___RecordKind: _TypeAlias = RecordKind  # noqa: Y015
 
 class _AckStatus:
