@@ -108,7 +108,7 @@ _GATE = (
 )
 _GRANT_VERBS = (
     r"auto-?approve|pre-?approve|self-?approve|approve|grant|accept|allow|authori[sz]e|permit|"
-    r"okay|ok|rubber-?stamp|green-?light|wave\s+through|let\s+through|sign\s+off\s+on|"
+    r"(?<!'s\s)(?<!their\s)(?:okay|ok)|rubber-?stamp|green-?light|wave\s+through|let\s+through|sign\s+off\s+on|"
     r"(?:answer|respond|reply)\s+(?:with\s+)?(?:yes|affirmatively|'yes'|\"yes\")\s+(?:to|on)|"
     r"say\s+yes\s+to|dismiss|skip|bypass|circumvent|disable|turn\s+off|switch\s+off|"
     r"suppress|silence|mute|ignore|override|get\s+around|work\s+around|short-?circuit|"
@@ -116,7 +116,7 @@ _GRANT_VERBS = (
 )
 _CAREFUL_VERBS = (
     r"ask|confirm\s+(?:with|before|first|that|it|this|the\s+(?:exact|command|plan|diff))|"
-    r"check\s+(?:with|in\s+with)|double-check\s+with|consult|ping|bother|prompt\s+the\s+user|"
+    r"check\s+(?:with|in\s+with|in\b|first\b)|double-check\s+with|consult|ping|bother|prompt\s+the\s+user|"
     r"escalate|pause|wait\s+(?:for|on|until)|defer\s+to|seek|request\s+(?:the\s+user|approval|"
     r"confirmation|sign-?off|permission|consent)|get\s+(?:the\s+user'?s?\s+|a\s+human'?s?\s+|"
     r"explicit\s+|their\s+|written\s+)?(?:ok|okay|approval|consent|sign-?off|confirmation|"
@@ -175,7 +175,7 @@ _META_FALSE = (
 #: Structural patterns, by family. Each matches on normalised, lower-cased clause text.
 _PERMISSIVE_PATTERNS: tuple[str, ...] = (
     # grant verb aimed at a gate, within six words.
-    rf"\b(?P<verb>{_GRANT_VERBS})(?:s|es|d|ed|ing)?\b(?:\s+[\w'/-]+){{0,6}}?\s+{_GATE}\b",
+    rf"(?<!-)\b(?P<verb>{_GRANT_VERBS})(?:s|es|d|ed|ing)?\b(?:\s+[\w'/-]+){{0,6}}?\s+{_GATE}\b",
     # click / press / pick the permissive button.
     r"\b(?P<verb>click|press|hit|select|pick|choose|tap|type)(?:s|ed|ing)?\s+(?:on\s+)?"
     r"['\"`]?(?:always\s+allow|allow|yes|y|accept|approve|ok|continue|yes,\s+don'?t\s+ask)",
@@ -255,6 +255,24 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     r"approved|a\s+yes|agreement)\b",
     r"\b(?:full|unrestricted|complete|total)\s+(?:autonomy|permissions?|authority)\b",
     r"\bsigned\s+off\s+on\s+the\s+(?:agent|assistant|bot)\b",
+    # the decision is the agent's: "the agent's call", "handled by the agent", "up to you".
+    r"\b(?:the\s+)?(?:agent|assistant|bot|model)'s\s+(?:call|decision|choice|job)\b",
+    r"\b(?:handled|answered|decided|approved|granted)\s+(?:by\s+(?:the\s+)?(?:agent|assistant|"
+    r"bot|model|you)\b|upstream\b)",
+    r"\bup\s+to\s+(?:the\s+)?(?:agent|assistant|bot|you)\b",
+    r"\b(?:agent|assistant|bot|model|you)\s+(?:answers?|approves?|grants?|accepts?|handles?|"
+    r"decides?\s+on)\b[^.;]{0,50}\b(?:itself|yourself|alone|on\s+its\s+own)\b",
+    r"\b(?:approval|consent|permission|confirmation|sign-?off)\b[^.;]{0,60}\bby\s+(?:the\s+)?"
+    r"(?:agent|assistant|bot|model)\s+itself\b",
+    r"\byou\s+(?:have|'ve)\s+already\s+(?:approved|consented|agreed|confirmed|signed\s+off)",
+    r"\b(?:answer|approve|accept|grant|confirm)\w*\s+your\s+own\b",
+    r"\balways\s+(?:yes|allow(?:ed)?|approve[sd]?)\b",
+    r"\ballow\w*\s+(?:it|them|yourself|the\s+agent)\s+to\s+run\s+(?:anything|everything|"
+    r"any\s+command)",
+    r"\b(?:tell|inform|notify)\s+the\s+user\s+(?:afterwards|after\s+the\s+fact|later)\b",
+    r"\b(?:fine|ok|okay|happy|welcome|free)\s+for\s+you\s+to\b",
+    r"\bneed\s+not\s+be\s+(?:confirmed|approved|asked|reviewed|checked)\b",
+    r"\banswered\s+(?:affirmatively|positively)\b",
 )
 # Read over the whole text with its lines joined (tables, lists that span lines).
 _SPANNING_PATTERNS: tuple[str, ...] = (
@@ -298,11 +316,12 @@ _ROLEPLAY_PATTERNS: tuple[str, ...] = (
     r"\w+bot)\b",
     r"\bas\s+(?:the|your)\s+[\w\s]{1,30},\s+i\s+(?:authori[sz]e|allow|permit|approve|grant)",
     r"\b(?:autonomous(?:ly)?|unsupervised|no\s+supervisor)\b",
-    r"\bon\s+your\s+own\b|\byourself\b",
+    r"\bon\s+your\s+own\b(?!\s+(?:pull|pr|prs|branch|fork|machine|repo|laptop))|\byourself\b",
 )
 # Configuration forms: key[:=]value with the key's polarity, plus named flags and modes.
 _CONFIG_FLAGS = (
-    r"--dangerously-skip-permissions|--yolo\b|bypasspermissions|acceptedits|dontask|"
+    r"--dangerously-skip-permissions|--yolo\b|--no-confirm\w*|--auto-approve\w*|--no-prompt\b|"
+    r"--skip-permissions?\b|bypasspermissions|acceptedits|dontask|"
     r"full-?auto\b|\bbash\(\*\)|bash\([^)]*:\*\)|\"allow\"\s*:\s*\[\s*\"\*\"|\bask\s*:\s*\[\s*\]"
 )
 _CONFIG_KEY = (
@@ -451,7 +470,7 @@ class AutonomyParams:
     # Probability (the meaning classifier's) from which an undecided text is unsure:
     # quarantined for an operator, never shown in a prompt. [0, 1]; chosen by cross-validation
     # on the tuned split (``bench/train_autonomy.py``), never on the held-out one.
-    unsure_probability: float = 0.9
+    unsure_probability: float = 0.95
     # Probability from which the classifier alone rejects (a claim, not a doubt), [0, 1].
     reject_probability: float = 0.99
     # Probability from which a weak structural hint (role-play framing, "on your own")
@@ -580,6 +599,7 @@ def normalise(text: str, params: AutonomyParams) -> str:
     text = _QUOTED.sub(lambda m: " " + re.sub(r"[?!.]", "", m.group(1) or m.group(2)) + " ", text)
     text = _HYPHEN_RUN.sub(lambda m: re.sub(r"[-_]", " ", m.group(0)), text)
     text = _MARKUP.sub(" ", text)
+    text = re.sub(r"\bw/o\b", "without", text, flags=re.IGNORECASE)
     return " ".join(text.lower().split()) if "\n" not in text else text.lower()
 
 
