@@ -23,8 +23,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from lamarck.errors import LamarckError
-from lamarck.node.cli.errors import CliError
+from lamarck.errors import CliError, LamarckError
 from lamarck.node.cli.output import emit_json
 from lamarck.node.fleet.driver import DriverParams, FleetDriver, NodeHandle, scrape_counts
 from lamarck.node.fleet.launcher import LaunchParams
@@ -33,6 +32,7 @@ from lamarck.node.fleet.report import (
     learning_figures,
     learning_table,
     nodes_table,
+    reputation_rows,
     reputation_table,
 )
 from lamarck.node.fleet.supervisor import (
@@ -66,24 +66,16 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _reputation_rows(addr: str) -> list[dict[str, Any]] | None:
-    """A node's reputation table through the operator SDK, when the node serves one."""
+def _reputation_rows(addr: str, names: Mapping[str, str]) -> list[dict[str, object]] | None:
+    """A node's reputation table through the operator SDK (None when it serves none)."""
     from lamarck.operator import OperatorClient
 
     with OperatorClient(addr, timeout=10) as op:
-        call = getattr(op, "get_reputation", None) or getattr(op, "reputation", None)
-        if call is None:
-            return None
         try:
-            result = call()
+            table = op.reputation()
         except LamarckError:
             return None
-    entries = getattr(result, "entries", result)
-    rows: list[dict[str, Any]] = []
-    for e in entries or ():
-        if hasattr(e, "__dataclass_fields__"):
-            rows.append({k: getattr(e, k) for k in ("node_id", "score", "band") if hasattr(e, k)})
-    return rows
+    return reputation_rows(table.rows, names)
 
 
 @app.command()
@@ -196,7 +188,8 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
     for i, h in enumerate(handles):
         if h.byzantine:
             continue
-        rows = _reputation_rows(h.agent_addr)
+        ids = {n.node_id: names[j] for j, n in enumerate(fleet.nodes)}
+        rows = _reputation_rows(h.agent_addr, ids)
         if rows is None:
             console.print("[dim]reputation: this node version serves no reputation table[/dim]")
             break

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from lamarck.agent.loop import ActContext, LearningLoop, LoopParams, Task
 from lamarck.agent.run import RunParams
 from lamarck.client import Client
-from lamarck.errors import ConfigError
+from lamarck.errors import ConfigError, LamarckError
 from lamarck.node.fleet.agents import (
     Advice,
     AgentMemory,
@@ -37,6 +37,7 @@ from lamarck.node.fleet.agents import (
 from lamarck.node.fleet.report import ISOLATED, SHARED, NodeCounts, TurnRecord, node_counts
 from lamarck.node.fleet.workloads import Pitfall, Workload, isolated_pitfall, succeeds
 from lamarck.node.learning.params import ContextParams
+from lamarck.operator import OperatorClient
 from lamarck.proto.clock import SystemClock
 
 __all__ = ["DriverParams", "FleetDriver", "NodeHandle", "scrape_counts"]
@@ -97,7 +98,9 @@ class FleetDriver:
     records: list[TurnRecord] = field(default_factory=list)
     learned: list[int] = field(default_factory=list)  # lessons created, per node
     _clients: list[Client] = field(default_factory=list)
+    _operators: list[OperatorClient] = field(default_factory=list)
     _memories: dict[tuple[str, int], AgentMemory] = field(default_factory=dict)
+    _ids: random.Random = field(default_factory=random.Random)
 
     def __post_init__(self) -> None:
         if len(self.nodes) <= max(self.workload.agent_nodes, default=0):
@@ -107,16 +110,26 @@ class FleetDriver:
                 reason="too_few_nodes",
             )
         self.learned = [0] * len(self.nodes)
+        # The loops draw outcome and session ids from this: seeded by the workload's own
+        # targets too, so two runs on one fleet (same seed, another workload or tag) never
+        # reuse an outcome id, which the node would answer as a duplicate and learn nothing.
+        targets = ",".join(p.target for p in self.workload.pitfalls)
+        self._ids = random.Random(f"{self.rng.random()}:{self.workload.name}:{targets}")
 
     def __enter__(self) -> FleetDriver:
         self._clients = [
             Client(n.agent_addr, timeout=self.params.rpc_timeout_s) for n in self.nodes
+        ]
+        self._operators = [
+            OperatorClient(n.agent_addr, timeout=self.params.rpc_timeout_s) for n in self.nodes
         ]
         return self
 
     def __exit__(self, *exc: object) -> None:
         for c in self._clients:
             c.close()
+        for op in self._operators:
+            op.close()
 
     def poisoner(self, agent: int) -> bool:
         """Whether ``agent`` fabricates its runs (its own flag, or it runs on a Byzantine node)."""
@@ -140,7 +153,13 @@ class FleetDriver:
         return self.records
 
     def settle(self) -> None:
-        """Wait until the nodes' import counters stop moving (bounded), at least 2 gossips."""
+        """Wait (bounded) until what the round taught has been delivered.
+
+        At least two gossip intervals (every node's publish scan has run since the round's
+        last outcome), then until every node's outbox is empty (a Publish is imported when it
+        returns) and the import counters have stayed still for ``quiet_s``. Counters alone
+        are not enough: a publish not yet scanned looks exactly like a quiet fleet.
+        """
         time.sleep(2 * self.params.gossip_interval_s)  # the origin's publish scan
         deadline = time.monotonic() + self.params.settle_timeout_s
         last = self._import_total()
@@ -151,7 +170,20 @@ class FleetDriver:
             if now != last:
                 last, quiet_since = now, time.monotonic()
             elif time.monotonic() - quiet_since >= self.params.quiet_s:
-                return
+                if self._outboxes_empty():
+                    return
+                quiet_since = time.monotonic()
+
+    def _outboxes_empty(self) -> bool:
+        """Whether no node holds an undelivered gossip row (a node that does not answer: no)."""
+        for op in self._operators:
+            try:
+                network = op.status().get("network") or {}
+            except LamarckError:
+                return False
+            if int(network.get("outbox", {}).get("depth", 0)) > 0:
+                return False
+        return True
 
     def _import_total(self) -> float:
         return sum(sum(c.imports.values()) for c in self.counts() if c is not None)
@@ -170,7 +202,7 @@ class FleetDriver:
             context_params=ContextParams(),
             run_params=RunParams(),
             clock=SystemClock(),
-            rng=self.rng,
+            rng=self._ids,
         )
         for turn, project in enumerate(projects):
             loop = (
@@ -183,7 +215,7 @@ class FleetDriver:
                     context_params=ContextParams(),
                     run_params=RunParams(),
                     clock=SystemClock(),
-                    rng=self.rng,
+                    rng=self._ids,
                 )
             )
             self._turn(loop, client, arm, r, agent, node, pitfall, p, project, turn)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from prometheus_client.parser import text_string_to_metric_families
 from rich.table import Table
@@ -26,6 +27,7 @@ __all__ = [
     "learning_table",
     "node_counts",
     "nodes_table",
+    "reputation_rows",
     "reputation_table",
 ]
 
@@ -197,6 +199,38 @@ def learning_table(figures: Mapping[str, float]) -> Table:
             "(goal >= 90%)"
         )
     return table
+
+
+class _RowLike(Protocol):
+    """The columns of a reputation row the fleet shows (``lamarck.operator``'s row)."""
+
+    peer: str
+    principal: str
+    score: float
+    global_trust: float
+    accepted: int
+    rejected: Mapping[str, int]
+
+    @property
+    def band(self) -> str: ...
+
+
+def reputation_rows(rows: Iterable[_RowLike], names: Mapping[str, str]) -> list[dict[str, object]]:
+    """Rows of a node's reputation table as the fleet prints them (peers by fleet name)."""
+    out: list[dict[str, object]] = []
+    for r in rows:
+        refused = ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items()) if v)
+        out.append(
+            {
+                "peer": names.get(r.peer, r.peer[:12]),
+                "band": str(r.band),
+                "score": f"{r.score:.2f}",
+                "global trust": f"{r.global_trust:.3f}",
+                "accepted": r.accepted,
+                "refused": refused or "-",
+            }
+        )
+    return out
 
 
 def reputation_table(rows: Iterable[Mapping[str, object]], title: str) -> Table:
