@@ -14,10 +14,11 @@ Parts, in one run, all pure (no node, no network):
   (``verify_vote``); ``tally_vs_verify_ratio`` is tally time / signature time (the count
   itself should cost next to nothing beyond the signatures).
 * **Reputation table** — ``render_table`` for 1,000 peers (seconds).
-* **Quorum latency over gRPC** (n = 4, 7, 10; goal: n = 7 p99 <= 100 ms) needs the node
-  wiring (``PeerService.RequestVote``), which is not in this bench yet: ``QuorumRoundRunner``
-  is the hook. A runner that opens one real round of n voters and returns its seconds plugs
-  into ``quorum_latency``; until one exists the bench prints "not measured".
+* **Quorum latency over gRPC** (n = 4, 7, 10; goal: n = 7 p99 <= 100 ms): one real round on
+  loopback per sample (``bench/quorum_round.py``: n voters serving RequestVote with the
+  node's handler, the origin's ``QuorumCollector`` asking through ``PeerClient``), from voter
+  choice to the record stored with its certificate. ``quorum_n7_p99_goal_ratio`` is the
+  p99 over the 100 ms goal (below 1: met). ``--rounds`` samples per n (``--quick``: 30).
 
 Usage: ``python -m bench.trust [--quick] [--peers 1000 10000] [--degree 20] [--repeat R]``
 (``--quick``: fewer repeats, well under a minute). The last line is one JSON object of the
@@ -267,13 +268,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--anchors", type=int, default=10, help="pre-trusted peers")
     parser.add_argument("--repeat", type=int, default=None)
     parser.add_argument("--table-peers", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=None, help="quorum rounds per n")
     args = parser.parse_args(argv)
     repeat = args.repeat or (2 if args.quick else 5)
     figures: dict[str, float] = {}
     figures |= bench_global(args.peers, args.degree, args.anchors, repeat)
     figures |= bench_tally(repeat)
     figures |= bench_table(args.table_peers, repeat)
-    figures |= quorum_latency(None, [4, 7, 10], rounds=0)
+    from bench.quorum_round import GrpcQuorumRunner
+
+    runner = GrpcQuorumRunner()
+    try:
+        figures |= quorum_latency(
+            runner, [4, 7, 10], rounds=args.rounds or (30 if args.quick else 200)
+        )
+    finally:
+        runner.close()
+    for n in (4, 7, 10):
+        if f"quorum_n{n}_p50_ms" in figures:
+            _log(
+                f"quorum round over gRPC, n = {n}: p50 {figures[f'quorum_n{n}_p50_ms']:.1f} ms, "
+                f"p99 {figures[f'quorum_n{n}_p99_ms']:.1f} ms"
+            )
     print(json.dumps({k: round(v, 6) for k, v in figures.items()}, sort_keys=True))
     return 0
 
