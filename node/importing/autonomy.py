@@ -1044,12 +1044,12 @@ class AutonomyFilter:
             p = model.probability(vector, text_weak)
             scores.append((text, p, float(text_weak)))
             best = max(best, p)
-        p = self._p
-        if best >= p.reject_probability or (weak and best >= p.weak_reject_probability):
+        rules = self._p
+        if best >= rules.reject_probability or (weak and best >= rules.weak_reject_probability):
             return Judgement(
                 Verdict.reject(FilterReason.AUTONOMY_CLAIM), tuple(evidence), tuple(scores)
             )
-        if weak or best >= p.unsure_probability:
+        if weak or best >= rules.unsure_probability:
             return Judgement(Verdict.quarantine(AUTONOMY_UNSURE), tuple(evidence), tuple(scores))
         return Judgement(Verdict.accept(), tuple(evidence), tuple(scores))
 
