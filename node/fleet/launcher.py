@@ -87,10 +87,10 @@ def node_command(home: Path, flags: Mapping[str, Any]) -> list[str]:
         if value is True:
             argv.append(flag)
         elif isinstance(value, list | tuple):
-            for item in value:
-                argv += [flag, str(item)]
+            argv += [f"{flag}={item}" for item in value]
         else:
-            argv += [flag, str(value)]
+            # ``--flag=value``: a value may start with "-" (a base64url key does, 1 in 64).
+            argv.append(f"{flag}={value}")
     return argv
 
 

@@ -12,7 +12,8 @@ agent issued that failing form in an earlier round; issuing it again is a *repea
 mistake*, the figure sharing should drive down.
 
 Workload names (``WORKLOADS``): ``pitfalls`` (recurring pitfalls), ``seed-mistake``,
-``learn-what-worked``, ``unlearn-on-change`` and ``fleet-learning-curve``. A scenario's
+``learn-what-worked``, ``unlearn-on-change``, ``fleet-learning-curve`` and
+``learning-curve-poisoners`` (30 % of the agents fabricate their runs). A scenario's
 ``flip_round`` swaps the working and failing forms from that round on (the environment
 changed).
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lamarck.errors import ConfigError
 
@@ -113,6 +114,8 @@ class WorkloadParams:
     byzantine_nodes: tuple[int, ...] = ()  # nodes whose agents all fabricate outcomes
     # Appended to every target, so repeated runs on one fleet never meet each other's lessons.
     tag: str = ""
+    # Share of poisoners in the ``learning-curve-poisoners`` workload (issue 14 §3.7). In [0, 1).
+    poisoners_arm_share: float = 0.3
 
     def __post_init__(self) -> None:
         """Validate every size."""
@@ -125,8 +128,10 @@ class WorkloadParams:
                 f"invalid pitfalls={self.pitfalls}: must be in [1, {len(_TARGETS)}]",
                 field="pitfalls",
             )
-        if not 0.0 <= self.poisoner_share < 1.0:
-            raise ConfigError("invalid poisoner_share: must be in [0, 1)", field="poisoner_share")
+        for name in ("poisoner_share", "poisoners_arm_share"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not 0.0 <= value < 1.0:
+                raise ConfigError(f"invalid {name}={value!r}: must be in [0, 1)", field=name)
         if any(not 0 <= n < self.nodes for n in self.byzantine_nodes):
             raise ConfigError("byzantine_nodes must name nodes", field="byzantine_nodes")
 
@@ -217,6 +222,12 @@ def _curve(seed: int, params: WorkloadParams) -> Workload:
     return _recurring("fleet-learning-curve", seed, params)
 
 
+def _curve_poisoners(seed: int, params: WorkloadParams) -> Workload:
+    # The same recurring pitfalls with a share of the agents fabricating their runs.
+    share = params.poisoner_share or params.poisoners_arm_share
+    return _recurring("learning-curve-poisoners", seed, replace(params, poisoner_share=share))
+
+
 def _pitfalls(seed: int, params: WorkloadParams) -> Workload:
     return _recurring("pitfalls", seed, params)
 
@@ -228,6 +239,7 @@ WORKLOADS: dict[str, Callable[[int, WorkloadParams], Workload]] = {
     "learn-what-worked": _learn_what_worked,
     "unlearn-on-change": _unlearn,
     "fleet-learning-curve": _curve,
+    "learning-curve-poisoners": _curve_poisoners,
 }
 
 

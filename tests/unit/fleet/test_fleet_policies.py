@@ -135,3 +135,32 @@ def test_fleet_sizes_are_validated() -> None:
         WorkloadParams(pitfalls=99)
     with pytest.raises(ConfigError):
         WorkloadParams(nodes=2, byzantine_nodes=(5,))
+
+
+def test_the_poisoners_workload_makes_thirty_percent_of_the_agents_fabricate() -> None:
+    w = make_workload("learning-curve-poisoners", 0, WorkloadParams(nodes=5, agents=10))
+    assert len(w.poisoners) == 3
+    assert make_workload("fleet-learning-curve", 0, WorkloadParams()).poisoners == frozenset()
+
+
+def test_a_poisoner_share_of_one_is_refused() -> None:
+    with pytest.raises(ConfigError):
+        WorkloadParams(poisoners_arm_share=1.0)
+
+
+def test_reputation_rows_name_peers_by_fleet_name_and_list_refusals() -> None:
+    from lamarck.node.fleet.report import reputation_rows
+    from lamarck.reputation.scores import PeerBand
+    from lamarck.reputation.table import ReputationRow
+
+    row = ReputationRow(
+        peer="lmk1abc",
+        principal="op",
+        band=PeerBand.GRAYLISTED,
+        score=0.12,
+        rejected={"bad_signature": 3, "replay": 0},
+    )
+    (shown,) = reputation_rows([row], {"lmk1abc": "node5"})
+    assert shown["peer"] == "node5"
+    assert shown["band"] == "graylisted"
+    assert shown["refused"] == "bad_signature 3"

@@ -1,0 +1,44 @@
+"""``python -m bench``: which files are benches, reading a bench's JSON line, judging goals."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.__main__ import GOALS, Goal, bench_names, last_json, table_rows  # noqa: E402
+
+
+def test_every_timed_bench_is_found_and_the_corpus_generators_are_not() -> None:
+    names = bench_names()
+    assert {"protocol", "store", "sharing", "trust"} <= set(names)
+    assert "lesson_corpus" not in names and "autonomy_corpus" not in names
+
+
+def test_the_last_json_object_line_is_the_figures_and_noise_is_ignored() -> None:
+    text = 'progress\n{"a": 1}\nGOAL x: met\n{"b": 2.5}\n[1, 2]\n'
+    assert last_json(text) == {"b": 2.5}
+    assert last_json("no figures here\n{broken") is None
+
+
+def test_a_goal_is_judged_on_its_side_and_nan_never_meets_it() -> None:
+    at_most = Goal("b", "x_ms", "<=", 10.0, "store")
+    assert at_most.met(10.0) and not at_most.met(10.5)
+    assert not Goal("b", "x_ratio", ">=", 0.5, "store").met(float("nan"))
+
+
+def test_the_table_shows_value_baseline_ratio_and_verdict_for_benches_that_ran() -> None:
+    rows = table_rows(
+        {
+            "peers": {"recall_p50_ratio": 0.4, "mem0_search_p50_ms": 2.0},
+            "fleet": {"mistakes_reduction": 0.8, "isolated_repeated_known_mistakes": 12.0},
+        }
+    )
+    by_key = {r[1]: r for r in rows}
+    assert by_key["recall_p50_ratio"][3:] == ("2", "0.4", "<= 0.5", "met")
+    assert by_key["mistakes_reduction"][-1] == "NOT MET"
+    assert all(r[0] in ("peers", "fleet") for r in rows)  # benches that did not run: no rows
+    assert len({(g.bench, g.key) for g in GOALS}) == len(GOALS)
