@@ -207,9 +207,11 @@ class CachedDirectory(PeerDirectory):
         """Pass-through; fails while the registry is down."""
         return await self._write(self._inner.issue_nonce())
 
-    async def register(self, reg: Registration) -> PeerInfo:
+    async def register(
+        self, reg: Registration, *, kept_proof: Registration | None = None
+    ) -> PeerInfo:
         """Pass-through; fails while the registry is down; a success is cached."""
-        peer = await self._write(self._inner.register(reg))
+        peer = await self._write(self._inner.register(reg, kept_proof=kept_proof))
         self._peers[peer.node_id] = peer
         self._pins[peer.node_id] = peer.public_key
         return peer

@@ -19,9 +19,16 @@ from lamarck.errors import RegistryError
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.registry.admission_file import read_admission, write_admission
+from lamarck.registry.admitted_file import ADMITTED_FILE, read_admitted, write_admitted
 from lamarck.registry.directory import PeerDirectory, PeerInfo
 from lamarck.registry.params import AdmissionMode
-from lamarck.registry.records import Admission, Endorsement, EnrollmentToken, sign_registration
+from lamarck.registry.records import (
+    Admission,
+    Endorsement,
+    EnrollmentToken,
+    Registration,
+    sign_registration,
+)
 
 __all__ = ["RegistryClient", "TickResult"]
 
@@ -66,6 +73,10 @@ class RegistryClient:
         # presented again when the registry no longer has it (its Redis lost its data).
         self._proof_path = proof_path
         self._stored = read_admission(proof_path) if proof_path is not None else None
+        # Next to it, the whole registration this node was first admitted with: a proof
+        # judged at its own date, so it outlives the endorsement's validity.
+        self._kept_path = proof_path.with_name(ADMITTED_FILE) if proof_path is not None else None
+        self._kept = read_admitted(self._kept_path) if self._kept_path is not None else None
         self._endorsement = endorsement
         # Differs from identity.node_id only after a key rotation (the id stays, the key moves).
         self._node_id = node_id or identity.node_id
@@ -117,16 +128,30 @@ class RegistryClient:
             rotation=dict(self._rotation) if self._rotation is not None else None,
         )
         try:
-            peer = await self._directory.register(reg)
+            peer = await self._directory.register(reg, kept_proof=self._kept)
         except RegistryError:
             self._registered = False
             raise
         self._registered = True
+        rotated = self._rotation is not None
         # The pin has moved; later registrations are plain re-registrations under the new key.
         self._rotation = None
         if endorsement is not None:
             self._keep(endorsement)
+        if self._kept is None and not rotated and (endorsement or self._token) is not None:
+            self._keep_registration(reg)
         return peer
+
+    def _keep_registration(self, reg: Registration) -> None:
+        """Keep the registration this node was first admitted with (``admitted_file``)."""
+        if self._kept_path is None:
+            return
+        try:
+            write_admitted(self._kept_path, reg)
+        except OSError as e:
+            log.warning("cannot keep the admitted registration", extra={"error": str(e)})
+            return
+        self._kept = reg
 
     def _keep(self, endorsement: Endorsement) -> None:
         """Store the endorsement this node was admitted with (once, when it changes)."""

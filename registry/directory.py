@@ -66,8 +66,13 @@ class PeerDirectory(abc.ABC):
         """Issue a fresh single-use nonce for a registration to sign."""
 
     @abc.abstractmethod
-    async def register(self, reg: Registration) -> PeerInfo:
-        """Admit (or refuse with ``AdmissionRefused``) and list ``reg``; consumes its nonce."""
+    async def register(
+        self, reg: Registration, *, kept_proof: Registration | None = None
+    ) -> PeerInfo:
+        """Admit (or refuse with ``AdmissionRefused``) and list ``reg``; consumes its nonce.
+
+        ``kept_proof``: the registration the id was once admitted with, kept by the node; it
+        may re-admit an id the registry lost (see ``RecordDirectory.register``)."""
 
     @abc.abstractmethod
     async def heartbeat(self, node_id: str) -> None:

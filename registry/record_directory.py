@@ -44,6 +44,7 @@ from typing import Any
 from lamarck.errors import (
     AdmissionRefused,
     InvalidRecord,
+    ProofInvalid,
     RegistryError,
     RotationInvalid,
     VerificationError,
@@ -56,7 +57,6 @@ from lamarck.registry.directory import IssuedNonce, PeerDirectory, PeerInfo
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.proofs import (
     IdFacts,
-    ProofInvalid,
     ProofMemo,
     ProofParams,
     ProofPolicy,
@@ -363,7 +363,34 @@ class RecordDirectory(PeerDirectory):
             ) from verdict
         return wire
 
-    async def register(self, reg: Registration) -> PeerInfo:
+    async def _kept_proof_to_write(
+        self,
+        reg: Registration,
+        kept: Registration,
+        facts: dict[str, IdFacts],
+        now: datetime,
+        memo: ProofMemo,
+    ) -> str:
+        """``kept`` as the proof of ``reg``'s id, if it verifies as a stored proof would; else
+        ``AdmissionRefused`` with the proof's reason."""
+        if kept.node_id != reg.node_id or kept.public_key != reg.public_key:
+            raise AdmissionRefused(
+                "the kept admission proof is not this id's under this key", reason="wrong_id"
+            )
+        wire = json.dumps(kept.wire())
+        view = {**facts, reg.node_id: IdFacts(reg.node_id, reg.public_key, wire)}
+        verdict = (await self._verdicts(view, [reg.node_id], now, memo))[reg.node_id]
+        if isinstance(verdict, ProofInvalid):
+            raise AdmissionRefused(
+                f"the kept admission proof does not verify: {verdict}",
+                reason=verdict.reason,
+                **verdict.details,
+            ) from verdict
+        return wire
+
+    async def register(
+        self, reg: Registration, *, kept_proof: Registration | None = None
+    ) -> PeerInfo:
         """Consume the nonce, apply the admission and pinning rules, pin, and list the peer.
 
         A new pin is stored with the registration as the id's admission proof; a rotation
@@ -371,6 +398,16 @@ class RecordDirectory(PeerDirectory):
         reasons of ``check_registration``, a registration after which the id's proof would
         not verify for this directory is refused with the proof's reason (``bad_enrollment``,
         ``no_endorsement``, ``bad_endorsement``, ``bad_proof``, ``bad_chain``...).
+
+        ``kept_proof`` is the registration this id was once admitted with, kept by the node
+        (``lamarck.registry.admitted_file``). It counts only for an id this registry does not
+        know (its records were lost) whose own material no longer admits it (an endorsement
+        expired since): then the registration is checked as usual in every other respect
+        (revocation, nonce, proof of possession, id derived from the key), and ``kept_proof``
+        becomes the id's proof if it verifies exactly as a stored proof does, judged at its
+        own date (``verify_admission``): same id and key, signature, and material valid when
+        it was made from an endorser admitted and not revoked now. A kept proof therefore
+        admits no one it did not admit before, however old it is, and no revoked id.
         """
         endorser = reg.admission.endorsement.endorser_id if reg.admission.endorsement else None
         ids = [reg.node_id] + ([endorser] if endorser and endorser != reg.node_id else [])
@@ -387,20 +424,38 @@ class RecordDirectory(PeerDirectory):
             proven = await self._admitted(facts, [endorser], now, memo)
             if endorser in proven:
                 admitted_ids[endorser] = proven[endorser].pinned_key
-        admitted = check_registration(
-            reg,
-            nonce_issued=_parse_issued(issued_raw),
-            pinned_key=facts[reg.node_id].pin,
-            revoked=revoked,
-            admitted_ids=admitted_ids,
-            operator_public_key=self._operator_key,
-            params=self._params,
-            now=now,
-        )
-        proof = await self._proof_to_write(reg, admitted, facts, now, memo)
+        checked = {
+            "nonce_issued": _parse_issued(issued_raw),
+            "pinned_key": facts[reg.node_id].pin,
+            "revoked": revoked,
+            "admitted_ids": admitted_ids,
+            "operator_public_key": self._operator_key,
+            "now": now,
+        }
+        restored: Registration | None = None
+        try:
+            admitted = check_registration(reg, params=self._params, **checked)
+        except AdmissionRefused as e:
+            lost = facts[reg.node_id].pin is None
+            if kept_proof is None or not lost or e.reason not in _MATERIAL_REASONS:
+                raise
+            # Every rule but the material's (the kept proof stands for it, checked below).
+            admitted = check_registration(
+                reg,
+                params=self._params.model_copy(update={"admission": AdmissionMode.OPEN}),
+                **checked,
+            )
+            restored = kept_proof
+        if restored is None:
+            proof = await self._proof_to_write(reg, admitted, facts, now, memo)
+        else:
+            proof = await self._kept_proof_to_write(reg, restored, facts, now, memo)
+            log.info(
+                "admission restored from the node's kept proof", extra={"node_id": reg.node_id}
+            )
         charged = None
         if self._params.admission is AdmissionMode.ENDORSED:
-            charged = _endorser_charged(reg, admitted, proof)
+            charged = _endorser_charged(restored or reg, admitted, proof)
         if charged is not None:
             # Before the pin: a refused endorsee must not end up pinned. A pin lost to a race
             # below keeps the slot (fail closed: the cap is never exceeded).
@@ -637,6 +692,10 @@ class RecordDirectory(PeerDirectory):
         except (InvalidRecord, ValueError):
             log.warning("unreadable endorsement in registry", extra={"node_id": node_id})
             return None
+
+
+#: Refusals of a registration's own admission material: the ones a kept proof may answer.
+_MATERIAL_REASONS = frozenset({"no_endorsement", "bad_endorsement", "bad_enrollment"})
 
 
 def _endorser_charged(reg: Registration, admitted: Admitted, proof: str | None) -> str | None:
