@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from lamarck.errors import ConfigError
 
-__all__ = ["DESTRUCTIVE_PATTERNS", "HighStakesParams", "QuorumParams"]
+__all__ = ["DESTRUCTIVE_PATTERNS", "HighStakesParams", "QuorumParams", "TaintParams"]
 
 DESTRUCTIVE_PATTERNS: tuple[str, ...] = (
     r"\brm\s+(-[a-z]*r[a-z]*f|-[a-z]*f[a-z]*r|-r\s+-f|-f\s+-r|--recursive\s+--force)",
@@ -125,3 +125,23 @@ class QuorumParams:
             raise ConfigError("invalid vote_timeout_s: must be > 0")
         if self.retry_after_s < self.vote_timeout_s:
             raise ConfigError("invalid retry_after_s: must be at least vote_timeout_s")
+
+
+@dataclass(frozen=True, slots=True)
+class TaintParams:
+    """How lessons from a revoked or graylisted source are taken out (issue 12 §3.1)."""
+
+    # Seconds between two sweeps for lessons whose source became tainted, > 0.
+    sweep_interval_s: float = 5.0
+    # Most live lessons read per sweep page, >= 1.
+    page: int = 500
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first field that breaks its rule."""
+        _finite("sweep_interval_s", self.sweep_interval_s)
+        if self.sweep_interval_s <= 0:
+            raise ConfigError("invalid sweep_interval_s: must be > 0")
+        _whole("page", self.page, 1)

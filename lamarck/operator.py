@@ -300,6 +300,20 @@ class AsyncOperatorClient(AsyncServiceClient):
         request = _decide_request(quarantine_id, False, note)
         return _decided(await self._unary("DecideQuarantine", request))
 
+    async def decide_bulk(
+        self, reason: str, *, approve: bool, source: str = "", note: str = ""
+    ) -> list[Decision]:
+        """Approve (for ``tainted_source``: release) or reject every pending row held for
+        ``reason``, of ``source`` when given; each decided row."""
+        request = operator_pb2.DecideQuarantineBulkRequest(
+            reason=reason,
+            source_node_id=source,
+            decision=_decide_request("", approve, note).decision,
+            note=note,
+        )
+        r = await self._unary("DecideQuarantineBulk", request)
+        return [Decision(_entry(e), i) for e, i in zip(r.entries, r.lesson_ids, strict=True)]
+
     async def rejections(self, limit: int = 0) -> list[Rejection]:
         """The rejection log, newest first (``limit`` 0: the node's default)."""
         request = operator_pb2.ListRejectionsRequest(limit=limit)
@@ -354,6 +368,7 @@ class OperatorClient(ServiceClient[AsyncOperatorClient]):
     show = blocking(AsyncOperatorClient.show)
     approve = blocking(AsyncOperatorClient.approve)
     reject = blocking(AsyncOperatorClient.reject)
+    decide_bulk = blocking(AsyncOperatorClient.decide_bulk)
     rejections = blocking(AsyncOperatorClient.rejections)
     reputation = blocking(AsyncOperatorClient.reputation)
     peer_reputation = blocking(AsyncOperatorClient.peer_reputation)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lamarck.consensus.params import HighStakesParams, QuorumParams
+from lamarck.consensus.params import HighStakesParams, QuorumParams, TaintParams
 from lamarck.errors import ConfigError
 from lamarck.node.api.limits import PeerLimits
 from lamarck.node.config import NodeSettings
@@ -74,6 +74,8 @@ class NodeParams:
     importing: ImportParams = field(default_factory=ImportParams)
     # How high-stakes records are put to a quorum (voters, timeouts, retries).
     quorum: QuorumParams = field(default_factory=QuorumParams)
+    # How lessons of revoked or graylisted sources are swept out (issue 12 §3.1).
+    taint: TaintParams = field(default_factory=TaintParams)
     # The import chain's autonomy filter and its other filters (issue 11 §1): built into
     # ``importing.filters`` by ``node_params``.
     autonomy: AutonomyParams = field(default_factory=AutonomyParams)
@@ -145,6 +147,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
         reputation=reputation,
         importing=importing,
         quorum=QuorumParams(),
+        taint=TaintParams(),
         autonomy=autonomy,
         filters=filters,
         gossip=gossip,

@@ -54,6 +54,7 @@ from lamarck.node.health.params import HealthParams
 from lamarck.node.health.render import report_to_json
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline
+from lamarck.node.sharing.taint import TaintSweeper, is_taint_row
 from lamarck.node.store.port import LessonEvent, LessonStore, QuarantineRow, RejectionRow
 from lamarck.proto.clock import Clock
 from lamarck.proto.signed import SignedMemory
@@ -183,10 +184,13 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         network: Callable[[], NetworkSource | None] | None = None,
         reputation: Callable[[], ReputationSource | None] | None = None,
         quorum: Callable[[str], str] | None = None,
+        taint: Callable[[], TaintSweeper | None] | None = None,
     ) -> None:
         self._store = provider_of(store, LessonStore)
         # The quorum on a held record as JSON, by content hash ("" when none was asked).
         self._quorum = quorum or (lambda _: "")
+        # Releases the lessons of rows held ``tainted_source`` (None: no sharing side yet).
+        self._taint = taint or (lambda: None)
         self._clock = clock
         self._pipeline = provider_of(pipeline, ImportPipeline)
         self._sink = sink or (lambda: None)
@@ -311,6 +315,34 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             entry=quarantine_entry(updated, decided), lesson_id=lesson_id
         )
 
+    async def DecideQuarantineBulk(
+        self, request: operator_pb2.DecideQuarantineBulkRequest, context: Any
+    ) -> operator_pb2.DecideQuarantineBulkResponse:
+        """Decide every pending row held for ``reason`` (of one source if given), oldest
+        first, each as ``DecideQuarantine`` does; a row another operator decided meanwhile is
+        skipped."""
+        if not request.reason:
+            raise InvalidRecord("a reason is required for a bulk decision", reason="missing_reason")
+        rows = [
+            r
+            for r in await self._store().list_quarantine("pending")
+            if request.reason in r.reasons
+            and (not request.source_node_id or r.source_node_id == request.source_node_id)
+        ]
+        entries: list[operator_pb2.QuarantineEntry] = []
+        lesson_ids: list[str] = []
+        for row in rows:
+            one = operator_pb2.DecideQuarantineRequest(
+                id=row.id, decision=request.decision, note=request.note
+            )
+            try:
+                decided = await self.DecideQuarantine(one, context)
+            except ConflictError:
+                continue
+            entries.append(decided.entry)
+            lesson_ids.append(decided.lesson_id)
+        return operator_pb2.DecideQuarantineBulkResponse(entries=entries, lesson_ids=lesson_ids)
+
     async def ListRejections(
         self, request: operator_pb2.ListRejectionsRequest, context: Any
     ) -> operator_pb2.ListRejectionsResponse:
@@ -421,6 +453,12 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
     async def _store_approved(self, row: QuarantineRow) -> tuple[str, str | None]:
         """Store the held record through the import pipeline; its lesson id and the transfer
         rule applied. A refusal raises its typed error (the row stays pending)."""
+        if is_taint_row(row):
+            # The lesson is stored (retired by the taint): a release makes it active again.
+            sweeper = self._taint()
+            if sweeper is None:
+                raise StoreUnavailable("sharing is starting or stopping", reason="starting")
+            return await sweeper.release(row, "", OPERATOR_ACTOR), None
         result = await self._pipeline().approve(row)
         if result.outcome is ImportOutcome.REJECT:
             assert result.error is not None  # every refusal carries its typed error
@@ -452,4 +490,5 @@ def make_operator_servicer(
         network=network,
         reputation=reputation,
         quorum=lambda h: ctx.sharing.quorum.describe(h) if ctx.sharing is not None else "",
+        taint=lambda: ctx.sharing.taint if ctx.sharing is not None else None,
     )

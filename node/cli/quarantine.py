@@ -3,6 +3,9 @@
 Records the import pipeline would not believe on its own wait here (issue 5 §4.4). Approving
 re-verifies the held signed bytes on the node and stores the record as an import; rejecting
 only marks the row (nothing is deleted). ``rejections`` prints the log of refused records.
+``show`` prints the quorum asked about a high-stakes record (its votes and certificate);
+``release`` / ``reject --reason R [--source ID]`` decide every row held for one reason (the
+lessons of a revoked or graylisted source, ``tainted_source``) in bulk.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ __all__ = [
     "reject",
     "rejection_json",
     "rejections",
+    "release",
     "show",
 ]
 
@@ -241,17 +245,64 @@ def approve(
     _decided("approved", decision, as_json)
 
 
+_ReasonOption = Annotated[
+    str, typer.Option("--reason", help="Every pending row held for this reason (bulk).")
+]
+_SourceOption = Annotated[
+    str, typer.Option("--source", help="With --reason: only rows of this source node.")
+]
+
+
+def _bulk(verb: str, decisions: list[Decision], as_json: bool) -> None:
+    if as_json:
+        emit_json([decision_json(d) for d in decisions])
+        return
+    typer.echo(f"{verb} {len(decisions)} row(s)")
+    for decision in decisions:
+        line = f"  {decision.entry.id} ({decision.entry.source_node_id})"
+        if decision.lesson_id:
+            line += f": lesson {decision.lesson_id}"
+        typer.echo(line)
+
+
 @app.command()
 def reject(
-    quarantine_id: _IdArgument,
+    quarantine_id: Annotated[
+        str, typer.Argument(metavar="[ID]", help="The quarantine row's id (or use --reason).")
+    ] = "",
+    note: _NoteOption = "",
+    reason: _ReasonOption = "",
+    source: _SourceOption = "",
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Reject: the row is marked rejected and kept as history; nothing is stored. With
+    ``--reason`` (and ``--source``), every pending row held for it."""
+    if bool(quarantine_id) == bool(reason):
+        raise typer.BadParameter("give either a quarantine ID or --reason")
+    with operator_for(resolve_home(home)) as op:
+        if reason:
+            _bulk(
+                "rejected", op.decide_bulk(reason, approve=False, source=source, note=note), as_json
+            )
+            return
+        decision = op.reject(quarantine_id, note=note)
+    _decided("rejected", decision, as_json)
+
+
+@app.command()
+def release(
+    reason: _ReasonOption,
+    source: _SourceOption = "",
     note: _NoteOption = "",
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Reject: the row is marked rejected and kept as history; nothing is stored."""
+    """Release in bulk every pending row held for ``--reason`` (of ``--source``): lessons
+    taken out as ``tainted_source`` are active again; other rows are approved as one by one."""
     with operator_for(resolve_home(home)) as op:
-        decision = op.reject(quarantine_id, note=note)
-    _decided("rejected", decision, as_json)
+        decisions = op.decide_bulk(reason, approve=True, source=source, note=note)
+    _bulk("released", decisions, as_json)
 
 
 @app.command()

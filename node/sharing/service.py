@@ -11,6 +11,8 @@ Built by the daemon once the store is ready (``start``), stopped before the stor
 * ``AntiEntropy`` (``anti_entropy.py``): Sync pulls into the import pipeline;
 * ``QuorumCollector`` (``quorum.py``): votes on the records held ``awaiting_quorum``, and the
   certificates that travel with the records a quorum accepted;
+* ``TaintSweeper`` (``taint.py``): lessons of revoked or graylisted sources out of every
+  prompt, re-quarantined ``tainted_source``;
 
 over the ports the daemon hands it: the ``LessonStore``, the ``Outbox`` and the reputation
 book (already loaded, so a reality event from an outcome recorded before sharing started is
@@ -53,6 +55,7 @@ from lamarck.node.sharing.quorum import (
     peer_candidates,
     vote_from_wire,
 )
+from lamarck.node.sharing.taint import TaintSweeper
 from lamarck.node.store.port import LessonStore
 from lamarck.node.store.reputation import FLUSH_INTERVAL_S
 from lamarck.proto.vote import Vote
@@ -148,6 +151,17 @@ class Sharing:
         self.pipeline: ImportPipeline | None = None
         self.anti_entropy: AntiEntropy | None = None
         self.collector: QuorumCollector | None = None
+        #: Takes lessons of tainted sources out (``taint.py``); its revocations are the
+        #: registry's (none without one).
+        self.taint = TaintSweeper(
+            store,
+            self._identity,
+            clock=self._clock,
+            rng=self._rng,
+            params=params.taint,
+            revoked=self._revoked,
+            band_of=self.band_of,
+        )
         self._tasks: list[asyncio.Task[None]] = []
         self._forwards: set[asyncio.Task[None]] = set()
 
@@ -208,6 +222,7 @@ class Sharing:
         self._spawn("anti-entropy", self.anti_entropy_once, self.params.anti_entropy_interval_s)
         self._spawn("reputation-flush", self.reputation.flush, FLUSH_INTERVAL_S)
         self._spawn("quorum", self.quorum_once, self._node_params.quorum.collect_interval_s)
+        self._spawn("taint", self.taint.once, self._node_params.taint.sweep_interval_s)
         self._spawn(
             "global-trust",
             self.recompute_global_trust,
@@ -380,6 +395,14 @@ class Sharing:
 
         if not self.incognito:
             await asyncio.gather(*(push(p) for p in self.membership.live_peers()))
+
+    async def _revoked(self) -> frozenset[str]:
+        """Every id the registry revoked (operator-signed; remembered through an outage)."""
+        directory = self.membership.directory
+        if directory is None:
+            return frozenset()
+        revoked: frozenset[str] = await directory.revoked_ids()
+        return revoked
 
     async def quorum_once(self) -> int:
         """One pass of the quorum rounds over the records awaiting one; rounds run."""

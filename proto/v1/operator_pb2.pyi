@@ -307,6 +307,66 @@ class DecideQuarantineResponse(_message.Message):
 Global___DecideQuarantineResponse: _TypeAlias = DecideQuarantineResponse  # noqa: Y015
 
 @_typing.final
+class DecideQuarantineBulkRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REASON_FIELD_NUMBER: _builtins.int
+    SOURCE_NODE_ID_FIELD_NUMBER: _builtins.int
+    DECISION_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
+    reason: _builtins.str
+    """Only rows held for this reason (required), e.g. `tainted_source`."""
+    source_node_id: _builtins.str
+    """Only rows of this source node; empty means every source."""
+    decision: Global___QuarantineDecision.ValueType
+    """Approve (for `tainted_source`: release the lesson, active again) or reject."""
+    note: _builtins.str
+    """Why, in the operator's words; kept with each decision."""
+    def __init__(
+        self,
+        *,
+        reason: _builtins.str = ...,
+        source_node_id: _builtins.str = ...,
+        decision: Global___QuarantineDecision.ValueType = ...,
+        note: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "note", b"note", "reason", b"reason", "source_node_id", b"source_node_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DecideQuarantineBulkRequest: _TypeAlias = DecideQuarantineBulkRequest  # noqa: Y015
+
+@_typing.final
+class DecideQuarantineBulkResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTRIES_FIELD_NUMBER: _builtins.int
+    LESSON_IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___QuarantineEntry]:
+        """Every row decided, after the decision, oldest first."""
+
+    @_builtins.property
+    def lesson_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """On approve: the lessons stored or released, in the order of `entries` ("" where none)."""
+
+    def __init__(
+        self,
+        *,
+        entries: _abc.Iterable[Global___QuarantineEntry] | None = ...,
+        lesson_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entries", b"entries", "lesson_ids", b"lesson_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DecideQuarantineBulkResponse: _TypeAlias = DecideQuarantineBulkResponse  # noqa: Y015
+
+@_typing.final
 class ListRejectionsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -50,6 +50,11 @@ class OperatorServiceStub:
                 request_serializer=lamarck_dot_v1_dot_operator__pb2.DecideQuarantineRequest.SerializeToString,
                 response_deserializer=lamarck_dot_v1_dot_operator__pb2.DecideQuarantineResponse.FromString,
                 _registered_method=True)
+        self.DecideQuarantineBulk = channel.unary_unary(
+                '/lamarck.v1.OperatorService/DecideQuarantineBulk',
+                request_serializer=lamarck_dot_v1_dot_operator__pb2.DecideQuarantineBulkRequest.SerializeToString,
+                response_deserializer=lamarck_dot_v1_dot_operator__pb2.DecideQuarantineBulkResponse.FromString,
+                _registered_method=True)
         self.ListRejections = channel.unary_unary(
                 '/lamarck.v1.OperatorService/ListRejections',
                 request_serializer=lamarck_dot_v1_dot_operator__pb2.ListRejectionsRequest.SerializeToString,
@@ -97,6 +102,14 @@ class OperatorServiceServicer:
 
     def DecideQuarantine(self, request, context):
         """Approve (store as an import, after re-verifying the signed bytes) or reject a pending row.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DecideQuarantineBulk(self, request, context):
+        """Approve (release) or reject, in bulk, every pending row held for one reason (e.g.
+        `tainted_source`), of one source when given; each row as DecideQuarantine would.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -155,6 +168,11 @@ def add_OperatorServiceServicer_to_server(servicer, server):
                     servicer.DecideQuarantine,
                     request_deserializer=lamarck_dot_v1_dot_operator__pb2.DecideQuarantineRequest.FromString,
                     response_serializer=lamarck_dot_v1_dot_operator__pb2.DecideQuarantineResponse.SerializeToString,
+            ),
+            'DecideQuarantineBulk': grpc.unary_unary_rpc_method_handler(
+                    servicer.DecideQuarantineBulk,
+                    request_deserializer=lamarck_dot_v1_dot_operator__pb2.DecideQuarantineBulkRequest.FromString,
+                    response_serializer=lamarck_dot_v1_dot_operator__pb2.DecideQuarantineBulkResponse.SerializeToString,
             ),
             'ListRejections': grpc.unary_unary_rpc_method_handler(
                     servicer.ListRejections,
@@ -264,6 +282,33 @@ class OperatorService:
             '/lamarck.v1.OperatorService/DecideQuarantine',
             lamarck_dot_v1_dot_operator__pb2.DecideQuarantineRequest.SerializeToString,
             lamarck_dot_v1_dot_operator__pb2.DecideQuarantineResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DecideQuarantineBulk(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lamarck.v1.OperatorService/DecideQuarantineBulk',
+            lamarck_dot_v1_dot_operator__pb2.DecideQuarantineBulkRequest.SerializeToString,
+            lamarck_dot_v1_dot_operator__pb2.DecideQuarantineBulkResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -48,6 +48,10 @@ class OperatorServiceStub:
     """One quarantined record with the exact signed bytes that were held."""
     DecideQuarantine: _grpc.UnaryUnaryMultiCallable[_operator_pb2.DecideQuarantineRequest, _operator_pb2.DecideQuarantineResponse]
     """Approve (store as an import, after re-verifying the signed bytes) or reject a pending row."""
+    DecideQuarantineBulk: _grpc.UnaryUnaryMultiCallable[_operator_pb2.DecideQuarantineBulkRequest, _operator_pb2.DecideQuarantineBulkResponse]
+    """Approve (release) or reject, in bulk, every pending row held for one reason (e.g.
+    `tainted_source`), of one source when given; each row as DecideQuarantine would.
+    """
     ListRejections: _grpc.UnaryUnaryMultiCallable[_operator_pb2.ListRejectionsRequest, _operator_pb2.ListRejectionsResponse]
     """The rejection log, newest first."""
     GetReputation: _grpc.UnaryUnaryMultiCallable[_operator_pb2.ReputationTableRequest, _operator_pb2.ReputationTableResponse]
@@ -72,6 +76,10 @@ class OperatorServiceAsyncStub(OperatorServiceStub):
     """One quarantined record with the exact signed bytes that were held."""
     DecideQuarantine: _aio.UnaryUnaryMultiCallable[_operator_pb2.DecideQuarantineRequest, _operator_pb2.DecideQuarantineResponse]  # type: ignore[assignment]
     """Approve (store as an import, after re-verifying the signed bytes) or reject a pending row."""
+    DecideQuarantineBulk: _aio.UnaryUnaryMultiCallable[_operator_pb2.DecideQuarantineBulkRequest, _operator_pb2.DecideQuarantineBulkResponse]  # type: ignore[assignment]
+    """Approve (release) or reject, in bulk, every pending row held for one reason (e.g.
+    `tainted_source`), of one source when given; each row as DecideQuarantine would.
+    """
     ListRejections: _aio.UnaryUnaryMultiCallable[_operator_pb2.ListRejectionsRequest, _operator_pb2.ListRejectionsResponse]  # type: ignore[assignment]
     """The rejection log, newest first."""
     GetReputation: _aio.UnaryUnaryMultiCallable[_operator_pb2.ReputationTableRequest, _operator_pb2.ReputationTableResponse]  # type: ignore[assignment]
@@ -111,6 +119,16 @@ class OperatorServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_operator_pb2.DecideQuarantineResponse, _abc.Awaitable[_operator_pb2.DecideQuarantineResponse]]:
         """Approve (store as an import, after re-verifying the signed bytes) or reject a pending row."""
+
+    @_abc_1.abstractmethod
+    def DecideQuarantineBulk(
+        self,
+        request: _operator_pb2.DecideQuarantineBulkRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_operator_pb2.DecideQuarantineBulkResponse, _abc.Awaitable[_operator_pb2.DecideQuarantineBulkResponse]]:
+        """Approve (release) or reject, in bulk, every pending row held for one reason (e.g.
+        `tainted_source`), of one source when given; each row as DecideQuarantine would.
+        """
 
     @_abc_1.abstractmethod
     def ListRejections(

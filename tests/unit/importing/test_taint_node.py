@@ -1,0 +1,221 @@
+"""Taint on a node: a revoked or graylisted source's lessons leave every prompt at once, are
+re-quarantined ``tainted_source`` (kept in history), and an operator releases or rejects them
+in bulk."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import Coroutine
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import numpy as np
+from importing_helpers import NOW, record_obj
+
+from lamarck.consensus.params import TaintParams
+from lamarck.node.api.operator_service import OperatorServicer
+from lamarck.node.embedding import HashingEmbedder
+from lamarck.node.importing.decision import ImportOutcome, ImportParams
+from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
+from lamarck.node.importing.view import StoreImportView
+from lamarck.node.sharing.taint import TAINT_MARK, TaintSweeper
+from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.node.store.port import LessonFilter, LessonRow, LessonStatus, OutcomeRow
+from lamarck.proto.clock import FixedClock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.memory import MemoryV2
+from lamarck.proto.signed import SignedMemory
+from lamarck.proto.v1 import operator_pb2
+from lamarck.reputation.scores import PeerBand
+
+T = TypeVar("T")
+DIM = 32
+BAD = NodeIdentity.from_seed(b"\x51" * 32)
+GOOD = NodeIdentity.from_seed(b"\x52" * 32)
+SELF = NodeIdentity.from_seed(b"\x53" * 32)
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run one coroutine to completion."""
+    return asyncio.run(coro)
+
+
+def uid(n: int) -> str:
+    """A deterministic uuid4 string."""
+    return str(uuid.UUID(int=n, version=4))
+
+
+class Pins:
+    """Both sources registered under their keys."""
+
+    async def pinned_key(self, node_id: str) -> str | None:
+        keys = {i.node_id: i.public_key_b64 for i in (BAD, GOOD, SELF)}
+        return keys.get(node_id)
+
+    async def is_revoked(self, node_id: str) -> bool:
+        return False
+
+
+class Sink:
+    """Keeps nothing."""
+
+    def emit(self, event: object) -> None:
+        return None
+
+
+class World:
+    """A node with one lesson from BAD, one from GOOD, and a local lesson learned under BAD's."""
+
+    def __init__(self) -> None:
+        self.clock = FixedClock(NOW)
+        self.store = InMemoryLessonStore(dim=DIM)
+        self.revoked: set[str] = set()
+        self.bands: dict[str, PeerBand] = {}
+        view = StoreImportView(self.store, self, SELF.node_id)
+        self.pipeline = ImportPipeline(
+            store=self.store,
+            view=view,
+            pins=Pins(),
+            reputation=Sink(),
+            embedder=HashingEmbedder(dim=DIM),
+            clock=self.clock,
+            rng=random.Random(1),
+            params=ImportParams(),
+        )
+        self.sweeper = TaintSweeper(
+            self.store,
+            SELF,
+            clock=self.clock,
+            rng=random.Random(2),
+            params=TaintParams(),
+            revoked=self._revoked,
+            band_of=lambda peer: self.bands.get(peer, PeerBand.NEUTRAL),
+        )
+        self.operator = OperatorServicer(
+            self.store, self.clock, pipeline=self.pipeline, taint=lambda: self.sweeper
+        )
+
+    def score(self, node_id: str) -> float:
+        return 0.5
+
+    async def _revoked(self) -> frozenset[str]:
+        return frozenset(self.revoked)
+
+    async def fill(self) -> dict[str, str]:
+        ids: dict[str, str] = {}
+        for who, n, op in ((BAD, 1, "deploy.bad"), (GOOD, 2, "deploy.good")):
+            obj = record_obj(
+                id=uid(n),
+                content=f"Use {op} for the release.",
+                provenance={"source_agent_id": who.node_id},
+                lesson={"operation": op, "scope": "global", "status": "active"},
+            )
+            raw = SignedMemory.sign(MemoryV2.from_obj(obj), who).raw
+            result = await self.pipeline.import_record(
+                raw, source=ImportSource.PEER, via_node_id=who.node_id
+            )
+            assert result.outcome is ImportOutcome.ACCEPT
+            assert result.lesson_id is not None
+            ids[who.node_id] = result.lesson_id
+        # A local lesson whose only evidence is an outcome that had BAD's lesson in play.
+        await self.store.insert_outcome(
+            OutcomeRow(
+                id=uid(10),
+                session_id="s",
+                turn_index=0,
+                project="p",
+                passed=True,
+                claim_ok=True,
+                created_at=NOW - timedelta(hours=1),
+                record={"in_play": [ids[BAD.node_id]]},
+            )
+        )
+        local = LessonRow(
+            id=uid(11),
+            content="Use deploy.local after deploy.bad.",
+            operation="deploy.local",
+            scope="global",
+            status=LessonStatus.ACTIVE,
+            confidence=0.6,
+            created_at=NOW,
+            updated_at=NOW,
+            evidence=(uid(10),),
+            embedding=np.ones(DIM, dtype=np.float32) / np.sqrt(DIM),
+        )
+        await self.store.insert_lesson(local)
+        ids["local"] = local.id
+        return ids
+
+    async def live(self) -> set[str]:
+        rows = await self.store.list_lessons(LessonFilter(limit=100))
+        return {r.id for r in rows}
+
+
+def test_a_revoked_sources_lessons_leave_every_prompt_and_are_requarantined() -> None:
+    world = World()
+    ids = run(world.fill())
+    assert run(world.sweeper.once()) == 0  # nobody tainted yet
+    world.revoked.add(BAD.node_id)
+    assert run(world.sweeper.once()) == 2
+    assert run(world.live()) == {ids[GOOD.node_id]}
+    rows = run(world.store.list_quarantine("pending"))
+    assert sorted(r.reasons for r in rows) == [("tainted_source",), ("tainted_source",)]
+    assert {r.source_node_id for r in rows} == {BAD.node_id}
+    [bad] = run(world.store.get_lessons([ids[BAD.node_id]]))
+    assert bad.status is LessonStatus.RETIRED and bad.superseded_by == TAINT_MARK
+    events = run(world.store.lesson_events([ids[BAD.node_id], ids["local"]]))
+    assert {(e.kind, e.actor) for e in events if e.kind == "retired"} == {("retired", "taint")}
+    # A second sweep takes nothing more out.
+    assert run(world.sweeper.once()) == 0
+
+
+def test_a_graylisted_sources_lessons_are_tainted_too() -> None:
+    world = World()
+    ids = run(world.fill())
+    world.bands[BAD.node_id] = PeerBand.GRAYLISTED
+    assert run(world.sweeper.once()) == 2
+    assert ids[BAD.node_id] not in run(world.live())
+
+
+def test_an_operator_releases_a_sources_tainted_lessons_in_bulk_and_they_stay() -> None:
+    world = World()
+    ids = run(world.fill())
+    world.revoked.add(BAD.node_id)
+    run(world.sweeper.once())
+    reply = run(
+        world.operator.DecideQuarantineBulk(
+            operator_pb2.DecideQuarantineBulkRequest(
+                reason="tainted_source",
+                source_node_id=BAD.node_id,
+                decision=operator_pb2.QUARANTINE_DECISION_APPROVE,
+                note="revoked by mistake",
+            ),
+            None,
+        )
+    )
+    assert len(reply.entries) == 2
+    assert set(reply.lesson_ids) == {ids[BAD.node_id], ids["local"]}
+    assert run(world.live()) == {ids[BAD.node_id], ids[GOOD.node_id], ids["local"]}
+    assert run(world.sweeper.once()) == 0  # released: the operator's word stands
+
+
+def test_an_operator_rejects_them_in_bulk_and_they_stay_out_kept_in_history() -> None:
+    world = World()
+    ids = run(world.fill())
+    world.revoked.add(BAD.node_id)
+    run(world.sweeper.once())
+    reply = run(
+        world.operator.DecideQuarantineBulk(
+            operator_pb2.DecideQuarantineBulkRequest(
+                reason="tainted_source",
+                decision=operator_pb2.QUARANTINE_DECISION_REJECT,
+            ),
+            None,
+        )
+    )
+    assert len(reply.entries) == 2
+    assert run(world.live()) == {ids[GOOD.node_id]}
+    states = {r.state for r in run(world.store.list_quarantine(None))}
+    assert states == {"rejected"}
