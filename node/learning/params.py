@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lamarck.node.learning.exposure import ExposureParams
 from lamarck.node.learning.knowledge_params import KnowledgeParams
 from lamarck.params_checks import check_finite, check_positive_int, check_range, check_rule
 
@@ -311,6 +312,8 @@ class LearningParams:
     secrets: SecretParams = field(default_factory=SecretParams)
     # Conflicts, consolidation, learned context variables and the lifecycle (issue 18).
     knowledge: KnowledgeParams = field(default_factory=KnowledgeParams)
+    # Exposure before proof: unproven imported lessons in plan-time prompts (issue 12 §3.2).
+    exposure: ExposureParams = field(default_factory=ExposureParams)
 
     def __post_init__(self) -> None:
         """Check the parts are the right types (each validated itself on construction)."""
@@ -319,3 +322,4 @@ class LearningParams:
         _rule(isinstance(self.lesson, LessonParams), "lesson", "must be LessonParams")
         _rule(isinstance(self.context, ContextParams), "context", "must be ContextParams")
         _rule(isinstance(self.secrets, SecretParams), "secrets", "must be SecretParams")
+        _rule(isinstance(self.exposure, ExposureParams), "exposure", "must be ExposureParams")

@@ -15,6 +15,7 @@ from typing import Any
 
 from lamarck.node.learning.conflicts import settle_hint
 from lamarck.node.learning.consolidation import RecallGroup, collapse_groups, plan_consolidation
+from lamarck.node.learning.exposure import plan_time_exposed, unproven_here
 from lamarck.node.learning.prompt import build_lessons_section
 from lamarck.node.learning.ranking import Candidate, idle_days, rank
 from lamarck.node.learning.scopes import recall_scopes
@@ -116,6 +117,20 @@ class Recall:
         # A contested lesson is never advice: it is returned marked, and in play, so the next
         # outcome that tests it can settle the conflict (issue 18 §2).
         active = [r for r in rows if r.status is LessonStatus.ACTIVE and not r.contested_with]
+        # Exposure before proof (issue 12 §3.2): an imported lesson no outcome here confirmed
+        # enters only a share of plan-time prompts; the decision-time check still shows it.
+        # The RNG is drawn only for an unproven lesson under a share below 1.
+        exposure = core.params.exposure
+        unproven = {r.id: unproven_here(r.imported_from, r.confirmations) for r in active}
+        active = [
+            r
+            for r in active
+            if plan_time_exposed(
+                unproven[r.id],
+                core.rng.random() if unproven[r.id] and exposure.plan_share < 1.0 else 0.0,
+                exposure,
+            )
+        ]
         wanted = lp.recall_limit if limit is None else max(1, min(limit, lp.recall_limit))
         section = build_lessons_section(
             [(r.id, r.content) for r in active], lp, core.count_tokens, limit=wanted
