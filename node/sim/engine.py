@@ -497,6 +497,14 @@ class SimNetwork:
             other = self.by_id[other_id]
             rtt = 2 * self.latency(peer, other)
             self.counters.sync_bytes += self.params.request_bytes
+            if owed >= self.params.ae_quantum_s:
+                # Let simulated time catch up with the pulls scanned so far, so the next peer
+                # is judged (up, reachable, holding what) at about the time it is asked.
+                yield self.env.timeout(owed)
+                owed = 0.0
+                self.sim_events += 1
+                if self.env.now >= until or not peer.up:
+                    break
             if not self.reachable(peer, other):
                 owed += rtt
                 continue

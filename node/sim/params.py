@@ -43,8 +43,11 @@ class SimParams:
     churn_down_s: float = 60.0  # how long a churned node stays down, seconds > 0
     partition_s: float = 120.0  # how long the network stays split in two, seconds > 0
     attackers: int = 4  # Byzantine nodes whose poisoning is followed to the end, >= 0
-    attack_records: int = 6  # records each followed attacker floods at most, >= 1
+    attack_records: int = 10  # records each followed attacker floods, >= 1
     ae_sample: int = 200  # nodes that run anti-entropy rounds (the rest only serve), >= 1
+    # Longest stretch of simulated time a round scans peers ahead without yielding, so each
+    # peer is judged (up, reachable, holding what) at about the time it is asked; seconds > 0.
+    ae_quantum_s: float = 1.0
     horizon_s: float = 300.0  # simulated seconds each phase may run at most, > 0
     record_overhead_bytes: int = 64  # envelope bytes per record in a Publish or Sync, >= 0
     request_bytes: int = 128  # bytes of a Publish or Sync request without records, >= 0
@@ -71,5 +74,5 @@ class SimParams:
         _finite("latency_min_s", self.latency_min_s, 0.0)
         _finite("latency_max_s", self.latency_max_s, self.latency_min_s)
         _finite("processing_s", self.processing_s, 0.0)
-        for name in ("lesson_gap_s", "churn_down_s", "partition_s", "horizon_s"):
+        for name in ("lesson_gap_s", "churn_down_s", "partition_s", "horizon_s", "ae_quantum_s"):
             _finite(name, getattr(self, name), 1e-9)
