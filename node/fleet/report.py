@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from prometheus_client.parser import text_string_to_metric_families
 from rich.table import Table
+
+from lamarck.reputation.table import ReputationRow
 
 __all__ = [
     "ArmFigures",
@@ -201,21 +202,9 @@ def learning_table(figures: Mapping[str, float]) -> Table:
     return table
 
 
-class _RowLike(Protocol):
-    """The columns of a reputation row the fleet shows (``lamarck.operator``'s row)."""
-
-    peer: str
-    principal: str
-    score: float
-    global_trust: float
-    accepted: int
-    rejected: Mapping[str, int]
-
-    @property
-    def band(self) -> str: ...
-
-
-def reputation_rows(rows: Iterable[_RowLike], names: Mapping[str, str]) -> list[dict[str, object]]:
+def reputation_rows(
+    rows: Iterable[ReputationRow], names: Mapping[str, str]
+) -> list[dict[str, object]]:
     """Rows of a node's reputation table as the fleet prints them (peers by fleet name)."""
     out: list[dict[str, object]] = []
     for r in rows:
