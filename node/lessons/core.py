@@ -353,7 +353,7 @@ class LessonCore:
                 reason="unknown_evidence",
                 ids=missing,
             )
-        retired = await self.store.retired_evidence_ids()
+        retired = await self.store.retired_evidence_ids(among=ids)
         reused = [i for i in ids if i in retired]
         if reused:
             raise EvidenceError(

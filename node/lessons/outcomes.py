@@ -384,8 +384,8 @@ class OutcomeLearning:
             if same[0].id in confirmed_now:
                 return []
             return await self._confirm(same[0], outcome, run_context)
-        retired_evidence = await core.store.retired_evidence_ids()
-        if outcome.id in retired_evidence:
+        # Only this outcome's id is asked about: an indexed lookup, not every retired row.
+        if await core.store.retired_evidence_ids(among=(outcome.id,)):
             return []
         opposite = [r for r in live if reverses(lesson, r.operation, r.tags)]
         loser = before.get(opposite[0].id, opposite[0]) if opposite else None

@@ -20,6 +20,7 @@ import numpy as np
 
 from lamarck.errors import ConflictError, NotFound, StoreError
 from lamarck.node.learning.mechanical import is_about
+from lamarck.node.learning.scopes import PROJECT_PREFIX
 from lamarck.node.store.port import (
     LessonEvent,
     LessonFilter,
@@ -346,13 +347,14 @@ class InMemoryLessonStore(LessonStore):
         """How many lessons match the filter (ignores limit/offset)."""
         return len(self._matching(flt))
 
-    async def retired_evidence_ids(self) -> set[str]:
-        """Outcome ids cited by any lesson whose ``superseded_by`` is ``retired:<who>``."""
+    async def retired_evidence_ids(self, among: Sequence[str] | None = None) -> set[str]:
+        """Outcome ids cited by any lesson whose ``superseded_by`` is ``retired:<who>``; with
+        ``among``, only those ids."""
         ids: set[str] = set()
         for row in self._lessons.values():
             if row.superseded_by is not None and row.superseded_by.startswith(RETIRED_PREFIX):
                 ids.update(row.evidence)
-        return ids
+        return ids if among is None else ids.intersection(among)
 
     async def find_by_content_hash(self, content_hash: str) -> LessonRow | None:
         """The lesson stored with this content hash, if any."""
@@ -360,6 +362,16 @@ class InMemoryLessonStore(LessonStore):
             if row.content_hash == content_hash:
                 return row
         return None
+
+    async def project_scopes(self, limit: int) -> list[str]:
+        """Project scopes of own lessons and of outcomes, sorted, at most ``limit``."""
+        scopes = {
+            r.scope
+            for r in self._lessons.values()
+            if r.imported_from is None and r.scope.startswith(PROJECT_PREFIX)
+        }
+        scopes |= {PROJECT_PREFIX + o.project for o in self._outcomes.values() if o.project}
+        return sorted(scopes)[:limit]
 
     async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:
         """One use of each lesson; unknown ids are skipped. ``updated_at`` stays: a use is

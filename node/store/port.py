@@ -340,12 +340,20 @@ class LessonStore(abc.ABC):
         """How many lessons match the filter (ignores limit/offset)."""
 
     @abc.abstractmethod
-    async def retired_evidence_ids(self) -> set[str]:
-        """Outcome ids cited by lessons a user retired: never re-learned from."""
+    async def retired_evidence_ids(self, among: Sequence[str] | None = None) -> set[str]:
+        """Outcome ids cited by lessons a user retired: never re-learned from.
+
+        With ``among``, only those of ``among`` (an indexed lookup about the ids at hand,
+        which a per-call check uses so it does not grow with the store)."""
 
     @abc.abstractmethod
     async def find_by_content_hash(self, content_hash: str) -> LessonRow | None:
         """The lesson imported from the record with this content hash, if any."""
+
+    @abc.abstractmethod
+    async def project_scopes(self, limit: int) -> list[str]:
+        """The project scopes this node works on: those of its own (not imported) lessons and
+        of its outcomes' projects, sorted, at most ``limit`` (team sharing declares them)."""
 
     @abc.abstractmethod
     async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:

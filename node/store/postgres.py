@@ -112,6 +112,33 @@ _UPDATE_LESSON = "UPDATE lessons SET {}, embedding = COALESCE(${}, embedding) WH
 _INSERT_PROVENANCE = "INSERT INTO lesson_provenance ({}) VALUES ($1, $2, $3, $4, $5)".format(
     ", ".join(_PROVENANCE_COLUMNS)
 )
+_N = len(_LESSON_COLUMNS)
+# A row and its events (and, for an update, its provenance) in ONE statement: atomic by
+# itself, so an agent's write costs one round trip instead of a transaction's four or five.
+# Events and provenance travel as parallel arrays, inserted in array order.
+_EVENT_ROWS = (
+    "SELECT * FROM unnest(${0}::text[], ${1}::timestamptz[], ${2}::text[], ${3}::text[],"
+    " ${4}::float8[], ${5}::float8[], ${6}::text[], ${7}::text[], ${8}::bigint[])"
+)
+_EVENT_COLUMNS = (
+    "lesson_id, at, kind, actor, confidence_before, confidence_after, reason, outcome_id, version"
+)
+_INSERT_LESSON_AND_EVENTS = (
+    f"WITH l AS ({_INSERT_LESSON} RETURNING id) INSERT INTO lesson_events ({_EVENT_COLUMNS}) "
+    + _EVENT_ROWS.format(*range(_N + 1, _N + 10))
+    + " WHERE EXISTS (SELECT 1 FROM l)"
+)
+_UPDATE_LESSON_ALL = (
+    f"WITH u AS ({_UPDATE_LESSON} RETURNING id),"
+    " d AS (DELETE FROM lesson_provenance WHERE lesson_id = $1 AND EXISTS (SELECT 1 FROM u)),"
+    f" p AS (INSERT INTO lesson_provenance ({', '.join(_PROVENANCE_COLUMNS)})"
+    f" SELECT $1, x.s, x.v, x.r, x.h FROM unnest(${_N + 1}::text[], ${_N + 2}::text[],"
+    f" ${_N + 3}::timestamptz[], ${_N + 4}::text[]) AS x(s, v, r, h)"
+    " WHERE EXISTS (SELECT 1 FROM u)),"
+    f" e AS (INSERT INTO lesson_events ({_EVENT_COLUMNS}) "
+    + _EVENT_ROWS.format(*range(_N + 5, _N + 14))
+    + " WHERE EXISTS (SELECT 1 FROM u)) SELECT count(*) FROM u"
+)
 # Both directions of the supersede chain in one statement: back through ``supersedes``,
 # forward through ``superseded_by`` (a 'retired:<who>' marker matches no id and ends it).
 # The depth bound guards against a cycle written by hand.
@@ -315,11 +342,35 @@ def _event_args(events: Sequence[LessonEvent]) -> list[tuple[Any, ...]]:
     ]
 
 
+def _event_columns(events: Sequence[LessonEvent]) -> list[list[Any]]:
+    """The events as nine parallel arrays (``_EVENT_ROWS``)."""
+    rows = _event_args(events)
+    return [[r[i] for r in rows] for i in range(9)]
+
+
+def _provenance_columns(row: LessonRow) -> list[list[Any]]:
+    """The row's provenance as four parallel arrays (source, via, received, hash)."""
+    return [
+        [p.source_node_id for p in row.provenance],
+        [p.via_node_id for p in row.provenance],
+        [p.received_at for p in row.provenance],
+        [p.content_hash for p in row.provenance],
+    ]
+
+
 def _provenance_args(row: LessonRow) -> list[tuple[Any, ...]]:
     return [
         (row.id, p.source_node_id, p.via_node_id, p.received_at, p.content_hash)
         for p in row.provenance
     ]
+
+
+async def _keep_session(conn: Any) -> None:
+    """The pool's reset on release, beyond asyncpg's own (which rolls back an open
+    transaction): nothing. The store sets no session state (``SET LOCAL`` ends with its
+    transaction; no LISTEN, no session advisory lock, cursors only inside transactions), so
+    the default ``RESET ALL; CLOSE ALL; ...`` would only add a round trip to every call."""
+    del conn
 
 
 def _to_lesson(rec: Any) -> LessonRow:
@@ -475,6 +526,7 @@ class PostgresLessonStore(LessonStore):
                     max_size=self._max_size,
                     timeout=self._timeout,
                     init=self._init_connection,
+                    reset=_keep_session,
                     # A startup parameter, not a SET: the pool's RESET ALL on release
                     # returns to it. Postgres keeps it as a placeholder until pgvector loads.
                     server_settings={
@@ -663,6 +715,16 @@ class PostgresLessonStore(LessonStore):
         """Store a new lesson (and append ``events``, one transaction); a duplicate id or
         content hash raises ``ConflictError``."""
         check_event_kinds(events)
+        if not lesson.provenance:
+            # One statement, atomic by itself: no transaction round trips.
+            async with _guard():
+                if events:
+                    await self.pool.execute(
+                        _INSERT_LESSON_AND_EVENTS, *_lesson_args(lesson), *_event_columns(events)
+                    )
+                else:
+                    await self.pool.execute(_INSERT_LESSON, *_lesson_args(lesson))
+            return
         async with _guard(), self.pool.acquire() as conn, conn.transaction():
             await self._insert_one(conn, lesson)
             if events:
@@ -712,15 +774,16 @@ class PostgresLessonStore(LessonStore):
         """Replace an existing lesson's state and provenance (and append ``events``, one
         transaction); the embedding is kept if unset."""
         check_event_kinds(events)
-        async with _guard(), self.pool.acquire() as conn, conn.transaction():
-            status = await conn.execute(_UPDATE_LESSON, *_lesson_args(lesson))
-            if status == "UPDATE 0":
-                raise NotFound(f"lesson {lesson.id} not found", id=lesson.id)
-            await conn.execute("DELETE FROM lesson_provenance WHERE lesson_id = $1", lesson.id)
-            if lesson.provenance:
-                await conn.executemany(_INSERT_PROVENANCE, _provenance_args(lesson))
-            if events:
-                await conn.executemany(_INSERT_EVENT, _event_args(events))
+        # One statement (row, provenance and events), atomic by itself: one round trip.
+        async with _guard():
+            updated = await self.pool.fetchval(
+                _UPDATE_LESSON_ALL,
+                *_lesson_args(lesson),
+                *_provenance_columns(lesson),
+                *_event_columns(events),
+            )
+        if not updated:
+            raise NotFound(f"lesson {lesson.id} not found", id=lesson.id)
 
     async def supersede(self, old_id: str, new: LessonRow) -> None:
         """Insert ``new`` (its ``supersedes`` set to ``old_id``) and mark the old row superseded.
@@ -824,13 +887,24 @@ class PostgresLessonStore(LessonStore):
             count = await self.pool.fetchval(f"SELECT count(*) FROM lessons l WHERE {where}", *args)
         return int(count)
 
-    async def retired_evidence_ids(self) -> set[str]:
-        """Outcome ids cited by any lesson whose ``superseded_by`` is ``retired:<who>``."""
+    async def retired_evidence_ids(self, among: Sequence[str] | None = None) -> set[str]:
+        """Outcome ids cited by any lesson whose ``superseded_by`` is ``retired:<who>``; with
+        ``among``, only those ids (one lookup on the partial GIN index of migration 0008)."""
         async with _guard():
-            recs = await self.pool.fetch(
-                "SELECT DISTINCT unnest(evidence) AS id FROM lessons"
-                " WHERE superseded_by LIKE 'retired:%'"
-            )
+            if among is None:
+                recs = await self.pool.fetch(
+                    "SELECT DISTINCT unnest(evidence) AS id FROM lessons"
+                    " WHERE superseded_by LIKE 'retired:%'"
+                )
+            elif not among:
+                return set()
+            else:
+                recs = await self.pool.fetch(
+                    "SELECT DISTINCT e.id FROM lessons l, unnest(l.evidence) AS e(id)"
+                    " WHERE l.superseded_by LIKE 'retired:%' AND l.evidence && $1::text[]"
+                    " AND e.id = ANY($1::text[])",
+                    list(among),
+                )
         return {r["id"] for r in recs}
 
     async def find_by_content_hash(self, content_hash: str) -> LessonRow | None:
@@ -840,6 +914,18 @@ class PostgresLessonStore(LessonStore):
                 f"SELECT {_SELECT_LESSON} FROM lessons l WHERE l.content_hash = $1", content_hash
             )
         return None if rec is None else _to_lesson(rec)
+
+    async def project_scopes(self, limit: int) -> list[str]:
+        """Project scopes of own lessons and of outcomes, sorted, at most ``limit``."""
+        async with _guard():
+            recs = await self.pool.fetch(
+                "SELECT scope FROM (SELECT DISTINCT scope FROM lessons"
+                " WHERE imported_from IS NULL AND scope LIKE 'project:%'"
+                " UNION SELECT DISTINCT 'project:' || project FROM outcomes WHERE project <> '')"
+                " AS s ORDER BY scope LIMIT $1",
+                limit,
+            )
+        return [r["scope"] for r in recs]
 
     async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:
         """One use of each lesson, one statement; unknown ids are skipped. ``updated_at``

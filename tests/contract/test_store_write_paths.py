@@ -1,0 +1,111 @@
+"""The store's one-statement write paths and indexed lookups (issue 17 §2, §5), per adapter.
+
+A lesson written with its events, an update carrying provenance and events, and the retired
+evidence asked about only the ids at hand must answer exactly as the general paths do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from lamarck.errors import ConflictError, InvalidRecord, NotFound
+from lamarck.node.store.port import (
+    LessonEvent,
+    LessonRow,
+    LessonStatus,
+    LessonStore,
+    ProvenanceEntry,
+)
+
+DIM = 8  # the conftest's template dimension
+T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def _lesson(lesson_id: str, **fields: object) -> LessonRow:
+    vector = np.zeros(DIM, dtype=np.float32)
+    vector[0] = 1.0
+    base = LessonRow(
+        id=lesson_id,
+        content=f"lesson {lesson_id}",
+        operation="pytest",
+        scope="global",
+        status=LessonStatus.ACTIVE,
+        confidence=0.5,
+        created_at=T0,
+        updated_at=T0,
+        embedding=vector,
+    )
+    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+
+
+def _event(lesson_id: str, kind: str, seconds: int, **fields: object) -> LessonEvent:
+    base = LessonEvent(lesson_id, T0 + timedelta(seconds=seconds), kind, "loop")
+    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+
+
+def _prov(source: str, seconds: int) -> ProvenanceEntry:
+    return ProvenanceEntry(source, "via", T0 + timedelta(seconds=seconds), "h" * 64)
+
+
+async def test_a_lesson_written_with_its_events_keeps_them_in_order(store: LessonStore) -> None:
+    events = [
+        _event("a", "created", 0, confidence_after=0.5, reason="born"),
+        _event("a", "contested", 0, confidence_before=None, outcome_id="o1", version=2),
+    ]
+    await store.insert_lesson(_lesson("a"), events)
+    assert (await store.get_lesson("a")).content == "lesson a"
+    assert await store.lesson_events(["a"]) == events
+
+
+async def test_a_duplicate_lesson_writes_no_events(store: LessonStore) -> None:
+    await store.insert_lesson(_lesson("a"))
+    with pytest.raises(ConflictError):
+        await store.insert_lesson(_lesson("a"), [_event("a", "created", 1)])
+    assert await store.lesson_events(["a"]) == []
+
+
+async def test_an_unknown_event_kind_refuses_the_lesson_too(store: LessonStore) -> None:
+    with pytest.raises(InvalidRecord):
+        await store.insert_lesson(_lesson("a"), [_event("a", "exploded", 0)])
+    with pytest.raises(NotFound):
+        await store.get_lesson("a")
+
+
+async def test_an_update_replaces_provenance_and_appends_events(store: LessonStore) -> None:
+    await store.insert_lesson(_lesson("a", provenance=(_prov("s1", 0),)))
+    updated = _lesson(
+        "a", confidence=0.7, provenance=(_prov("s2", 1), _prov("s3", 2)), embedding=None
+    )
+    events = [_event("a", "confirmed", 3, confidence_before=0.5, confidence_after=0.7)]
+    await store.update_lesson(updated, events)
+    row = await store.get_lesson("a")
+    assert row.confidence == pytest.approx(0.7)
+    assert [p.source_node_id for p in row.provenance] == ["s2", "s3"]
+    assert row.embedding is not None  # kept: the update carried none
+    assert await store.lesson_events(["a"]) == events
+
+
+async def test_updating_a_missing_lesson_writes_nothing(store: LessonStore) -> None:
+    with pytest.raises(NotFound):
+        await store.update_lesson(_lesson("ghost"), [_event("ghost", "confirmed", 0)])
+    assert await store.lesson_events(["ghost"]) == []
+
+
+async def test_retired_evidence_among_answers_only_the_ids_asked(store: LessonStore) -> None:
+    await store.insert_lesson(_lesson("kept", evidence=("o1",)))
+    await store.insert_lesson(
+        _lesson(
+            "gone",
+            evidence=("o2", "o3"),
+            status=LessonStatus.RETIRED,
+            superseded_by="retired:u",
+        )
+    )
+    assert await store.retired_evidence_ids(among=("o1", "o3", "o9")) == {"o3"}
+    assert await store.retired_evidence_ids(among=("o1",)) == set()
+    assert await store.retired_evidence_ids(among=()) == set()
+    assert await store.retired_evidence_ids() == {"o2", "o3"}
