@@ -424,27 +424,29 @@ class RecordDirectory(PeerDirectory):
             proven = await self._admitted(facts, [endorser], now, memo)
             if endorser in proven:
                 admitted_ids[endorser] = proven[endorser].pinned_key
-        checked = {
-            "nonce_issued": _parse_issued(issued_raw),
-            "pinned_key": facts[reg.node_id].pin,
-            "revoked": revoked,
-            "admitted_ids": admitted_ids,
-            "operator_public_key": self._operator_key,
-            "now": now,
-        }
+        nonce_issued = _parse_issued(issued_raw)
+
+        def check(params: RegistryParams) -> Admitted:
+            return check_registration(
+                reg,
+                nonce_issued=nonce_issued,
+                pinned_key=facts[reg.node_id].pin,
+                revoked=revoked,
+                admitted_ids=admitted_ids,
+                operator_public_key=self._operator_key,
+                params=params,
+                now=now,
+            )
+
         restored: Registration | None = None
         try:
-            admitted = check_registration(reg, params=self._params, **checked)
+            admitted = check(self._params)
         except AdmissionRefused as e:
             lost = facts[reg.node_id].pin is None
             if kept_proof is None or not lost or e.reason not in _MATERIAL_REASONS:
                 raise
             # Every rule but the material's (the kept proof stands for it, checked below).
-            admitted = check_registration(
-                reg,
-                params=self._params.model_copy(update={"admission": AdmissionMode.OPEN}),
-                **checked,
-            )
+            admitted = check(self._params.model_copy(update={"admission": AdmissionMode.OPEN}))
             restored = kept_proof
         if restored is None:
             proof = await self._proof_to_write(reg, admitted, facts, now, memo)
