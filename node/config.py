@@ -92,6 +92,9 @@ class NodeSettings(BaseSettings):
     # Project scopes (`project:<digest>`, or just the digest) whose lessons may be published;
     # global lessons always may.
     shared_scopes: tuple[str, ...] = ()
+    # Team sharing: a project's lessons go to the peers that work on the same project (they
+    # declare it in their Syncs), without listing the scope in `shared_scopes`.
+    team_sharing: bool = True
     # Smallest confidence an own lesson needs to be published, in [0, 1].
     publish_threshold: float = Field(default=0.6, ge=0, le=1)
     # Up to this many allowed peers the node pushes its lessons to each itself (one hop,

@@ -24,6 +24,7 @@ from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, mean
 from lamarck.node.importing.decision import ConservativeHighStakesRule, ImportParams
 from lamarck.node.importing.filters import FilterParams, default_filters
 from lamarck.node.learning.params import EvidenceParams, LearningParams
+from lamarck.node.supervision import SupervisionParams
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.proofs import ProofParams
@@ -72,14 +73,14 @@ class NodeParams:
     # The operator's pre-trusted peers: global trust's anchors besides this node.
     pretrusted: tuple[str, ...] = ()
     importing: ImportParams = field(default_factory=ImportParams)
-    # How high-stakes records are put to a quorum (voters, timeouts, retries).
-    quorum: QuorumParams = field(default_factory=QuorumParams)
-    # How lessons of revoked or graylisted sources are swept out (issue 12 §3.1).
-    taint: TaintParams = field(default_factory=TaintParams)
     # The import chain's autonomy filter and its other filters (issue 11 §1): built into
     # ``importing.filters`` by ``node_params``.
     autonomy: AutonomyParams = field(default_factory=AutonomyParams)
     filters: FilterParams = field(default_factory=FilterParams)
+    # How high-stakes records are put to a quorum (voters, timeouts, retries).
+    quorum: QuorumParams = field(default_factory=QuorumParams)
+    # How lessons of revoked or graylisted sources are swept out (issue 12 §3.1).
+    taint: TaintParams = field(default_factory=TaintParams)
     gossip: GossipParams = field(default_factory=GossipParams)
     registry: RegistryParams = field(default_factory=RegistryParams)
     proofs: ProofParams = field(default_factory=ProofParams)
@@ -89,6 +90,8 @@ class NodeParams:
     health: HealthParams = field(default_factory=HealthParams)
     console: ConsoleParams = field(default_factory=ConsoleParams)
     plot: PlotParams = field(default_factory=PlotParams)
+    # How the store and the registry the node owns are probed and recovered (issue 11 §5).
+    supervision: SupervisionParams = field(default_factory=SupervisionParams)
 
 
 def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> NodeParams:
@@ -118,6 +121,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
         anti_entropy_interval_s=settings.anti_entropy_interval_s,
         publish_threshold=settings.publish_threshold,
         shared_scopes=frozenset(settings.shared_scopes),
+        team_sharing=settings.team_sharing,
         direct_push_max=settings.direct_push_max,
     )
     registry = RegistryParams(
@@ -146,10 +150,10 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
         transfer=transfer,
         reputation=reputation,
         importing=importing,
-        quorum=QuorumParams(),
-        taint=TaintParams(),
         autonomy=autonomy,
         filters=filters,
+        quorum=QuorumParams(),
+        taint=TaintParams(),
         gossip=gossip,
         registry=registry,
     )

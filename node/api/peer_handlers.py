@@ -21,7 +21,7 @@ from lamarck.consensus.evidence import OutcomeFacts, own_evidence
 from lamarck.consensus.params import QuorumParams
 from lamarck.consensus.votes import make_vote
 from lamarck.errors import InvalidRecord, StoreUnavailable
-from lamarck.node.gossip.audience import BandOf, may_receive
+from lamarck.node.gossip.audience import BandOf, may_receive, scope_audience
 from lamarck.node.gossip.publisher import (
     PUBLISHED_STATUSES,
     GossipParams,
@@ -279,15 +279,19 @@ async def shareable_records(
     params: GossipParams,
     band_of: BandOf,
     requester: str,
+    declared: frozenset[str] = frozenset(),
 ) -> dict[str, bytes]:
     """What this node may send ``requester`` in a Sync, by content hash.
 
     Its own publishable lessons that the audience policy lets ``requester`` receive
-    (``node/gossip/audience.py``: the same rule as a push), signed afresh (deterministic
-    bytes), and imported public lessons as their original signed bytes. This node itself
-    (``requester`` = its own id: what it holds, for anti-entropy) sees everything it may send.
+    (``node/gossip/audience.py``: the same rule as a push; ``declared`` is the requester's
+    project declaration, for team sharing), signed afresh (deterministic bytes), and imported
+    public lessons as their original signed bytes (a project's copy only to a peer of that
+    project: this node cannot know whether its source shared the project with everyone). This
+    node itself (``requester`` = its own id: what it holds, for anti-entropy) sees everything.
     """
-    band = PeerBand.TRUSTED if requester == identity.node_id else band_of(requester)
+    myself = requester == identity.node_id
+    band = PeerBand.TRUSTED if myself else band_of(requester)
     held: dict[str, bytes] = {}
     offset = 0
     while True:
@@ -298,13 +302,16 @@ async def shareable_records(
             if row.imported_from is not None:
                 # A copy is offered while active here (its source ends it for everyone).
                 live = row.status is LessonStatus.ACTIVE
-                if live and row.access_level == "public" and row.signed_record and row.content_hash:
+                public = row.access_level == "public" and band is not PeerBand.GRAYLISTED
+                scoped = myself or scope_audience(row.scope, declared, frozenset(), True)
+                if live and public and scoped and row.signed_record and row.content_hash:
                     held.setdefault(row.content_hash, row.signed_record)
                 continue
             if not may_publish(row, params):
                 continue
-            if requester != identity.node_id and not may_receive(
-                row.access_level, row.recipients, requester, band
+            if not myself and not (
+                may_receive(row.access_level, row.recipients, requester, band)
+                and scope_audience(row.scope, declared, params.shared_scopes, params.team_sharing)
             ):
                 continue
             signed = sign_lesson(row, identity)

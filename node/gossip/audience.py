@@ -10,6 +10,10 @@ Sync a peer asks for (``shareable_records``):
   ``lamarck.reputation.scores.peer_band``: transfer, gossip and voter choice read the same);
 * ``private``: only the recipients the record names;
 * anything else: nobody (fail closed).
+
+A project lesson (scope ``project:<digest>``) has a second gate, ``scope_audience``: it goes to
+every peer when the operator shares that project explicitly (``shared_scopes``), and otherwise
+(team sharing) only to the peers that declared the same project in their Sync requests.
 """
 
 from __future__ import annotations
@@ -20,10 +24,19 @@ from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import ReputationView
 from lamarck.reputation.scores import PeerBand, peer_band
 
-__all__ = ["BandOf", "band_reader", "may_receive", "peers_for"]
+__all__ = [
+    "BandOf",
+    "DeclaredProjects",
+    "band_reader",
+    "may_receive",
+    "peers_for",
+    "scope_audience",
+]
 
 #: A peer's band, read from the reputation book on each call.
 BandOf = Callable[[str], PeerBand]
+#: The project scopes a peer declared it works on (empty: none, or not heard from yet).
+DeclaredProjects = Callable[[str], frozenset[str]]
 
 
 def band_reader(view: ReputationView, params: ReputationParams) -> BandOf:
@@ -44,8 +57,35 @@ def may_receive(access_level: str, recipients: Sequence[str], peer: str, band: P
     return False
 
 
+def scope_audience(
+    scope: str, peer_projects: frozenset[str], shared_scopes: frozenset[str], team_sharing: bool
+) -> bool:
+    """Whether a lesson of ``scope`` may go to a peer that declared ``peer_projects``."""
+    if scope == "global" or scope in shared_scopes:
+        return True
+    return team_sharing and scope in peer_projects
+
+
 def peers_for(
-    access_level: str, peers: Iterable[str], band_of: BandOf, recipients: Sequence[str] = ()
+    access_level: str,
+    peers: Iterable[str],
+    band_of: BandOf,
+    recipients: Sequence[str] = (),
+    *,
+    scope: str = "global",
+    declared: DeclaredProjects | None = None,
+    shared_scopes: frozenset[str] = frozenset(),
+    team_sharing: bool = False,
 ) -> list[str]:
-    """The peers a record of ``access_level`` may be sent to, in input order."""
-    return [p for p in peers if may_receive(access_level, recipients, p, band_of(p))]
+    """The peers a record of ``access_level`` and ``scope`` may be sent to, in input order."""
+    return [
+        p
+        for p in peers
+        if may_receive(access_level, recipients, p, band_of(p))
+        and scope_audience(
+            scope,
+            declared(p) if declared is not None else frozenset(),
+            shared_scopes,
+            team_sharing,
+        )
+    ]

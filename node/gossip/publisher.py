@@ -57,15 +57,28 @@ class GossipParams:
     sync_prefix_len: int = 2
     # Records per Publish batch and per Sync page, >= 1.
     batch_size: int = 64
-    # Project scopes (``project:<digest>``) this node's operator explicitly shares.
+    # Project scopes (``project:<digest>``) this node's operator explicitly shares with every
+    # peer.
     shared_scopes: frozenset[str] = frozenset()
+    # Team sharing: a project's lessons go to the peers that declare the same project (the
+    # same digest), without listing the scope in ``shared_scopes``.
+    team_sharing: bool = True
+    # Most project scopes one peer's declaration is kept with (a bound on what a peer can
+    # make this node remember), >= 1.
+    max_declared_projects: int = 256
     # Tag that marks a user-context (UC) memory as shareable; UC is private otherwise.
     uc_share_tag: str = "shareable"
 
     def __post_init__(self) -> None:
         if self.direct_push_max < 0:
             raise ConfigError("invalid direct_push_max: must be at least 0")
-        for name in ("fanout", "hop_limit", "batch_size", "delivery_concurrency"):
+        for name in (
+            "fanout",
+            "hop_limit",
+            "batch_size",
+            "delivery_concurrency",
+            "max_declared_projects",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"invalid {name}: must be at least 1")
         if not 1 <= self.sync_prefix_len <= 4:
@@ -95,7 +108,8 @@ def may_publish(row: LessonRow, params: GossipParams) -> bool:
     """Whether a local lesson may leave this node at all.
 
     Only this node's own lessons with evidence (never claims, never imported copies: those
-    travel as their original bytes), scope ``global`` or an explicitly shared project scope; a
+    travel as their original bytes), scope ``global``, an explicitly shared project scope, or
+    (team sharing) any project scope, which then goes only to that project's peers; a
     UC memory only when tagged ``uc_share_tag``; a ``private`` row only when it names its
     recipients. An active lesson also needs confidence at least ``publish_threshold``; a
     retired or superseded one does not: its signed newer version (status retired/superseded)

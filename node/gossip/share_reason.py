@@ -71,7 +71,9 @@ def why_not_shared(row: LessonRow, params: GossipParams) -> str | None:
         return ShareReason.NO_EVIDENCE
     if row.status is LessonStatus.ACTIVE and row.confidence < params.publish_threshold:
         return ShareReason.BELOW_PUBLISH_THRESHOLD
-    if row.scope != "global" and row.scope not in params.shared_scopes:
+    if row.scope != "global" and row.scope not in params.shared_scopes and not params.team_sharing:
+        # With team sharing a project lesson may leave, to that project's peers only (the
+        # audience policy, ``node/gossip/audience.py``, picks them).
         return ShareReason.SCOPE_NOT_SHARED
     if row.memory_type == "UC" and params.uc_share_tag not in row.tags:
         return ShareReason.UC_NOT_TAGGED_SHAREABLE

@@ -9,7 +9,7 @@ certificate the peer sent with a memory goes into the pipeline with it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from lamarck.errors import DeliveryFailed
@@ -64,10 +64,11 @@ class AntiEntropy:
         # Read (and sign) what this node holds once per round, not once per peer; each pull
         # adds what it brought in.
         held = await self.held_hashes()
+        projects = await self.own_projects()
         received = 0
         for peer in peers:
             try:
-                received += await self.sync_with(peer, held)
+                received += await self.sync_with(peer, held, projects)
             except DeliveryFailed as e:
                 _log.info("sync with %s failed: %s", peer, e)
         return received
@@ -79,15 +80,23 @@ class AntiEntropy:
         )
         return set(held)
 
-    async def sync_with(self, peer: str, held: set[str] | None = None) -> int:
+    async def own_projects(self) -> list[str]:
+        """The project scopes this node works on, declared in every Sync it sends."""
+        return await self._store.project_scopes(self._params.max_declared_projects)
+
+    async def sync_with(
+        self, peer: str, held: set[str] | None = None, projects: Sequence[str] | None = None
+    ) -> int:
         """One pull from ``peer``; ``held`` (what this node holds, by content hash) is read
-        from the store when not given, and grows by what the pull stores."""
+        from the store when not given, and grows by what the pull stores; ``projects`` (this
+        node's project declaration) likewise."""
         mine = held if held is not None else await self.held_hashes()
+        declared = projects if projects is not None else await self.own_projects()
         pipeline = self._pipeline
         certificates: dict[str, bytes] = {}
 
         async def fetch(query: SyncQuery) -> SyncPage:
-            return await self._client.sync_page(peer, query, certificates)
+            return await self._client.sync_page(peer, query, certificates, declared)
 
         async def importer(raw: bytes) -> object:
             # Only StoreUnavailable escapes the pipeline (the store is down: the round stops);

@@ -159,6 +159,7 @@ class PeerClient:
         peer: str,
         query: SyncQuery,
         certificates: MutableMapping[str, bytes] | None = None,
+        projects: Sequence[str] = (),
     ) -> SyncPage:
         """One Sync call to ``peer``: the records it holds that the query says we lack; the
         quorum certificates that came with them go into ``certificates`` (by record hash)."""
@@ -170,6 +171,8 @@ class PeerClient:
                 for p, b in (query.buckets or {}).items()
             ],
             max_records=query.max_records,
+            # The projects this node works on: a peer sharing with its team sends their lessons.
+            projects=list(projects),
         )
         records: list[tuple[str, bytes]] = []
         cursor, more = query.cursor, False

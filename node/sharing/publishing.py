@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from lamarck.errors import DeliveryFailed, NotFound
-from lamarck.node.gossip.audience import BandOf, peers_for
+from lamarck.node.gossip.audience import BandOf, DeclaredProjects, peers_for
 from lamarck.node.gossip.outbox import Outbox, OutboxWorker
 from lamarck.node.gossip.publisher import (
     PUBLISHED_STATUSES,
@@ -56,6 +56,7 @@ class Publisher:
         router: GossipRouter,
         client: PeerClient,
         band_of: BandOf,
+        declared: DeclaredProjects,
         peers: Callable[[], dict[str, PeerInfo]],
         incognito: bool,
         importing: ImportParams,
@@ -68,6 +69,7 @@ class Publisher:
         self._router = router
         self._client = client
         self._band_of = band_of
+        self._declared = declared
         self._peers = peers
         self._incognito = incognito
         self._worker = OutboxWorker(outbox, self._send, self._load, params)
@@ -105,7 +107,16 @@ class Publisher:
                 key = (row.id, lesson_version(row))
                 if key in self._enqueued or not may_publish(row, self.params):
                     continue
-                allowed = peers_for(row.access_level, peers, self._band_of, row.recipients)
+                allowed = peers_for(
+                    row.access_level,
+                    peers,
+                    self._band_of,
+                    row.recipients,
+                    scope=row.scope,
+                    declared=self._declared,
+                    shared_scopes=self.params.shared_scopes,
+                    team_sharing=self.params.team_sharing,
+                )
                 if not allowed:
                     continue
                 signed = sign_lesson(row, self._identity)

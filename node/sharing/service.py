@@ -46,6 +46,7 @@ from lamarck.node.params import NodeParams
 from lamarck.node.sharing.anti_entropy import AntiEntropy
 from lamarck.node.sharing.membership import Membership
 from lamarck.node.sharing.peer_client import PeerClient
+from lamarck.node.sharing.projects import ProjectPeers
 from lamarck.node.sharing.publishing import Publisher
 from lamarck.node.sharing.quorum import (
     QUORUM_DIR,
@@ -136,6 +137,8 @@ class Sharing:
         self.view = StoreImportView(store, reputation, self._identity.node_id)
         self.router = GossipRouter(self.params, self._identity.node_id)
         self.outbox = outbox
+        #: The projects each peer declared it works on (team sharing).
+        self.projects = ProjectPeers(self.params.max_declared_projects)
         self.publisher = Publisher(
             store,
             self._identity,
@@ -144,6 +147,7 @@ class Sharing:
             router=self.router,
             client=self.client,
             band_of=self.band_of,
+            declared=self.projects.of,
             peers=lambda: self.membership.peers,
             incognito=settings.incognito,
             importing=params.importing,
@@ -336,12 +340,14 @@ class Sharing:
         self._forwards.add(task)
         task.add_done_callback(self._forwards.discard)
 
-    async def shareable(self, requester: str) -> dict[str, bytes]:
-        """What this node may send ``requester`` in a Sync, by content hash."""
+    async def shareable(self, requester: str, projects: Sequence[str] = ()) -> dict[str, bytes]:
+        """What this node may send ``requester`` in a Sync, by content hash; ``projects`` is
+        the (authenticated) requester's declaration of the projects it works on."""
+        declared = self.projects.declare(requester, projects)
         if self.incognito:
             return {}
         return await shareable_records(
-            self._store, self._identity, self.params, self.band_of, requester
+            self._store, self._identity, self.params, self.band_of, requester, declared
         )
 
     # -- publishing and anti-entropy ------------------------------------------------------

@@ -147,6 +147,7 @@ class SyncRequest(_message.Message):
     KNOWN_HASHES_FIELD_NUMBER: _builtins.int
     KINDS_FIELD_NUMBER: _builtins.int
     MAX_RECORDS_FIELD_NUMBER: _builtins.int
+    PROJECTS_FIELD_NUMBER: _builtins.int
     requester_node_id: _builtins.str
     """Node id of the requester, so the server can apply access levels (trusted, private)."""
     cursor: _builtins.str
@@ -174,6 +175,13 @@ class SyncRequest(_message.Message):
     def kinds(self) -> _containers.RepeatedScalarFieldContainer[_records_pb2.RecordKind.ValueType]:
         """Only these kinds; empty means every kind the server shares."""
 
+    @_builtins.property
+    def projects(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Project scopes (`project:<digest>`) the requester works on: a server that shares with
+        its project's peers (team sharing, on by default) sends them its lessons of those
+        projects and pushes later ones to them. At most 256; malformed entries are ignored.
+        """
+
     def __init__(
         self,
         *,
@@ -183,10 +191,11 @@ class SyncRequest(_message.Message):
         known_hashes: _abc.Iterable[_builtins.str] | None = ...,
         kinds: _abc.Iterable[_records_pb2.RecordKind.ValueType] | None = ...,
         max_records: _builtins.int = ...,
+        projects: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["buckets", b"buckets", "cursor", b"cursor", "kinds", b"kinds", "known_hashes", b"known_hashes", "max_records", b"max_records", "requester_node_id", b"requester_node_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["buckets", b"buckets", "cursor", b"cursor", "kinds", b"kinds", "known_hashes", b"known_hashes", "max_records", b"max_records", "projects", b"projects", "requester_node_id", b"requester_node_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -851,3 +851,19 @@ async def test_search_with_k_above_ef_search_returns_k(pg_dsn: str) -> None:
         assert [h.lesson.id for h in hits] == [i for i, _ in _exact_order(rows, vec(1.0))[:150]]
     finally:
         await store.close()
+
+
+async def test_project_scopes_are_those_of_own_lessons_and_outcomes(store: LessonStore) -> None:
+    own, imported, worked = "ab" * 8, "cd" * 8, "ef" * 8
+    await store.insert_lesson(lesson("l1", scope=f"project:{own}", content_hash="h1"))
+    await store.insert_lesson(
+        lesson(
+            "l2", scope=f"project:{imported}", imported_from="lmk1" + "a" * 32, content_hash="h2"
+        )
+    )
+    await store.insert_lesson(lesson("l3", content_hash="h3"))  # global: no project
+    await store.insert_outcome(outcome("o1", project=worked))
+    await store.insert_outcome(outcome("o2", project=own))
+    # Team sharing declares what this node works on: not the projects of others' lessons.
+    assert await store.project_scopes(10) == [f"project:{own}", f"project:{worked}"]
+    assert await store.project_scopes(1) == [f"project:{own}"]

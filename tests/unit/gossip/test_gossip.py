@@ -32,6 +32,7 @@ from lamarck.node.gossip.sync import (
 )
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportSource
+from lamarck.node.sharing.projects import ProjectPeers
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonRow, LessonStatus
 from lamarck.proto.canonical import sha256_hex
@@ -80,10 +81,14 @@ def test_only_active_evidenced_confident_shared_lessons_may_be_published() -> No
     assert not may_publish(lesson(status=LessonStatus.CLAIMED), PARAMS)
     assert not may_publish(lesson(evidence=()), PARAMS)
     assert not may_publish(lesson(confidence=0.5), PARAMS)
-    assert not may_publish(lesson(scope="project:abcd"), PARAMS)
+    solo = GossipParams(team_sharing=False)
+    assert not may_publish(lesson(scope="project:abcd"), solo)
     assert may_publish(
-        lesson(scope="project:abcd"), GossipParams(shared_scopes=frozenset({"project:abcd"}))
+        lesson(scope="project:abcd"),
+        GossipParams(shared_scopes=frozenset({"project:abcd"}), team_sharing=False),
     )
+    # Team sharing (the default): it may leave, for that project's peers (the audience).
+    assert may_publish(lesson(scope="project:abcd"), PARAMS)
     assert not may_publish(lesson(imported_from="lmk1" + "a" * 32), PARAMS)
     assert not may_publish(lesson(access_level="private"), PARAMS)
 
@@ -97,7 +102,9 @@ def test_a_retired_or_superseded_lesson_is_published_so_holders_end_their_copy()
         assert signed.memory.lesson is not None and signed.memory.lesson.status == status.value
         assert signed.memory.metadata.superseded_by == "retired:alice"
         assert not may_publish(lesson(status=status, imported_from="lmk1" + "a" * 32), PARAMS)
-        assert not may_publish(lesson(status=status, scope="project:abcd"), PARAMS)
+        assert not may_publish(
+            lesson(status=status, scope="project:abcd"), GossipParams(team_sharing=False)
+        )
         assert not may_publish(lesson(status=status, evidence=()), PARAMS)
 
 
@@ -595,3 +602,47 @@ def test_sync_handler_streams_pages_and_the_importer_catches_up() -> None:
         assert SOURCE_KEY.node_id and server is not client
 
     run(go())
+
+
+# -- team sharing (issue 13 §1.4) -------------------------------------------------------------
+
+TEAM = "project:" + "ab" * 16
+OTHER = "project:" + "cd" * 16
+
+
+def test_a_project_lesson_goes_only_to_the_peers_that_declared_its_project() -> None:
+    band_of = band_reader(Scores({"a": 0.5, "b": 0.5, "c": 0.1}), ReputationParams())
+    declared = {"a": frozenset({TEAM}), "b": frozenset({OTHER}), "c": frozenset({TEAM})}.get
+
+    def of(peer: str) -> frozenset[str]:
+        return declared(peer) or frozenset()
+
+    peers = ["a", "b", "c"]
+    team = dict(declared=of, shared_scopes=frozenset(), team_sharing=True)
+    assert peers_for("public", peers, band_of, scope=TEAM, **team) == ["a"]  # c is graylisted
+    assert peers_for("public", peers, band_of, scope="global", **team) == ["a", "b"]
+    off = dict(team, team_sharing=False)
+    assert peers_for("public", peers, band_of, scope=TEAM, **off) == []
+    shared = dict(off, shared_scopes=frozenset({TEAM}))
+    assert peers_for("public", peers, band_of, scope=TEAM, **shared) == ["a", "b"]
+
+
+def test_a_declaration_keeps_well_formed_project_scopes_up_to_the_bound() -> None:
+    peers = ProjectPeers(limit=2)
+    kept = peers.declare("a", ["global", "project:xyz", TEAM, TEAM, OTHER, "project:" + "ef" * 16])
+    assert kept == frozenset({TEAM, OTHER})
+    assert peers.of("a") == kept and peers.of("b") == frozenset()
+    assert peers.declare("a", []) == frozenset()  # the last declaration replaces the previous
+
+
+async def test_a_sync_serves_a_project_lesson_to_a_peer_of_that_project_only() -> None:
+    store = InMemoryLessonStore(dim=8)
+    ident = NodeIdentity.from_seed(b"\x05" * 32)
+    await store.insert_lesson(lesson(scope=TEAM))
+    band_of = band_reader(Scores({RECIPIENT: 0.5}), ReputationParams())
+    assert await shareable_records(store, ident, PARAMS, band_of, RECIPIENT) == {}
+    held = await shareable_records(store, ident, PARAMS, band_of, RECIPIENT, frozenset({TEAM}))
+    assert len(held) == 1
+    solo = GossipParams(team_sharing=False)
+    declared = frozenset({TEAM})
+    assert await shareable_records(store, ident, solo, band_of, RECIPIENT, declared) == {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -84,12 +85,22 @@ def test_each_failed_condition_is_named() -> None:
         ShareReason.PRIVATE_WITHOUT_RECIPIENTS: lesson(access_level="private"),
         ShareReason.ACCESS_LEVEL: lesson(access_level="secret"),
     }
+    solo = dataclasses.replace(PARAMS, team_sharing=False)
     for reason, row in cases.items():
-        assert why_not_shared(row, PARAMS) == reason
+        params = solo if reason is ShareReason.SCOPE_NOT_SHARED else PARAMS
+        assert why_not_shared(row, params) == reason
 
 
 def test_a_retired_lesson_below_the_threshold_is_still_shared_so_holders_end_their_copy() -> None:
     assert why_not_shared(lesson(status=LessonStatus.RETIRED, confidence=0.1), PARAMS) is None
+
+
+def test_with_team_sharing_a_project_lesson_leaves_for_its_project_peers_only() -> None:
+    # The row may leave; the audience policy then sends it only to peers of that project.
+    assert why_not_shared(lesson(scope=PROJECT), GossipParams(team_sharing=True)) is None
+    assert why_not_shared(lesson(scope=PROJECT), GossipParams(team_sharing=False)) == (
+        ShareReason.SCOPE_NOT_SHARED
+    )
 
 
 def test_an_explicitly_shared_project_scope_is_shared() -> None:

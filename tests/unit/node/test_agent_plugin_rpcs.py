@@ -231,9 +231,12 @@ async def test_a_lesson_says_whether_it_is_shared_by_the_publishers_rule(node: N
     )
     [lesson_id] = learned.ids("created")
     assert (await node.client.get_lesson(lesson_id)).not_shared_reason == "sharing_off"
-    node.sharing[0] = SharingState(GossipParams(publish_threshold=0.4))
+    node.sharing[0] = SharingState(GossipParams(publish_threshold=0.4, team_sharing=False))
     lesson = await node.client.get_lesson(lesson_id)
     assert not lesson.shared and lesson.not_shared_reason == "scope_not_shared"
+    # Team sharing (the default): the project's lesson goes to the peers of that project.
+    node.sharing[0] = SharingState(GossipParams(publish_threshold=0.4))
+    assert (await node.client.get_lesson(lesson_id)).shared
     scope = f"project:{PROJECT}"
     node.sharing[0] = SharingState(
         GossipParams(publish_threshold=0.4, shared_scopes=frozenset({scope}))
