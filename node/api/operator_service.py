@@ -34,12 +34,12 @@ import asyncio
 import dataclasses
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from lamarck.errors import ConfigError, ConflictError, InvalidRecord, NotFound, StoreUnavailable
 from lamarck.node import metrics
-from lamarck.node.api.health_loader import current_report
+from lamarck.node.api.health_loader import current_report, learned_variables
 from lamarck.node.api.node_status import (
     NetworkSource,
     ReputationSource,
@@ -185,8 +185,11 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         reputation: Callable[[], ReputationSource | None] | None = None,
         quorum: Callable[[str], str] | None = None,
         taint: Callable[[], TaintSweeper | None] | None = None,
+        variables: Callable[[], Awaitable[dict[str, dict[str, object]]]] | None = None,
     ) -> None:
         self._store = provider_of(store, LessonStore)
+        # The learned context-variable classes (issue 18 §4), added to the health report.
+        self._variables = variables
         # The quorum on a held record as JSON, by content hash ("" when none was asked).
         self._quorum = quorum or (lambda _: "")
         # Releases the lessons of rows held ``tainted_source`` (None: no sharing side yet).
@@ -360,7 +363,10 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
                 "this node was started without health parameters", reason="health_unconfigured"
             )
         report = await current_report(self._store(), self._health, self._clock.now())
-        return operator_pb2.GetHealthResponse(report_json=json.dumps(report_to_json(report)))
+        data = report_to_json(report)
+        if self._variables is not None:
+            data["variables"] = await self._variables()
+        return operator_pb2.GetHealthResponse(report_json=json.dumps(data))
 
     async def GetStatus(
         self, request: operator_pb2.GetStatusRequest, context: Any
@@ -491,4 +497,5 @@ def make_operator_servicer(
         reputation=reputation,
         quorum=lambda h: ctx.sharing.quorum.describe(h) if ctx.sharing is not None else "",
         taint=lambda: ctx.sharing.taint if ctx.sharing is not None else None,
+        variables=lambda: learned_variables(ctx.store, ctx.params.learning),
     )

@@ -35,6 +35,16 @@ def health(home: HomeOption = None, as_json: JsonOption = False) -> None:
         emit_json(data)
     else:
         typer.echo(render_text(report), nl=False)
+        variables = data.get("variables") or {}
+        if variables:
+            typer.echo("\nContext variables (what a difference in them does to a lesson):")
+            for name, v in sorted(variables.items()):
+                how = "learned" if v.get("learned") else "assumed"
+                held, failed = v.get("correct", 0), v.get("incorrect", 0)
+                typer.echo(
+                    f"  {name:<16} {v.get('class', '?'):<11} {how}"
+                    f" ({held} held, {failed} failed across a difference)"
+                )
     if any(f.severity is Severity.CRITICAL for f in report.warnings):
         raise typer.Exit(code=EXIT_CRITICAL)
 
