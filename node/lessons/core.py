@@ -312,8 +312,13 @@ class LessonCore:
         situation: dict[str, Any] | None = None,
         confirmed_projects: tuple[str, ...] = (),
         supersedes: str | None = None,
+        log_as: str | None = None,
     ) -> LessonRow:
-        """Build, embed and store a new lesson (claimed if it has no evidence)."""
+        """Build, embed and store a new lesson (claimed if it has no evidence).
+
+        With ``log_as``, its "created" event (that actor) is written with the row in one
+        statement, so a lone write needs no transaction.
+        """
         now = self.clock.now()
         has_evidence = bool(evidence)
         row = LessonRow(
@@ -334,10 +339,15 @@ class LessonCore:
             supersedes=supersedes,
             embedding=await self.embed(content),
         )
+        created = [LessonChange(row.id, "created", None, row.confidence)]
         if supersedes is None:
-            await self.store.insert_lesson(row)
+            await self.store.insert_lesson(
+                row, self.events(created, log_as) if log_as is not None else ()
+            )
         else:
             await self.store.supersede(supersedes, row)
+            if log_as is not None:
+                await self.log(created, log_as)
         return row
 
     async def check_evidence(self, ids: tuple[str, ...]) -> tuple[str, ...]:

@@ -84,7 +84,12 @@ class LessonEditing:
         self._core.scan([text, operation, *tags, *context_texts(context)], "lesson")
         ids = tuple(dict.fromkeys(e.strip() for e in evidence))
         projects = await self._core.check_evidence(ids) if ids else ()
-        # The lesson and its "created" event commit together (a crash leaves neither).
+        if not ids:
+            # A claim is one statement (the row and its "created" event): nothing can
+            # contest it, so it needs no transaction around it.
+            return await self._remember(text, operation, scope, ids, context, tags, projects)
+        # The lesson, its "created" event and any contest commit together (a crash leaves
+        # none of them).
         async with self._core.store.atomic():
             return await self._remember(text, operation, scope, ids, context, tags, projects)
 
@@ -107,8 +112,8 @@ class LessonEditing:
             tags=tags,
             # The projects whose outcomes proved it count toward promotion like confirmations.
             confirmed_projects=projects,
+            log_as=AGENT_ACTOR,
         )
-        await self._core.log([LessonChange(row.id, "created", None, row.confidence)], AGENT_ACTOR)
         # A lesson born active that contradicts one on file: both are contested until an
         # outcome settles it (issue 18 §2); the loop logs the contest.
         contested = await self._knowledge.contest_new(row)
