@@ -64,7 +64,7 @@ import dataclasses
 import logging
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -426,6 +426,10 @@ class _Call:
         return not self.dry_run and self.source not in (ImportSource.APPROVAL, ImportSource.QUORUM)
 
 
+#: Told of each active copy the pipeline stored (the lesson service contests its conflicts).
+StoredHook = Callable[[LessonRow], Awaitable[object]]
+
+
 class ImportPipeline:
     """Runs the stages over one record at a time; see the module docstring.
 
@@ -446,8 +450,13 @@ class ImportPipeline:
         params: ImportParams | None = None,
         limits: RecordLimits = DEFAULT_LIMITS,
         certificates: CertificateCheck | None = None,
+        on_stored: StoredHook | None = None,
     ) -> None:
         self._store = store
+        # Told of every active copy stored, so the lesson service can contest what it
+        # contradicts at once (issue 18): a peer's reversal reaches this node's prompts now,
+        # not at the next daily reconcile.
+        self._on_stored = on_stored
         self._view = view
         self._pins = pins
         self._reputation = reputation
@@ -991,6 +1000,12 @@ class ImportPipeline:
         self._view.note_held(record, signed.content_hash, lesson_id=row.id)
         self._view.history.add(record.provenance.source_agent_id, now, record.confidence)
         IMPORTS.labels(result="accepted", reason="").inc()
+        if self._on_stored is not None and row.status is LessonStatus.ACTIVE:
+            try:
+                await self._on_stored(row)
+            except StoreError as e:
+                # The copy is stored; its conflicts are contested at the next reconcile.
+                _log.warning("contesting the conflicts of %s failed: %s", row.id, e)
         # (11) forward.
         return dataclasses.replace(
             base, outcome=ImportOutcome.ACCEPT, lesson_id=row.id, forward=decision.forward

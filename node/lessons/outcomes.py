@@ -23,6 +23,7 @@ from lamarck.node.learning.attribution import Effect, attribute
 from lamarck.node.learning.conflicts import settle, trials_from_attributions
 from lamarck.node.learning.evidence import confirmed_confidence
 from lamarck.node.learning.mechanical import (
+    TARGET_TAG,
     MechanicalLesson,
     mechanical_lessons,
     restates,
@@ -370,15 +371,22 @@ class OutcomeLearning:
         """
         core = self._core
         scope = project_scope(outcome.project)
-        live = await core.store.list_lessons(
+        found = await core.store.list_lessons(
             LessonFilter(
-                statuses=LIVE,
+                statuses=(*LIVE, LessonStatus.RETIRED),
                 scopes=recall_scopes(scope),
                 category=Category.LESSON,
                 about=lesson.prefer,
+                # Restating and reversing both need the same target: its tag narrows the
+                # indexed lookup to the lessons about it (issue 17 §5).
+                tags=(f"{TARGET_TAG}{lesson.target}",),
                 limit=core.params.lesson.max_active_per_scope,
             )
         )
+        # Live lessons, and the ones this very outcome just contradicted into retirement: the
+        # reversed lesson it disproved is the one the new lesson must settle with (and link
+        # to in history), even though attribution retired it a moment ago.
+        live = [r for r in found if r.status in LIVE or r.id in before]
         same = [r for r in live if restates(lesson, r.operation, r.tags)]
         if same:
             if same[0].id in confirmed_now:

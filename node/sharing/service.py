@@ -186,6 +186,7 @@ class Sharing:
             clock=self._clock,
             rng=self._rng,
             params=self._node_params.importing,
+            on_stored=self._ctx.lessons.contest_new,
             certificates=CertificateChecker(self.principals, self._node_params.quorum, self.quorum),
         )
         self.quorum.load()
@@ -254,13 +255,25 @@ class Sharing:
     ) -> None:
         if wait_first:
             await asyncio.sleep(every_s)
+        failing = ""
         while True:
             try:
                 await step()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # a background loop never dies: the next round retries
-                _log.exception("sharing %s round failed", name)
+            except Exception as e:  # a background loop never dies: the next round retries
+                # Said once per kind of failure, not every round: a store outage of a minute
+                # must not print sixty tracebacks (the supervisor reports the outage itself).
+                kind = f"{type(e).__name__}:{getattr(e, 'reason', '')}"
+                if kind != failing:
+                    _log.exception("sharing %s round failed", name)
+                else:
+                    _log.debug("sharing %s round failed again: %s", name, e)
+                failing = kind
+            else:
+                if failing:
+                    _log.info("sharing %s round works again", name)
+                failing = ""
             await asyncio.sleep(every_s)
 
     async def stop(self) -> None:

@@ -52,6 +52,7 @@ from lamarck.node.lessons.core import (
     ReconcileResult,
 )
 from lamarck.node.lessons.editing import LessonEditing
+from lamarck.node.lessons.knowledge import Knowledge
 from lamarck.node.lessons.maintenance import Maintenance
 from lamarck.node.lessons.outcomes import OutcomeLearning
 from lamarck.node.lessons.recall import OperationCheck, Recall
@@ -113,6 +114,7 @@ class LessonService:
         self._editing = LessonEditing(self._core)
         self._maintenance = Maintenance(self._core)
         self._situations = Situations(self._core)
+        self._knowledge = Knowledge(self._core)
 
     @property
     def params(self) -> LearningParams:
@@ -249,6 +251,11 @@ class LessonService:
     async def reconcile(self) -> ReconcileResult:
         """Decay unused lessons, retire those below the level, enforce the per-scope cap."""
         return await self._maintenance.reconcile()
+
+    async def contest_new(self, row: LessonRow) -> None:
+        """Contest whatever active lesson ``row`` (just stored, e.g. an imported copy)
+        contradicts: both leave the prompt's advice until an outcome settles them."""
+        await self._knowledge.contest_new(row)
 
     async def enforce_cap(self) -> builtins.list[str]:
         """Supersede the lessons beyond each scope's active cap now; returns their ids."""

@@ -91,3 +91,25 @@ def test_maintenance_params_refuse_a_non_positive_interval() -> None:
         MaintenanceParams(cap_interval_s=0)
     with pytest.raises(ConfigError, match="reconcile_interval_s"):
         MaintenanceParams(reconcile_interval_s=float("nan"))
+
+
+async def test_a_lesson_retired_by_the_outcome_that_reverses_it_is_linked_to_its_successor() -> (
+    None
+):
+    h = Harness()
+    first = await h.service.record_outcome(
+        h.outcome("s1", [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)])
+    )
+    [old] = first.ids("created")
+    # The environment changed: GOOD now fails. One failing run lowers the lesson...
+    await h.service.record_outcome(
+        h.outcome("s2", [(GOOD, "failed", TARGET)], passed=False, in_play=[old])
+    )
+    # ...and the run that contradicts it again retires it AND proves the reverse, in one go.
+    third = await h.service.record_outcome(
+        h.outcome("s3", [(GOOD, "failed", TARGET), (BAD, "ok", TARGET)], in_play=[old])
+    )
+    [new] = third.ids("created")
+    [row] = await h.store.get_lessons([old])
+    assert row.superseded_by == new  # one history: the disproved lesson, then its reverse
+    assert row.status is LessonStatus.SUPERSEDED
