@@ -1,0 +1,288 @@
+"""Quorum validation over a real network: seven real nodes, two Byzantine voters beside them.
+
+Real node processes on one Redis registry (open admission): the source S, the receiver R
+that puts high-stakes records to a quorum, five honest voters H1..H5 (their own outcomes on
+the lesson's operation are their only evidence), and, later, a second receiver R2. Two
+Byzantine voters run in this process as registered peers serving ``RequestVote``: B1 always
+votes against the honest evidence (CONTRADICT a true lesson, VALIDATE a false one), B2
+answers with a vote it signs in an honest voter's name (a forgery) and, on the false lesson,
+with two votes of opposite verdicts. n = 7 voters tolerate f = 2: the decision must be the
+honest evidence's.
+
+The records are signed with S's own key (read from its home) and handed to R as a bundle
+(the same pipeline as gossip). A certificate made on R verifies on R2, which receives the
+record with it by Sync and stores it without asking anyone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import grpc
+import grpc.aio
+import pytest
+from conftest import REDIS_URL, Net, imported, outcome, wait_for
+
+import lamarck
+from lamarck.client import Client
+from lamarck.consensus.votes import Verdict
+from lamarck.operator import OperatorClient
+from lamarck.proto.canonical import canonical_bytes
+from lamarck.proto.clock import SystemClock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.keys import identity_path, load_private_key
+from lamarck.proto.memory import MemoryV2
+from lamarck.proto.signed import SignedMemory
+from lamarck.proto.signing import RecordKind, sign_object
+from lamarck.proto.timefmt import format_ts
+from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
+from lamarck.registry.client import RegistryClient
+from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.redis_directory import RedisPeerDirectory
+
+pytestmark = pytest.mark.integration
+
+TRUE_OP = "shell:vault rotate --staged"
+FALSE_OP = "shell:vault seal --skip-audit"
+#: Bound on a quorum decision: the collection loop runs every 5 s, a round ends by its timeout.
+DECISION_TIMEOUT_S = 120.0
+
+
+def _vote(
+    signer: NodeIdentity, voter_id: str, memory: dict[str, Any], verdict: Verdict, n: int
+) -> bytes:
+    obj = {
+        "schema_version": "1.0",
+        "kind": "vote",
+        "id": str(uuid.uuid4()),
+        "memory_id": memory["id"],
+        "memory_hash": memory["hash"],
+        "voter_id": signer.node_id,
+        "verdict": verdict.value,
+        "confidence": 1.0,
+        "outcome_ids": [str(uuid.UUID(int=n + 1, version=4))],
+        "created_at": format_ts(datetime.now(UTC)),
+    }
+    signed = sign_object(RecordKind.vote, obj, signer)
+    # A forgery names someone else after signing: the signature no longer binds.
+    signed["voter_id"] = voter_id
+    return canonical_bytes(signed)
+
+
+class Byzantine(peer_pb2_grpc.PeerServiceServicer):
+    """A registered peer whose RequestVote lies (see the module doc)."""
+
+    def __init__(self, identity: NodeIdentity, mode: str, honest_ids: list[str]) -> None:
+        self.identity = identity
+        self.mode = mode
+        self.honest_ids = honest_ids
+        self.asked = 0
+
+    async def RequestVote(
+        self, request: peer_pb2.RequestVoteRequest, context: Any
+    ) -> peer_pb2.RequestVoteResponse:
+        self.asked += 1
+        raw = bytes(request.memory.canonical_json)
+        signed = SignedMemory.from_json(raw)
+        memory = {"id": signed.memory.id, "hash": signed.content_hash}
+        op = signed.memory.lesson.operation if signed.memory.lesson else ""
+        against = Verdict.CONTRADICT if op == TRUE_OP else Verdict.VALIDATE
+        voter = self.identity.node_id
+        if self.mode == "forge":
+            voter = self.honest_ids[0]
+        vote = _vote(self.identity, voter, memory, against, self.asked)
+        return peer_pb2.RequestVoteResponse(
+            vote=records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_VOTE, canonical_json=vote)
+        )
+
+
+class ByzantineNet:
+    """Two Byzantine voters served and kept registered from a thread of this process."""
+
+    def __init__(self, namespace: str, honest_ids: list[str]) -> None:
+        self.namespace = namespace
+        self.voters = [
+            Byzantine(NodeIdentity.from_seed(bytes([0x60 + k]) * 32), mode, honest_ids)
+            for k, mode in enumerate(("against", "forge"))
+        ]
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._stop = asyncio.Event()
+        self._servers: list[grpc.aio.Server] = []
+
+    def start(self) -> None:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=30)
+
+    async def _start(self) -> None:
+        directory = RedisPeerDirectory.from_url(
+            REDIS_URL,
+            namespace=self.namespace,
+            params=RegistryParams(admission=AdmissionMode.OPEN),
+            clock=SystemClock(),
+        )
+        clients = []
+        for voter in self.voters:
+            server = grpc.aio.server()
+            peer_pb2_grpc.add_PeerServiceServicer_to_server(voter, server)
+            port = server.add_insecure_port("127.0.0.1:0")
+            await server.start()
+            self._servers.append(server)
+            client = RegistryClient(
+                directory,
+                voter.identity,
+                address=f"127.0.0.1:{port}",
+                domains=(),
+                version=lamarck.__version__,
+                mode=AdmissionMode.OPEN,
+                clock=SystemClock(),
+            )
+            await client.tick()
+            clients.append(client)
+        self._beats = asyncio.ensure_future(self._beat(clients))
+
+    async def _beat(self, clients: list[RegistryClient]) -> None:
+        while True:
+            await asyncio.sleep(5.0)
+            for client in clients:
+                await client.tick()
+
+    def stop(self) -> None:
+        async def _stop() -> None:
+            self._beats.cancel()
+            for server in self._servers:
+                await server.stop(None)
+
+        asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+
+def _signed_lesson(source_home: Path, op: str, content: str) -> bytes:
+    """A security-domain (high-stakes) lesson signed with the source node's own key."""
+    identity = load_private_key(identity_path(source_home))
+    created = format_ts(datetime.now(UTC) - timedelta(minutes=1))
+    obj = {
+        "schema_version": "2.0",
+        "id": str(uuid.uuid4()),
+        "type": "AC",
+        "content": content,
+        "confidence": 0.7,
+        "access_level": "public",
+        "context": {"domain": "security", "environment": "prod"},
+        "provenance": {
+            "source_agent_id": identity.node_id,
+            "source_type": "empirical",
+            "created_at": created,
+            "updated_at": created,
+        },
+        "evidence": [
+            {
+                "type": "empirical",
+                "description": "ran it",
+                "timestamp": created,
+                "validator": "reality",
+                "outcome_id": str(uuid.uuid4()),
+            }
+        ],
+        "lesson": {"operation": op, "scope": "global", "status": "active"},
+        "confidence_interval": {"mean": 0.7, "std_dev": 0.1},
+    }
+    return SignedMemory.sign(MemoryV2.from_obj(obj), identity).raw
+
+
+def _evidence(node: Any, op: str, passed: bool) -> None:
+    """Two outcomes of the voter's own on ``op``."""
+    with Client(node.agent_addr, timeout=20) as client:
+        for k in range(2):
+            client.record_outcome(
+                outcome(
+                    f"ev-{k}",
+                    f"{k + 1:02x}" * 32,
+                    [(op, "ok" if passed else "failed", "vault")],
+                    passed=passed,
+                )
+            )
+
+
+def _row(node: Any, content_hash: str) -> Any:
+    with OperatorClient.from_home(node.home) as op:
+        for entry in op.iter_quarantine(None):
+            if entry.content_hash == content_hash:
+                return entry
+    return None
+
+
+def _decided(node: Any, content_hash: str) -> Any:
+    row = _row(node, content_hash)
+    return row if row is not None and row.state != "pending" else None
+
+
+@pytest.fixture
+def byzantine(net: Net) -> Iterator[ByzantineNet]:
+    """The two Byzantine voters, registered on the test's network before any node starts."""
+    voters = ByzantineNet(net.namespace, [])
+    voters.start()
+    try:
+        yield voters
+    finally:
+        voters.stop()
+
+
+def test_seven_nodes_decide_by_the_honest_evidence_and_certificates_travel(
+    net: Net, byzantine: ByzantineNet
+) -> None:
+    source = net.start()
+    honest = [net.start() for _ in range(5)]
+    byzantine.voters[1].honest_ids.append(honest[0].node_id)
+    for voter in honest:
+        _evidence(voter, TRUE_OP, passed=True)
+        _evidence(voter, FALSE_OP, passed=False)
+    # Started last, so its first registry round already lists every voter.
+    receiver = net.start()
+    true_raw = _signed_lesson(source.home, TRUE_OP, "Rotate vault tokens with --staged first.")
+    false_raw = _signed_lesson(source.home, FALSE_OP, "Seal the vault with --skip-audit.")
+    with Client(receiver.agent_addr, timeout=30) as client:
+        result = client.import_bundle(true_raw + b"\n" + false_raw + b"\n")
+    assert [a.reason for a in result.acks] == ["awaiting_quorum", "awaiting_quorum"]
+    true_hash = SignedMemory.from_json(true_raw).content_hash
+    false_hash = SignedMemory.from_json(false_raw).content_hash
+
+    accepted = wait_for(
+        lambda: _decided(receiver, true_hash), "the true lesson's quorum", DECISION_TIMEOUT_S
+    )
+    rejected = wait_for(
+        lambda: _decided(receiver, false_hash), "the false lesson's quorum", DECISION_TIMEOUT_S
+    )
+    assert accepted.state == "approved"
+    assert rejected.state == "rejected"
+    assert all(v.asked >= 1 for v in byzantine.voters)
+
+    with OperatorClient.from_home(receiver.home) as op:
+        shown = op.show(accepted.id)
+    quorum = json.loads(shown.quorum_json)
+    assert quorum["state"] == "accepted"
+    ignored = sorted(v["ignored"] for v in quorum["votes"] if not v["counted"])
+    assert ignored == ["forged"]
+    assert quorum["counts"]["validate"] == 5 and quorum["counts"]["contradict"] == 1
+
+    # A second receiver gets the record with its certificate by Sync and stores it without
+    # asking anyone (the Byzantine voters count every request they get).
+    asked_before = [v.asked for v in byzantine.voters]
+    late = net.start()
+
+    record_id = SignedMemory.from_json(true_raw).memory.id
+    wait_for(
+        lambda: imported(late, record_id),
+        "the certified record on the late node",
+        DECISION_TIMEOUT_S,
+    )
+    assert _row(late, true_hash) is None  # never held: the certificate was enough
+    assert [v.asked for v in byzantine.voters] == asked_before
