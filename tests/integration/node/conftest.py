@@ -31,10 +31,8 @@ test environment are not passed on, so a developer's settings cannot leak into a
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,6 +44,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from lamarck.client import dial_address
+from lamarck.node.fleet import launcher
 
 #: Flags every test node gets unless the test overrides them.
 DEFAULT_FLAGS: dict[str, Any] = {
@@ -123,26 +122,14 @@ class RunningNode:
 
 
 def node_command(home: Path, **flags: Any) -> list[str]:
-    """The command line starting a node on ``home`` with ``DEFAULT_FLAGS`` and ``flags``."""
-    merged = {**DEFAULT_FLAGS, **flags}
-    argv = [sys.executable, "-m", "lamarck.node.daemon", "--home", str(home)]
-    for name, value in merged.items():
-        flag = "--" + name.replace("_", "-")
-        if value is None or value is False:
-            continue
-        if value is True:
-            argv.append(flag)
-        elif isinstance(value, list | tuple):
-            for item in value:
-                argv += [flag, str(item)]
-        else:
-            argv += [flag, str(value)]
-    return argv
+    """The command line starting a node on ``home`` with ``DEFAULT_FLAGS`` and ``flags`` (the
+    fleet launcher's one way of building it: ``--flag=value``, so a value may start with -)."""
+    return launcher.node_command(home, {**DEFAULT_FLAGS, **flags})
 
 
 def node_env() -> dict[str, str]:
     """The environment of a test node: ours without any ``LAMARCK_*`` setting."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("LAMARCK_")}
+    return launcher.node_env()
 
 
 def spawn_node(home: Path, **flags: Any) -> tuple[subprocess.Popen[bytes], Path, Path]:

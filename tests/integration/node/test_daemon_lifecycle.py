@@ -126,9 +126,7 @@ def test_get_identity_refuses_a_short_nonce_with_a_reason(node: Any) -> None:
     assert "grpc-status-details-bin" in details
 
 
-def test_publish_needs_a_peer_token_and_trust_rpcs_answer_unimplemented_for_now(
-    node: Any,
-) -> None:
+def test_publish_and_request_vote_need_a_peer_token(node: Any) -> None:
     with grpc.insecure_channel(node.peer_addr) as channel:
         stub = peer_pb2_grpc.PeerServiceStub(channel)
         with pytest.raises(grpc.RpcError) as anonymous:
@@ -137,7 +135,8 @@ def test_publish_needs_a_peer_token_and_trust_rpcs_answer_unimplemented_for_now(
             stub.RequestVote(peer_pb2.RequestVoteRequest(), timeout=5)
     assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
     assert _reason(anonymous.value) == "token_missing"
-    assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED  # type: ignore[attr-defined]
+    # A vote is asked of a node by a proven peer, as a Sync is (issue 12 §2.3).
+    assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
 
 
 def test_metrics_endpoint_serves_lamarck_metrics(node: Any) -> None:
