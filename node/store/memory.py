@@ -73,6 +73,8 @@ def lesson_matches(lesson: LessonRow, flt: LessonFilter) -> bool:
         return False
     if flt.min_confidence is not None and lesson.confidence < flt.min_confidence:
         return False
+    if flt.tags is not None and not set(flt.tags).issubset(lesson.tags):
+        return False
     return flt.imported is None or (lesson.imported_from is not None) == flt.imported
 
 

@@ -150,6 +150,10 @@ class LessonFilter:
     # Exactly this content (a claim already held): with ``operation`` it is an indexed
     # lookup, so deduplicating a write never reads a scope's rows.
     content: str | None = None
+    # Lessons carrying every one of these tags (GIN-indexed): the mechanical lookup asks for
+    # its target's tag, so it reads the few lessons about that target, not every lesson
+    # about a common operation.
+    tags: tuple[str, ...] | None = None
     limit: int = 100
     offset: int = 0
 

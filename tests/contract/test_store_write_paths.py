@@ -15,6 +15,7 @@ import pytest
 from lamarck.errors import ConflictError, InvalidRecord, NotFound
 from lamarck.node.store.port import (
     LessonEvent,
+    LessonFilter,
     LessonRow,
     LessonStatus,
     LessonStore,
@@ -109,3 +110,14 @@ async def test_retired_evidence_among_answers_only_the_ids_asked(store: LessonSt
     assert await store.retired_evidence_ids(among=("o1",)) == set()
     assert await store.retired_evidence_ids(among=()) == set()
     assert await store.retired_evidence_ids() == {"o2", "o3"}
+
+
+async def test_a_tags_filter_keeps_lessons_carrying_every_tag(store: LessonStore) -> None:
+    await store.insert_lesson(_lesson("both", tags=("target:a", "avoid:x")))
+    await store.insert_lesson(_lesson("one", tags=("target:a",)))
+    await store.insert_lesson(_lesson("other", tags=("target:b", "avoid:x")))
+    flt = LessonFilter(statuses=None, tags=("target:a",))
+    assert {r.id for r in await store.list_lessons(flt)} == {"both", "one"}
+    flt = LessonFilter(statuses=None, tags=("avoid:x", "target:a"))
+    assert [r.id for r in await store.list_lessons(flt)] == ["both"]
+    assert await store.count_lessons(flt) == 1
