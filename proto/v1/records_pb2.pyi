@@ -52,15 +52,14 @@ class _RecordKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RecordKind
     it is signed by its voter, and the receiver re-counts them. Travels right after the
     memory it certifies; its `record_hash` is that memory's content hash.
     """
-    RECORD_KIND_RETRACTION: _RecordKind.ValueType  # 9
-    """An operator-signed retraction of a source or of one record (taint, issue 12 §3)."""
 
 class RecordKind(_RecordKind, metaclass=_RecordKindEnumTypeWrapper):
     """What a signed record is, and so which domain-separation prefix its signature uses.
     Each value's lower-case name without the prefix is the `RecordKind` of
     lamarck.proto.signing (RECORD_KIND_KEY_ROTATION <-> "key_rotation"), whose signing input
-    starts with `lamarck/v1/<kind>\\n`. The kind only selects how to verify: a record sent
-    under the wrong kind fails verification, it is never reinterpreted.
+    starts with `lamarck/v1/<kind>\\n`; the one exception is QUORUM_CERTIFICATE, an unsigned
+    container whose votes are each signed as `vote`. The kind only selects how to verify: a
+    record sent under the wrong kind fails verification, it is never reinterpreted.
     """
 
 RECORD_KIND_UNSPECIFIED: RecordKind.ValueType  # 0
@@ -85,8 +84,6 @@ that accepted a high-stakes memory. Unsigned itself (its canonical JSON): every 
 it is signed by its voter, and the receiver re-counts them. Travels right after the
 memory it certifies; its `record_hash` is that memory's content hash.
 """
-RECORD_KIND_RETRACTION: RecordKind.ValueType  # 9
-"""An operator-signed retraction of a source or of one record (taint, issue 12 §3)."""
 Global___RecordKind: _TypeAlias = RecordKind  # noqa: Y015
 
 class _AckStatus:
