@@ -11,7 +11,13 @@ then refuses or finds duplicate wastes its vector, nothing else; a shipped vecto
 read (only the record's ``content`` is embedded, by this node's model).
 
 The pipeline must be built with the ``PrimedEmbedder`` for this to help; with any other
-embedder ``import_batch`` is still correct, only not faster.
+embedder ``import_batch`` is still correct, only not faster. The node builds its one embedder
+as a ``PrimedEmbedder`` (the daemon), so every pipeline and the lesson service share it.
+
+Callers that receive records one at a time (a Sync page handed to ``sync_step``, a bundle
+streamed line by line) use a ``Prefetch``: ``add`` the records as they arrive, ``await
+ready(raw)`` before each ``import_record``; the chunk holding that record is embedded (one
+call) and the next chunk starts on a worker thread.
 """
 
 from __future__ import annotations
@@ -24,11 +30,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lamarck.errors import ConfigError
+from lamarck.errors import ConfigError, LamarckError
 from lamarck.node.embedding import Embedder, Vectors
+from lamarck.node.importing.filters import Filter, TextsToEmbed, texts_to_embed
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
+from lamarck.proto.signed import SignedMemory
 
-__all__ = ["BatchImportParams", "BatchImporter", "PrimedEmbedder", "Progress", "record_content"]
+__all__ = [
+    "BatchImportParams",
+    "BatchImporter",
+    "Prefetch",
+    "PrimedEmbedder",
+    "Progress",
+    "record_content",
+    "record_texts",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +55,12 @@ class BatchImportParams:
     chunk: int = 64
     #: Most vectors the primed embedder holds (two chunks in flight, with room to spare).
     max_primed: int = 4096
+    #: Records between two progress lines of a long catch-up (logs; node status).
+    progress_every: int = 1000
 
     def __post_init__(self) -> None:
         """Refuse a value no import could use (``ConfigError`` naming the field)."""
-        for name in ("chunk", "max_primed"):
+        for name in ("chunk", "max_primed", "progress_every"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"BatchImportParams.{name} must be an int >= 1, got {value!r}")
@@ -97,10 +115,14 @@ class PrimedEmbedder(Embedder):
             for text, vector in list(zip(wanted, vectors, strict=True))[: max(room, 0)]:
                 self._primed[text] = vector
 
-    def forget(self) -> None:
-        """Drop every held vector (the end of a batch)."""
+    def forget(self, texts: Sequence[str] | None = None) -> None:
+        """Drop the held vectors of ``texts`` (the end of a batch), or every one."""
         with self._lock:
-            self._primed.clear()
+            if texts is None:
+                self._primed.clear()
+            else:
+                for text in texts:
+                    self._primed.pop(text, None)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Primed vectors where held (each used once), the model for the rest."""
@@ -130,6 +152,94 @@ def record_content(raw: bytes) -> str | None:
         return None
     content = obj.get("content") if isinstance(obj, dict) else None
     return content if isinstance(content, str) else None
+
+
+def record_texts(raw: bytes, filters: Filter | None = None) -> list[str]:
+    """What the pipeline will embed for ``raw``: its content, then the texts ``filters`` read
+    by meaning (``texts_to_embed``). Empty when it has no content; only the content when it
+    does not parse (the pipeline refuses it; nothing here decides anything)."""
+    content = record_content(raw)
+    if content is None:
+        return []
+    if filters is None or not isinstance(filters, TextsToEmbed):
+        return [content]
+    try:
+        memory = SignedMemory.from_json(raw).memory
+    except LamarckError:
+        return [content]
+    return [content, *(t for t in texts_to_embed(filters, memory) if t != content)]
+
+
+class Prefetch:
+    """Embeds records a chunk ahead of a pipeline that imports them one at a time.
+
+    ``add`` records as they arrive (a Sync page, a bundle's lines); ``await ready(raw)`` before
+    importing each: its chunk is embedded in one call (awaited if still running) and the next
+    chunk starts on a worker thread. ``close`` waits for what runs and drops what was left
+    unused. Without a primed embedder every call is a no-op (one record at a time, as before).
+    """
+
+    def __init__(
+        self,
+        embedder: PrimedEmbedder | None,
+        params: BatchImportParams,
+        filters: Filter | None = None,
+    ) -> None:
+        self._embedder = embedder
+        self._params = params
+        self._filters = filters
+        self._chunks: list[list[bytes]] = []
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._where: dict[bytes, int] = {}
+        self._texts: list[str] = []
+
+    def add(self, raws: Sequence[bytes]) -> None:
+        """Queue ``raws`` (in import order) to be embedded ahead."""
+        if self._embedder is None:
+            return
+        step = self._params.chunk
+        # A record already queued (or twice in ``raws``) is embedded once.
+        fresh = [r for r in dict.fromkeys(raws) if r not in self._where]
+        for start in range(0, len(fresh), step):
+            index = len(self._chunks)
+            chunk = fresh[start : start + step]
+            self._chunks.append(chunk)
+            for raw in chunk:
+                self._where[raw] = index
+
+    def _start(self, index: int) -> asyncio.Task[None] | None:
+        embedder = self._embedder
+        if embedder is None or index >= len(self._chunks):
+            return None
+        task = self._tasks.get(index)
+        if task is None:
+            texts = [t for raw in self._chunks[index] for t in record_texts(raw, self._filters)]
+            self._texts.extend(texts)
+            task = asyncio.create_task(asyncio.to_thread(embedder.prime, texts))
+            self._tasks[index] = task
+        return task
+
+    async def ready(self, raw: bytes) -> None:
+        """Wait until ``raw``'s chunk is embedded; start the next chunk."""
+        index = self._where.pop(raw, None)
+        if index is None:
+            return
+        task = self._start(index)
+        self._start(index + 1)
+        if task is not None:
+            await task
+
+    async def close(self) -> None:
+        """Wait for running chunks and drop every vector this prefetch left unused."""
+        running = [t for t in self._tasks.values() if not t.done()]
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+        if self._embedder is not None and self._texts:
+            self._embedder.forget(self._texts)
+        self._chunks.clear()
+        self._tasks.clear()
+        self._where.clear()
+        self._texts.clear()
 
 
 #: Told after each chunk: (records done, records in the batch).
@@ -165,39 +275,32 @@ class BatchImporter:
         batch answers them as duplicates.
         """
         step = self._params.chunk
-        chunks = [list(raws[i : i + step]) for i in range(0, len(raws), step)]
         results: list[ImportResult] = []
-
-        def texts(chunk: list[bytes]) -> list[str]:
-            return [c for c in (record_content(r) for r in chunk) if c is not None]
-
-        ahead: asyncio.Task[None] | None = None
-        if chunks and not dry_run:
-            ahead = asyncio.create_task(asyncio.to_thread(self._embedder.prime, texts(chunks[0])))
+        # A dry run embeds nothing: nothing to prefetch.
+        ahead = self.prefetch(enabled=not dry_run)
+        ahead.add(raws)
         try:
-            for n, chunk in enumerate(chunks):
-                if ahead is not None:
-                    await ahead
-                    ahead = None
-                if n + 1 < len(chunks) and not dry_run:
-                    following = texts(chunks[n + 1])
-                    ahead = asyncio.create_task(asyncio.to_thread(self._embedder.prime, following))
-                for raw in chunk:
-                    results.append(
-                        await self._pipeline.import_record(
-                            raw,
-                            source=source,
-                            via_node_id=via_node_id,
-                            label=label,
-                            dry_run=dry_run,
-                        )
+            for raw in raws:
+                await ahead.ready(raw)
+                results.append(
+                    await self._pipeline.import_record(
+                        raw,
+                        source=source,
+                        via_node_id=via_node_id,
+                        label=label,
+                        dry_run=dry_run,
                     )
-                if progress is not None:
+                )
+                if progress is not None and (len(results) % step == 0 or len(results) == len(raws)):
                     told = progress(len(results), len(raws))
                     if told is not None:
                         await told
         finally:
-            if ahead is not None:
-                await asyncio.gather(ahead, return_exceptions=True)
-            self._embedder.forget()
+            await ahead.close()
         return results
+
+    def prefetch(self, *, enabled: bool = True) -> Prefetch:
+        """A ``Prefetch`` over this importer's embedder that also embeds the texts the
+        pipeline's filters read by meaning (a no-op one when not ``enabled``)."""
+        embedder = self._embedder if enabled else None
+        return Prefetch(embedder, self._params, self._pipeline.params.filters)

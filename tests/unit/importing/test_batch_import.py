@@ -14,7 +14,13 @@ from importing_helpers import NOW, record_obj
 
 from lamarck.errors import ConfigError
 from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors
-from lamarck.node.importing.batch import BatchImporter, BatchImportParams, PrimedEmbedder
+from lamarck.node.importing.batch import (
+    BatchImporter,
+    BatchImportParams,
+    Prefetch,
+    PrimedEmbedder,
+    record_texts,
+)
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
@@ -147,8 +153,9 @@ def test_the_model_runs_once_per_chunk_not_once_per_record() -> None:
         importer.import_batch(_raws(8), source=ImportSource.SYNC, via_node_id=VIA)
     )
     assert sum(1 for r in results if r.outcome.value == "accept") == 8
-    # Two chunks of four; the last chunk (a malformed line and a duplicate) primes one text.
-    assert counting.calls == [4, 4, 1]
+    # Two chunks of four; the last (a malformed line, and a duplicate embedded once already
+    # with its first copy) primes nothing.
+    assert counting.calls == [4, 4]
 
 
 def test_unprimed_texts_fall_back_to_the_model() -> None:
@@ -168,3 +175,82 @@ def test_batch_params_refuse_unusable_values(fields: dict[str, Any]) -> None:
     """Every field is validated; the error names the field."""
     with pytest.raises(ConfigError, match="BatchImportParams"):
         BatchImportParams(**fields)
+
+
+def test_a_prefetch_embeds_a_stream_a_chunk_ahead_of_one_record_imports() -> None:
+    """Records added as they arrive (two pages) are embedded a chunk per call, and the
+    pipeline's answers are those of one record at a time."""
+    raws = _raws(6)[:6]
+    counting = CountingEmbedder()
+    params = BatchImportParams(chunk=2, max_primed=4)
+    primed = PrimedEmbedder(counting, params)
+    pipeline = _pipeline(InMemoryLessonStore(), primed)
+
+    async def go() -> list[ImportResult]:
+        ahead = Prefetch(primed, params)
+        out = []
+        for page in (raws[:4], raws[4:]):
+            ahead.add(page)
+            for raw in page:
+                await ahead.ready(raw)
+                out.append(await pipeline.import_record(raw, source=ImportSource.SYNC))
+        await ahead.close()
+        return out
+
+    results = asyncio.run(go())
+    assert [r.outcome.value for r in results] == ["accept"] * 6
+    assert counting.calls == [2, 2, 2]
+    assert primed.primed == 0
+
+
+def test_a_prefetch_without_a_primed_embedder_embeds_one_record_at_a_time() -> None:
+    """No primed embedder: ready and close do nothing; the pipeline embeds each record."""
+    counting = CountingEmbedder()
+    pipeline = _pipeline(InMemoryLessonStore(), counting)
+    raws = _raws(3)[:3]
+
+    async def go() -> None:
+        ahead = Prefetch(None, BatchImportParams(chunk=2, max_primed=4))
+        ahead.add(raws)
+        for raw in raws:
+            await ahead.ready(raw)
+            await pipeline.import_record(raw, source=ImportSource.SYNC)
+        await ahead.close()
+
+    asyncio.run(go())
+    assert counting.calls == [1, 1, 1]
+
+
+def test_closing_a_prefetch_drops_only_its_own_unused_vectors() -> None:
+    """Another import's primed vectors survive; this one's unused ones are dropped."""
+    params = BatchImportParams(chunk=4, max_primed=8)
+    primed = PrimedEmbedder(HashingEmbedder(dim=DIM), params)
+    primed.prime(["someone else's text"])
+    raws = _raws(2)[:2]
+
+    async def go() -> None:
+        ahead = Prefetch(primed, params)
+        ahead.add(raws)
+        await ahead.ready(raws[0])  # embeds both; neither is used
+        await ahead.close()
+
+    asyncio.run(go())
+    assert primed.primed == 1
+
+
+class _ReadsMeaning:
+    """A filter that reads one more text's vector (as the autonomy filter does)."""
+
+    def check(self, record: MemoryV2, view: Any) -> Any:
+        raise AssertionError("not called")
+
+    def texts_to_embed(self, record: MemoryV2) -> tuple[str, ...]:
+        return (record.content, "the claim the filter reads")
+
+
+def test_record_texts_are_the_content_then_what_the_filters_read() -> None:
+    raw = _raws(1)[0]
+    content = SignedMemory.from_json(raw).memory.content
+    assert record_texts(raw) == [content]
+    assert record_texts(raw, _ReadsMeaning()) == [content, "the claim the filter reads"]
+    assert record_texts(b'{"not": "a record"}', _ReadsMeaning()) == []
