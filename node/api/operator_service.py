@@ -253,6 +253,11 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             quorum_json=self._quorum(row.content_hash),
         )
 
+    def quorum_json(self, content_hash: str) -> str:
+        """The quorum on the held record ``content_hash`` as ``ShowQuarantine`` returns it
+        ("" when none was asked); the console lists it for every row of its queue."""
+        return self._quorum(content_hash)
+
     async def _decisions(self, quarantine_ids: Sequence[str]) -> dict[str, LessonEvent]:
         """The latest logged operator decision on each of ``quarantine_ids``."""
         found: dict[str, LessonEvent] = {}

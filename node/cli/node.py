@@ -1,7 +1,8 @@
 """``lamarck node start|status``: run a node in the foreground, or ask how one is doing.
 
-``status`` reads ``node.json``, probes grpc.health.v1 (the node, and the peer service, which
-is NOT_SERVING while the node is not in its network), and asks the node itself
+``status`` reads ``node.json`` (addresses, the console's and the metrics' URLs), probes
+grpc.health.v1 (the node, and the peer service, which is NOT_SERVING while the node is not
+in its network), and asks the node itself
 (``OperatorService.GetStatus``): admission, live peers and last sync, outbox, quarantine,
 imports and rejections by reason, health warnings and the top of the reputation table.
 """
@@ -53,7 +54,19 @@ def start(
     ] = None,
     metrics_listen: Annotated[
         str | None,
-        typer.Option(metavar="HOST:PORT", help="Prometheus metrics address [default: off]."),
+        typer.Option(
+            metavar="HOST:PORT",
+            help="Prometheus metrics address, '' for none [default: 127.0.0.1:0, a free "
+            "loopback port].",
+        ),
+    ] = None,
+    console_listen: Annotated[
+        str | None,
+        typer.Option(
+            metavar="HOST:PORT",
+            help="Operator console address, '' for none (beyond loopback only behind the "
+            "operator token) [default: 127.0.0.1:0].",
+        ),
     ] = None,
     database_url: Annotated[
         str | None,
@@ -110,6 +123,7 @@ def start(
         listen=listen,
         agent_listen=agent_listen,
         metrics_listen=metrics_listen,
+        console_listen=console_listen,
         database_url=database_url,
         redis_url=redis_url,
         redis_namespace=redis_namespace,
@@ -150,6 +164,9 @@ def _status_facts(home: Path) -> dict[str, Any]:
         "listen": info.get("listen", ""),
         "agent_listen": info.get("agent_listen", ""),
         "metrics_listen": info.get("metrics_listen", ""),
+        # Where to look: the operator console and the Prometheus endpoint ("" when off).
+        "console_url": info.get("console_url", ""),
+        "metrics_url": info.get("metrics_url", ""),
         "embedder": info.get("embedder", ""),
         "database": info.get("database", ""),
         # A mapping status -> count; a string when they could not be counted.
@@ -185,8 +202,9 @@ def _lesson_counts(home: Path) -> dict[str, int] | str:
 
 @app.command()
 def status(home: HomeOption = None, as_json: JsonOption = False) -> None:
-    """Show the running node: id, addresses, health, admission, peers and last sync, outbox,
-    quarantine, imports and rejections by reason, health warnings, reputation top, lessons.
+    """Show the running node: id, addresses, console and metrics URLs, health, admission, peers
+    and last sync, outbox, quarantine, imports and rejections by reason, health warnings,
+    reputation top, lessons.
 
     Exits 1 when no node runs on the home or it is not SERVING.
     """

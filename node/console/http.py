@@ -57,6 +57,13 @@ class ConsoleParams:
     lessons_shown: int = 500
     # Longest operator note kept with a decision, in characters.
     note_max_chars: int = 500
+    # The health page's imports-and-rejections plot: hours shown back from now, the width of
+    # one bin in hours (24: by day, 1: by hour), at most this many bins, and at most this many
+    # imported lessons and rejection log rows read to draw it.
+    activity_window_h: float = 336.0
+    activity_bin_h: float = 24.0
+    activity_max_bins: int = 400
+    activity_max_rows: int = 20000
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -71,6 +78,18 @@ class ConsoleParams:
                     reason="invalid_params",
                     field=f.name,
                 )
+        if self.activity_bin_h > self.activity_window_h:
+            raise ConfigError(
+                "invalid activity_bin_h: must be <= activity_window_h",
+                reason="invalid_params",
+                field="activity_bin_h",
+            )
+        if math.ceil(self.activity_window_h / self.activity_bin_h) > self.activity_max_bins:
+            raise ConfigError(
+                "invalid activity_window_h: more bins than activity_max_bins",
+                reason="invalid_params",
+                field="activity_window_h",
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,14 @@ from a peer). Tables marked ``sortable`` are sorted by ``static/console.js`` on 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from lamarck.node.api.reputation import event_source
+from lamarck.node.console.activity import ActivityTimeline
 from lamarck.node.console.markup import Markup, el, join, void
-from lamarck.node.console.plots import PlotParams, bar_chart, calibration_curve
+from lamarck.node.console.plots import PlotParams, bar_chart, calibration_curve, timeline_chart
 from lamarck.node.health.figures import Finding, HealthReport
 from lamarck.node.store.port import LessonEvent, LessonRow, QuarantineRow
 from lamarck.proto.timefmt import format_ts
@@ -22,8 +26,10 @@ from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.table import ReputationRow
 
 __all__ = [
+    "CERTIFICATE_STATES",
     "CSRF_FIELD",
     "NAV",
+    "HeldDetails",
     "health_page",
     "lesson_page",
     "lessons_page",
@@ -114,8 +120,9 @@ def overview_page(facts: Sequence[tuple[str, str]], warnings: Sequence[Finding])
     )
 
 
-def health_page(report: HealthReport, *, p: PlotParams) -> Markup:
-    """The health report with its charts (confidence bands, calibration, transfer, velocity)."""
+def health_page(report: HealthReport, *, p: PlotParams, activity: ActivityTimeline) -> Markup:
+    """The health report with its charts (confidence bands, calibration, transfer, velocity)
+    and ``activity``: lessons imported and records refused per time bin."""
     d, v, w, u = report.distribution, report.validation, report.velocity, report.usefulness
     bands = bar_chart(
         [("high", d.high), ("medium", d.medium), ("low", d.low)],
@@ -171,6 +178,18 @@ def health_page(report: HealthReport, *, p: PlotParams) -> Markup:
                 id="calibration",
             ),
             el("section", el("h2", "External validity"), table, id="validity"),
+            el(
+                "section",
+                el("h2", "Imports and rejections over time"),
+                el(
+                    "p",
+                    f"{activity.imports} imported, {activity.rejections} rejected in "
+                    f"{len(activity.bins)} bins of {activity.bin_hours:g} h",
+                    class_="muted",
+                ),
+                timeline_chart(activity, p=p),
+                id="activity",
+            ),
             el("section", el("h2", "Transfer success"), transfer, id="transfer"),
             el("section", el("h2", "Update velocity"), velocity, id="velocity"),
         ]
@@ -286,7 +305,7 @@ def peer_page(row: ReputationRow, events: Sequence[ReputationEvent]) -> Markup:
     )
     history = el(
         "table",
-        _sort_header("time", "event", "weight", "domain", "detail"),
+        _sort_header("time", "event", "established by", "weight", "domain", "record", "reason"),
         el(
             "tbody",
             *(
@@ -294,13 +313,17 @@ def peer_page(row: ReputationRow, events: Sequence[ReputationEvent]) -> Markup:
                     "tr",
                     el("td", _when(e.at), data_sort=format_ts(e.at)),
                     el("td", e.kind.value),
+                    el("td", event_source(e)),
                     el("td", f"{e.weight:.2f}"),
-                    el("td", e.domain),
-                    el("td", e.detail),
+                    el("td", e.domain or "–"),
+                    el("td", el("code", e.record_hash[:12]) if e.record_hash else "–"),
+                    el("td", e.detail or "–"),
+                    data_kind=e.kind.value,
                 )
                 for e in sorted(events, key=lambda e: e.at, reverse=True)
             ),
         ),
+        id="events",
         class_="sortable",
     )
     return join([summary, el("h2", "Score parts"), parts, el("h2", "Events"), history])
@@ -319,39 +342,140 @@ def _decide_form(row: QuarantineRow, decision: str, csrf_token: str) -> Markup:
     )
 
 
+#: How the certificate state reads for each quorum state (``QuorumLedger`` entries).
+CERTIFICATE_STATES: Mapping[str, str] = {
+    "pending": "none yet (awaiting votes)",
+    "accepted": "made here: the record was stored with it",
+    "certified": "received from a peer and verified here",
+    "rejected": "none: the quorum contradicted the record",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class HeldDetails:
+    """What the operator service says of a held record beyond its row: the start of its
+    content, the logged decision (who, when, the note) and the quorum asked about it (the
+    ``QuorumLedger`` entry as ``ShowQuarantine``'s ``quorum_json`` gives it; ``None``: never
+    asked)."""
+
+    preview: str = ""
+    decision: str = ""
+    quorum: Mapping[str, Any] | None = None
+
+
+def _stored_at(row: QuarantineRow) -> Markup:
+    """The confidence an approval would store the record at, and the rule that gave it."""
+    if row.confidence is None:
+        return el("td", "–", data_sort="-1")
+    rule = el("div", row.transfer_rule, class_="muted") if row.transfer_rule else Markup("")
+    return el("td", f"{row.confidence:.2f}", rule, data_sort=f"{row.confidence:.6f}")
+
+
+def _votes(votes: Sequence[Mapping[str, Any]]) -> Markup:
+    """Each vote received: voter, verdict, confidence, evidence, time, whether it counted."""
+    if not votes:
+        return el("p", "no votes received", class_="muted")
+
+    def counted(v: Mapping[str, Any]) -> str:
+        return "yes" if v.get("counted") else f"no: {v.get('ignored') or 'ignored'}"
+
+    return el(
+        "table",
+        el(
+            "thead",
+            el("tr", *(el("th", h) for h in ("voter", "verdict", "conf.", "evidence", "counted"))),
+        ),
+        el(
+            "tbody",
+            *(
+                el(
+                    "tr",
+                    el("td", el("a", str(v.get("voter_id", "")), href=_peer(v))),
+                    el("td", str(v.get("verdict", ""))),
+                    el("td", f"{float(v.get('confidence', 0.0)):.2f}"),
+                    el("td", f"{len(v.get('outcome_ids') or ())} outcome(s)"),
+                    el("td", counted(v)),
+                    data_verdict=str(v.get("verdict", "")),
+                    data_counted="yes" if v.get("counted") else "no",
+                    title=str(v.get("created_at", "")),
+                )
+                for v in votes
+            ),
+        ),
+        class_="votes",
+    )
+
+
+def _peer(vote: Mapping[str, Any]) -> str:
+    return f"/reputation/{vote.get('voter_id', '')}"
+
+
+def _quorum(quorum: Mapping[str, Any] | None) -> Markup:
+    """The quorum on a held record: state, counts against thresholds, certificate, votes."""
+    if quorum is None:
+        return el("td", el("span", "not asked", class_="muted"), class_="quorum")
+    state = str(quorum.get("state", ""))
+    counts: Mapping[str, Any] = quorum.get("counts") or {}
+    cert = quorum.get("certificate")
+    signed = len(cert.get("votes", [])) if isinstance(cert, Mapping) else 0
+    certificate = CERTIFICATE_STATES.get(state, state) + (
+        f" ({signed} signed votes)" if signed else ""
+    )
+    tally = (
+        f"validate {counts.get('validate', 0)} · contradict {counts.get('contradict', 0)} · "
+        f"abstain {counts.get('abstain', 0)} (accept at {counts.get('accept_at', '–')}, "
+        f"reject at {counts.get('reject_at', '–')})"
+    )
+    asked = f"{state}, {quorum.get('rounds', 0)} round(s)"
+    if quorum.get("reason"):
+        asked += f": {quorum['reason']}"
+    return el(
+        "td",
+        el("p", el("strong", asked)),
+        el("p", tally),
+        el("p", "certificate: ", el("span", certificate, class_="certificate")),
+        el("p", "next attempt ", str(quorum["next_at"])) if quorum.get("next_at") else "",
+        _votes(quorum.get("votes") or ()),
+        class_="quorum",
+        data_quorum=state,
+    )
+
+
 def quarantine_page(
     rows: Sequence[QuarantineRow],
     *,
     csrf_token: str,
-    decisions: Mapping[str, str] | None = None,
+    details: Mapping[str, HeldDetails] | None = None,
 ) -> Markup:
-    """The quarantine queue: each held record's reasons and state; approve / reject pending ones.
+    """The quarantine queue: each held record's reasons, the confidence an approval would
+    store it at, the quorum's votes and certificate state; approve / reject pending ones.
 
-    ``decisions`` maps a decided row's id to what the log says of it (who, when, the note).
+    ``details`` maps a row's id to what the operator service says of it beyond the row.
     """
     if not rows:
         return el("p", "Nothing is held for review.", class_="ok")
     items = []
     for r in rows:
-        said = (decisions or {}).get(r.id, "")
+        more = (details or {}).get(r.id, HeldDetails())
         actions = (
             join([_decide_form(r, "approve", csrf_token), _decide_form(r, "reject", csrf_token)])
             if r.state == "pending"
             else join(
                 [
                     el("span", r.state, class_=f"state {r.state}"),
-                    el("span", said, class_="decision") if said else Markup(""),
+                    el("span", more.decision, class_="decision") if more.decision else Markup(""),
                 ]
             )
         )
         items.append(
             el(
                 "tr",
-                el("td", r.id),
+                el("td", r.id, el("div", more.preview, class_="muted") if more.preview else ""),
                 el("td", el("a", r.source_node_id, href=f"/reputation/{r.source_node_id}")),
                 el("td", el("ul", *(el("li", reason) for reason in r.reasons))),
                 el("td", _when(r.received_at), data_sort=format_ts(r.received_at)),
-                el("td", "–" if r.confidence is None else f"{r.confidence:.2f}"),
+                _stored_at(r),
+                _quorum(more.quorum),
                 el("td", actions),
                 data_state=r.state,
                 id=f"q-{r.id}",
@@ -359,7 +483,7 @@ def quarantine_page(
         )
     return el(
         "table",
-        _sort_header("id", "source", "reasons", "received", "confidence", "decision"),
+        _sort_header("record", "source", "reasons", "received", "stored at", "quorum", "decision"),
         el("tbody", *items),
         id="quarantine",
         class_="sortable",
@@ -435,13 +559,42 @@ def lesson_page(row: LessonRow, events: Sequence[LessonEvent]) -> Markup:
             _origin(row) if row.imported_from is None else f"imported from {row.imported_from}",
         ),
         ("confirmations / contradictions", f"{row.confirmations} / {row.contradictions}"),
+        ("uses", f"{row.use_count} (last {format_ts(row.last_used) if row.last_used else '–'})"),
+    ]
+    if row.imported_from is not None:
+        facts += [
+            ("author", row.source_node_id or "–"),
+            ("confidence claimed by its author", _maybe(row.original_confidence)),
+            ("confidence stored at import", _maybe(row.transferred_confidence)),
+            ("signed record sha256", row.content_hash or "–"),
+        ]
+    links = [
+        ("supersedes", row.supersedes),
+        ("superseded by", row.superseded_by),
+        *(("contested with", other) for other in row.contested_with),
+        *(("verified against", other) for other in row.verified_against),
+    ]
+    related = [
+        el("tr", el("th", k, scope="row"), el("td", el("a", v, href=f"/lessons/{v}")))
+        for k, v in links
+        if v and not v.startswith("retired:")
     ]
     provenance = el(
         "ul",
         *(
-            el("li", f"from {e.source_node_id} via {e.via_node_id} at ", _when(e.received_at))
+            el(
+                "li",
+                "from ",
+                el("a", e.source_node_id, href=f"/reputation/{e.source_node_id}"),
+                " via ",
+                el("a", e.via_node_id, href=f"/reputation/{e.via_node_id}"),
+                " at ",
+                _when(e.received_at),
+                el("code", f" {e.content_hash[:12]}") if e.content_hash else "",
+            )
             for e in row.provenance
         ),
+        id="provenance",
     )
     history = el(
         "table",
@@ -460,6 +613,7 @@ def lesson_page(row: LessonRow, events: Sequence[LessonEvent]) -> Markup:
                 for e in events
             ),
         ),
+        id="history",
         class_="sortable",
     )
     return join(
@@ -470,14 +624,28 @@ def lesson_page(row: LessonRow, events: Sequence[LessonEvent]) -> Markup:
                 *(el("tr", el("th", k, scope="row"), el("td", v)) for k, v in facts),
                 class_="facts",
             ),
+            el("table", *related, class_="facts") if related else "",
             el("h2", "Evidence"),
-            el("ul", *(el("li", o) for o in row.evidence)) if row.evidence else el("p", "none"),
+            (
+                el("ul", *(el("li", el("code", o)) for o in row.evidence), id="evidence")
+                if row.evidence
+                else el("p", "no outcome of this node's own yet", id="evidence")
+            ),
             el("h2", "Where it came from"),
-            provenance if row.provenance else el("p", "learned here"),
+            (
+                provenance
+                if row.provenance
+                else el("p", "learned here" if row.imported_from is None else "imported")
+            ),
             el("h2", "History"),
             history,
         ]
     )
+
+
+def _maybe(value: float | None) -> str:
+    """A confidence with two decimals, or a dash."""
+    return "–" if value is None else f"{value:.2f}"
 
 
 def _confidence_move(before: float | None, after: float | None) -> str:

@@ -2,7 +2,8 @@
 
 ``bar_chart`` draws labelled horizontal bars (confidence bands, transfer success, update
 velocity); ``calibration_curve`` draws accuracy against confidence per bin over the diagonal a
-perfectly calibrated node would follow. Sizes come from a validated ``PlotParams``.
+perfectly calibrated node would follow; ``timeline_chart`` draws imports and rejections per
+time bin as paired columns. Sizes come from a validated ``PlotParams``.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 from lamarck.errors import ConfigError
+from lamarck.node.console.activity import ActivityBin, ActivityTimeline
 from lamarck.node.console.markup import Markup, el
 from lamarck.node.health.figures import CalibrationBucket
+from lamarck.proto.timefmt import format_ts
 
-__all__ = ["PlotParams", "bar_chart", "calibration_curve"]
+__all__ = ["PlotParams", "bar_chart", "calibration_curve", "timeline_chart"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,9 @@ class PlotParams:
     # Radius of a calibration point for the smallest and the largest bin.
     min_radius: float = 3.0
     max_radius: float = 9.0
+    # Height of the time plot's drawing area, and at most this many dates under its axis.
+    timeline_height: float = 160.0
+    timeline_labels: int = 7
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -161,4 +167,68 @@ def calibration_curve(buckets: Sequence[CalibrationBucket], *, p: PlotParams) ->
         role="img",
         aria_label="Calibration curve",
         class_="chart calibration",
+    )
+
+
+def _bin_label(b: ActivityBin, hours: float) -> str:
+    """A bin's start as ``MM-DD`` for bins of a day or more, ``MM-DD HH:MM`` otherwise."""
+    return b.start.strftime("%m-%d" if hours >= 24 else "%m-%d %H:%M")
+
+
+def timeline_chart(timeline: ActivityTimeline, *, p: PlotParams) -> Markup:
+    """Imports and rejections per bin as paired columns over a time axis (oldest left).
+
+    Each column carries a ``<title>`` (the bin, its counts, rejections by reason) and its
+    count in ``data-value``; the y axis runs from 0 to the busiest bin's count.
+    """
+    m, w, h = p.margin, p.width, p.timeline_height
+    bins = timeline.bins
+    slot = w / max(1, len(bins))
+    column = slot * 0.4
+    most = max((max(b.imports, b.rejections) for b in bins), default=0)
+    scale = h / most if most else 0.0
+    items: list[Markup] = [
+        el("title", "Imports and rejections over time"),
+        el("line", x1=_n(m), y1=_n(m + h), x2=_n(m + w), y2=_n(m + h), class_="frame"),
+        el("text", str(most), x="0", y=_n(m + 4), class_="axis"),
+        el("text", "0", x="0", y=_n(m + h), class_="axis"),
+        el("rect", x=_n(m), y="4", width="10", height="10", class_="imported"),
+        el("text", f"imported ({timeline.imports})", x=_n(m + 14), y="13"),
+        el("rect", x=_n(m + w / 2), y="4", width="10", height="10", class_="rejected"),
+        el("text", f"rejected ({timeline.rejections})", x=_n(m + w / 2 + 14), y="13"),
+    ]
+    stride = max(1, math.ceil(len(bins) / p.timeline_labels))
+    for i, b in enumerate(bins):
+        x0 = m + i * slot + (slot - 2 * column) / 2
+        why = ", ".join(f"{reason} {n}" for reason, n in b.rejected.items())
+        title = (
+            f"{format_ts(b.start)} to {format_ts(b.end)}: {b.imports} imported, "
+            f"{b.rejections} rejected" + (f" ({why})" if why else "")
+        )
+        for k, (count, kind) in enumerate(((b.imports, "imported"), (b.rejections, "rejected"))):
+            height = count * scale
+            items.append(
+                el(
+                    "rect",
+                    el("title", title),
+                    x=_n(x0 + k * column),
+                    y=_n(m + h - height),
+                    width=_n(column),
+                    height=_n(height),
+                    class_=kind,
+                    data_value=str(count),
+                    data_start=format_ts(b.start),
+                )
+            )
+        if i % stride == 0:
+            label = _bin_label(b, timeline.bin_hours)
+            items.append(el("text", label, x=_n(m + i * slot), y=_n(m + h + 16), class_="axis"))
+    return el(
+        "svg",
+        *items,
+        xmlns="http://www.w3.org/2000/svg",
+        viewBox=f"0 0 {_n(w + 2 * m)} {_n(h + 2 * m)}",
+        role="img",
+        aria_label="Imports and rejections over time",
+        class_="chart timeline",
     )

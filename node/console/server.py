@@ -49,6 +49,7 @@ from lamarck.node.api.node_status import ReputationSource, status_rows
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.api.server import Provider
 from lamarck.node.console import pages
+from lamarck.node.console.activity_loader import load_activity
 from lamarck.node.console.assets import CONTENT_TYPES, asset
 from lamarck.node.console.http import (
     ConsoleParams,
@@ -283,12 +284,15 @@ class ConsoleApp:
 
     async def _quarantine(self) -> Response:
         rows: list[QuarantineRow] = []
-        decisions: dict[str, str] = {}
+        details: dict[str, pages.HeldDetails] = {}
+        # The import decision kept with each row (the confidence an approval would store).
+        kept = {r.id: r for r in await self._store().list_quarantine(None)}
         token = ""
         while True:
             request = operator_pb2.ListQuarantineRequest(page_token=token)
             reply = await self._op.ListQuarantine(request, None)
             for e in reply.entries:
+                stored = kept.get(e.id)
                 rows.append(
                     QuarantineRow(
                         id=e.id,
@@ -298,15 +302,20 @@ class ConsoleApp:
                         received_at=parse_ts(e.received_at),
                         signed_record=b"",
                         state=_STATES.get(e.state, "pending"),
+                        confidence=stored.confidence if stored else None,
+                        transfer_rule=stored.transfer_rule if stored else None,
                     )
                 )
-                if e.decided_at:
-                    note = f": {e.note}" if e.note else ""
-                    decisions[e.id] = f"by {e.decided_by} at {e.decided_at}{note}"
+                note = f": {e.note}" if e.note else ""
+                details[e.id] = pages.HeldDetails(
+                    preview=e.content_preview,
+                    decision=f"by {e.decided_by} at {e.decided_at}{note}" if e.decided_at else "",
+                    quorum=_quorum(self._op.quorum_json(e.content_hash)),
+                )
             token = reply.next_page_token
             if not token:
                 break
-        body = pages.quarantine_page(rows, csrf_token=self._csrf, decisions=decisions)
+        body = pages.quarantine_page(rows, csrf_token=self._csrf, details=details)
         return self._html("Quarantine", "quarantine", body)
 
     async def _lessons(self) -> Response:
@@ -323,7 +332,10 @@ class ConsoleApp:
     async def _health(self) -> Response:
         reply = await self._op.GetHealth(operator_pb2.GetHealthRequest(), None)
         report = report_from_json(json.loads(reply.report_json))
-        return self._html("Health", "health", pages.health_page(report, p=self._plot))
+        # Binned up to the report's own time: the page shows one moment.
+        activity = await load_activity(self._store(), self._p, report.generated_at)
+        body = pages.health_page(report, p=self._plot, activity=activity)
+        return self._html("Health", "health", body)
 
     # -- actions -----------------------------------------------------------------------------
     async def _post(self, request: Request) -> Response:
@@ -351,6 +363,17 @@ class ConsoleApp:
     def _error(self, status: int, error: LamarckError) -> Response:
         body = el("p", str(error), class_="finding critical", data_reason=error.reason)
         return self._html(f"{status} {error.reason}", "", body, status)
+
+
+def _quorum(text: str) -> dict[str, Any] | None:
+    """The quorum JSON the operator service gives for a held record (None: never asked)."""
+    if not text:
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def _redirect(location: str, headers: tuple[tuple[str, str], ...] = ()) -> Response:

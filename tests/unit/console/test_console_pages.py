@@ -9,12 +9,15 @@ from html.parser import HTMLParser
 
 import pytest
 
-from lamarck.errors import ConfigError, NotFound
+from lamarck.errors import ConfigError, InvalidRecord, NotFound
+from lamarck.node.console.activity import activity_timeline, window_start
 from lamarck.node.console.assets import CONTENT_TYPES, asset
+from lamarck.node.console.http import ConsoleParams
 from lamarck.node.console.markup import Markup, attrs, el, esc, void
 from lamarck.node.console.pages import (
     CSRF_FIELD,
     NAV,
+    HeldDetails,
     health_page,
     lesson_page,
     lessons_page,
@@ -24,7 +27,7 @@ from lamarck.node.console.pages import (
     quarantine_page,
     reputation_page,
 )
-from lamarck.node.console.plots import PlotParams, bar_chart, calibration_curve
+from lamarck.node.console.plots import PlotParams, bar_chart, calibration_curve, timeline_chart
 from lamarck.node.health.figures import CalibrationBucket, Finding, Severity
 from lamarck.node.health.inputs import HealthInputs, Prediction
 from lamarck.node.health.params import HealthParams
@@ -131,7 +134,10 @@ def test_the_health_page_draws_bands_calibration_transfer_and_velocity() -> None
         for c, ok in ((0.85, True), (0.85, False), (0.25, True))
     ]
     report = health_report(HealthInputs(rows, (), predictions), HealthParams(), NOW)
-    body = health_page(report, p=PLOTS)
+    activity = activity_timeline(
+        [NOW - timedelta(hours=1)], [(NOW - timedelta(days=2), "bad_signature")], now=NOW, p=DAYS
+    )
+    body = health_page(report, p=PLOTS, activity=activity)
     tags = parse(body)
     assert {a.get("id") for t, a in tags.tags if t == "section"} >= {
         "distribution",
@@ -139,11 +145,86 @@ def test_the_health_page_draws_bands_calibration_transfer_and_velocity() -> None
         "validity",
         "transfer",
         "velocity",
+        "activity",
     }
     assert len(find(tags, "circle")) == 2  # one point per non-empty confidence bin
     assert "No external validations" in body
     assert 'class="finding critical"' in body
-    assert len(find(tags, "svg")) == 4
+    assert len(find(tags, "svg")) == 5
+    assert "1 imported, 1 rejected in 7 bins of 24 h" in body
+
+
+# -- imports and rejections over time ----------------------------------------------------------
+
+DAYS = ConsoleParams(activity_window_h=7 * 24, activity_bin_h=24)
+HOURS = ConsoleParams(activity_window_h=6, activity_bin_h=1)
+
+
+def test_activity_bins_by_day_end_with_the_day_holding_now_and_drop_what_is_outside() -> None:
+    now = datetime(2026, 3, 7, 15, 30, tzinfo=UTC)
+    imports = [
+        datetime(2026, 3, 7, 0, 0, tzinfo=UTC),  # the first instant of today's bin
+        datetime(2026, 3, 6, 23, 59, tzinfo=UTC),  # yesterday's last minute
+        datetime(2026, 3, 1, 0, 0, tzinfo=UTC),  # the oldest bin's first instant
+        datetime(2026, 2, 28, 23, 59, tzinfo=UTC),  # just before the window
+        datetime(2026, 3, 8, 0, 0, tzinfo=UTC),  # ahead of now's bin (clock skew)
+    ]
+    rejections = [(datetime(2026, 3, 6, 8, tzinfo=UTC), r) for r in ("stale", "bad", "stale")]
+    timeline = activity_timeline(imports, rejections, now=now, p=DAYS)
+    assert [b.start.day for b in timeline.bins] == [1, 2, 3, 4, 5, 6, 7]
+    assert timeline.bins[-1].end == datetime(2026, 3, 8, tzinfo=UTC)
+    assert [b.imports for b in timeline.bins] == [1, 0, 0, 0, 0, 1, 1]
+    assert timeline.bins[5].rejected == {"bad": 1, "stale": 2}
+    assert (timeline.imports, timeline.rejections) == (3, 3)
+    assert window_start(now, DAYS) == datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def test_activity_bins_by_hour_over_a_short_window() -> None:
+    now = datetime(2026, 3, 7, 15, 30, tzinfo=UTC)
+    imports = [now - timedelta(minutes=m) for m in (0, 20, 45, 61, 400)]
+    timeline = activity_timeline(imports, [], now=now, p=HOURS)
+    assert [b.start.hour for b in timeline.bins] == [10, 11, 12, 13, 14, 15]
+    assert [b.imports for b in timeline.bins] == [0, 0, 0, 0, 2, 2]
+
+
+def test_activity_refuses_naive_times() -> None:
+    with pytest.raises(InvalidRecord) as e:
+        activity_timeline([datetime(2026, 3, 1)], [], now=NOW, p=DAYS)
+    assert e.value.reason == "naive_timestamp"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"activity_bin_h": 0.0}, "activity_bin_h"),
+        ({"activity_window_h": math.inf}, "activity_window_h"),
+        ({"activity_window_h": 24, "activity_bin_h": 48}, "activity_bin_h"),
+        ({"activity_window_h": 1000, "activity_bin_h": 1, "activity_max_bins": 10}, None),
+    ],
+)
+def test_console_params_refuse_an_impossible_activity_window(
+    kwargs: dict[str, float], field: str | None
+) -> None:
+    with pytest.raises(ConfigError) as e:
+        ConsoleParams(**kwargs)
+    assert e.value.details.get("field") == (field or "activity_window_h")
+
+
+def test_the_time_plot_draws_a_column_pair_per_bin_scaled_to_the_busiest() -> None:
+    now = datetime(2026, 3, 7, 12, tzinfo=UTC)
+    imports = [now] * 4 + [now - timedelta(days=1)] * 2
+    timeline = activity_timeline(imports, [(now, "bad_signature")], now=now, p=DAYS)
+    chart = timeline_chart(timeline, p=PLOTS)
+    tags = parse(chart)
+    imported = find(tags, "rect", **{"class": "imported"})[1:]  # after the legend's swatch
+    rejected = find(tags, "rect", **{"class": "rejected"})[1:]
+    assert len(imported) == len(rejected) == 7
+    heights = [float(r["height"] or 0) for r in imported]
+    assert heights[-1] == pytest.approx(PLOTS.timeline_height)  # the busiest bin fills it
+    assert heights[-2] == pytest.approx(PLOTS.timeline_height / 2)
+    assert [r["data-value"] for r in rejected][-1] == "1"
+    assert "1 rejected (bad_signature 1)" in chart
+    assert ">03-01<" in chart and "imported (6)" in chart
 
 
 def test_charts_draw_missing_values_as_na_and_scale_rates_to_the_full_width() -> None:
@@ -213,7 +294,14 @@ def test_the_reputation_table_is_sortable_and_filterable_by_band_and_domain() ->
 
 def test_a_peer_page_shows_score_parts_and_events_with_reasons_newest_first() -> None:
     events = [
-        ReputationEvent(EventKind.LESSON_CONFIRMED, "lmk1a", NOW - timedelta(days=2), detail="old"),
+        ReputationEvent(
+            EventKind.LESSON_CONFIRMED,
+            "lmk1a",
+            NOW - timedelta(days=2),
+            0.8,
+            "f" * 64,
+            detail="old",
+        ),
         ReputationEvent(EventKind.REJECTED, "lmk1a", NOW, detail=HOSTILE),
     ]
     body = peer_page(breakdown("lmk1a", 0.9, PeerBand.TRUSTED), events)
@@ -222,6 +310,8 @@ def test_a_peer_page_shows_score_parts_and_events_with_reasons_newest_first() ->
     assert "pairwise trust" in body and "0.2500" in body
     assert body.index("rejected") < body.index("lesson_confirmed")
     assert HOSTILE not in body
+    assert "<td>reality</td>" in body  # who established the confirmation
+    assert "<code>ffffffffffff</code>" in body and ">old<" in body
 
 
 # -- quarantine ----------------------------------------------------------------------------------
@@ -241,6 +331,61 @@ def test_pending_records_carry_approve_and_reject_forms_with_the_token_and_a_not
     assert all("required" in a for a in find(tags, "input", name="note"))
     assert 'class="state approved"' in body
     assert HOSTILE not in body and "unknown_signer" in body
+    assert body.count(">not asked<") == 2
+
+
+def vote(voter: str, verdict: str, counted: bool = True, ignored: str = "") -> dict[str, object]:
+    return {
+        "voter_id": voter,
+        "verdict": verdict,
+        "confidence": 0.9,
+        "outcome_ids": ["o1", "o2"] if verdict != "abstain" else [],
+        "created_at": "2026-03-01T00:00:00Z",
+        "counted": counted,
+        "ignored": ignored,
+    }
+
+
+def test_a_held_record_shows_the_confidence_it_would_be_stored_at_and_its_quorum() -> None:
+    row = QuarantineRow(
+        "q1",
+        "hash",
+        "lmk1src",
+        ("awaiting_quorum",),
+        NOW,
+        b"{}",
+        confidence=0.42,
+        transfer_rule="trusted_peer",
+    )
+    quorum = {
+        "state": "pending",
+        "rounds": 2,
+        "reason": "awaiting_votes",
+        "next_at": "2026-03-01T00:05:00Z",
+        "counts": {"validate": 3, "contradict": 1, "abstain": 0, "accept_at": 5, "reject_at": 3},
+        "votes": [
+            vote("lmk1v1", "confirm"),
+            vote("lmk1v2", "contradict"),
+            vote(HOSTILE, "confirm", counted=False, ignored="forged"),
+        ],
+        "certificate": None,
+    }
+    details = {"q1": HeldDetails(preview="Rotate keys", quorum=quorum)}
+    body = quarantine_page([row], csrf_token="t", details=details)
+    tags = parse(body)
+    assert ">0.42<" in body and "trusted_peer" in body
+    assert "validate 3 · contradict 1 · abstain 0 (accept at 5, reject at 3)" in body
+    assert "none yet (awaiting votes)" in body and "Rotate keys" in body
+    assert [a["data-verdict"] for a in find(tags, "tr") if "data-verdict" in a] == [
+        "confirm",
+        "contradict",
+        "confirm",
+    ]
+    assert "no: forged" in body and HOSTILE not in body
+    assert find(tags, "a", href="/reputation/lmk1v2")
+    accepted = {**quorum, "state": "accepted", "certificate": {"votes": [{}, {}, {}, {}, {}]}}
+    body = quarantine_page([row], csrf_token="t", details={"q1": HeldDetails(quorum=accepted)})
+    assert "made here: the record was stored with it (5 signed votes)" in body
 
 
 def test_an_empty_queue_says_so() -> None:
@@ -294,11 +439,12 @@ def test_a_lesson_page_shows_evidence_provenance_and_history() -> None:
         LessonEvent("l2", NOW, "confirmed", "loop", 0.4, 0.6, reason="similarity=0.95"),
     ]
     body = lesson_page(row, events)
-    parse(body)
+    tags = parse(body)
     assert "outcome-1" in body
-    assert "from lmk1x via lmk1y" in body
+    assert find(tags, "a", href="/reputation/lmk1x") and find(tags, "a", href="/reputation/lmk1y")
     assert "0.40 → 0.60" in body and ">0.40<" in body
     assert "imported from lmk1x" in body
+    assert find(tags, "ul", id="provenance") and find(tags, "table", id="history")
 
 
 # -- assets --------------------------------------------------------------------------------------

@@ -4,7 +4,10 @@ real OperatorServicer and the in-memory store, and the asyncio listener on 127.0
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+import json
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -15,7 +18,13 @@ from lamarck.node.console.plots import PlotParams
 from lamarck.node.console.server import COOKIE, ConsoleApp, is_loopback, start_console
 from lamarck.node.health.params import HealthParams
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import QuarantineRow
+from lamarck.node.store.port import (
+    LessonEvent,
+    LessonRow,
+    LessonStatus,
+    QuarantineRow,
+    RejectionRow,
+)
 from lamarck.proto.clock import FixedClock
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -23,9 +32,17 @@ CSRF = "c" * 32
 TOKEN = "operator-secret"
 
 
-def app(store: InMemoryLessonStore, token: str | None = None) -> ConsoleApp:
+def app(
+    store: InMemoryLessonStore,
+    token: str | None = None,
+    quorum: Callable[[str], str] | None = None,
+) -> ConsoleApp:
     operator = OperatorServicer(
-        store, FixedClock(NOW), pipeline=lambda: pytest.fail("unused"), health=HealthParams()
+        store,
+        FixedClock(NOW),
+        pipeline=lambda: pytest.fail("unused"),
+        health=HealthParams(),
+        quorum=quorum,
     )
     return ConsoleApp(
         operator,
@@ -149,3 +166,83 @@ async def test_the_listener_answers_with_security_headers_and_bounds_requests() 
         assert missing.startswith(b"HTTP/1.1 404")
     finally:
         await server.stop()
+
+
+async def test_the_health_page_plots_stored_imports_and_rejections_by_day() -> None:
+    store = InMemoryLessonStore(dim=8)
+    for n, days_ago in enumerate((0, 0, 1, 30)):
+        at = NOW - timedelta(days=days_ago)
+        row = LessonRow(
+            f"imp-{n}",
+            f"lesson {n}",
+            "op",
+            "global",
+            LessonStatus.ACTIVE,
+            0.5,
+            at,
+            at,
+            source_node_id="lmk1src",
+            imported_from="lmk1src",
+        )
+        await store.insert_lesson(row, [LessonEvent(row.id, at, "imported", "lmk1src")])
+    for hours_ago, reason in ((1, "bad_signature"), (2, "bad_signature"), (50, "stale")):
+        at = NOW - timedelta(hours=hours_ago)
+        await store.record_rejection(RejectionRow("lmk1src", reason, "h", at))
+    reply = await app(store).handle(get("/health"))
+    body = reply.body.decode()
+    assert reply.status == 200 and 'id="activity"' in body
+    # The default window is 14 days: the import 30 days ago is not drawn.
+    assert "3 imported, 3 rejected in 14 bins of 24 h" in body
+    columns = re.findall(r'class="(imported|rejected)" data-value="(\d+)"', body)
+    assert [int(v) for k, v in columns if k == "imported"][-2:] == [1, 2]
+    assert [int(v) for k, v in columns if k == "rejected"][-3:] == [1, 0, 2]
+    assert "2 rejected (bad_signature 2)" in body
+
+
+async def test_the_quarantine_page_shows_stored_confidence_and_the_operator_services_quorum() -> (
+    None
+):
+    store = InMemoryLessonStore(dim=8)
+    held = QuarantineRow(
+        "q1",
+        "hash-1",
+        "lmk1src",
+        ("awaiting_quorum",),
+        NOW,
+        b"{}",
+        confidence=0.37,
+        transfer_rule="neutral_peer",
+    )
+    await store.quarantine(held)
+    await store.quarantine(QuarantineRow("q2", "hash-2", "lmk1src", ("outlier",), NOW, b"{}"))
+    entry = {
+        "state": "pending",
+        "rounds": 1,
+        "reason": "awaiting_votes",
+        "counts": {"validate": 2, "contradict": 0, "abstain": 1, "accept_at": 5, "reject_at": 3},
+        "votes": [
+            {
+                "voter_id": "lmk1v1",
+                "verdict": "confirm",
+                "confidence": 0.8,
+                "outcome_ids": ["o"],
+                "counted": True,
+                "ignored": "",
+            },
+        ],
+        "certificate": None,
+    }
+    asked: list[str] = []
+
+    def quorum(content_hash: str) -> str:
+        asked.append(content_hash)
+        return json.dumps(entry) if content_hash == "hash-1" else ""
+
+    reply = await app(store, quorum=quorum).handle(get("/quarantine"))
+    body = reply.body.decode()
+    assert reply.status == 200
+    assert sorted(asked) == ["hash-1", "hash-2"]
+    assert ">0.37<" in body and "neutral_peer" in body
+    assert "validate 2 · contradict 0 · abstain 1 (accept at 5, reject at 3)" in body
+    assert 'href="/reputation/lmk1v1"' in body and "none yet (awaiting votes)" in body
+    assert body.count(">not asked<") == 1
