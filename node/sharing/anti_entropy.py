@@ -4,12 +4,19 @@ Every ``anti_entropy_interval_s`` (and once at start) a Sync pull from each live
 node that was down or partitioned catches up. Pulled records enter by the import pipeline as
 source ``sync``; one bad record is its own REJECT and the round goes on. A quorum
 certificate the peer sent with a memory goes into the pipeline with it.
+
+Catch-up (issue 17 §4): with the node's ``PrimedEmbedder`` each page's records are embedded a
+chunk at a time, ahead of the pipeline (``node/importing/batch.py``'s ``Prefetch``), and a long
+pull logs its progress every ``progress_every`` records; ``catching_up`` holds each running
+pull's progress for the node's status.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from lamarck.errors import DeliveryFailed
@@ -17,6 +24,7 @@ from lamarck.node.api.peer_handlers import shareable_records
 from lamarck.node.gossip.audience import BandOf
 from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.gossip.sync import SyncPage, SyncQuery, sync_step
+from lamarck.node.importing.batch import BatchImportParams, Prefetch, PrimedEmbedder
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.sharing.peer_client import PeerClient
@@ -25,9 +33,20 @@ from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 
-__all__ = ["AntiEntropy"]
+__all__ = ["AntiEntropy", "CatchUp"]
 
 _log = logging.getLogger("lamarck.node.sharing")
+
+
+@dataclass(slots=True)
+class CatchUp:
+    """A running pull from one peer: records imported so far, and since when."""
+
+    peer: str
+    started: datetime
+    imported: int = 0
+    #: Records the pages received so far offered (what is left is ``offered - imported``).
+    offered: int = 0
 
 
 class AntiEntropy:
@@ -44,8 +63,14 @@ class AntiEntropy:
         band_of: BandOf,
         live_peers: Callable[[], list[str]],
         clock: Clock,
+        primed: PrimedEmbedder | None = None,
+        batch: BatchImportParams | None = None,
     ) -> None:
+        """``primed`` (the pipeline's own embedder) and ``batch`` turn on catch-up
+        prefetching and progress lines; without them a pull imports one record at a time."""
         self._clock = clock
+        self._primed = primed
+        self._batch = batch
         self._store = store
         self._identity = identity
         self._params = params
@@ -55,6 +80,8 @@ class AntiEntropy:
         self._live_peers = live_peers
         #: When each peer last answered a whole pull (the node's status shows it).
         self.last_sync: dict[str, datetime] = {}
+        #: The pulls running now, by peer (a long catch-up's progress, for the status).
+        self.catching_up: dict[str, CatchUp] = {}
 
     async def once(self) -> int:
         """Pull what this node lacks from every live peer; returns records received."""
@@ -94,11 +121,22 @@ class AntiEntropy:
         declared = projects if projects is not None else await self.own_projects()
         pipeline = self._pipeline
         certificates: dict[str, bytes] = {}
+        batch = self._batch
+        # Each page's new records are embedded a chunk ahead of the pipeline.
+        ahead = Prefetch(self._primed, batch, pipeline.params.filters)
+        every = batch.progress_every if batch is not None else 0
+        progress = self.catching_up[peer] = CatchUp(peer, self._clock.now())
+        started = time.monotonic()
 
         async def fetch(query: SyncQuery) -> SyncPage:
-            return await self._client.sync_page(peer, query, certificates, declared)
+            page = await self._client.sync_page(peer, query, certificates, declared)
+            fresh = [raw for h, raw in page.records if h not in mine]
+            progress.offered += len(fresh)
+            ahead.add(fresh)
+            return page
 
         async def importer(raw: bytes) -> object:
+            await ahead.ready(raw)
             # Only StoreUnavailable escapes the pipeline (the store is down: the round stops);
             # a bad record is its own REJECT and the round goes on.
             result = await pipeline.import_record(
@@ -109,14 +147,35 @@ class AntiEntropy:
             )
             if result.outcome in (ImportOutcome.ACCEPT, ImportOutcome.DUPLICATE):
                 mine.add(result.content_hash)
+            progress.imported += 1
+            if every and progress.imported % every == 0:
+                rate = progress.imported / max(time.monotonic() - started, 1e-9)
+                _log.info(
+                    "catching up from %s: %d of %d offered so far (%.0f records/s)",
+                    peer,
+                    progress.imported,
+                    progress.offered,
+                    rate,
+                )
             return result
 
-        received = await sync_step(
-            mine,
-            fetch,
-            importer,
-            prefix_len=self._params.sync_prefix_len,
-            page_size=self._params.batch_size,
-        )
+        try:
+            received = await sync_step(
+                mine,
+                fetch,
+                importer,
+                prefix_len=self._params.sync_prefix_len,
+                page_size=self._params.batch_size,
+            )
+        finally:
+            await ahead.close()
+            self.catching_up.pop(peer, None)
+        if every and received >= every:
+            _log.info(
+                "caught up from %s: %d records in %.1f s",
+                peer,
+                received,
+                time.monotonic() - started,
+            )
         self.last_sync[peer] = self._clock.now()
         return received
