@@ -34,6 +34,7 @@ from lamarck.errors import (
 from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.gossip.publisher import lesson_record, sign_lesson
 from lamarck.node.gossip.share_reason import SharingState, share_status
+from lamarck.node.importing.batch import Prefetch, PrimedEmbedder
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.learning.lifecycle import state_of
@@ -250,6 +251,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         sharing: Callable[[], SharingState | None] | None = None,
         notes: NoteKeyParams = _NOTE_KEYS,
         voters: VoterJudge | None = None,
+        primed: PrimedEmbedder | None = None,
     ) -> None:
         self._service = provider_of(service, LessonService)
         self._store = provider_of(store, LessonStore)
@@ -264,6 +266,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self._notes = notes
         # The voters' events for an outcome's reality events (none before sharing starts).
         self._voters: VoterJudge = voters or (lambda _: ())
+        # The pipeline's own embedder, when it primes: a bundle's lines are embedded a chunk
+        # at a time ahead of the pipeline (issue 17 §4).
+        self._primed = primed
 
     # -- helpers ---------------------------------------------------------------------------
     @property
@@ -811,43 +816,59 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         oversized = False
         limit = DEFAULT_LIMITS.max_record_bytes
         first = True
-        async for part in request_iterator:
-            which = part.WhichOneof("part")
-            if which == "options":
-                if not first:
-                    raise InvalidRecord(
-                        "import options must come first, once", reason="options_not_first"
-                    )
-                dry_run, label = part.options.dry_run, part.options.source_label
+        ahead: Prefetch | None = None
+        try:
+            async for part in request_iterator:
+                which = part.WhichOneof("part")
+                if which == "options":
+                    if not first:
+                        raise InvalidRecord(
+                            "import options must come first, once", reason="options_not_first"
+                        )
+                    dry_run, label = part.options.dry_run, part.options.source_label
+                    first = False
+                    continue
                 first = False
-                continue
-            first = False
-            if which != "jsonl":
-                continue
-            buffer += part.jsonl
-            while True:
-                cut = buffer.find(b"\n")
-                if cut < 0:
-                    break
-                line = bytes(buffer[:cut])
-                del buffer[: cut + 1]
-                if oversized:
-                    oversized = False
-                else:
-                    ack = await self._import_line(pipeline, index, line, dry_run, label)
+                if which != "jsonl":
+                    continue
+                if ahead is None:
+                    # A dry run embeds nothing: nothing to embed ahead.
+                    primed = None if dry_run else self._primed
+                    params = primed.params if primed is not None else None
+                    ahead = Prefetch(primed, params, pipeline.params.filters)
+                buffer += part.jsonl
+                # This part's complete lines, embedded a chunk ahead of their imports.
+                lines: list[tuple[int, bytes]] = []
+                while True:
+                    cut = buffer.find(b"\n")
+                    if cut < 0:
+                        break
+                    line = bytes(buffer[:cut])
+                    del buffer[: cut + 1]
+                    if oversized:
+                        oversized = False
+                    else:
+                        lines.append((index, line.rstrip(b"\r")))
+                    index += 1
+                ahead.add([line for _, line in lines if line.strip()])
+                for at, line in lines:
+                    await ahead.ready(line)
+                    ack = await self._import_line(pipeline, at, line, dry_run, label)
                     if ack is not None:
                         acks.append(ack)
-                index += 1
-            if len(buffer) > limit and not oversized:
-                acks.append(self._too_large(index, bytes(buffer)))
-                oversized = True
-                buffer.clear()
-            elif oversized:
-                buffer.clear()
-        if buffer and not oversized:
-            ack = await self._import_line(pipeline, index, bytes(buffer), dry_run, label)
-            if ack is not None:
-                acks.append(ack)
+                if len(buffer) > limit and not oversized:
+                    acks.append(self._too_large(index, bytes(buffer)))
+                    oversized = True
+                    buffer.clear()
+                elif oversized:
+                    buffer.clear()
+            if buffer and not oversized:
+                ack = await self._import_line(pipeline, index, bytes(buffer), dry_run, label)
+                if ack is not None:
+                    acks.append(ack)
+        finally:
+            if ahead is not None:
+                await ahead.close()
         return agent_pb2.ImportResponse(acks=acks)
 
     @staticmethod
@@ -904,4 +925,5 @@ def make_agent_servicer(ctx: NodeContext) -> AgentServicer:
         voters=lambda reality: voter_reality_events(
             reality, ctx.sharing.quorum if ctx.sharing is not None else None
         ),
+        primed=ctx.embedder if isinstance(ctx.embedder, PrimedEmbedder) else None,
     )

@@ -88,6 +88,11 @@ class PrimedEmbedder(Embedder):
         return self._inner
 
     @property
+    def params(self) -> BatchImportParams:
+        """How imports that prime this embedder cut their batches."""
+        return self._params
+
+    @property
     def name(self) -> str:
         """The wrapped embedder's vector space."""
         return self._inner.name
@@ -176,17 +181,18 @@ class Prefetch:
     ``add`` records as they arrive (a Sync page, a bundle's lines); ``await ready(raw)`` before
     importing each: its chunk is embedded in one call (awaited if still running) and the next
     chunk starts on a worker thread. ``close`` waits for what runs and drops what was left
-    unused. Without a primed embedder every call is a no-op (one record at a time, as before).
+    unused. Without a primed embedder (or without ``params``) every call is a no-op: one
+    record at a time, as before.
     """
 
     def __init__(
         self,
         embedder: PrimedEmbedder | None,
-        params: BatchImportParams,
+        params: BatchImportParams | None,
         filters: Filter | None = None,
     ) -> None:
-        self._embedder = embedder
-        self._params = params
+        self._embedder = embedder if params is not None else None
+        self._chunk = params.chunk if params is not None else 1
         self._filters = filters
         self._chunks: list[list[bytes]] = []
         self._tasks: dict[int, asyncio.Task[None]] = {}
@@ -197,7 +203,7 @@ class Prefetch:
         """Queue ``raws`` (in import order) to be embedded ahead."""
         if self._embedder is None:
             return
-        step = self._params.chunk
+        step = self._chunk
         # A record already queued (or twice in ``raws``) is embedded once.
         fresh = [r for r in dict.fromkeys(raws) if r not in self._where]
         for start in range(0, len(fresh), step):

@@ -66,11 +66,12 @@ class AntiEntropy:
         primed: PrimedEmbedder | None = None,
         batch: BatchImportParams | None = None,
     ) -> None:
-        """``primed`` (the pipeline's own embedder) and ``batch`` turn on catch-up
-        prefetching and progress lines; without them a pull imports one record at a time."""
+        """``primed`` (the pipeline's own embedder) turns on catch-up prefetching and
+        progress lines, cut by ``batch`` (default: the primed embedder's); without it a pull
+        imports one record at a time."""
         self._clock = clock
         self._primed = primed
-        self._batch = batch
+        self._batch = batch if batch is not None or primed is None else primed.params
         self._store = store
         self._identity = identity
         self._params = params
