@@ -1,14 +1,18 @@
-"""A node's admitted registration, kept in its home: the proof it presents to a registry that
-lost its data, however long ago it was admitted.
+"""A node's admission proof, kept in its home: what it presents to a registry that lost its
+data, however long ago it was admitted and however often it rotated its key since.
 
-``<home>/admission.json`` (``admission_file``) keeps the endorsement an endorsed node was
-admitted with; it admits again only while it is valid (an endorsement lasts days). This file,
-``<home>/admitted.json``, keeps the whole signed registration the registry admitted: its
-admission material is judged at the registration's own date, as the registry judges every
-stored proof (``lamarck.registry.proofs.verify_admission``), so it stays a proof after the
-endorsement expired. It proves no more than the original: same id and key, an endorser still
-admitted and not revoked, and a revoked id is refused whatever it presents. Written once when
-the node is first admitted (mode 0600, atomically).
+``<home>/admitted.json`` holds an ``AdmissionProof``: the signed registration the registry
+admitted this id with and the id's key-rotation records since, exactly as the registry keeps
+them (``admission:<id>``, ``rotations:<id>``; the node copies them from the registry after
+each registration, ``RegistryClient``). The registry judges it as it judges every stored
+proof (``lamarck.registry.proofs.verify_admission``): the admission material at the
+registration's own date, so it stays a proof after its endorsement or token expired, and the
+rotation chain link by link from the key the id is derived from, so a node that rotated its
+key gets back in under its current key. It proves no more than the original: the same id, a
+chain signed by the keys it retires, an endorser still admitted and not revoked; a revoked id
+is refused whatever it presents. Written mode 0600, atomically.
+
+A file from an earlier build holding the bare registration (no rotations) is still read.
 """
 
 from __future__ import annotations
@@ -18,17 +22,18 @@ import os
 from pathlib import Path
 
 from lamarck.errors import ConfigError, InvalidRecord
-from lamarck.registry.records import Registration
+from lamarck.registry.records import AdmissionProof, Registration
 
 __all__ = ["ADMITTED_FILE", "read_admitted", "write_admitted"]
 
-#: File name of a node's kept admitted registration, in its home.
+#: File name of a node's kept admission proof, in its home.
 ADMITTED_FILE = "admitted.json"
 
 
-def read_admitted(path: Path) -> Registration | None:
-    """The registration kept at ``path``, or ``None`` when there is no file; a file that is
-    there but not a registration is a ``ConfigError`` (``bad_admitted_file``)."""
+def read_admitted(path: Path) -> AdmissionProof | None:
+    """The proof kept at ``path``, or ``None`` when there is no file; a file that is there
+    but not a proof is a ``ConfigError`` (``bad_admitted_file``): a node told it holds a proof
+    must not start as if it had none."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -36,17 +41,23 @@ def read_admitted(path: Path) -> Registration | None:
     except OSError as e:
         raise ConfigError(f"cannot read {path}: {e}", reason="bad_admitted_file") from e
     try:
-        return Registration.from_wire(json.loads(text))
+        obj = json.loads(text)
+        if isinstance(obj, dict) and "registration" not in obj:
+            # The first format: the admitted registration alone.
+            return AdmissionProof(Registration.from_wire(obj))
+        return AdmissionProof.from_wire(obj)
     except (ValueError, InvalidRecord) as e:
-        raise ConfigError(f"{path} is not a registration: {e}", reason="bad_admitted_file") from e
+        raise ConfigError(
+            f"{path} is not an admission proof: {e}", reason="bad_admitted_file"
+        ) from e
 
 
-def write_admitted(path: Path, registration: Registration) -> None:
-    """Keep ``registration`` at ``path`` (0600), replacing any older one atomically."""
+def write_admitted(path: Path, proof: AdmissionProof) -> None:
+    """Keep ``proof`` at ``path`` (0600), replacing any older one atomically."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump(registration.wire(), out, indent=2, sort_keys=True)
+        json.dump(proof.wire(), out, indent=2, sort_keys=True)
         out.write("\n")
         out.flush()
         os.fsync(out.fileno())

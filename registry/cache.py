@@ -13,6 +13,16 @@ node calls it every ``cache_refresh_interval_s`` (no timers in here).
 Revocations are never forgotten: the backing directory reports only revocations the
 operator signed, and the copy keeps the union of every one it has been told of (in memory
 and in the file), so somebody deleting Redis keys later cannot un-revoke an id for this node.
+
+Retired keys are never believed again. When the registry serves an id a pin other than the
+cached one (or, on first sight, a key the id is not derived from), the copy reads the id's
+verified admission proof (``admission_proof``): every key of its rotation chain before the
+pin was retired by a rotation its own key signed. So was the key an id is derived from once
+a pin it is not derived from was served (chains never return to a retired key). These are
+remembered for good, in the file too; a registry that later serves a retired key as the pin
+(it lost its data, and somebody holding the old key and the id's old proof re-registered) is
+refused: the id counts as unregistered for it, its listing is dropped, and this is logged
+once per id and key.
 """
 
 from __future__ import annotations
@@ -26,11 +36,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lamarck.errors import RegistryError
+from lamarck.errors import InvalidRecord, RegistryError
 from lamarck.proto.clock import Clock
+from lamarck.proto.identity import b64u_decode, node_id_for
 from lamarck.proto.timefmt import format_ts, parse_ts
 from lamarck.registry.directory import IssuedNonce, PeerDirectory, PeerInfo
-from lamarck.registry.records import Endorsement, Registration, Revocation
+from lamarck.registry.records import AdmissionProof, Endorsement, Registration, Revocation
 
 __all__ = ["CachedDirectory"]
 
@@ -63,6 +74,10 @@ class CachedDirectory(PeerDirectory):
         # Principals seen while the registry answered (in memory only: re-learnt after a restart).
         self._principals: dict[str, str] = {}
         self._revoked: set[str] = set()
+        # Per id, the keys a verified rotation retired: never believed again as its pin.
+        self._retired: dict[str, set[str]] = {}
+        # (id, key) pairs already logged as a retired key served as the pin.
+        self._refusals_logged: set[tuple[str, str]] = set()
         self._refreshed_at: datetime | None = None
         #: False from the first failed call until the next successful one.
         self.available = True
@@ -90,9 +105,9 @@ class CachedDirectory(PeerDirectory):
             self._mark_down(e)
             return False
         self._mark_up()
-        self._peers = {p.node_id: p for p in peers}
         # Pins are kept for peers that went quiet: their lessons still need verifying.
-        self._pins.update({p.node_id: p.public_key for p in peers})
+        peers = await self._believed(peers)
+        self._peers = {p.node_id: p for p in peers}
         # A union, never a replacement: an id gone from the registry's revoked set was
         # un-revoked by nobody entitled to (there is no such operation).
         self._revoked |= revoked
@@ -121,9 +136,8 @@ class CachedDirectory(PeerDirectory):
         peers = await self._try(self._inner.live_peers)
         if isinstance(peers, _Down):
             return sorted(self._peers.values(), key=lambda p: p.node_id)
-        peers = [p for p in peers if p.node_id not in self._revoked]
+        peers = await self._believed([p for p in peers if p.node_id not in self._revoked])
         self._peers = {p.node_id: p for p in peers}
-        self._pins.update({p.node_id: p.public_key for p in peers})
         return peers
 
     async def get_peer(self, node_id: str) -> PeerInfo | None:
@@ -133,11 +147,12 @@ class CachedDirectory(PeerDirectory):
         peer = await self._try(lambda: self._inner.get_peer(node_id))
         if isinstance(peer, _Down):
             return self._peers.get(node_id)
+        if peer is not None and not await self._believe(node_id, peer.public_key):
+            peer = None
         if peer is None:
             self._peers.pop(node_id, None)
         else:
             self._peers[node_id] = peer
-            self._pins[node_id] = peer.public_key
         return peer
 
     async def pinned_key(self, node_id: str) -> str | None:
@@ -149,8 +164,8 @@ class CachedDirectory(PeerDirectory):
             # Unknown to the registry, or its admission no longer verifies (an endorser
             # revoked, say): the outage copy must not keep serving it either.
             self._pins.pop(node_id, None)
-        else:
-            self._pins[node_id] = key
+        elif not await self._believe(node_id, key):
+            return None
         return key
 
     async def is_revoked(self, node_id: str) -> bool:
@@ -191,6 +206,10 @@ class CachedDirectory(PeerDirectory):
         """Pass-through (endorsements are not cached: they only matter for admission)."""
         return await self._write(self._inner.endorsement_for(node_id))
 
+    async def admission_proof(self, node_id: str) -> AdmissionProof | None:
+        """Pass-through (not cached: a node keeps its own in ``admitted.json``)."""
+        return await self._write(self._inner.admission_proof(node_id))
+
     # -- writes: always the backing directory --------------------------------------------
 
     async def _write(self, pending: Awaitable[_T]) -> _T:
@@ -208,10 +227,14 @@ class CachedDirectory(PeerDirectory):
         return await self._write(self._inner.issue_nonce())
 
     async def register(
-        self, reg: Registration, *, kept_proof: Registration | None = None
+        self, reg: Registration, *, kept_proof: AdmissionProof | None = None
     ) -> PeerInfo:
         """Pass-through; fails while the registry is down; a success is cached."""
         peer = await self._write(self._inner.register(reg, kept_proof=kept_proof))
+        old_key = reg.rotation.get("old_public_key") if reg.rotation is not None else None
+        if isinstance(old_key, str) and old_key != peer.public_key:
+            # The registry moved (or restored) the pin on this rotation, signed by the old key.
+            self._retire(peer.node_id, {old_key})
         self._peers[peer.node_id] = peer
         self._pins[peer.node_id] = peer.public_key
         return peer
@@ -229,9 +252,14 @@ class CachedDirectory(PeerDirectory):
         """Pass-through; the cached pin follows."""
         await self._write(self._inner.rotate_key(rotation))
         node_id, new_key = rotation.get("node_id"), rotation.get("new_public_key")
+        old_key = rotation.get("old_public_key")
         if isinstance(node_id, str) and isinstance(new_key, str):
+            if isinstance(old_key, str):
+                # The registry moved the pin on this rotation, signed by the old key.
+                self._retired.setdefault(node_id, set()).add(old_key)
             self._pins[node_id] = new_key
             self._peers.pop(node_id, None)
+            self._save()
 
     async def revoke(self, revocation: Revocation) -> None:
         """Pass-through; the cache drops the peer at once."""
@@ -247,6 +275,53 @@ class CachedDirectory(PeerDirectory):
         await self._inner.aclose()
 
     # -- state -----------------------------------------------------------------------------
+
+    async def _believed(self, peers: Sequence[PeerInfo]) -> list[PeerInfo]:
+        """Those of ``peers`` whose key this node believes as their pin (see ``_believe``)."""
+        return [p for p in peers if await self._believe(p.node_id, p.public_key)]
+
+    async def _believe(self, node_id: str, key: str) -> bool:
+        """Whether ``key``, served by the registry as ``node_id``'s pin, is believed; a new
+        pin is learnt (with the keys its rotation chain retired), a retired one refused."""
+        cached = self._pins.get(node_id)
+        if key != cached and key not in self._retired.get(node_id, ()):
+            if cached is not None and not _derives(node_id, cached) and _derives(node_id, key):
+                # A pin reached by rotation was served before: the id's own key was retired.
+                self._retire(node_id, {key})
+            elif cached is not None or not _derives(node_id, key):
+                await self._learn_retired(node_id, key)
+        if key in self._retired.get(node_id, ()):
+            if (node_id, key) not in self._refusals_logged:
+                self._refusals_logged.add((node_id, key))
+                log.error(
+                    "registry serves a retired key as the pin; refused (did the registry "
+                    "lose its data?)",
+                    extra={"node_id": node_id, "key": key},
+                )
+            return False
+        # Persisted with the next refresh, as every pin (retirements are saved at once).
+        self._pins[node_id] = key
+        return True
+
+    async def _learn_retired(self, node_id: str, key: str) -> None:
+        """Read ``node_id``'s verified proof; the keys its chain retired before ``key``."""
+        try:
+            proof = await self._inner.admission_proof(node_id)
+        except RegistryError as e:
+            if not _is_outage(e):
+                raise
+            return  # learnt at the next change seen
+        if proof is not None and key in proof.keys:
+            retired = set(proof.keys[: proof.keys.index(key)])
+            if retired:
+                self._retire(node_id, retired)
+
+    def _retire(self, node_id: str, keys: set[str]) -> None:
+        """Remember ``keys`` as retired for ``node_id`` for good (persisted at once)."""
+        known = self._retired.setdefault(node_id, set())
+        if not keys <= known:
+            known |= keys
+            self._save()
 
     def _learn_revoked(self, ids: frozenset[str] | set[str]) -> None:
         """Add newly seen revocations for good, unlist them, and persist them at once."""
@@ -274,6 +349,7 @@ class CachedDirectory(PeerDirectory):
             "peers": [_peer_to_json(p) for p in self._peers.values()],
             "pins": self._pins,
             "revoked": sorted(self._revoked),
+            "retired": {i: sorted(keys) for i, keys in sorted(self._retired.items())},
         }
         tmp = self._path.with_name(self._path.name + ".tmp")
         try:
@@ -296,6 +372,8 @@ class CachedDirectory(PeerDirectory):
             peers = [_peer_from_json(p) for p in data["peers"]]
             pins = {str(k): str(v) for k, v in data["pins"].items()}
             revoked = {str(i) for i in data["revoked"]}
+            # Absent from files written before retired keys were kept.
+            retired = {str(i): {str(k) for k in ks} for i, ks in data.get("retired", {}).items()}
             refreshed = parse_ts(data["refreshed_at"]) if data["refreshed_at"] else None
         except FileNotFoundError:
             return
@@ -306,8 +384,18 @@ class CachedDirectory(PeerDirectory):
             )
             return
         self._revoked |= revoked
+        for node_id, keys in retired.items():
+            self._retired.setdefault(node_id, set()).update(keys)
         self._peers = {p.node_id: p for p in peers if p.node_id not in self._revoked}
         self._pins, self._refreshed_at = pins, refreshed
+
+
+def _derives(node_id: str, key: str) -> bool:
+    """Whether ``node_id`` is the id derived from ``key`` (its first key)."""
+    try:
+        return node_id_for(b64u_decode(key)) == node_id
+    except InvalidRecord:
+        return False
 
 
 def _peer_to_json(p: PeerInfo) -> dict[str, Any]:

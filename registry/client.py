@@ -5,6 +5,11 @@ heartbeats while registered; when the registry lost the node (TTL expired, data 
 unreachable, the next tick registers again with a fresh nonce and the node's admission
 material. An outage is never raised from ``tick()`` — the node keeps gossiping from its cache —
 but a refusal (``AdmissionRefused``: revoked, key pinned elsewhere...) is.
+
+With ``kept_path`` (``<home>/admitted.json``, ``lamarck.registry.admitted_file``) the client
+keeps a copy of its id's admission proof as the registry holds it (copied after each
+registration, and again after a key rotation) and presents it with every registration: a
+registry that lost its data re-admits the id on it (``RecordDirectory.register``).
 """
 
 from __future__ import annotations
@@ -18,15 +23,14 @@ from typing import Any
 from lamarck.errors import RegistryError
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.registry.admission_file import read_admission, write_admission
-from lamarck.registry.admitted_file import ADMITTED_FILE, read_admitted, write_admitted
+from lamarck.registry.admitted_file import read_admitted, write_admitted
 from lamarck.registry.directory import PeerDirectory, PeerInfo
 from lamarck.registry.params import AdmissionMode
 from lamarck.registry.records import (
     Admission,
+    AdmissionProof,
     Endorsement,
     EnrollmentToken,
-    Registration,
     sign_registration,
 )
 
@@ -59,7 +63,7 @@ class RegistryClient:
         enrollment_token: EnrollmentToken | None = None,
         endorsement: Endorsement | None = None,
         node_id: str | None = None,
-        proof_path: Path | None = None,
+        kept_path: Path | None = None,
     ) -> None:
         self._directory = directory
         self._identity = identity
@@ -69,15 +73,14 @@ class RegistryClient:
         self._mode = mode
         self._clock = clock
         self._token = enrollment_token
-        # Where this node keeps the endorsement it was admitted with (``admission_file``):
-        # presented again when the registry no longer has it (its Redis lost its data).
-        self._proof_path = proof_path
-        self._stored = read_admission(proof_path) if proof_path is not None else None
-        # Next to it, the whole registration this node was first admitted with: a proof
-        # judged at its own date, so it outlives the endorsement's validity.
-        self._kept_path = proof_path.with_name(ADMITTED_FILE) if proof_path is not None else None
-        self._kept = read_admitted(self._kept_path) if self._kept_path is not None else None
         self._endorsement = endorsement
+        # Where this node keeps its admission proof (``admitted_file``), presented with every
+        # registration so that a registry that lost its data re-admits it.
+        self._kept_path = kept_path
+        self._kept = read_admitted(kept_path) if kept_path is not None else None
+        # Whether the kept copy was compared with the registry's proof since it last changed
+        # (a registration); until then every tick tries again.
+        self._kept_current = False
         # Differs from identity.node_id only after a key rotation (the id stays, the key moves).
         self._node_id = node_id or identity.node_id
         self._rotation: Mapping[str, Any] | None = None
@@ -99,20 +102,19 @@ class RegistryClient:
         self._rotation = rotation
         self._registered = False
 
-    async def register(self, stored: Endorsement | None = None) -> PeerInfo:
+    async def register(self) -> PeerInfo:
         """Register now: fresh nonce, signed registration with the admission material.
 
-        The endorsement presented is the one given at construction, else the one an
-        endorser published in the registry, else ``stored`` or the one kept in
-        ``proof_path`` (what this node was admitted with before: a registry that lost its
-        data must not lock it out). Once admitted with an endorsement, it is kept there.
+        The endorsement presented is the one given at construction, else the one an endorser
+        published in the registry. The kept admission proof goes with it (with the pending
+        rotation as its last link, after a key rotation): a registry that lost this id
+        re-admits it on that. Once admitted, the registry's proof is copied into
+        ``kept_path``.
         """
         endorsement = self._endorsement
         if endorsement is None and self._token is None and self._mode is AdmissionMode.ENDORSED:
             # An endorser may have published one for us in the registry.
             endorsement = await self._directory.endorsement_for(self._node_id)
-            if endorsement is None:
-                endorsement = stored if stored is not None else self._stored
         nonce = await self._directory.issue_nonce()
         reg = sign_registration(
             self._identity,
@@ -127,43 +129,56 @@ class RegistryClient:
             created_at=self._clock.now(),
             rotation=dict(self._rotation) if self._rotation is not None else None,
         )
+        kept = self._kept
+        if kept is not None and self._rotation is not None:
+            # The chain must lead to the key registered now.
+            kept = kept.with_rotation(self._rotation)
         try:
-            peer = await self._directory.register(reg, kept_proof=self._kept)
+            peer = await self._directory.register(reg, kept_proof=kept)
         except RegistryError:
             self._registered = False
             raise
         self._registered = True
-        rotated = self._rotation is not None
         # The pin has moved; later registrations are plain re-registrations under the new key.
         self._rotation = None
-        if endorsement is not None:
-            self._keep(endorsement)
-        if self._kept is None and not rotated and (endorsement or self._token) is not None:
-            self._keep_registration(reg)
+        self._kept_current = False
+        await self._keep_proof()
         return peer
 
-    def _keep_registration(self, reg: Registration) -> None:
-        """Keep the registration this node was first admitted with (``admitted_file``)."""
-        if self._kept_path is None:
-            return
-        try:
-            write_admitted(self._kept_path, reg)
-        except OSError as e:
-            log.warning("cannot keep the admitted registration", extra={"error": str(e)})
-            return
-        self._kept = reg
+    async def _keep_proof(self) -> None:
+        """Copy this id's admission proof from the registry into ``kept_path`` if it changed.
 
-    def _keep(self, endorsement: Endorsement) -> None:
-        """Store the endorsement this node was admitted with (once, when it changes)."""
-        if self._proof_path is None or endorsement == self._stored:
+        An outage or an unwritable home is logged, not raised: admission itself succeeded,
+        and the next tick tries again.
+        """
+        if self._kept_path is None or self._kept_current:
             return
         try:
-            write_admission(self._proof_path, endorsement)
-        except OSError as e:
-            # Admission itself succeeded; only the copy for a future data loss is missing.
-            log.warning("cannot keep the admission proof", extra={"error": str(e)})
+            proof = await self._directory.admission_proof(self._node_id)
+        except RegistryError as e:
+            if e.reason != "unavailable":
+                raise
             return
-        self._stored = endorsement
+        if proof is not None and proof != self._kept:
+            if not self._is_mine(proof):
+                # The registry verified it for itself; this node keeps only its own.
+                log.warning("the registry's admission proof is not this node's; not kept")
+                self._kept_current = True
+                return
+            try:
+                write_admitted(self._kept_path, proof)
+            except OSError as e:
+                log.warning("cannot keep the admission proof", extra={"error": str(e)})
+                return
+            self._kept = proof
+        self._kept_current = True
+
+    def _is_mine(self, proof: AdmissionProof) -> bool:
+        """Whether ``proof`` is this id's and leads to this node's current key."""
+        return (
+            proof.registration.node_id == self._node_id
+            and proof.keys[-1] == self._identity.public_key_b64
+        )
 
     async def tick(self) -> TickResult:
         """Heartbeat, or (re-)register if not listed; outages are reported, not raised."""
@@ -171,6 +186,7 @@ class RegistryClient:
             if self._registered:
                 try:
                     await self._directory.heartbeat(self._node_id)
+                    await self._keep_proof()
                     return TickResult.HEARTBEAT
                 except RegistryError as e:
                     if e.reason != "not_registered":

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lamarck.registry.records import Endorsement, Registration, Revocation
+from lamarck.registry.records import AdmissionProof, Endorsement, Registration, Revocation
 
 __all__ = ["IssuedNonce", "PeerDirectory", "PeerInfo"]
 
@@ -67,12 +67,17 @@ class PeerDirectory(abc.ABC):
 
     @abc.abstractmethod
     async def register(
-        self, reg: Registration, *, kept_proof: Registration | None = None
+        self, reg: Registration, *, kept_proof: AdmissionProof | None = None
     ) -> PeerInfo:
         """Admit (or refuse with ``AdmissionRefused``) and list ``reg``; consumes its nonce.
 
-        ``kept_proof``: the registration the id was once admitted with, kept by the node; it
+        ``kept_proof``: the id's admission proof as the node kept it (``admitted_file``); it
         may re-admit an id the registry lost (see ``RecordDirectory.register``)."""
+
+    @abc.abstractmethod
+    async def admission_proof(self, node_id: str) -> AdmissionProof | None:
+        """``node_id``'s admission proof (admitted registration and key rotations since), if
+        it verifies for this directory; ``None`` otherwise. Revocation is not judged here."""
 
     @abc.abstractmethod
     async def heartbeat(self, node_id: str) -> None:

@@ -115,13 +115,17 @@ class InMemoryRecords(DirectoryRecords):
         """Each id's records and which of them the revoked index holds."""
         return {i: self._facts(i) for i in node_ids}, {i for i in node_ids if i in self._r.revoked}
 
-    async def new_pin(self, node_id: str, key: str, proof: str) -> bool:
+    async def new_pin(
+        self, node_id: str, key: str, proof: str, rotations: Sequence[str] = ()
+    ) -> bool:
         """First key wins; a registration racing with itself for the same key is no loss."""
         current = self._r.pins.get(node_id)
         if current is None:
             self._r.pins[node_id] = key
             self._r.admissions[node_id] = proof
             self._r.rotations.pop(node_id, None)
+            if rotations:
+                self._r.rotations[node_id] = list(rotations)
             return True
         if current != key:
             return False

@@ -65,7 +65,13 @@ from lamarck.registry.proofs import (
     revocation_holds,
     verify_admission,
 )
-from lamarck.registry.records import Endorsement, Registration, Revocation, parse_record_ts
+from lamarck.registry.records import (
+    AdmissionProof,
+    Endorsement,
+    Registration,
+    Revocation,
+    parse_record_ts,
+)
 from lamarck.registry.rotation import check_rotation_record
 from lamarck.registry.rules import (
     Admitted,
@@ -133,9 +139,12 @@ class DirectoryRecords(abc.ABC):
         """The records of ``node_ids`` and which of them the revoked index holds, in one read."""
 
     @abc.abstractmethod
-    async def new_pin(self, node_id: str, key: str, proof: str) -> bool:
-        """Pin ``key`` with ``proof`` if ``node_id`` has no pin (dropping stray rotations);
-        True also if it is already pinned to this very key (its missing proof is filled in)."""
+    async def new_pin(
+        self, node_id: str, key: str, proof: str, rotations: Sequence[str] = ()
+    ) -> bool:
+        """Pin ``key`` with ``proof`` and the rotation chain ``rotations`` (a restored id's; a
+        new id has none) if ``node_id`` has no pin, replacing stray rotations; True also if it
+        is already pinned to this very key (its missing proof is filled in)."""
 
     @abc.abstractmethod
     async def move_pin(
@@ -363,22 +372,19 @@ class RecordDirectory(PeerDirectory):
             ) from verdict
         return wire
 
-    async def _kept_proof_to_write(
+    async def _verified_kept_proof(
         self,
         reg: Registration,
-        kept: Registration,
+        kept: AdmissionProof,
         facts: dict[str, IdFacts],
         now: datetime,
         memo: ProofMemo,
-    ) -> str:
-        """``kept`` as the proof of ``reg``'s id, if it verifies as a stored proof would; else
-        ``AdmissionRefused`` with the proof's reason."""
-        if kept.node_id != reg.node_id or kept.public_key != reg.public_key:
-            raise AdmissionRefused(
-                "the kept admission proof is not this id's under this key", reason="wrong_id"
-            )
-        wire = json.dumps(kept.wire())
-        view = {**facts, reg.node_id: IdFacts(reg.node_id, reg.public_key, wire)}
+    ) -> VerifiedProof:
+        """``kept`` verified as ``reg``'s id's stored proof would be, with ``reg``'s key as the
+        pin (its chain must end there); else ``AdmissionRefused`` with the proof's reason."""
+        if kept.registration.node_id != reg.node_id:
+            raise AdmissionRefused("the kept admission proof is not this id's", reason="wrong_id")
+        view = {**facts, reg.node_id: _kept_facts(reg.node_id, reg.public_key, kept)}
         verdict = (await self._verdicts(view, [reg.node_id], now, memo))[reg.node_id]
         if isinstance(verdict, ProofInvalid):
             raise AdmissionRefused(
@@ -386,10 +392,26 @@ class RecordDirectory(PeerDirectory):
                 reason=verdict.reason,
                 **verdict.details,
             ) from verdict
-        return wire
+        return verdict
+
+    async def admission_proof(self, node_id: str) -> AdmissionProof | None:
+        """``node_id``'s stored proof (registration and rotation chain) if it verifies here."""
+        facts = await self._records.facts([node_id])
+        own = facts[node_id]
+        if node_id not in await self._admitted(facts, [node_id], self._clock.now()):
+            return None
+        assert own.admission is not None  # a verified proof has one
+        try:
+            return AdmissionProof(
+                Registration.from_wire(json.loads(own.admission)),
+                tuple(json.loads(r) for r in own.rotations),
+            )
+        except (ValueError, InvalidRecord):
+            # Verified a moment ago, so only a record changed in between gets here.
+            return None
 
     async def register(
-        self, reg: Registration, *, kept_proof: Registration | None = None
+        self, reg: Registration, *, kept_proof: AdmissionProof | None = None
     ) -> PeerInfo:
         """Consume the nonce, apply the admission and pinning rules, pin, and list the peer.
 
@@ -399,15 +421,18 @@ class RecordDirectory(PeerDirectory):
         not verify for this directory is refused with the proof's reason (``bad_enrollment``,
         ``no_endorsement``, ``bad_endorsement``, ``bad_proof``, ``bad_chain``...).
 
-        ``kept_proof`` is the registration this id was once admitted with, kept by the node
-        (``lamarck.registry.admitted_file``). It counts only for an id this registry does not
-        know (its records were lost) whose own material no longer admits it (an endorsement
-        expired since): then the registration is checked as usual in every other respect
-        (revocation, nonce, proof of possession, id derived from the key), and ``kept_proof``
-        becomes the id's proof if it verifies exactly as a stored proof does, judged at its
-        own date (``verify_admission``): same id and key, signature, and material valid when
-        it was made from an endorser admitted and not revoked now. A kept proof therefore
-        admits no one it did not admit before, however old it is, and no revoked id.
+        ``kept_proof`` is this id's admission proof as the node kept it (its admitted
+        registration and key rotations since, ``lamarck.registry.admitted_file``). It counts
+        only for an id this registry does not know (its records were lost) whose registration
+        is refused for its own material (an endorsement or token expired since) or, after a
+        key rotation, because the id is not derived from its current key. Then ``kept_proof``
+        must verify exactly as a stored proof does with ``reg``'s key as the pin
+        (``verify_admission``: the chain from the id's own key to this one, each link signed
+        by the key it retires; the material valid at the registration's own date, from an
+        endorser admitted and not revoked now), and the registration is checked as usual in
+        every other respect (revocation, nonce, proof of possession); the pin is restored
+        with the kept registration and chain as its proof. A kept proof therefore admits no
+        one it did not admit before, however old it is, and no revoked id.
         """
         endorser = reg.admission.endorsement.endorser_id if reg.admission.endorsement else None
         ids = [reg.node_id] + ([endorser] if endorser and endorser != reg.node_id else [])
@@ -438,26 +463,40 @@ class RecordDirectory(PeerDirectory):
                 now=now,
             )
 
-        restored: Registration | None = None
+        restored: AdmissionProof | None = None
         try:
             admitted = check(self._params)
         except AdmissionRefused as e:
             lost = facts[reg.node_id].pin is None
-            if kept_proof is None or not lost or e.reason not in _MATERIAL_REASONS:
+            if kept_proof is None or not lost or e.reason not in _KEPT_PROOF_ANSWERS:
                 raise
-            # Every rule but the material's (the kept proof stands for it, checked below).
-            admitted = check(self._params.model_copy(update={"admission": AdmissionMode.OPEN}))
+            # The kept proof stands for the material (and, after a key rotation, for the id's
+            # derivation from the key): verified first, then every other rule applies.
+            verified = await self._verified_kept_proof(reg, kept_proof, facts, now, memo)
+            admitted = check_registration(
+                reg,
+                nonce_issued=nonce_issued,
+                pinned_key=None,
+                revoked=revoked,
+                admitted_ids=admitted_ids,
+                operator_public_key=self._operator_key,
+                params=self._params,
+                now=now,
+                proven_keys=verified.keys,
+            )
             restored = kept_proof
         if restored is None:
             proof = await self._proof_to_write(reg, admitted, facts, now, memo)
         else:
-            proof = await self._kept_proof_to_write(reg, restored, facts, now, memo)
+            proof = json.dumps(restored.registration.wire())
             log.info(
                 "admission restored from the node's kept proof", extra={"node_id": reg.node_id}
             )
         charged = None
         if self._params.admission is AdmissionMode.ENDORSED:
-            charged = _endorser_charged(restored or reg, admitted, proof)
+            charged = _endorser_charged(
+                reg if restored is None else restored.registration, admitted, proof
+            )
         if charged is not None:
             # Before the pin: a refused endorsee must not end up pinned. A pin lost to a race
             # below keeps the slot (fail closed: the cap is never exceeded).
@@ -465,7 +504,9 @@ class RecordDirectory(PeerDirectory):
         if admitted.new_pin:
             # A new pin's proof is always this registration (_proof_to_write returns it).
             first = proof if proof is not None else json.dumps(reg.wire())
-            if not await self._records.new_pin(reg.node_id, admitted.pin_key, first):
+            # A restored id gets its kept rotation chain back with its pin, atomically.
+            rotations = () if restored is None else _kept_facts(reg.node_id, "", restored).rotations
+            if not await self._records.new_pin(reg.node_id, admitted.pin_key, first, rotations):
                 # Lost a race with another registration of this id: first key wins.
                 raise AdmissionRefused("id pinned concurrently", reason="key_pinned")
         elif admitted.rotated_from is not None or proof is not None:
@@ -696,8 +737,22 @@ class RecordDirectory(PeerDirectory):
             return None
 
 
-#: Refusals of a registration's own admission material: the ones a kept proof may answer.
-_MATERIAL_REASONS = frozenset({"no_endorsement", "bad_endorsement", "bad_enrollment"})
+#: Refusals a kept proof may answer for an id the registry lost: its own admission material
+#: (an endorsement or token expired since) and, after a key rotation, its id not being
+#: derived from its current key (``key_mismatch``).
+_KEPT_PROOF_ANSWERS = frozenset(
+    {"no_endorsement", "bad_endorsement", "bad_enrollment", "key_mismatch"}
+)
+
+
+def _kept_facts(node_id: str, pin: str, kept: AdmissionProof) -> IdFacts:
+    """A kept proof as the records it restores: ``pin``, the registration, the chain."""
+    return IdFacts(
+        node_id,
+        pin,
+        json.dumps(kept.registration.wire()),
+        tuple(json.dumps(dict(r)) for r in kept.rotations),
+    )
 
 
 def _endorser_charged(reg: Registration, admitted: Admitted, proof: str | None) -> str | None:

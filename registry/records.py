@@ -16,6 +16,8 @@ record kind and carry a ``type`` member each, so one can never be presented as t
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
@@ -31,6 +33,7 @@ from pydantic import (
 
 from lamarck.errors import InvalidRecord
 from lamarck.proto.identity import NodeIdentity, b64u_decode, is_node_id
+from lamarck.proto.keys import KeyRotation
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts, is_canonical_ts, parse_ts
 from lamarck.registry.params import AdmissionMode
@@ -38,6 +41,7 @@ from lamarck.registry.params import AdmissionMode
 __all__ = [
     "MAX_DOMAINS",
     "Admission",
+    "AdmissionProof",
     "Endorsement",
     "EnrollmentToken",
     "NodeId",
@@ -214,6 +218,55 @@ class Registration(RegistryRecord):
         except InvalidRecord as e:
             raise ValueError("nonce is not unpadded base64url") from e
         return v
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionProof:
+    """An id's admission proof as the registry keeps it (``lamarck.registry.proofs``): the
+    signed registration that admitted it and every key rotation since, oldest first.
+
+    Nothing here is verified beyond its shape: a registry judges the proof with
+    ``verify_admission`` before it believes a word of it.
+    """
+
+    registration: Registration
+    #: Each rotation record's wire form (``lamarck.proto.keys.KeyRotation``), oldest first.
+    rotations: tuple[Mapping[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        for rotation in self.rotations:
+            KeyRotation.from_obj(rotation)  # InvalidRecord unless it has a rotation's shape
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The id's keys as this proof states them, first to current (unverified)."""
+        if not self.rotations:
+            return (self.registration.public_key,)
+        first = str(self.rotations[0]["old_public_key"])
+        return (first, *(str(r["new_public_key"]) for r in self.rotations))
+
+    def with_rotation(self, rotation: Mapping[str, Any]) -> AdmissionProof:
+        """This proof with ``rotation`` appended (unless it is already its last link)."""
+        if self.rotations and dict(self.rotations[-1]) == dict(rotation):
+            return self
+        return AdmissionProof(self.registration, (*self.rotations, dict(rotation)))
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON object a node keeps in its home."""
+        return {
+            "registration": self.registration.wire(),
+            "rotations": [dict(r) for r in self.rotations],
+        }
+
+    @classmethod
+    def from_wire(cls, obj: object) -> AdmissionProof:
+        """Parse a kept proof; ``InvalidRecord(reason="malformed")`` if it is not one."""
+        if not isinstance(obj, dict) or set(obj) != {"registration", "rotations"}:
+            raise InvalidRecord("not an admission proof", reason="malformed")
+        rotations = obj["rotations"]
+        if not isinstance(rotations, list) or not all(isinstance(r, dict) for r in rotations):
+            raise InvalidRecord("rotations is not a list of records", reason="malformed")
+        return cls(Registration.from_wire(obj["registration"]), tuple(rotations))
 
 
 def _json_dumps(obj: object) -> str:

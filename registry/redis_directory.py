@@ -78,7 +78,8 @@ return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 """
 
 # A first pin and its admission proof, together: first key wins. KEYS: pin, admission,
-# rotations; ARGV: key, proof. Rotations left behind for an id nobody pinned are not ours.
+# rotations; ARGV: key, proof, then the rotation chain a restored id brings back (a new id
+# none). Rotations left behind for an id nobody pinned are not ours.
 # 1: pinned (or already pinned to this very key by a concurrent registration); 0: lost.
 _NEW_PIN_LUA = """
 local current = redis.call('GET', KEYS[1])
@@ -86,6 +87,7 @@ if not current then
   redis.call('SET', KEYS[1], ARGV[1])
   redis.call('SET', KEYS[2], ARGV[2])
   redis.call('DEL', KEYS[3])
+  for i = 3, #ARGV do redis.call('RPUSH', KEYS[3], ARGV[i]) end
   return 1
 end
 if current ~= ARGV[1] then return 0 end
@@ -252,12 +254,15 @@ class RedisRecords(DirectoryRecords):
         indexed = {i for i, flag in zip(node_ids, flags, strict=True) if int(flag)}
         return _read_facts(node_ids, replies[:-1]), indexed
 
-    async def new_pin(self, node_id: str, key: str, proof: str) -> bool:
+    async def new_pin(
+        self, node_id: str, key: str, proof: str, rotations: Sequence[str] = ()
+    ) -> bool:
         """The first-pin script."""
         async with _translated():
-            return bool(
-                int(await self._new_pin_script(keys=self._pin_keys(node_id), args=[key, proof]))
+            pinned = await self._new_pin_script(
+                keys=self._pin_keys(node_id), args=[key, proof, *rotations]
             )
+        return bool(int(pinned))
 
     async def move_pin(
         self, node_id: str, old_key: str, new_key: str, rotation: str | None, proof: str | None

@@ -7,7 +7,8 @@ an explicit ``now``; it returns ``Admitted`` or raises ``AdmissionRefused(reason
 Reasons: ``revoked``, ``unknown_nonce``, ``stale_nonce``, ``bad_proof``, ``key_mismatch``,
 ``key_pinned``, ``no_endorsement``, ``bad_endorsement``, ``bad_enrollment``. Open admission is
 never refused for want of material, but every admission it grants is logged at WARNING as
-``UNSAFE: open admission``.
+``UNSAFE: open admission``. An id the registry lost may be re-admitted on the admission proof
+it kept (``proven_keys``, ``AdmittedVia.KEPT_PROOF``): every rule but the material's applies.
 
 These rules judge a registration once, in the registering node's process. Every reader judges
 the stored admission proof again with its own mode and operator key
@@ -23,7 +24,7 @@ call both ask it (through ``lamarck.registry.pins.pin_refusal``, which fetches t
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -72,6 +73,7 @@ class AdmittedVia(StrEnum):
     OPEN = "open"
     ENDORSEMENT = "endorsement"
     ENROLLMENT = "enrollment"
+    KEPT_PROOF = "kept_proof"  # an id the registry lost, on the admission proof it kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,7 @@ def check_registration(
     operator_public_key: str | None,
     params: RegistryParams,
     now: datetime,
+    proven_keys: Sequence[str] | None = None,
 ) -> Admitted:
     """Decide a registration; return ``Admitted`` or raise ``AdmissionRefused(reason=...)``.
 
@@ -120,6 +123,11 @@ def check_registration(
     ``revoked`` holds revoked ids (at least ``reg.node_id`` and any endorser's, if revoked);
     ``admitted_ids`` maps admitted ids to their pinned keys (endorsers are looked up there);
     ``operator_public_key`` verifies enrollment tokens (``None``: no operator, tokens refused).
+
+    ``proven_keys``: for an id with no pin, the key chain (first key to current) of the
+    admission proof the node kept, which the caller verified (``verify_admission``). The id
+    was admitted before, so (5) is skipped (and nothing is logged as open admission); the
+    chain stands for the id's derivation from the key and for any rotation presented.
     """
     # (1) Revoked ids are refused before anything else, whatever they present.
     if reg.node_id in revoked:
@@ -139,6 +147,14 @@ def check_registration(
     # (4) Key binding. A known id keeps its first key unless the old key signed a rotation.
     if pinned_key is not None:
         admitted = _check_pinned(reg, pinned_key, params=params, now=now)
+    elif proven_keys is not None:
+        # A lost id: its kept chain starts at the key the id is derived from and ends at the
+        # key registered now (verified by the caller; the ends are re-checked here).
+        if not proven_keys or proven_keys[-1] != reg.public_key:
+            raise _refuse("key_mismatch", "the kept proof's key chain ends at another key")
+        if reg.node_id != node_id_for(b64u_decode(proven_keys[0])):
+            raise _refuse("key_mismatch", "the kept proof's key chain is not this id's")
+        return Admitted(reg.node_id, reg.public_key, AdmittedVia.KEPT_PROOF, new_pin=True)
     else:
         # A new id must be the one derived from the key: ids are computed, never chosen.
         if reg.node_id != node_id_for(b64u_decode(reg.public_key)):

@@ -30,7 +30,7 @@ from lamarck.node.config import NodeSettings
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.peer_auth import PeerAuthParams
-from lamarck.registry.admission_file import ADMISSION_FILE
+from lamarck.registry.admitted_file import ADMITTED_FILE
 from lamarck.registry.cache import CachedDirectory
 from lamarck.registry.client import RegistryClient
 from lamarck.registry.directory import PeerInfo
@@ -158,9 +158,9 @@ class Membership:
             mode=mode,
             clock=self._clock,
             enrollment_token=read_enrollment(settings.home),
-            # The admission this node got is kept in its home and presented again if the
-            # network's Redis loses it (docs/operating.md).
-            proof_path=settings.home / ADMISSION_FILE,
+            # The admission proof this node got is kept in its home and presented again if
+            # the network's Redis loses it (docs/operating.md).
+            kept_path=settings.home / ADMITTED_FILE,
         )
 
     async def tick(self) -> None:
