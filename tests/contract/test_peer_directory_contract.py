@@ -451,6 +451,43 @@ async def test_a_reader_with_its_own_operator_key_follows_the_rotation_chain(
     assert await stranger.live_peers() == []
 
 
+async def test_the_admission_proof_carries_the_id_s_rotation_chain(
+    directory: PeerDirectory, net: Net
+) -> None:
+    a = net.a.node_id
+    assert await directory.admission_proof(a) is None
+    await directory.register(await net.registration(directory, net.a))
+    await directory.rotate_key(make_rotation(net.a, net.b, net.clock.now()))
+    await directory.register(await net.registration(directory, net.b, node_id=a, token=False))
+    proof = await directory.admission_proof(a)
+    assert proof is not None and proof.registration.node_id == a
+    assert proof.keys == (net.a.public_key_b64, net.b.public_key_b64)
+
+
+async def test_a_lost_id_comes_back_on_its_kept_proof_under_its_current_key(
+    registry: Registry, directory: PeerDirectory, net: Net
+) -> None:
+    a = net.a.node_id
+    await directory.register(await net.registration(directory, net.a))
+    await directory.rotate_key(make_rotation(net.a, net.b, net.clock.now()))
+    await directory.register(await net.registration(directory, net.b, node_id=a, token=False))
+    kept = await directory.admission_proof(a)
+    assert kept is not None
+    inner = directory.inner if isinstance(directory, CachedDirectory) else directory
+    assert isinstance(inner, RecordDirectory)
+    assert await inner.clear_namespace() > 0  # the registry lost its data
+    # Its current key is not the one its id is derived from: alone, it is refused...
+    with pytest.raises(AdmissionRefused, match="key_mismatch"):
+        await directory.register(await net.registration(directory, net.b, node_id=a, token=False))
+    # ...with the kept proof it is restored, chain and all.
+    reg = await net.registration(directory, net.b, node_id=a, token=False)
+    await directory.register(reg, kept_proof=kept)
+    assert await directory.pinned_key(a) == net.b.public_key_b64
+    restored = await directory.admission_proof(a)
+    assert restored is not None and restored.keys == kept.keys
+    assert [p.node_id for p in await registry.directory().live_peers()] == [a]
+
+
 async def test_a_revoked_node_is_unlisted_and_refused_everywhere(
     directory: PeerDirectory, net: Net
 ) -> None:
