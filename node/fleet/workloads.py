@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from lamarck.errors import ConfigError
 
 __all__ = [
+    "TARGETS",
     "WORKLOADS",
     "Pitfall",
     "Task",
@@ -35,12 +36,13 @@ __all__ = [
     "WorkloadParams",
     "isolated_pitfall",
     "make_workload",
+    "pitfall_for",
     "project_digest_for",
     "succeeds",
 ]
 
-#: Targets of the recurring pitfalls (what a task is about), in a fixed order.
-_TARGETS = (
+#: Targets of the recurring pitfalls and scripted scenarios (what a task is about), in order.
+TARGETS = (
     "docs",
     "migrations",
     "wheel",
@@ -108,7 +110,7 @@ class WorkloadParams:
     nodes: int = 5  # node processes. Integer >= 1.
     agents: int = 10  # scripted agents, spread over the nodes round-robin. Integer >= 1.
     rounds: int = 6  # rounds of the recurring-pitfalls workload. Integer >= 1.
-    pitfalls: int = 8  # distinct pitfalls. Integer in [1, len(_TARGETS)].
+    pitfalls: int = 8  # distinct pitfalls. Integer in [1, len(TARGETS)].
     projects_per_agent: int = 3  # the agent's repositories. Integer >= 2.
     poisoner_share: float = 0.0  # share of agents that fabricate outcomes. In [0, 1).
     byzantine_nodes: tuple[int, ...] = ()  # nodes whose agents all fabricate outcomes
@@ -123,9 +125,9 @@ class WorkloadParams:
             value = getattr(self, name)
             if not isinstance(value, int) or value < low:
                 raise ConfigError(f"invalid {name}={value!r}: must be >= {low}", field=name)
-        if not 1 <= self.pitfalls <= len(_TARGETS):
+        if not 1 <= self.pitfalls <= len(TARGETS):
             raise ConfigError(
-                f"invalid pitfalls={self.pitfalls}: must be in [1, {len(_TARGETS)}]",
+                f"invalid pitfalls={self.pitfalls}: must be in [1, {len(TARGETS)}]",
                 field="pitfalls",
             )
         for name in ("poisoner_share", "poisoners_arm_share"):
@@ -141,7 +143,8 @@ def project_digest_for(seed: int, agent: int, k: int) -> str:
     return hashlib.sha256(f"fleet:{seed}:agent{agent}:project{k}".encode()).hexdigest()
 
 
-def _pitfall(target: str, tag: str = "") -> Pitfall:
+def pitfall_for(target: str, tag: str = "") -> Pitfall:
+    """The pitfall of ``target`` (tagged): ``make T`` fails, ``make -C build T`` works."""
     t = f"{target}{tag}"
     return Pitfall(t, f"shell:make {t}", f"shell:make -C build {t}")
 
@@ -178,7 +181,7 @@ def _projects(seed: int, agent: int, params: WorkloadParams, rng: random.Random)
 
 def _recurring(name: str, seed: int, params: WorkloadParams) -> Workload:
     rng = random.Random(seed)
-    pitfalls = tuple(_pitfall(t, params.tag) for t in _TARGETS[: params.pitfalls])
+    pitfalls = tuple(pitfall_for(t, params.tag) for t in TARGETS[: params.pitfalls])
     nodes, poisoners = _agents(params, rng)
     tasks = tuple(
         Task(r, a, rng.randrange(len(pitfalls)), _projects(seed, a, params, rng))
@@ -200,7 +203,7 @@ def _scripted(
         Task(r, agent, 0, _projects(seed, agent, sizes, rng)) for r, agent in enumerate(steps)
     )
     # The seed picks the target: distinct words, so repeated runs never read as near-duplicates.
-    target = _pitfall(_TARGETS[seed % len(_TARGETS)], params.tag)
+    target = pitfall_for(TARGETS[seed % len(TARGETS)], params.tag)
     return Workload(name, seed, (target,), nodes, frozenset(), tasks, flip)
 
 
