@@ -144,6 +144,7 @@ class Counters:
     sync_bytes: int = 0
     sync_records: int = 0
     sends_failed: int = 0
+    accepted_from_graylisted: int = 0  # records accepted although their signer was graylisted
     decisions: int = 0
     events: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
@@ -400,6 +401,8 @@ class SimNetwork:
                 EstablishedLesson(h, record.content, confidence)
             )
             self.arrivals.setdefault(h, {})[peer.index] = (float(self.env.now), hops)
+            if was_gray:
+                c.accepted_from_graylisted += 1
             self._agent_turn(peer, h, source)
         self._note_graylist(peer, source, was_gray)
         if decision.forward and decision.outcome is ImportOutcome.ACCEPT:
