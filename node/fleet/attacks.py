@@ -86,6 +86,7 @@ class LessonSpec:
     version: int = 1
     validation_count: int = 0
     validated_by: tuple[str, ...] = ()
+    situation: tuple[tuple[str, Any], ...] = ()  # a situation block's fields, in order
 
 
 def _lesson_obj(spec: LessonSpec, source_id: str, now: datetime, age_s: float) -> dict[str, Any]:
@@ -124,6 +125,8 @@ def _lesson_obj(spec: LessonSpec, source_id: str, now: datetime, age_s: float) -
         },
         "confidence_interval": {"mean": spec.confidence, "std_dev": 0.1},
     }
+    if spec.situation:
+        obj["situation"] = dict(spec.situation)
     if spec.validated_by:
         obj["validation"] = {
             "validated_by": list(spec.validated_by),
