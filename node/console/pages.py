@@ -29,6 +29,7 @@ __all__ = [
     "CERTIFICATE_STATES",
     "CSRF_FIELD",
     "NAV",
+    "SHORT_ID_CHARS",
     "HeldDetails",
     "health_page",
     "lesson_page",
@@ -372,7 +373,8 @@ def _stored_at(row: QuarantineRow) -> Markup:
 
 
 def _votes(votes: Sequence[Mapping[str, Any]]) -> Markup:
-    """Each vote received: voter, verdict, confidence, evidence, time, whether it counted."""
+    """Each vote received: voter, verdict and confidence, how many outcomes it names, whether
+    it counted (the vote's time is the row's title)."""
     if not votes:
         return el("p", "no votes received", class_="muted")
 
@@ -383,17 +385,16 @@ def _votes(votes: Sequence[Mapping[str, Any]]) -> Markup:
         "table",
         el(
             "thead",
-            el("tr", *(el("th", h) for h in ("voter", "verdict", "conf.", "evidence", "counted"))),
+            el("tr", *(el("th", h) for h in ("voter", "verdict", "outcomes", "counted"))),
         ),
         el(
             "tbody",
             *(
                 el(
                     "tr",
-                    el("td", el("a", str(v.get("voter_id", "")), href=_peer(v))),
-                    el("td", str(v.get("verdict", ""))),
-                    el("td", f"{float(v.get('confidence', 0.0)):.2f}"),
-                    el("td", f"{len(v.get('outcome_ids') or ())} outcome(s)"),
+                    el("td", _short_peer(str(v.get("voter_id", "")))),
+                    el("td", f"{v.get('verdict', '')} {float(v.get('confidence', 0.0)):.2f}"),
+                    el("td", str(len(v.get("outcome_ids") or ()))),
                     el("td", counted(v)),
                     data_verdict=str(v.get("verdict", "")),
                     data_counted="yes" if v.get("counted") else "no",
@@ -406,8 +407,14 @@ def _votes(votes: Sequence[Mapping[str, Any]]) -> Markup:
     )
 
 
-def _peer(vote: Mapping[str, Any]) -> str:
-    return f"/reputation/{vote.get('voter_id', '')}"
+#: Characters of a node id shown where space is short (the whole id is the link's title).
+SHORT_ID_CHARS = 12
+
+
+def _short_peer(node_id: str) -> Markup:
+    """A link to a peer's page showing the start of its id (all of it on hover)."""
+    shown = node_id if len(node_id) <= SHORT_ID_CHARS else node_id[:SHORT_ID_CHARS] + "…"
+    return el("a", shown, href=f"/reputation/{node_id}", title=node_id)
 
 
 def _quorum(quorum: Mapping[str, Any] | None) -> Markup:
@@ -470,10 +477,15 @@ def quarantine_page(
         items.append(
             el(
                 "tr",
-                el("td", r.id, el("div", more.preview, class_="muted") if more.preview else ""),
-                el("td", el("a", r.source_node_id, href=f"/reputation/{r.source_node_id}")),
+                el(
+                    "td",
+                    el("strong", r.id),
+                    el("div", "received ", _when(r.received_at), class_="muted"),
+                    el("div", more.preview) if more.preview else "",
+                    data_sort=format_ts(r.received_at),
+                ),
+                el("td", _short_peer(r.source_node_id)),
                 el("td", el("ul", *(el("li", reason) for reason in r.reasons))),
-                el("td", _when(r.received_at), data_sort=format_ts(r.received_at)),
                 _stored_at(r),
                 _quorum(more.quorum),
                 el("td", actions),
@@ -483,7 +495,7 @@ def quarantine_page(
         )
     return el(
         "table",
-        _sort_header("record", "source", "reasons", "received", "stored at", "quorum", "decision"),
+        _sort_header("record", "source", "reasons", "stored at", "quorum", "decision"),
         el("tbody", *items),
         id="quarantine",
         class_="sortable",

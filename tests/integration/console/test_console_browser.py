@@ -2,11 +2,13 @@
 Python package with the system browser; nothing is downloaded).
 
 A real console server (``start_console`` on 127.0.0.1:0) runs in the test's event loop over a
-real OperatorServicer, import pipeline and reputation book, on the in-memory store filled
-with lessons, reality tests, quarantined records and reputation events. The browser loads
-each page, sorts the reputation table, approves and rejects quarantined records (the store
-changes), and a forged cross-site POST is refused. A screenshot of each page is saved under
-``tests/artifacts/console/`` (ignored by git; the path is printed).
+real OperatorServicer, import pipeline, quorum ledger and reputation book (read through the
+node's own ``NodeReputation`` table with the store's import tallies), on the in-memory store
+filled with lessons, reality tests, imports, rejections, quarantined records (one a
+high-stakes record awaiting its quorum, with signed votes) and reputation events. The browser
+loads each page, sorts the reputation table, approves and rejects quarantined records (the
+store changes), and a forged cross-site POST is refused. A screenshot of each page is saved
+under ``tests/artifacts/console/`` (ignored by git; the path is printed).
 """
 
 from __future__ import annotations
@@ -27,27 +29,35 @@ import numpy.typing as npt
 import pytest
 from playwright import async_api as playwright_api
 
+from lamarck.consensus.params import QuorumParams
+from lamarck.consensus.tally import Electorate, tally
+from lamarck.consensus.votes import Verdict
 from lamarck.node.api.operator_service import OperatorServicer
-from lamarck.node.api.reputation_source import BookReputation
+from lamarck.node.api.reputation import NodeReputation, store_tallies
 from lamarck.node.console.http import ConsoleParams
 from lamarck.node.console.plots import PlotParams
 from lamarck.node.console.server import ConsoleApp, ConsoleServer, start_console
 from lamarck.node.health.params import HealthParams
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
+from lamarck.node.sharing.quorum import QuorumLedger
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import (
     LessonEvent,
     LessonFilter,
     LessonRow,
     LessonStatus,
+    ProvenanceEntry,
     QuarantineRow,
+    RejectionRow,
 )
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
+from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
+from lamarck.proto.vote import Vote
 from lamarck.reputation.book import ReputationBook, TrustConfig, table_rows
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
@@ -63,6 +73,15 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "console"
 HAVE_CHROMIUM = shutil.which("chromium") is not None or Path(CHROMIUM).exists()
 PEERS = {"lmk1alpha": 6, "lmk1bravo": 1, "lmk1charlie": 3}
+#: Seven voters asked about the high-stakes record q4 (fixed keys).
+VOTERS = tuple(NodeIdentity.from_seed(bytes([40 + k]) * 32) for k in range(7))
+#: What came back: three confirmations, one contradiction, and a forgery in voter 0's name.
+CAST = (
+    (0, Verdict.VALIDATE),
+    (1, Verdict.VALIDATE),
+    (2, Verdict.VALIDATE),
+    (3, Verdict.CONTRADICT),
+)
 
 
 class TinyEmbedder:
@@ -113,16 +132,61 @@ def signed(n: int) -> SignedMemory:
     return SignedMemory.sign(MemoryV2.from_obj(obj), SOURCE)
 
 
-def held(n: int) -> QuarantineRow:
-    """A pending quarantine row holding record ``n``."""
+def held(n: int, reasons: tuple[str, ...] | None = None) -> QuarantineRow:
+    """A pending quarantine row holding record ``n``, kept with its import decision."""
     sm = signed(n)
     return QuarantineRow(
         id=f"q{n}",
         content_hash=sm.content_hash,
         source_node_id=sm.source_agent_id,
-        reasons=("unverified_high_confidence", "statistical_outlier"),
+        reasons=reasons or ("unverified_high_confidence", "statistical_outlier"),
         received_at=NOW - timedelta(minutes=10 - n),
         signed_record=sm.raw,
+        confidence=0.47,
+        transfer_rule="unknown_peer",
+    )
+
+
+def cast_vote(voter: NodeIdentity, verdict: Verdict, record: SignedMemory, n: int) -> Vote:
+    """``voter``'s signed vote on ``record``, naming an outcome of its own."""
+    obj: dict[str, Any] = {
+        "schema_version": "1.0",
+        "kind": "vote",
+        "id": str(uuid.UUID(int=5000 + n, version=4)),
+        "memory_id": record.memory.id,
+        "memory_hash": record.content_hash,
+        "voter_id": voter.node_id,
+        "verdict": verdict.value,
+        "confidence": 0.9,
+        "outcome_ids": [str(uuid.UUID(int=6000 + n, version=4))],
+        "created_at": format_ts(NOW - timedelta(seconds=30)),
+    }
+    return Vote.from_obj(sign_object(RecordKind.vote, obj, voter))
+
+
+def quorum_round(ledger: QuorumLedger, record: SignedMemory) -> None:
+    """One round on ``record`` as the collector notes it: asked, tallied, still pending."""
+    params = QuorumParams()
+    voters = {v.node_id: f"principal-{k}" for k, v in enumerate(VOTERS)}
+    electorate = Electorate.open(
+        record.content_hash,
+        voters,
+        now=NOW - timedelta(minutes=1),
+        by_principal=False,
+        params=params,
+    )
+    votes = [cast_vote(VOTERS[k], verdict, record, k) for k, verdict in CAST]
+    forged = cast_vote(VOTERS[6], Verdict.CONTRADICT, record, 9).to_obj()
+    forged["voter_id"] = VOTERS[0].node_id  # signed by voter 6 in voter 0's name
+    votes.append(Vote.from_obj(forged))
+    result = tally(electorate, votes, params)
+    ledger.note_round(
+        record.content_hash,
+        voters=electorate.voters,
+        result=result,
+        votes=votes,
+        reason=result.reason,
+        next_at=NOW + timedelta(minutes=5),
     )
 
 
@@ -144,13 +208,13 @@ def lesson(n: int, confidence: float, status: LessonStatus = LessonStatus.ACTIVE
 
 
 class EventLog:
-    """The book and its event log, as ``BookReputation`` reads a ``PostgresReputation``."""
+    """The book and its event log, as ``NodeReputation`` reads a ``PostgresReputation``."""
 
     def __init__(self, book: ReputationBook, log: list[ReputationEvent]) -> None:
-        self._book, self._log = book, log
+        self.book, self._log = book, log
 
-    def rows(self, *, principal_of: Any, **_: Any) -> list[ReputationRow]:
-        return table_rows(self._book, principal_of=principal_of)
+    def rows(self, *, principal_of: Any, **tallies: Any) -> list[ReputationRow]:
+        return table_rows(self.book, principal_of=principal_of, **tallies)
 
     async def history(self, node_id: str, limit: int = 100) -> list[ReputationEvent]:
         return [e for e in reversed(self._log) if e.node_id == node_id][:limit]
@@ -163,6 +227,29 @@ class Console:
     server: ConsoleServer
     store: InMemoryLessonStore
     book: ReputationBook
+    reputation: NodeReputation
+
+
+def imported_lesson(n: int, days_ago: int) -> LessonRow:
+    """A lesson imported from SOURCE via lmk1alpha ``days_ago`` days ago."""
+    at = NOW - timedelta(days=days_ago, hours=n + 1)
+    return LessonRow(
+        id=f"imported-{n}",
+        content=f"Pin the base image digest before building release {n}.",
+        operation="docker.build",
+        scope="global",
+        status=LessonStatus.ACTIVE,
+        confidence=0.62,
+        created_at=at,
+        updated_at=at,
+        evidence=(f"outcome-imp-{n}",),
+        source_node_id=SOURCE.node_id,
+        imported_from="lmk1alpha",
+        original_confidence=0.9,
+        transferred_confidence=0.54,
+        content_hash=f"{n:02x}" * 32,
+        provenance=(ProvenanceEntry(SOURCE.node_id, "lmk1alpha", at, f"{n:02x}" * 32),),
+    )
 
 
 async def _fill(store: InMemoryLessonStore) -> None:
@@ -187,8 +274,29 @@ async def _fill(store: InMemoryLessonStore) -> None:
             )
         )
     await store.append_events(events)
+    for n, days_ago in enumerate((0, 0, 1, 3, 3, 3)):
+        row = imported_lesson(n, days_ago)
+        logged = [LessonEvent(row.id, row.created_at, "imported", "lmk1alpha", None, 0.54)]
+        if n == 0:
+            logged.append(
+                LessonEvent(
+                    row.id,
+                    NOW - timedelta(minutes=5),
+                    "confirmed",
+                    "loop",
+                    0.54,
+                    0.62,
+                    reason="similarity=0.95",
+                    outcome_id="outcome-imp-0",
+                )
+            )
+        await store.insert_lesson(row, logged)
+    for hours_ago, reason in ((1, "bad_signature"), (2, "bad_signature"), (30, "stale_version")):
+        at = NOW - timedelta(hours=hours_ago)
+        await store.record_rejection(RejectionRow("lmk1bravo", reason, "ff" * 32, at, "test"))
     for n in (1, 2, 3):
         await store.quarantine(held(n))
+    await store.quarantine(held(4, ("awaiting_quorum",)))
 
 
 @pytest.fixture
@@ -210,7 +318,10 @@ async def console() -> AsyncIterator[Console]:
     log.append(ReputationEvent(EventKind.BAD_SIGNATURE, "lmk1bravo", NOW, detail="forged"))
     for event in log:
         book.emit(event)
+    book.recompute_global_trust(NOW)
     await _fill(store)
+    ledger = QuorumLedger()
+    quorum_round(ledger, signed(4))
     pipeline = ImportPipeline(
         store=store,
         view=StoreImportView(store, book, ME.node_id),
@@ -220,7 +331,8 @@ async def console() -> AsyncIterator[Console]:
         clock=clock,
         rng=random.Random(5),
     )
-    reputation = BookReputation(EventLog(book, log), history_limit=100)
+    # The node's own table (daemon: ctx.reputation_table), tallies read from the store.
+    reputation = NodeReputation(EventLog(book, log), tallies=lambda: store_tallies(store))
     operator = OperatorServicer(
         store,
         clock,
@@ -229,6 +341,7 @@ async def console() -> AsyncIterator[Console]:
         health=HealthParams(),
         node_id=ME.node_id,
         reputation=lambda: reputation,
+        quorum=ledger.describe,
     )
     params = ConsoleParams()
     app = ConsoleApp(
@@ -241,7 +354,7 @@ async def console() -> AsyncIterator[Console]:
     )
     server = await start_console(app, "127.0.0.1:0", params=params, token=None)
     try:
-        yield Console(server, store, book)
+        yield Console(server, store, book, reputation)
     finally:
         await server.stop()
 
@@ -276,6 +389,7 @@ async def test_every_page_loads_and_is_screenshotted(console: Console, page: Any
         "quarantine": ("/quarantine", "Quarantine"),
         "lessons": ("/lessons", "Lessons"),
         "lesson": ("/lessons/lesson-3", "Lesson"),
+        "lesson-imported": ("/lessons/imported-0", "Lesson"),
         "health": ("/health", "Health"),
     }
     errors: list[str] = []
@@ -292,7 +406,94 @@ async def test_every_page_loads_and_is_screenshotted(console: Console, page: Any
     await page.goto(base + "/lessons/lesson-3")
     assert "contradicted" in await page.inner_text("main")
     await page.goto(base + "/")
-    assert "3 pending" in await page.inner_text("main")
+    assert "4 pending" in await page.inner_text("main")
+
+
+async def test_the_health_page_plots_imports_and_rejections_over_time(
+    console: Console, page: Any
+) -> None:
+    await page.goto(console.server.url + "health")
+    plot = page.locator("#activity svg.timeline")
+    assert await plot.is_visible()
+    box = await plot.bounding_box()
+    assert box is not None and box["height"] > 100  # drawn, not an empty element
+    # Fourteen days, one column pair a day (the first rect of each class is the legend).
+    imported = await plot.locator("rect.imported").evaluate_all(
+        "rs => rs.slice(1).map(r => Number(r.dataset.value))"
+    )
+    rejected = await plot.locator("rect.rejected").evaluate_all(
+        "rs => rs.slice(1).map(r => Number(r.dataset.value))"
+    )
+    assert len(imported) == len(rejected) == 14
+    assert imported[-4:] == [3, 0, 1, 2]  # 3 days ago, 2, yesterday, today
+    assert rejected[-2:] == [1, 2]
+    assert "6 imported, 3 rejected" in await page.inner_text("#activity")
+    await _shot(page, "health-activity")
+
+
+async def test_a_held_high_stakes_record_shows_its_votes_and_certificate_state(
+    console: Console, page: Any
+) -> None:
+    await page.goto(console.server.url + "quarantine")
+    row = page.locator("#q-q4")
+    text = await row.inner_text()
+    assert "awaiting_quorum" in text
+    assert "0.47" in text and "unknown_peer" in text  # what an approval would store
+    assert "validate 3 · contradict 1 · abstain 0 (accept at 5, reject at 3)" in text
+    assert "certificate: none yet (awaiting votes)" in text
+    votes = row.locator("table.votes tbody tr")
+    assert await votes.count() == len(CAST) + 1
+    counted = await votes.evaluate_all("rs => rs.map(r => r.dataset.counted)")
+    assert counted == ["yes", "yes", "yes", "yes", "no"]
+    assert "no: forged" in await votes.nth(len(CAST)).inner_text()
+    voters = await votes.locator("td:first-child a").evaluate_all("as => as.map(a => a.title)")
+    assert voters[:4] == [VOTERS[k].node_id for k, _ in CAST]
+    assert await row.locator("form.decide").count() == 2
+    await row.scroll_into_view_if_needed()
+    await _shot(page, "quarantine-quorum")
+
+
+async def test_a_peer_page_shows_the_node_tables_trust_and_event_reasons(
+    console: Console, page: Any
+) -> None:
+    rows = {r.peer: r for r in await console.reputation.rows()}
+    # alpha is trusted by this node directly and, through it, globally; bravo (a forged
+    # signature) sits below neutral pairwise trust, so this node passes it no global trust.
+    alpha, bravo = rows["lmk1alpha"], rows["lmk1bravo"]
+    assert alpha.global_trust > 0 and bravo.global_trust == 0
+    assert bravo.rejected == {"bad_signature": 2, "stale_version": 1}
+    for row in (alpha, bravo):
+        await page.goto(console.server.url + f"reputation/{row.peer}")
+        main = await page.inner_text("main")
+        assert f"pairwise trust\t{row.pairwise:.3f}" in main
+        assert f"global trust\t{row.global_trust:.4f}" in main
+        parts = await page.locator("table.parts th").all_inner_texts()
+        assert parts == sorted(row.parts) and "p0_admission" in parts
+    assert "bad_signature 2, stale_version 1" in main
+    events = page.locator("#events tbody tr")
+    assert await events.count() == 2
+    newest = await events.first.inner_text()
+    assert "bad_signature" in newest and "forged" in newest and "protocol" in newest
+    assert "reality" in await events.nth(1).inner_text()
+    await _shot(page, "peer-bravo")
+
+
+async def test_a_lesson_page_shows_its_history_evidence_and_where_it_came_from(
+    console: Console, page: Any
+) -> None:
+    await page.goto(console.server.url + "lessons/imported-0")
+    assert "outcome-imp-0" in await page.inner_text("#evidence")
+    provenance = await page.inner_text("#provenance")
+    assert f"from {SOURCE.node_id} via lmk1alpha" in provenance
+    history = await page.locator("#history tbody tr").all_inner_texts()
+    assert [h.split("\t")[1] for h in history] == ["imported", "confirmed"]
+    main = await page.inner_text("main")
+    assert "imported from lmk1alpha" in main and "0.54" in main and "0.90" in main
+    await page.click(f"#provenance a:text('{SOURCE.node_id}')")
+    await page.wait_for_url(re.compile(r"/reputation/"))
+    # The author is in the node's table by the lessons imported from it.
+    assert await page.inner_text("h1") == f"Peer {SOURCE.node_id}"
+    assert "records accepted\t6" in await page.inner_text("main")
 
 
 async def test_the_reputation_table_sorts_by_a_header_click(console: Console, page: Any) -> None:
@@ -323,9 +524,11 @@ async def test_approve_and_reject_in_the_browser_change_the_store(
     await reject.locator("button").click()
     await page.wait_for_url(re.compile(r"/quarantine"))
     states = {r.id: r.state for r in await console.store.list_quarantine(None)}
-    assert states == {"q1": "approved", "q2": "rejected", "q3": "pending"}
+    assert states == {"q1": "approved", "q2": "rejected", "q3": "pending", "q4": "pending"}
     imported = await console.store.list_lessons(LessonFilter(statuses=None, imported=True))
-    assert [r.content for r in imported] == [signed(1).memory.content]
+    assert signed(1).memory.content in [r.content for r in imported]
+    [approved] = [r for r in imported if r.content == signed(1).memory.content]
+    assert approved.confidence == pytest.approx(0.47)  # stored at what the page said
     decisions = await console.store.lesson_events(["q1", "q2"])
     assert [(e.lesson_id, e.kind, e.actor, e.reason, e.at) for e in decisions] == [
         ("q1", "approved", "operator", "checked with the team", NOW),
