@@ -1,0 +1,158 @@
+"""Reality moves a source's reputation on every node, and a liar's lessons follow it out.
+
+Real node processes on one Redis registry: a liar L, an honest source G, and two receivers
+A and B. L and G sign lessons with their own keys (read from their homes); A and B import
+them (the pipeline's bundle path). On each receiver, the agent's own outcomes then confirm
+G's lesson and contradict three of L's: G's score rises above a newcomer's, L's falls until
+L is graylisted there, and the taint sweep takes L's remaining lesson (never contradicted)
+out of every prompt on both receivers, re-quarantined ``tainted_source``; G's stays.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Net, imported, outcome, wait_for
+
+from lamarck.client import Client
+from lamarck.operator import OperatorClient
+from lamarck.proto.keys import identity_path, load_private_key
+from lamarck.proto.memory import MemoryV2
+from lamarck.proto.signed import SignedMemory
+from lamarck.proto.timefmt import format_ts
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.scores import PeerBand
+
+pytestmark = pytest.mark.integration
+
+#: Bound on the sweep (every 5 s) after the score crossed the graylist threshold.
+TAINT_TIMEOUT_S = 60.0
+
+
+def _lesson(home: Path, op: str, content: str) -> bytes:
+    """A low-stakes lesson about ``op`` signed with the key of the node on ``home``."""
+    identity = load_private_key(identity_path(home))
+    created = format_ts(datetime.now(UTC) - timedelta(minutes=1))
+    obj = {
+        "schema_version": "2.0",
+        "id": str(uuid.uuid4()),
+        "type": "AC",
+        "content": content,
+        "confidence": 0.7,
+        "access_level": "public",
+        "context": {"domain": "build", "environment": "ci"},
+        "provenance": {
+            "source_agent_id": identity.node_id,
+            "source_type": "empirical",
+            "created_at": created,
+            "updated_at": created,
+        },
+        "evidence": [
+            {
+                "type": "empirical",
+                "description": "ran it",
+                "timestamp": created,
+                "validator": "reality",
+                "outcome_id": str(uuid.uuid4()),
+            }
+        ],
+        "lesson": {"operation": op, "scope": "global", "status": "active"},
+        "confidence_interval": {"mean": 0.7, "std_dev": 0.1},
+    }
+    return SignedMemory.sign(MemoryV2.from_obj(obj), identity).raw
+
+
+def _row(node: Any, peer: str) -> Any:
+    with OperatorClient.from_home(node.home) as op:
+        for row in op.reputation().rows:
+            if row.peer == peer:
+                return row
+    return None
+
+
+def _tainted(node: Any, source: str) -> list[Any]:
+    with OperatorClient.from_home(node.home) as op:
+        return [
+            e
+            for e in op.iter_quarantine("pending")
+            if e.source_node_id == source and "tainted_source" in e.reasons
+        ]
+
+
+def test_reality_moves_reputation_and_a_graylisted_liar_is_tainted_on_every_node(
+    net: Net,
+) -> None:
+    liar, good = net.start(), net.start()
+    receivers = [net.start(), net.start()]
+    lies = [
+        _lesson(liar.home, f"shell:make lie{k}", f"Run make lie{k} before the build.")
+        for k in range(4)
+    ]
+    truth = _lesson(good.home, "shell:make ok", "Run make ok before the build.")
+    bundle = b"".join(raw + b"\n" for raw in (*lies, truth))
+    for node in receivers:
+        with Client(node.agent_addr, timeout=30) as client:
+            result = client.import_bundle(bundle)
+        assert [a.status for a in result.acks] == ["accepted"] * 5
+    ids = [SignedMemory.from_json(raw).memory.id for raw in (*lies, truth)]
+    for n, node in enumerate(receivers):
+        local = {rid: imported(node, rid) for rid in ids}
+        assert all(local.values())
+        with Client(node.agent_addr, timeout=30) as client:
+            good_lesson = local[ids[-1]]
+            client.record_outcome(
+                outcome(
+                    f"ok-{n}",
+                    "a1" * 32,
+                    [("shell:make ok", "ok", "build")],
+                    in_play=(good_lesson.id,),
+                )
+            )
+            for k in range(3):
+                lie = local[ids[k]]
+                client.record_outcome(
+                    outcome(
+                        f"lie-{n}-{k}",
+                        "b2" * 32,
+                        [(f"shell:make lie{k}", "failed", "build")],
+                        passed=False,
+                        in_play=(lie.id,),
+                    )
+                )
+    initial = ReputationParams().initial_score
+    for node in receivers:
+        honest = wait_for(lambda node=node: _row(node, good.node_id), "the good source's row")
+        assert honest.score > initial
+        lied = wait_for(
+            lambda node=node: (
+                r if (r := _row(node, liar.node_id)) and r.band is PeerBand.GRAYLISTED else None
+            ),
+            "the liar graylisted",
+        )
+        assert lied.score < ReputationParams().graylist_threshold
+    untested = ids[3]
+    for node in receivers:
+        rows = wait_for(
+            lambda node=node: (
+                [e for e in _tainted(node, liar.node_id) if e.record_id == untested] or None
+            ),
+            "the liar's untested lesson re-quarantined tainted_source",
+            TAINT_TIMEOUT_S,
+        )
+        assert rows
+        live = {lesson.record["id"] for lesson in _live(node)}
+        assert untested not in live
+        assert ids[-1] in live
+
+
+def _live(node: Any) -> list[Any]:
+    with Client(node.agent_addr, timeout=20) as client:
+        return [
+            x
+            for x in client.list_lessons(origin="imported", statuses="active").lessons
+            if x.record_json
+        ]
