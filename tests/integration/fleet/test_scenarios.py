@@ -136,11 +136,12 @@ def test_unlearn_c_contradicts_the_lesson_and_succeeds_anyway(fleet: Fleet) -> N
 
 @pytest.mark.xfail(
     strict=True,
-    reason="node gap (reported to the lead): a contradiction on a node that holds an imported "
-    "copy retires that copy only; nothing tells the origin or the other holders, and C's new "
-    "lesson does not supersede the copy it contradicted (the copy is retired in the same "
-    "outcome before _learn_mechanical looks for a live opposite), so D's node keeps the stale "
-    "lesson in its prompts and no history links A's outcome to C's",
+    reason="node gap (reported to the lead), measured after import-time contesting landed: C's "
+    "reversed lesson (global, promoted on node 3) reaches neither node 1 (A's origin), node 2 "
+    "nor node 4 (none of them lists it in any status), so D on node 4 still follows the stale "
+    "copy (its own outcome contradicts and supersedes it; the 'no active stale lesson' checks "
+    "pass only after that), and nodes 1 and 2 keep the stale lesson active with only A's "
+    "outcome in its history",
 )
 def test_unlearn_d_on_another_node_does_not_carry_the_stale_lesson(fleet: Fleet) -> None:
     work, shared = _unlearn_run(fleet, 100)
