@@ -205,7 +205,7 @@ def run_blocker(fleet: Fleet, project: str) -> BlockerReport:
             # After session 2, as a diagnostic: would node 2 take the record if it arrived?
             result = cb.import_bundle(raw + b"\n", source_label="blocker-scenario")
             ack = f"{result.acks[0].status}:{result.acks[0].reason}" if result.acks else ""
-        cited = second.escalation is not None and second.escalation.lesson_id not in (None, "")
+        cited_id = second.escalation.lesson_id if second.escalation is not None else None
         report = BlockerReport(
             first=first,
             second=second,
@@ -213,7 +213,7 @@ def run_blocker(fleet: Fleet, project: str) -> BlockerReport:
             lesson_shared=shared,
             not_shared_reason=why,
             import_ack=ack,
-            second_cites_first=cited and second.stored in ((), (second.escalation.lesson_id,)),
+            second_cites_first=bool(cited_id) and second.stored in ((), (cited_id,)),
             node2_dispatched_in_session_2=world.dispatched - before,
         )
         world.signed_in = True

@@ -26,6 +26,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -72,7 +73,7 @@ class PoisonParams:
     targets: int = 3  # target tasks. Integer in [1, len(TARGETS)].
     duplicates: int = 6  # near-duplicates per target and attacker key. In [1, len(_PHRASES)].
     top_k: int = 5  # lessons the plain memory puts in a prompt. Integer >= 1.
-    embedder: str = "hashing"  # the plain memory's embedder (the fleet's own)
+    embedder: Literal["auto", "minilm", "hashing"] = "hashing"  # the fleet's own
     attacks: AttackParams = field(default_factory=AttackParams)
 
     def __post_init__(self) -> None:
