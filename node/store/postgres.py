@@ -128,6 +128,16 @@ _INSERT_LESSON_AND_EVENTS = (
     + _EVENT_ROWS.format(*range(_N + 1, _N + 10))
     + " WHERE EXISTS (SELECT 1 FROM l)"
 )
+_INSERT_LESSON_ALL = (
+    f"WITH l AS ({_INSERT_LESSON} RETURNING id),"
+    f" p AS (INSERT INTO lesson_provenance ({', '.join(_PROVENANCE_COLUMNS)})"
+    f" SELECT $1, x.s, x.v, x.r, x.h FROM unnest(${_N + 1}::text[], ${_N + 2}::text[],"
+    f" ${_N + 3}::timestamptz[], ${_N + 4}::text[]) AS x(s, v, r, h)"
+    " WHERE EXISTS (SELECT 1 FROM l))"
+    f" INSERT INTO lesson_events ({_EVENT_COLUMNS}) "
+    + _EVENT_ROWS.format(*range(_N + 5, _N + 14))
+    + " WHERE EXISTS (SELECT 1 FROM l)"
+)
 _UPDATE_LESSON_ALL = (
     f"WITH u AS ({_UPDATE_LESSON} RETURNING id),"
     " d AS (DELETE FROM lesson_provenance WHERE lesson_id = $1 AND EXISTS (SELECT 1 FROM u)),"
@@ -708,29 +718,25 @@ class PostgresLessonStore(LessonStore):
         return [_to_outcome(r) for r in recs]
 
     # -- lessons ---------------------------------------------------------------------------
-    async def _insert_one(self, conn: Any, lesson: LessonRow) -> None:
-        await conn.execute(_INSERT_LESSON, *_lesson_args(lesson))
-        if lesson.provenance:
-            await conn.executemany(_INSERT_PROVENANCE, _provenance_args(lesson))
-
     async def insert_lesson(self, lesson: LessonRow, events: Sequence[LessonEvent] = ()) -> None:
         """Store a new lesson (and append ``events``, one transaction); a duplicate id or
         content hash raises ``ConflictError``."""
         check_event_kinds(events)
-        if not lesson.provenance:
-            # One statement, atomic by itself: no transaction round trips.
-            async with _guard():
-                if events:
-                    await self.pool.execute(
-                        _INSERT_LESSON_AND_EVENTS, *_lesson_args(lesson), *_event_columns(events)
-                    )
-                else:
-                    await self.pool.execute(_INSERT_LESSON, *_lesson_args(lesson))
-            return
-        async with _guard(), self.pool.acquire() as conn, conn.transaction():
-            await self._insert_one(conn, lesson)
-            if events:
-                await conn.executemany(_INSERT_EVENT, _event_args(events))
+        # One statement, atomic by itself: no transaction round trips.
+        async with _guard():
+            if lesson.provenance:
+                await self.pool.execute(
+                    _INSERT_LESSON_ALL,
+                    *_lesson_args(lesson),
+                    *_provenance_columns(lesson),
+                    *_event_columns(events),
+                )
+            elif events:
+                await self.pool.execute(
+                    _INSERT_LESSON_AND_EVENTS, *_lesson_args(lesson), *_event_columns(events)
+                )
+            else:
+                await self.pool.execute(_INSERT_LESSON, *_lesson_args(lesson))
 
     async def insert_lessons(self, lessons: Sequence[LessonRow]) -> int:
         """Bulk insert with binary COPY in one transaction, all or nothing.

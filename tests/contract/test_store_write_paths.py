@@ -121,3 +121,15 @@ async def test_a_tags_filter_keeps_lessons_carrying_every_tag(store: LessonStore
     flt = LessonFilter(statuses=None, tags=("avoid:x", "target:a"))
     assert [r.id for r in await store.list_lessons(flt)] == ["both"]
     assert await store.count_lessons(flt) == 1
+
+
+async def test_a_lesson_written_with_provenance_and_events_keeps_both(store: LessonStore) -> None:
+    events = [_event("a", "imported", 0, reason="from s1")]
+    await store.insert_lesson(_lesson("a", provenance=(_prov("s1", 0), _prov("s2", 1))), events)
+    row = await store.get_lesson("a")
+    assert [p.source_node_id for p in row.provenance] == ["s1", "s2"]
+    assert await store.lesson_events(["a"]) == events
+    with pytest.raises(ConflictError):
+        await store.insert_lesson(_lesson("a", provenance=(_prov("s3", 2),)), events)
+    assert [p.source_node_id for p in (await store.get_lesson("a")).provenance] == ["s1", "s2"]
+    assert await store.lesson_events(["a"]) == events
