@@ -10,6 +10,7 @@ from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.record_directory import DirectoryRecords, RecordDirectory
 from lamarck.registry.records import (
     Admission,
+    AdmissionProof,
     Endorsement,
     EnrollmentToken,
     Registration,
@@ -25,6 +26,7 @@ from lamarck.registry.rules import Admitted, AdmittedVia, check_registration
 __all__ = [
     "Admission",
     "AdmissionMode",
+    "AdmissionProof",
     "Admitted",
     "AdmittedVia",
     "CachedDirectory",

@@ -148,8 +148,8 @@ class RegistryClient:
     async def _keep_proof(self) -> None:
         """Copy this id's admission proof from the registry into ``kept_path`` if it changed.
 
-        An outage or an unwritable home is logged, not raised: admission itself succeeded,
-        and the next tick tries again.
+        Neither an outage nor an unwritable home (logged) is raised: admission itself
+        succeeded, and the next tick tries again.
         """
         if self._kept_path is None or self._kept_current:
             return
