@@ -68,6 +68,7 @@ __all__ = [
     "contest",
     "cosine",
     "detect_conflicts",
+    "has_local_evidence",
     "is_negated",
     "mechanical_claim",
     "scopes_meet",
@@ -320,6 +321,28 @@ def detect_conflicts(
 
 
 # -- settlement -----------------------------------------------------------------------------
+
+
+def has_local_evidence(row: LessonRow) -> bool:
+    """Whether this node's own outcomes back ``row``: a local lesson born of them, or an
+    imported copy an outcome here has confirmed."""
+    return (row.imported_from is None and bool(row.evidence)) or row.confirmations > 0
+
+
+def silenced(row: LessonRow, opponents: Sequence[LessonRow]) -> bool:
+    """Whether a contested lesson is kept out of advice until an outcome settles it.
+
+    It is, unless this node's own outcomes back it and none of the lessons it is contested
+    with has such backing: a claim from another agent never silences what this node's own
+    reality proved (seed 004's validation hierarchy: reality above other agents) — else any
+    peer could take an honest, locally proven lesson out of every prompt by publishing its
+    reverse. The link stays either way, so the next outcome that tells them apart settles it.
+    """
+    if not row.contested_with:
+        return False
+    if not has_local_evidence(row):
+        return True
+    return any(has_local_evidence(o) for o in opponents if o.id in row.contested_with)
 
 
 def contest(conflict: Conflict, rows: Mapping[str, LessonRow]) -> tuple[LessonUpdate, ...]:

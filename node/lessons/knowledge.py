@@ -32,6 +32,7 @@ from lamarck.node.learning.conflicts import (
     conflict_between,
     contest,
     detect_conflicts,
+    has_local_evidence,
     settle_outcome,
 )
 from lamarck.node.learning.consolidation import ConsolidationPlan, apply_merge, plan_consolidation
@@ -97,9 +98,14 @@ class Knowledge:
             )
         )
 
-    async def contest_new(self, row: LessonRow) -> builtins.list[LessonChange]:
+    async def contest_new(
+        self, row: LessonRow, *, only_proven_here: bool = False
+    ) -> builtins.list[LessonChange]:
         """Contest every lesson a just-stored active lesson contradicts; returns the changes
-        (the caller logs them)."""
+        (the caller logs them). ``only_proven_here``: only against lessons this node's own
+        outcomes back (an import meeting another unproven import waits for an outcome or
+        the reconcile pass, so a reversal from one peer cannot silence a whole fleet's
+        advice at once)."""
         if row.status is not LessonStatus.ACTIVE or row.category is not Category.LESSON:
             return []
         await self._core.load_learner()
@@ -107,6 +113,8 @@ class Knowledge:
         current = row
         for other in await self._about(row):
             if other.id == row.id or other.id in current.contested_with:
+                continue
+            if only_proven_here and not has_local_evidence(other):
                 continue
             found = self.conflict(current, other)
             if found is not None:

@@ -9,11 +9,11 @@ it returns is recorded as in play for the session and as used, in one store writ
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lamarck.node.learning.conflicts import settle_hint
+from lamarck.node.learning.conflicts import settle_hint, silenced
 from lamarck.node.learning.consolidation import RecallGroup, collapse_groups, plan_consolidation
 from lamarck.node.learning.exposure import plan_time_exposed, unproven_here
 from lamarck.node.learning.prompt import build_lessons_section
@@ -114,9 +114,11 @@ class Recall:
             [r.key for r in ranked], self._groups([by_id[r.key].lesson for r in ranked])
         )
         rows = [by_id[i].lesson for i in kept]
-        # A contested lesson is never advice: it is returned marked, and in play, so the next
-        # outcome that tests it can settle the conflict (issue 18 §2).
-        active = [r for r in rows if r.status is LessonStatus.ACTIVE and not r.contested_with]
+        # A contested lesson is not advice (unless this node's own reality backs it against
+        # unproven claims: ``conflicts.silenced``): it is returned marked, and in play, so
+        # the next outcome that tests it can settle the conflict (issue 18 §2).
+        quiet = await self._silenced(rows)
+        active = [r for r in rows if r.status is LessonStatus.ACTIVE and r.id not in quiet]
         # Exposure before proof (issue 12 §3.2): an imported lesson no outcome here confirmed
         # enters only a share of plan-time prompts; the decision-time check still shows it.
         # The RNG is drawn only for an unproven lesson under a share below 1.
@@ -137,9 +139,7 @@ class Recall:
         )
         chosen = [by_id[i].lesson for i in section.included]
         claimed = [r for r in rows if r.status is LessonStatus.CLAIMED][:wanted]
-        contested = [r for r in rows if r.status is LessonStatus.ACTIVE and r.contested_with][
-            :wanted
-        ]
+        contested = [r for r in rows if r.status is LessonStatus.ACTIVE and r.id in quiet][:wanted]
         if not incognito:
             session = core.session(session_id)
             session.context = dict(context or {})
@@ -178,12 +178,21 @@ class Recall:
         best = rows[0]  # list order: highest confidence first
         line = " ".join(best.content.split())
         preamble = f"A lesson on file for `{key}` (confidence {best.confidence:.2f}): {line}"
-        hints = await self._settle_hints(best)
+        hints = await self._settle_hints(best) if await self._silenced([best]) else []
         if hints:
             # A contested lesson is not advice: the preamble names the conflict instead, and
             # what would settle it (seed 004).
             preamble = " ".join(hints)
         return OperationCheck(best, preamble)
+
+    async def _silenced(self, rows: Sequence[LessonRow]) -> set[str]:
+        """The ids among ``rows`` kept out of advice by their open conflicts (one read of
+        their opponents)."""
+        ids = {o for r in rows for o in r.contested_with}
+        if not ids:
+            return set()
+        opponents = await self._core.store.get_lessons(sorted(ids))
+        return {r.id for r in rows if silenced(r, opponents)}
 
     async def _settle_hints(self, row: LessonRow) -> list[str]:
         """One line per open conflict of ``row``: the two claims and what would settle it."""

@@ -253,9 +253,11 @@ class LessonService:
         return await self._maintenance.reconcile()
 
     async def contest_new(self, row: LessonRow) -> None:
-        """Contest whatever active lesson ``row`` (just stored, e.g. an imported copy)
-        contradicts: both leave the prompt's advice until an outcome settles them."""
-        await self._knowledge.contest_new(row)
+        """Contest the lessons this node's own outcomes back that ``row`` (an imported copy
+        just stored) contradicts: the copy leaves the prompt's advice, the proven lesson stays
+        (``conflicts.contest``); the changes go to the event log."""
+        changes = await self._knowledge.contest_new(row, only_proven_here=True)
+        await self._core.log(changes, LOOP_ACTOR)
 
     async def enforce_cap(self) -> builtins.list[str]:
         """Supersede the lessons beyond each scope's active cap now; returns their ids."""

@@ -1,6 +1,7 @@
-"""A peer's reversal reaches this node's prompts at import (issue 14 §3.3, issue 18): an
-imported lesson that contradicts an active local one contests both at once, so neither is
-offered as advice until an outcome here settles which is right."""
+"""A peer's reversal reaches this node at import (issue 14 §3.3, issue 18): an imported lesson
+that contradicts a lesson this node's own outcomes proved is linked to it at once (the next
+outcome that tells them apart settles it), but a claim from another agent never silences
+what this node's own reality proved: the local lesson stays advice, the copy does not."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from test_pipeline import signed_raw
 
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline
+from lamarck.node.learning.scopes import project_scope
 
 TARGET = "the deploy"
 OLD, NEW = "shell:deploy --legacy", "shell:deploy"
@@ -43,7 +45,9 @@ def _reversal() -> bytes:
     )
 
 
-async def test_an_imported_reversal_contests_the_local_lesson_it_contradicts() -> None:
+async def test_an_imported_reversal_is_contested_and_never_silences_a_locally_proven_lesson() -> (
+    None
+):
     b = _node()
     learned = await b.service.record_outcome(
         outcome(b.clock, 1, [(OLD, "failed", TARGET), (NEW, "ok", TARGET)])
@@ -54,5 +58,7 @@ async def test_an_imported_reversal_contests_the_local_lesson_it_contradicts() -
     [row] = await b.store.get_lessons([local])
     [copy] = await b.store.get_lessons([result.lesson_id or ""])
     assert copy.id in row.contested_with and local in copy.contested_with
-    after = await b.service.recall(f"deploy {TARGET}", None, "global", "s")
-    assert local not in after.section.included and copy.id not in after.section.included
+    # Recalled in the project the local lesson was learned in (the copy is global).
+    after = await b.service.recall(f"deploy {TARGET}", None, project_scope("a1" * 32), "s")
+    assert local in after.section.included and copy.id not in after.section.included
+    assert [r.id for r in after.contested] == [copy.id]  # returned marked, in play
