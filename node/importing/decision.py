@@ -65,7 +65,7 @@ from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 from lamarck.proto.timefmt import parse_ts
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
-from lamarck.reputation.scores import trust_band
+from lamarck.reputation.scores import PeerBand, peer_band, trust_band
 from lamarck.reputation.transfer import (
     TransferInputs,
     TransferParams,
@@ -109,6 +109,7 @@ class DecisionReason(StrEnum):
     ID_CONFLICT = "id_conflict"
     NOT_A_RECIPIENT = "not_a_recipient"
     UNPROVEN_CLAIM = "unproven_claim"
+    GRAYLISTED_SOURCE = "graylisted_source"
     AWAITING_QUORUM = "awaiting_quorum"
 
 
@@ -294,6 +295,16 @@ def _access(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
     return None
 
 
+def _graylisted(ctx: _Ctx, view: ImportView, params: ImportParams) -> ImportDecision | None:
+    """A graylisted source's records are not imported (issue 12 §1.4): its band is the one
+    threshold set transfer, gossip and voter choice read. No new charge: it is down already,
+    and only reality lifts it."""
+    source = ctx.source
+    if source and peer_band(view.reputation(source), params.reputation) is PeerBand.GRAYLISTED:
+        return ctx.reject(DecisionReason.GRAYLISTED_SOURCE)
+    return None
+
+
 def _filter_event_kind(reason: str, record: MemoryV2) -> EventKind:
     if reason in (
         FilterReason.INJECTED_INSTRUCTION,
@@ -338,8 +349,14 @@ def decide_import(
         raise ValueError("decide_import needs a timezone-aware now")
     ctx = _Ctx(incoming=incoming, now=now)
     record = incoming.record
-    # (4) timestamps, (5) replay / rollback / equivocation, (6) access level; first refusal wins.
-    early = _timestamps(ctx, params) or _history(ctx, view) or _access(ctx, view)
+    # (4) timestamps, (5) replay / rollback / equivocation, (6) access level and source band;
+    # the first refusal wins.
+    early = (
+        _timestamps(ctx, params)
+        or _history(ctx, view)
+        or _access(ctx, view)
+        or _graylisted(ctx, view, params)
+    )
     if early is not None:
         return early
     # (7) anti-poisoning filters.

@@ -14,6 +14,7 @@ pull's progress for the node's status.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ class AntiEntropy:
         band_of: BandOf,
         live_peers: Callable[[], list[str]],
         clock: Clock,
+        rng: random.Random,
         primed: PrimedEmbedder | None = None,
         batch: BatchImportParams | None = None,
     ) -> None:
@@ -70,6 +72,7 @@ class AntiEntropy:
         progress lines, cut by ``batch`` (default: the primed embedder's); without it a pull
         imports one record at a time."""
         self._clock = clock
+        self._rng = rng
         self._primed = primed
         self._batch = batch if batch is not None or primed is None else primed.params
         self._store = store
@@ -89,6 +92,9 @@ class AntiEntropy:
         peers = self._live_peers()
         if not peers:
             return 0
+        if len(peers) > self._params.sync_peers_per_round:
+            # Bounded work per round: a seeded sample; over rounds every peer is asked.
+            peers = sorted(self._rng.sample(peers, self._params.sync_peers_per_round))
         # Read (and sign) what this node holds once per round, not once per peer; each pull
         # adds what it brought in.
         held = await self.held_hashes()

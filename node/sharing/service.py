@@ -212,6 +212,7 @@ class Sharing:
             band_of=self.band_of,
             live_peers=self.membership.live_peers,
             clock=self._clock,
+            rng=self._rng,
         )
         await self.view.load()
         # One round now, so the peer list is there before the first publish scan; the loop

@@ -122,6 +122,7 @@ def _anti_entropy(
             band_of=lambda _: PeerBand.TRUSTED,
             live_peers=lambda: [PEER],
             clock=clock,
+            rng=random.Random(0),
             primed=primed,
             batch=batch,
         ),

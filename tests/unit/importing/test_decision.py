@@ -310,8 +310,9 @@ def test_local_source_without_a_relay_emits_no_relay_event() -> None:
 
 
 def test_broken_reputation_adapter_fails_closed() -> None:
+    # A score that is no number reads as graylisted: nothing from that source gets in.
     d = _decide(record(), FakeView(reputations={SOURCE: float("nan")}))
-    assert d.transfer is not None and d.transfer.rule is TransferRule.LOW_REPUTATION
+    assert (d.outcome, d.reason) == (ImportOutcome.REJECT, "graylisted_source")
 
 
 def test_naive_now_is_refused() -> None:
@@ -350,3 +351,13 @@ def test_poisoned_record_relayed_many_times_penalises_its_signer_once() -> None:
         for event in _decide(rec, via=relay).events:
             book.emit(event)
     assert book.explain(SOURCE).counts[EventKind.POISONED] == 1
+
+
+def test_a_graylisted_source_s_records_are_not_imported_and_it_is_not_charged_again() -> None:
+    graylisted = FakeView(reputations={SOURCE: 0.1})  # below the graylist threshold (0.2)
+    d = _decide(record(confidence=0.7), graylisted)
+    assert (d.outcome, d.reason) == (ImportOutcome.REJECT, "graylisted_source")
+    assert d.events == ()
+    assert _decide(record(confidence=0.7), FakeView(reputations={SOURCE: 0.3})).outcome is (
+        ImportOutcome.ACCEPT
+    )
