@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lamarck.errors import ConfigError, LamarckError
-from lamarck.node.embedding import Embedder, Vectors
+from lamarck.node.embedding import Embedder, Vectors, release_memory
 from lamarck.node.importing.filters import Filter, TextsToEmbed, texts_to_embed
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.proto.signed import SignedMemory
@@ -242,6 +242,8 @@ class Prefetch:
             await asyncio.gather(*running, return_exceptions=True)
         if self._embedder is not None and self._texts:
             self._embedder.forget(self._texts)
+            # The batches' activations are free now: give them back (the node's RSS).
+            release_memory()
         self._chunks.clear()
         self._tasks.clear()
         self._where.clear()
