@@ -59,6 +59,7 @@ from lamarck.node.console.server import ConsoleApp, ConsoleServer, new_csrf_toke
 from lamarck.node.embedding import make_embedder, token_counter
 from lamarck.node.gossip.outbox import outbox_for
 from lamarck.node.health.render import gauge_values, report_from_json
+from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging
 from lamarck.node.maintenance import MaintenanceLoop
@@ -240,7 +241,11 @@ class Node:
         # (3) Beyond loopback anyone who can reach the port could write lessons: token.
         token = None if settings.agent_is_local else ensure_agent_token(settings.home)
         # (4) The embedder may load a model (seconds): off the event loop.
-        embedder = await asyncio.to_thread(make_embedder, settings.embedder)
+        # Wrapped so catch-up and bundle imports can embed a chunk ahead of the pipeline
+        # (node/importing/batch.py); every other call goes straight to the model.
+        embedder = PrimedEmbedder(
+            await asyncio.to_thread(make_embedder, settings.embedder), BatchImportParams()
+        )
         database = "external" if settings.database_url else "embedded"
         # Every rule's parameters, once: nothing below builds its own.
         params = node_params(settings, embedder)
