@@ -143,10 +143,12 @@ class Membership:
         if mode is AdmissionMode.OPEN:
             _log.warning("registry admission is 'open': unsafe outside tests and demos")
         elif not settings.operator_public_key:
-            # Not fatal: the node still learns locally and serves its agent API.
-            _log.warning(
-                "registry admission is '%s' but no operator_public_key is set: this node "
-                "can admit no one and join no network (see docs/operating.md)",
+            # Not fatal, and not an error: a lone node learns locally and serves its agent API;
+            # it says once how it would join a network.
+            _log.info(
+                "this node shares nothing until it joins a network (admission '%s', no "
+                "operator key set): to form one, `lamarck registry operator-key create`, set "
+                "operator_public_key and `lamarck registry enroll` (docs/operating.md)",
                 mode.value,
             )
         self._client = RegistryClient(
@@ -177,7 +179,11 @@ class Membership:
             # endorsement is not failing anew every ten seconds.
             if self._state is not False or e.reason != self._refusal:
                 self._refusal = e.reason
-                _log.error(
+                # A node that holds no admission material (no operator key, no token) is
+                # expected to be refused: a normal lone start is not an error.
+                lone = not self._settings.operator_public_key and e.reason == "no_endorsement"
+                _log.log(
+                    logging.INFO if lone else logging.ERROR,
                     "registry refused this node: %s (%s); registry asked: %s",
                     e,
                     e.reason,

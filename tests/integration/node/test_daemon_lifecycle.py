@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import json
 import os
 import secrets
 import subprocess
@@ -204,3 +205,10 @@ def test_sigterm_exits_0_and_restart_keeps_identity_and_data(
     assert asyncio.run(_set_marker(node.home / "pgdata", None)) == marker
     assert _check(again.agent_addr) == health_pb2.HealthCheckResponse.SERVING
     assert again.stop() == 0
+
+
+def test_a_lone_node_on_a_fresh_home_logs_no_error_and_says_how_to_join(node: Any) -> None:
+    # Issue 14 §1.3: the first start of a node with no network is a normal start.
+    lines = [json.loads(line) for line in node.stderr().splitlines() if line.startswith("{")]
+    assert [x["msg"] for x in lines if x["level"] == "ERROR"] == []
+    assert any("shares nothing until it joins a network" in x["msg"] for x in lines)
