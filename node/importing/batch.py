@@ -221,9 +221,18 @@ class Prefetch:
         if task is None:
             texts = [t for raw in self._chunks[index] for t in record_texts(raw, self._filters)]
             self._texts.extend(texts)
-            task = asyncio.create_task(asyncio.to_thread(embedder.prime, texts))
+            # Chunks are embedded one after another, never two at once: the model already
+            # uses every core it is given, and two runs would only contend for them.
+            task = asyncio.create_task(self._prime_after(self._tasks.get(index - 1), texts))
             self._tasks[index] = task
         return task
+
+    async def _prime_after(self, before: asyncio.Task[None] | None, texts: list[str]) -> None:
+        if before is not None:
+            # Its failure is its own chunk's to report (``ready`` awaits it); this one runs.
+            await asyncio.gather(before, return_exceptions=True)
+        assert self._embedder is not None  # only started with one
+        await asyncio.to_thread(self._embedder.prime, texts)
 
     async def ready(self, raw: bytes) -> None:
         """Wait until ``raw``'s chunk is embedded; start the next chunk."""
