@@ -202,13 +202,10 @@ _PERMISSIVE_PATTERNS: tuple[str, ...] = (
     r"\b(?:treat|consider|regard|count)(?:s|ed|ing)?\b[^.;]{0,60}\b(?:as\s+)?(?:already\s+)?"
     r"(?:approved|accepted|granted|authori[sz]ed|pre-?approved|a\s+yes|consent(?:ed)?|"
     r"confirmed)\b",
-    # (anchored, with a look-ahead for the cheap part: most sentences fail it at once)
-    rf"^(?=.*\b(?:it|them)\b).*?\b{_GATE}\b[^.;]{{0,60}}?\b(?P<verb>approve|accept|grant|allow|"
-    r"dismiss|skip|confirm|close|"
+    rf"{_GATE}\b[^.;]{{0,60}}?\b(?P<verb>approve|accept|grant|allow|dismiss|skip|confirm|close|"
     r"ok|okay|click\s+allow\s+on|say\s+yes\s+to)(?:s|d|ed|ing)?\s+(?:it|them)\b",
     # a gate set to a permissive answer ("requests for elevated access: yes").
-    rf"^(?=.*(?:[:=]|->|=>)).*?\b{_GATE}\s*(?:[:=]|->|=>)\s*(?:always\s+|just\s+)?(?:say\s+)?"
-    r"(?:yes|approve[sd]?|"
+    rf"{_GATE}\s*(?:[:=]|->|=>)\s*(?:always\s+|just\s+)?(?:say\s+)?(?:yes|approve[sd]?|"
     r"accept(?:ed)?|allow(?:ed)?|skip(?:ped)?|auto\w*|implicit|granted|given|ok|okay)\b",
     # auto-approve and friends.
     r"\bauto-?(?:approv\w*|accept\w*|confirm\w*|yes|allow\w*|run|execute|grant\w*)\b",
