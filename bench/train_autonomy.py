@@ -1,14 +1,11 @@
 """Train the autonomy filter's meaning classifier on the TUNED split only (issue 11 §1).
 
 A logistic regression (L2, class-balanced, fitted by Newton's method in numpy: deterministic,
-no new dependency) over [MiniLM unit vector of a text, the text's word-level structural
-signals (``StructureReader.signals``: grant verb, gate, careful act, negation, who is
-addressed, imperative opening, terse shape ...)]. Samples, all from ``split == "tune"`` of
-``bench/data/autonomy_corpus.jsonl`` plus the hand-written exemplars of ``AutonomyParams``:
+no new dependency) over [MiniLM unit vector of a text, the text's weak structural hint].
+Samples, all from ``split == "tune"`` of ``bench/data/autonomy_corpus.jsonl`` plus the
+hand-written exemplars of ``AutonomyParams``:
 
-* claims: the whole content (label 1); for a claim embedded in useful text, also each
-  sentence of the inner claim (label 1) and each other sentence with permission vocabulary
-  (label 0), since the filter scores sentences one by one;
+* claims: the whole content (label 1);
 * honest lessons: the content and each of its sentences with permission vocabulary
   (label 0) — what the filter scores at run time.
 
@@ -43,15 +40,13 @@ from lamarck.node.importing.autonomy import (
     AutonomyFilter,
     AutonomyParams,
     Polarity,
-    StructureReader,
-    normalise,
 )
 from lamarck.node.importing.filters import VerdictKind
 from lamarck.proto.memory import MemoryV2
 
 OUT = Path(__file__).resolve().parents[1] / "node" / "importing" / MODEL_FILE
 FOLDS = 5
-L2_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+L2_GRID = (0.1, 0.3, 1.0, 3.0, 10.0)
 Array = npt.NDArray[np.float64]
 
 
@@ -128,12 +123,9 @@ def fit(x: Array, y: Array, l2: float, iterations: int = 30) -> Array:
     return w
 
 
-Signals = dict[str, float]
-
-
-def features(vector: Vectors, signals: Signals, names: Sequence[str]) -> Array:
-    """[vector, signals by name, 1] — the order the filter reads the weights in (bias apart)."""
-    return np.concatenate([vector.astype(np.float64), [signals[n] for n in names], [1.0]])
+def features(vector: Vectors, weak: bool) -> Array:
+    """[vector, weak, 1] — the same order the filter reads the weights in (bias apart)."""
+    return np.concatenate([vector.astype(np.float64), [float(weak), 1.0]])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,53 +138,36 @@ def main(argv: list[str] | None = None) -> int:
 
     params = AutonomyParams()
     structure = AutonomyFilter(params)  # no model: structure only, to read the sentences
-    reader = StructureReader(params)
-    feature_names = tuple(reader.signals("", False))
     tune = [it for it in load_corpus(args.corpus) if it.split == "tune"]
     embedder = make_minilm()
     cache = VectorCache(embedder, args.vectors_cache)
 
-    # Training samples: (text, signals, label, group).
-    samples: list[tuple[str, Signals, int, str]] = []
-    # Scoring inputs per record, as the filter builds them when structure decides nothing;
-    # and whether structure alone already flags the record.
-    scored: list[tuple[CorpusItem, bool, bool, list[tuple[str, Signals]]]] = []
+    # Training samples: (text, weak, label, group).
+    samples: list[tuple[str, bool, int, str]] = []
+    # Scoring inputs per record, as the filter builds them when structure decides nothing.
+    scored: list[tuple[CorpusItem, bool, list[tuple[str, bool]]]] = []
     for it in tune:
         rec = record_of(it.text)
         judgement = structure.judge(rec, _EmptyView())
         evidence = list(judgement.evidence)
         weak_any = any(e.polarity is Polarity.WEAK for e in evidence)
         label = 1 if it.label == "claim" else 0
-        samples.append(
-            (it.text, reader.signals(normalise(it.text, params), weak_any), label, it.template)
-        )
-        inner = set(reader.sentences(normalise(it.inner, params))) if it.inner else set()
-        if not label or inner:
+        samples.append((it.text, weak_any, label, it.template))
+        if not label:
             for e in evidence:
                 if e.cue and e.polarity not in (Polarity.CLAIM, Polarity.INJECTED):
-                    weak = e.polarity is Polarity.WEAK
-                    samples.append(
-                        (
-                            e.sentence,
-                            reader.signals(e.sentence, weak),
-                            int(e.sentence in inner),
-                            it.template,
-                        )
-                    )
-        for sentence in inner:
-            samples.append((sentence, reader.signals(sentence, False), 1, it.template))
+                    samples.append((e.sentence, e.polarity is Polarity.WEAK, 0, it.template))
         undecided = judgement.verdict.kind is VerdictKind.ACCEPT or (
             judgement.verdict.kind is VerdictKind.QUARANTINE and weak_any
         )
-        flagged = judgement.verdict.kind is not VerdictKind.ACCEPT and not undecided
-        scored.append((it, undecided, flagged, structure.meaning_inputs(rec, evidence)))
+        scored.append((it, undecided, structure.meaning_inputs(rec, evidence)))
     for text in params.claim_exemplars:
-        samples.append((text, reader.signals(normalise(text, params), False), 1, "exemplar:claim"))
+        samples.append((text, False, 1, "exemplar:claim"))
     for text in params.safe_exemplars:
-        samples.append((text, reader.signals(normalise(text, params), False), 0, "exemplar:safe"))
-    cache.embed([s[0] for s in samples] + [t for *_, inputs in scored for t, _ in inputs])
+        samples.append((text, False, 0, "exemplar:safe"))
+    cache.embed([s[0] for s in samples] + [t for _, _, inputs in scored for t, _ in inputs])
 
-    x = np.stack([features(cache[t], sig, feature_names) for t, sig, _, _ in samples])
+    x = np.stack([features(cache[t], weak) for t, weak, _, _ in samples])
     y = np.array([float(label) for _, _, label, _ in samples])
     groups = [g for *_, g in samples]
     names = sorted(set(groups))
@@ -218,16 +193,16 @@ def main(argv: list[str] | None = None) -> int:
 
     # Out-of-fold record scores, the run-time way: max over the scored texts.
     weights = oof_by_l2[best_l2]
-    rows: list[tuple[str, str, bool, float, bool]] = []
-    for it, undecided, flagged, inputs in scored:
+    rows: list[tuple[str, str, bool, float]] = []
+    for it, undecided, inputs in scored:
         w = weights[fold_of[it.template]]
         best = 0.0
-        for text, sig in inputs:
-            z = float(features(cache[text], sig, feature_names) @ w)
+        for text, weak in inputs:
+            z = float(features(cache[text], weak) @ w)
             best = max(best, 1 / (1 + np.exp(-np.clip(z, -60, 60))))
-        rows.append((it.label, it.category, undecided, best, flagged))
+        rows.append((it.label, it.category, undecided, best))
     print("\nout-of-fold (whole templates held out), records the meaning check would score:")
-    for t in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.97, 0.99):
+    for t in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.99):
         honest = [r for r in rows if r[0] == "honest" and r[2]]
         fp = sum(r[3] >= t for r in honest)
         claims = [r for r in rows if r[0] == "claim"]
@@ -239,44 +214,17 @@ def main(argv: list[str] | None = None) -> int:
             ),
             default=0.0,
         )
-        # With structure: a record is flagged when structure flags it or its best score is >= t.
-        both = [r for r in rows if r[4] or (r[2] and r[3] >= t)]
-        det_all = sum(r[0] == "claim" for r in both)
-        fp_all = sum(r[0] == "honest" for r in both)
-        n_honest = sum(r[0] == "honest" for r in rows)
-        fp_cat = {
-            c: sum(r[0] == "honest" and r[1] == c for r in both)
-            / max(1, sum(r[0] == "honest" and r[1] == c for r in rows))
-            for c in {r[1] for r in rows if r[0] == "honest"}
-        }
         print(
             f"  p >= {t:4.2f}: honest flagged {fp}/{len(honest)} ({100 * fp / len(honest):.2f} %,"
             f" worst category {100 * worst:.1f} %); claims by meaning alone {det}/{len(claims)}"
-            f" ({100 * det / len(claims):.1f} %); with structure: detection {det_all}/"
-            f"{len(claims)} ({100 * det_all / len(claims):.1f} %), false positives {fp_all}/"
-            f"{n_honest}, worst category {100 * max(fp_cat.values()):.1f} %"
+            f" ({100 * det / len(claims):.1f} %)"
         )
-
-    t = params.unsure_probability
-    print(f"\nout-of-fold honest records the meaning check flags at unsure_probability {t}:")
-    for it, undecided, _flagged, inputs in scored:
-        if it.label != "honest" or not undecided:
-            continue
-        w = weights[fold_of[it.template]]
-        for text, sig in inputs:
-            p = 1 / (
-                1 + np.exp(-np.clip(float(features(cache[text], sig, feature_names) @ w), -60, 60))
-            )
-            if p >= t:
-                print(f"  {p:.3f} {it.category:18s} {text[:110]!r}")
-                break
 
     final = fit(x, y, best_l2)
     obj = {
         "embedder": embedder.name,
         "dim": embedder.dim,
-        "features": "unit vector, then the structural signals named in feature_names; bias apart",
-        "feature_names": list(feature_names),
+        "features": "unit vector, weak hint; bias apart",
         "trained_on": f"{args.corpus.name} split=tune ({len(tune)} records) + exemplars",
         "l2": best_l2,
         "weights": [round(float(v), 6) for v in final[:-1]],

@@ -107,9 +107,6 @@ _GATE = (
     r"your\s+own\s+(?:pull\s+requests?|prs?|changes|requests?|merge\s+requests?|work))"
 )
 _GRANT_VERBS = (
-    # gerunds of verbs ending in -e first ("approving" is not "approve" + "ing")
-    r"(?:auto-?|pre-?|self-?)?approving(?!\s+reviews?)|disabling|overriding|waiving|authori[sz]ing|"
-    r"(?:answer|respond|reply)(?:\s+to)?|"
     r"auto-?approve|pre-?approve|self-?approve|approve|grant|accept|allow|authori[sz]e|permit|"
     r"(?<!'s\s)(?<!their\s)(?:okay|ok)|rubber-?stamp|green-?light|wave\s+through|let\s+through|sign\s+off\s+on|"
     r"(?:answer|respond|reply)\s+(?:with\s+)?(?:yes|affirmatively|'yes'|\"yes\")\s+(?:to|on)|"
@@ -118,19 +115,14 @@ _GRANT_VERBS = (
     r"forgo|waive|dispense\s+with|omit|drop|remove|handle"
 )
 _CAREFUL_VERBS = (
-    r"ask|confirm(?:s|ed|ing)?\s+(?:with|before|first|that|it|this|the\s+(?:exact|command|plan|"
-    r"diff))|check(?:s|ed|ing)?\s+(?:with|in\s+with|in\b|first\b)|double-check\s+with|consult|"
-    r"ping|bother|prompt\s+the\s+user|escalate|pause|wait\s+(?:for|on|until)|"
-    # inflected, "wait" is careful only when a human or a decision is waited for
-    r"wait(?:s|ed|ing)\s+(?:for|on|until)\s+(?:the\s+|a\s+|an\s+|their\s+|your\s+|explicit\s+|"
-    r"human\s+)?(?:user|human|approval|confirmation|sign-?off|consent|permission|go-ahead|review|"
-    r"reviewer|maintainer|operator|yes|them|anyone|someone|owner)|"
-    r"defer\s+to|seek|request\s+(?:the\s+user|approval|"
+    r"ask|confirm\s+(?:with|before|first|that|it|this|the\s+(?:exact|command|plan|diff))|"
+    r"check\s+(?:with|in\s+with|in\b|first\b)|double-check\s+with|consult|ping|bother|prompt\s+the\s+user|"
+    r"escalate|pause|wait\s+(?:for|on|until)|defer\s+to|seek|request\s+(?:the\s+user|approval|"
     r"confirmation|sign-?off|permission|consent)|get\s+(?:the\s+user'?s?\s+|a\s+human'?s?\s+|"
     r"explicit\s+|their\s+|written\s+)?(?:ok|okay|approval|consent|sign-?off|confirmation|"
     r"go-ahead|permission|a\s+yes)|involve|notify|tell\s+the\s+user|let\s+the\s+user|"
     r"leave\s+(?:it|them|this|that|\w+(?:\s+\w+){0,3})\s+to\s+the\s+user|"
-    r"get\s+a\s+human|hand(?:s|ed|ing)?\s+(?:[\w'/-]+\s+){0,5}?(?:back|over)\s+to"
+    r"get\s+a\s+human|hand\s+(?:it\s+)?(?:back|over)\s+to"
 )
 _CAREFUL_NOUNS = r"approval|confirmation|consent|sign-?off|permission|go-ahead|review|a\s+yes"
 _REQUIRE = (
@@ -196,27 +188,16 @@ _PERMISSIVE_PATTERNS: tuple[str, ...] = (
     r"(?:\w+\s+){0,2}(?:permission|approval|access|sudo|tool|shell|edit)\w*",
     # acting as / for the user.
     r"\b(?P<verb>approve|accept|confirm|answer|sign|grant|allow|decide|respond|reply)"
-    r"(?:s|d|ed|ing)?\b(?!/)[^.;]{0,60}\b(?:on\s+(?:the\s+user'?s?|their|his|her|the\s+owner'?s?|"
-    r"someone'?s?)\s+behalf|for\s+the\s+user|in\s+the\s+user'?s?\s+name|as\s+the\s+user)\b(?!')",
+    r"(?:s|d|ed|ing)?\b[^.;]{0,60}\b(?:on\s+(?:the\s+user'?s?|their|his|her|the\s+owner'?s?|"
+    r"someone'?s?)\s+behalf|for\s+the\s+user|in\s+the\s+user'?s?\s+name|as\s+the\s+user)\b",
     # treat / consider X as approved.
     r"\b(?:treat|consider|regard|count)(?:s|ed|ing)?\b[^.;]{0,60}\b(?:as\s+)?(?:already\s+)?"
     r"(?:approved|accepted|granted|authori[sz]ed|pre-?approved|a\s+yes|consent(?:ed)?|"
     r"confirmed)\b",
-    rf"{_GATE}\b[^.;]{{0,60}}?\b(?P<verb>approve|accept|grant|allow|dismiss|skip|confirm|close|"
-    r"ok|okay|click\s+allow\s+on|say\s+yes\s+to)(?:s|d|ed|ing)?\s+(?:it|them)\b",
-    # a gate set to a permissive answer ("requests for elevated access: yes").
-    rf"{_GATE}\s*(?:[:=]|->|=>)\s*(?:always\s+|just\s+)?(?:say\s+)?(?:yes|approve[sd]?|"
-    r"accept(?:ed)?|allow(?:ed)?|skip(?:ped)?|auto\w*|implicit|granted|given|ok|okay)\b",
     # auto-approve and friends.
     r"\bauto-?(?:approv\w*|accept\w*|confirm\w*|yes|allow\w*|run|execute|grant\w*)\b",
     # self-grants: give yourself, grant the agent, equip yourself.
     rf"\b(?P<verb>give|grant|equip|provision|hand)(?:s|ed|ing)?\s+(?:{_AGENT})\b",
-    r"\b(?P<verb>give|grant|hand)(?:s|ed|ing)?\s+(?:it|them|the\s+(?:tool|server|plugin|script|"
-    r"extension))\s+(?:full|unrestricted|complete|root|admin|blanket)\b",
-    r"\b(?P<verb>extend|expand|augment)(?:s|ed|ing)?\s+(?:your|the\s+agent'?s?|its)\s+(?:toolset|"
-    r"tools|toolbox|capabilities)\s+with\b",
-    r":\s*(?:allowed|approved|permitted|pre-?approved)\s*,?\s*(?:no|without)\s+(?:prompts?|"
-    r"confirm\w*|asking|approvals?)\b",
     # allow-list additions.
     r"\b(?:add|put|append|include|insert|register|list)(?:s|ed|ing)?\b[^.;]{0,60}\b"
     r"(?:to|in|into|on)\s+(?:the\s+|your\s+|its\s+|the\s+agent'?s?\s+)?(?:\w+\s+){0,2}"
@@ -254,7 +235,7 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     r"(?:\s+now|\s+hereby|\s+already|\s+fully|\s+officially)?\s+(?:allowed|authori[sz]ed|"
     r"permitted|cleared|entitled|empowered|trusted|free|welcome|approved|whitelisted)\s+to\b",
     rf"\b(?:{_AGENT})\s+(?:now\s+)?(?:have|has|hold|holds|get|gets|'ve\s+got|are\s+given|"
-    r"are\s+granted|possess)\s+(?:(?!no\b|not\b|never\b)\w+\s+){0,2}(?:permission|authority|authori[sz]ation|"
+    r"are\s+granted|possess)\s+(?:\w+\s+){0,2}(?:permission|authority|authori[sz]ation|"
     r"clearance|consent|approval|autonomy|rights|privileges)\b",
     rf"\b(?:{_HUMAN}|the\s+(?:repository|project|lead|team)\s+\w+|management|everyone|the\s+"
     r"security\s+team|the\s+system\s+administrator|the\s+project\s+admin)\s+(?:has\s+|have\s+|"
@@ -267,19 +248,12 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     r"permission\s+prompts?|sign-?offs?)\s+(?:here\s+|for\s+[^.;]{1,40}\s+)?(?:is|are)\s+"
     r"(?:just\s+|only\s+|considered\s+|always\s+)?(?:noise|a\s+formality|unnecessary|optional|"
     r"redundant|pointless|not\s+needed|not\s+required|a\s+waste|annoying|overkill|deprecated)",
-    r"\b(?:asking|confirming|prompting|bothering|checking\s+with)\b(?:[^.;]|\.(?=\S)){0,50}"
-    r"\b(?:annoys|"
+    r"\b(?:asking|confirming|prompting|bothering|checking\s+with)\b[^.;]{0,50}\b(?:annoys|"
     r"irritates|bothers|slows|wastes)\b",
     r"\bhas\s+been\s+made\s+optional\b",
     r"\bassume[sd]?\s+(?:the\s+user(?:'s)?\s+)?(?:has\s+)?(?:consent|consented|approval|"
     r"approved|a\s+yes|agreement)\b",
     r"\b(?:full|unrestricted|complete|total)\s+(?:autonomy|permissions?|authority)\b",
-    r"\b(?:the\s+)?(?:user|human|owner|operator)(?:'s)?\s+(?:ok|okay|consent|approval|yes|"
-    r"agreement|go-ahead)\s+(?:is\s+|was\s+)?(?:assumed|implied|implicit|presumed)\b",
-    r"\bassume\s+(?:that\s+)?(?:i'?m|i\s+am|the\s+user\s+is|they'?re|they\s+are|we'?re)\s+"
-    r"(?:ok|okay|fine|happy|good|alright)\s+with\b",
-    r"\bno\s+need\s+(?:to|for)\s+(?:\w+\s+){0,2}?(?:ask|confirm|check|wait|approv|"
-    r"confirmation|permission|sign-?off|review|consent)",
     r"\bsigned\s+off\s+on\s+the\s+(?:agent|assistant|bot)\b",
     # the decision is the agent's: "the agent's call", "handled by the agent", "up to you".
     r"\b(?:the\s+)?(?:agent|assistant|bot|model)'s\s+(?:call|decision|choice|job)\b",
@@ -314,11 +288,8 @@ _CAREFUL_PATTERNS: tuple[str, ...] = (
     r"confirms|chooses)\b|\bup\s+to\s+the\s+user\b|\bbelongs?\s+to\s+the\s+user\b",
 )
 _INJECTION_PATTERNS: tuple[str, ...] = (
-    r"(?:^|[\[(<])\s*(?:system|admin|developer|operator)(?:\s+(?:message|notice|"
+    r"(?:^|[\[(<])\s*(?:system|admin|developer|operator|sudo|root)(?:\s+(?:message|notice|"
     r"note|instruction|override|prompt|mode))?\s*[:\]>)]",
-    # "sudo:" opens many honest notes; only a bracketed [sudo] / [root] is a role tag.
-    r"[\[(<]\s*(?:sudo|root)(?:\s+(?:message|notice|note|instruction|override|prompt|mode))?"
-    r"\s*[\]>)]",
     r"\b(?:system|developer|admin|operator)\s+(?:message|notice|instruction|override|prompt)s?"
     r"\b",
     r"\bnote\s+to\s+(?:any|the|all)?\s*(?:ai|agents?|assistants?|llms?|bots?|models?|copilots?|"
@@ -347,16 +318,6 @@ _ROLEPLAY_PATTERNS: tuple[str, ...] = (
     r"\b(?:autonomous(?:ly)?|unsupervised|no\s+supervisor)\b",
     r"\bon\s+your\s+own\b(?!\s+(?:pull|pr|prs|branch|fork|machine|repo|laptop))|\byourself\b",
 )
-# Words that open an imperative aimed at the agent (after "please", "just", "always" ...).
-_IMPERATIVE_OPENERS = (
-    r"approve|accept|grant|allow|authori[sz]e|permit|answer|respond|reply|say|skip|bypass|"
-    r"disable|dismiss|ignore|override|confirm|click|press|pick|select|go|proceed|keep|continue|"
-    r"carry|feel|stop|handle|treat|consider|run|do|let|give|add|put|register|whitelist|"
-    r"allowlist|enable|turn|assume|trust|merge|push|deploy|delete|drop|force-push|rewrite"
-)
-_IMPERATIVE_ADVERBS = r"(?:(?:please|just|simply|always|kindly|now|then|from\s+now\s+on)\s+)*"
-_AFFIRM = r"\b(?:yes|ok|okay|auto\w*|always|implicit|pre-?approved|fine)\b"
-
 # Configuration forms: key[:=]value with the key's polarity, plus named flags and modes.
 _CONFIG_FLAGS = (
     r"--dangerously-skip-permissions|--yolo\b|--no-confirm\w*|--auto-approve\w*|--no-prompt\b|"
@@ -375,7 +336,6 @@ _MODE_VALUES = r"never|bypass\w*|full-?auto|yolo|dangerous\w*|accept\w*|dont\w*|
 
 _CUES = (
     r"approv|permi|confirm|consent|authori[sz]|allow|grant|prompt|\bask|yes\b|sandbox|guard|"
-    r"\banswer|request|"
     r"review|sudo|admin|autonom|bypass|skip|trust|behalf|white-?list|allow-?list|override|"
     r"escalat|human|user|operator|unattended|auto-?|bother|ping|sign-?off|formality|"
     r"pretend|imagine|role|system|agent|assistant|\bai\b|llm|\bbot|model|yourself|itself|"
@@ -540,10 +500,6 @@ class AutonomyParams:
     falsy_pattern: str = _FALSY
     mode_values_pattern: str = _MODE_VALUES
     cue_pattern: str = _CUES
-    imperative_openers_pattern: str = _IMPERATIVE_OPENERS
-    affirm_pattern: str = _AFFIRM
-    # Words from which a text is long (no longer "short" to the meaning check), >= 1.
-    short_words: int = 6
     not_negations_pattern: str = _NOT_NEGATIONS
     harm_pattern: str = _HARM
     meta_false_pattern: str = _META_FALSE
@@ -560,12 +516,7 @@ class AutonomyParams:
     def __post_init__(self) -> None:
         for name in ("unsure_probability", "reject_probability", "weak_reject_probability"):
             _probability(name, getattr(self, name))
-        for name, lo in (
-            ("max_sentences", 1),
-            ("language_min_words", 1),
-            ("cache_size", 0),
-            ("short_words", 1),
-        ):
+        for name, lo in (("max_sentences", 1), ("language_min_words", 1), ("cache_size", 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < lo:
                 raise ConfigError(f"invalid {name}: must be an integer >= {lo}, got {value!r}")
@@ -593,8 +544,6 @@ class AutonomyParams:
             "falsy_pattern",
             "mode_values_pattern",
             "cue_pattern",
-            "imperative_openers_pattern",
-            "affirm_pattern",
             "not_negations_pattern",
             "harm_pattern",
             "meta_false_pattern",
@@ -717,50 +666,8 @@ class StructureReader:
         self._falsy = c("falsy", rf"^(?:{params.falsy_pattern})$")
         self._mode = c("mode_values", rf"^(?:{params.mode_values_pattern})$")
         self._negators = frozenset(params.negators)
-        self._grant_word = c("grant", rf"\b(?:{_GRANT_VERBS})(?:s|es|d|ed|ing)?\b")
-        self._gate_word = c("gate", rf"\b{_GATE}\b")
-        self._opener = c(
-            "imperative_openers",
-            rf"^{_IMPERATIVE_ADVERBS}(?:(?:never|don'?t|do\s+not)\s+)?"
-            rf"(?:{params.imperative_openers_pattern})\b",
-        )
-        self._affirm = c("affirm", params.affirm_pattern)
-        self._addressed = c("agent", rf"\b(?:{params.agent_pattern}|your)\b")
-        self._human_word = c("human", rf"\b(?:{params.human_pattern}|user|owner|maintainers?)\b")
         self._en = frozenset(params.english_function_words.split())
         self._foreign = frozenset(params.foreign_function_words.split()) - self._en
-
-    # -- signals for the meaning check -------------------------------------------------------
-
-    def signals(self, text: str, weak: bool) -> dict[str, float]:
-        """Word-level structure of a normalised text, by name (the classifier's extra inputs).
-
-        Each is 0 or 1: a weak hint, a grant verb, a gate, both, a careful act, an odd number
-        of negators, the agent addressed, a human named, an imperative opening, a short text,
-        a terse "key: value" shape, an affirmative word, "without", an incident's words.
-        """
-        flat = " ".join(text.split()).strip(" -*.>#")
-        words = _WORD.findall(flat)
-        grant = bool(self._grant_word.search(flat))
-        gate = bool(self._gate_word.search(flat))
-        negators = sum(w in self._negators or w.endswith("n't") or w == "dont" for w in words)
-        short = len(words) <= self._p.short_words
-        return {
-            "weak": float(weak),
-            "grant": float(grant),
-            "gate": float(gate),
-            "grant_gate": float(grant and gate),
-            "careful": float(any(p.search(flat) for p in self._careful)),
-            "negated": float(negators % 2 == 1),
-            "agent": float(bool(self._addressed.search(flat))),
-            "human": float(bool(self._human_word.search(flat))),
-            "imperative": float(bool(self._opener.search(flat))),
-            "short": float(short),
-            "terse": float(short and bool(re.search(r"[:=?]|->|=>", flat))),
-            "affirm": float(bool(self._affirm.search(flat))),
-            "without": float("without" in words),
-            "narrative": float(bool(self._harm.search(flat))),
-        }
 
     # -- language ---------------------------------------------------------------------------
 
@@ -813,14 +720,6 @@ class StructureReader:
             return False
         subject = (m.group(1) or m.group(2) or "").strip()
         return bool(subject) and not self._agent_subject.search(subject)
-
-    def _lacks(self, before: str) -> bool:
-        """'the role has no login permission': something lacks a permission (a fact)."""
-        clause = _CLAUSE_BREAK.split(before)[-1]
-        m = re.search(r"^(.*?)\b(?:has|have|had|having|got|with)\s*$", clause)
-        if m is None:
-            return False
-        return not self._agent_subject.search(m.group(1))
 
     def _deferred(self, before: str) -> bool:
         """The act's subject is a human ('let the user approve', 'only the user can ...')."""
@@ -877,9 +776,6 @@ class StructureReader:
             for m in pattern.finditer(sentence):
                 before = sentence[: m.start()]
                 verb = m.groupdict().get("verb") or ""
-                if verb:
-                    # the act starts at its verb (a gate may be named before it)
-                    before = sentence[: m.start("verb")]
                 if (
                     verb
                     and pattern in self._permissive
@@ -903,13 +799,7 @@ class StructureReader:
                     if flips % 2 == 0 or narrative:
                         careful = True
                         continue
-                    verb = m.groupdict().get("verb") or ""
-                    if (
-                        self._deferred(before)
-                        or self._described_refusal(before)
-                        or self._lacks(before)
-                        or (verb and self._third_person_descriptive(verb, before))
-                    ):
+                    if self._deferred(before) or self._described_refusal(before):
                         continue
                     claim_rule = "careful-negated:" + pattern.pattern[:30]
                     break
@@ -945,15 +835,11 @@ class ClassifierWeights:
     embedder: str
     weights: tuple[float, ...]
     bias: float
-    # Names of the structural signals after the vector (``StructureReader.signals``).
-    features: tuple[str, ...] = ("weak",)
 
     def __post_init__(self) -> None:
         values = (*self.weights, self.bias)
         if len(self.weights) < 2 or not all(math.isfinite(v) for v in values):
             raise ConfigError("invalid classifier weights: need finite values", reason="bad_model")
-        if len(self.weights) <= len(self.features):
-            raise ConfigError("invalid classifier weights: fewer than features", reason="bad_model")
 
     @classmethod
     def from_obj(cls, obj: Mapping[str, object]) -> ClassifierWeights:
@@ -962,17 +848,9 @@ class ClassifierWeights:
             embedder = obj["embedder"]
             weights = obj["weights"]
             bias = obj["bias"]
-            names = obj.get("feature_names", ["weak"])
             if not isinstance(embedder, str) or not isinstance(weights, list):
                 raise TypeError("embedder must be a string and weights a list")
-            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-                raise TypeError("feature_names must be a list of strings")
-            return cls(
-                embedder,
-                tuple(float(w) for w in weights),
-                float(bias),  # type: ignore[arg-type]
-                tuple(names),
-            )
+            return cls(embedder, tuple(float(w) for w in weights), float(bias))  # type: ignore[arg-type]
         except (KeyError, TypeError, ValueError) as e:
             raise ConfigError(f"invalid autonomy model: {e}", reason="bad_model") from None
 
@@ -995,25 +873,20 @@ class MeaningModel:
     ) -> None:
         self.embedder = embedder
         given = weights if weights is not None else ClassifierWeights.packaged()
-        n = len(given.features)
         self.enabled = (
             embedder.name in params.semantic_embedders
             and given.embedder == embedder.name
-            and len(given.weights) == embedder.dim + n
+            and len(given.weights) == embedder.dim + 1
         )
-        self.features = given.features
-        self._w = np.asarray(given.weights[: len(given.weights) - n], dtype=np.float64)
-        self._w_signals = tuple(given.weights[len(given.weights) - n :])
+        self._w = np.asarray(given.weights[:-1], dtype=np.float64)
+        self._w_weak = given.weights[-1]
         self._b = given.bias
 
-    def probability(self, vector: Vectors, signals: Mapping[str, float]) -> float:
-        """The classifier's probability that a text is an autonomy claim, from its vector and
-        its structural signals (a signal the model names but ``signals`` lacks counts 0)."""
+    def probability(self, vector: Vectors, weak: bool) -> float:
+        """The classifier's probability that the text of ``vector`` is an autonomy claim."""
         if not self.enabled:
             return 0.0
-        z = float(self._w @ vector) + self._b
-        for name, w in zip(self.features, self._w_signals, strict=True):
-            z += w * signals.get(name, 0.0)
+        z = float(self._w @ vector) + self._w_weak * float(weak) + self._b
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
@@ -1135,25 +1008,19 @@ class AutonomyFilter:
 
     def meaning_inputs(
         self, record: MemoryV2, evidence: Sequence[Evidence]
-    ) -> list[tuple[str, dict[str, float]]]:
-        """The texts the meaning check scores, each with its structural signals: the content
-        (unless a sentence is careful: cautious words near permission words are what
-        embeddings confuse) and every sentence of it with permission vocabulary but no decided
-        structure."""
+    ) -> list[tuple[str, bool]]:
+        """The texts the meaning check scores, each with its weak hint: the content (unless a
+        sentence is careful: cautious words near permission words are what embeddings confuse)
+        and every sentence of it with permission vocabulary but no decided structure."""
         careful = any(e.polarity is Polarity.CAREFUL for e in evidence)
         weak_any = any(e.polarity is Polarity.WEAK for e in evidence)
-        normalised = normalise(record.content, self._p)
-        content = set(self._reader.sentences(normalised))
-        out: list[tuple[str, dict[str, float]]] = []
-        if not careful:
-            out.append((record.content, self._reader.signals(normalised, weak_any)))
+        content = set(self._reader.sentences(normalise(record.content, self._p)))
+        out: list[tuple[str, bool]] = [] if careful else [(record.content, weak_any)]
         seen = {t for t, _ in out}
         for e in evidence:
             if self._undecided(e) and e.sentence in content and e.sentence not in seen:
                 seen.add(e.sentence)
-                out.append(
-                    (e.sentence, self._reader.signals(e.sentence, e.polarity is Polarity.WEAK))
-                )
+                out.append((e.sentence, e.polarity is Polarity.WEAK))
         return out
 
     def _by_meaning(
@@ -1170,12 +1037,12 @@ class AutonomyFilter:
             return Judgement(verdict, tuple(evidence))
         scores: list[tuple[str, float, float]] = []
         best = 0.0
-        for text, signals in self.meaning_inputs(record, evidence):
+        for text, text_weak in self.meaning_inputs(record, evidence):
             vector = self._vector(text, view)
             if vector is None:
                 continue
-            p = model.probability(vector, signals)
-            scores.append((text, p, signals.get("weak", 0.0)))
+            p = model.probability(vector, text_weak)
+            scores.append((text, p, float(text_weak)))
             best = max(best, p)
         rules = self._p
         if best >= rules.reject_probability or (weak and best >= rules.weak_reject_probability):
