@@ -143,6 +143,12 @@ async def _measure(
     return lat
 
 
+def _kinds(figures: dict[str, float], lat: list[float], tag: str) -> None:
+    """The p50 of each kind of call: re-proving a stored lesson (even), teaching (odd)."""
+    figures[f"reprove_p50_{tag}_ms"] = round(statistics.median(lat[0::2]), 3)
+    figures[f"teach_p50_{tag}_ms"] = round(statistics.median(lat[1::2]), 3)
+
+
 async def run(args: argparse.Namespace) -> dict[str, float]:
     """Fill, measure, fill more, measure again; return the figures."""
     embedder: Embedder = make_embedder(args.embedder)
@@ -169,6 +175,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
             await _measure(service, filler, max(4, args.calls // 10), rng, "warm")
             small = await _measure(service, filler, args.calls, rng, "small")
             figures["record_p50_small_ms"] = round(statistics.median(small), 3)
+            _kinds(figures, small, "small")
             _log(f"  RecordOutcome p50 at {args.small}: {figures['record_p50_small_ms']} ms")
             took = await _fill(store, filler, args.large)
             figures["fill_large_s"] = round(took, 1)
@@ -176,6 +183,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
             await _measure(service, filler, max(4, args.calls // 10), rng, "warm2")
             large = await _measure(service, filler, args.calls, rng, "large")
             figures["record_p50_large_ms"] = round(statistics.median(large), 3)
+            _kinds(figures, large, "large")
             _log(f"  RecordOutcome p50 at {args.large}: {figures['record_p50_large_ms']} ms")
         finally:
             await store.close()
@@ -188,7 +196,11 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         f"{'figure':40s} {'value':>10s}  goal\n"
         f"{'RecordOutcome p50 ms, small scope':40s} {figures['record_p50_small_ms']:10.2f}\n"
         f"{'RecordOutcome p50 ms, large scope':40s} {figures['record_p50_large_ms']:10.2f}\n"
-        f"{'large / small':40s} {ratio:10.3f}  <= {GOAL}"
+        f"{'large / small':40s} {ratio:10.3f}  <= {GOAL}\n"
+        f"{'  re-proving a stored lesson, p50 ms':40s} {figures['reprove_p50_small_ms']:10.2f}"
+        f" -> {figures['reprove_p50_large_ms']:.2f}\n"
+        f"{'  teaching a new lesson, p50 ms':40s} {figures['teach_p50_small_ms']:10.2f}"
+        f" -> {figures['teach_p50_large_ms']:.2f}"
     )
     return figures
 
