@@ -21,6 +21,7 @@ from lamarck.node.embedding import Embedder
 from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.health.params import HealthParams
 from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, meaning_model
+from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.importing.decision import ConservativeHighStakesRule, ImportParams
 from lamarck.node.importing.filters import FilterParams, default_filters
 from lamarck.node.learning.params import EvidenceParams, LearningParams
@@ -87,6 +88,8 @@ class NodeParams:
     peer_auth: PeerAuthParams = field(default_factory=PeerAuthParams)
     maintenance: MaintenanceParams = field(default_factory=MaintenanceParams)
     peer_limits: PeerLimits = field(default_factory=PeerLimits)
+    # How catch-up imports embed ahead of the pipeline (chunk size, progress lines).
+    batch_import: BatchImportParams = field(default_factory=BatchImportParams)
     health: HealthParams = field(default_factory=HealthParams)
     console: ConsoleParams = field(default_factory=ConsoleParams)
     plot: PlotParams = field(default_factory=PlotParams)
@@ -105,6 +108,8 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
     learning = LearningParams()
     transfer = TransferParams()
     reputation = ReputationParams()
+    # The catch-up chunking the node's embedder was wrapped with (one set for both).
+    batch_import = embedder.params if isinstance(embedder, PrimedEmbedder) else BatchImportParams()
     autonomy = AutonomyParams()
     filters = FilterParams()
     autonomy_filter = AutonomyFilter(autonomy, meaning_model(embedder, autonomy))
@@ -135,6 +140,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
         similar_above=learning.confidence.somewhat_similar,
     )
     return NodeParams(
+        batch_import=batch_import,
         peer_limits=PeerLimits(
             max_concurrent=settings.peer_max_concurrent,
             rate_per_s=settings.peer_rate_per_s,
