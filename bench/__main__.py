@@ -94,6 +94,12 @@ GOALS: tuple[Goal, ...] = (
     Goal("peers", "record_outcome_vs_add_ratio", ">=", 3.0, "peers", "mem0_add_per_s"),
     Goal("peers", "lamarck_recall_at_5", ">=", 0.95, "peers", "mem0_recall_at_5"),
     Goal("peers", "node_start_warm_s", "<=", 5.0, "peers"),
+    Goal("peers", "ann_recall_at_5", ">=", 0.95, "peers"),
+    Goal("peers", "node_rss_minilm_mb", "<=", 300.0, "peers", "mem0_process_rss_mb"),
+    Goal("peers", "node_rss_hashing_mb", "<=", 150.0, "peers"),
+    Goal(
+        "record_scale", "record_p50_large_vs_small_ratio", "<=", 1.5, "peers", "record_p50_small_ms"
+    ),
     Goal("rss", "node_rss_hashing_with_postgres_mb", "<=", 150.0, "fleet"),
     Goal("rss", "node_rss_minilm_with_postgres_mb", "<=", 600.0, "fleet", "mem0_minilm_rss_mb"),
     Goal("fleet", "mistakes_reduction", ">=", 0.9, "fleet", "isolated_repeated_known_mistakes"),
