@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from lamarck.client import Client
+from lamarck.errors import ConfigError
 from lamarck.node.fleet.driver import DriverParams, FleetDriver, NodeHandle
 from lamarck.node.fleet.report import ISOLATED, SHARED, TurnRecord, learning_figures
 from lamarck.node.fleet.supervisor import Fleet, FleetSpec
@@ -36,13 +37,23 @@ def _free_base() -> int:
 
 
 def _fleet(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Fleet]:
-    d: Path = tmp_path_factory.mktemp(name)
-    f = Fleet(FleetSpec(directory=d / "f", nodes=4, base_port=_free_base()))
-    try:
-        f.up(print)
-        yield f
-    finally:
-        f.stop(print)
+    # Another process (or another fleet's ephemeral metrics and console ports) may hold a port
+    # of the range picked: the fleet refuses a busy port; pick another range, a few times.
+    for attempt in range(5):
+        d: Path = tmp_path_factory.mktemp(f"{name}{attempt}")
+        f = Fleet(FleetSpec(directory=d / "f", nodes=4, base_port=_free_base()))
+        try:
+            f.up(print)
+        except ConfigError as e:
+            if e.reason != "port_busy":
+                raise
+            continue
+        try:
+            yield f
+        finally:
+            f.stop(print)
+        return
+    raise AssertionError("no free port range for a fleet after 5 tries")
 
 
 @pytest.fixture(scope="module")
