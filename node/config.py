@@ -75,6 +75,9 @@ class NodeSettings(BaseSettings):
     max_message_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024, le=64 * 1024 * 1024)
     rpc_deadline_s: float = Field(default=30.0, gt=0, le=600)
     drain_deadline_s: float = Field(default=10.0, gt=0, le=300)
+    # Seconds each other part (loops, console, sharing, store, embedded Postgres) gets to stop
+    # before it is logged and left behind, so a stuck part never keeps the node alive.
+    stop_part_timeout_s: float = Field(default=5.0, gt=0, le=300)
     # Per-peer limits on PeerService.
     peer_max_concurrent: int = Field(default=8, ge=1, le=1024)
     peer_rate_per_s: float = Field(default=50.0, gt=0, le=100_000)

@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib
+import io
 import json
 import logging
 import os
@@ -179,6 +180,8 @@ class Node:
         self._stop_hooks: list[StopHook] = []
         self._node_file_written = False
         self.ctx: NodeContext | None = None
+        #: Parts whose stop overran its bound and was left behind (see ``stop``).
+        self.abandoned: list[str] = []
 
     # -- facts -----------------------------------------------------------------------------
     @property
@@ -384,11 +387,14 @@ class Node:
         sharing = self._sharing
         return await sharing.live_peers() if sharing is not None else []
 
-    async def _status(self) -> dict[str, Any]:
-        """The node status (as ``lamarck node status`` shows it); sets the peer health."""
+    async def _status(self) -> dict[str, Any] | None:
+        """The node status (as ``lamarck node status`` shows it); sets the peer health.
+
+        ``None`` once the servers are stopping (there is no status to read any more).
+        """
         servers = self._servers
         if servers is None or servers.operator is None:
-            return {}
+            return None
         reply = await servers.operator.GetStatus(operator_pb2.GetStatusRequest(), None)
         data: dict[str, Any] = json.loads(reply.status_json)
         sharing = self._sharing
@@ -444,61 +450,62 @@ class Node:
         self._node_file_written = True
 
     async def stop(self) -> None:
-        """Drain and release everything that was started; safe to call more than once."""
+        """Drain and release everything that was started; safe to call more than once.
+
+        Each part gets a bounded time (``drain_deadline_s`` for the servers' drain plus
+        ``stop_part_timeout_s``, the others ``stop_part_timeout_s``): a part that overruns is
+        logged with its stack and left behind, so a stuck background loop or a gRPC server
+        that never finishes its shutdown cannot keep the store open, the home locked or the
+        process alive past its supervisor's patience. ``abandoned`` names what was left.
+        """
         grace = self.settings.drain_deadline_s
+        bound = self.settings.stop_part_timeout_s
         if self._servers is not None:
             servers, self._servers = self._servers, None
             # New calls are refused at once; in-flight ones get `grace` seconds to finish.
-            await servers.stop(grace)
+            await self._stop_part("servers", servers.stop(grace), grace + bound)
         if self.ctx is not None:
             self.ctx.set_stopping()
         if self._supervisor is not None:
             supervisor, self._supervisor = self._supervisor, None
-            await supervisor.stop()
+            await self._stop_part("supervisor", supervisor.stop(), bound)
         if self._warmup is not None:
             # A start that failed before the warm-up was awaited: reap it.
             warmup, self._warmup = self._warmup, None
             warmup.cancel()
-            await asyncio.gather(warmup, return_exceptions=True)
+            await self._stop_part(
+                "embedder warm-up", asyncio.gather(warmup, return_exceptions=True), bound
+            )
         if self._refresher is not None:
-            await self._refresher.stop()
-            self._refresher = None
+            refresher, self._refresher = self._refresher, None
+            await self._stop_part("registry refresher", refresher.stop(), bound)
         if self._maintenance is not None:
             maintenance, self._maintenance = self._maintenance, None
-            await maintenance.stop()
+            await self._stop_part("maintenance", maintenance.stop(), bound)
         if self._health_metrics is not None:
-            refresher, self._health_metrics = self._health_metrics, None
-            await refresher.stop()
+            health, self._health_metrics = self._health_metrics, None
+            await self._stop_part("health metrics", health.stop(), bound)
         if self._console is not None:
             console, self._console = self._console, None
-            await console.stop()
+            await self._stop_part("console", console.stop(), bound)
         if self._sharing is not None:
             sharing, self._sharing = self._sharing, None
             if self.ctx is not None:
                 self.ctx.sharing = None
-            try:
-                await sharing.stop()
-            except Exception:
-                _log.exception("stopping sharing failed")
+            await self._stop_part("sharing", sharing.stop(), bound)
         hooks, self._stop_hooks = self._stop_hooks, []
         for hook in hooks:
             # A failing flush must not keep the store open or the lock held.
-            try:
-                await hook()
-            except Exception:
-                _log.exception("stop hook failed")
+            await self._stop_part("stop hook", hook(), bound)
         if self._store is not None:
             store, self._store = self._store, None
-            try:
-                await store.close()
-            except LamarckError:
-                _log.exception("closing the store failed")
+            await self._stop_part("store", store.close(), bound)
         if self._pg is not None:
             pg, self._pg = self._pg, None
-            await asyncio.to_thread(pg.stop)
+            await self._stop_part("embedded postgres", asyncio.to_thread(pg.stop), bound)
         if self._metrics is not None:
             server, self._metrics = self._metrics, None
-            await asyncio.to_thread(server.stop)
+            await self._stop_part("metrics endpoint", asyncio.to_thread(server.stop), bound)
         if self._node_file_written:
             self._node_file_written = False
             with contextlib.suppress(FileNotFoundError):
@@ -506,6 +513,34 @@ class Node:
         if self._locked:
             self._locked = False
             self._lock.release()
+
+    async def _stop_part(self, part: str, work: Awaitable[object], timeout_s: float) -> None:
+        """Await one part's stop for at most ``timeout_s``; log a failure or an overrun.
+
+        ``asyncio.wait`` rather than ``wait_for``: ``wait_for`` waits for the cancelled part
+        to finish, which is exactly what a part that ignores cancellation never does.
+        """
+        task = asyncio.ensure_future(work)
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+        if not done:
+            task.cancel()
+            self.abandoned.append(part)
+            where = io.StringIO()
+            task.print_stack(file=where)
+            stack = where.getvalue()
+            _log.error(
+                "stopping %s took longer than %.1f s; left behind",
+                part,
+                timeout_s,
+                extra={"part": part, "timeout_s": timeout_s, "stack": stack},
+            )
+            return
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            # A failing part must not keep the store open or the home locked.
+            _log.error("stopping %s failed", part, exc_info=error, extra={"part": part})
 
 
 def _summary(node: Node) -> str:
@@ -527,8 +562,13 @@ def _summary(node: Node) -> str:
     return "\n".join(lines)
 
 
-async def serve(settings: NodeSettings, *, ready: Callable[[Node], None] | None = None) -> None:
-    """Run a node until SIGTERM or SIGINT, then stop it cleanly; raise if it cannot start."""
+async def serve(
+    settings: NodeSettings, *, ready: Callable[[Node], None] | None = None
+) -> list[str]:
+    """Run a node until SIGTERM or SIGINT, then stop it cleanly; raise if it cannot start.
+
+    Returns the parts whose stop overran and were left behind (``Node.abandoned``).
+    """
     node = Node(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -545,7 +585,8 @@ async def serve(settings: NodeSettings, *, ready: Callable[[Node], None] | None 
         await node.stop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-    _log.info("stopped")
+    _log.info("stopped", extra={"abandoned": node.abandoned})
+    return node.abandoned
 
 
 def run_node(settings: NodeSettings) -> None:
@@ -558,7 +599,20 @@ def run_node(settings: NodeSettings) -> None:
     if settings.log_level != "DEBUG":
         # pgserver logs every command it runs, with full stdout, at INFO.
         logging.getLogger("pgserver").setLevel(logging.WARNING)
-    asyncio.run(serve(settings))
+    runner = asyncio.Runner()
+    try:
+        abandoned = runner.run(serve(settings))
+    except BaseException:
+        runner.close()
+        raise
+    if abandoned:
+        # Closing the loop would wait for the parts that already ignored their bound (it
+        # cancels every task and joins every worker thread): the store is closed and the
+        # home unlocked, so the process ends here instead of hanging its supervisor.
+        logging.shutdown()
+        sys.stdout.flush()
+        os._exit(0)
+    runner.close()
 
 
 # -- command line -------------------------------------------------------------------------

@@ -242,7 +242,8 @@ class HealthRefresher:
     """Refreshes the health and status gauges every ``interval_s``.
 
     ``health`` returns ``gauge_values`` of a fresh report; ``status`` (optional) returns
-    ``status_to_json``'s dict. Both are read on the daemon's loop, never by the HTTP thread.
+    ``status_to_json``'s dict, or ``None`` while the node stops. Both are read on the
+    daemon's loop, never by the HTTP thread.
     """
 
     def __init__(
@@ -250,7 +251,7 @@ class HealthRefresher:
         health: Callable[[], Awaitable[Mapping[str, float]]],
         interval_s: float,
         *,
-        status: Callable[[], Awaitable[Mapping[str, Any]]] | None = None,
+        status: Callable[[], Awaitable[Mapping[str, Any] | None]] | None = None,
     ) -> None:
         self._health = health
         self._status = status
@@ -261,8 +262,9 @@ class HealthRefresher:
         """One refresh; a failure is logged, not raised (metrics never stop a node)."""
         try:
             apply_health(await self._health())
-            if self._status is not None:
-                apply_status(await self._status())
+            status = await self._status() if self._status is not None else None
+            if status is not None:  # None: the node is stopping, its servers are gone
+                apply_status(status)
         except Exception:
             _log.warning("could not refresh health metrics", exc_info=True)
 
