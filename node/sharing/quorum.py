@@ -85,9 +85,10 @@ AskVote = Callable[[str, bytes, str], Awaitable[Vote | None]]
 """Ask ``voter`` to vote on the memory bytes (round id for its logs); None when it did not
 answer (timeout, refusal): a missing vote counts for nothing."""
 
-CandidateSource = Callable[[str], Awaitable[tuple[list[Candidate], str]]]
-"""Who might vote on a record of ``source`` (this node's live peers, with their principals,
-bands and expertise), and the source's own principal ("" if unknown)."""
+CandidateSource = Callable[[str, str], Awaitable[tuple[list[Candidate], str]]]
+"""Who might vote on a record of ``source`` in ``domain`` (this node's live peers, with their
+principals, bands and expertise in that domain), and the source's own principal ("" if
+unknown)."""
 
 PrincipalSource = Callable[[Sequence[str]], Awaitable[dict[str, str]]]
 """The registry's principals of the admitted, non-revoked ids among those given."""
@@ -355,7 +356,8 @@ class QuorumCollector:
             )
             return None
         source = row.source_node_id
-        candidates, source_principal = await self._candidates(source)
+        # The domain as reality events tag expertise with it (the record's own spelling).
+        candidates, source_principal = await self._candidates(source, record.context.domain)
         principal_of = {c.node_id: c.principal for c in candidates if c.principal}
         if source_principal:
             principal_of[source] = source_principal

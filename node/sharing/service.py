@@ -89,6 +89,10 @@ class ReputationBook(ReputationView, ReputationSink, GlobalTrustBook, Protocol):
         """Persist the pending events; returns how many were written."""
         ...
 
+    def expertise(self, node_id: str, domain: str) -> float:
+        """The node's expertise in ``domain`` now (voter choice prefers experts)."""
+        ...
+
 
 class Sharing:
     """The node's registry membership, gossip publishing, intake and anti-entropy."""
@@ -392,9 +396,15 @@ class Sharing:
         found: dict[str, str] = await directory.principals(list(node_ids))
         return found
 
-    async def _vote_candidates(self, source: str) -> tuple[list[Candidate], str]:
+    async def _vote_candidates(self, source: str, domain: str) -> tuple[list[Candidate], str]:
+        book = self.reputation
+
+        def expertise(peer: str) -> float | None:
+            # No domain on the record: nobody is an expert in it, the choice is by chance.
+            return book.expertise(peer, domain) if domain else None
+
         return await peer_candidates(
-            self.membership.live_peers(), source, self.principals, self.band_of, lambda _: None
+            self.membership.live_peers(), source, self.principals, self.band_of, expertise
         )
 
     async def _ask_vote(self, voter: str, raw: bytes, round_id: str) -> Vote | None:

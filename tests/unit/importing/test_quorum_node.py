@@ -13,6 +13,7 @@ import json
 import random
 import uuid
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -144,6 +145,8 @@ class Node:
         )
         self.ask: Callable[[str, bytes, str], Coroutine[Any, Any, Vote | None]] = self._no_vote
         self.peers: list[str] = [v.node_id for v in VOTERS] + [SOURCE.node_id]
+        #: (peer, domain) -> expertise this node's reputation book holds (none: unknown).
+        self.expertise: dict[tuple[str, str], float] = {}
         self.collector = QuorumCollector(
             self.store,
             lambda: self.pipeline,
@@ -153,8 +156,12 @@ class Node:
             params=PARAMS,
             reputation=ReputationParams(),
             ask=lambda v, raw, r: self.ask(v, raw, r),
-            candidates=lambda source: peer_candidates(
-                self.peers, source, self.principals, lambda _: PeerBand.NEUTRAL, lambda _: None
+            candidates=lambda source, domain: peer_candidates(
+                self.peers,
+                source,
+                self.principals,
+                lambda _: PeerBand.NEUTRAL,
+                lambda peer: self.expertise.get((peer, domain)),
             ),
             sink=self.events,
         )
@@ -399,6 +406,21 @@ def test_too_few_eligible_voters_form_no_quorum() -> None:
     entry = node.ledger.entry(SignedMemory.from_json(high_stakes_record()).content_hash)
     assert entry is not None and entry.reason == "too_few_voters"
     assert SOURCE.node_id not in entry.voters
+
+
+def test_experts_in_the_records_domain_are_asked_first() -> None:
+    node = Node(SELF)
+    # Three of seven candidates proved themselves in security; the quorum asks only four.
+    node.collector.params = replace(PARAMS, voters=4)
+    experts = {v.node_id for v in VOTERS[4:]}
+    node.expertise = {(peer, "security"): 0.9 for peer in experts}
+    # Expert elsewhere counts for nothing here.
+    node.expertise[(VOTERS[0].node_id, "frontend")] = 0.95
+    run(quarantined(node, high_stakes_record()))
+    run(node.collector.once())
+    entry = node.ledger.entry(SignedMemory.from_json(high_stakes_record()).content_hash)
+    assert entry is not None and len(entry.voters) == 4
+    assert experts <= set(entry.voters)
 
 
 def test_many_keys_of_one_principal_count_as_one_voter() -> None:
