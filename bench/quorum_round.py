@@ -215,7 +215,7 @@ class GrpcQuorumRunner:
             params=params,
             reputation=ReputationParams(),
             ask=ask,
-            candidates=lambda source: peer_candidates(
+            candidates=lambda source, _domain: peer_candidates(
                 peers, source, principals, lambda _: PeerBand.NEUTRAL, lambda _: None
             ),
             sink=_Sink(),
