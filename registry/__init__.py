@@ -14,10 +14,12 @@ from lamarck.registry.records import (
     Endorsement,
     EnrollmentToken,
     Registration,
+    Retraction,
     Revocation,
     sign_endorsement,
     sign_enrollment,
     sign_registration,
+    sign_retraction,
     sign_revocation,
 )
 from lamarck.registry.redis_directory import RedisPeerDirectory, RedisRecords, connect_redis
@@ -45,6 +47,7 @@ __all__ = [
     "Registration",
     "RegistryClient",
     "RegistryParams",
+    "Retraction",
     "Revocation",
     "TickResult",
     "check_registration",
@@ -52,5 +55,6 @@ __all__ = [
     "sign_endorsement",
     "sign_enrollment",
     "sign_registration",
+    "sign_retraction",
     "sign_revocation",
 ]

@@ -1,10 +1,11 @@
-"""``CachedDirectory``: a node's local copy of the peer list, pins and revocations.
+"""``CachedDirectory``: a node's local copy of the peer list, pins, revocations and
+retractions.
 
 Reads go to the backing directory and refresh the copy; when it is unavailable they are
 served from the copy, so gossip and imports keep working through a Redis outage. Writes
-(nonces, registrations, heartbeats, rotations, revocations, endorsements) always go to the
-backing directory and fail with ``RegistryError(reason="unavailable")`` while it is down:
-nobody can be admitted without the registry.
+(nonces, registrations, heartbeats, rotations, revocations, retractions, endorsements) always
+go to the backing directory and fail with ``RegistryError(reason="unavailable")`` while it is
+down: nobody can be admitted without the registry.
 
 The copy lives in memory and, when a path is given, in a JSON file in the node's home, so a
 node restarted during an outage still knows its peers. ``refresh()`` pulls a fresh copy; the
@@ -13,6 +14,7 @@ node calls it every ``cache_refresh_interval_s`` (no timers in here).
 Revocations are never forgotten: the backing directory reports only revocations the
 operator signed, and the copy keeps the union of every one it has been told of (in memory
 and in the file), so somebody deleting Redis keys later cannot un-revoke an id for this node.
+Retractions of records likewise: each operator-signed retraction seen is kept for good.
 
 Retired keys are never believed again. When the registry serves an id a pin other than the
 cached one (or, on first sight, a key the id is not derived from), the copy reads the id's
@@ -41,7 +43,13 @@ from lamarck.proto.clock import Clock
 from lamarck.proto.identity import b64u_decode, node_id_for
 from lamarck.proto.timefmt import format_ts, parse_ts
 from lamarck.registry.directory import IssuedNonce, PeerDirectory, PeerInfo
-from lamarck.registry.records import AdmissionProof, Endorsement, Registration, Revocation
+from lamarck.registry.records import (
+    AdmissionProof,
+    Endorsement,
+    Registration,
+    Retraction,
+    Revocation,
+)
 
 __all__ = ["CachedDirectory"]
 
@@ -74,6 +82,8 @@ class CachedDirectory(PeerDirectory):
         # Principals seen while the registry answered (in memory only: re-learnt after a restart).
         self._principals: dict[str, str] = {}
         self._revoked: set[str] = set()
+        # Every operator-signed retraction seen, by the content hash it retracts.
+        self._retractions: dict[str, Retraction] = {}
         # Per id, the keys a verified rotation retired: never believed again as its pin.
         self._retired: dict[str, set[str]] = {}
         # (id, key) pairs already logged as a retired key served as the pin.
@@ -95,10 +105,12 @@ class CachedDirectory(PeerDirectory):
         return self._inner
 
     async def refresh(self) -> bool:
-        """Pull live peers and revocations; False (logged, copy kept) if unavailable."""
+        """Pull live peers, revocations and retractions; False (logged, copy kept) if
+        unavailable."""
         try:
             peers = await self._inner.live_peers()
             revoked = await self._inner.revoked_ids()
+            retractions = await self._inner.retractions()
         except RegistryError as e:
             if not _is_outage(e):
                 raise
@@ -113,6 +125,8 @@ class CachedDirectory(PeerDirectory):
         self._revoked |= revoked
         for node_id in self._revoked:
             self._peers.pop(node_id, None)
+        for retraction in retractions:
+            self._retractions.setdefault(retraction.content_hash, retraction)
         self._refreshed_at = self._clock.now()
         self._save()
         return True
@@ -185,6 +199,13 @@ class CachedDirectory(PeerDirectory):
         if not isinstance(ids, _Down) and not ids <= self._revoked:
             self._learn_revoked(ids)
         return frozenset(self._revoked)
+
+    async def retractions(self) -> tuple[Retraction, ...]:
+        """Every retraction in the registry now or ever seen by this node, by content hash."""
+        found = await self._try(self._inner.retractions)
+        if not isinstance(found, _Down):
+            self._learn_retractions(found)
+        return tuple(self._retractions[h] for h in sorted(self._retractions))
 
     async def principals(self, node_ids: Sequence[str]) -> dict[str, str]:
         """Principals from the registry (remembered), or the remembered ones while it is down.
@@ -266,6 +287,11 @@ class CachedDirectory(PeerDirectory):
         await self._write(self._inner.revoke(revocation))
         self._learn_revoked({revocation.node_id})
 
+    async def retract(self, retraction: Retraction) -> None:
+        """Pass-through; the copy keeps it at once."""
+        await self._write(self._inner.retract(retraction))
+        self._learn_retractions((retraction,))
+
     async def endorse(self, endorsement: Endorsement) -> None:
         """Pass-through."""
         await self._write(self._inner.endorse(endorsement))
@@ -330,6 +356,13 @@ class CachedDirectory(PeerDirectory):
             self._peers.pop(node_id, None)
         self._save()
 
+    def _learn_retractions(self, found: Sequence[Retraction]) -> None:
+        """Keep newly seen retractions for good and persist them at once."""
+        new = {r.content_hash: r for r in found if r.content_hash not in self._retractions}
+        if new:
+            self._retractions.update(new)
+            self._save()
+
     def _mark_down(self, e: RegistryError) -> None:
         if self.available:
             log.warning("registry unavailable; serving peers from cache", extra={"error": str(e)})
@@ -349,6 +382,7 @@ class CachedDirectory(PeerDirectory):
             "peers": [_peer_to_json(p) for p in self._peers.values()],
             "pins": self._pins,
             "revoked": sorted(self._revoked),
+            "retractions": [self._retractions[h].wire() for h in sorted(self._retractions)],
             "retired": {i: sorted(keys) for i, keys in sorted(self._retired.items())},
         }
         tmp = self._path.with_name(self._path.name + ".tmp")
@@ -374,6 +408,8 @@ class CachedDirectory(PeerDirectory):
             revoked = {str(i) for i in data["revoked"]}
             # Absent from files written before retired keys were kept.
             retired = {str(i): {str(k) for k in ks} for i, ks in data.get("retired", {}).items()}
+            # Absent from files written before retractions were kept.
+            retractions = [Retraction.from_wire(r) for r in data.get("retractions", [])]
             refreshed = parse_ts(data["refreshed_at"]) if data["refreshed_at"] else None
         except FileNotFoundError:
             return
@@ -384,6 +420,7 @@ class CachedDirectory(PeerDirectory):
             )
             return
         self._revoked |= revoked
+        self._retractions.update((r.content_hash, r) for r in retractions)
         for node_id, keys in retired.items():
             self._retired.setdefault(node_id, set()).update(keys)
         self._peers = {p.node_id: p for p in peers if p.node_id not in self._revoked}

@@ -1,4 +1,5 @@
-"""The ``PeerDirectory`` port: who exists, their pinned keys, admission, liveness.
+"""The ``PeerDirectory`` port: who exists, their pinned keys, admission, liveness, and the
+operator's signed statements (revocations of identities, retractions of records).
 
 Adapters: ``lamarck.registry.redis_directory.RedisPeerDirectory`` (the real one),
 ``lamarck.registry.memory_directory.InMemoryPeerDirectory`` (the same directory logic,
@@ -8,6 +9,16 @@ local copy when it is down). One contract suite runs against each
 (``tests/contract/test_peer_directory_contract.py``). Admission and pinning decisions are the
 pure rules of ``lamarck.registry.rules``; adapters look up the values those rules need and
 persist the result.
+
+The registry is how the network spreads operator-signed statements. The operator publishes
+a revocation (``revoke``) or a retraction of one record (``retract``) once, in the shared
+registry; every node reads the registry at each refresh (``CachedDirectory.refresh``, every
+registry round of its membership) and its taint sweep reads them again (every
+``sweep_interval_s``), each node judging each record against its own configured operator
+key. The records never expire, so a node that was offline (or not yet started) when one was
+made acts on it at its first read once it is back; a node keeps every one it has seen,
+through an outage and a restart, so deleting the record from the registry later undoes
+nothing for it.
 
 Every method raises ``RegistryError`` (reason ``unavailable`` when the backing store cannot be
 reached) or ``AdmissionRefused`` for a refused registration.
@@ -21,7 +32,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lamarck.registry.records import AdmissionProof, Endorsement, Registration, Revocation
+from lamarck.registry.records import (
+    AdmissionProof,
+    Endorsement,
+    Registration,
+    Retraction,
+    Revocation,
+)
 
 __all__ = ["IssuedNonce", "PeerDirectory", "PeerInfo"]
 
@@ -115,6 +132,15 @@ class PeerDirectory(abc.ABC):
     @abc.abstractmethod
     async def revoked_ids(self) -> frozenset[str]:
         """All revoked ids."""
+
+    @abc.abstractmethod
+    async def retract(self, retraction: Retraction) -> None:
+        """Publish an operator-signed retraction of one record (checked first: anything the
+        network's operator key did not sign is refused, ``RegistryError(bad_retraction)``)."""
+
+    @abc.abstractmethod
+    async def retractions(self) -> tuple[Retraction, ...]:
+        """Every retraction on record that the operator signed, by content hash."""
 
     @abc.abstractmethod
     async def endorse(self, endorsement: Endorsement) -> None:

@@ -45,6 +45,8 @@ class _Records:
     index: set[str] = field(default_factory=set)
     revoked: set[str] = field(default_factory=set)
     revocations: dict[str, str] = field(default_factory=dict)
+    #: Per content hash, its retraction record (the Redis ``retractions`` hash: one key).
+    retractions: dict[str, str] = field(default_factory=dict)
     endorsements: dict[str, _Expiring] = field(default_factory=dict)
     #: Per endorser, the ids it admitted (the Redis ``endorsees:<id>`` sets).
     endorsees: dict[str, set[str]] = field(default_factory=dict)
@@ -61,7 +63,7 @@ class _Records:
             self.endorsements,
         )
         sets = sum(1 for ids in (self.index, self.revoked, *self.endorsees.values()) if ids)
-        return sets + sum(len(m) for m in maps)
+        return sets + sum(len(m) for m in maps) + (1 if self.retractions else 0)
 
 
 class InMemoryRecords(DirectoryRecords):
@@ -197,6 +199,14 @@ class InMemoryRecords(DirectoryRecords):
     async def revoked_index(self) -> list[tuple[str, str | None]]:
         """The revoked index, sorted, with each id's record."""
         return [(i, self._r.revocations.get(i)) for i in sorted(self._r.revoked)]
+
+    async def put_retraction(self, content_hash: str, record: str) -> None:
+        """Keep (for good)."""
+        self._r.retractions[content_hash] = record
+
+    async def retraction_records(self) -> list[tuple[str, str]]:
+        """Every kept retraction, by hash."""
+        return sorted(self._r.retractions.items())
 
     async def put_endorsement(self, endorsee_id: str, record: str, expires_at: datetime) -> None:
         """Keep until ``expires_at``."""

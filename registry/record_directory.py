@@ -16,6 +16,8 @@ The records, per id (see ``lamarck.registry.redis_directory`` for their Redis ke
 - the **listing** (signed registration + registration time) that lives for
   ``heartbeat_ttl_s`` unless refreshed, and an index of ids that may be listed;
 - the **revoked** index and each id's operator-signed **revocation** record (what counts);
+- the operator-signed **retraction** records, by the content hash each retracts (never
+  expire: a node that was offline when one was made reads it when it is back);
 - the latest **endorsement** published for an id, until it expires;
 - per endorser, the **endorsees** it admitted (never forgotten, revoked ones included), which
   the endorsement cap (``PrincipalParams.max_identities_per_endorser``) counts.
@@ -26,7 +28,8 @@ serves them, so quorums and corroboration count operators and endorsement roots,
 A reader trusts no record for what it is, only for what it proves: an id is served (listed,
 or its pin returned) only if its admission proof verifies with THIS directory's own mode and
 operator key; a listed registration is re-verified and compared with the pin; an id counts
-as revoked only if an operator-signed revocation record is on file.
+as revoked only if an operator-signed revocation record is on file, and a record as
+retracted only if an operator-signed retraction of its content hash is.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ from lamarck.registry.records import (
     AdmissionProof,
     Endorsement,
     Registration,
+    Retraction,
     Revocation,
     parse_record_ts,
 )
@@ -77,6 +81,7 @@ from lamarck.registry.rules import (
     Admitted,
     check_endorsement,
     check_registration,
+    check_retraction,
     check_revocation,
     verify_signed_by,
 )
@@ -184,6 +189,14 @@ class DirectoryRecords(abc.ABC):
     @abc.abstractmethod
     async def revoked_index(self) -> list[tuple[str, str | None]]:
         """Each id of the revoked index (sorted) with its revocation record, if any."""
+
+    @abc.abstractmethod
+    async def put_retraction(self, content_hash: str, record: str) -> None:
+        """Keep ``record`` as the retraction of ``content_hash`` (replacing an earlier one)."""
+
+    @abc.abstractmethod
+    async def retraction_records(self) -> list[tuple[str, str]]:
+        """Every retraction record with the content hash it is kept under, sorted by hash."""
 
     @abc.abstractmethod
     async def put_endorsement(self, endorsee_id: str, record: str, expires_at: datetime) -> None:
@@ -699,6 +712,59 @@ class RecordDirectory(PeerDirectory):
             for i, raw in index
             if raw is not None and self._revoked(IdFacts(i, None, None, revocation=raw), now)
         )
+
+    async def retract(self, retraction: Retraction) -> None:
+        """Publish an operator-signed retraction (checked first, ``bad_retraction``)."""
+        check_retraction(
+            retraction,
+            operator_public_key=self._operator_key,
+            params=self._params,
+            now=self._clock.now(),
+        )
+        await self._records.put_retraction(retraction.content_hash, json.dumps(retraction.wire()))
+        log.warning("record retracted", extra={"content_hash": retraction.content_hash})
+
+    async def retractions(self) -> tuple[Retraction, ...]:
+        """The retractions on record that verify against this directory's operator key, by
+        content hash; any other record (unsigned, another key's, kept under another hash) is
+        logged once per memo lifetime and retracts nothing."""
+        now = self._clock.now()
+        found = []
+        for content_hash, raw in await self._records.retraction_records():
+            retraction = self._retraction_holds(content_hash, raw, now)
+            if retraction is not None:
+                found.append(retraction)
+        return tuple(found)
+
+    def _retraction_holds(self, content_hash: str, raw: str, now: datetime) -> Retraction | None:
+        """The retraction ``raw`` if it is the operator's, of ``content_hash``; else ``None``."""
+        key = ("retraction", content_hash, raw, self._operator_key)
+        known = self._memo.get(key, now)
+        if known is False:
+            return None
+        try:
+            retraction = Retraction.from_wire(json.loads(raw))
+            # Verified within the memo's lifetime: the Ed25519 check is not repeated.
+            if known is not True:
+                if retraction.content_hash != content_hash:
+                    raise RegistryError(
+                        "retraction kept under another hash", reason="bad_retraction"
+                    )
+                check_retraction(
+                    retraction, operator_public_key=self._operator_key, params=self._params, now=now
+                )
+        except (ValueError, InvalidRecord, RegistryError) as e:
+            log.warning(
+                "ignoring a retraction that does not verify",
+                extra={"content_hash": content_hash, "error": str(e)},
+            )
+            # Keyed by the exact record: a refusal is judged again once the memo expires (a
+            # record dated slightly ahead becomes valid), and logged once per judgement.
+            self._memo.put(key, False, now)
+            return None
+        if known is not True:
+            self._memo.put(key, True, now)
+        return retraction
 
     async def endorse(self, endorsement: Endorsement) -> None:
         """Check and publish an endorsement until it expires; the endorser must be admitted

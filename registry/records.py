@@ -1,4 +1,5 @@
-"""The registry's signed records: registration, endorsement, enrollment token, revocation.
+"""The registry's signed records: registration, endorsement, enrollment token, revocation,
+retraction.
 
 Each model is strict, frozen and refuses unknown members, so an invalid record cannot exist:
 ``from_wire`` turns any parse failure into ``InvalidRecord(reason="malformed")``. Times are
@@ -9,8 +10,9 @@ The signed object is ``wire()``: the model's JSON form with absent optional memb
 (never ``null``). ``sign_*`` build a record and sign that form; the rules in
 ``lamarck.registry.rules`` verify it.
 
-Operator statements (enrollment tokens and revocations) are signed under the ``enrollment``
-record kind and carry a ``type`` member each, so one can never be presented as the other.
+Operator statements (enrollment tokens, revocations of an identity, retractions of one
+record) are signed under the ``enrollment`` record kind and carry a ``type`` member each, so
+one can never be presented as another.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ __all__ = [
     "PublicKeyB64",
     "Registration",
     "RegistryRecord",
+    "Retraction",
     "Revocation",
     "SignatureBlock",
     "Timestamp",
@@ -55,6 +58,7 @@ __all__ = [
     "sign_endorsement",
     "sign_enrollment",
     "sign_registration",
+    "sign_retraction",
     "sign_revocation",
 ]
 
@@ -62,6 +66,7 @@ __all__ = [
 MAX_DOMAINS = 32
 _MAX_DOMAIN_LEN = 64
 _MAX_TEXT = 256
+_HEX64_RE = re.compile(r"^[0-9a-f]{64}$")
 # host:port, host being a DNS name, IPv4, or a bracketed IPv6 literal.
 _ADDRESS_RE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253}):([0-9]{1,5})$")
 
@@ -168,6 +173,24 @@ class Revocation(RegistryRecord):
     node_id: NodeId
     reason: str = Field(min_length=1, max_length=_MAX_TEXT)
     created_at: Timestamp
+
+
+class Retraction(RegistryRecord):
+    """The operator retracts one record (by its content hash): its lesson leaves every prompt
+    on every node that holds it, as a revoked source's do (``lamarck.consensus.taint``)."""
+
+    type: Literal["retraction"] = "retraction"
+    #: The retracted record's content hash (sha256 hex of its canonical signed bytes).
+    content_hash: str
+    reason: str = Field(min_length=1, max_length=_MAX_TEXT)
+    created_at: Timestamp
+
+    @field_validator("content_hash")
+    @classmethod
+    def _content_hash(cls, v: str) -> str:
+        if not _HEX64_RE.match(v):
+            raise ValueError("content_hash is 64 lowercase hex digits (a sha256)")
+        return v
 
 
 class Admission(_Model):
@@ -366,6 +389,20 @@ def sign_revocation(
     }
     revocation: Revocation = _signed(Revocation, RecordKind.enrollment, body, operator)
     return revocation
+
+
+def sign_retraction(
+    operator: NodeIdentity, *, content_hash: str, reason: str, created_at: datetime
+) -> Retraction:
+    """Build and sign an operator retraction of the record whose content hash is given."""
+    body = {
+        "type": "retraction",
+        "content_hash": content_hash,
+        "reason": reason,
+        "created_at": format_ts(created_at),
+    }
+    retraction: Retraction = _signed(Retraction, RecordKind.enrollment, body, operator)
+    return retraction
 
 
 def parse_record_ts(value: str) -> datetime:

@@ -17,6 +17,9 @@ Key layout, all under ``lamarck:{namespace}:`` so deployments (and tests) never 
   refreshed by ``heartbeat``. ``peers`` is the set of ids that may be live (an index, pruned).
 - ``revoked`` → set of revoked ids, an index only; ``revocation:<id>`` → the operator's
   signed record, which is what counts.
+- ``retractions`` → a hash: content hash → the operator's signed retraction of that record
+  (``lamarck registry retract``). Never expires: a node offline when it was made reads it
+  when it is back. Only a record the reader's operator key signed retracts anything.
 - ``endorsement:<id>`` → the latest endorsement published for ``id``, expiring with it.
 - ``endorsees:<id>`` → set of the ids ``id`` admitted by endorsement (revoked ones too), which
   the endorsement cap counts; added to by a script that checks the cap atomically. Never expires.
@@ -352,6 +355,17 @@ class RedisRecords(DirectoryRecords):
                 await self._r.mget([self._key("revocation", i) for i in members]) if members else []
             )
         return [(i, _opt_text(raw)) for i, raw in zip(members, records, strict=True)]
+
+    async def put_retraction(self, content_hash: str, record: str) -> None:
+        """HSET in the ``retractions`` hash."""
+        async with _translated():
+            await self._r.hset(self._key("retractions"), content_hash, record)
+
+    async def retraction_records(self) -> list[tuple[str, str]]:
+        """HGETALL of the ``retractions`` hash, sorted by content hash."""
+        async with _translated():
+            kept = await self._r.hgetall(self._key("retractions"))
+        return sorted((_text(k), _text(v)) for k, v in kept.items())
 
     async def put_endorsement(self, endorsee_id: str, record: str, expires_at: datetime) -> None:
         """SET with an absolute expiry."""

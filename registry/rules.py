@@ -1,4 +1,5 @@
-"""The registry's pure rules: admission (the Sybil gate), key pinning, revocation. No I/O.
+"""The registry's pure rules: admission (the Sybil gate), key pinning, revocation and
+retraction. No I/O.
 
 ``check_registration`` decides from values the directory looked up (the nonce's issue time,
 the id's pinned key, the revoked ids, the admitted ids with their keys, the operator key) and
@@ -45,6 +46,7 @@ from lamarck.registry.records import (
     EnrollmentToken,
     Registration,
     RegistryRecord,
+    Retraction,
     Revocation,
     parse_record_ts,
 )
@@ -57,6 +59,7 @@ __all__ = [
     "check_endorsement",
     "check_enrollment",
     "check_registration",
+    "check_retraction",
     "check_revocation",
     "pin_decision",
     "verify_signed_by",
@@ -317,6 +320,28 @@ def check_enrollment(
         raise _refuse(bad, f"enrollment signature: {e}", cause=e.reason) from e
 
 
+def _operator_statement_refusal(
+    what: str,
+    record: Revocation | Retraction,
+    *,
+    operator_public_key: str | None,
+    params: RegistryParams,
+    now: datetime,
+) -> str | None:
+    """Why an operator statement (revocation, retraction) is not the operator's, or ``None``:
+    (1) a key to judge it by is configured, (2) it is not dated ahead of ``now`` beyond the
+    skew, (3) the operator key signed it."""
+    if operator_public_key is None:
+        return "no operator key is configured"
+    if parse_record_ts(record.created_at) > now + timedelta(seconds=params.max_future_skew_s):
+        return f"{what} issued in the future"
+    try:
+        verify_signed_by(RecordKind.enrollment, record, operator_public_key)
+    except (VerificationError, InvalidRecord) as e:
+        return f"{what} signature: {e}"
+    return None
+
+
 def check_revocation(
     revocation: Revocation,
     *,
@@ -325,14 +350,30 @@ def check_revocation(
     now: datetime,
 ) -> None:
     """Check a revocation is the operator's; raise ``RegistryError(reason="bad_revocation")``."""
-    if operator_public_key is None:
-        raise RegistryError("no operator key is configured", reason="bad_revocation")
-    if parse_record_ts(revocation.created_at) > now + timedelta(seconds=params.max_future_skew_s):
-        raise RegistryError("revocation issued in the future", reason="bad_revocation")
-    try:
-        verify_signed_by(RecordKind.enrollment, revocation, operator_public_key)
-    except (VerificationError, InvalidRecord) as e:
-        raise RegistryError(f"revocation signature: {e}", reason="bad_revocation") from e
+    why = _operator_statement_refusal(
+        "revocation", revocation, operator_public_key=operator_public_key, params=params, now=now
+    )
+    if why is not None:
+        raise RegistryError(why, reason="bad_revocation")
+
+
+def check_retraction(
+    retraction: Retraction,
+    *,
+    operator_public_key: str | None,
+    params: RegistryParams,
+    now: datetime,
+) -> None:
+    """Check a retraction is the operator's; raise ``RegistryError(reason="bad_retraction")``.
+
+    Anything not signed by the network's operator key retracts nothing: a node, or anyone
+    with write access to the registry, cannot take another's lesson out of every prompt.
+    """
+    why = _operator_statement_refusal(
+        "retraction", retraction, operator_public_key=operator_public_key, params=params, now=now
+    )
+    if why is not None:
+        raise RegistryError(why, reason="bad_retraction")
 
 
 class PinReason(StrEnum):

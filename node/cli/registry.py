@@ -9,7 +9,12 @@
   endorsement is published in that node's registry, where the new node picks it up at its
   next registration attempt (every heartbeat interval).
 * ``revoke``: an operator-signed revocation, published in the registry of ``--home``.
-* ``peers``: the live peers and the revoked ids of the network of ``--home``.
+* ``retract``: an operator-signed retraction of one record (by its content hash), published
+  in the registry of ``--home``: every node that holds the record takes its lesson out of
+  every prompt at its next taint sweep (``lamarck.consensus.taint``), the other lessons of
+  the same source staying.
+* ``peers``: the live peers, the revoked ids and the retracted records of the network of
+  ``--home``.
 
 The network of ``--home`` is the one its settings name (``load_settings``: ``LAMARCK_*``
 variables, then ``<home>/lamarck.toml``): ``redis_url`` and ``redis_namespace``, or without a
@@ -43,7 +48,13 @@ from lamarck.proto.keys import load_private_key, save_private_key, show_keys
 from lamarck.proto.timefmt import format_ts
 from lamarck.registry.directory import PeerInfo
 from lamarck.registry.params import AdmissionMode, RegistryParams
-from lamarck.registry.records import sign_endorsement, sign_enrollment, sign_revocation
+from lamarck.registry.records import (
+    Retraction,
+    sign_endorsement,
+    sign_enrollment,
+    sign_retraction,
+    sign_revocation,
+)
 
 __all__ = [
     "app",
@@ -55,6 +66,8 @@ __all__ = [
     "peer_json",
     "peers",
     "register",
+    "retract",
+    "retraction_json",
     "revoke",
 ]
 
@@ -68,12 +81,12 @@ _T = TypeVar("_T")
 
 app = typer.Typer(
     name="registry",
-    help="Run an admitted network: operator key, enroll, endorse, revoke, list peers.",
+    help="Run an admitted network: operator key, enroll, endorse, revoke, retract, list peers.",
     no_args_is_help=True,
 )
 operator_key_app = typer.Typer(
     name="operator-key",
-    help="The operator's key: it signs enrollment tokens and revocations.",
+    help="The operator's key: it signs enrollment tokens, revocations and retractions.",
     no_args_is_help=True,
 )
 app.add_typer(operator_key_app)
@@ -93,6 +106,12 @@ _OperatorKeyOption = Annotated[
 _DaysOption = Annotated[
     int,
     typer.Option("--days", min=1, max=_MAX_DAYS, help="Days until the record expires."),
+]
+_ReasonOption = Annotated[
+    str,
+    typer.Option(
+        "--reason", metavar="TEXT", help="Why (kept with the record).", show_default=False
+    ),
 ]
 _PublicKeyOption = Annotated[
     str | None,
@@ -420,28 +439,27 @@ def endorse(
 # -- revoke -------------------------------------------------------------------------------
 
 
-@app.command()
-def revoke(
-    node_id: Annotated[str, typer.Argument(metavar="NODE_ID", help="The node to revoke.")],
-    reason: Annotated[
-        str,
-        typer.Option(
-            "--reason", metavar="TEXT", help="Why (kept with the record).", show_default=False
-        ),
-    ],
-    operator_key: _OperatorKeyOption,
-    home: HomeOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Revoke NODE_ID for good: the registry unlists it and refuses it from now on."""
-    _checked_node_id(node_id)
+def _checked_reason(reason: str) -> str:
     if not reason.strip() or len(reason) > 256:
         raise ConfigError("--reason is 1 to 256 characters", reason="invalid_reason")
-    where = resolve_home(home)
-    settings = load_settings(home=where)
+    return reason
+
+
+def _checked_content_hash(value: str) -> str:
+    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        raise ConfigError(
+            f"{value!r} is not a content hash (64 lowercase hex digits, as `lamarck quarantine "
+            "list` and `lamarck lessons show` print it)",
+            reason="invalid_content_hash",
+        )
+    return value
+
+
+def _network_operator(where: Path, settings: NodeSettings, operator_key: Path) -> NodeIdentity:
+    """The operator key of ``operator_key``, refused unless it is the network's own."""
     operator = load_private_key(operator_key)
-    # The registry checks revocations against the network's operator key: say which key is
-    # wrong rather than let it answer "bad signature".
+    # The registry checks operator statements against the network's operator key: say which
+    # key is wrong rather than let it answer "bad signature".
     if not settings.operator_public_key:
         raise ConfigError(
             f"the network of {where} names no operator_public_key; set it to "
@@ -455,6 +473,23 @@ def revoke(
             f"{settings.operator_public_key})",
             reason="operator_key_mismatch",
         )
+    return operator
+
+
+@app.command()
+def revoke(
+    node_id: Annotated[str, typer.Argument(metavar="NODE_ID", help="The node to revoke.")],
+    reason: _ReasonOption,
+    operator_key: _OperatorKeyOption,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Revoke NODE_ID for good: the registry unlists it and refuses it from now on."""
+    _checked_node_id(node_id)
+    _checked_reason(reason)
+    where = resolve_home(home)
+    settings = load_settings(home=where)
+    operator = _network_operator(where, settings, operator_key)
     revocation = sign_revocation(
         operator, node_id=node_id, reason=reason, created_at=SystemClock().now()
     )
@@ -475,6 +510,59 @@ def revoke(
         key_value_table("revoked", facts)
 
 
+# -- retract ------------------------------------------------------------------------------
+
+
+def retraction_json(retraction: Retraction) -> dict[str, Any]:
+    """A retraction as plain JSON: what it retracts, why, when, and who signed it."""
+    return {
+        "content_hash": retraction.content_hash,
+        "reason": retraction.reason,
+        "created_at": retraction.created_at,
+        "signed_by": retraction.signed_by,
+    }
+
+
+@app.command()
+def retract(
+    content_hash: Annotated[
+        str,
+        typer.Option(
+            "--content-hash",
+            metavar="HASH",
+            help="The record's content hash (sha256 hex of its signed bytes).",
+            show_default=False,
+        ),
+    ],
+    reason: _ReasonOption,
+    operator_key: _OperatorKeyOption,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Retract one record for good: every node holding it takes its lesson out of every prompt
+    and re-quarantines it ``retracted_record``; the source's other lessons stay."""
+    _checked_content_hash(content_hash)
+    _checked_reason(reason)
+    where = resolve_home(home)
+    settings = load_settings(home=where)
+    operator = _network_operator(where, settings, operator_key)
+    retraction = sign_retraction(
+        operator, content_hash=content_hash, reason=reason, created_at=SystemClock().now()
+    )
+
+    async def publish(directory: Any) -> None:
+        await directory.retract(retraction)
+
+    _run_on_registry(where, settings, publish)
+    facts = {**retraction_json(retraction), "namespace": settings.redis_namespace}
+    if as_json:
+        emit_json(facts)
+    else:
+        key_value_table(
+            "published retraction (each node takes the lesson out at its next taint sweep)", facts
+        )
+
+
 # -- peers --------------------------------------------------------------------------------
 
 
@@ -492,14 +580,21 @@ def peer_json(peer: PeerInfo) -> dict[str, Any]:
 
 @app.command()
 def peers(home: HomeOption = None, as_json: JsonOption = False) -> None:
-    """The live peers and the revoked ids, as the registry of --home's network shows them."""
+    """The live peers, the revoked ids and the retracted records, as the registry of --home's
+    network shows them."""
     where = resolve_home(home)
     settings = load_settings(home=where)
 
-    async def read(directory: Any) -> tuple[list[PeerInfo], frozenset[str]]:
-        return await directory.live_peers(), await directory.revoked_ids()
+    async def read(
+        directory: Any,
+    ) -> tuple[list[PeerInfo], frozenset[str], tuple[Retraction, ...]]:
+        return (
+            await directory.live_peers(),
+            await directory.revoked_ids(),
+            await directory.retractions(),
+        )
 
-    live, revoked = _run_on_registry(where, settings, read)
+    live, revoked, retracted = _run_on_registry(where, settings, read)
     if as_json:
         emit_json(
             {
@@ -507,6 +602,7 @@ def peers(home: HomeOption = None, as_json: JsonOption = False) -> None:
                 "admission": settings.admission,
                 "peers": [peer_json(p) for p in live],
                 "revoked": sorted(revoked),
+                "retracted": [retraction_json(r) for r in retracted],
             }
         )
         return
@@ -522,6 +618,13 @@ def peers(home: HomeOption = None, as_json: JsonOption = False) -> None:
     )
     if revoked:
         print_table(f"{len(revoked)} revoked id(s)", ["node id"], ((i,) for i in sorted(revoked)))
+    if retracted:
+        print_table(
+            f"{len(retracted)} retracted record(s)",
+            ["content hash", "created at", "reason"],
+            ((r.content_hash, r.created_at, r.reason) for r in retracted),
+            no_wrap=("content hash", "created at"),
+        )
 
 
 def register(root: typer.Typer) -> None:

@@ -12,6 +12,7 @@ clock, so there it also polls the condition with a bound (never a sleep and an a
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 import uuid
@@ -43,9 +44,10 @@ from lamarck.registry.records import (
     sign_endorsement,
     sign_enrollment,
     sign_registration,
+    sign_retraction,
     sign_revocation,
 )
-from lamarck.registry.redis_directory import RedisPeerDirectory, connect_redis
+from lamarck.registry.redis_directory import RedisPeerDirectory, RedisRecords, connect_redis
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -136,6 +138,18 @@ class Registry:
         d: PeerDirectory = CachedDirectory(inner, clock=self.clock) if cached else inner
         self.opened.append(d)
         return d
+
+    async def write_retraction(self, content_hash: str, record: str) -> None:
+        """Write a retraction record straight into the store, around ``retract()`` (as anyone
+        with write access to the network's Redis could)."""
+        if self._url is None:
+            await self._records.put_retraction(content_hash, record)
+            return
+        raw = RedisRecords(connect_redis(self._url), namespace=self._namespace, owns_client=True)
+        try:
+            await raw.put_retraction(content_hash, record)
+        finally:
+            await raw.aclose()
 
     async def elapse(self, seconds: float, until: Callable[[], Awaitable[bool]]) -> None:
         """Let ``seconds`` pass, then ``until`` must hold (Redis: within a bound)."""
@@ -550,6 +564,43 @@ async def test_revoking_an_endorser_withdraws_the_admissions_it_granted(
     )
     assert set(await _ids(directory)) == {b, net.c.node_id}
     assert await directory.pinned_key(b) == net.b.public_key_b64
+
+
+async def test_an_operator_retraction_reaches_every_reader_even_one_opened_later(
+    registry: Registry, directory: PeerDirectory, net: Net
+) -> None:
+    now = net.clock.now()
+    assert await directory.retractions() == ()
+    first = sign_retraction(net.operator, content_hash="ab" * 32, reason="wrong", created_at=now)
+    second = sign_retraction(net.operator, content_hash="01" * 32, reason="stale", created_at=now)
+    await directory.retract(first)
+    await directory.retract(second)
+    assert await directory.retractions() == (second, first)  # by content hash
+    # A node that was not running when they were made reads them from the registry.
+    later = registry.directory(cached=True)
+    assert [r.content_hash for r in await later.retractions()] == ["01" * 32, "ab" * 32]
+    # A reader whose network has another operator believes none of them.
+    foreign = registry.directory(operator=net.a)
+    assert await foreign.retractions() == ()
+
+
+async def test_a_retraction_not_signed_by_the_operator_key_is_refused_and_retracts_nothing(
+    registry: Registry, directory: PeerDirectory, net: Net
+) -> None:
+    now = net.clock.now()
+    forged = sign_retraction(net.b, content_hash="ab" * 32, reason="spite", created_at=now)
+    with pytest.raises(RegistryError) as e:
+        await directory.retract(forged)
+    assert e.value.reason == "bad_retraction"
+    assert await directory.retractions() == ()
+    # Written around retract(): every reader judges the record itself and ignores it, as it
+    # ignores a genuine retraction kept under another record's hash.
+    await registry.write_retraction("ab" * 32, json.dumps(forged.wire()))
+    genuine = sign_retraction(net.operator, content_hash="cd" * 32, reason="x", created_at=now)
+    await registry.write_retraction("ef" * 32, json.dumps(genuine.wire()))
+    await registry.write_retraction("01" * 32, "{not json")
+    assert await directory.retractions() == ()
+    assert await registry.directory().retractions() == ()
 
 
 async def test_a_node_that_stops_heartbeating_drops_out_and_keeps_its_pin(

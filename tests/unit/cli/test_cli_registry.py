@@ -1,4 +1,5 @@
-"""`lamarck registry operator-key|enroll|endorse|revoke` on temporary files, no registry needed.
+"""`lamarck registry operator-key|enroll|endorse|revoke|retract` on temporary files, no registry
+needed.
 
 What talks to a registry (endorse, revoke and peers actually publishing and reading) is
 covered against a real Redis in tests/integration/sharing/test_admitted_network.py; here are
@@ -314,3 +315,29 @@ def test_revoke_needs_the_networks_operator_key(
     _config(home, operator_public_key=NodeIdentity.generate().public_key_b64)
     line = _refused([*args, "--home", str(home)], code=2)
     assert line.startswith("error: operator_key_mismatch: ")
+
+
+def test_retract_checks_the_hash_the_reason_and_the_networks_operator_key(
+    operator: tuple[Path, NodeIdentity], tmp_path: Path
+) -> None:
+    path, op = operator
+    home = tmp_path / "a"
+    _config(home, operator_public_key=op.public_key_b64)
+    args = ["registry", "retract", "--operator-key", str(path), "--home", str(home)]
+    line = _refused([*args, "--content-hash", "AB" * 32, "--reason", "x"], code=2)
+    assert line.startswith("error: invalid_content_hash: ")
+    line = _refused([*args, "--content-hash", "ab" * 31, "--reason", "x"], code=2)
+    assert line.startswith("error: invalid_content_hash: ")
+    line = _refused([*args, "--content-hash", "ab" * 32, "--reason", " "], code=2)
+    assert line.startswith("error: invalid_reason: ")
+    _config(home)
+    line = _refused([*args, "--content-hash", "ab" * 32, "--reason", "x"], code=2)
+    assert line.startswith("error: no_operator_key: ")
+    assert op.public_key_b64 in line
+    _config(home, operator_public_key=NodeIdentity.generate().public_key_b64)
+    line = _refused([*args, "--content-hash", "ab" * 32, "--reason", "x"], code=2)
+    assert line.startswith("error: operator_key_mismatch: ")
+    # With the right key, only the registry is missing (nothing is started for it).
+    _config(home, operator_public_key=op.public_key_b64)
+    line = _refused([*args, "--content-hash", "ab" * 32, "--reason", "x"])
+    assert line.startswith("error: registry_not_running: ")

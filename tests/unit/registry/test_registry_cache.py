@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import socket
 from pathlib import Path
 
@@ -9,8 +10,11 @@ import pytest
 
 from lamarck.errors import RegistryError
 from lamarck.proto.clock import FixedClock
+from lamarck.proto.identity import NodeIdentity
 from lamarck.registry.cache import CachedDirectory
+from lamarck.registry.memory_directory import InMemoryPeerDirectory
 from lamarck.registry.params import RegistryParams
+from lamarck.registry.records import sign_retraction
 from lamarck.registry.redis_directory import RedisPeerDirectory
 
 
@@ -55,3 +59,30 @@ async def test_writes_fail_as_unavailable_while_the_registry_is_down() -> None:
         assert not await cache.refresh()
     finally:
         await cache.aclose()
+
+
+async def test_a_retraction_seen_is_kept_through_data_loss_an_outage_and_a_restart(
+    tmp_path: Path,
+) -> None:
+    clock = FixedClock()
+    operator = NodeIdentity.generate(random.Random(5))
+    path = tmp_path / "peers.json"
+    registry = InMemoryPeerDirectory(
+        params=RegistryParams(), clock=clock, operator_public_key=operator.public_key_b64
+    )
+    cache = CachedDirectory(registry, clock=clock, path=path)
+    retraction = sign_retraction(
+        operator, content_hash="ab" * 32, reason="wrong", created_at=clock.now()
+    )
+    await registry.retract(retraction)  # published by another node's operator CLI
+    assert await cache.refresh()
+    await registry.clear_namespace()  # the registry loses it: this node does not
+    assert await registry.retractions() == ()
+    assert await cache.retractions() == (retraction,)
+    # Restarted during an outage: served from the file.
+    down = CachedDirectory(_unreachable(clock), clock=clock, path=path)
+    try:
+        assert await down.retractions() == (retraction,)
+        assert not down.available
+    finally:
+        await down.aclose()

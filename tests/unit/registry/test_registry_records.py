@@ -16,8 +16,11 @@ from lamarck.registry.records import (
     Admission,
     EnrollmentToken,
     Registration,
+    Retraction,
+    Revocation,
     sign_enrollment,
     sign_registration,
+    sign_retraction,
     sign_revocation,
 )
 
@@ -109,3 +112,30 @@ def test_revocation_cannot_pass_as_enrollment_token() -> None:
     )
     with pytest.raises(InvalidRecord):
         EnrollmentToken.from_wire(revocation.wire())
+
+
+def test_a_retraction_round_trips_and_names_one_record_by_its_hash() -> None:
+    operator = NodeIdentity.generate(random.Random(3))
+    now = FixedClock().now()
+    retraction = sign_retraction(operator, content_hash="ab" * 32, reason="wrong", created_at=now)
+    assert Retraction.from_wire(retraction.wire()) == retraction
+    assert retraction.wire()["type"] == "retraction"
+    assert retraction.signed_by == operator.public_key_b64
+    for bad in ("AB" * 32, "ab" * 31, "zz" * 32, ""):
+        with pytest.raises(InvalidRecord):
+            sign_retraction(operator, content_hash=bad, reason="wrong", created_at=now)
+    with pytest.raises(InvalidRecord):
+        sign_retraction(operator, content_hash="ab" * 32, reason="", created_at=now)
+
+
+def test_a_retraction_and_a_revocation_cannot_pass_as_each_other() -> None:
+    operator = NodeIdentity.generate(random.Random(4))
+    now = FixedClock().now()
+    retraction = sign_retraction(operator, content_hash="ab" * 32, reason="x", created_at=now)
+    revocation = sign_revocation(operator, node_id=operator.node_id, reason="x", created_at=now)
+    with pytest.raises(InvalidRecord):
+        Revocation.from_wire(retraction.wire())
+    with pytest.raises(InvalidRecord):
+        Retraction.from_wire(revocation.wire())
+    with pytest.raises(InvalidRecord):
+        EnrollmentToken.from_wire(retraction.wire())

@@ -24,9 +24,15 @@ from lamarck.registry.records import (
     sign_endorsement,
     sign_enrollment,
     sign_registration,
+    sign_retraction,
     sign_revocation,
 )
-from lamarck.registry.rules import AdmittedVia, check_registration, check_revocation
+from lamarck.registry.rules import (
+    AdmittedVia,
+    check_registration,
+    check_retraction,
+    check_revocation,
+)
 
 NONCE = "bm9uY2Utbm9uY2Utbm9uY2U"
 HOUR = timedelta(hours=1)
@@ -339,3 +345,24 @@ def test_revocation_must_be_signed_by_operator(w: World) -> None:
         )
     with pytest.raises(RegistryError, match="bad_revocation"):
         check_revocation(good, operator_public_key=None, params=params, now=w.now)
+
+
+def test_retraction_must_be_signed_by_operator_and_not_dated_ahead(w: World) -> None:
+    params = RegistryParams()
+    key = w.operator.public_key_b64
+    good = sign_retraction(w.operator, content_hash="cd" * 32, reason="wrong", created_at=w.now)
+    check_retraction(good, operator_public_key=key, params=params, now=w.now)
+    forged = sign_retraction(w.member, content_hash="cd" * 32, reason="spite", created_at=w.now)
+    with pytest.raises(RegistryError) as e:
+        check_retraction(forged, operator_public_key=key, params=params, now=w.now)
+    assert e.value.reason == "bad_retraction"
+    with pytest.raises(RegistryError, match="bad_retraction"):
+        check_retraction(good, operator_public_key=None, params=params, now=w.now)
+    ahead = w.now + timedelta(seconds=params.max_future_skew_s + 60)
+    early = sign_retraction(w.operator, content_hash="cd" * 32, reason="x", created_at=ahead)
+    with pytest.raises(RegistryError, match="bad_retraction"):
+        check_retraction(early, operator_public_key=key, params=params, now=w.now)
+    # Its signature covers the hash: the operator's retraction of one record retracts no other.
+    moved = good.model_copy(update={"content_hash": "ef" * 32})
+    with pytest.raises(RegistryError, match="bad_retraction"):
+        check_retraction(moved, operator_public_key=key, params=params, now=w.now)
