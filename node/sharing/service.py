@@ -169,6 +169,7 @@ class Sharing:
             params=params.taint,
             revoked=self._revoked,
             band_of=self.band_of,
+            directory=lambda: self.membership.directory,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._forwards: set[asyncio.Task[None]] = set()

@@ -1,19 +1,27 @@
-"""Taint on a node: lessons of a revoked or graylisted source leave every prompt at once.
+"""Taint on a node: lessons of a revoked or graylisted source, and lessons whose record the
+operator retracted, leave every prompt at once.
 
 Every ``sweep_interval_s`` the sweep reads the live lessons, asks which of their sources are
 tainted (the registry's operator-signed revocations, which every node reads from the shared
-registry and keeps in its cache, and this node's graylist) and applies the pure rule of
-``lamarck.consensus.taint``: each tainted lesson (imported from such a source, or local and
-learned only under such lessons) is **retired** (out of recall and prompts; the event log says
-why, actor ``taint``) and **re-quarantined** with reason ``tainted_source``, charged to the
-source, the record's bytes kept (history). An operator then releases (the lesson is active
-again, and the sweep leaves it alone from then on) or rejects (it stays retired) them, one by
-one or in bulk by reason and source (``lamarck quarantine release|reject --reason
-tainted_source --source ID``).
+registry and keeps in its cache, and this node's graylist) and which records are retracted
+(the registry's operator-signed retractions, read and kept the same way), and applies the pure
+rule of ``lamarck.consensus.taint``: each lesson it names (imported from a tainted source,
+holding a retracted record, or local and learned only under such lessons) is **retired** (out
+of recall and prompts; the event log says why, actor ``taint``) and **re-quarantined** with
+reason ``tainted_source`` or ``retracted_record``, charged to the source, the record's bytes
+kept (history). An operator then releases (the lesson is active again, and the sweep leaves
+it alone for that reason from then on) or rejects (it stays retired) them, one by one or in
+bulk by reason and source (``lamarck quarantine release|reject --reason tainted_source
+--source ID``, ``--reason retracted_record``).
+
+A retraction names a content hash: it reaches the nodes that hold that record's bytes (every
+imported copy). The author's own lesson is a local row without them (its published form is
+rebuilt at each publish), so there it is judged by its own outcomes; revoking the source is
+how an operator takes it out there too.
 
 A quarantine row is keyed by the record's content hash; where the record already has a row
-(it came in through a quorum), the taint row is keyed by ``sha256("tainted_source\\n" +
-hash)`` instead, so both stay in history.
+(it came in through a quorum, or was taken out earlier for the other reason), the row is
+keyed by ``sha256("<reason>\\n" + hash)`` instead, so both stay in history.
 """
 
 from __future__ import annotations
@@ -23,11 +31,19 @@ import json
 import logging
 import random
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
 
 from lamarck.consensus.params import TaintParams
-from lamarck.consensus.taint import TAINTED_SOURCE, LessonFacts, taint_plan, tainted_sources
+from lamarck.consensus.taint import (
+    RETRACTED_RECORD,
+    TAINT_REASONS,
+    TAINTED_SOURCE,
+    LessonFacts,
+    Taken,
+    taint_plan,
+    tainted_sources,
+)
 from lamarck.errors import InvalidRecord, NotFound
 from lamarck.node.gossip.publisher import sign_lesson
 from lamarck.node.store.port import (
@@ -41,9 +57,11 @@ from lamarck.node.store.port import (
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
+from lamarck.registry.directory import PeerDirectory
+from lamarck.registry.records import Retraction
 from lamarck.reputation.scores import PeerBand
 
-__all__ = ["TAINT_ACTOR", "TAINT_MARK", "TaintSweeper", "is_taint_row"]
+__all__ = ["RETRACT_MARK", "TAINT_ACTOR", "TAINT_MARK", "TaintSweeper", "is_taint_row"]
 
 _log = logging.getLogger("lamarck.node.sharing.taint")
 
@@ -51,12 +69,20 @@ _log = logging.getLogger("lamarck.node.sharing.taint")
 TAINT_ACTOR = "taint"
 #: ``superseded_by`` of a lesson retired by taint (a release makes it active again).
 TAINT_MARK = f"retired:{TAINTED_SOURCE}"
+#: ``superseded_by`` of a lesson retired for a retracted record (likewise).
+RETRACT_MARK = f"retired:{RETRACTED_RECORD}"
+_MARKS = {TAINTED_SOURCE: TAINT_MARK, RETRACTED_RECORD: RETRACT_MARK}
 _LIVE = (LessonStatus.ACTIVE, LessonStatus.CLAIMED)
 
 
 def is_taint_row(row: QuarantineRow) -> bool:
-    """Whether a quarantine row holds a lesson taken out for its tainted source."""
-    return TAINTED_SOURCE in row.reasons
+    """Whether a quarantine row holds a lesson the sweep took out (tainted source or
+    retracted record)."""
+    return _taint_reason(row) is not None
+
+
+def _taint_reason(row: QuarantineRow) -> str | None:
+    return next((r for r in TAINT_REASONS if r in row.reasons), None)
 
 
 def _record_id(raw: bytes) -> str:
@@ -69,7 +95,8 @@ def _record_id(raw: bytes) -> str:
 
 
 class TaintSweeper:
-    """Finds the lessons of tainted sources, retires and re-quarantines them; releases."""
+    """Finds the lessons of tainted sources and retracted records, retires and
+    re-quarantines them; releases."""
 
     def __init__(
         self,
@@ -81,6 +108,7 @@ class TaintSweeper:
         params: TaintParams,
         revoked: Callable[[], Awaitable[frozenset[str]]],
         band_of: Callable[[str], PeerBand],
+        directory: Callable[[], PeerDirectory | None] | None = None,
     ) -> None:
         self._store = store
         self._identity = identity
@@ -89,6 +117,8 @@ class TaintSweeper:
         self.params = params
         self._revoked = revoked
         self._band_of = band_of
+        # The registry whose operator-signed retractions the sweep reads (None: none yet).
+        self._directory = directory or (lambda: None)
 
     async def _live(self) -> list[LessonRow]:
         rows: list[LessonRow] = []
@@ -102,28 +132,42 @@ class TaintSweeper:
                 return rows
             offset += self.params.page
 
+    async def _retractions(self) -> dict[str, Retraction]:
+        """The registry's verified retractions by content hash (the cache's copy in an
+        outage; none without a registry)."""
+        directory = self._directory()
+        if directory is None:
+            return {}
+        return {r.content_hash: r for r in await directory.retractions()}
+
     async def once(self) -> int:
         """One sweep; returns how many lessons it took out."""
         rows = await self._live()
-        sources = {r.imported_from for r in rows if r.imported_from}
-        if not sources:
-            return 0
-        tainted = tainted_sources(
-            sources,
-            revoked=await self._revoked(),
-            band_of={s: self._band_of(s) for s in sources},
+        retractions = await self._retractions()
+        retracted = frozenset(
+            r.content_hash for r in rows if r.content_hash and r.content_hash in retractions
         )
-        if not tainted:
+        sources = {r.imported_from for r in rows if r.imported_from}
+        tainted: frozenset[str] = frozenset()
+        if sources:
+            tainted = tainted_sources(
+                sources,
+                revoked=await self._revoked(),
+                band_of={s: self._band_of(s) for s in sources},
+            )
+        if not tainted and not retracted:
             return 0
         held = await self._store.list_quarantine(None)
-        released = {
-            _record_id(q.signed_record) for q in held if is_taint_row(q) and q.state == "approved"
-        } | {
-            # An imported copy is released by its record's hash.
-            q.content_hash
-            for q in held
-            if is_taint_row(q) and q.state == "approved"
-        }
+        # What an operator released stays released, for the reason it was released from: a
+        # release from a source's taint does not answer a later retraction of the record.
+        released: set[tuple[str, str]] = set()
+        for q in held:
+            reason = _taint_reason(q)
+            if reason is not None and q.state == "approved":
+                # A local lesson is released by its record's id, an imported copy by its hash.
+                for key in (_record_id(q.signed_record), q.content_hash):
+                    if key:
+                        released.add((key, reason))
         in_play: dict[str, tuple[str, ...]] = {}
         for outcome_id in {e for r in rows if r.imported_from is None for e in r.evidence}:
             try:
@@ -133,27 +177,38 @@ class TaintSweeper:
             ids = outcome.record.get("in_play", ()) if isinstance(outcome.record, dict) else ()
             in_play[outcome_id] = tuple(str(i) for i in ids)
         plan = taint_plan(
-            (LessonFacts(r.id, r.imported_from, r.evidence) for r in rows), in_play, tainted
+            (LessonFacts(r.id, r.imported_from, r.evidence, r.content_hash) for r in rows),
+            in_play,
+            tainted,
+            retracted,
         )
         by_id = {r.id: r for r in rows}
-        taken = 0
+        taken: dict[str, int] = {}
         keys = {q.content_hash for q in held}
         now = self._clock.now()
-        for lesson_id, source in (*plan.imported, *plan.local):
-            row = by_id[lesson_id]
-            if row.id in released or (row.content_hash or "") in released:
+        for one in (*plan.direct, *plan.local):
+            row = by_id[one.lesson_id]
+            if (row.id, one.reason) in released or (row.content_hash or "", one.reason) in released:
                 continue  # an operator released it: its word stands
-            if await self._take_out(row, source, keys, now):
-                taken += 1
-        if taken:
+            why = _why(row, one, retractions)
+            if await self._take_out(row, one, why, keys, now):
+                taken[one.reason] = taken.get(one.reason, 0) + 1
+        if taken.get(TAINTED_SOURCE):
             _log.warning(
                 "took %d lesson(s) of tainted source(s) %s out of every prompt",
-                taken,
+                taken[TAINTED_SOURCE],
                 ", ".join(sorted(tainted)),
             )
-        return taken
+        if taken.get(RETRACTED_RECORD):
+            _log.warning(
+                "took %d lesson(s) of operator-retracted record(s) out of every prompt",
+                taken[RETRACTED_RECORD],
+            )
+        return sum(taken.values())
 
-    async def _take_out(self, row: LessonRow, source: str, keys: set[str], now: datetime) -> bool:
+    async def _take_out(
+        self, row: LessonRow, taken: Taken, why: str, keys: set[str], now: datetime
+    ) -> bool:
         raw, content_hash = row.signed_record, row.content_hash
         if raw is None or content_hash is None:
             try:
@@ -162,13 +217,8 @@ class TaintSweeper:
                 signed = None
             raw = signed.raw if signed is not None else None
             content_hash = signed.content_hash if signed is not None else None
-        why = (
-            f"{TAINTED_SOURCE}: source {source} is revoked or graylisted"
-            if row.imported_from
-            else f"{TAINTED_SOURCE}: learned only under lessons of {source}"
-        )
         retired = dataclasses.replace(
-            row, status=LessonStatus.RETIRED, superseded_by=TAINT_MARK, embedding=None
+            row, status=LessonStatus.RETIRED, superseded_by=_MARKS[taken.reason], embedding=None
         )
         event = LessonEvent(
             row.id, now, "retired", TAINT_ACTOR, row.confidence, row.confidence, reason=why
@@ -178,14 +228,15 @@ class TaintSweeper:
             if raw is not None and content_hash is not None:
                 key = content_hash
                 if key in keys:
-                    key = sha256_hex(f"{TAINTED_SOURCE}\n{content_hash}".encode())
+                    key = sha256_hex(f"{taken.reason}\n{content_hash}".encode())
                 keys.add(key)
                 await self._store.quarantine(
                     QuarantineRow(
                         id=str(uuid.UUID(int=self._rng.getrandbits(128), version=4)),
                         content_hash=key,
-                        source_node_id=source,
-                        reasons=(TAINTED_SOURCE,),
+                        # This node's own lesson is charged to this node.
+                        source_node_id=taken.source or self._identity.node_id,
+                        reasons=(taken.reason,),
                         received_at=now,
                         signed_record=raw,
                         confidence=row.confidence,
@@ -212,7 +263,8 @@ class TaintSweeper:
         lesson = await self.lesson_of(row)
         if lesson is None:
             return ""
-        if lesson.status is LessonStatus.RETIRED and lesson.superseded_by == TAINT_MARK:
+        reason = _taint_reason(row) or TAINTED_SOURCE
+        if lesson.status is LessonStatus.RETIRED and lesson.superseded_by == _MARKS[reason]:
             await self._store.update_lesson(
                 dataclasses.replace(
                     lesson, status=LessonStatus.ACTIVE, superseded_by=None, embedding=None
@@ -225,15 +277,30 @@ class TaintSweeper:
                         actor,
                         lesson.confidence,
                         lesson.confidence,
-                        reason=note or f"released from {TAINTED_SOURCE}",
+                        reason=note or f"released from {reason}",
                     )
                 ],
             )
         return lesson.id
 
 
+def _why(row: LessonRow, taken: Taken, retractions: Mapping[str, Retraction]) -> str:
+    """The retirement event's reason: the rule, and the source or retraction behind it."""
+    if taken.reason == RETRACTED_RECORD:
+        retraction = retractions.get(row.content_hash or "")
+        if retraction is not None:
+            return (
+                f"{RETRACTED_RECORD}: the operator retracted record {retraction.content_hash} "
+                f"({retraction.reason})"
+            )
+        return f"{RETRACTED_RECORD}: learned only under lessons whose records were retracted"
+    if row.imported_from:
+        return f"{TAINTED_SOURCE}: source {taken.source} is revoked or graylisted"
+    return f"{TAINTED_SOURCE}: learned only under lessons of {taken.source}"
+
+
 def taint_rows(rows: Iterable[QuarantineRow], *, source: str = "") -> list[QuarantineRow]:
-    """The pending taint rows, of ``source`` when given."""
+    """The pending taint rows (either reason), of ``source`` when given."""
     return [
         r
         for r in rows

@@ -6,21 +6,31 @@ them (the pipeline's bundle path). On each receiver, the agent's own outcomes th
 G's lesson and contradict three of L's: G's score rises above a newcomer's, L's falls until
 L is graylisted there, and the taint sweep takes L's remaining lesson (never contradicted)
 out of every prompt on both receivers, re-quarantined ``tainted_source``; G's stays.
+
+An operator-signed retraction of one record (``lamarck registry retract``, published in the
+shared registry) takes that record's lesson out of a receiver's recall, re-quarantined
+``retracted_record``, while the other lesson of the same source stays.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Net, imported, outcome, wait_for
+from conftest import REDIS_URL, Net, imported, outcome, wait_for
+from typer.testing import CliRunner
 
 from lamarck.client import Client
+from lamarck.node.cli import app
 from lamarck.operator import OperatorClient
-from lamarck.proto.keys import identity_path, load_private_key
+from lamarck.proto.canonical import sha256_hex
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.keys import identity_path, load_private_key, save_private_key
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
@@ -74,12 +84,12 @@ def _row(node: Any, peer: str) -> Any:
     return None
 
 
-def _tainted(node: Any, source: str) -> list[Any]:
+def _tainted(node: Any, source: str, reason: str = "tainted_source") -> list[Any]:
     with OperatorClient.from_home(node.home) as op:
         return [
             e
             for e in op.iter_quarantine("pending")
-            if e.source_node_id == source and "tainted_source" in e.reasons
+            if e.source_node_id == source and reason in e.reasons
         ]
 
 
@@ -156,3 +166,55 @@ def _live(node: Any) -> list[Any]:
             for x in client.list_lessons(origin="imported", statuses="active").lessons
             if x.record_json
         ]
+
+
+def test_an_operator_retraction_of_one_record_takes_only_its_lesson_out(
+    net: Net, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in list(os.environ):
+        if name.startswith("LAMARCK_"):
+            monkeypatch.delenv(name)  # the CLI reads the operator's home, nothing else
+    operator = NodeIdentity.generate()
+    key_file = tmp_path / "operator.pem"
+    save_private_key(key_file, operator)
+    # The operator's own home: the settings `lamarck registry` reads to find the network.
+    desk = tmp_path / "desk"
+    desk.mkdir()
+    (desk / "lamarck.toml").write_text(
+        f'redis_url = "{REDIS_URL}"\n'
+        f'redis_namespace = "{net.namespace}"\n'
+        'admission = "open"\n'
+        f'operator_public_key = "{operator.public_key_b64}"\n'
+    )
+    source = net.start(operator_public_key=operator.public_key_b64)
+    receiver = net.start(operator_public_key=operator.public_key_b64)
+    wrong = _lesson(source.home, "shell:make wrong", "Run make wrong before the build.")
+    right = _lesson(source.home, "shell:make right", "Run make right before the build.")
+    with Client(receiver.agent_addr, timeout=30) as client:
+        result = client.import_bundle(wrong + b"\n" + right + b"\n")
+    assert [a.status for a in result.acks] == ["accepted"] * 2
+    wrong_id, right_id = (SignedMemory.from_json(raw).memory.id for raw in (wrong, right))
+    assert imported(receiver, wrong_id) and imported(receiver, right_id)
+
+    done = CliRunner().invoke(
+        app,
+        ["registry", "retract", "--content-hash", sha256_hex(wrong), "--reason", "wrong advice",
+         "--operator-key", str(key_file), "--home", str(desk), "--json"],
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    published = json.loads(done.stdout)
+    assert published["content_hash"] == sha256_hex(wrong)
+    assert published["signed_by"] == operator.public_key_b64
+
+    rows = wait_for(
+        lambda: _tainted(receiver, source.node_id, "retracted_record") or None,
+        "the retracted record's lesson re-quarantined retracted_record",
+        TAINT_TIMEOUT_S,
+    )
+    assert [e.record_id for e in rows] == [wrong_id]
+    live = {lesson.record["id"] for lesson in _live(receiver)}
+    assert wrong_id not in live
+    assert right_id in live  # the source's other lesson stays
+    with Client(receiver.agent_addr, timeout=20) as client:
+        recalled = client.recall("run make before the build", project_digest="ab" * 32)
+    assert "make wrong" not in recalled.section

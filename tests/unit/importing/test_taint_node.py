@@ -1,10 +1,12 @@
 """Taint on a node: a revoked or graylisted source's lessons leave every prompt at once, are
 re-quarantined ``tainted_source`` (kept in history), and an operator releases or rejects them
-in bulk."""
+in bulk. An operator-signed retraction of one record, read from the registry, does the same
+for that record's lesson (``retracted_record``), the source's other lessons staying."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import uuid
 from collections.abc import Coroutine
@@ -20,7 +22,7 @@ from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.decision import ImportOutcome, ImportParams
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import StoreImportView
-from lamarck.node.sharing.taint import TAINT_MARK, TaintSweeper
+from lamarck.node.sharing.taint import RETRACT_MARK, TAINT_MARK, TaintSweeper
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter, LessonRow, LessonStatus, OutcomeRow
 from lamarck.proto.clock import FixedClock
@@ -28,6 +30,9 @@ from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.v1 import operator_pb2
+from lamarck.registry.memory_directory import InMemoryPeerDirectory, InMemoryRecords
+from lamarck.registry.params import RegistryParams
+from lamarck.registry.records import sign_retraction
 from lamarck.reputation.scores import PeerBand
 
 T = TypeVar("T")
@@ -35,6 +40,7 @@ DIM = 32
 BAD = NodeIdentity.from_seed(b"\x51" * 32)
 GOOD = NodeIdentity.from_seed(b"\x52" * 32)
 SELF = NodeIdentity.from_seed(b"\x53" * 32)
+OPERATOR = NodeIdentity.from_seed(b"\x54" * 32)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -73,6 +79,13 @@ class World:
         self.store = InMemoryLessonStore(dim=DIM)
         self.revoked: set[str] = set()
         self.bands: dict[str, PeerBand] = {}
+        self.records = InMemoryRecords(self.clock)
+        self.registry = InMemoryPeerDirectory(
+            params=RegistryParams(),
+            clock=self.clock,
+            operator_public_key=OPERATOR.public_key_b64,
+            records=self.records,
+        )
         view = StoreImportView(self.store, self, SELF.node_id)
         self.pipeline = ImportPipeline(
             store=self.store,
@@ -92,6 +105,7 @@ class World:
             params=TaintParams(),
             revoked=self._revoked,
             band_of=lambda peer: self.bands.get(peer, PeerBand.NEUTRAL),
+            directory=lambda: self.registry,
         )
         self.operator = OperatorServicer(
             self.store, self.clock, pipeline=self.pipeline, taint=lambda: self.sweeper
@@ -103,22 +117,33 @@ class World:
     async def _revoked(self) -> frozenset[str]:
         return frozenset(self.revoked)
 
+    async def learn_from(self, who: NodeIdentity, n: int, op: str) -> LessonRow:
+        """Import one lesson signed by ``who``; the stored row (with its record's hash)."""
+        obj = record_obj(
+            id=uid(n),
+            content=f"Use {op} for the release.",
+            provenance={"source_agent_id": who.node_id},
+            lesson={"operation": op, "scope": "global", "status": "active"},
+        )
+        raw = SignedMemory.sign(MemoryV2.from_obj(obj), who).raw
+        result = await self.pipeline.import_record(
+            raw, source=ImportSource.PEER, via_node_id=who.node_id
+        )
+        assert result.outcome is ImportOutcome.ACCEPT
+        assert result.lesson_id is not None
+        return await self.store.get_lesson(result.lesson_id)
+
+    async def retract(self, content_hash: str, by: NodeIdentity = OPERATOR) -> None:
+        """Publish a retraction of ``content_hash`` in the registry, as the CLI does."""
+        retraction = sign_retraction(
+            by, content_hash=content_hash, reason="wrong advice", created_at=self.clock.now()
+        )
+        await self.registry.retract(retraction)
+
     async def fill(self) -> dict[str, str]:
         ids: dict[str, str] = {}
         for who, n, op in ((BAD, 1, "deploy.bad"), (GOOD, 2, "deploy.good")):
-            obj = record_obj(
-                id=uid(n),
-                content=f"Use {op} for the release.",
-                provenance={"source_agent_id": who.node_id},
-                lesson={"operation": op, "scope": "global", "status": "active"},
-            )
-            raw = SignedMemory.sign(MemoryV2.from_obj(obj), who).raw
-            result = await self.pipeline.import_record(
-                raw, source=ImportSource.PEER, via_node_id=who.node_id
-            )
-            assert result.outcome is ImportOutcome.ACCEPT
-            assert result.lesson_id is not None
-            ids[who.node_id] = result.lesson_id
+            ids[who.node_id] = (await self.learn_from(who, n, op)).id
         # A local lesson whose only evidence is an outcome that had BAD's lesson in play.
         await self.store.insert_outcome(
             OutcomeRow(
@@ -219,3 +244,98 @@ def test_an_operator_rejects_them_in_bulk_and_they_stay_out_kept_in_history() ->
     assert run(world.live()) == {ids[GOOD.node_id]}
     states = {r.state for r in run(world.store.list_quarantine(None))}
     assert states == {"rejected"}
+
+
+def _bulk(world: World, reason: str, *, approve: bool) -> Any:
+    decision = (
+        operator_pb2.QUARANTINE_DECISION_APPROVE
+        if approve
+        else operator_pb2.QUARANTINE_DECISION_REJECT
+    )
+    return run(
+        world.operator.DecideQuarantineBulk(
+            operator_pb2.DecideQuarantineBulkRequest(reason=reason, decision=decision), None
+        )
+    )
+
+
+def test_a_retracted_record_leaves_every_prompt_and_its_sources_other_lessons_stay() -> None:
+    world = World()
+    ids = run(world.fill())
+    second = run(world.learn_from(BAD, 3, "deploy.second"))
+    [bad] = run(world.store.get_lessons([ids[BAD.node_id]]))
+    assert bad.content_hash is not None
+    run(world.retract(bad.content_hash))
+    # BAD's retracted lesson and the local lesson learned only under it; BAD's other stays.
+    assert run(world.sweeper.once()) == 2
+    assert run(world.live()) == {ids[GOOD.node_id], second.id}
+    rows = run(world.store.list_quarantine("pending"))
+    assert sorted(r.reasons for r in rows) == [("retracted_record",), ("retracted_record",)]
+    assert {r.source_node_id for r in rows} == {BAD.node_id}
+    assert bad.content_hash in {r.content_hash for r in rows}
+    [gone] = run(world.store.get_lessons([ids[BAD.node_id]]))
+    assert gone.status is LessonStatus.RETIRED and gone.superseded_by == RETRACT_MARK
+    events = run(world.store.lesson_events([ids[BAD.node_id], ids["local"]]))
+    retired = [e for e in events if e.kind == "retired"]
+    assert {e.actor for e in retired} == {"taint"}
+    assert any(bad.content_hash in (e.reason or "") for e in retired)  # names the retraction
+    assert run(world.sweeper.once()) == 0
+
+
+def test_a_retraction_not_signed_by_the_operator_retracts_nothing() -> None:
+    world = World()
+    ids = run(world.fill())
+    [bad] = run(world.store.get_lessons([ids[BAD.node_id]]))
+    assert bad.content_hash is not None
+    forged = sign_retraction(
+        GOOD, content_hash=bad.content_hash, reason="spite", created_at=world.clock.now()
+    )
+    # Written straight into the shared records (anyone with Redis access could): every
+    # reader judges it against its own operator key.
+    run(world.records.put_retraction(bad.content_hash, json.dumps(forged.wire())))
+    assert run(world.registry.retractions()) == ()
+    assert run(world.sweeper.once()) == 0
+    assert ids[BAD.node_id] in run(world.live())
+
+
+def test_an_operator_releases_retracted_lessons_in_bulk_and_they_stay() -> None:
+    world = World()
+    ids = run(world.fill())
+    [bad] = run(world.store.get_lessons([ids[BAD.node_id]]))
+    assert bad.content_hash is not None
+    run(world.retract(bad.content_hash))
+    run(world.sweeper.once())
+    reply = _bulk(world, "retracted_record", approve=True)
+    assert set(reply.lesson_ids) == {ids[BAD.node_id], ids["local"]}
+    assert run(world.live()) == {ids[BAD.node_id], ids[GOOD.node_id], ids["local"]}
+    assert run(world.sweeper.once()) == 0  # released: the operator's word stands
+
+
+def test_an_operator_rejects_retracted_lessons_in_bulk_and_they_stay_out() -> None:
+    world = World()
+    ids = run(world.fill())
+    [bad] = run(world.store.get_lessons([ids[BAD.node_id]]))
+    assert bad.content_hash is not None
+    run(world.retract(bad.content_hash))
+    run(world.sweeper.once())
+    assert len(_bulk(world, "retracted_record", approve=False).entries) == 2
+    assert run(world.live()) == {ids[GOOD.node_id]}
+    assert {r.state for r in run(world.store.list_quarantine(None))} == {"rejected"}
+
+
+def test_a_lesson_released_from_its_sources_taint_still_leaves_on_a_retraction() -> None:
+    world = World()
+    ids = run(world.fill())
+    world.revoked.add(BAD.node_id)
+    run(world.sweeper.once())
+    _bulk(world, "tainted_source", approve=True)
+    assert run(world.sweeper.once()) == 0
+    [bad] = run(world.store.get_lessons([ids[BAD.node_id]]))
+    assert bad.content_hash is not None
+    run(world.retract(bad.content_hash))
+    # A later, more specific statement: the release from the source's taint does not answer it.
+    assert run(world.sweeper.once()) == 2
+    pending = run(world.store.list_quarantine("pending"))
+    assert sorted(r.reasons for r in pending) == [("retracted_record",), ("retracted_record",)]
+    # Both rows stay in history, the second under its own key.
+    assert len(run(world.store.list_quarantine(None))) == 4
