@@ -34,14 +34,27 @@ from lamarck.node.fleet.workloads import Workload
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.keys import identity_path, load_private_key
 
-__all__ = ["IMPROVISE", "BlockerReport", "CliWorld", "run_blocker"]
+__all__ = [
+    "IMPROVISE",
+    "SIGN_IN",
+    "TOOLS",
+    "WRONG_PATH",
+    "BlockerReport",
+    "Call",
+    "CliWorld",
+    "run_blocker",
+    "session",
+]
 
+#: The scripted agents' tools, as the recovery policy knows them.
 TOOLS = {
     "check_cli_setup": ToolSpec("check_cli_setup", subject_arg="binary"),
     "sign_in_cli": ToolSpec("sign_in_cli", interactive=True, subject_arg="binary"),
     "web_search": ToolSpec("web_search", search=True, subject_arg="query"),
 }
+#: The remedy the logged-out CLI declares (the escalation's user action).
 SIGN_IN = "run `gh auth login` in a terminal and finish the browser sign-in"
+#: One scripted tool call: the tool's name and its arguments.
 Call = tuple[str, dict[str, Any]]
 
 #: Every workaround an improvising agent tries (the #4428 run took 43 steps).
