@@ -5,15 +5,21 @@
 SDK with a live table of what each node learned, imported and refused, prints the report,
 and keeps the fleet running until Ctrl-C (``--exit`` stops it after the report). ``status``
 and ``down`` act on the fleet of ``--dir`` from another terminal.
+
+``--workload`` names a driver workload (``lamarck.node.fleet.workloads``) or one of issue
+14 §3's scenarios (``lamarck.node.fleet.scenarios``: ``blocker``, ``byzantine``,
+``retrieval-poisoning``), which run at their full size unless ``--nodes``/``--byzantine``
+say otherwise, three times on one fleet, and print every figure with its mean and spread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
@@ -23,7 +29,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from lamarck.errors import CliError, LamarckError
+from lamarck.errors import CliError, ConfigError, LamarckError
 from lamarck.node.cli.output import emit_json
 from lamarck.node.fleet.driver import DriverParams, FleetDriver, NodeHandle, scrape_counts
 from lamarck.node.fleet.launcher import LaunchParams
@@ -31,9 +37,19 @@ from lamarck.node.fleet.report import (
     NodeCounts,
     learning_figures,
     learning_table,
+    mean_and_spread,
     nodes_table,
     reputation_rows,
     reputation_table,
+    scenario_table,
+)
+from lamarck.node.fleet.scenarios import (
+    SCENARIOS,
+    ScenarioPlan,
+    check_workload_name,
+    plan_scenario,
+    run_scenario,
+    workload_names,
 )
 from lamarck.node.fleet.supervisor import (
     Fleet,
@@ -44,7 +60,7 @@ from lamarck.node.fleet.supervisor import (
 from lamarck.node.fleet.supervisor import (
     down as fleet_down,
 )
-from lamarck.node.fleet.workloads import WORKLOADS, WorkloadParams, make_workload
+from lamarck.node.fleet.workloads import Workload, WorkloadParams, make_workload
 
 __all__ = ["DEFAULT_DIR", "app", "down", "register", "status", "up"]
 
@@ -78,18 +94,48 @@ def _reputation_rows(addr: str, names: Mapping[str, str]) -> list[dict[str, obje
     return reputation_rows(table.rows, names)
 
 
+#: Sizes of the driver workloads when the command line gives none (scenarios have their own).
+_NODES = 5
+_AGENTS = 10
+_ROUNDS = 6
+
+
 @app.command()
 def up(
-    nodes: Annotated[int, typer.Option("--nodes", min=1, max=100, help="Node processes.")] = 5,
+    nodes: Annotated[
+        int | None,
+        typer.Option(
+            "--nodes",
+            min=1,
+            max=100,
+            help=f"Node processes (default {_NODES}; a scenario: its own full size).",
+        ),
+    ] = None,
     byzantine: Annotated[
-        int, typer.Option("--byzantine", min=0, help="Nodes whose agents fabricate outcomes.")
-    ] = 0,
+        int | None,
+        typer.Option(
+            "--byzantine",
+            min=0,
+            help="Nodes whose agents fabricate outcomes (in a scenario: that attack) "
+            "(default 0; a scenario: its own share).",
+        ),
+    ] = None,
     workload: Annotated[
-        str, typer.Option("--workload", help=f"One of: {', '.join(sorted(WORKLOADS))}.")
+        str, typer.Option("--workload", help=f"One of: {', '.join(workload_names())}.")
     ] = "pitfalls",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the workload.")] = 0,
-    agents: Annotated[int, typer.Option("--agents", min=1, help="Scripted agents.")] = 10,
-    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds of tasks.")] = 6,
+    agents: Annotated[
+        int | None,
+        typer.Option(
+            "--agents", min=1, help=f"Scripted agents (default {_AGENTS}; not for scenarios)."
+        ),
+    ] = None,
+    rounds: Annotated[
+        int | None,
+        typer.Option(
+            "--rounds", min=1, help=f"Rounds of tasks (default {_ROUNDS}; not for scenarios)."
+        ),
+    ] = None,
     embedder: Annotated[
         str, typer.Option("--embedder", metavar="hashing|minilm", help="The nodes' embedder.")
     ] = "hashing",
@@ -112,6 +158,22 @@ def up(
 ) -> None:
     """Start a fleet, run a workload with live progress, print the report; Ctrl-C stops it."""
     console = Console(stderr=as_json)
+    # Everything is checked before a process starts: a bad name or size costs no start-up.
+    check_workload_name(workload)
+    plan: ScenarioPlan | None = None
+    work: Workload | None = None
+    if workload in SCENARIOS:
+        if agents is not None or rounds is not None:
+            raise ConfigError(
+                f"--agents and --rounds size the driver workloads; the {workload} scenario "
+                "has its own sizes (--nodes, --byzantine)",
+                reason="conflicting_options",
+            )
+        plan = plan_scenario(workload, nodes, byzantine)
+        nodes, byzantine = plan.nodes, plan.byzantine
+    else:
+        nodes = _NODES if nodes is None else nodes
+        byzantine = 0 if byzantine is None else byzantine
     spec = FleetSpec(
         directory=directory,
         nodes=nodes,
@@ -121,19 +183,29 @@ def up(
         redis_url=redis_url,
         base_port=base_port,
     )
-    byz_nodes = tuple(i for i in range(nodes) if spec.is_byzantine(i))
-    work = make_workload(
-        workload,
-        seed,
-        WorkloadParams(nodes=nodes, agents=agents, rounds=rounds, byzantine_nodes=byz_nodes),
-    )
+    if plan is None:
+        byz_nodes = tuple(i for i in range(nodes) if spec.is_byzantine(i))
+        work = make_workload(
+            workload,
+            seed,
+            WorkloadParams(
+                nodes=nodes,
+                agents=_AGENTS if agents is None else agents,
+                rounds=_ROUNDS if rounds is None else rounds,
+                byzantine_nodes=byz_nodes,
+            ),
+        )
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     fleet = Fleet(spec)
     t0 = time.monotonic()
     figures: dict[str, float] = {}
     try:
         fleet.up(lambda m: console.print(f"[dim]{m}[/dim]"))
-        figures = _run_workload(console, fleet, work, seed)
+        if plan is not None:
+            figures = _run_scenario(console, fleet, plan, seed)
+        else:
+            assert work is not None
+            figures = _run_workload(console, fleet, work, seed)
         figures["fleet_nodes"] = float(nodes)
         figures["fleet_byzantine"] = float(byzantine)
         figures["fleet_total_s"] = round(time.monotonic() - t0, 1)
@@ -151,6 +223,18 @@ def up(
         fleet.stop(lambda m: console.print(m))
         signal.signal(signal.SIGTERM, previous)
         console.print(f"fleet stopped; its homes and logs stay in {fleet.dir}")
+
+
+@contextlib.contextmanager
+def _live(console: Console, renderable: Group) -> Iterator[Live]:
+    """A live display that leaves the next output on a line of its own."""
+    try:
+        with Live(renderable, console=console, refresh_per_second=4) as live:
+            yield live
+    finally:
+        # On a pipe or file the last frame ends without a newline: the next table joined it.
+        if not console.is_terminal:
+            console.line()
 
 
 def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[str, float]:
@@ -174,7 +258,7 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
         def view() -> Group:
             return Group(progress, nodes_table(names, roles, counts, driver.learned, "live"))
 
-        with Live(view(), console=console, refresh_per_second=4) as live:
+        with _live(console, view()) as live:
 
             def on_round(r: int) -> None:
                 nonlocal counts
@@ -185,18 +269,71 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
             records = driver.run(on_round)
         figures = learning_figures(records)
         console.print(nodes_table(names, roles, driver.counts(), driver.learned, "per node"))
-    for i, h in enumerate(handles):
-        if h.byzantine:
-            continue
-        ids = {n.node_id: names[j] for j, n in enumerate(fleet.nodes)}
-        rows = _reputation_rows(h.agent_addr, ids)
-        if rows is None:
-            console.print("[dim]reputation: this node version serves no reputation table[/dim]")
-            break
-        console.print(reputation_table(rows, f"reputation as {names[i]} sees its peers"))
-        break
+    _show_reputation(console, fleet)
     console.print(learning_table(figures))
     return figures
+
+
+def _show_reputation(console: Console, fleet: Fleet) -> None:
+    """The reputation table as the first honest node sees its peers."""
+    names = {n.node_id: n.name for n in fleet.nodes}
+    for i, node in enumerate(fleet.nodes):
+        if fleet.spec.is_byzantine(i):
+            continue
+        rows = _reputation_rows(node.agent_addr, names)
+        if rows is None:
+            console.print("[dim]reputation: this node version serves no reputation table[/dim]")
+            return
+        console.print(reputation_table(rows, f"reputation as {node.name} sees its peers"))
+        return
+
+
+def _run_scenario(
+    console: Console, fleet: Fleet, plan: ScenarioPlan, seed: int
+) -> dict[str, float]:
+    """Run a scenario's repetitions with a progress bar and the live per-node table; print
+    every run's figures, their mean and spread; return the mean and spread figures."""
+    names = [n.name for n in fleet.nodes]
+    roles = ["byzantine" if fleet.spec.is_byzantine(i) else "honest" for i in range(len(names))]
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    task = progress.add_task(f"scenario {plan.scenario.name}: runs", total=plan.repeats)
+
+    def counts() -> list[NodeCounts | None]:
+        return [scrape_counts(n.metrics_url) for n in fleet.nodes]
+
+    live_counts = counts()
+
+    def view() -> Group:
+        return Group(progress, nodes_table(names, roles, live_counts, None, "live"))
+
+    with _live(console, view()) as live:
+
+        def say(message: str) -> None:
+            # Each step of a scenario is a moment to refresh what the nodes hold.
+            nonlocal live_counts
+            console.print(f"[dim]{message}[/dim]")
+            live_counts = counts()
+            live.update(view())
+
+        def on_run(k: int, figures: Mapping[str, float]) -> None:
+            progress.advance(task)
+            say(f"run {k + 1} done")
+
+        runs = run_scenario(fleet, plan, seed, say, on_run)
+    console.print(nodes_table(names, roles, counts(), None, "per node"))
+    _show_reputation(console, fleet)
+    summary = mean_and_spread(runs)
+    scenario = plan.scenario
+    met = scenario.met({k: v for k, v in summary.items() if not k.endswith("_spread")})
+    console.print(scenario_table(scenario.name, runs, scenario.goal, met))
+    summary["scenario_runs"] = float(len(runs))
+    summary["scenario_goal_met"] = float(met)
+    return summary
 
 
 def _point_your_agent(console: Console, fleet: Fleet) -> None:

@@ -7,10 +7,15 @@ built from them; nothing here talks to a node.
 honest agent of the same arm had issued it in an *earlier* round (the fleet knew). The
 isolated arm (each agent's pitfalls relabelled as its own: ``isolated_pitfall``) is the
 baseline; ``mistakes_reduction`` = 1 − shared ÷ isolated.
+
+A scenario (``lamarck.node.fleet.scenarios``) is run a few times: its figures are shown per
+run with their mean and spread (``scenario_table``), and summed up as one flat mapping
+(``mean_and_spread``: each figure's mean, and ``<figure>_spread``).
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -26,10 +31,12 @@ __all__ = [
     "arm_figures",
     "learning_figures",
     "learning_table",
+    "mean_and_spread",
     "node_counts",
     "nodes_table",
     "reputation_rows",
     "reputation_table",
+    "scenario_table",
 ]
 
 SHARED = "shared"
@@ -151,24 +158,28 @@ def nodes_table(
     names: Sequence[str],
     roles: Sequence[str],
     counts: Sequence[NodeCounts | None],
-    learned: Sequence[int],
+    learned: Sequence[int] | None,
     title: str = "nodes",
 ) -> Table:
     """The live (and final) per-node table: lessons learned here, active, imported, duplicate
-    and quarantined imports, and refusals (quarantine and rejection) by reason."""
+    and quarantined imports, and refusals (quarantine and rejection) by reason.
+
+    ``learned`` is None when the run counts no lessons per node (a scenario): shown as "-".
+    """
     table = Table(title=title)
     for col in ("node", "role", "learned", "active", "imported", "dup", "quar"):
         table.add_column(col, justify="left" if col in ("node", "role") else "right")
     table.add_column("refused by reason")
-    for name, role, c, n in zip(names, roles, counts, learned, strict=True):
+    shown = ["-"] * len(names) if learned is None else [str(n) for n in learned]
+    for name, role, c, n in zip(names, roles, counts, shown, strict=True):
         if c is None:
-            table.add_row(name, role, str(n), "-", "-", "-", "-", "down")
+            table.add_row(name, role, n, "-", "-", "-", "-", "down")
             continue
         reasons = ", ".join(f"{k} {v:.0f}" for k, v in sorted(c.rejected.items()) if v)
         table.add_row(
             name,
             role,
-            str(n),
+            n,
             f"{c.lessons.get('active', 0):.0f}",
             f"{c.imported:.0f}",
             f"{c.imports.get('duplicate', 0):.0f}",
@@ -231,4 +242,39 @@ def reputation_table(rows: Iterable[Mapping[str, object]], title: str) -> Table:
         table.add_column(col)
     for row in rows:
         table.add_row(*(f"{row.get(c, '')}" for c in columns))
+    return table
+
+
+def mean_and_spread(runs: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Each figure's mean over the runs, and its spread (population standard deviation) as
+    ``<figure>_spread``; figures missing from a run are left out of that run's tally."""
+    out: dict[str, float] = {}
+    keys = list(dict.fromkeys(k for run in runs for k in run))
+    for key in keys:
+        values = [float(run[key]) for run in runs if key in run]
+        out[key] = round(statistics.fmean(values), 4)
+        out[f"{key}_spread"] = round(statistics.pstdev(values), 4)
+    return out
+
+
+def _figure(value: float) -> str:
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3f}"
+
+
+def scenario_table(
+    name: str, runs: Sequence[Mapping[str, float]], goal: str, met: bool | None = None
+) -> Table:
+    """A scenario's figures: one column per run, then mean and spread; its goal below."""
+    table = Table(title=f"{name}: {len(runs)} run(s) on one fleet")
+    table.add_column("figure")
+    for k in range(len(runs)):
+        table.add_column(f"run {k + 1}", justify="right")
+    table.add_column("mean", justify="right")
+    table.add_column("spread", justify="right")
+    summary = mean_and_spread(runs)
+    for key in dict.fromkeys(k for run in runs for k in run):
+        cells = [_figure(run[key]) if key in run else "-" for run in runs]
+        table.add_row(key, *cells, _figure(summary[key]), _figure(summary[f"{key}_spread"]))
+    verdict = "" if met is None else (" — met" if met else " — not met")
+    table.caption = f"goal: {goal}{verdict}"
     return table
