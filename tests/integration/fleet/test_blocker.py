@@ -8,47 +8,33 @@ the lesson to travel, which it does not (the strict xfail names why).
 
 from __future__ import annotations
 
-import socket
 import statistics
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from lamarck.agent.recovery import TurnStatus
 from lamarck.node.fleet.blocker import SIGN_IN, BlockerReport, run_blocker
-from lamarck.node.fleet.supervisor import Fleet, FleetSpec
+from lamarck.node.fleet.supervisor import Fleet
 
 pytestmark = pytest.mark.integration
 
 REPEATS = 3
 
 
-def _free_base() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return 20000 + port % 30000
-
-
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[BlockerReport]]:
-    d: Path = tmp_path_factory.mktemp("fleet")
-    f = Fleet(FleetSpec(directory=d / "f", nodes=3, base_port=_free_base()))
-    try:
-        f.up(print)
-        out = [run_blocker(f, f"{k:02x}" * 32) for k in range(REPEATS)]
-        for k, r in enumerate(out):
-            print(f"run {k}: {r.figures()} not_shared={r.not_shared_reason!r} ack={r.import_ack}")
-        for key in ("session1_steps", "session2_steps"):
-            values = [r.figures()[key] for r in out]
-            print(
-                f"blocker: {key}: mean {statistics.mean(values):.2f}, "
-                f"spread {statistics.pstdev(values):.2f} over {values}"
-            )
-        yield out
-    finally:
-        f.stop(print)
+def reports(module_fleet: Callable[..., Fleet]) -> list[BlockerReport]:
+    f = module_fleet(nodes=3)
+    out = [run_blocker(f, f"{k:02x}" * 32) for k in range(REPEATS)]
+    for k, r in enumerate(out):
+        print(f"run {k}: {r.figures()} not_shared={r.not_shared_reason!r} ack={r.import_ack}")
+    for key in ("session1_steps", "session2_steps"):
+        values = [r.figures()[key] for r in out]
+        print(
+            f"blocker: {key}: mean {statistics.mean(values):.2f}, "
+            f"spread {statistics.pstdev(values):.2f} over {values}"
+        )
+    return out
 
 
 def test_session_1_escalates_and_stores_a_situation_lesson(reports: list[BlockerReport]) -> None:

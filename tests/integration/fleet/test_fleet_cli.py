@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +21,12 @@ pytestmark = pytest.mark.integration
 READY_TIMEOUT_S = 240.0
 _POLL_S = 0.2
 
+#: ``fleet_up_process`` (conftest.py): ``(directory, *args, **popen) -> (process, base_port)``.
+FleetUp = Callable[..., tuple[subprocess.Popen[bytes], int]]
+
 
 def _lamarck(*args: str) -> list[str]:
     return [sys.executable, "-m", "lamarck.node.cli", *args]
-
-
-def _free_base() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return 20000 + port % 30000
 
 
 def _state(d: Path) -> dict[str, Any]:
@@ -61,124 +56,98 @@ def _owned_pids(d: Path, state: dict[str, Any]) -> list[int]:
     return pids
 
 
-def test_ctrl_c_stops_every_node_the_registry_and_postgres(tmp_path: Path) -> None:
+def test_ctrl_c_stops_every_node_the_registry_and_postgres(
+    tmp_path: Path, fleet_up_process: FleetUp
+) -> None:
     d = tmp_path / "fleet"
-    base = _free_base()
-    proc = subprocess.Popen(
+    proc, base = fleet_up_process(
+        d,
+        "--nodes",
+        "2",
+        "--agents",
+        "2",
+        "--rounds",
+        "1",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    state = _await_running(d, proc)
+    pids = _owned_pids(d, state)
+    assert len(pids) == 4 and all(pid_alive(p) for p in pids)
+
+    status = subprocess.run(
+        _lamarck("fleet", "status", "--dir", str(d), "--json"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert status.returncode == 0, status.stderr
+    assert [n["node"] for n in json.loads(status.stdout)["nodes"]] == ["node1", "node2"]
+
+    again = subprocess.run(
+        _lamarck("fleet", "up", "--nodes", "2", "--dir", str(d), "--base-port", str(base + 50)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert again.returncode == 2 and "fleet_running" in again.stderr
+
+    busy = subprocess.run(
         _lamarck(
             "fleet",
             "up",
             "--nodes",
             "2",
-            "--agents",
-            "2",
-            "--rounds",
-            "1",
             "--dir",
-            str(d),
+            str(tmp_path / "other"),
             "--base-port",
             str(base),
         ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
-    try:
-        state = _await_running(d, proc)
-        pids = _owned_pids(d, state)
-        assert len(pids) == 4 and all(pid_alive(p) for p in pids)
+    assert busy.returncode == 2 and "port_busy" in busy.stderr
 
-        status = subprocess.run(
-            _lamarck("fleet", "status", "--dir", str(d), "--json"),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert status.returncode == 0, status.stderr
-        assert [n["node"] for n in json.loads(status.stdout)["nodes"]] == ["node1", "node2"]
-
-        again = subprocess.run(
-            _lamarck("fleet", "up", "--nodes", "2", "--dir", str(d), "--base-port", str(base + 50)),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert again.returncode == 2 and "fleet_running" in again.stderr
-
-        busy = subprocess.run(
-            _lamarck(
-                "fleet",
-                "up",
-                "--nodes",
-                "2",
-                "--dir",
-                str(tmp_path / "other"),
-                "--base-port",
-                str(base),
-            ),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert busy.returncode == 2 and "port_busy" in busy.stderr
-
-        proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
-        out, _ = proc.communicate(timeout=120)
-        assert b"fleet stopped" in out
-        assert [p for p in pids if pid_alive(p)] == []
-        assert _state(d)["state"] == "stopped"
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            subprocess.run(_lamarck("fleet", "down", "--dir", str(d)), timeout=120, check=False)
+    proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    out, _ = proc.communicate(timeout=120)
+    assert b"fleet stopped" in out
+    assert [p for p in pids if pid_alive(p)] == []
+    assert _state(d)["state"] == "stopped"
 
 
 def test_fleet_down_from_another_terminal_stops_a_fleet_and_up_reports_figures(
-    tmp_path: Path,
+    tmp_path: Path, fleet_up_process: FleetUp
 ) -> None:
     d = tmp_path / "fleet"
-    proc = subprocess.Popen(
-        _lamarck(
-            "fleet",
-            "up",
-            "--nodes",
-            "3",
-            "--byzantine",
-            "1",
-            "--agents",
-            "6",
-            "--rounds",
-            "3",
-            "--dir",
-            str(d),
-            "--base-port",
-            str(_free_base()),
-            "--json",
-        ),
+    proc, _ = fleet_up_process(
+        d,
+        "--nodes",
+        "3",
+        "--byzantine",
+        "1",
+        "--agents",
+        "6",
+        "--rounds",
+        "3",
+        "--json",
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        start_new_session=True,
     )
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        line = b""
-        assert proc.stdout is not None
-        while not line.startswith(b"{") and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-        figures = json.loads(line)
-        assert figures["shared_turns"] == figures["isolated_turns"] > 0
-        assert (
-            figures["shared_repeated_known_mistakes"] <= figures["isolated_repeated_known_mistakes"]
-        )
-        state = _state(d)
-        pids = _owned_pids(d, state)
-        down = subprocess.run(
-            _lamarck("fleet", "down", "--dir", str(d)), capture_output=True, text=True, timeout=180
-        )
-        assert down.returncode == 0 and "supervisor" in down.stdout
-        proc.wait(timeout=30)
-        assert [p for p in pids if pid_alive(p)] == []
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            subprocess.run(_lamarck("fleet", "down", "--dir", str(d)), timeout=120, check=False)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    line = b""
+    assert proc.stdout is not None
+    while not line.startswith(b"{") and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        assert line, "fleet up closed its output before printing its figures"
+    figures = json.loads(line)
+    assert figures["shared_turns"] == figures["isolated_turns"] > 0
+    assert figures["shared_repeated_known_mistakes"] <= figures["isolated_repeated_known_mistakes"]
+    state = _state(d)
+    pids = _owned_pids(d, state)
+    down = subprocess.run(
+        _lamarck("fleet", "down", "--dir", str(d)), capture_output=True, text=True, timeout=180
+    )
+    assert down.returncode == 0 and "supervisor" in down.stdout
+    proc.wait(timeout=30)
+    assert [p for p in pids if pid_alive(p)] == []

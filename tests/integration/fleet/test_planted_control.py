@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import json
 import random
-import socket
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -30,7 +28,7 @@ from lamarck.agent.loop import ActContext, LearningLoop, LoopParams, Task
 from lamarck.agent.run import RunParams
 from lamarck.client import Client, Situation
 from lamarck.errors import EvidenceError
-from lamarck.node.fleet.supervisor import Fleet, FleetSpec
+from lamarck.node.fleet.supervisor import Fleet
 from lamarck.node.learning.params import ContextParams
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import SystemClock
@@ -42,22 +40,9 @@ pytestmark = pytest.mark.integration
 REPEATS = 3
 
 
-def _free_base() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return 20000 + port % 30000
-
-
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    d: Path = tmp_path_factory.mktemp("fleet")
-    f = Fleet(FleetSpec(directory=d / "f", nodes=3, base_port=_free_base()))
-    try:
-        f.up(print)
-        yield f
-    finally:
-        f.stop(print)
+def fleet(module_fleet: Callable[..., Fleet]) -> Fleet:
+    return module_fleet(nodes=3)
 
 
 def _blocker(k: int) -> Situation:

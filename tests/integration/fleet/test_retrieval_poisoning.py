@@ -6,37 +6,22 @@ spread printed (``-s``). Goal: attack success with the defences <= 1 %.
 
 from __future__ import annotations
 
-import socket
 import statistics
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from lamarck.node.fleet.poisoning import PoisonParams, run_poisoning
-from lamarck.node.fleet.supervisor import Fleet, FleetSpec
+from lamarck.node.fleet.supervisor import Fleet
 
 pytestmark = pytest.mark.integration
 
 REPEATS = 3
 
 
-def _free_base() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return 20000 + port % 30000
-
-
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    d: Path = tmp_path_factory.mktemp("fleet")
-    f = Fleet(FleetSpec(directory=d / "f", nodes=5, byzantine=2, base_port=_free_base()))
-    try:
-        f.up(print)
-        yield f
-    finally:
-        f.stop(print)
+def fleet(module_fleet: Callable[..., Fleet]) -> Fleet:
+    return module_fleet(nodes=5, byzantine=2)
 
 
 def test_poisoned_lessons_steer_honest_agents_far_less_than_in_a_plain_shared_memory(

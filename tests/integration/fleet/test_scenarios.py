@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import json
 import random
-import socket
 import statistics
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from lamarck.client import Client
-from lamarck.errors import ConfigError
 from lamarck.node.fleet.driver import DriverParams, FleetDriver, NodeHandle
 from lamarck.node.fleet.report import ISOLATED, SHARED, TurnRecord, learning_figures
-from lamarck.node.fleet.supervisor import Fleet, FleetSpec
+from lamarck.node.fleet.supervisor import Fleet
 from lamarck.node.fleet.workloads import Workload, WorkloadParams, make_workload
 
 pytestmark = pytest.mark.integration
@@ -29,45 +26,18 @@ pytestmark = pytest.mark.integration
 REPEATS = 3
 
 
-def _free_base() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return 20000 + port % 30000
-
-
-def _fleet(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Fleet]:
-    # Another process (or another fleet's ephemeral metrics and console ports) may hold a port
-    # of the range picked: the fleet refuses a busy port; pick another range, a few times.
-    for attempt in range(5):
-        d: Path = tmp_path_factory.mktemp(f"{name}{attempt}")
-        f = Fleet(FleetSpec(directory=d / "f", nodes=4, base_port=_free_base()))
-        try:
-            f.up(print)
-        except ConfigError as e:
-            if e.reason != "port_busy":
-                raise
-            continue
-        try:
-            yield f
-        finally:
-            f.stop(print)
-        return
-    raise AssertionError("no free port range for a fleet after 5 tries")
-
-
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+def fleet(module_fleet: Callable[..., Fleet]) -> Fleet:
     """The scripted scenarios' fleet (they run one after another on it)."""
-    yield from _fleet(tmp_path_factory, "fleet")
+    return module_fleet(nodes=4)
 
 
 @pytest.fixture(scope="module")
-def curve_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+def curve_fleet(module_fleet: Callable[..., Fleet]) -> Fleet:
     """A fresh fleet for the learning curves: the unlearn scenario before them leaves its
     nodes' reputations lowered by reality (a flipped environment contradicts an honest
     source), and the curves must measure sharing, not the order the tests ran in."""
-    yield from _fleet(tmp_path_factory, "curve")
+    return module_fleet(nodes=4)
 
 
 def _run(
