@@ -186,8 +186,9 @@ def mcp(
     # Imported here: the MCP SDK (starlette, uvicorn) is not needed by any other command.
     import anyio
 
-    from lamarck.node.mcp.server import McpParams, build_server, is_loopback, serve_http
+    from lamarck.node.mcp.server import McpParams, build_server, serve_http
     from lamarck.node.mcp.tools import LamarckTools, NodeLink
+    from lamarck.node.net import is_loopback_host
     from lamarck.node.token import ensure_agent_token
 
     home_dir = resolve_home(home)
@@ -209,7 +210,7 @@ def mcp(
             await tools.link.close()
 
     async def http() -> None:
-        token = None if is_loopback(host) else ensure_agent_token(home_dir)
+        token = None if is_loopback_host(host) else ensure_agent_token(home_dir)
         try:
             await serve_http(
                 server,

@@ -62,6 +62,7 @@ from lamarck.node.console.markup import Markup, el, void
 from lamarck.node.console.plots import PlotParams
 from lamarck.node.health.figures import Finding, Severity
 from lamarck.node.health.render import report_from_json
+from lamarck.node.net import is_loopback_host
 from lamarck.node.store.port import LessonFilter, LessonStore, QuarantineRow
 from lamarck.proto.timefmt import parse_ts
 from lamarck.proto.v1 import operator_pb2
@@ -71,7 +72,6 @@ __all__ = [
     "ConsoleApp",
     "ConsoleServer",
     "http_status_for",
-    "is_loopback",
     "new_csrf_token",
     "start_console",
 ]
@@ -80,7 +80,6 @@ _log = logging.getLogger(__name__)
 
 #: The cookie carrying the operator token after ``/login`` (off-loopback consoles).
 COOKIE = "lamarck_console"
-_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _DECISIONS = {
     "approve": operator_pb2.QUARANTINE_DECISION_APPROVE,
     "reject": operator_pb2.QUARANTINE_DECISION_REJECT,
@@ -93,12 +92,6 @@ _STATES = {
 # Reasons of refusals that are about the request's origin, not its credentials: 403.
 _FORBIDDEN_REASONS = frozenset({"csrf_token", "cross_site", "bad_host"})
 _INVALID_STATUS = {"too_large": 413, "header_too_large": 431, "request_timeout": 408}
-
-
-def is_loopback(host: str) -> bool:
-    """True for a loopback host name or address (``127.*``, ``::1``, ``localhost``)."""
-    host = host.strip("[]").lower()
-    return host in _LOOPBACK_NAMES or host.startswith("127.")
 
 
 def http_status_for(error: LamarckError) -> int:
@@ -185,7 +178,8 @@ class ConsoleApp:
     # -- who may ask -------------------------------------------------------------------------
     def _check_host(self, request: Request) -> None:
         """On loopback, the Host header must name a loopback host (DNS rebinding)."""
-        if self._loopback_only and not is_loopback(_host_name(request.headers.get("host", ""))):
+        host = _host_name(request.headers.get("host", ""))
+        if self._loopback_only and not is_loopback_host(host):
             raise Unauthenticated("the console answers loopback hosts only", reason="bad_host")
 
     def _check_token(self, request: Request) -> None:
@@ -447,7 +441,7 @@ async def start_console(
             reason="invalid_config",
             field="console_listen",
         )
-    if not is_loopback(host) and not token:
+    if not is_loopback_host(host) and not token:
         raise ConfigError(
             "the console listens beyond loopback only with the operator token",
             reason="console_needs_token",

@@ -35,7 +35,6 @@ __all__ = [
     "BearerAuth",
     "McpParams",
     "build_server",
-    "is_loopback",
     "serve_http",
 ]
 
@@ -180,11 +179,6 @@ async def _as_resource(read: Callable[[], Awaitable[dict[str, Any]]]) -> str:
         raise ResourceError(str(e)) from None
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is reachable only from this machine (``lamarck.node.net``)."""
-    return is_loopback_host(host)
-
-
 class BearerAuth:
     """ASGI wrapper: every HTTP request needs ``Authorization: Bearer <token>`` (constant time)."""
 
@@ -237,7 +231,7 @@ async def serve_http(
     """
     import uvicorn
 
-    if token is None and not is_loopback(host):
+    if token is None and not is_loopback_host(host):
         raise ConfigError(
             f"serving MCP on {host} (not loopback) needs a bearer token", reason="token_required"
         )
