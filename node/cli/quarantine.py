@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from lamarck.node.api.quorum_view import certificate_state, parse_quorum
 from lamarck.node.cli.connect import running_node
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table, print_table
@@ -31,7 +32,6 @@ __all__ = [
     "list_quarantine",
     "operator_for",
     "print_quorum",
-    "quorum_json",
     "register",
     "reject",
     "rejection_json",
@@ -77,36 +77,14 @@ def entry_json(entry: QuarantineEntry) -> dict[str, Any]:
     }
 
 
-def quorum_json(text: str) -> dict[str, Any] | None:
-    """The quorum on a held record as the node reported it (None when none was asked)."""
-    if not text:
-        return None
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-#: How the certificate state reads for each quorum state.
-_CERTIFICATE_STATE = {
-    "pending": "none yet (awaiting votes)",
-    "accepted": "made here: the record was stored with it",
-    "certified": "received from a peer and verified here",
-    "rejected": "none: the quorum contradicted the record",
-}
-
-
 def print_quorum(quorum: dict[str, Any] | None) -> None:
     """Print the quorum's state, counts, certificate state and each vote."""
     if quorum is None:
         typer.echo("quorum: never asked")
         return
     counts = quorum.get("counts") or {}
-    cert = quorum.get("certificate")
-    state = str(quorum.get("state", ""))
     facts: dict[str, Any] = {
-        "state": state,
+        "state": quorum.get("state", ""),
         "rounds": quorum.get("rounds", 0),
         "reason": quorum.get("reason", ""),
         "next attempt": quorum.get("next_at") or "-",
@@ -115,8 +93,7 @@ def print_quorum(quorum: dict[str, Any] | None) -> None:
             f"{counts.get('abstain', 0)}"
         ),
         "accept at / reject at": f"{counts.get('accept_at', '-')} / {counts.get('reject_at', '-')}",
-        "certificate": _CERTIFICATE_STATE.get(state, state)
-        + (f" ({len(cert.get('votes', []))} signed votes)" if isinstance(cert, dict) else ""),
+        "certificate": certificate_state(quorum),
     }
     key_value_table("quorum", facts)
     votes = quorum.get("votes") or []
@@ -200,7 +177,7 @@ def show(quarantine_id: _IdArgument, home: HomeOption = None, as_json: JsonOptio
     except ValueError:
         # Held bytes that do not parse are shown as text: the operator should see them.
         record = shown.record_json.decode("utf-8", errors="replace")
-    quorum = quorum_json(shown.quorum_json)
+    quorum = parse_quorum(shown.quorum_json)
     if as_json:
         emit_json({**entry_json(shown.entry), "record": record, "quorum": quorum})
         return

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lamarck.node.api.quorum_view import certificate_state
 from lamarck.node.api.reputation import event_source
 from lamarck.node.console.activity import ActivityTimeline
 from lamarck.node.console.markup import Markup, el, join, void
@@ -26,7 +27,6 @@ from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.table import ReputationRow
 
 __all__ = [
-    "CERTIFICATE_STATES",
     "CSRF_FIELD",
     "NAV",
     "SHORT_ID_CHARS",
@@ -343,15 +343,6 @@ def _decide_form(row: QuarantineRow, decision: str, csrf_token: str) -> Markup:
     )
 
 
-#: How the certificate state reads for each quorum state (``QuorumLedger`` entries).
-CERTIFICATE_STATES: Mapping[str, str] = {
-    "pending": "none yet (awaiting votes)",
-    "accepted": "made here: the record was stored with it",
-    "certified": "received from a peer and verified here",
-    "rejected": "none: the quorum contradicted the record",
-}
-
-
 @dataclass(frozen=True, slots=True)
 class HeldDetails:
     """What the operator service says of a held record beyond its row: the start of its
@@ -423,11 +414,6 @@ def _quorum(quorum: Mapping[str, Any] | None) -> Markup:
         return el("td", el("span", "not asked", class_="muted"), class_="quorum")
     state = str(quorum.get("state", ""))
     counts: Mapping[str, Any] = quorum.get("counts") or {}
-    cert = quorum.get("certificate")
-    signed = len(cert.get("votes", [])) if isinstance(cert, Mapping) else 0
-    certificate = CERTIFICATE_STATES.get(state, state) + (
-        f" ({signed} signed votes)" if signed else ""
-    )
     tally = (
         f"validate {counts.get('validate', 0)} · contradict {counts.get('contradict', 0)} · "
         f"abstain {counts.get('abstain', 0)} (accept at {counts.get('accept_at', '–')}, "
@@ -440,7 +426,7 @@ def _quorum(quorum: Mapping[str, Any] | None) -> Markup:
         "td",
         el("p", el("strong", asked)),
         el("p", tally),
-        el("p", "certificate: ", el("span", certificate, class_="certificate")),
+        el("p", "certificate: ", el("span", certificate_state(quorum), class_="certificate")),
         el("p", "next attempt ", str(quorum["next_at"])) if quorum.get("next_at") else "",
         _votes(quorum.get("votes") or ()),
         class_="quorum",

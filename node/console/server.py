@@ -47,6 +47,7 @@ from lamarck.errors import (
 )
 from lamarck.node.api.node_status import ReputationSource, status_rows
 from lamarck.node.api.operator_service import OperatorServicer
+from lamarck.node.api.quorum_view import parse_quorum
 from lamarck.node.api.server import Provider
 from lamarck.node.console import pages
 from lamarck.node.console.activity_loader import load_activity
@@ -304,7 +305,7 @@ class ConsoleApp:
                 details[e.id] = pages.HeldDetails(
                     preview=e.content_preview,
                     decision=f"by {e.decided_by} at {e.decided_at}{note}" if e.decided_at else "",
-                    quorum=_quorum(self._op.quorum_json(e.content_hash)),
+                    quorum=parse_quorum(self._op.quorum_json(e.content_hash)),
                 )
             token = reply.next_page_token
             if not token:
@@ -357,17 +358,6 @@ class ConsoleApp:
     def _error(self, status: int, error: LamarckError) -> Response:
         body = el("p", str(error), class_="finding critical", data_reason=error.reason)
         return self._html(f"{status} {error.reason}", "", body, status)
-
-
-def _quorum(text: str) -> dict[str, Any] | None:
-    """The quorum JSON the operator service gives for a held record (None: never asked)."""
-    if not text:
-        return None
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None
 
 
 def _redirect(location: str, headers: tuple[tuple[str, str], ...] = ()) -> Response:

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from lamarck.node.cli.quarantine import print_quorum, quorum_json
+from lamarck.node.api.quorum_view import parse_quorum
+from lamarck.node.cli.quarantine import print_quorum
 
 QUORUM = {
     "content_hash": "ab" * 32,
@@ -44,7 +45,7 @@ QUORUM = {
 def test_the_quorum_prints_its_votes_and_certificate_state(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    print_quorum(quorum_json(json.dumps(QUORUM)))
+    print_quorum(parse_quorum(json.dumps(QUORUM)))
     out = capsys.readouterr().out
     assert "5 / 1 / 0" in out
     assert "made here" in out and "5 signed votes" in out
@@ -53,10 +54,10 @@ def test_the_quorum_prints_its_votes_and_certificate_state(
 
 
 def test_a_record_never_put_to_a_quorum_says_so(capsys: pytest.CaptureFixture[str]) -> None:
-    print_quorum(quorum_json(""))
+    print_quorum(parse_quorum(""))
     assert "quorum: never asked" in capsys.readouterr().out
 
 
 def test_unreadable_quorum_json_reads_as_none() -> None:
-    assert quorum_json("not json") is None
-    assert quorum_json("[1]") is None
+    assert parse_quorum("not json") is None
+    assert parse_quorum("[1]") is None
