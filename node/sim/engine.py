@@ -11,7 +11,7 @@ What runs is the node's own code, imported, never copied:
   to every allowed peer with hop limit 1), else ``GossipRouter`` (tree children, forwarding
   with the hop limit, dedupe, covering for a child that cannot be reached);
 * anti-entropy: ``sync_step`` pulling pages that ``select_for_sync`` serves from the peer's
-  holdings.
+  holdings, from a seeded sample of ``GossipParams.sync_peers_per_round`` peers per round.
 
 Modules are imported as modules and their functions looked up on each call, so a test that
 monkeypatches a core function changes what the simulator does. The one thing added around
@@ -477,7 +477,8 @@ class SimNetwork:
 
     # -- anti-entropy -----------------------------------------------------------------------
     def start_anti_entropy(self, nodes: Sequence[SimPeer], until: float) -> None:
-        """Every node in ``nodes`` pulls from its listed peers each interval (as the node does)."""
+        """Every node in ``nodes`` pulls from a sample of its listed peers each interval (as the
+        node does)."""
         interval = self.cores.gossip.anti_entropy_interval_s
         for peer in nodes:
             self.env.process(self._ae_loop(peer, self.rng.uniform(0.0, interval), until))
@@ -493,6 +494,10 @@ class SimNetwork:
     def _ae_round(self, peer: SimPeer, until: float) -> Any:
         others = sorted(self.view(peer) - {peer.node_id})
         gossip = self.cores.gossip
+        if len(others) > gossip.sync_peers_per_round:
+            # AntiEntropy.once's bounded round: a seeded sample of sync_peers_per_round peers,
+            # in id order (its one line, restated: the method needs a whole node around it).
+            others = sorted(self.rng.sample(others, gossip.sync_peers_per_round))
         owed = 0.0  # round-trip time of pulls that could bring nothing, not yet waited
         for other_id in others:
             if self.env.now + owed >= until or not peer.up:

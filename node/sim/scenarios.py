@@ -2,9 +2,9 @@
 partition, eclipse and Sybil flood, each over a fresh :class:`SimNetwork`.
 
 Anti-entropy rounds run on a sample of ``SimParams.ae_sample`` honest nodes (every node when
-the network is that small): a node's round pulls from every listed peer in turn, so at
-10,000 nodes one round is 10,000 sequential pulls and simulating all of them for every node
-would cost hours. The other nodes still serve Syncs. Figures that need anti-entropy (final
+the network is that small); each round pulls from ``GossipParams.sync_peers_per_round`` peers
+as the node's does. Simulating every node's rounds at 10,000 nodes would cost far more than the
+figures need. The other nodes still serve Syncs. Figures that need anti-entropy (final
 reach, repair time, lessons lost) are measured over the sample and say so.
 """
 
