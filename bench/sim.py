@@ -5,17 +5,27 @@ N = 5, 10, 20, with the real figure N-1 beside each and the ratio), the scale ta
 one JSON line of every figure. ``--quick``: N = 100 and 1,000, 4 lessons, anti-entropy on 100
 nodes (34 s of CPU; under a minute on an idle 2-core machine).
 
+First, the learning calibration (``lamarck.node.sim.learning``): the fleet learning curve
+(``fleet-learning-curve``, the fleet's own workload and driver) on N = 10 simulated nodes that
+each run the node's lesson service, once per ``--learning-seeds`` seed, with the mean and
+spread of the repeated known mistakes with sharing and isolated (a few seconds per seed).
+``lamarck fleet up --nodes 10 --workload fleet-learning-curve --seed S`` is the real run of the
+same workload and seed.
+
     python -m bench.sim            # N = 100, 1,000, 10,000; Byzantine 0 %, 10 %, 30 %
     python -m bench.sim --quick
+    python -m bench.sim --learning-only            # the learning calibration alone
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 
 from lamarck.node.sim.engine import SimCores
+from lamarck.node.sim.learning import LearningSimParams, learning_curve, learning_lines
 from lamarck.node.sim.params import SimParams
 from lamarck.node.sim.suite import calibration_lines, run_suite
 
@@ -28,7 +38,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--byzantine", type=float, nargs="+", default=[0.0, 0.1, 0.3])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--lessons", type=int, default=8)
+    parser.add_argument("--learning-seeds", type=int, nargs="*", default=[0, 1, 2])
+    parser.add_argument("--learning-nodes", type=int, default=10)
+    parser.add_argument("--learning-only", action="store_true", help="the learning calibration")
     args = parser.parse_args(argv)
+    learning: dict[str, float] = {}
+    if args.learning_seeds:
+        base = LearningSimParams(nodes=args.learning_nodes)
+        runs, summary = learning_curve(
+            args.learning_seeds, base, progress=lambda m: print(m, file=sys.stderr, flush=True)
+        )
+        print(
+            f"Learning calibration: {base.workload}, N = {base.nodes} simulated nodes with the "
+            f"node's lesson service, {base.agents} agents, {base.rounds} rounds "
+            "(real: lamarck fleet up --nodes N --workload fleet-learning-curve --seed S):"
+        )
+        for line in learning_lines(args.learning_seeds, runs):
+            print("  " + line)
+        learning = {f"learning_{k}": v for k, v in summary.items()}
+    if args.learning_only:
+        print(json.dumps(learning, sort_keys=True), flush=True)
+        return 0
     sizes = args.n or ([100, 1000] if args.quick else [100, 1000, 10000])
     cores = SimCores()
     started = time.perf_counter()
@@ -50,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(result.table())
     print(f"total {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    print(result.json_line(), flush=True)
+    line = json.loads(result.json_line())
+    line.update(learning)
+    print(json.dumps(line, sort_keys=True), flush=True)
     return 0
 
 
