@@ -313,6 +313,10 @@ class Node:
             tallies=lambda: store_tallies(store),
         )
         ctx.set_ready(store, lessons, book)
+        # Claim vectors and use marks written behind replies: flushed before the store
+        # closes, and any a crash lost are queued again now.
+        self.add_stop_hook(lessons.close)
+        await lessons.recover_write_behind()
         self._maintenance = MaintenanceLoop(lessons, params.maintenance, self.clock)
         self._maintenance.start()
         self._sharing = Sharing(

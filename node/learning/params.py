@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from lamarck.node.learning.exposure import ExposureParams
 from lamarck.node.learning.knowledge_params import KnowledgeParams
+from lamarck.node.learning.write_behind import WriteBehindParams
 from lamarck.params_checks import check_finite, check_positive_int, check_range, check_rule
 
 __all__ = [
@@ -314,6 +315,9 @@ class LearningParams:
     knowledge: KnowledgeParams = field(default_factory=KnowledgeParams)
     # Exposure before proof: unproven imported lessons in plan-time prompts (issue 12 §3.2).
     exposure: ExposureParams = field(default_factory=ExposureParams)
+    # Claim vectors and recall use marks written behind the agent's reply (issue 17 §2); off
+    # by default, the node turns both on (``node_params``).
+    write_behind: WriteBehindParams = field(default_factory=WriteBehindParams)
 
     def __post_init__(self) -> None:
         """Check the parts are the right types (each validated itself on construction)."""
@@ -323,3 +327,8 @@ class LearningParams:
         _rule(isinstance(self.context, ContextParams), "context", "must be ContextParams")
         _rule(isinstance(self.secrets, SecretParams), "secrets", "must be SecretParams")
         _rule(isinstance(self.exposure, ExposureParams), "exposure", "must be ExposureParams")
+        _rule(
+            isinstance(self.write_behind, WriteBehindParams),
+            "write_behind",
+            "must be WriteBehindParams",
+        )

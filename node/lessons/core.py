@@ -15,6 +15,7 @@ import random
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
@@ -27,6 +28,7 @@ from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.prompt import PromptSection, TokenCounter
 from lamarck.node.learning.secrets import scan_for_secrets
 from lamarck.node.learning.variables import VariableImportanceLearner
+from lamarck.node.lessons.write_behind import WriteBehind
 from lamarck.node.store.port import (
     Category,
     LessonEvent,
@@ -209,6 +211,8 @@ class LessonCore:
         # use (``load_learner``), written back with the outcome that changed it.
         self.learner = VariableImportanceLearner()
         self.learner_loaded = False
+        #: Claim vectors and recall use marks written behind the agent's reply.
+        self.behind = WriteBehind(store, self.embed_many, params.write_behind)
 
     async def load_learner(self) -> VariableImportanceLearner:
         """The context-variable learner, read from the store once per service."""
@@ -261,6 +265,18 @@ class LessonCore:
         """Embed one text off the event loop (a real model is CPU-bound and blocking)."""
         vectors = await asyncio.to_thread(self.embedder.embed, [text])
         return np.asarray(vectors, dtype=np.float32).reshape(-1)
+
+    async def embed_many(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed ``texts`` in one model call off the event loop, one row per text."""
+        vectors = await asyncio.to_thread(self.embedder.embed, list(texts))
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+    async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:
+        """One use of each lesson: behind the reply when the params say so."""
+        if self.params.write_behind.defer_use_marks:
+            self.behind.use_later(lesson_ids, now)
+        else:
+            await self.store.mark_used(lesson_ids, now)
 
     def session(self, session_id: str) -> Session:
         """The in-play record of a session, created on first use."""
@@ -321,6 +337,8 @@ class LessonCore:
         """
         now = self.clock.now()
         has_evidence = bool(evidence)
+        # A claim is in no prompt and in no contest: its vector can come behind the reply.
+        later = not has_evidence and self.params.write_behind.defer_claim_embedding
         row = LessonRow(
             id=self.new_id(),
             content=content,
@@ -337,7 +355,7 @@ class LessonCore:
             situation=situation,
             tags=tuple(tags),
             supersedes=supersedes,
-            embedding=await self.embed(content),
+            embedding=None if later else await self.embed(content),
         )
         created = [LessonChange(row.id, "created", None, row.confidence)]
         if supersedes is None:
@@ -348,6 +366,8 @@ class LessonCore:
             await self.store.supersede(supersedes, row)
             if log_as is not None:
                 await self.log(created, log_as)
+        if later:
+            self.behind.embed_later(row.id, content)
         return row
 
     async def check_evidence(self, ids: tuple[str, ...]) -> tuple[str, ...]:

@@ -76,6 +76,8 @@ class Recall:
         """
         core = self._core
         lp = core.params.lesson
+        # Read-your-writes: a claim stored behind its vector is searchable from here on.
+        await core.behind.settle()
         await core.load_learner()
         query = await core.embed(task)
         statuses = (LessonStatus.ACTIVE, LessonStatus.CLAIMED) if include_claimed else None
@@ -145,7 +147,7 @@ class Recall:
             session.context = dict(context or {})
             for row in [*chosen, *claimed, *contested]:
                 session.in_play[row.id] = None
-            await core.store.mark_used([r.id for r in (*chosen, *claimed, *contested)], now)
+            await core.mark_used([r.id for r in (*chosen, *claimed, *contested)], now)
         scored = tuple(
             RecalledLesson(row, by_id[row.id].similarity, scores[row.id]) for row in chosen
         )

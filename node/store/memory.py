@@ -349,6 +349,30 @@ class InMemoryLessonStore(LessonStore):
         """How many lessons match the filter (ignores limit/offset)."""
         return len(self._matching(flt))
 
+    async def set_embeddings(self, vectors: Sequence[tuple[str, Vector]]) -> None:
+        """Set each listed lesson's embedding only; unknown ids are skipped."""
+        async with self._lock:
+            # The same dimension check an insert makes, all before any is set.
+            updated = [
+                self._normalise(dataclasses.replace(row, embedding=vector))
+                for lesson_id, vector in vectors
+                if (row := self._lessons.get(lesson_id)) is not None
+            ]
+            for row in updated:
+                self._lessons[row.id] = row
+
+    async def unembedded(self, limit: int) -> list[tuple[str, str]]:
+        """Claimed or active lessons with no embedding, oldest first."""
+        rows = sorted(
+            (
+                r
+                for r in self._lessons.values()
+                if r.embedding is None and r.status in (LessonStatus.CLAIMED, LessonStatus.ACTIVE)
+            ),
+            key=lambda r: (r.created_at, r.id),
+        )
+        return [(r.id, r.content) for r in rows[: max(0, limit)]]
+
     async def retired_evidence_ids(self, among: Sequence[str] | None = None) -> set[str]:
         """Outcome ids cited by any lesson whose ``superseded_by`` is ``retired:<who>``; with
         ``among``, only those ids."""
@@ -381,8 +405,10 @@ class InMemoryLessonStore(LessonStore):
         for lesson_id in dict.fromkeys(lesson_ids):
             row = self._lessons.get(lesson_id)
             if row is not None:
+                # The latest use wins (a use mark written behind a reply may come late).
+                last = now if row.last_used is None else max(row.last_used, now)
                 self._lessons[lesson_id] = dataclasses.replace(
-                    row, last_used=now, use_count=row.use_count + 1
+                    row, last_used=last, use_count=row.use_count + 1
                 )
 
     async def hard_delete(self, lesson_id: str) -> None:

@@ -336,6 +336,17 @@ class LessonStore(abc.ABC):
         """Lessons matching the filter, highest confidence first, then newest."""
 
     @abc.abstractmethod
+    async def set_embeddings(self, vectors: Sequence[tuple[str, Vector]]) -> None:
+        """Set each listed lesson's embedding and nothing else (one round trip); unknown ids
+        are skipped. A vector of another dimension is refused (``StoreError``,
+        ``dimension_mismatch``) and nothing is set."""
+
+    @abc.abstractmethod
+    async def unembedded(self, limit: int) -> list[tuple[str, str]]:
+        """``(id, content)`` of up to ``limit`` claimed or active lessons with no embedding
+        (an embedding deferred by a write-behind that did not finish), oldest first."""
+
+    @abc.abstractmethod
     async def search(self, query: Vector, k: int, flt: LessonFilter) -> list[ScoredLesson]:
         """Top-``k`` lessons by cosine similarity to ``query`` among those matching ``flt``."""
 
@@ -361,8 +372,9 @@ class LessonStore(abc.ABC):
 
     @abc.abstractmethod
     async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:
-        """Record one use of each lesson (``last_used = now``, ``use_count + 1``) in one write;
-        unknown ids are skipped. Recall calls it once for everything it returned."""
+        """Record one use of each lesson (``last_used`` the later of its value and ``now``,
+        ``use_count + 1``) in one write; unknown ids are skipped. Recall calls it once for
+        everything it returned (possibly behind its reply, so a mark can arrive late)."""
 
     @abc.abstractmethod
     async def hard_delete(self, lesson_id: str) -> None:

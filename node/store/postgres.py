@@ -460,6 +460,16 @@ def _to_quarantine(rec: Any) -> QuarantineRow:
     )
 
 
+def _stored_vector(vector: Vector, dim: int) -> Vector:
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if v.shape[0] != dim:
+        raise StoreError(
+            f"embedding has {v.shape[0]} dimensions, the store holds {dim}",
+            reason="dimension_mismatch",
+        )
+    return v
+
+
 def _query_vector(query: Vector, dim: int) -> Vector:
     q = np.asarray(query, dtype=np.float32).reshape(-1)
     if q.shape[0] != dim:
@@ -935,6 +945,25 @@ class PostgresLessonStore(LessonStore):
             )
         return [r["scope"] for r in recs]
 
+    async def set_embeddings(self, vectors: Sequence[tuple[str, Vector]]) -> None:
+        """Set each listed lesson's embedding only (one pipelined batch); unknown ids are
+        skipped."""
+        rows = [(i, _stored_vector(v, self.dim)) for i, v in vectors]
+        if not rows:
+            return
+        async with _guard():
+            await self.pool.executemany("UPDATE lessons SET embedding = $2 WHERE id = $1", rows)
+
+    async def unembedded(self, limit: int) -> list[tuple[str, str]]:
+        """Claimed or active lessons with no embedding, oldest first."""
+        async with _guard():
+            recs = await self.pool.fetch(
+                "SELECT id, content FROM lessons WHERE embedding IS NULL"
+                " AND status IN ('claimed', 'active') ORDER BY created_at, id LIMIT $1",
+                max(0, limit),
+            )
+        return [(r["id"], r["content"]) for r in recs]
+
     async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:
         """One use of each lesson, one statement; unknown ids are skipped. ``updated_at``
         stays: a use is not a signed field, so it must not make a newer record version."""
@@ -943,7 +972,10 @@ class PostgresLessonStore(LessonStore):
             return
         async with _guard():
             await self.pool.execute(
-                "UPDATE lessons SET last_used = $2, use_count = use_count + 1"
+                # The latest use wins: a use mark written behind a reply may arrive after a
+                # newer one.
+                "UPDATE lessons SET last_used = GREATEST(COALESCE(last_used, $2), $2),"
+                " use_count = use_count + 1"
                 " WHERE id = ANY($1::text[])",
                 ids,
                 now,

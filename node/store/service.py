@@ -130,6 +130,8 @@ class LessonService:
         context: Mapping[str, Any] | None = None,
     ) -> OutcomeResult:
         """Store the outcome, attribute it to in-play lessons, and learn what it proves."""
+        # A claim it confirms may become advice: its vector and use marks must be in.
+        await self._core.behind.settle()
         return await self._outcomes.record_outcome(outcome, incognito=incognito, context=context)
 
     # -- writing lessons -------------------------------------------------------------------
@@ -247,15 +249,32 @@ class LessonService:
         """Remove a lesson for good. Only for an explicit user action; rules never call it."""
         await self._editing.hard_delete(lesson_id)
 
+    # -- write-behind ----------------------------------------------------------------------
+    async def settle(self) -> None:
+        """Wait for the writes made behind earlier replies (claim vectors, use marks)."""
+        await self._core.behind.settle()
+
+    async def recover_write_behind(self) -> int:
+        """Queue the vectors a crash left unwritten; returns how many (the node's start)."""
+        return await self._core.behind.recover()
+
+    async def close(self) -> None:
+        """Flush the writes made behind earlier replies (the node's stop, before the store
+        closes)."""
+        await self._core.behind.close()
+
     # -- maintenance -----------------------------------------------------------------------
     async def reconcile(self) -> ReconcileResult:
         """Decay unused lessons, retire those below the level, enforce the per-scope cap."""
+        # Decay reads the use marks; consolidation reads the vectors.
+        await self._core.behind.settle()
         return await self._maintenance.reconcile()
 
     async def contest_new(self, row: LessonRow) -> None:
         """Contest the lessons this node's own outcomes back that ``row`` (an imported copy
         just stored) contradicts: the copy leaves the prompt's advice, the proven lesson stays
         (``conflicts.contest``); the changes go to the event log."""
+        await self._core.behind.settle()
         changes = await self._knowledge.contest_new(row, only_proven_here=True)
         await self._core.log(changes, LOOP_ACTOR)
 

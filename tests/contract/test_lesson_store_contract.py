@@ -867,3 +867,62 @@ async def test_project_scopes_are_those_of_own_lessons_and_outcomes(store: Lesso
     # Team sharing declares what this node works on: not the projects of others' lessons.
     assert await store.project_scopes(10) == [f"project:{own}", f"project:{worked}"]
     assert await store.project_scopes(1) == [f"project:{own}"]
+
+
+async def test_set_embeddings_sets_only_the_vector_and_search_then_finds_the_row(
+    store: LessonStore,
+) -> None:
+    # A claim stored before its vector (a deferred embedding), then confirmed meanwhile.
+    await store.insert_lesson(lesson("late", status=LessonStatus.CLAIMED, embedding=None))
+    await store.insert_lesson(lesson("other", embedding=vec(0.0, 1.0)))
+    confirmed = dataclasses.replace(
+        await store.get_lesson("late"), confidence=0.75, status=LessonStatus.ACTIVE
+    )
+    await store.update_lesson(confirmed)
+    assert await store.search(vec(1.0), 5, LessonFilter()) == [
+        h for h in await store.search(vec(1.0), 5, LessonFilter()) if h.lesson.id == "other"
+    ]
+    await store.set_embeddings([("late", vec(1.0)), ("no-such-lesson", vec(1.0))])
+    row = await store.get_lesson("late")
+    # The confirmation written meanwhile stays: only the vector was set.
+    assert row.confidence == 0.75 and row.status is LessonStatus.ACTIVE
+    assert row.embedding is not None and float(row.embedding[0]) == pytest.approx(1.0)
+    hits = await store.search(vec(1.0), 1, LessonFilter())
+    assert [h.lesson.id for h in hits] == ["late"]
+
+
+async def test_set_embeddings_refuses_another_dimension_and_sets_nothing(
+    store: LessonStore,
+) -> None:
+    await store.insert_lesson(lesson("a", embedding=None))
+    await store.insert_lesson(lesson("b", embedding=None))
+    with pytest.raises(StoreError) as caught:
+        await store.set_embeddings([("a", vec(1.0)), ("b", np.ones(DIM + 1, dtype=np.float32))])
+    assert caught.value.reason == "dimension_mismatch"
+    assert (await store.get_lesson("a")).embedding is None
+
+
+async def test_unembedded_lists_live_lessons_without_a_vector_oldest_first(
+    store: LessonStore,
+) -> None:
+    await store.insert_lessons(
+        [
+            lesson("new-claim", status=LessonStatus.CLAIMED, embedding=None, created_at=at(20)),
+            lesson("old-active", embedding=None, created_at=at(10)),
+            lesson("retired", status=LessonStatus.RETIRED, embedding=None, created_at=at(5)),
+            lesson("has-vector", created_at=at(1)),
+        ]
+    )
+    assert await store.unembedded(10) == [
+        ("old-active", "lesson old-active"),
+        ("new-claim", "lesson new-claim"),
+    ]
+    assert await store.unembedded(1) == [("old-active", "lesson old-active")]
+
+
+async def test_a_late_use_mark_keeps_the_latest_use(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("used"))
+    await store.mark_used(["used"], at(50))
+    await store.mark_used(["used"], at(10))  # written behind an earlier reply
+    row = await store.get_lesson("used")
+    assert row.last_used == at(50) and row.use_count == 2

@@ -1,0 +1,30 @@
+"""What the lesson service writes behind the agent's reply (``node/lessons/write_behind.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lamarck.params_checks import check_positive_int, check_rule
+
+__all__ = ["WriteBehindParams"]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteBehindParams:
+    """What is written behind the agent's reply, and in what batches."""
+
+    # A claim is stored without its vector, which is embedded behind the reply.
+    defer_claim_embedding: bool = False
+    # A recall's use marks are written behind the reply.
+    defer_use_marks: bool = False
+    # Most claims embedded in one model call. Integer >= 1.
+    batch: int = 32
+    # Most lessons ``recover`` re-embeds at start in one pass. Integer >= 1.
+    recover_limit: int = 10_000
+
+    def __post_init__(self) -> None:
+        """Validate every field."""
+        for name in ("defer_claim_embedding", "defer_use_marks"):
+            check_rule(isinstance(getattr(self, name), bool), name, "must be a bool")
+        check_positive_int("batch", self.batch)
+        check_positive_int("recover_limit", self.recover_limit)

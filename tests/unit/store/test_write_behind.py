@@ -1,0 +1,172 @@
+"""Writes behind the agent's reply: a claim's vector and a recall's use marks come after the
+reply, every reader sees them (read-your-writes), a failed write is retried, never dropped,
+and a vector lost to a crash is written at the next start."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from lamarck.errors import ConfigError, StoreUnavailable
+from lamarck.node.embedding import HashingEmbedder
+from lamarck.node.learning.params import LearningParams
+from lamarck.node.learning.write_behind import WriteBehindParams
+from lamarck.node.lessons.write_behind import WriteBehind
+from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.node.store.port import LessonStatus
+from lamarck.node.store.service import LessonService
+from lamarck.proto.clock import FixedClock
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+DIM = 64
+SCOPE = "project:" + "ab" * 32
+ON = WriteBehindParams(defer_claim_embedding=True, defer_use_marks=True, batch=4)
+
+
+class FlakyStore(InMemoryLessonStore):
+    """An in-memory store whose vector writes fail while ``down``."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=DIM)
+        self.down = False
+        self.vector_writes = 0
+
+    async def set_embeddings(self, vectors: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> None:
+        if self.down:
+            raise StoreUnavailable("the database is down", reason="not_connected")
+        self.vector_writes += 1
+        await super().set_embeddings(vectors)
+
+
+def service(
+    store: InMemoryLessonStore, params: WriteBehindParams = ON, *, seed: int = 3
+) -> LessonService:
+    return LessonService(
+        store,
+        HashingEmbedder(dim=DIM),
+        FixedClock(NOW),
+        LearningParams(write_behind=params),
+        rng=random.Random(seed),
+    )
+
+
+async def test_a_claim_is_stored_before_its_vector_and_recall_still_finds_it() -> None:
+    store = InMemoryLessonStore(dim=DIM)
+    svc = service(store)
+    row = await svc.remember("Run ruff check before every commit.", "shell:ruff check", SCOPE)
+    assert row is not None and row.status is LessonStatus.CLAIMED
+    # Stored at once, without its vector: nothing was embedded in the agent's wait.
+    assert (await store.get_lesson(row.id)).embedding is None
+    result = await svc.recall("ruff check before commit", None, SCOPE, "s1", include_claimed=True)
+    assert [r.id for r in result.claimed] == [row.id]
+    assert (await store.get_lesson(row.id)).embedding is not None
+
+
+async def test_without_write_behind_the_vector_is_written_with_the_row() -> None:
+    store = InMemoryLessonStore(dim=DIM)
+    svc = service(store, WriteBehindParams())
+    row = await svc.remember("Run ruff check before every commit.", "shell:ruff check", SCOPE)
+    assert row is not None and (await store.get_lesson(row.id)).embedding is not None
+
+
+async def test_use_marks_come_behind_the_recall_and_settle_writes_them() -> None:
+    store = InMemoryLessonStore(dim=DIM)
+    svc = service(store)
+    row = await svc.remember("Run ruff check before every commit.", "shell:ruff check", SCOPE)
+    assert row is not None
+    await svc.recall("ruff check before commit", None, SCOPE, "s1", include_claimed=True)
+    await svc.settle()
+    stored = await store.get_lesson(row.id)
+    assert stored.use_count == 1 and stored.last_used == NOW
+
+
+async def test_a_failed_vector_write_stays_pending_and_the_reader_gets_the_typed_error() -> None:
+    store = FlakyStore()
+    svc = service(store)
+    store.down = True
+    row = await svc.remember("Pin the node version in CI.", "shell:nvm use", SCOPE)
+    assert row is not None
+    with pytest.raises(StoreUnavailable):
+        await svc.recall("pin node version", None, SCOPE, "s1", include_claimed=True)
+    assert (await store.get_lesson(row.id)).embedding is None
+    store.down = False
+    result = await svc.recall("pin node version", None, SCOPE, "s1", include_claimed=True)
+    assert [r.id for r in result.claimed] == [row.id]
+
+
+async def test_claims_are_embedded_in_batches() -> None:
+    store = FlakyStore()
+    svc = service(store)
+    # Stored one after another with no await in between for the drain: one batch per 4.
+    rows = [
+        await svc.remember(f"Lesson number {k} about builds.", f"shell:make b{k}", SCOPE)
+        for k in range(8)
+    ]
+    await svc.settle()
+    stored = await store.get_lessons([r.id for r in rows if r is not None])
+    assert len(stored) == 8 and all(r.embedding is not None for r in stored)
+    # The drain starts after the first claim and takes what queued meanwhile, up to 4 a batch.
+    assert 2 <= store.vector_writes < 8
+
+
+async def test_close_flushes_and_recover_finds_what_a_crash_lost() -> None:
+    store = InMemoryLessonStore(dim=DIM)
+    svc = service(store)
+    row = await svc.remember("Use uv sync, not pip install.", "shell:uv sync", SCOPE)
+    assert row is not None
+    await svc.close()
+    assert (await store.get_lesson(row.id)).embedding is not None
+    # A crash between the reply and the vector: the row has none; a new start queues it.
+    lost = await service(store, seed=4).remember(
+        "Build docs with mkdocs.", "shell:mkdocs build", SCOPE
+    )
+    assert lost is not None
+    restarted = service(store, seed=5)
+    assert await restarted.recover_write_behind() == 1
+    await restarted.settle()
+    assert (await store.get_lesson(lost.id)).embedding is not None
+
+
+async def test_a_late_use_mark_does_not_move_last_use_back() -> None:
+    store = InMemoryLessonStore(dim=DIM)
+    behind = WriteBehind(store, _no_embed, ON)
+    svc = service(store, WriteBehindParams())
+    row = await svc.remember("Run ruff check before every commit.", "shell:ruff check", SCOPE)
+    assert row is not None
+    await store.mark_used([row.id], NOW + timedelta(minutes=5))
+    behind.use_later([row.id], NOW)
+    await behind.settle()
+    stored = await store.get_lesson(row.id)
+    assert stored.last_used == NOW + timedelta(minutes=5) and stored.use_count == 2
+
+
+async def _no_embed(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    raise AssertionError("nothing to embed here")
+
+
+def test_params_are_validated() -> None:
+    with pytest.raises(ConfigError):
+        WriteBehindParams(batch=0)
+    with pytest.raises(ConfigError):
+        WriteBehindParams(defer_use_marks=1)  # type: ignore[arg-type]
+
+
+def test_the_drain_is_not_cancelled_by_a_cancelled_reader() -> None:
+    async def scenario() -> None:
+        store = InMemoryLessonStore(dim=DIM)
+        svc = service(store)
+        row = await svc.remember("Run ruff check before every commit.", "shell:ruff check", SCOPE)
+        assert row is not None
+        reader = asyncio.ensure_future(svc.settle())
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+        await svc.settle()
+        assert (await store.get_lesson(row.id)).embedding is not None
+
+    asyncio.run(scenario())
