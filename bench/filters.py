@@ -173,6 +173,24 @@ def evaluate(
     return cells, misses
 
 
+def wave3(
+    items: Sequence[CorpusItem], records: Sequence[MemoryV2], policy: Filter, view: BenchView
+) -> dict[str, float]:
+    """Rates on the third wave only (templates ``w3:*``, written in fresh styles after the
+    filter was built on the first two): its held-out third was never tuned on."""
+    out: dict[str, float] = {}
+    for split in ("tune", "heldout"):
+        for label, key in (("claim", "detection"), ("honest", "false_positive")):
+            chosen = [
+                r
+                for it, r in zip(items, records, strict=True)
+                if it.template.startswith("w3:") and it.split == split and it.label == label
+            ]
+            flagged = sum(policy.check(r, view).kind is not VerdictKind.ACCEPT for r in chosen)
+            out[f"wave3_{key}_{split}"] = flagged / len(chosen) if chosen else 0.0
+    return out
+
+
 def summarise(cells: dict[tuple[str, str, str], Tally], label: str, split: str) -> Tally:
     """All categories of one label and split (``split="all"`` for both splits)."""
     out = Tally()
@@ -293,6 +311,12 @@ def main(argv: list[str] | None = None) -> int:
         cells, misses = evaluate(items, records, semantic, view)
         print_table("AutonomyFilter, MiniLM (structure + meaning)", cells)
         figures["extra_vectors_per_record"] = extra / len(records)
+    w3 = wave3(items, records, semantic, view)
+    print(
+        "third wave only (fresh styles): "
+        + ", ".join(f"{k.removeprefix('wave3_')} {100 * v:.1f}%" for k, v in w3.items())
+    )
+    figures.update(w3)
 
     if args.show_misses != "none":
         print("\n-- misses (" + args.show_misses + ")")
