@@ -6,12 +6,20 @@ Loaded once at start-up; an invalid value is refused with the field and the rule
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -24,7 +32,7 @@ from lamarck.node.net import is_loopback_address
 from lamarck.proto.identity import is_node_id, public_key_from_b64
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 
-__all__ = ["CONFIG_FILE", "NodeSettings", "default_home", "load_settings"]
+__all__ = ["CONFIG_FILE", "DeclaredToolSetting", "NodeSettings", "default_home", "load_settings"]
 
 CONFIG_FILE = "lamarck.toml"
 
@@ -32,6 +40,27 @@ CONFIG_FILE = "lamarck.toml"
 def default_home() -> Path:
     """``$LAMARCK_HOME`` or ``~/.lamarck``."""
     return Path(os.environ.get("LAMARCK_HOME") or Path.home() / ".lamarck")
+
+
+class DeclaredToolSetting(BaseModel):
+    """One tool this node's agents use and the remedies its code declares (seed 002 §3.2).
+
+    A situation lesson a peer sends about ``tool`` is accepted only when its unblock is one of
+    ``unblock`` and its probe one of ``probe`` exactly; about any other tool, never.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str = Field(min_length=1, max_length=128, pattern=r"^\S+$")
+    unblock: tuple[str, ...] = ()
+    probe: tuple[str, ...] = ()
+
+    @field_validator("unblock", "probe")
+    @classmethod
+    def _commands(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not c.strip() or len(c) > 512 for c in value):
+            raise ValueError("each command must be 1-512 characters, not blank")
+        return tuple(dict.fromkeys(value))
 
 
 class NodeSettings(BaseSettings):
@@ -110,6 +139,12 @@ class NodeSettings(BaseSettings):
     max_identities_per_endorser: int = Field(default=8, ge=1, le=1_000_000)
     # Seconds between two recomputations of global trust, > 0.
     global_trust_interval_s: float = Field(default=60.0, gt=0, le=86_400)
+    # The tools this node's agents use, each with the remedies its code declares: a situation
+    # lesson (a remembered blocker, seed 002) about a tool not listed, or whose unblock/probe
+    # is not one listed, is refused on import (`undeclared_situation`). A table per tool in
+    # lamarck.toml (`[[declared_tools]]` tool, unblock, probe), a JSON array in
+    # LAMARCK_DECLARED_TOOLS, or one JSON object per repeated --declared-tools flag.
+    declared_tools: tuple[DeclaredToolSetting, ...] = ()
     # Share nothing: no publishing, no forwarding, and Syncs from peers get nothing; the node
     # still imports what its peers publish.
     incognito: bool = False
@@ -157,6 +192,25 @@ class NodeSettings(BaseSettings):
                 raise ValueError(f"{scope!r} is not a project scope (project:<16-64 hex digits>)")
             out.append("project:" + digest)
         return tuple(dict.fromkeys(out))
+
+    @field_validator("declared_tools", mode="before")
+    @classmethod
+    def _tool_objects(cls, value: Any) -> Any:
+        # A flag gives each declaration as a JSON object; TOML and the environment give objects.
+        if isinstance(value, list | tuple):
+            return tuple(_json_object(v) if isinstance(v, str) else v for v in value)
+        return value
+
+    @field_validator("declared_tools")
+    @classmethod
+    def _one_declaration_per_tool(
+        cls, value: tuple[DeclaredToolSetting, ...]
+    ) -> tuple[DeclaredToolSetting, ...]:
+        names = [t.tool for t in value]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"declared more than once: {', '.join(twice)}")
+        return value
 
     @field_validator("pretrusted_peers")
     @classmethod
@@ -207,6 +261,13 @@ class NodeSettings(BaseSettings):
         home = _home_from(init_settings)
         toml = TomlConfigSettingsSource(settings_cls, toml_file=home / CONFIG_FILE)
         return (init_settings, env_settings, toml)
+
+
+def _json_object(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not a JSON object: {e}") from e
 
 
 def _home_from(init_settings: PydanticBaseSettingsSource) -> Path:

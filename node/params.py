@@ -23,7 +23,7 @@ from lamarck.node.health.params import HealthParams
 from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, meaning_model
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.importing.decision import ConservativeHighStakesRule, ImportParams
-from lamarck.node.importing.filters import FilterParams, default_filters
+from lamarck.node.importing.filters import DeclaredTool, FilterParams, default_filters
 from lamarck.node.learning.params import EvidenceParams, LearningParams
 from lamarck.node.supervision import SupervisionParams
 from lamarck.proto.peer_auth import PeerAuthParams
@@ -111,7 +111,14 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
     # The catch-up chunking the node's embedder was wrapped with (one set for both).
     batch_import = embedder.params if isinstance(embedder, PrimedEmbedder) else BatchImportParams()
     autonomy = AutonomyParams()
-    filters = FilterParams()
+    # The tools this node's agents use: the only ones a situation lesson may be about, here
+    # and in the self-check of what this node publishes.
+    filters = FilterParams(
+        declared_tools=tuple(
+            DeclaredTool(t.tool, frozenset(t.unblock), frozenset(t.probe))
+            for t in settings.declared_tools
+        )
+    )
     autonomy_filter = AutonomyFilter(autonomy, meaning_model(embedder, autonomy))
     importing = ImportParams(
         filters=default_filters(filters, autonomy=autonomy_filter),

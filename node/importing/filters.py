@@ -119,6 +119,16 @@ class DeclaredTool:
     unblock_commands: frozenset[str] = frozenset()
     probe_commands: frozenset[str] = frozenset()
 
+    def __post_init__(self) -> None:
+        """A declaration names its tool and only non-empty commands (``ConfigError``)."""
+        if not self.name or any(c.isspace() for c in self.name):
+            raise ConfigError(f"invalid declared tool name {self.name!r}: must be a bare name")
+        for field_name in ("unblock_commands", "probe_commands"):
+            if any(not c.strip() for c in getattr(self, field_name)):
+                raise ConfigError(
+                    f"invalid {field_name} of declared tool {self.name!r}: empty command"
+                )
+
 
 @dataclass(frozen=True, slots=True)
 class KnownVersion:
@@ -338,6 +348,10 @@ class FilterParams:
     autonomy_patterns: tuple[str, ...] = _AUTONOMY_PATTERNS
     negations: tuple[str, ...] = _NEGATIONS
     conflict_markers: tuple[str, ...] = _CONFLICT_MARKERS
+    # The tools this node's agents use, each with the remedies its code declares (the node
+    # setting ``declared_tools``): a situation lesson about any other tool, or with any other
+    # unblock/probe, is refused (``DeclaredSituationFilter``). One declaration per name.
+    declared_tools: tuple[DeclaredTool, ...] = ()
 
     def __post_init__(self) -> None:
         self.validate()
@@ -366,6 +380,9 @@ class FilterParams:
             raise ConfigError("invalid outlier_min_history: must be at least 1")
         if self.negation_window_words < 0:
             raise ConfigError("invalid negation_window_words: must not be negative")
+        names = [t.name for t in self.declared_tools]
+        if len(set(names)) != len(names):
+            raise ConfigError("invalid declared_tools: a tool is declared twice")
         for f in fields(self):
             if f.name.endswith("_patterns"):
                 for pattern in getattr(self, f.name):
@@ -540,12 +557,18 @@ class DeclaredSituationFilter:
     """Rejects situation lessons whose remedy did not come from declared tool fields.
 
     "Declared tool field", concretely: the situation's ``source`` is ``"declared"``, its
-    ``tool`` has a declaration in the local tool registry (``view.declared_tool``), and its
-    ``unblock`` / ``probe``, when present, are each *exactly* one of that declaration's
-    ``unblock_commands`` / ``probe_commands`` (whitespace-normalised). A record can therefore
-    only point at a command this node's own tool code already knows; it can never teach one.
+    ``tool`` is declared on this node — in ``FilterParams.declared_tools`` (the node setting
+    listing the tools its agents use) or else by the local tool registry
+    (``view.declared_tool``) — and its ``unblock`` / ``probe``, when present, are each
+    *exactly* one of that declaration's ``unblock_commands`` / ``probe_commands``
+    (whitespace-normalised). A record can therefore only point at a command this node's own
+    tools already know; it can never teach one, nor bring a tool this node does not use.
     Records without a situation block pass.
     """
+
+    def __init__(self, params: FilterParams | None = None) -> None:
+        tools = params.declared_tools if params is not None else ()
+        self._declared = {t.name: t for t in tools}
 
     def check(self, record: MemoryV2, view: ImportView) -> Verdict:
         """Reject an inferred situation or a remedy absent from the tool's declaration."""
@@ -554,7 +577,7 @@ class DeclaredSituationFilter:
             return Verdict.accept()
         if sit.source != "declared":
             return Verdict.reject(FilterReason.UNDECLARED_SITUATION)
-        declared = view.declared_tool(sit.tool)
+        declared = self._declared.get(sit.tool) or view.declared_tool(sit.tool)
         if declared is None:
             return Verdict.reject(FilterReason.UNDECLARED_SITUATION)
         pairs = ((sit.unblock, declared.unblock_commands), (sit.probe, declared.probe_commands))
@@ -731,7 +754,7 @@ def default_filters(params: FilterParams | None = None, autonomy: Filter | None 
     p = params or FilterParams()
     return AllOf(
         [
-            DeclaredSituationFilter(),
+            DeclaredSituationFilter(p),
             InjectedInstructionFilter(p),
             autonomy if autonomy is not None else AutonomyClaimFilter(p),
             SecretFilter(),

@@ -73,7 +73,8 @@ class StrangerView:
         return SourceStats()
 
     def declared_tool(self, tool: str) -> DeclaredTool | None:
-        """No tool declarations (a situation's commands then fail closed, as on a peer)."""
+        """No tool registry: the peer declares the tools this node's own settings declare
+        (``FilterParams.declared_tools``, which the filters carry), and no other."""
         return None
 
     def known_versions(self, record_id: str) -> Sequence[KnownVersion]:

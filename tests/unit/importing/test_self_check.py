@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lamarck.node.importing.decision import ImportParams
+from lamarck.node.importing.filters import DeclaredTool, FilterParams, default_filters
 from lamarck.node.importing.self_check import own_record_refusal
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
@@ -79,3 +80,34 @@ def test_a_private_lesson_is_judged_for_its_recipient() -> None:
 def test_bytes_that_are_not_the_signed_record_would_be_refused() -> None:
     raw = _signed(_record()).replace(b"migrations", b"migrationz")
     assert own_record_refusal(raw, params=PARAMS, now=NOW) is not None
+
+
+# -- situation lessons: a peer running this node's rules declares this node's tools ------------
+_GH = {
+    "tool": "check_cli_setup",
+    "subject": "gh",
+    "kind": "auth",
+    "interactive": True,
+    "unblock": "run `gh auth login`",
+    "probe": "gh auth status",
+    "source": "declared",
+}
+
+
+def _declaring(*tools: DeclaredTool) -> ImportParams:
+    return ImportParams(filters=default_filters(FilterParams(declared_tools=tools)))
+
+
+def test_a_situation_lesson_about_a_declared_tool_would_be_accepted() -> None:
+    gh = DeclaredTool(
+        "check_cli_setup", frozenset({"run `gh auth login`"}), frozenset({"gh auth status"})
+    )
+    raw = _signed(_record(content="`check_cli_setup` on gh needed the user (auth)", situation=_GH))
+    assert own_record_refusal(raw, params=_declaring(gh), now=NOW) is None
+
+
+def test_a_situation_lesson_about_a_tool_this_node_does_not_declare_is_not_sent() -> None:
+    raw = _signed(_record(content="`check_cli_setup` on gh needed the user (auth)", situation=_GH))
+    assert own_record_refusal(raw, params=PARAMS, now=NOW) == "undeclared_situation"
+    other = DeclaredTool("sign_in_cli", frozenset({"run `gh auth login`"}))
+    assert own_record_refusal(raw, params=_declaring(other), now=NOW) == "undeclared_situation"
