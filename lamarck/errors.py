@@ -109,7 +109,8 @@ class ConflictError(StoreError):
 
 
 class EvidenceError(StoreError):
-    """A lesson names evidence that does not exist or was retired by the user."""
+    """A lesson names evidence that does not exist, was retired by the user, or does not show
+    what the lesson says (a situation's evidence must be the turn that met the blocker)."""
 
     default_reason = "unknown_evidence"
 

@@ -12,8 +12,10 @@ Reasons (snake_case, shown by ``lamarck lessons show`` and the SDK's ``Lesson``)
   never republished as this node's;
 * ``claimed`` — a claim with no outcome behind it (``Remember``): shared once an outcome
   confirms it;
-* ``no_evidence`` — no outcome backs it;
-* ``below_publish_threshold`` — an active lesson whose confidence is under the threshold;
+* ``no_evidence`` — no outcome backs it (for a situation lesson: the recorded outcome of the
+  turn that met the blocker, given to ``RecordSituation`` as its evidence);
+* ``below_publish_threshold`` — an active lesson whose confidence is under the threshold (never
+  a situation lesson: see :func:`why_not_shared`);
 * ``scope_not_shared`` — a project scope this node does not share;
 * ``uc_not_tagged_shareable`` — user context without the shareable tag;
 * ``private_without_recipients`` — private, and naming nobody it may reach;
@@ -27,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.node.store.port import Category, LessonRow, LessonStatus
 
 if TYPE_CHECKING:
     # Only a type here, so publisher.py can import this module (may_publish may call it).
@@ -69,7 +71,17 @@ def why_not_shared(row: LessonRow, params: GossipParams) -> str | None:
         return ShareReason.CLAIMED if row.status is LessonStatus.CLAIMED else row.status.value
     if not row.evidence:
         return ShareReason.NO_EVIDENCE
-    if row.status is LessonStatus.ACTIVE and row.confidence < params.publish_threshold:
+    # A situation lesson (seed 002) is a fact a tool's own code reported, backed by the turn
+    # that met it, not a tendency that outcomes confirm step by step: its confidence does not
+    # grow with use, so the threshold would keep every blocker home. What guards it instead:
+    # evidence (above), a receiver that declares the tool and its exact remedies
+    # (``DeclaredSituationFilter``), and a probe before it blocks anything anywhere.
+    situation = row.category is Category.SITUATION
+    if (
+        row.status is LessonStatus.ACTIVE
+        and not situation
+        and row.confidence < params.publish_threshold
+    ):
         return ShareReason.BELOW_PUBLISH_THRESHOLD
     if row.scope != "global" and row.scope not in params.shared_scopes and not params.team_sharing:
         # With team sharing a project lesson may leave, to that project's peers only (the

@@ -12,16 +12,21 @@ Poisoning is closed by construction:
 3. a result marked ``injected_instruction`` is excluded from all learning;
 4. network and other transient kinds are never persisted: they are not facts about the machine;
 5. a lesson only makes the agent ask sooner: the decision is ``Probe``, ``Escalate``, ``Note`` or
-   ``Proceed`` — never "skip" and never a grant. Before anything blocks, a probe re-verifies it.
+   ``Proceed`` — never "skip" and never a grant. Before anything blocks, a probe re-verifies it;
+6. a lesson that leaves the node cites its evidence: the recorded outcome of the turn that met
+   the blocker, in which a call to the situation's tool failed or was refused
+   (``shows_blocker``). The publisher shares no situation without one, and a peer takes it only
+   about a tool that peer declares, with exactly that tool's declared remedies.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from lamarck.errors import InvalidRecord
 
@@ -38,9 +43,13 @@ __all__ = [
     "SituationSource",
     "decide_before_dispatch",
     "env_fingerprint",
+    "shows_blocker",
     "situation_signature",
     "validate_for_learning",
 ]
+
+#: Results of an outcome's approach step that show a blocker (the call did not succeed).
+_BLOCKED_RESULTS = frozenset({"failed", "refused"})
 
 # The kind vocabulary (seed 002 §3.1). Persistable kinds are facts about this machine.
 PERSISTABLE_KINDS = frozenset(
@@ -150,6 +159,20 @@ def validate_for_learning(s: Situation) -> Situation:
     if s.kind not in PERSISTABLE_KINDS:
         raise InvalidRecord(f"kind {s.kind!r} is never persisted", reason="transient")  # (4)
     return s
+
+
+def shows_blocker(s: Situation, approach: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether an outcome's ``approach`` (its steps: ``operation_key``, ``outcome``) is the turn
+    that met ``s``: a call to the situation's tool failed or was refused (rule 6).
+
+    The operation key of a tool call is the tool's name, as the decision-time check reads it
+    (``mechanical.is_about``). A turn where the tool only succeeded backs no blocker.
+    """
+    return any(
+        str(step.get("operation_key", "")).strip() == s.tool
+        and step.get("outcome") in _BLOCKED_RESULTS
+        for step in approach
+    )
 
 
 @dataclass(frozen=True, slots=True)

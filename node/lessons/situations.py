@@ -6,6 +6,7 @@ import builtins
 import dataclasses
 from collections.abc import Sequence
 
+from lamarck.errors import EvidenceError
 from lamarck.node.learning.scopes import recall_scopes, validate_scope
 from lamarck.node.learning.situations import (
     Escalate,
@@ -17,6 +18,7 @@ from lamarck.node.learning.situations import (
     SituationLesson,
     SituationSource,
     decide_before_dispatch,
+    shows_blocker,
     situation_signature,
     validate_for_learning,
 )
@@ -43,7 +45,11 @@ class Situations:
         """Remember a declared blocker after the turn escalated or the user answered.
 
         Inferred situations, injected instructions and transient kinds are refused
-        (``InvalidRecord``); the same signature already on file is refreshed, not duplicated.
+        (``InvalidRecord``); the same signature already on file is refreshed, not duplicated
+        (new evidence is added to it). ``evidence`` names recorded outcomes of the turns that
+        met the blocker: each must show a failed or refused call to the situation's tool
+        (``EvidenceError`` ``evidence_not_the_blocker`` otherwise). Without evidence the
+        lesson stays on this node (``no_evidence``); with it, it may be shared.
         """
         if incognito:
             return None
@@ -56,13 +62,35 @@ class Situations:
         ids = tuple(dict.fromkeys(evidence))
         if ids:
             await self._core.check_evidence(ids)
+            await self._check_shows_blocker(situation, ids)
         signature = situation_signature(situation)
         current = await self._core.store.list_lessons(
-            LessonFilter(scopes=(scope,), category=Category.SITUATION, operation=signature)
+            # This node's own lesson: a peer's copy of the same blocker is refreshed by its
+            # signer, and this node's meeting it is evidence of its own.
+            LessonFilter(
+                scopes=(scope,),
+                category=Category.SITUATION,
+                operation=signature,
+                imported=False,
+            )
         )
         if current:
-            await self._core.store.mark_used([current[0].id], self._core.clock.now())
-            return await self._core.store.get_lesson(current[0].id)
+            held = current[0]
+            now = self._core.clock.now()
+            await self._core.store.mark_used([held.id], now)
+            added = [i for i in ids if i not in held.evidence]
+            if added:
+                # The blocker met again: the new turn's outcome backs the lesson too (a new
+                # version, so peers holding it get the evidence).
+                row = await self._core.store.get_lesson(held.id)
+                await self._core.store.update_lesson(
+                    dataclasses.replace(
+                        row,
+                        evidence=self._core.cap_evidence((*row.evidence, *added)),
+                        updated_at=now,
+                    )
+                )
+            return await self._core.store.get_lesson(held.id)
         lesson = SituationLesson("", situation)
         now = self._core.clock.now()
         row = LessonRow(
@@ -91,6 +119,19 @@ class Situations:
         )
         await self._core.store.insert_lesson(row)
         return row
+
+    async def _check_shows_blocker(self, situation: Situation, ids: Sequence[str]) -> None:
+        """Every cited outcome must be a turn where the situation's tool failed or was refused."""
+        for outcome_id in ids:
+            row = await self._core.store.get_outcome(outcome_id)
+            approach = row.record.get("approach") or ()
+            if not shows_blocker(situation, approach):
+                raise EvidenceError(
+                    f"outcome {outcome_id} shows no failed or refused call to "
+                    f"{situation.tool!r}: it is not the turn that met this blocker",
+                    reason="evidence_not_the_blocker",
+                    ids=[outcome_id],
+                )
 
     async def situation_lessons(self, scope: str) -> builtins.list[SituationLesson]:
         """Active situation lessons visible from ``scope``."""

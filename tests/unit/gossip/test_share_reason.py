@@ -17,7 +17,7 @@ from lamarck.node.gossip.share_reason import (
     share_status,
     why_not_shared,
 )
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.node.store.port import Category, LessonRow, LessonStatus
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PROJECT = "project:" + "ab" * 16
@@ -52,6 +52,7 @@ rows = st.builds(
     access_level=st.sampled_from(["public", "trusted", "private", "secret", ""]),
     recipients=st.sampled_from([(), ("lmk1" + "a" * 32,)]),
     imported_from=st.sampled_from([None, "lmk1" + "b" * 32]),
+    category=st.sampled_from(list(Category)),
 )
 params = st.builds(
     GossipParams,
@@ -114,3 +115,54 @@ def test_the_node_state_comes_before_the_row() -> None:
     assert share_status(lesson(), SharingState(PARAMS, incognito=True)) == ShareReason.INCOGNITO
     assert share_status(claimed, SharingState(PARAMS)) == ShareReason.CLAIMED
     assert share_status(lesson(), SharingState(PARAMS)) is None
+
+
+# -- situation lessons (seed 002): evidence decides, not confidence ---------------------------
+_GH_BLOCKER: dict[str, Any] = {
+    "tool": "check_cli_setup",
+    "subject": "gh",
+    "kind": "auth",
+    "interactive": True,
+    "unblock": "run `gh auth login`",
+    "probe": "gh auth status",
+    "source": "declared",
+}
+
+
+def situation(**over: Any) -> LessonRow:
+    """A local situation lesson at its birth confidence, under the publish threshold."""
+    return lesson(
+        category=Category.SITUATION,
+        operation="situation:" + "ef" * 32,
+        confidence=0.5,
+        situation=dict(_GH_BLOCKER),
+        **over,
+    )
+
+
+def test_a_situation_lesson_citing_the_turn_that_met_it_is_shared_at_birth_confidence() -> None:
+    row = situation()
+    assert row.confidence < PARAMS.publish_threshold
+    assert why_not_shared(row, PARAMS) is None and may_publish(row, PARAMS)
+
+
+def test_a_situation_lesson_without_evidence_stays_home() -> None:
+    row = situation(evidence=())
+    assert why_not_shared(row, PARAMS) == ShareReason.NO_EVIDENCE
+    assert not may_publish(row, PARAMS)
+
+
+def test_an_ordinary_lesson_at_the_same_confidence_is_still_held_to_the_threshold() -> None:
+    row = lesson(confidence=0.5)
+    assert why_not_shared(row, PARAMS) == ShareReason.BELOW_PUBLISH_THRESHOLD
+
+
+def test_a_situation_lesson_keeps_every_other_rule() -> None:
+    assert why_not_shared(situation(imported_from="lmk1" + "b" * 32), PARAMS) == (
+        ShareReason.IMPORTED_COPY
+    )
+    lone = GossipParams(team_sharing=False)
+    assert why_not_shared(situation(scope=PROJECT), lone) == ShareReason.SCOPE_NOT_SHARED
+    assert why_not_shared(situation(access_level="private"), PARAMS) == (
+        ShareReason.PRIVATE_WITHOUT_RECIPIENTS
+    )

@@ -15,6 +15,7 @@ from lamarck.node.learning.situations import (
     SituationLesson,
     decide_before_dispatch,
     env_fingerprint,
+    shows_blocker,
     situation_signature,
     validate_for_learning,
 )
@@ -103,3 +104,30 @@ def test_unrelated_call_or_other_environment_proceeds() -> None:
     assert decide_before_dispatch(SituationCall("git", "git"), lessons) == Proceed()
     other = SituationCall("gh", "gh", env_fingerprint("/opt/gh", "3.0"))
     assert decide_before_dispatch(other, lessons) == Proceed()
+
+
+# -- rule 6: the evidence a shared situation cites is the turn that met it --------------------
+
+
+def _steps(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"operation_key": op, "outcome": result, "target": "gh"} for op, result in pairs]
+
+
+@pytest.mark.parametrize("result", ["failed", "refused"])
+def test_a_turn_where_the_tool_did_not_succeed_shows_the_blocker(result: str) -> None:
+    assert shows_blocker(GH, _steps(("web_fetch", "ok"), ("gh", result)))
+    assert shows_blocker(GH, _steps((" gh ", result)))  # keys compare stripped
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        _steps(("gh", "ok")),  # the tool worked: no blocker met
+        _steps(("web_fetch", "failed"), ("run_shell", "refused")),  # other tools failed
+        _steps(("gh auth login", "failed")),  # a command, not the tool
+        [],
+        [{"outcome": "failed"}],  # no operation key
+    ],
+)
+def test_a_turn_that_did_not_meet_the_blocker_shows_nothing(steps: list[dict[str, str]]) -> None:
+    assert not shows_blocker(GH, steps)
