@@ -182,6 +182,7 @@ def up(
         database_url=database_url,
         redis_url=redis_url,
         base_port=base_port,
+        declared_tools=plan.scenario.declared_tools if plan is not None else (),
     )
     if plan is None:
         byz_nodes = tuple(i for i in range(nodes) if spec.is_byzantine(i))

@@ -3,12 +3,17 @@ met again on another, then cleared.
 
 Sessions are scripted agents running their tool calls through ``lamarck.agent``'s recovery
 policy (``open_turn`` / ``ToolGuard`` / ``close_turn``) with the situation lessons on their
-node (``NodeSituationMemory`` over RecordSituation):
+node (``NodeSituationMemory`` over RecordSituation). A turn that met a declared blocker
+records its outcome (``RecordOutcome``: the calls it made, the blocked tool's among them
+failed or refused) and the situation lesson cites that outcome as its evidence, so the node
+may share it; every node of the fleet declares the tool (``DECLARED_TOOLS``, the node setting
+``declared_tools``), so each peer takes it.
 
-1. node 1, CLI logged out: the agent escalates and the declared blocker is stored there;
-2. node 2, still logged out: escalates within 2 steps *citing the lesson* only if the lesson
-   travelled; what the nodes say about sharing it is reported (``shared``,
-   ``not_shared_reason`` of the lesson; the import ack of its signed record on node 2);
+1. node 1, CLI logged out: the agent escalates and the declared blocker is stored there,
+   machine-wide (a blocker is a fact about the machine, not about a project: seed 002 §3.4),
+   and published;
+2. node 2, still logged out: the lesson arrived; its probe still fails, so the agent escalates
+   within 2 steps citing it, dispatching nothing;
 3. CLI signed in: on every node holding a blocker lesson the agent probes, the lesson is
    retired, the work finishes.
 
@@ -17,24 +22,31 @@ Counter-scenario: a wrong path (a self-fixable error) is corrected and never esc
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from lamarck.agent.classify import ClassifierParams
-from lamarck.agent.guard import NodeSituationMemory, ToolGuard, TurnReport, close_turn, open_turn
-from lamarck.agent.recovery import RecoveryParams, TurnStatus
-from lamarck.agent.situation import ToolSpec
-from lamarck.client import Client
-from lamarck.node.fleet.attacks import AttackParams, LessonSpec, signed_lesson
+from lamarck.agent.guard import (
+    GuardedCall,
+    NodeSituationMemory,
+    ToolGuard,
+    TurnReport,
+    close_turn,
+    open_turn,
+)
+from lamarck.agent.recorder import RunRecorder
+from lamarck.agent.recovery import RecoveryParams, Refuse, TurnStatus
+from lamarck.agent.situation import Situation, SituationLesson, ToolSpec, subject_of
+from lamarck.client import Client, Lesson
 from lamarck.node.fleet.driver import DriverParams, FleetDriver, NodeHandle
 from lamarck.node.fleet.supervisor import Fleet
 from lamarck.node.fleet.workloads import Workload
-from lamarck.proto.clock import SystemClock
-from lamarck.proto.keys import identity_path, load_private_key
 
 __all__ = [
+    "DECLARED_TOOLS",
     "IMPROVISE",
     "SIGN_IN",
     "TOOLS",
@@ -42,6 +54,7 @@ __all__ = [
     "BlockerReport",
     "Call",
     "CliWorld",
+    "EvidencedSituationMemory",
     "run_blocker",
     "session",
 ]
@@ -54,6 +67,14 @@ TOOLS = {
 }
 #: The remedy the logged-out CLI declares (the escalation's user action).
 SIGN_IN = "run `gh auth login` in a terminal and finish the browser sign-in"
+#: The probe the logged-out CLI declares.
+PROBE = "gh auth status"
+#: What every node of a blocker fleet declares (``--declared-tools``, one JSON object each):
+#: the tool that reports the blocker, with the remedies its code declares. A situation
+#: lesson about another tool, or with another unblock or probe, is refused on import.
+DECLARED_TOOLS: tuple[str, ...] = (
+    json.dumps({"tool": "check_cli_setup", "unblock": [SIGN_IN], "probe": [PROBE]}),
+)
 #: One scripted tool call: the tool's name and its arguments.
 Call = tuple[str, dict[str, Any]]
 
@@ -95,7 +116,7 @@ class CliWorld:
                     "subject": "gh",
                     "interactive": True,
                     "unblock": SIGN_IN,
-                    "probe": "gh auth status",
+                    "probe": PROBE,
                 },
             }
         if tool == "sign_in_cli":
@@ -122,16 +143,74 @@ class CliWorld:
         return {"exit_code": 0, "stdout": "#12 Fix the parser"}
 
 
-def session(world: CliWorld, client: Client, calls: Sequence[Call], project: str) -> TurnReport:
-    """One unattended turn whose situation lessons live on the client's node."""
-    memory = NodeSituationMemory(client, project_digest=project)
+@dataclass(slots=True)
+class EvidencedSituationMemory:
+    """Situation lessons on a node whose stores cite ``evidence`` (the recorded outcome of
+    the turn that met the blocker): what lets the node share them."""
+
+    node: NodeSituationMemory
+    evidence: tuple[str, ...] = ()
+
+    def load(self) -> Sequence[SituationLesson]:
+        """The node's active situation lessons."""
+        return self.node.load()
+
+    def store(self, situation: Situation) -> str:
+        """Remember a declared blocker, citing ``evidence``."""
+        return self.node.client.record_situation(
+            situation, project_digest=self.node.project_digest, evidence=self.evidence
+        ).id
+
+    def invalidate(self, lesson_id: str, reason: str) -> None:
+        """Retire a lesson a clear probe proved stale."""
+        self.node.invalidate(lesson_id, reason)
+
+
+def _record_call(recorder: RunRecorder, tool: str, args: Mapping[str, Any], g: GuardedCall) -> None:
+    """Put one call in the turn's record: how it ended (a call never dispatched is left out)."""
+    if isinstance(g.decision, Refuse):
+        outcome: Literal["ok", "failed", "refused"] = "refused"
+    elif g.observation is not None:
+        outcome = g.observation.classification.outcome
+    else:
+        return
+    target = subject_of(TOOLS.get(tool) or ToolSpec(tool), args)
+    recorder.tool_call(tool, outcome, target=target)
+
+
+def session(
+    world: CliWorld,
+    client: Client,
+    calls: Sequence[Call],
+    project: str,
+    *,
+    machine_wide: bool = False,
+    session_id: str = "blocker",
+) -> TurnReport:
+    """One unattended turn whose situation lessons live on the client's node.
+
+    A turn that leaves a declared blocker to remember first records its outcome (the calls it
+    made) and the lesson cites it. ``machine_wide``: the lesson is global rather than scoped
+    to ``project`` (the fleet shares it with every peer).
+    """
+    node = NodeSituationMemory(client, project_digest="" if machine_wide else project)
+    memory = EvidencedSituationMemory(node)
     state = open_turn(
         memory, tools=TOOLS, params=RecoveryParams(), classifier=ClassifierParams(), unattended=True
     )
     guard = ToolGuard(state, world.dispatch, world.shell)
+    recorder = RunRecorder(
+        session_id=session_id, goal="list the open pull requests", project=project
+    )
     for tool, args in calls:
-        if guard.call(tool, args).stopped:
+        g = guard.call(tool, args)
+        _record_call(recorder, tool, args, g)
+        if g.stopped:
             break
+    if state.lessons_to_store():
+        # The escalated turn's outcome: the evidence that the blocker was met here.
+        result = client.record_outcome(recorder.finish().outcome)
+        memory.evidence = (result.outcome_id,)
     return close_turn(state, memory)
 
 
@@ -144,9 +223,10 @@ class BlockerReport:
     thirds: list[TurnReport] = field(default_factory=list)
     counter: TurnReport | None = None
     lesson_category: str = ""
+    lesson_evidence: tuple[str, ...] = ()  # the outcome ids node 1's lesson cites
     lesson_shared: bool = False
     not_shared_reason: str = ""
-    import_ack: str = ""  # the lesson's signed record imported on node 2: status:reason
+    node2_copy: str = ""  # the id of node 2's copy of node 1's lesson ("" when none arrived)
     second_cites_first: bool = False
     node2_dispatched_in_session_2: int = 0
 
@@ -159,34 +239,11 @@ class BlockerReport:
             "session2_cites_lesson": float(self.second_cites_first),
             "session3_done": float(all(t.status is TurnStatus.DONE for t in self.thirds)),
             "situation_lesson_shared": float(self.lesson_shared),
+            "situation_lesson_on_node2": float(bool(self.node2_copy)),
             "counter_escalated": float(
                 self.counter is not None and self.counter.escalation is not None
             ),
         }
-
-
-def _signed_situation(fleet: Fleet, client: Client, lesson_id: str) -> bytes:
-    """Node 1's lesson as the signed record a peer would receive (node 1's key, with the
-    lesson's own outcome evidence): what node 2 would decide if it arrived."""
-    lesson = client.get_lesson(lesson_id)
-    s = lesson.situation
-    assert s is not None
-    fields = {
-        "tool": s.tool,
-        "subject": s.subject,
-        "kind": s.kind,
-        "interactive": s.interactive,
-        "unblock": s.unblock,
-        "probe": s.probe,
-        "source": s.source or "declared",
-    }
-    spec = LessonSpec(
-        content=lesson.content,
-        operation=f"tool:{s.tool}",
-        situation=tuple((k, v) for k, v in fields.items() if v not in ("", None)),
-    )
-    key = load_private_key(identity_path(fleet.nodes[0].home))
-    return signed_lesson(spec, key, SystemClock().now(), AttackParams())
 
 
 def fleet_settle(fleet: Fleet) -> None:
@@ -198,41 +255,65 @@ def fleet_settle(fleet: Fleet) -> None:
         driver.settle()
 
 
+def _copy_of(client: Client, original: Lesson) -> str:
+    """The id of the receiving node's active copy of ``original`` (its signer's situation
+    lesson: the same signature, from the same node), or ""."""
+    page = client.list_lessons(
+        category="situation", statuses="active", origin="imported", operation=original.operation
+    )
+    for lesson in page.lessons:
+        if lesson.source_node_id == original.source_node_id:
+            return lesson.id
+    return ""
+
+
 def run_blocker(fleet: Fleet, project: str) -> BlockerReport:
     """Sessions 1 (node 1), 2 (node 2), 3 (every node holding a lesson), counter (node 3)."""
     a, b = fleet.nodes[0], fleet.nodes[1]
     c = fleet.nodes[2 % len(fleet.nodes)]
     world = CliWorld()
+    tag = project[:12]
     with Client(a.agent_addr, timeout=60) as ca, Client(b.agent_addr, timeout=60) as cb:
-        first = session(world, ca, IMPROVISE, project)
-        lesson_id = first.stored[0] if first.stored else ""
-        category, shared, why, ack = "", False, "", ""
-        if lesson_id:
-            lesson = ca.get_lesson(lesson_id)
-            category, shared, why = lesson.category, lesson.shared, lesson.not_shared_reason
+        first = session(world, ca, IMPROVISE, project, machine_wide=True, session_id=f"{tag}-1")
+        lesson = ca.get_lesson(first.stored[0]) if first.stored else None
+        report_fields: dict[str, Any] = {}
+        if lesson is not None:
+            report_fields = {
+                "lesson_category": lesson.category,
+                "lesson_evidence": tuple(lesson.evidence_outcome_ids),
+                "lesson_shared": lesson.shared,
+                "not_shared_reason": lesson.not_shared_reason,
+            }
         fleet_settle(fleet)
+        copy = _copy_of(cb, lesson) if lesson is not None else ""
         before = world.dispatched
-        second = session(world, cb, [("run_shell", {"command": "gh pr list"}), *IMPROVISE], project)
-        raw = _signed_situation(fleet, ca, lesson_id) if lesson_id else b""
-        if raw:
-            # After session 2, as a diagnostic: would node 2 take the record if it arrived?
-            result = cb.import_bundle(raw + b"\n", source_label="blocker-scenario")
-            ack = f"{result.acks[0].status}:{result.acks[0].reason}" if result.acks else ""
+        second = session(
+            world,
+            cb,
+            [("run_shell", {"command": "gh pr list"}), *IMPROVISE],
+            project,
+            machine_wide=True,
+            session_id=f"{tag}-2",
+        )
         cited_id = second.escalation.lesson_id if second.escalation is not None else None
         report = BlockerReport(
             first=first,
             second=second,
-            lesson_category=category,
-            lesson_shared=shared,
-            not_shared_reason=why,
-            import_ack=ack,
-            second_cites_first=bool(cited_id) and second.stored in ((), (cited_id,)),
+            node2_copy=copy,
+            second_cites_first=bool(copy)
+            and cited_id == copy
+            and second.stored in ((), (cited_id,)),
             node2_dispatched_in_session_2=world.dispatched - before,
+            **report_fields,
         )
         world.signed_in = True
         done = [("run_shell", {"command": "gh pr list"}), ("run_shell", {"command": "gh pr view"})]
-        for client in (ca, cb):
-            report.thirds.append(session(world, client, done, project))
+        for k, client in enumerate((ca, cb)):
+            report.thirds.append(
+                session(world, client, done, project, machine_wide=True, session_id=f"{tag}-3{k}")
+            )
     with Client(c.agent_addr, timeout=60) as cc:
-        report.counter = session(CliWorld(signed_in=True), cc, WRONG_PATH, project)
+        report.counter = session(
+            CliWorld(signed_in=True), cc, WRONG_PATH, project, session_id=f"{tag}-c"
+        )
     return report

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from lamarck.errors import ConfigError
-from lamarck.node.fleet.blocker import run_blocker
+from lamarck.node.fleet.blocker import DECLARED_TOOLS, run_blocker
 from lamarck.node.fleet.byzantine import ByzantineParams, run_byzantine
 from lamarck.node.fleet.poisoning import PoisonParams, run_poisoning
 from lamarck.node.fleet.supervisor import Fleet
@@ -59,6 +59,9 @@ class Scenario:
     run_once: RunOnce
     goal: str  # the issue's goal, printed under the figures
     met: Callable[[Mapping[str, float]], bool]  # the goal, over the mean figures
+    # The ``declared_tools`` setting every node of its fleet runs with (the tools its
+    # scripted agents use).
+    declared_tools: tuple[str, ...] = ()
 
     def default_byzantine(self, nodes: int) -> int:
         """Attacking nodes of a fleet of ``nodes`` when ``--byzantine`` is not given."""
@@ -89,7 +92,7 @@ def _blocker(fleet: Fleet, seed: int, k: int, say: Say) -> Mapping[str, float]:
         f"session 2 {report.second.status} in {report.second.steps} steps; the situation "
         f"lesson is {'shared' if report.lesson_shared else 'not shared'}"
         + (f" ({report.not_shared_reason})" if report.not_shared_reason else "")
-        + (f"; its signed record on node 2: {report.import_ack}" if report.import_ack else "")
+        + f", {'held' if report.node2_copy else 'not held'} on node 2"
     )
     return report.figures()
 
@@ -139,6 +142,7 @@ SCENARIOS: dict[str, Scenario] = {
             goal="session 1 escalates and stores a situation lesson; session 2 on another "
             "node escalates within 2 steps citing it; session 3 signed in finishes; a wrong "
             "path never escalates",
+            declared_tools=DECLARED_TOOLS,
             met=lambda f: (
                 f.get("session1_blocked") == 1.0
                 and f.get("session2_cites_lesson") == 1.0

@@ -31,7 +31,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from lamarck.errors import ConfigError, LamarckError
+from lamarck.node.config import DeclaredToolSetting
 from lamarck.node.fleet.launcher import (
     LaunchParams,
     NodeProcess,
@@ -83,6 +86,9 @@ class FleetSpec:
     anti_entropy_interval_s: float = 5.0
     log_level: str = "WARNING"
     launch: LaunchParams = field(default_factory=LaunchParams)
+    # Every node's ``declared_tools`` setting (one JSON object per tool): the tools its agents
+    # use, the only ones a situation lesson from a peer may be about (the blocker scenario's).
+    declared_tools: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """Refuse sizes and values the nodes would refuse later."""
@@ -94,6 +100,14 @@ class FleetSpec:
             )
         if self.embedder not in ("hashing", "minilm", "auto"):
             raise ConfigError(f"invalid embedder {self.embedder!r}", field="embedder")
+        for tool in self.declared_tools:
+            try:
+                DeclaredToolSetting.model_validate_json(tool)
+            except ValidationError as e:
+                raise ConfigError(
+                    f"invalid declared_tools entry {tool!r}: {e.errors()[0]['msg']}",
+                    field="declared_tools",
+                ) from e
         last = self.base_port + _PORTS_PER_NODE * self.nodes
         if not self.base_port >= 1024 or last > 65535:
             raise ConfigError(
@@ -258,6 +272,7 @@ class Fleet:
             "drain_deadline_s": 2,
             "log_format": "json",
             "log_level": self.spec.log_level,
+            "declared_tools": self.spec.declared_tools,
         }
         return spawn_node(name, home, flags, log_path=self.dir / "logs" / f"{name}.log")
 

@@ -1,9 +1,9 @@
 """Issue 14 §3.5, the blocker (seed 002 §4), on a real 3-node fleet, 3 repetitions.
 
-Session 1 (node 1, CLI logged out) escalates and stores a situation lesson; session 2 on
-node 2 escalates; session 3 (signed in) probes, retires and finishes on every node holding a
-lesson; a wrong path never escalates. Session 2 citing node 1's lesson within 2 steps needs
-the lesson to travel, which it does not (the strict xfail names why).
+Session 1 (node 1, CLI logged out) escalates and stores a situation lesson citing the turn's
+recorded outcome, which node 1 publishes; every node declares the CLI tool, so node 2 takes
+the lesson; session 2 on node 2 escalates within 2 steps citing it; session 3 (signed in)
+probes, retires and finishes on every node holding a lesson; a wrong path never escalates.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from lamarck.agent.recovery import TurnStatus
-from lamarck.node.fleet.blocker import SIGN_IN, BlockerReport, run_blocker
+from lamarck.node.fleet.blocker import DECLARED_TOOLS, SIGN_IN, BlockerReport, run_blocker
 from lamarck.node.fleet.supervisor import Fleet
 
 pytestmark = pytest.mark.integration
@@ -24,10 +24,10 @@ REPEATS = 3
 
 @pytest.fixture(scope="module")
 def reports(module_fleet: Callable[..., Fleet]) -> list[BlockerReport]:
-    f = module_fleet(nodes=3)
+    f = module_fleet(nodes=3, declared_tools=DECLARED_TOOLS)
     out = [run_blocker(f, f"{k:02x}" * 32) for k in range(REPEATS)]
     for k, r in enumerate(out):
-        print(f"run {k}: {r.figures()} not_shared={r.not_shared_reason!r} ack={r.import_ack}")
+        print(f"run {k}: {r.figures()} not_shared={r.not_shared_reason!r} copy={r.node2_copy}")
     for key in ("session1_steps", "session2_steps"):
         values = [r.figures()[key] for r in out]
         print(
@@ -50,6 +50,7 @@ def test_session_3_signed_in_probes_retires_the_lesson_and_finishes(
     for r in reports:
         assert [t.status for t in r.thirds] == [TurnStatus.DONE] * len(r.thirds)
         assert r.thirds[0].invalidated == r.first.stored
+        assert r.thirds[1].invalidated == (r.node2_copy,)
 
 
 def test_a_wrong_path_is_fixed_and_never_escalates(reports: list[BlockerReport]) -> None:
@@ -59,24 +60,17 @@ def test_a_wrong_path_is_fixed_and_never_escalates(reports: list[BlockerReport])
         assert r.counter.stored == ()
 
 
-def test_what_the_nodes_say_about_sharing_the_situation_lesson(
+def test_the_situation_lesson_cites_the_escalated_turn_and_is_shared(
     reports: list[BlockerReport],
 ) -> None:
-    # The node's own answer: a blocker recorded without outcome evidence is not published;
-    # its signed record handed to node 2 is refused: no tool there declares its remedy.
+    # The lesson cites the outcome node 1 recorded for the escalated turn, so node 1
+    # publishes it; node 2 declares the CLI tool and its remedies, so it takes it.
     for r in reports:
-        assert not r.lesson_shared and r.not_shared_reason == "no_evidence"
-        assert r.import_ack.endswith("undeclared_situation"), r.import_ack
+        assert len(r.lesson_evidence) == 1
+        assert r.lesson_shared and r.not_shared_reason == ""
+        assert r.node2_copy
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="situation lessons do not travel (reported to the lead): NodeSituationMemory.store "
-    "records the blocker without outcome evidence (not_shared_reason no_evidence); with "
-    "evidence the publisher's self-check and every receiver's DeclaredSituationFilter refuse it "
-    "as undeclared_situation, since StoreImportView is built without declared_tools "
-    "(node/sharing/service.py) and no setting or RPC declares a tool's remedies to a node",
-)
 def test_session_2_on_another_node_escalates_within_2_steps_citing_the_lesson(
     reports: list[BlockerReport],
 ) -> None:

@@ -148,7 +148,7 @@ def _fake_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any, Any]]:
             second=turn,
             lesson_shared=False,
             not_shared_reason="no_evidence",
-            import_ack="",
+            node2_copy="",
             figures=lambda: {"session1_steps": 3.0, "session2_steps": 2.0},
         )
 
