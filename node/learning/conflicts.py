@@ -19,16 +19,19 @@ conflicts and plans out; the caller stores exactly what a plan says and nothing 
      at least ``min_claim_overlap``, and opposite polarity (an odd against an even count of
      negation markers: "X works with Y" / "X does not work with Y").
 
-**Settlement.** Both are marked contested (``contest``). The next attributed outcome that tests
-one of them decides (``trials_from_attributions``, ``winner_of``): a lesson *held* when the
-outcome confirmed it — or, for the negated side of a meaning conflict, when the outcome
-contradicted the operation it warns against. The winner gains ``win_step`` capped at
-``win_cap`` (never lowered by the cap) and is verified against the loser; the loser loses
-``lose_step`` floored at ``lose_floor`` (never raised by the floor) and is superseded by the
-winner, with the outcome as evidence. An imported party's source gets the reality event the
-outcome amounts to (``lesson_confirmed`` when its lesson won, ``lesson_contradicted`` when it
-lost), built by ``reality_events`` so it has the same key as the outcome path's own event.
-Nothing else changes: a ``Settlement`` names exactly two lessons.
+**Settlement.** Both are marked contested (``contest``) — or, for two imports no outcome here
+backs, left uncontested until an outcome proves one of them (``settle_proven``). The next
+attributed outcome that tests one of them decides (``trials_from_attributions``,
+``winner_of``): a lesson *held* when the outcome confirmed it — or, for the negated side of a
+meaning conflict, when the outcome contradicted the operation it warns against. The winner
+gains ``win_step`` capped at ``win_cap`` (never lowered by the cap) and is verified against
+the loser — unless the outcome is already its evidence (a reversal born of the outcome that
+disproved the loser): one outcome is one observation, counted at birth, so that win adds no
+step. The loser loses ``lose_step`` floored at ``lose_floor`` (never raised by the floor) and
+is superseded by the winner, with the outcome as evidence. An imported party's source gets the
+reality event the outcome amounts to (``lesson_confirmed`` when its lesson won,
+``lesson_contradicted`` when it lost), built by ``reality_events`` so it has the same key as
+the outcome path's own event. Nothing else changes: a ``Settlement`` names exactly two lessons.
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ __all__ = [
     "settle",
     "settle_hint",
     "settle_outcome",
+    "settle_proven",
     "trials_from_attributions",
     "winner_of",
 ]
@@ -421,7 +425,17 @@ def settle(
         raise InvalidRecord(
             "winner and loser must be the conflict's two lessons", reason="not_in_conflict"
         )
-    won = max(winner.confidence, min(p.win_cap, winner.confidence + p.win_step))
+    # One outcome is one observation: a winner that already holds it as evidence (a lesson
+    # born of this very outcome, the reversal it just disproved the loser with) counted it at
+    # birth, so the win names the loser but adds no second step. Counting it twice let two
+    # runs of one agent claim 0.85 where the lesson it reversed claimed 0.65 from as many —
+    # over the high-stakes line, so a reversal waited for a quorum a small fleet cannot form.
+    counted = outcome_id in winner.evidence
+    won = (
+        winner.confidence
+        if counted
+        else max(winner.confidence, min(p.win_cap, winner.confidence + p.win_step))
+    )
     lost = min(loser.confidence, max(p.lose_floor, loser.confidence - p.lose_step))
     updates = (
         LessonUpdate(
@@ -432,8 +446,9 @@ def settle(
             status=LessonStatus.ACTIVE,
             verified_against=loser.id,
             outcome_id=outcome_id,
-            confirmations_delta=1,
-            reason=f"won conflict with {loser.id}",
+            confirmations_delta=0 if counted else 1,
+            reason=f"won conflict with {loser.id}"
+            + (" (on the outcome it was born of: no second step)" if counted else ""),
         ),
         LessonUpdate(
             lesson_id=loser.id,
@@ -467,6 +482,34 @@ def settle_outcome(
     """Settle ``conflict`` if this outcome's attributions tell its sides apart, else ``None``."""
     winner = winner_of(conflict, trials_from_attributions(conflict, attributions))
     if winner is None:
+        return None
+    loser = conflict.other(winner)
+    return settle(conflict, rows[winner], rows[loser], outcome_id=outcome_id, at=at, p=p)
+
+
+def settle_proven(
+    conflict: Conflict,
+    rows: Mapping[str, LessonRow],
+    attributions: Sequence[Attribution],
+    *,
+    outcome_id: str,
+    at: datetime,
+    p: ConflictParams,
+) -> Settlement | None:
+    """Settle a conflict nobody contested yet, only when this outcome proves one side.
+
+    Two imports that contradict each other and that no outcome here backs are not contested
+    when they meet (``Knowledge.contest_new(only_proven_here=True)``: one peer's reversal must
+    not silence a fleet's advice at once); they wait for an outcome. This is that outcome's
+    rule: a side whose claim held in this run beats the other (untested, or failed) by the
+    settlement rule. A side that merely failed crowns nothing here — unlike an open conflict,
+    where both sides were already set against each other, one failed run must not promote an
+    opposite claim this node never tried (it could be one peer's fabrication); attribution
+    handles the failure as usual.
+    """
+    trials = trials_from_attributions(conflict, attributions)
+    winner = winner_of(conflict, trials)
+    if winner is None or not any(t.lesson_id == winner and t.held for t in trials):
         return None
     loser = conflict.other(winner)
     return settle(conflict, rows[winner], rows[loser], outcome_id=outcome_id, at=at, p=p)

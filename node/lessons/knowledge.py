@@ -7,7 +7,8 @@ the lesson service builds one ``Knowledge`` over the shared ``LessonCore``:
 
 * ``contest_new``: after an active lesson is stored, the lessons about the same operation (one
   indexed lookup, ``LessonFilter.about``) are checked against it and each conflict contested;
-* ``settle_in_play``: an outcome's attributions settle the open conflicts of the lessons in play;
+* ``settle_in_play``: an outcome's attributions settle the open conflicts of the lessons in play,
+  and the uncontested ones (two imports unproven here) of the lessons it tested and proved;
 * ``apply_settlement``: the two rows of a settlement, and nothing else, are written;
 * ``contest_all`` and ``consolidate``: the maintenance pass over every active lesson.
 """
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lamarck.node.learning.attribution import Attribution
+from lamarck.node.learning.attribution import Attribution, Effect
 from lamarck.node.learning.conflicts import (
     Conflict,
     LessonUpdate,
@@ -34,6 +35,7 @@ from lamarck.node.learning.conflicts import (
     detect_conflicts,
     has_local_evidence,
     settle_outcome,
+    settle_proven,
 )
 from lamarck.node.learning.consolidation import ConsolidationPlan, apply_merge, plan_consolidation
 from lamarck.node.learning.scopes import GLOBAL, recall_scopes
@@ -177,23 +179,34 @@ class Knowledge:
             row, update, now=now, max_evidence=self._core.params.lesson.max_evidence
         )
         verified = row.verified_against
+        supersedes = row.supersedes
         if update.verified_against is not None:
             verified = _with(verified, update.verified_against)
+            # The winner is the loser's next version when it has no earlier one: its history
+            # then holds both lessons and both sides' outcomes (seed 000 §6.3), as a reversal
+            # learned from the settling outcome already does (``supersedes`` set at insert).
+            if supersedes is None:
+                supersedes = other
         return dataclasses.replace(
-            after, contested_with=_without(row.contested_with, other), verified_against=verified
+            after,
+            contested_with=_without(row.contested_with, other),
+            verified_against=verified,
+            supersedes=supersedes,
         )
 
     async def settle_in_play(
         self, lessons: Sequence[LessonRow], attributions: Sequence[Attribution], outcome_id: str
     ) -> InPlaySettlements:
-        """Settle the open conflicts of the in-play lessons this outcome tells apart.
+        """Settle the open conflicts of the in-play lessons this outcome tells apart, then
+        the uncontested conflicts of the in-play lessons it tested (``conflicts.settle_proven``).
 
         A conflict whose other side is gone (superseded, retired) or no longer conflicts is
         closed on this side without a settlement; its lesson is attributed as usual.
         """
         core = self._core
+        tested = {a.lesson_id for a in attributions if a.effect is not Effect.NOT_ATTRIBUTED}
         contested = [r for r in lessons if r.contested_with]
-        if not contested:
+        if not contested and not any(r.id in tested for r in lessons):
             return InPlaySettlements()
         partner_ids = [i for r in contested for i in r.contested_with]
         rows: dict[str, LessonRow] = {r.id: r for r in lessons}
@@ -227,6 +240,35 @@ class Knowledge:
                 if plan is None:
                     continue
                 changes.extend(await self.apply_settlement(plan, rows))
+                settled |= plan.lesson_ids
+                reality.extend(plan.reputation)
+                plans.append(plan)
+        # Conflicts nobody contested: two imports unproven here wait for an outcome
+        # (``contest_new``); this one settles those it proves a side of.
+        for lesson in lessons:
+            if lesson.id not in tested or lesson.id in settled:
+                continue
+            for other in await self._about(rows[lesson.id]):
+                me = rows[lesson.id]
+                if me.id in settled or other.id in settled or other.id == me.id:
+                    continue
+                if other.id in me.contested_with:
+                    continue  # an open conflict: the loop above had its say
+                found = self.conflict(me, other)
+                if found is None:
+                    continue
+                pair = {me.id: me, other.id: rows.get(other.id, other)}
+                plan = settle_proven(
+                    found,
+                    pair,
+                    attributions,
+                    outcome_id=outcome_id,
+                    at=core.clock.now(),
+                    p=core.params.knowledge.conflicts,
+                )
+                if plan is None:
+                    continue
+                changes.extend(await self.apply_settlement(plan, pair))
                 settled |= plan.lesson_ids
                 reality.extend(plan.reputation)
                 plans.append(plan)

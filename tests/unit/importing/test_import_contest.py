@@ -6,13 +6,17 @@ what this node's own reality proved: the local lesson stays advice, the copy doe
 from __future__ import annotations
 
 import random
+import uuid
 
 from test_lesson_lifecycle import NodeB, outcome
-from test_pipeline import signed_raw
+from test_pipeline import ATTACKER_KEY, SOURCE_KEY, signed_raw
 
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.learning.scopes import project_scope
+from lamarck.node.store.port import LessonStatus
+from lamarck.proto.identity import NodeIdentity
+from lamarck.reputation.events import EventKind
 
 TARGET = "the deploy"
 OLD, NEW = "shell:deploy --legacy", "shell:deploy"
@@ -62,3 +66,63 @@ async def test_an_imported_reversal_is_contested_and_never_silences_a_locally_pr
     after = await b.service.recall(f"deploy {TARGET}", None, project_scope("a1" * 32), "s")
     assert local in after.section.included and copy.id not in after.section.included
     assert [r.id for r in after.contested] == [copy.id]  # returned marked, in play
+
+
+def _fleet_lesson(identity: NodeIdentity, record: int, prefer: str, avoid: str) -> bytes:
+    """A global mechanical lesson "prefer ``prefer`` over ``avoid``" from ``identity``."""
+    return signed_raw(
+        identity,
+        id=str(uuid.UUID(int=record, version=4)),
+        content=f"Prefer `{prefer}` over `{avoid}` for {TARGET}.",
+        context={"domain": "", "environment": "", "tools": []},
+        lesson={"operation": prefer, "scope": "global", "status": "active"},
+        metadata={"tags": ["source:mechanical", f"avoid:{avoid}", f"target:{TARGET}"]},
+    )
+
+
+async def _two_unproven_imports(b: NodeB) -> tuple[str, str]:
+    """The fleet's lesson (from one peer) and its reversal (from another), neither proven
+    here: stored side by side, not contested (one peer's reversal silences nothing)."""
+    stale = await b.offer(_fleet_lesson(SOURCE_KEY, 301, NEW, OLD))
+    reversal = await b.offer(_fleet_lesson(ATTACKER_KEY, 302, OLD, NEW))
+    assert stale.outcome is ImportOutcome.ACCEPT and reversal.outcome is ImportOutcome.ACCEPT
+    ids = (stale.lesson_id or "", reversal.lesson_id or "")
+    rows = await b.store.get_lessons(list(ids))
+    assert all(r.contested_with == () for r in rows)
+    return ids
+
+
+async def test_an_outcome_that_proves_one_of_two_uncontested_imports_settles_their_conflict() -> (
+    None
+):
+    b = _node()
+    stale, reversal = await _two_unproven_imports(b)
+    # A run here follows the reversal and it holds: the environment agrees with it now.
+    result = await b.service.record_outcome(
+        outcome(b.clock, 1, [(OLD, "ok", TARGET)], in_play=[reversal])
+    )
+    won, lost = await b.store.get_lessons([reversal, stale])
+    assert lost.status is LessonStatus.SUPERSEDED and lost.superseded_by == reversal
+    assert won.status is LessonStatus.ACTIVE and won.verified_against == (stale,)
+    assert won.confirmations == 1  # the settlement's step, not attribution's on top
+    assert {c.lesson_id for c in result.changes} == {reversal, stale}
+    # The winner is the loser's next version: its history holds both lessons.
+    assert [r.id for r in await b.store.history(reversal)] == [stale, reversal]
+    # The stale copy's source hears reality's verdict, the winner's its confirmation.
+    kinds = {(e.node_id, e.kind) for e in result.reality}
+    assert (SOURCE_KEY.node_id, EventKind.LESSON_CONTRADICTED) in kinds
+    assert (ATTACKER_KEY.node_id, EventKind.LESSON_CONFIRMED) in kinds
+
+
+async def test_a_failed_run_of_one_uncontested_import_crowns_nothing() -> None:
+    b = _node()
+    stale, reversal = await _two_unproven_imports(b)
+    # The run follows the stale copy and it fails: attribution lowers it, but the opposite
+    # claim this node never tried is not promoted over it (it may be one peer's fabrication).
+    result = await b.service.record_outcome(
+        outcome(b.clock, 1, [(NEW, "failed", TARGET)], in_play=[stale])
+    )
+    assert result.ids("contradicted") == [stale]
+    [rev] = await b.store.get_lessons([reversal])
+    assert rev.status is LessonStatus.ACTIVE and rev.confirmations == 0
+    assert rev.verified_against == ()

@@ -21,6 +21,7 @@ from lamarck.node.learning.conflicts import (
     settle,
     settle_hint,
     settle_outcome,
+    settle_proven,
     trials_from_attributions,
     winner_of,
 )
@@ -155,6 +156,45 @@ def test_winner_gains_up_to_the_cap_and_loser_is_superseded_with_the_outcome_as_
     assert after.superseded_by == "m1" and after.status is LessonStatus.SUPERSEDED
     assert apply_update(win, w, now=NOW, max_evidence=64).confirmations == 1
     assert s.reputation == ()  # both local: nobody's reputation moves
+
+
+def test_a_winner_born_of_the_settling_outcome_gains_no_second_step() -> None:
+    # The reversal a run just learned settles against the lesson that run disproved: one
+    # outcome, one observation — counted at birth, so the win names the loser and adds nothing.
+    born, stale = mech("m1", B, A, evidence=("o-9",)), mech("m2", A, B, confidence=0.65)
+    [c] = detect_conflicts([born, stale], {}, P, CTX)
+    w, lo = settle(c, born, stale, outcome_id="o-9", at=NOW, p=P).updates
+    assert (w.confidence_after, w.confirmations_delta, w.verified_against) == (0.5, 0, "m2")
+    after = apply_update(born, w, now=NOW, max_evidence=64)
+    assert after.confidence == 0.5 and after.confirmations == 0 and after.evidence == ("o-9",)
+    # The loser moves by the rule as before, and is superseded by the newborn lesson.
+    assert lo.confidence_after == pytest.approx(0.35) and lo.superseded_by == "m1"
+    # Another outcome than its evidence is a real trial: the step applies.
+    w2, _ = settle(c, born, stale, outcome_id="o-10", at=NOW, p=P).updates
+    assert w2.confidence_after == pytest.approx(0.7) and w2.confirmations_delta == 1
+
+
+def test_an_uncontested_conflict_is_settled_only_by_a_side_that_held() -> None:
+    a, b = mech("m1", B, A), mech("m2", A, B)
+    [c] = detect_conflicts([a, b], {}, P, CTX)
+    rows = {"m1": a, "m2": b}
+
+    def proven(*atts: Attribution) -> str | None:
+        s = settle_proven(c, rows, atts, outcome_id="o", at=NOW, p=P)
+        return None if s is None else s.winner
+
+    assert proven(Attribution("m1", Effect.CONFIRMED, "ran")) == "m1"  # held vs untested
+    assert proven(Attribution("m2", Effect.CONFIRMED, "ran")) == "m2"
+    held_and_failed = (
+        Attribution("m1", Effect.CONFIRMED, "ran"),
+        Attribution("m2", Effect.CONTRADICTED, "ran"),
+    )
+    assert proven(*held_and_failed) == "m1"
+    # Only a failure: an open conflict would crown the untested side, an uncontested one not.
+    failed = Attribution("m1", Effect.CONTRADICTED, "ran")
+    assert settle_outcome(c, rows, [failed], outcome_id="o", at=NOW, p=P) is not None
+    assert proven(failed) is None
+    assert proven() is None and proven(Attribution("m1", Effect.NOT_ATTRIBUTED, "")) is None
 
 
 def test_settlement_never_lowers_a_winner_above_the_cap_nor_raises_a_loser_below_the_floor() -> (
