@@ -18,7 +18,7 @@ import pytest
 from lamarck.client import Client
 from lamarck.node.fleet.driver import DriverParams, FleetDriver, NodeHandle
 from lamarck.node.fleet.report import ISOLATED, SHARED, TurnRecord, learning_figures
-from lamarck.node.fleet.supervisor import Fleet
+from lamarck.node.fleet.supervisor import Fleet, NodeProcess
 from lamarck.node.fleet.workloads import Workload, WorkloadParams, make_workload
 
 pytestmark = pytest.mark.integration
@@ -100,30 +100,53 @@ def _history_text(client: Client, lesson_id: str) -> str:
     return "\n".join(parts)
 
 
-def _unlearn_run(fleet: Fleet, k: int) -> tuple[Workload, list[TurnRecord]]:
-    work, records = _run(fleet, "unlearn-on-change", k, isolated=False)
-    return work, [r for r in records if r.arm == SHARED]
+def _unlearn_run(
+    fleet: Fleet, k: int, turn: int
+) -> tuple[Workload, list[TurnRecord], list[NodeProcess]]:
+    """One unlearn run with the roles turned ``turn`` places round the fleet: agent i (A, B,
+    C, D) works on node (i + turn) mod 4. The stale lesson's source is contradicted by reality
+    on C's and D's nodes (the environment flipped: a node cannot tell that from a lie), and a
+    receiver that saw one source contradicted twice graylists it, so repetitions on one fleet
+    give each run a source no receiver has judged yet; the run's own nodes are returned in
+    role order."""
+    nodes = [*fleet.nodes[turn:], *fleet.nodes[:turn]]
+    work = make_workload(
+        "unlearn-on-change",
+        k,
+        WorkloadParams(nodes=len(nodes), tag=f"-unlearn-on-change-{k}"),
+    )
+    handles = [NodeHandle(n.name, n.agent_addr, n.metrics_url) for n in nodes]
+    with FleetDriver(handles, work, DriverParams(isolated_arm=False), random.Random(k)) as d:
+        records = d.run()
+    return work, [r for r in records if r.arm == SHARED], nodes
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 12's high-stakes rule holds a record claiming confidence above 0.8 for a "
-    "quorum: A's lesson, confirmed in two projects, claims more than 0.8, so C's node holds it "
-    "awaiting_quorum until voters with their own outcomes validate it, and the fleet driver's "
-    "rounds move faster than quorum rounds (judging the rule on the believed confidence instead "
-    "let Byzantine lessons into honest prompts in the Byzantine fleet scenario: kept as is)",
-)
+def _holding(nodes: list[NodeProcess], text: str) -> int:
+    """How many of ``nodes`` hold a lesson (in any status) whose content has ``text``."""
+    held = 0
+    for node in nodes:
+        with Client(node.agent_addr) as client:
+            rows = client.list_lessons(
+                statuses=["active", "superseded", "retired"], page_size=50
+            ).lessons
+        held += any(text in lesson.content for lesson in rows)
+    return held
+
+
 def test_unlearn_c_contradicts_the_lesson_and_succeeds_anyway(fleet: Fleet) -> None:
+    reached = []
     for k in range(REPEATS):
-        work, shared = _unlearn_run(fleet, k)
+        work, shared, nodes = _unlearn_run(fleet, k, turn=k)
         p = work.pitfalls[0]
         c0 = _agent(shared, SHARED, 2)[0]
         # C follows the lesson (the once-working form first), it fails now, C succeeds anyway.
         assert c0.advised and c0.operations == (p.working, p.failing), c0
-        with Client(fleet.nodes[2].agent_addr) as client:
+        with Client(nodes[2].agent_addr) as client:
             copies = [
                 lesson
-                for lesson in client.list_lessons(origin="imported", page_size=50).lessons
+                for lesson in client.list_lessons(
+                    statuses=["active", "superseded", "retired"], origin="imported", page_size=50
+                ).lessons
                 if p.target in lesson.content and f"`{p.working}` over" in lesson.content
             ]
             contradicted = [
@@ -134,24 +157,26 @@ def test_unlearn_c_contradicts_the_lesson_and_succeeds_anyway(fleet: Fleet) -> N
             ]
         assert contradicted, copies  # its confidence fell on C's outcome
         assert c0.created  # and C's run wrote the reversed lesson
+        # The reversal travels: every node of the fleet holds it (below the high-stakes line,
+        # no quorum needed; a lesson proven on a node keeps its advice there regardless).
+        reached.append(float(_holding(nodes, f"`{p.failing}` over `{p.working}`")))
+    _spread("unlearn-on-change: nodes holding C's reversed lesson", reached)
+    assert reached == [float(len(fleet.nodes))] * REPEATS
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="node gap (reported to the lead), measured after import-time contesting landed: C's "
-    "reversed lesson (global, promoted on node 3) reaches neither node 1 (A's origin), node 2 "
-    "nor node 4 (none of them lists it in any status), so D on node 4 still follows the stale "
-    "copy (its own outcome contradicts and supersedes it; the 'no active stale lesson' checks "
-    "pass only after that), and nodes 1 and 2 keep the stale lesson active with only A's "
-    "outcome in its history",
-)
 def test_unlearn_d_on_another_node_does_not_carry_the_stale_lesson(fleet: Fleet) -> None:
-    work, shared = _unlearn_run(fleet, 100)
+    # The fourth turn of the roles: A's node has been the stale source in no earlier run.
+    work, shared, nodes = _unlearn_run(fleet, 100, turn=3)
     p = work.pitfalls[0]
     a_outcome = _agent(shared, SHARED, 0)[0].outcome_id
     c_outcome = _agent(shared, SHARED, 2)[0].outcome_id
-    d_node = fleet.nodes[3]
-    with Client(d_node.agent_addr) as client:
+    d0 = _agent(shared, SHARED, 3)[0]
+    # Before D's run both copies reach D's node unproven there (A's and C's): one peer's
+    # reversal does not silence the fleet's advice there, so D follows the more confident one
+    # (printed). Either way D's outcome ends the stale copy on its node: superseded when it
+    # proves the reversal (conflicts.settle_proven), retired when it contradicts the copy.
+    print(f"unlearn: D's first turn tried {d0.operations} (advised: {d0.advised})")
+    with Client(nodes[3].agent_addr) as client:
         check = client.check_operation(p.failing, session_id="probe-d", turn_index=0)
         stale = [
             lesson
@@ -160,7 +185,7 @@ def test_unlearn_d_on_another_node_does_not_carry_the_stale_lesson(fleet: Fleet)
         ]
         assert not stale, [x.content for x in stale]  # gone from D's node's prompts
         assert f"`{p.working}` over" not in check.preamble
-    for node in fleet.nodes:
+    for node in nodes:
         with Client(node.agent_addr) as client:
             live = [
                 lesson
