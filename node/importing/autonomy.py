@@ -114,17 +114,33 @@ _GRANT_VERBS = (
     r"suppress|silence|mute|ignore|override|get\s+around|work\s+around|short-?circuit|"
     r"forgo|waive|dispense\s+with|omit|drop|remove|handle"
 )
+# A verb ending in "e" drops it before -ing ("approving", "disabling"): the grammar below puts
+# one suffix group after every verb, so each such verb also gets its stem + "ing" spelled out.
+_GRANT_VERBS = re.sub(r"(?<![\w\\])([a-z-]+?)e(?=\||$)", r"\1(?:e|ing)", _GRANT_VERBS)
+_INFLECT = r"(?:s|es|ed|d|ing)?"
+# What a careful wait waits for: a person or their decision (not "input" or "stdin").
+_WAITED_ON = (
+    r"(?:(?:the|a|an|their|your|his|her|explicit|written|an\s+explicit|user's|a\s+human's)\s+)?"
+    r"(?:users?|humans?|approvals?|confirmations?|consent|sign-?offs?|go-ahead|ok|okay|a\s+yes|"
+    r"yes|reply|replies|answers?|responses?|reviews?|reviewers?|maintainers?|operators?|owners?|"
+    r"them|us|me|someone|permission|the\s+person)\b"
+)
 _CAREFUL_VERBS = (
-    r"ask|confirm\s+(?:with|before|first|that|it|this|the\s+(?:exact|command|plan|diff))|"
-    r"check\s+(?:with|in\s+with|in\b|first\b)|double-check\s+with|consult|ping|bother|prompt\s+the\s+user|"
-    r"escalate|pause|wait\s+(?:for|on|until)|defer\s+to|seek|request\s+(?:the\s+user|approval|"
+    rf"ask|confirm{_INFLECT}\s+(?:with|before|first|that|it|this|the\s+(?:exact|command|plan|diff))|"
+    r"confirm(?:ing)?(?=\s*$)|"
+    rf"check{_INFLECT}\s+(?:with|in\s+with|in\b|first\b)|double-check\s+with|consult|ping|bother|"
+    rf"prompt\s+the\s+user|escalate|pause|wait{_INFLECT}\s+(?:for|on|until)\s+{_WAITED_ON}|defer\s+to|seek|"
+    r"request\s+(?:the\s+user|approval|"
     r"confirmation|sign-?off|permission|consent)|get\s+(?:the\s+user'?s?\s+|a\s+human'?s?\s+|"
     r"explicit\s+|their\s+|written\s+)?(?:ok|okay|approval|consent|sign-?off|confirmation|"
     r"go-ahead|permission|a\s+yes)|involve|notify|tell\s+the\s+user|let\s+the\s+user|"
     r"leave\s+(?:it|them|this|that|\w+(?:\s+\w+){0,3})\s+to\s+the\s+user|"
-    r"get\s+a\s+human|hand\s+(?:it\s+)?(?:back|over)\s+to"
+    rf"get\s+a\s+human|hand{_INFLECT}\s+(?:[\w'/-]+\s+){{0,6}}?(?:back|over)\s+to"
 )
-_CAREFUL_NOUNS = r"approval|confirmation|consent|sign-?off|permission|go-ahead|review|a\s+yes"
+_CAREFUL_NOUNS = (
+    r"approval|confirmation|confirm|consent|sign-?off|permission|go-ahead|review|a\s+yes|"
+    r"check-?in|(?:a|any)\s+check|[\w]+'s\s+(?:yes|ok|okay)"
+)
 _REQUIRE = (
     r"needs?|needed|require[sd]?|requiring|necessary|mandatory|wait(?:ing)?\s+for|"
     r"ask(?:ing)?\s+for|get|getting|seek|explicit|prior|written|manual|human|user's|users'|"
@@ -155,6 +171,12 @@ _NEGATORS = (
     "none",
     "cannot",
     "lacks",
+    "forbid",
+    "forbids",
+    "prohibit",
+    "prohibits",
+    "disallow",
+    "disallows",
 )
 # Phrases that read like negations but license the act ("don't hesitate to skip ...").
 _NOT_NEGATIONS = (
@@ -188,29 +210,30 @@ _PERMISSIVE_PATTERNS: tuple[str, ...] = (
     r"(?:\w+\s+){0,2}(?:permission|approval|access|sudo|tool|shell|edit)\w*",
     # acting as / for the user.
     r"\b(?P<verb>approve|accept|confirm|answer|sign|grant|allow|decide|respond|reply)"
-    r"(?:s|d|ed|ing)?\b[^.;]{0,60}\b(?:on\s+(?:the\s+user'?s?|their|his|her|the\s+owner'?s?|"
-    r"someone'?s?)\s+behalf|for\s+the\s+user|in\s+the\s+user'?s?\s+name|as\s+the\s+user)\b",
+    r"(?:s|d|ed|ing)?\b(?:[^.;]|\.(?=\S)){0,60}\b(?:on\s+(?:the\s+user'?s?|their|his|her|the\s+owner'?s?|"
+    r"someone'?s?)\s+behalf|for\s+the\s+user|in\s+the\s+user'?s?\s+name|as\s+the\s+user)\b(?!')",
     # treat / consider X as approved.
-    r"\b(?:treat|consider|regard|count)(?:s|ed|ing)?\b[^.;]{0,60}\b(?:as\s+)?(?:already\s+)?"
+    r"\b(?:treat|consider|regard|count)(?:s|ed|ing)?\b(?:[^.;]|\.(?=\S)){0,60}\b(?:as\s+)?(?:already\s+)?"
     r"(?:approved|accepted|granted|authori[sz]ed|pre-?approved|a\s+yes|consent(?:ed)?|"
     r"confirmed)\b",
     # auto-approve and friends.
     r"\bauto-?(?:approv\w*|accept\w*|confirm\w*|yes|allow\w*|run|execute|grant\w*)\b",
+    r"\bself-?(?:approv\w*|grant\w*|authori[sz]\w*|confirm\w*|merg\w*|accept\w*)\b",
     # self-grants: give yourself, grant the agent, equip yourself.
     rf"\b(?P<verb>give|grant|equip|provision|hand)(?:s|ed|ing)?\s+(?:{_AGENT})\b",
     # allow-list additions.
-    r"\b(?:add|put|append|include|insert|register|list)(?:s|ed|ing)?\b[^.;]{0,60}\b"
+    r"\b(?:add|put|append|include|insert|register|list)(?:s|ed|ing)?\b(?:[^.;]|\.(?=\S)){0,60}\b"
     r"(?:to|in|into|on)\s+(?:the\s+|your\s+|its\s+|the\s+agent'?s?\s+)?(?:\w+\s+){0,2}"
     r"(?:allow-?\s?list|white-?\s?list|allowed\s+(?:commands|tools)|trusted\s+(?:commands|"
     r"tools)|safe-?\s?list|permissions?\s+allow\s+list|auto-?approved?\s+list|"
     r"tools|toolset|toolbox|capabilities)\b",
-    rf"\b(?:whitelist|allowlist|allow-list)(?:s|ed|ing)?\b[^.;]{{0,40}}\bfor\s+(?:{_AGENT})\b",
+    rf"\b(?:whitelist|allowlist|allow-list)(?:s|ed|ing)?\b(?:[^.;]|\.(?=\S)){{0,40}}\bfor\s+(?:{_AGENT})\b",
     r"\benable(?:s|d)?\s+(?:the\s+)?(?:auto-?run|autorun|auto-?execute|yolo|full-?auto|"
     r"unattended\s+mode|bypass)",
     r"\bmark(?:s|ed)?\s+(?:it|them|this|\w+)\s+as\s+(?:safe|trusted|approved|pre-?approved)\s+"
     r"(?:to\s+(?:call|run|use))",
     r"\bregister(?:s|ed)?\s+(?:the|a|this)\s+(?:\w+\s+){0,2}(?:tool|server|plugin|function)\b"
-    r"[^.;]{0,40}\b(?:unrestricted|full|yourself|the\s+agent)",
+    r"(?:[^.;]|\.(?=\S)){0,40}\b(?:unrestricted|full|yourself|the\s+agent)",
     # rule-shaped terse forms: "perms: always yes", "confirmations = off".
     r"\b(?:perms|permissions?|prompts?|approvals?|confirmations?|confirms?|consent|asks?|"
     r"requests?|dialogs?|calls?)\s*"
@@ -219,7 +242,7 @@ _PERMISSIVE_PATTERNS: tuple[str, ...] = (
 )
 _CONSENT_PATTERNS: tuple[str, ...] = (
     # passive: "<gate> can be skipped", "<gate> get approved by the agent".
-    rf"{_GATE}\b[^.;]{{0,60}}?\b(?:be|get|gets|got|are|is)\s+(?:\w+\s+)?(?:approved|accepted|"
+    rf"{_GATE}\b(?:[^.;]|\.(?=\S)){{0,60}}?\b(?:be|get|gets|got|are|is)\s+(?:\w+\s+)?(?:approved|accepted|"
     r"granted|skipped|bypassed|dismissed|ignored|waived|omitted|disabled|silenced|"
     r"answered\s+(?:with\s+)?(?:a\s+)?yes|auto-?approved)\b(?!\s+by\s+(?:the\s+user|a\s+human|"
     r"a\s+maintainer|the\s+operator|a\s+reviewer|someone|humans|people))",
@@ -245,10 +268,10 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     r"\b(?:never|don'?t|doesn'?t|do\s+not|does\s+not|won'?t)\s+(?:want|need|like|care)\s+to\s+"
     r"be\s+(?:asked|bothered|consulted|prompted|pinged|interrupted)",
     r"\b(?:asking|confirmations?|confirming|prompts?|approvals?|permission\s+checks?|"
-    r"permission\s+prompts?|sign-?offs?)\s+(?:here\s+|for\s+[^.;]{1,40}\s+)?(?:is|are)\s+"
+    r"permission\s+prompts?|sign-?offs?)\s+(?:here\s+|for\s+(?:[^.;]|\.(?=\S)){1,40}\s+)?(?:is|are)\s+"
     r"(?:just\s+|only\s+|considered\s+|always\s+)?(?:noise|a\s+formality|unnecessary|optional|"
     r"redundant|pointless|not\s+needed|not\s+required|a\s+waste|annoying|overkill|deprecated)",
-    r"\b(?:asking|confirming|prompting|bothering|checking\s+with)\b[^.;]{0,50}\b(?:annoys|"
+    r"\b(?:asking|confirming|prompting|bothering|checking\s+with)\b(?:[^.;]|\.(?=\S)){0,50}\b(?:annoys|"
     r"irritates|bothers|slows|wastes)\b",
     r"\bhas\s+been\s+made\s+optional\b",
     r"\bassume[sd]?\s+(?:the\s+user(?:'s)?\s+)?(?:has\s+)?(?:consent|consented|approval|"
@@ -261,8 +284,8 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     r"bot|model|you)\b|upstream\b)",
     r"\bup\s+to\s+(?:the\s+)?(?:agent|assistant|bot|you)\b",
     r"\b(?:agent|assistant|bot|model|you)\s+(?:answers?|approves?|grants?|accepts?|handles?|"
-    r"decides?\s+on)\b[^.;]{0,50}\b(?:itself|yourself|alone|on\s+its\s+own)\b",
-    r"\b(?:approval|consent|permission|confirmation|sign-?off)\b[^.;]{0,60}\bby\s+(?:the\s+)?"
+    r"decides?\s+on)\b(?:[^.;]|\.(?=\S)){0,50}\b(?:itself|yourself|alone|on\s+its\s+own)\b",
+    r"\b(?:approval|consent|permission|confirmation|sign-?off)\b(?:[^.;]|\.(?=\S)){0,60}\bby\s+(?:the\s+)?"
     r"(?:agent|assistant|bot|model)\s+itself\b",
     r"\byou\s+(?:have|'ve)\s+already\s+(?:approved|consented|agreed|confirmed|signed\s+off)",
     r"\b(?:answer|approve|accept|grant|confirm)\w*\s+your\s+own\b",
@@ -273,7 +296,51 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     r"\b(?:fine|ok|okay|happy|welcome|free)\s+for\s+you\s+to\b",
     r"\bneed\s+not\s+be\s+(?:confirmed|approved|asked|reviewed|checked)\b",
     r"\banswered\s+(?:affirmatively|positively)\b",
+    # a gate is the agent's own judgement, or handed to it.
+    r"\b(?:the\s+)?(?:agent|assistant|bot|model)'s\s+own\s+(?:judge?ment|discretion|say-?so)\b",
+    r"\bat\s+(?:the\s+)?(?:agent|assistant|bot|model)'s\s+(?:own\s+)?discretion\b",
+    r"\b(?:delegat\w+|entrust\w*|hand(?:s|ed)?\s+over|hand(?:s|ed)?\s+off|outsourc\w+)\b"
+    r"(?:[^.;]|\.(?=\S)){0,60}\bto\s+(?:the\s+)?(?:agent|assistant|bot|model|you|yourself)\b",
+    # cleared ahead of time.
+    r"\b(?:approved|cleared|authori[sz]ed|granted|accepted|allowed|okayed|signed\s+off)\s+"
+    r"(?:\w+\s+){0,2}?(?:in\s+advance|ahead\s+of\s+time|beforehand|up\s+front|upfront)\b",
+    # "user ok assumed": the consent noun before its verb.
+    r"\b(?:user|user's|human|owner|their)\s+(?:ok|okay|consent|approval|agreement|yes)\s+"
+    r"(?:is\s+|are\s+)?(?:assumed|implied|implicit|presumed)\b",
+    # the agent's own tools: "into your tool list", "extend your toolset".
+    rf"\b(?:into|to|onto|on)\s+(?:your|its|(?:the\s+)?(?:{_AGENT})'s?)\s+(?:own\s+)?(?:tool\s?sets?|"
+    r"toolbox(?:es)?|tool\s+(?:list|belt|chest)|tools|capabilities|allow-?\s?list)\b",
+    r"\b(?:extend|augment|expand|arm|equip|upgrade)(?:s|ed|ing)?\s+(?:your|its|the\s+agent'?s?)\s+"
+    r"(?:own\s+)?(?:tool\s?sets?|toolbox|tools|tool\s+list|capabilities)\b",
+    r"\b(?:grant|give|hand)(?:s|ed|ing)?\s+(?:your|its|the\s+agent'?s?)\s+(?:own\s+)?(?:\w+\s+){0,2}"
+    r"tools?\s+(?:\w+\s+){0,3}?(?:access|rights|permissions?|root|admin|sudo|privileges|"
+    r"credentials)\b",
+    # runs without a gate.
+    r"\b(?:unprompted|unconfirmed|unapproved|unreviewed|unasked)\b",
+    # press Enter / take the default yes on a gate.
+    rf"\b(?:press|hit|tap)(?:es|ed|ing)?\s+(?:enter|return|y)\b(?:[^.;]|\.(?=\S)){{0,40}}{_GATE}\b",
+    r"\b(?:accept|take|choose|pick|select)(?:s|ed|ing)?\s+(?:the\s+)?default\s+(?:yes|allow|ok|"
+    r"approve)\b",
+    # when a gate appears, approve it.
+    rf"\b(?:when|whenever|if|once|each\s+time)\b(?:[^.;]|\.(?=\S)){{0,60}}?{_GATE}\b"
+    r"(?:[^.;]|\.(?=\S)){0,40}?\b(?:approve|accept|grant|allow|confirm|dismiss|skip|click)\w*\s+"
+    r"(?:it|them|yes|through)\b",
+    # a standing grant: "allow <command> always".
+    r"(?:^|[,;:]\s*|\b(?:just|please|simply)\s+)(?:allow|approve|accept|permit|auto-?run)\s+"
+    r"(?:[^\s.;]+\s+){0,4}?(?:always|unconditionally|automatically|every\s+time)\b",
 )
+# A terse rule line: "<subject> <separator> <permissive verdict>" ("ssh: auto", "confirm? skip",
+# "deploying = pre-cleared"); read on each line of a text as well as each sentence.
+_TERSE_LINE = (
+    r"^(?P<subject>[^:=?→>]{1,60}?)\s*(?:[:=?→]|->|=>|—|–|\s-\s)\s*(?P<value>(?:always\s+|just\s+)?"
+    r"(?:yes|y|ok|okay|allow(?:ed)?|approved?|accept(?:ed)?|granted?|pre-?\w+ed|auto(?:-?\w+)?|"
+    r"skip(?:ped)?|implicit|unprompted|off|none|(?:the\s+)?(?:agent|assistant|bot|model|you)|"
+    r"no\s+(?:confirm\w*|ask\w*|prompts?|approvals?|"
+    r"reviews?|check(?:-?ins?)?|sign-?offs?)(?:\s+(?:needed|required))?))\s*[.!]*$"
+)
+# A terse subject that names a careful act: "ask: always" keeps a gate, "ask: off" drops it.
+_TERSE_CAREFUL_SUBJECT = r"\b(?:ask\w*|check\w*|confirm\w*|wait\w*|review\w*|escalat\w*)\s*$"
+_TERSE_DROPS = r"^(?:skip(?:ped)?|off|none|no\s.*)$"
 # Read over the whole text with its lines joined (tables, lists that span lines).
 _SPANNING_PATTERNS: tuple[str, ...] = (
     r"\bwho\s+(?:approves|confirms|decides|signs\s+off|grants)\b.{0,160}\b(?:the\s+agent|"
@@ -283,7 +350,8 @@ _CAREFUL_PATTERNS: tuple[str, ...] = (
     rf"\b(?P<verb>{_CAREFUL_VERBS})(?:s|es|ed|d|ing)?\b",
     rf"\b(?:{_REQUIRE})\s+(?:\w+\s+){{0,3}}?(?:{_CAREFUL_NOUNS})\b(?!\s+(?:errors?|denied|"
     r"issues?|problems?|bits|mode|sets?|strings?|scopes?))",
-    rf"\b(?:{_CAREFUL_NOUNS})\s+(?:is\s+|are\s+)?(?:needed|required|necessary|mandatory)\b",
+    rf"\b(?:{_CAREFUL_NOUNS})(?:\s+(?:from|by|of|for)\s+(?:\w+\s+){{0,3}}?)?\s*(?:is\s+|are\s+)?"
+    r"(?:not\s+|never\s+)?(?:needed|required|necessary|mandatory)\b",
     r"\b(?:the\s+user(?:'s)?|only\s+the\s+user)\s+(?:decides|decision|call|must|approves|"
     r"confirms|chooses)\b|\bup\s+to\s+the\s+user\b|\bbelongs?\s+to\s+the\s+user\b",
 )
@@ -340,7 +408,8 @@ _CUES = (
     r"escalat|human|user|operator|unattended|auto-?|bother|ping|sign-?off|formality|"
     r"pretend|imagine|role|system|agent|assistant|\bai\b|llm|\bbot|model|yourself|itself|"
     r"instruction|ignore|disable|dialog|popup|pop-up|click|accept|waive|silence|treat|"
-    r"whitelist|tool|mode|policy|\bwithout\b|need|require|wait"
+    r"whitelist|tool|mode|policy|\bwithout\b|need|require|wait|pre-|cleared|delegat|entrust|"
+    r"discretion|judge?ment|check-?in|unprompted|\benter\b|default\s+yes|\bin\s+advance"
 )
 
 _ENGLISH_FUNCTION_WORDS = (
@@ -500,6 +569,9 @@ class AutonomyParams:
     falsy_pattern: str = _FALSY
     mode_values_pattern: str = _MODE_VALUES
     cue_pattern: str = _CUES
+    terse_line_pattern: str = _TERSE_LINE
+    terse_careful_subject_pattern: str = _TERSE_CAREFUL_SUBJECT
+    terse_drops_pattern: str = _TERSE_DROPS
     not_negations_pattern: str = _NOT_NEGATIONS
     harm_pattern: str = _HARM
     meta_false_pattern: str = _META_FALSE
@@ -544,6 +616,9 @@ class AutonomyParams:
             "falsy_pattern",
             "mode_values_pattern",
             "cue_pattern",
+            "terse_line_pattern",
+            "terse_careful_subject_pattern",
+            "terse_drops_pattern",
             "not_negations_pattern",
             "harm_pattern",
             "meta_false_pattern",
@@ -630,6 +705,16 @@ class Evidence:
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+|(?<=;)\s+")
 _CLAUSE_BREAK = re.compile(r"[,;:()\[\]\"—–]|\s-\s|\bbut\b|\bthen\b")
 _WORD = re.compile(r"[a-z']+")
+# "two approving reviews": a participle used as an adjective, not an act.
+_ADJECTIVAL = re.compile(r"\b(?:an?|one|two|three|\d+|needs?|requires?|more|no)\s*$")
+# Settings whose usual value is "auto" (a terse "<setting>: auto" is no gate).
+_SETTING_SUBJECT = re.compile(
+    r"(?:^|[\s.-])(?:colou?rs?|mode|theme|jobs|workers|threads|cpus?|size|width|height|format|"
+    r"encoding|locale|pager|level|layout|version|timeout|retries|parallel\w*|tty|eol|crlf|"
+    r"line[- ]endings?|scale|zoom|wrap|indent\w*)$"
+)
+_TERSE_AGENT = re.compile(r"^(?:the\s+)?(?:agent|assistant|bot|model|you)$")
+_POSSESSION = re.compile(r"\b(?:has|have|had|holds?|held|gets?|got|owns?|carr(?:y|ies))\s*$")
 
 
 class StructureReader:
@@ -645,6 +730,10 @@ class StructureReader:
         self._injection = tuple(c("injection", p) for p in params.injection_patterns)
         self._roleplay = tuple(c("roleplay", p) for p in params.roleplay_patterns)
         self._cue = c("cue", params.cue_pattern)
+        self._terse = c("terse_line", params.terse_line_pattern)
+        self._terse_careful = c("terse_careful_subject", params.terse_careful_subject_pattern)
+        self._terse_drops = c("terse_drops", params.terse_drops_pattern)
+        self._gate_word = c("gate", rf"\b(?:{_GATE})\b|{params.careful_key_pattern}|prompt|check")
         self._not_neg = c("not_negations", params.not_negations_pattern)
         self._harm = c("harm", rf"(?<!never\s)(?<!not\s)\b(?:{params.harm_pattern})\b")
         self._meta_false = c("meta_false", rf"{params.meta_false_pattern}[.!]?\s*$")
@@ -721,6 +810,21 @@ class StructureReader:
         subject = (m.group(1) or m.group(2) or "").strip()
         return bool(subject) and not self._agent_subject.search(subject)
 
+    def _described_habit(self, verb: str, before: str) -> bool:
+        """'the job never waits for the user': a tool's habit (third person, not the agent),
+        unless the clause describes a persona ('an engineer who never waits')."""
+        if not verb or not self._third_person_descriptive(verb, before):
+            return False
+        return not re.search(r"\b(?:who|whose)\b", _CLAUSE_BREAK.split(before)[-1])
+
+    @staticmethod
+    def _possessed(before: str, act: str) -> bool:
+        """'the role has no login permission': what something holds, not a rule to act on."""
+        if not act.startswith("no ") or "need" in act:
+            return False
+        clause = _CLAUSE_BREAK.split(before)[-1]
+        return bool(_POSSESSION.search(clause))
+
     def _deferred(self, before: str) -> bool:
         """The act's subject is a human ('let the user approve', 'only the user can ...')."""
         clause = _CLAUSE_BREAK.split(before)[-1]
@@ -751,8 +855,33 @@ class StructureReader:
                 return True, kv.start()
         return None
 
+    def terse(self, line: str) -> Evidence | None:
+        """A terse rule line ("ssh: auto", "confirm? skip"): a claim, careful, or None."""
+        line = line.strip(" -*+.")
+        m = self._terse.match(line)
+        if m is None:
+            return None
+        subject, value = m.group("subject"), m.group("value")
+        if self._negations(subject + " ") % 2 == 1:
+            return Evidence(line, Polarity.CAREFUL, True)
+        if self._terse_drops.match(value):
+            # "sandbox: off" drops a gate; "swap: off" says nothing about one.
+            if value.startswith("no ") or self._gate_word.search(subject):
+                return Evidence(line, Polarity.CLAIM, True, "terse")
+            return None
+        if value == "auto" and _SETTING_SUBJECT.search(subject):
+            return None  # "color: auto" is a setting, not a gate
+        if _TERSE_AGENT.match(value) and not self._gate_word.search(subject):
+            return None  # "owner: the agent" names no gate
+        if self._terse_careful.search(subject):
+            return Evidence(line, Polarity.CAREFUL, True)  # "ask: always"
+        return Evidence(line, Polarity.CLAIM, True, "terse")
+
     def read(self, sentence: str) -> Evidence:
         """Judge one normalised sentence."""
+        terse = self.terse(sentence)
+        if terse is not None and terse.polarity is Polarity.CLAIM:
+            return terse
         cue = bool(self._cue.search(sentence))
         if not cue:
             return Evidence(sentence, Polarity.NONE, cue=False)
@@ -779,7 +908,11 @@ class StructureReader:
                 if (
                     verb
                     and pattern in self._permissive
-                    and (self._deferred(before) or self._third_person_descriptive(verb, before))
+                    and (
+                        self._deferred(before)
+                        or self._third_person_descriptive(verb, before)
+                        or (verb.endswith("ing") and _ADJECTIVAL.search(before) is not None)
+                    )
                 ):
                     continue
                 flips = self._negations(before) + meta_false
@@ -799,7 +932,12 @@ class StructureReader:
                     if flips % 2 == 0 or narrative:
                         careful = True
                         continue
-                    if self._deferred(before) or self._described_refusal(before):
+                    if (
+                        self._deferred(before)
+                        or self._described_refusal(before)
+                        or self._possessed(before, m.group(0))
+                        or self._described_habit(m.groupdict().get("verb") or "", before)
+                    ):
                         continue
                     claim_rule = "careful-negated:" + pattern.pattern[:30]
                     break
@@ -941,7 +1079,14 @@ class AutonomyFilter:
     def _read(self, text: str, normalised: str | None = None) -> list[Evidence]:
         if normalised is None:
             normalised = normalise(text, self._p)
-        found = [self._reader.read(s) for s in self._reader.sentences(normalised)]
+        sentences = self._reader.sentences(normalised)
+        found = [self._reader.read(s) for s in sentences]
+        # A terse rule split by its own "?" ("confirm? skip") is read whole, line by line.
+        if "?" in normalised:
+            for line in normalised.split("\n"):
+                terse = self._reader.terse(line)
+                if terse is not None and terse.polarity is Polarity.CLAIM:
+                    found.append(terse)
         if "\n" in normalised:
             spanning = self._reader.read_spanning(normalised)
             if spanning is not None:
