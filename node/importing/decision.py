@@ -315,7 +315,9 @@ def _filter_event_kind(reason: str, record: MemoryV2) -> EventKind:
         return EventKind.POISONED
     sit = record.situation
     if reason == FilterReason.UNDECLARED_SITUATION and sit is not None:
-        # A free-text remedy is an attempt to teach a command; an inferred blocker is a mistake.
+        # A free-text remedy for a tool this node uses is an attempt to teach a command; an
+        # inferred blocker is a mistake. (A tool this node does not use at all is
+        # ``unused_tool``: the sender may use it honestly, so it costs no more than any refusal.)
         has_remedy = sit.unblock is not None or sit.probe is not None
         return EventKind.POISONED if has_remedy else EventKind.REJECTED
     return EventKind.REJECTED

@@ -236,6 +236,9 @@ class FilterReason(StrEnum):
     SECRET_DETECTED = "secret_detected"
     AUTONOMY_CLAIM = "autonomy_claim"
     UNDECLARED_SITUATION = "undeclared_situation"
+    # A declared situation about a tool this node's agents do not use: nothing here could run
+    # its remedy, and the sender may use the tool honestly (not charged as poison).
+    UNUSED_TOOL = "unused_tool"
     HIGH_CONFIDENCE_UNVERIFIED = "high_confidence_unverified"
     CONTRADICTION_RATE = "contradiction_rate"
     CONFLICTS_WITH_ESTABLISHED = "conflicts_with_established"
@@ -563,7 +566,9 @@ class DeclaredSituationFilter:
     *exactly* one of that declaration's ``unblock_commands`` / ``probe_commands``
     (whitespace-normalised). A record can therefore only point at a command this node's own
     tools already know; it can never teach one, nor bring a tool this node does not use.
-    Records without a situation block pass.
+    Records without a situation block pass. A tool this node does not use is refused as
+    ``unused_tool`` (a mismatch, charged lightly), a remedy its declaration lacks or an
+    inferred situation as ``undeclared_situation`` (an attempt to teach a command).
     """
 
     def __init__(self, params: FilterParams | None = None) -> None:
@@ -579,7 +584,7 @@ class DeclaredSituationFilter:
             return Verdict.reject(FilterReason.UNDECLARED_SITUATION)
         declared = self._declared.get(sit.tool) or view.declared_tool(sit.tool)
         if declared is None:
-            return Verdict.reject(FilterReason.UNDECLARED_SITUATION)
+            return Verdict.reject(FilterReason.UNUSED_TOOL)
         pairs = ((sit.unblock, declared.unblock_commands), (sit.probe, declared.probe_commands))
         for given, allowed in pairs:
             if given is None:

@@ -108,6 +108,6 @@ def test_a_situation_lesson_about_a_declared_tool_would_be_accepted() -> None:
 
 def test_a_situation_lesson_about_a_tool_this_node_does_not_declare_is_not_sent() -> None:
     raw = _signed(_record(content="`check_cli_setup` on gh needed the user (auth)", situation=_GH))
-    assert own_record_refusal(raw, params=PARAMS, now=NOW) == "undeclared_situation"
+    assert own_record_refusal(raw, params=PARAMS, now=NOW) == "unused_tool"
     other = DeclaredTool("sign_in_cli", frozenset({"run `gh auth login`"}))
-    assert own_record_refusal(raw, params=_declaring(other), now=NOW) == "undeclared_situation"
+    assert own_record_refusal(raw, params=_declaring(other), now=NOW) == "unused_tool"
