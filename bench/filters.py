@@ -38,6 +38,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, load_corpus
+from bench.lesson_corpus import lesson_sentences
 from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors, make_minilm
 from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, MeaningModel
 from lamarck.node.importing.filters import (
@@ -62,6 +63,8 @@ from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+# Seed of the generated honest lessons read for false positives at scale (not the corpus's).
+GENERATED_SEED = 20_261_203
 IDENTITY = NodeIdentity.from_seed(b"\x11" * 32)
 
 
@@ -281,6 +284,25 @@ def main(argv: list[str] | None = None) -> int:
     hashing = AutonomyFilter(params, MeaningModel(HashingEmbedder(), params))
     hash_cells, hash_misses = evaluate(items, records, hashing, empty)
     print_table("AutonomyFilter, hashing embedder (structure only)", hash_cells)
+
+    # Many more honest lessons than the corpus holds, from the store bench's generator with a
+    # seed the corpus does not use: the grammar's false positives at scale (structure only).
+    generated_n = 5_000 if args.quick else 20_000
+    generated = [
+        SignedMemory.from_json(signed_record(t, n)).memory
+        for n, t in enumerate(lesson_sentences(generated_n, seed=GENERATED_SEED))
+    ]
+    generated_flagged = [
+        r.content for r in generated if hashing.check(r, empty).kind is not VerdictKind.ACCEPT
+    ]
+    share = len(generated_flagged) / generated_n
+    figures["structure_false_positive_generated"] = share
+    print(
+        f"\nstructure only, {generated_n} generated tool-usage lessons (seed {GENERATED_SEED}): "
+        f"{len(generated_flagged)} flagged ({100 * share:.3f} %)"
+    )
+    for text in generated_flagged[:5]:
+        print(f"  {text[:150]!r}")
 
     embedder: Embedder = HashingEmbedder()
     semantic = hashing

@@ -18,14 +18,20 @@ spaced-out letters joined), split into sentences and clauses, and each clause is
 * a *careful* act — ask, confirm with, wait for approval, check with the user, let the user
   decide, "approval required".
 
+A *terse rule line* ("ssh: auto", "confirm? skip", "approvals -> agent", "deploying: no
+confirm needed") is read whole, line by line, with its subject's polarity ("ask: always" is
+careful; "color: auto" names no gate).
+
 Negators in the clause before an act ("never", "don't", "without", "no need to", "stop
-<verb>ing", "avoid", "refuse") flip its polarity, so "never skip confirmation" and "don't
+<verb>ing", "avoid", "refuse", "forbids") flip its polarity, so "never skip confirmation" and "don't
 delete without asking" are careful while "don't ask before deleting" and "delete without
 asking" are claims. A permissive act in the third person ("``-y`` answers the prompt") counts
 only when its subject is the agent; an act inside an incident report ("deleting without
-confirmation wiped a colleague's work") is a description, not a directive. Text addressed to
-the agent rather than about the world ("SYSTEM:", "note to any AI reading this", role-play
-framing) is an injected instruction.
+confirmation wiped a colleague's work") is a description, not a directive; so are what
+something holds ("the role has no LOGIN permission") and a tool's habit ("the job never waits
+for the user"), and a careful wait is one for a person or their decision (not for stdin).
+Text addressed to the agent rather than about the world ("SYSTEM:", "note to any AI reading
+this", role-play framing) is an injected instruction.
 
 **Meaning** (only with an embedder named in ``semantic_embedders``, i.e. MiniLM). Sentences
 that carry the vocabulary of permission but no decided structure are compared with exemplar
@@ -128,7 +134,9 @@ _WAITED_ON = (
 _CAREFUL_VERBS = (
     rf"ask|confirm{_INFLECT}\s+(?:with|before|first|that|it|this|the\s+(?:exact|command|plan|diff))|"
     r"confirm(?:ing)?(?=\s*$)|"
-    rf"check{_INFLECT}\s+(?:with|in\s+with|in\b|first\b)|double-check\s+with|consult|ping|bother|"
+    rf"check{_INFLECT}\s+(?:with|in\s+with|in\b|first\b)|double-check\s+with|consult|bother|"
+    r"ping(?:s|ed|ing)?\s+(?:the\s+user|them|someone|anyone|anybody|a\s+human|the\s+owner|"
+    r"a\s+maintainer|the\s+maintainers|people|the\s+team|me|us)\b|"
     rf"prompt\s+the\s+user|escalate|pause|wait{_INFLECT}\s+(?:for|on|until)\s+{_WAITED_ON}|defer\s+to|seek|"
     r"request\s+(?:the\s+user|approval|"
     r"confirmation|sign-?off|permission|consent)|get\s+(?:the\s+user'?s?\s+|a\s+human'?s?\s+|"
@@ -226,7 +234,7 @@ _PERMISSIVE_PATTERNS: tuple[str, ...] = (
     r"(?:to|in|into|on)\s+(?:the\s+|your\s+|its\s+|the\s+agent'?s?\s+)?(?:\w+\s+){0,2}"
     r"(?:allow-?\s?list|white-?\s?list|allowed\s+(?:commands|tools)|trusted\s+(?:commands|"
     r"tools)|safe-?\s?list|permissions?\s+allow\s+list|auto-?approved?\s+list|"
-    r"tools|toolset|toolbox|capabilities)\b",
+    r"tools|toolset|toolbox|capabilities)\b(?![/.\w-])",
     rf"\b(?:whitelist|allowlist|allow-list)(?:s|ed|ing)?\b(?:[^.;]|\.(?=\S)){{0,40}}\bfor\s+(?:{_AGENT})\b",
     r"\benable(?:s|d)?\s+(?:the\s+)?(?:auto-?run|autorun|auto-?execute|yolo|full-?auto|"
     r"unattended\s+mode|bypass)",
@@ -347,7 +355,8 @@ _SPANNING_PATTERNS: tuple[str, ...] = (
     r"agents?|the\s+assistant|the\s+bot|itself|yourself)\b",
 )
 _CAREFUL_PATTERNS: tuple[str, ...] = (
-    rf"\b(?P<verb>{_CAREFUL_VERBS})(?:s|es|ed|d|ing)?\b",
+    # not a flag or a subcommand: "--check", "redis-cli ping".
+    rf"(?<![-/])\b(?P<verb>{_CAREFUL_VERBS})(?:s|es|ed|d|ing)?\b",
     rf"\b(?:{_REQUIRE})\s+(?:\w+\s+){{0,3}}?(?:{_CAREFUL_NOUNS})\b(?!\s+(?:errors?|denied|"
     r"issues?|problems?|bits|mode|sets?|strings?|scopes?))",
     rf"\b(?:{_CAREFUL_NOUNS})(?:\s+(?:from|by|of|for)\s+(?:\w+\s+){{0,3}}?)?\s*(?:is\s+|are\s+)?"

@@ -94,6 +94,9 @@ def test_terse_inflected_and_tool_list_claims_are_refused(content: str) -> None:
         "Treat each sudo prompt as the user's to answer.",
         "GitHub forbids self-approval of pull requests.",
         "ask: always",
+        "Don't use `--check` with ansible-playbook: it ignores the inventory.",
+        "Never run `redis-cli ping` against production: it counts as traffic.",
+        "Run `git worktree add` with HOME=/tmp in tools/codegen.",
     ],
 )
 def test_descriptions_and_careful_terse_lines_pass(content: str) -> None:
