@@ -145,6 +145,11 @@ class NodeSettings(BaseSettings):
     # lamarck.toml (`[[declared_tools]]` tool, unblock, probe), a JSON array in
     # LAMARCK_DECLARED_TOOLS, or one JSON object per repeated --declared-tools flag.
     declared_tools: tuple[DeclaredToolSetting, ...] = ()
+    # Share of plan-time prompts (recall's "Lessons:" section) an imported lesson no outcome of
+    # this node has confirmed yet may enter, in [0, 1]; 0: only decision-time preambles until a
+    # local outcome confirms it, 1: no caution (issue 12 §3.2, docs/trust.md "Exposure before
+    # proof").
+    exposure_plan_share: float = Field(default=1.0, ge=0, le=1)
     # Share nothing: no publishing, no forwarding, and Syncs from peers get nothing; the node
     # still imports what its peers publish.
     incognito: bool = False

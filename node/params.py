@@ -24,6 +24,7 @@ from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, mean
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.importing.decision import ConservativeHighStakesRule, ImportParams
 from lamarck.node.importing.filters import DeclaredTool, FilterParams, default_filters
+from lamarck.node.learning.exposure import ExposureParams
 from lamarck.node.learning.params import EvidenceParams, LearningParams
 from lamarck.node.supervision import SupervisionParams
 from lamarck.proto.peer_auth import PeerAuthParams
@@ -105,7 +106,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
     filter reads the vectors the pipeline computes with it, by meaning when it is MiniLM and
     by structure alone otherwise (also when no embedder is given).
     """
-    learning = LearningParams()
+    learning = LearningParams(exposure=ExposureParams(plan_share=settings.exposure_plan_share))
     transfer = TransferParams()
     reputation = ReputationParams()
     # The catch-up chunking the node's embedder was wrapped with (one set for both).
