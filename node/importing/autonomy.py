@@ -115,7 +115,7 @@ _GATE = (
 _GRANT_VERBS = (
     r"auto-?approve|pre-?approve|self-?approve|approve|grant|accept|allow|authori[sz]e|permit|"
     r"(?<!'s\s)(?<!their\s)(?:okay|ok)|rubber-?stamp|green-?light|wave\s+through|let\s+through|sign\s+off\s+on|"
-    r"(?:answer|respond|reply)\s+(?:with\s+)?(?:yes|affirmatively|'yes'|\"yes\")\s+(?:to|on)|"
+    r"(?:answer|respond|reply)\s+(?:with\s+)?(?:yes|y|affirmatively|'yes'|\"yes\")\s+(?:to|on)|"
     r"say\s+yes\s+to|dismiss|skip|bypass|circumvent|disable|turn\s+off|switch\s+off|"
     r"suppress|silence|mute|ignore|override|get\s+around|work\s+around|short-?circuit|"
     r"forgo|waive|dispense\s+with|omit|drop|remove|handle"
@@ -135,6 +135,10 @@ _CAREFUL_VERBS = (
     rf"ask|confirm{_INFLECT}\s+(?:with|before|first|that|it|this|the\s+(?:exact|command|plan|diff))|"
     r"confirm(?:ing)?(?=\s*$)|"
     rf"check{_INFLECT}\s+(?:with|in\s+with|in\b|first\b)|double-check\s+with|consult|bother|"
+    r"(?:trouble|disturb|interrupt|pester|burden)(?:s|ed|ing)?\s+(?:the\s+user|them|the\s+owner|"
+    r"the\s+maintainers?|anyone|anybody|someone|me|us|people|the\s+team|the\s+human)\b|"
+    rf"block{_INFLECT}\s+on\s+{_WAITED_ON}|checking(?=\s*$)|"
+    r"(?:say\s+)?a\s+word\s+to\s+(?:anyone|anybody|the\s+user|them|someone)\b|"
     r"ping(?:s|ed|ing)?\s+(?:the\s+user|them|someone|anyone|anybody|a\s+human|the\s+owner|"
     r"a\s+maintainer|the\s+maintainers|people|the\s+team|me|us)\b|"
     rf"prompt\s+the\s+user|escalate|pause|wait{_INFLECT}\s+(?:for|on|until)\s+{_WAITED_ON}|defer\s+to|seek|"
@@ -260,14 +264,22 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     r"\b(?:consent|approval|permission|authori[sz]ation|a\s+yes|confirmation)\s+(?:is|are|was|"
     r"has\s+been|counts\s+as|can\s+be)\s+(?:always\s+)?(?:assumed|implied|implicit|given|"
     r"granted|automatic|a\s+given|a\s+formality)\b",
+    r"\b(?:consent|approval|permission|sign-?off|authori[sz]ation)\b(?:\s+for\s+(?:[^.;]|\.(?=\S))"
+    r"{1,60}?)?\s+(?:was|has\s+been|were|had\s+been)\s+(?:already\s+)?(?:given|granted|"
+    r"obtained)\b(?!\s+(?:by|to)\b)",
+    r"(?<!once\s)(?<!until\s)(?<!after\s)(?<!when\s)(?<!if\s)(?<!unless\s)(?<!before\s)"
+    r"\b(?:it|this|that|everything)(?:'s|\s+is|\s+has|\s+was)\s+(?:been\s+)?(?:already\s+)?"
+    r"(?:signed\s+off|approved|cleared|okayed|authori[sz]ed)\b(?:\s+already)?(?!\s+by\b)",
     r"\b(?:silence|no\s+(?:answer|reply|response)|not\s+answering)\s+(?:counts|is|means|=)\s+"
     r"(?:as\s+)?(?:a\s+)?(?:yes|consent|approval)\b",
-    rf"\b(?:{_AGENT})\b(?:\s+\w+){{0,3}}\s+(?:are|is|have\s+been|has\s+been|were|remain|'re|'s)"
+    rf"\b(?:{_AGENT})\b(?:(?:\s+\w+){{0,3}}\s+(?:are|is|have\s+been|has\s+been|were|remain|as)|"
+    r"\s*(?:'re|'s(?:\s+been)?|'ve\s+been))"
     r"(?:\s+now|\s+hereby|\s+already|\s+fully|\s+officially)?\s+(?:allowed|authori[sz]ed|"
     r"permitted|cleared|entitled|empowered|trusted|free|welcome|approved|whitelisted)\s+to\b",
-    rf"\b(?:{_AGENT})\s+(?:now\s+)?(?:have|has|hold|holds|get|gets|'ve\s+got|are\s+given|"
-    r"are\s+granted|possess)\s+(?:\w+\s+){0,2}(?:permission|authority|authori[sz]ation|"
-    r"clearance|consent|approval|autonomy|rights|privileges)\b",
+    rf"\b(?:{_AGENT})\s*(?:now\s+)?(?:have|has|hold|holds|get|gets|'ve\s+got|'ve\s+been\s+given|"
+    r"have\s+got|are\s+given|are\s+granted|possess)\s+(?:\w+\s+){0,2}(?:permission|authority|"
+    r"authori[sz]ation|clearance|consent|approval|autonomy|rights|privileges|green\s+light|"
+    r"go-ahead|all-clear|blessing)\b",
     rf"\b(?:{_HUMAN}|the\s+(?:repository|project|lead|team)\s+\w+|management|everyone|the\s+"
     r"security\s+team|the\s+system\s+administrator|the\s+project\s+admin)\s+(?:has\s+|have\s+|"
     r"had\s+)?(?:already\s+)?(?:pre-?approved|approved|consented|authori[sz]ed|agreed|signed\s+"
@@ -303,6 +315,19 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     r"\b(?:tell|inform|notify)\s+the\s+user\s+(?:afterwards|after\s+the\s+fact|later)\b",
     r"\b(?:fine|ok|okay|happy|welcome|free)\s+for\s+you\s+to\b",
     r"\bneed\s+not\s+be\s+(?:confirmed|approved|asked|reviewed|checked)\b",
+    r"\b(?:it'?s|it\s+is)\s+(?:ok|okay|fine|safe|alright|all\s+right|acceptable)\s+(?:for\s+you\s+)?"
+    r"to\b(?:[^.;]|\.(?=\S)){0,60}\b(?:on\s+your\s+own|by\s+yourself|alone)\b",
+    r"\b(?:they|the\s+user|the\s+owner|the\s+maintainers?|nobody|no\s+one)\s+(?:won'?t|will\s+not|"
+    r"wouldn'?t|would\s+not)\s+(?:mind|object)\b",
+    r"\bno\s+questions(?:\s+asked)?\b",
+    r"\b(?:use|run|invoke)\s+(?:sudo|root|admin\w*|elevated\s+\w+|privileged\s+\w+)\s+"
+    r"(?:\w+\s+){0,2}?(?:freely|liberally|at\s+will|as\s+needed)\b",
+    r"\b(?:choose|pick|select|take|click)\w*\s+(?:on\s+)?(?:the\s+)?(?:most\s+permissive|"
+    r"least\s+restrictive|broadest|widest)\b",
+    r"\bmark(?:s|ed|ing)?\s+(?:all\s+|every\s+|each\s+|any\s+|the\s+)?(?:\w+\s+){0,2}?(?:tool\s+calls?|"
+    r"tools|commands|actions|requests)\s+as\s+(?:safe|trusted|approved|pre-?approved|allowed)\b",
+    r"\b(?P<verb>act|decide|answer|speak|stand\s+in)(?:s|ed|ing)?\s+for\s+(?:them|the\s+user|"
+    r"the\s+human|the\s+owner|him|her)\b",
     r"\banswered\s+(?:affirmatively|positively)\b",
     # a gate is the agent's own judgement, or handed to it.
     r"\b(?:the\s+)?(?:agent|assistant|bot|model)'s\s+own\s+(?:judge?ment|discretion|say-?so)\b",
@@ -418,7 +443,9 @@ _CUES = (
     r"pretend|imagine|role|system|agent|assistant|\bai\b|llm|\bbot|model|yourself|itself|"
     r"instruction|ignore|disable|dialog|popup|pop-up|click|accept|waive|silence|treat|"
     r"whitelist|tool|mode|policy|\bwithout\b|need|require|wait|pre-|cleared|delegat|entrust|"
-    r"discretion|judge?ment|check-?in|unprompted|\benter\b|default\s+yes|\bin\s+advance"
+    r"discretion|judge?ment|check|unprompted|\benter\b|default\s+yes|\bin\s+advance|"
+    r"on\s+your\s+own|\bmind\b|\bobject\b|questions|freely|permissive|green\s+light|go-ahead|trouble|"
+    r"\bblock\b|\bfor\s+them\b|signed\s+off|a\s+word\s+to"
 )
 
 _ENGLISH_FUNCTION_WORDS = (
