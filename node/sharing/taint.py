@@ -32,7 +32,7 @@ import logging
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from lamarck.consensus.params import TaintParams
 from lamarck.consensus.taint import (
@@ -218,7 +218,11 @@ class TaintSweeper:
             raw = signed.raw if signed is not None else None
             content_hash = signed.content_hash if signed is not None else None
         retired = dataclasses.replace(
-            row, status=LessonStatus.RETIRED, superseded_by=_MARKS[taken.reason], embedding=None
+            row,
+            status=LessonStatus.RETIRED,
+            superseded_by=_MARKS[taken.reason],
+            updated_at=_next_version_time(row, now),
+            embedding=None,
         )
         event = LessonEvent(
             row.id, now, "retired", TAINT_ACTOR, row.confidence, row.confidence, reason=why
@@ -267,7 +271,11 @@ class TaintSweeper:
         if lesson.status is LessonStatus.RETIRED and lesson.superseded_by == _MARKS[reason]:
             await self._store.update_lesson(
                 dataclasses.replace(
-                    lesson, status=LessonStatus.ACTIVE, superseded_by=None, embedding=None
+                    lesson,
+                    status=LessonStatus.ACTIVE,
+                    superseded_by=None,
+                    updated_at=_next_version_time(lesson, self._clock.now()),
+                    embedding=None,
                 ),
                 [
                     LessonEvent(
@@ -297,6 +305,17 @@ def _why(row: LessonRow, taken: Taken, retractions: Mapping[str, Retraction]) ->
     if row.imported_from:
         return f"{TAINTED_SOURCE}: source {taken.source} is revoked or graylisted"
     return f"{TAINTED_SOURCE}: learned only under lessons of {taken.source}"
+
+
+def _next_version_time(row: LessonRow, now: datetime) -> datetime:
+    """``updated_at`` for a status change of ``row``. This node's own lesson is re-signed from
+    the row and its record version is ``updated_at`` (``publisher.lesson_version``): a new
+    status at the old time would be a second record at the same version, which every peer
+    rightly punishes as equivocation. An imported copy keeps its signer's time (its version
+    is the signer's)."""
+    if row.signed_record is not None:
+        return row.updated_at
+    return max(now, row.updated_at + timedelta(microseconds=1))
 
 
 def taint_rows(rows: Iterable[QuarantineRow], *, source: str = "") -> list[QuarantineRow]:

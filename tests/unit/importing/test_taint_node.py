@@ -19,6 +19,7 @@ from importing_helpers import NOW, record_obj
 from lamarck.consensus.params import TaintParams
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.embedding import HashingEmbedder
+from lamarck.node.gossip.publisher import lesson_version
 from lamarck.node.importing.decision import ImportOutcome, ImportParams
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import StoreImportView
@@ -194,6 +195,30 @@ def test_a_revoked_sources_lessons_leave_every_prompt_and_are_requarantined() ->
     assert {(e.kind, e.actor) for e in events if e.kind == "retired"} == {("retired", "taint")}
     # A second sweep takes nothing more out.
     assert run(world.sweeper.once()) == 0
+
+
+def test_retiring_an_own_lesson_signs_a_newer_version_never_an_equivocation() -> None:
+    # This node's own lesson is re-signed from its row, its version is its updated_at: the
+    # retirement (and a release) must be a newer version, or every peer holding the lesson
+    # would see a second record at the same version and graylist this honest node.
+    world = World()
+    ids = run(world.fill())
+    [before_local, before_bad] = run(world.store.get_lessons([ids["local"], ids[BAD.node_id]]))
+    world.clock.advance(5)
+    world.revoked.add(BAD.node_id)
+    run(world.sweeper.once())
+    [local, bad] = run(world.store.get_lessons([ids["local"], ids[BAD.node_id]]))
+    assert local.status is LessonStatus.RETIRED
+    assert lesson_version(local) > lesson_version(before_local)
+    # An imported copy keeps its signer's time: its version is the signer's, not ours.
+    assert bad.updated_at == before_bad.updated_at
+    world.clock.advance(5)
+    rows = run(world.store.list_quarantine("pending"))
+    local_row = next(r for r in rows if r.content_hash != before_bad.content_hash)
+    run(world.sweeper.release(local_row, "revoked by mistake", "operator"))
+    released = run(world.store.get_lesson(ids["local"]))
+    assert released.status is LessonStatus.ACTIVE
+    assert lesson_version(released) > lesson_version(local)
 
 
 def test_a_graylisted_sources_lessons_are_tainted_too() -> None:
