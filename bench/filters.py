@@ -8,6 +8,10 @@ each text as the content of a real memory record, and prints, from one run:
   not accepted (false positives) — for the new ``AutonomyFilter`` with the real embedder
   (MiniLM) and with the hashing embedder (structure only), and for today's hard rejects
   (``InjectedInstructionFilter`` + keyword ``AutonomyClaimFilter``) as the baseline;
+* the same rates on the corpus's third wave alone (templates ``w3:*``, written in fresh styles
+  after the filter was built on the first two waves: its held-out third is the least-seen
+  measure of generalisation), and the structure's false positives on 20,000 (``--quick``:
+  5,000) generated tool-usage lessons with a seed the corpus does not use;
 * throughput, in records per second of this process, of the verify stage
   (``SignedMemory.from_json`` + ``verify``: parse, canonical check, Ed25519) and of the filter
   stage over the same records: the new filter given the vectors the pipeline computes before
