@@ -84,6 +84,9 @@ class FleetSpec:
     base_port: int = 7800
     gossip_interval_s: float = 0.2
     anti_entropy_interval_s: float = 5.0
+    # A fleet run lasts about a minute: global trust is recomputed every few seconds so its
+    # report shows what the run observed (a node's default is once a minute).
+    global_trust_interval_s: float = 5.0
     log_level: str = "WARNING"
     launch: LaunchParams = field(default_factory=LaunchParams)
     # Every node's ``declared_tools`` setting (one JSON object per tool): the tools its agents
@@ -269,6 +272,7 @@ class Fleet:
             "operator_public_key": self.operator.public_key_b64,
             "gossip_interval_s": self.spec.gossip_interval_s,
             "anti_entropy_interval_s": self.spec.anti_entropy_interval_s,
+            "global_trust_interval_s": self.spec.global_trust_interval_s,
             "drain_deadline_s": 2,
             "log_format": "json",
             "log_level": self.spec.log_level,
