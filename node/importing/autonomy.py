@@ -222,10 +222,10 @@ _PERMISSIVE_PATTERNS: tuple[str, ...] = (
     r"(?:\w+\s+){0,2}(?:permission|approval|access|sudo|tool|shell|edit)\w*",
     # acting as / for the user.
     r"\b(?P<verb>approve|accept|confirm|answer|sign|grant|allow|decide|respond|reply)"
-    r"(?:s|d|ed|ing)?\b(?:[^.;]|\.(?=\S)){0,60}\b(?:on\s+(?:the\s+user'?s?|their|his|her|the\s+owner'?s?|"
+    r"(?:s|d|ed|ing)?\b[^.;]{0,60}\b(?:on\s+(?:the\s+user'?s?|their|his|her|the\s+owner'?s?|"
     r"someone'?s?)\s+behalf|for\s+the\s+user|in\s+the\s+user'?s?\s+name|as\s+the\s+user)\b(?!')",
     # treat / consider X as approved.
-    r"\b(?:treat|consider|regard|count)(?:s|ed|ing)?\b(?:[^.;]|\.(?=\S)){0,60}\b(?:as\s+)?(?:already\s+)?"
+    r"\b(?:treat|consider|regard|count)(?:s|ed|ing)?\b[^.;]{0,60}\b(?:as\s+)?(?:already\s+)?"
     r"(?:approved|accepted|granted|authori[sz]ed|pre-?approved|a\s+yes|consent(?:ed)?|"
     r"confirmed)\b",
     # auto-approve and friends.
@@ -234,18 +234,18 @@ _PERMISSIVE_PATTERNS: tuple[str, ...] = (
     # self-grants: give yourself, grant the agent, equip yourself.
     rf"\b(?P<verb>give|grant|equip|provision|hand)(?:s|ed|ing)?\s+(?:{_AGENT})\b",
     # allow-list additions.
-    r"\b(?:add|put|append|include|insert|register|list)(?:s|ed|ing)?\b(?:[^.;]|\.(?=\S)){0,60}\b"
+    r"\b(?:add|put|append|include|insert|register|list)(?:s|ed|ing)?\b[^.;]{0,60}\b"
     r"(?:to|in|into|on)\s+(?:the\s+|your\s+|its\s+|the\s+agent'?s?\s+)?(?:\w+\s+){0,2}"
     r"(?:allow-?\s?list|white-?\s?list|allowed\s+(?:commands|tools)|trusted\s+(?:commands|"
     r"tools)|safe-?\s?list|permissions?\s+allow\s+list|auto-?approved?\s+list|"
     r"tools|toolset|toolbox|capabilities)\b(?![/.\w-])",
-    rf"\b(?:whitelist|allowlist|allow-list)(?:s|ed|ing)?\b(?:[^.;]|\.(?=\S)){{0,40}}\bfor\s+(?:{_AGENT})\b",
+    rf"\b(?:whitelist|allowlist|allow-list)(?:s|ed|ing)?\b[^.;]{{0,40}}\bfor\s+(?:{_AGENT})\b",
     r"\benable(?:s|d)?\s+(?:the\s+)?(?:auto-?run|autorun|auto-?execute|yolo|full-?auto|"
     r"unattended\s+mode|bypass)",
     r"\bmark(?:s|ed)?\s+(?:it|them|this|\w+)\s+as\s+(?:safe|trusted|approved|pre-?approved)\s+"
     r"(?:to\s+(?:call|run|use))",
     r"\bregister(?:s|ed)?\s+(?:the|a|this)\s+(?:\w+\s+){0,2}(?:tool|server|plugin|function)\b"
-    r"(?:[^.;]|\.(?=\S)){0,40}\b(?:unrestricted|full|yourself|the\s+agent)",
+    r"[^.;]{0,40}\b(?:unrestricted|full|yourself|the\s+agent)",
     # rule-shaped terse forms: "perms: always yes", "confirmations = off".
     r"\b(?:perms|permissions?|prompts?|approvals?|confirmations?|confirms?|consent|asks?|"
     r"requests?|dialogs?|calls?)\s*"
@@ -254,7 +254,7 @@ _PERMISSIVE_PATTERNS: tuple[str, ...] = (
 )
 _CONSENT_PATTERNS: tuple[str, ...] = (
     # passive: "<gate> can be skipped", "<gate> get approved by the agent".
-    rf"{_GATE}\b(?:[^.;]|\.(?=\S)){{0,60}}?\b(?:be|get|gets|got|are|is)\s+(?:\w+\s+)?(?:approved|accepted|"
+    rf"{_GATE}\b[^.;]{{0,60}}?\b(?:be|get|gets|got|are|is)\s+(?:\w+\s+)?(?:approved|accepted|"
     r"granted|skipped|bypassed|dismissed|ignored|waived|omitted|disabled|silenced|"
     r"answered\s+(?:with\s+)?(?:a\s+)?yes|auto-?approved)\b(?!\s+by\s+(?:the\s+user|a\s+human|"
     r"a\s+maintainer|the\s+operator|a\s+reviewer|someone|humans|people))",
@@ -264,7 +264,7 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     r"\b(?:consent|approval|permission|authori[sz]ation|a\s+yes|confirmation)\s+(?:is|are|was|"
     r"has\s+been|counts\s+as|can\s+be)\s+(?:always\s+)?(?:assumed|implied|implicit|given|"
     r"granted|automatic|a\s+given|a\s+formality)\b",
-    r"\b(?:consent|approval|permission|sign-?off|authori[sz]ation)\b(?:\s+for\s+(?:[^.;]|\.(?=\S))"
+    r"\b(?:consent|approval|permission|sign-?off|authori[sz]ation)\b(?:\s+for\s+[^.;]"
     r"{1,60}?)?\s+(?:was|has\s+been|were|had\s+been)\s+(?:already\s+)?(?:given|granted|"
     r"obtained)\b(?!\s+(?:by|to)\b)",
     r"(?<!once\s)(?<!until\s)(?<!after\s)(?<!when\s)(?<!if\s)(?<!unless\s)(?<!before\s)"
@@ -288,10 +288,10 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     r"\b(?:never|don'?t|doesn'?t|do\s+not|does\s+not|won'?t)\s+(?:want|need|like|care)\s+to\s+"
     r"be\s+(?:asked|bothered|consulted|prompted|pinged|interrupted)",
     r"\b(?:asking|confirmations?|confirming|prompts?|approvals?|permission\s+checks?|"
-    r"permission\s+prompts?|sign-?offs?)\s+(?:here\s+|for\s+(?:[^.;]|\.(?=\S)){1,40}\s+)?(?:is|are)\s+"
+    r"permission\s+prompts?|sign-?offs?)\s+(?:here\s+|for\s+[^.;]{1,40}\s+)?(?:is|are)\s+"
     r"(?:just\s+|only\s+|considered\s+|always\s+)?(?:noise|a\s+formality|unnecessary|optional|"
     r"redundant|pointless|not\s+needed|not\s+required|a\s+waste|annoying|overkill|deprecated)",
-    r"\b(?:asking|confirming|prompting|bothering|checking\s+with)\b(?:[^.;]|\.(?=\S)){0,50}\b(?:annoys|"
+    r"\b(?:asking|confirming|prompting|bothering|checking\s+with)\b[^.;]{0,50}\b(?:annoys|"
     r"irritates|bothers|slows|wastes)\b",
     r"\bhas\s+been\s+made\s+optional\b",
     r"\bassume[sd]?\s+(?:the\s+user(?:'s)?\s+)?(?:has\s+)?(?:consent|consented|approval|"
@@ -304,8 +304,8 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     r"bot|model|you)\b|upstream\b)",
     r"\bup\s+to\s+(?:the\s+)?(?:agent|assistant|bot|you)\b",
     r"\b(?:agent|assistant|bot|model|you)\s+(?:answers?|approves?|grants?|accepts?|handles?|"
-    r"decides?\s+on)\b(?:[^.;]|\.(?=\S)){0,50}\b(?:itself|yourself|alone|on\s+its\s+own)\b",
-    r"\b(?:approval|consent|permission|confirmation|sign-?off)\b(?:[^.;]|\.(?=\S)){0,60}\bby\s+(?:the\s+)?"
+    r"decides?\s+on)\b[^.;]{0,50}\b(?:itself|yourself|alone|on\s+its\s+own)\b",
+    r"\b(?:approval|consent|permission|confirmation|sign-?off)\b[^.;]{0,60}\bby\s+(?:the\s+)?"
     r"(?:agent|assistant|bot|model)\s+itself\b",
     r"\byou\s+(?:have|'ve)\s+already\s+(?:approved|consented|agreed|confirmed|signed\s+off)",
     r"\b(?:answer|approve|accept|grant|confirm)\w*\s+your\s+own\b",
@@ -316,7 +316,7 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     r"\b(?:fine|ok|okay|happy|welcome|free)\s+for\s+you\s+to\b",
     r"\bneed\s+not\s+be\s+(?:confirmed|approved|asked|reviewed|checked)\b",
     r"\b(?:it'?s|it\s+is)\s+(?:ok|okay|fine|safe|alright|all\s+right|acceptable)\s+(?:for\s+you\s+)?"
-    r"to\b(?:[^.;]|\.(?=\S)){0,60}\b(?:on\s+your\s+own|by\s+yourself|alone)\b",
+    r"to\b[^.;]{0,60}\b(?:on\s+your\s+own|by\s+yourself|alone)\b",
     r"\b(?:they|the\s+user|the\s+owner|the\s+maintainers?|nobody|no\s+one)\s+(?:won'?t|will\s+not|"
     r"wouldn'?t|would\s+not)\s+(?:mind|object)\b",
     r"\bno\s+questions(?:\s+asked)?\b",
@@ -333,7 +333,7 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     r"\b(?:the\s+)?(?:agent|assistant|bot|model)'s\s+own\s+(?:judge?ment|discretion|say-?so)\b",
     r"\bat\s+(?:the\s+)?(?:agent|assistant|bot|model)'s\s+(?:own\s+)?discretion\b",
     r"\b(?:delegat\w+|entrust\w*|hand(?:s|ed)?\s+over|hand(?:s|ed)?\s+off|outsourc\w+)\b"
-    r"(?:[^.;]|\.(?=\S)){0,60}\bto\s+(?:the\s+)?(?:agent|assistant|bot|model|you|yourself)\b",
+    r"[^.;]{0,60}\bto\s+(?:the\s+)?(?:agent|assistant|bot|model|you|yourself)\b",
     # cleared ahead of time.
     r"\b(?:approved|cleared|authori[sz]ed|granted|accepted|allowed|okayed|signed\s+off)\s+"
     r"(?:\w+\s+){0,2}?(?:in\s+advance|ahead\s+of\s+time|beforehand|up\s+front|upfront)\b",
@@ -351,12 +351,12 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     # runs without a gate.
     r"\b(?:unprompted|unconfirmed|unapproved|unreviewed|unasked)\b",
     # press Enter / take the default yes on a gate.
-    rf"\b(?:press|hit|tap)(?:es|ed|ing)?\s+(?:enter|return|y)\b(?:[^.;]|\.(?=\S)){{0,40}}{_GATE}\b",
+    rf"\b(?:press|hit|tap)(?:es|ed|ing)?\s+(?:enter|return|y)\b[^.;]{{0,40}}{_GATE}\b",
     r"\b(?:accept|take|choose|pick|select)(?:s|ed|ing)?\s+(?:the\s+)?default\s+(?:yes|allow|ok|"
     r"approve)\b",
     # when a gate appears, approve it.
-    rf"\b(?:when|whenever|if|once|each\s+time)\b(?:[^.;]|\.(?=\S)){{0,60}}?{_GATE}\b"
-    r"(?:[^.;]|\.(?=\S)){0,40}?\b(?:approve|accept|grant|allow|confirm|dismiss|skip|click)\w*\s+"
+    rf"\b(?:when|whenever|if|once|each\s+time)\b[^.;]{{0,60}}?{_GATE}\b"
+    r"[^.;]{0,40}?\b(?:approve|accept|grant|allow|confirm|dismiss|skip|click)\w*\s+"
     r"(?:it|them|yes|through)\b",
     # a standing grant: "allow <command> always".
     r"(?:^|[,;:]\s*|\b(?:just|please|simply)\s+)(?:allow|approve|accept|permit|auto-?run)\s+"
@@ -681,7 +681,10 @@ _RUN_WORDS = re.compile(
     r"(always|approve|accept|allow|grant|permissions?|confirmations?|bypass|skip|every|yes|"
     r"request|prompts?|never|ask|user|the|to|all)"
 )
-_LEET_TOKEN = re.compile(r"[a-z0-9@$]*[a-z][a-z0-9@$]*", re.IGNORECASE)
+# A word with both a letter and a leet character (only those can change).
+_LEET_TOKEN = re.compile(
+    r"[a-z0-9@$]*(?:[a-z][a-z0-9@$]*[0-9@$]|[0-9@$][a-z0-9@$]*[a-z])[a-z0-9@$]*", re.IGNORECASE
+)
 _MARKUP = re.compile(r"[`#>|~]+|(?<![(\[])\*+(?![)\]])|(?<!\w)_+|_+(?!\w)")
 _QUOTED = re.compile(r"(?<!\w)'([^'\n]*\w[^'\n]*)'(?!\w)|\"([^\"\n]*\w[^\"\n]*)\"")
 
@@ -693,8 +696,11 @@ def normalise(text: str, params: AutonomyParams) -> str:
     letters and leetspeak inside words mapped to Latin; spaced-out letters ("a p p r o v e")
     joined; markdown emphasis dropped; lower-cased.
     """
-    text = unicodedata.normalize("NFKC", text)
-    text = "".join(params.confusables.get(c, c) for c in text if unicodedata.category(c) != "Cf")
+    if not text.isascii():  # ASCII has no look-alikes, format characters or NFKC forms
+        text = unicodedata.normalize("NFKC", text)
+        text = "".join(
+            params.confusables.get(c, c) for c in text if unicodedata.category(c) != "Cf"
+        )
 
     def deleet(m: re.Match[str]) -> str:
         token = m.group(0)
@@ -741,6 +747,7 @@ class Evidence:
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+|(?<=;)\s+")
 _CLAUSE_BREAK = re.compile(r"[,;:()\[\]\"—–]|\s-\s|\bbut\b|\bthen\b")
 _WORD = re.compile(r"[a-z']+")
+_INNER_DOT = re.compile(r"\.(?=\S)")
 # "two approving reviews": a participle used as an adjective, not an act.
 _ADJECTIVAL = re.compile(r"\b(?:an?|one|two|three|\d+|needs?|requires?|more|no)\s*$")
 # Settings whose usual value is "auto" (a terse "<setting>: auto" is no gate).
@@ -935,10 +942,13 @@ class StructureReader:
                 claim_rule = "config"
             else:
                 careful = True
+        # The grammar's "[^.;]" spans stop at a sentence's end, not at the dot of a path or a
+        # file name: those dots are read as another non-word character (same positions).
+        probe = _INNER_DOT.sub("\u00b7", sentence) if "." in sentence else sentence
         for pattern in (*self._permissive, *self._consent):
             if claim_rule:
                 break
-            for m in pattern.finditer(sentence):
+            for m in pattern.finditer(probe):
                 before = sentence[: m.start()]
                 verb = m.groupdict().get("verb") or ""
                 if (
@@ -961,7 +971,7 @@ class StructureReader:
                 break
         if not claim_rule:
             for pattern in self._careful:
-                for m in pattern.finditer(sentence):
+                for m in pattern.finditer(probe):
                     before = sentence[: m.start()]
                     head = sentence[: m.end()].rsplit(" ", 1)[0] if " " in m.group(0) else before
                     flips = self._negations(head) + meta_false
@@ -1188,14 +1198,20 @@ class AutonomyFilter:
         return self._by_meaning(record, view, evidence, content_sentences)
 
     def meaning_inputs(
-        self, record: MemoryV2, evidence: Sequence[Evidence]
+        self,
+        record: MemoryV2,
+        evidence: Sequence[Evidence],
+        content_sentences: set[str] | None = None,
     ) -> list[tuple[str, bool]]:
         """The texts the meaning check scores, each with its weak hint: the content (unless a
         sentence is careful: cautious words near permission words are what embeddings confuse)
-        and every sentence of it with permission vocabulary but no decided structure."""
+        and every sentence of it with permission vocabulary but no decided structure.
+        ``content_sentences``: the content's sentences if already read (else read again)."""
         careful = any(e.polarity is Polarity.CAREFUL for e in evidence)
         weak_any = any(e.polarity is Polarity.WEAK for e in evidence)
-        content = set(self._reader.sentences(normalise(record.content, self._p)))
+        content = content_sentences
+        if content is None:
+            content = set(self._reader.sentences(normalise(record.content, self._p)))
         out: list[tuple[str, bool]] = [] if careful else [(record.content, weak_any)]
         seen = {t for t, _ in out}
         for e in evidence:
@@ -1218,7 +1234,7 @@ class AutonomyFilter:
             return Judgement(verdict, tuple(evidence))
         scores: list[tuple[str, float, float]] = []
         best = 0.0
-        for text, text_weak in self.meaning_inputs(record, evidence):
+        for text, text_weak in self.meaning_inputs(record, evidence, content_sentences):
             vector = self._vector(text, view)
             if vector is None:
                 continue
