@@ -2,8 +2,8 @@
 
 Prints the calibration against bench/sharing.py's real runs (messages per lesson and hops at
 N = 5, 10, 20, with the real figure N-1 beside each and the ratio), the scale table, and, last,
-one JSON line of every figure. ``--quick``: N = 100 and 1,000, 4 lessons, anti-entropy on 100
-nodes (34 s of CPU; under a minute on an idle 2-core machine).
+one JSON line of every figure. ``--quick``: N = 100 and 1,000, 4 lessons, anti-entropy rounds on
+100 nodes only (cheaper; its repair figures are pessimistic: the other nodes never pull).
 
 First, the learning calibration (``lamarck.node.sim.learning``): the fleet learning curve
 (``fleet-learning-curve``, the fleet's own workload and driver) on N = 10 simulated nodes that

@@ -44,7 +44,11 @@ class SimParams:
     partition_s: float = 120.0  # how long the network stays split in two, seconds > 0
     attackers: int = 4  # Byzantine nodes whose poisoning is followed to the end, >= 0
     attack_records: int = 10  # records each followed attacker floods, >= 1
-    ae_sample: int = 200  # nodes that run anti-entropy rounds (the rest only serve), >= 1
+    # Honest nodes that run anti-entropy rounds (the rest only serve), >= 1. The default is
+    # every honest node, as in a network: a round pulls from sync_peers_per_round peers, so
+    # its cost no longer grows with N. A smaller sample is cheaper but pessimistic: the
+    # nodes that do not pull hold only what push brought them, so repair is slower.
+    ae_sample: int = 1_000_000
     # Longest stretch of simulated time a round scans peers ahead without yielding, so each
     # peer is judged (up, reachable, holding what) at about the time it is asked; seconds > 0.
     ae_quantum_s: float = 1.0

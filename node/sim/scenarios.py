@@ -1,11 +1,11 @@
 """The simulated runs and their figures (issue 16 §4): propagation and attack, churn,
 partition, eclipse and Sybil flood, each over a fresh :class:`SimNetwork`.
 
-Anti-entropy rounds run on a sample of ``SimParams.ae_sample`` honest nodes (every node when
-the network is that small); each round pulls from ``GossipParams.sync_peers_per_round`` peers
-as the node's does. Simulating every node's rounds at 10,000 nodes would cost far more than the
-figures need. The other nodes still serve Syncs. Figures that need anti-entropy (final
-reach, repair time, lessons lost) are measured over the sample and say so.
+Anti-entropy rounds run on ``SimParams.ae_sample`` honest nodes (by default every honest
+node); each round pulls from ``GossipParams.sync_peers_per_round`` peers as the node's does.
+Nodes outside a smaller sample still serve Syncs but never pull, which makes repair slower
+than in a network (``bench/sim.py --quick`` runs 100). Figures that need anti-entropy (final
+reach, repair time, lessons lost) are measured over the nodes that pull.
 """
 
 from __future__ import annotations
