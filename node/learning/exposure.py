@@ -28,8 +28,11 @@ class ExposureParams:
     """How an unproven imported lesson is exposed (issue 12 §3.2)."""
 
     # Share of plan-time prompts an unproven imported lesson may enter, in [0, 1]; 0 keeps it
-    # to decision-time preambles only, 1 turns the rule off. 1 until the fleet scenarios have
-    # measured what a lower share costs in steps (an operator lowers it to canary imports).
+    # to decision-time preambles only, 1 turns the rule off. Node setting
+    # ``exposure_plan_share``. Measured in the fleet scenarios (``bench/exposure.py``,
+    # docs/trust.md "Exposure before proof"): no cost in steps at any share, and 0.25 cuts
+    # the honest imports a poisoner's fabricated outcomes reach by 3x; the default is not
+    # yet decided on those figures.
     plan_share: float = 1.0
 
     def __post_init__(self) -> None:
