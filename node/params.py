@@ -26,6 +26,7 @@ from lamarck.node.importing.decision import ConservativeHighStakesRule, ImportPa
 from lamarck.node.importing.filters import DeclaredTool, FilterParams, default_filters
 from lamarck.node.learning.exposure import ExposureParams
 from lamarck.node.learning.params import EvidenceParams, LearningParams
+from lamarck.node.learning.write_behind import WriteBehindParams
 from lamarck.node.supervision import SupervisionParams
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.params import AdmissionMode, RegistryParams
@@ -106,7 +107,11 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
     filter reads the vectors the pipeline computes with it, by meaning when it is MiniLM and
     by structure alone otherwise (also when no embedder is given).
     """
-    learning = LearningParams(exposure=ExposureParams(plan_share=settings.exposure_plan_share))
+    learning = LearningParams(
+        exposure=ExposureParams(plan_share=settings.exposure_plan_share),
+        # The agent waits for neither a claim's vector nor a recall's use marks (issue 17 §2).
+        write_behind=WriteBehindParams(defer_claim_embedding=True, defer_use_marks=True),
+    )
     transfer = TransferParams()
     reputation = ReputationParams()
     # The catch-up chunking the node's embedder was wrapped with (one set for both).
