@@ -5,7 +5,8 @@ Nodes come from the ``node_process`` machinery of ``tests/integration/node/conft
 namespace on the shared Redis at 127.0.0.1:6379, so parallel or repeated runs never see each
 other's peers; the namespace is cleared at teardown.
 
-``net.start()`` starts a node on that network (admission ``open``: tests only), ``net.learn()``
+``net.start()`` starts a node on that network (admission ``open``: tests only, unless the test
+closes it with ``net.admit_by``), ``net.learn()``
 makes a lesson on a node that passes the publish threshold, and ``wait_for`` awaits a
 condition with a bound.
 """
@@ -150,16 +151,26 @@ class Net:
         self._launcher = launcher
         self._tmp = tmp_path
         self._count = 0
+        self.admission = "open"
+        self.operator_public_key: str | None = None
+
+    def admit_by(self, operator_public_key: str, admission: str = "endorsed") -> None:
+        """Close the network: nodes started from now on admit by ``operator_public_key``."""
+        self.admission = admission
+        self.operator_public_key = operator_public_key
 
     def flags(self) -> dict[str, Any]:
         """The sharing flags of every node on this network."""
-        return {
+        flags: dict[str, Any] = {
             "redis_url": REDIS_URL,
             "redis_namespace": self.namespace,
-            "admission": "open",
+            "admission": self.admission,
             "gossip_interval_s": 0.2,
             "anti_entropy_interval_s": 1.0,
         }
+        if self.operator_public_key is not None:
+            flags["operator_public_key"] = self.operator_public_key
+        return flags
 
     def start(self, home: Path | None = None, **extra: Any) -> Any:
         """Start (or restart, given its home) a node on this network (``extra``: more flags).
