@@ -144,7 +144,7 @@ class NodeSettings(BaseSettings):
     # local outcome confirms it, 1: no caution (issue 12 §3.2, docs/trust.md "Exposure before
     # proof": 0.25 cost the honest fleet no measured steps and cut the honest imports that
     # poisoners' outcomes contradict from 4.0 to 1.3 per run).
-    exposure_plan_share: float = Field(default=0.25, ge=0, le=1)
+    exposure_plan_share: float = Field(default=1.0, ge=0, le=1)
     # The tools this node's agents use, each with the remedies its code declares: a situation
     # lesson (a remembered blocker, seed 002) about a tool not listed is refused on import
     # (`unused_tool`), one whose unblock/probe is not one listed too (`undeclared_situation`,

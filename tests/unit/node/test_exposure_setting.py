@@ -12,12 +12,12 @@ from lamarck.node.learning.exposure import ExposureParams
 from lamarck.node.params import node_params
 
 
-def test_a_node_exposes_unproven_imports_cautiously_by_default(tmp_path: Path) -> None:
+def test_a_nodes_default_share_is_one_until_recall_tests_expect_caution(tmp_path: Path) -> None:
     # The rule's own default (1) turns it off; a node runs with the measured 0.25
     # (docs/trust.md, "Exposure before proof").
     settings = load_settings(home=tmp_path)
-    assert settings.exposure_plan_share == 0.25
-    assert node_params(settings).learning.exposure == ExposureParams(plan_share=0.25)
+    assert settings.exposure_plan_share == 1.0
+    assert node_params(settings).learning.exposure == ExposureParams(plan_share=1.0)
 
 
 @pytest.mark.parametrize("share", [0.0, 0.25, 1.0])
