@@ -216,6 +216,13 @@ class Knowledge:
         changes: builtins.list[LessonChange] = []
         reality: builtins.list[ReputationEvent] = []
         plans: builtins.list[Settlement] = []
+
+        async def apply(plan: Settlement, on: dict[str, LessonRow]) -> None:
+            changes.extend(await self.apply_settlement(plan, on))
+            settled.update(plan.lesson_ids)
+            reality.extend(plan.reputation)
+            plans.append(plan)
+
         for lesson in contested:
             for other_id in lesson.contested_with:
                 if lesson.id in settled or other_id in settled:
@@ -237,12 +244,8 @@ class Knowledge:
                     at=core.clock.now(),
                     p=core.params.knowledge.conflicts,
                 )
-                if plan is None:
-                    continue
-                changes.extend(await self.apply_settlement(plan, rows))
-                settled |= plan.lesson_ids
-                reality.extend(plan.reputation)
-                plans.append(plan)
+                if plan is not None:
+                    await apply(plan, rows)
         # Conflicts nobody contested: two imports unproven here wait for an outcome
         # (``contest_new``); this one settles those it proves a side of.
         for lesson in lessons:
@@ -266,12 +269,8 @@ class Knowledge:
                     at=core.clock.now(),
                     p=core.params.knowledge.conflicts,
                 )
-                if plan is None:
-                    continue
-                changes.extend(await self.apply_settlement(plan, pair))
-                settled |= plan.lesson_ids
-                reality.extend(plan.reputation)
-                plans.append(plan)
+                if plan is not None:
+                    await apply(plan, pair)
         return InPlaySettlements(frozenset(settled), tuple(changes), tuple(reality), tuple(plans))
 
     # -- maintenance -------------------------------------------------------------------------
