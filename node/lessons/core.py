@@ -263,8 +263,8 @@ class LessonCore:
 
     async def embed(self, text: str) -> npt.NDArray[np.float32]:
         """Embed one text off the event loop (a real model is CPU-bound and blocking)."""
-        vectors = await asyncio.to_thread(self.embedder.embed, [text])
-        return np.asarray(vectors, dtype=np.float32).reshape(-1)
+        vector: npt.NDArray[np.float32] = (await self.embed_many([text]))[0]
+        return vector
 
     async def embed_many(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts`` in one model call off the event loop, one row per text."""

@@ -131,7 +131,7 @@ class LessonService:
     ) -> OutcomeResult:
         """Store the outcome, attribute it to in-play lessons, and learn what it proves."""
         # A claim it confirms may become advice: its vector and use marks must be in.
-        await self._core.behind.settle()
+        await self.settle()
         return await self._outcomes.record_outcome(outcome, incognito=incognito, context=context)
 
     # -- writing lessons -------------------------------------------------------------------
@@ -267,14 +267,14 @@ class LessonService:
     async def reconcile(self) -> ReconcileResult:
         """Decay unused lessons, retire those below the level, enforce the per-scope cap."""
         # Decay reads the use marks; consolidation reads the vectors.
-        await self._core.behind.settle()
+        await self.settle()
         return await self._maintenance.reconcile()
 
     async def contest_new(self, row: LessonRow) -> None:
         """Contest the lessons this node's own outcomes back that ``row`` (an imported copy
         just stored) contradicts: the copy leaves the prompt's advice, the proven lesson stays
         (``conflicts.contest``); the changes go to the event log."""
-        await self._core.behind.settle()
+        await self.settle()
         changes = await self._knowledge.contest_new(row, only_proven_here=True)
         await self._core.log(changes, LOOP_ACTOR)
 
