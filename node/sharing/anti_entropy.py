@@ -34,9 +34,18 @@ from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 
-__all__ = ["AntiEntropy", "CatchUp"]
+__all__ = ["AntiEntropy", "CatchUp", "sync_sample"]
 
 _log = logging.getLogger("lamarck.node.sharing")
+
+
+def sync_sample(peers: Sequence[str], params: GossipParams, rng: random.Random) -> list[str]:
+    """The peers one anti-entropy round pulls from: all of them as given, or, when there are
+    more than ``sync_peers_per_round``, a seeded sample of that many in id order (bounded
+    work per round; over rounds every peer is asked). Pure: the simulator runs it too."""
+    if len(peers) <= params.sync_peers_per_round:
+        return list(peers)
+    return sorted(rng.sample(list(peers), params.sync_peers_per_round))
 
 
 @dataclass(slots=True)
@@ -92,9 +101,7 @@ class AntiEntropy:
         peers = self._live_peers()
         if not peers:
             return 0
-        if len(peers) > self._params.sync_peers_per_round:
-            # Bounded work per round: a seeded sample; over rounds every peer is asked.
-            peers = sorted(self._rng.sample(peers, self._params.sync_peers_per_round))
+        peers = sync_sample(peers, self._params, self._rng)
         # Read (and sign) what this node holds once per round, not once per peer; each pull
         # adds what it brought in.
         held = await self.held_hashes()

@@ -11,7 +11,7 @@ What runs is the node's own code, imported, never copied:
   to every allowed peer with hop limit 1), else ``GossipRouter`` (tree children, forwarding
   with the hop limit, dedupe, covering for a child that cannot be reached);
 * anti-entropy: ``sync_step`` pulling pages that ``select_for_sync`` serves from the peer's
-  holdings, from a seeded sample of ``GossipParams.sync_peers_per_round`` peers per round.
+  holdings, from the peers ``sync_sample`` (``AntiEntropy.once``'s rule) picks each round.
 
 Modules are imported as modules and their functions looked up on each call, so a test that
 monkeypatches a core function changes what the simulator does. The one thing added around
@@ -53,6 +53,7 @@ from lamarck.node.importing.filters import Corroboration, EstablishedLesson
 from lamarck.node.importing.view import HeldRecords, ImportSnapshot, SourceHistory
 from lamarck.node.learning.attribution import Attribution, Effect
 from lamarck.node.learning.prompt import format_line
+from lamarck.node.sharing import anti_entropy as anti_entropy_core
 from lamarck.node.sim.params import SimParams
 from lamarck.node.sim.records import LessonKind, SimRecord, VerifiedRecords
 from lamarck.node.store.port import LessonRow, LessonStatus
@@ -492,12 +493,11 @@ class SimNetwork:
             yield self.env.timeout(interval)
 
     def _ae_round(self, peer: SimPeer, until: float) -> Any:
-        others = sorted(self.view(peer) - {peer.node_id})
         gossip = self.cores.gossip
-        if len(others) > gossip.sync_peers_per_round:
-            # AntiEntropy.once's bounded round: a seeded sample of sync_peers_per_round peers,
-            # in id order (its one line, restated: the method needs a whole node around it).
-            others = sorted(self.rng.sample(others, gossip.sync_peers_per_round))
+        # The peers AntiEntropy.once asks this round (its own sample rule, imported).
+        others = anti_entropy_core.sync_sample(
+            sorted(self.view(peer) - {peer.node_id}), gossip, self.rng
+        )
         owed = 0.0  # round-trip time of pulls that could bring nothing, not yet waited
         for other_id in others:
             if self.env.now + owed >= until or not peer.up:
