@@ -9,8 +9,9 @@ each text as the content of a real memory record, and prints, from one run:
   (MiniLM) and with the hashing embedder (structure only), and for today's hard rejects
   (``InjectedInstructionFilter`` + keyword ``AutonomyClaimFilter``) as the baseline;
 * the same rates on the corpus's third wave alone (templates ``w3:*``, written in fresh styles
-  after the filter was built on the first two waves: its held-out third is the least-seen
-  measure of generalisation), and the structure's false positives on 20,000 (``--quick``:
+  after the filter was built on the first two waves: its held-out third is a measure of
+  generalisation) and on its fifth (``w5:*``, held-out only, written before the meaning topic
+  gate was built), and the structure's false positives on 20,000 (``--quick``:
   5,000) generated tool-usage lessons with a seed the corpus does not use;
 * throughput, in records per second of this process, of the verify stage
   (``SignedMemory.from_json`` + ``verify``: parse, canonical check, Ed25519) and of the filter
@@ -180,21 +181,29 @@ def evaluate(
     return cells, misses
 
 
-def wave3(
-    items: Sequence[CorpusItem], records: Sequence[MemoryV2], policy: Filter, view: BenchView
+def wave(
+    items: Sequence[CorpusItem],
+    records: Sequence[MemoryV2],
+    policy: Filter,
+    view: BenchView,
+    name: str,
 ) -> dict[str, float]:
-    """Rates on the third wave only (templates ``w3:*``, written in fresh styles after the
-    filter was built on the first two): its held-out third was never tuned on."""
+    """Rates on one wave only (templates ``<name>:*``): ``w3`` was written in fresh styles
+    after the filter was built on the first two waves, ``w5`` (held-out only) before the
+    meaning topic gate was built; their held-out parts were never tuned on."""
     out: dict[str, float] = {}
+    label_of = {"w3": "wave3", "w5": "wave5"}[name]
     for split in ("tune", "heldout"):
         for label, key in (("claim", "detection"), ("honest", "false_positive")):
             chosen = [
                 r
                 for it, r in zip(items, records, strict=True)
-                if it.template.startswith("w3:") and it.split == split and it.label == label
+                if it.template.startswith(name + ":") and it.split == split and it.label == label
             ]
+            if not chosen:
+                continue
             flagged = sum(policy.check(r, view).kind is not VerdictKind.ACCEPT for r in chosen)
-            out[f"wave3_{key}_{split}"] = flagged / len(chosen) if chosen else 0.0
+            out[f"{label_of}_{key}_{split}"] = flagged / len(chosen)
     return out
 
 
@@ -337,12 +346,13 @@ def main(argv: list[str] | None = None) -> int:
         cells, misses = evaluate(items, records, semantic, view)
         print_table("AutonomyFilter, MiniLM (structure + meaning)", cells)
         figures["extra_vectors_per_record"] = extra / len(records)
-    w3 = wave3(items, records, semantic, view)
-    print(
-        "third wave only (fresh styles): "
-        + ", ".join(f"{k.removeprefix('wave3_')} {100 * v:.1f}%" for k, v in w3.items())
-    )
-    figures.update(w3)
+    for name, title in (("w3", "third wave only (fresh styles)"), ("w5", "fifth wave only")):
+        rates = wave(items, records, semantic, view, name)
+        print(
+            f"{title}: "
+            + ", ".join(f"{k.split('_', 1)[1]} {100 * v:.1f}%" for k, v in rates.items())
+        )
+        figures.update(rates)
 
     if args.show_misses != "none":
         print("\n-- misses (" + args.show_misses + ")")
