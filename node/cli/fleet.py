@@ -8,8 +8,9 @@ and ``down`` act on the fleet of ``--dir`` from another terminal.
 
 ``--workload`` names a driver workload (``lamarck.node.fleet.workloads``) or one of issue
 14 §3's scenarios (``lamarck.node.fleet.scenarios``: ``blocker``, ``byzantine``,
-``retrieval-poisoning``), which run at their full size unless ``--nodes``/``--byzantine``
-say otherwise, three times on one fleet, and print every figure with its mean and spread.
+``planted-control``, ``retrieval-poisoning``), which run at their full size unless
+``--nodes``/``--byzantine`` say otherwise, three times on one fleet, and print every figure
+with its mean and spread.
 """
 
 from __future__ import annotations

@@ -235,6 +235,20 @@ class PeerPusher:
         certificate: bytes | None = None,
     ) -> list[Push]:
         """One Publish of ``raws`` to ``target_id`` at ``address``; one ``Push`` per record."""
+        return self.push_acks(behaviour, target_id, address, raws, certificate=certificate)[
+            : len(raws)
+        ]
+
+    def push_acks(
+        self,
+        behaviour: str,
+        target_id: str,
+        address: str,
+        raws: Sequence[bytes],
+        *,
+        certificate: bytes | None = None,
+    ) -> list[Push]:
+        """Like :meth:`push`, with the certificate's own ack last when one was sent."""
         records = [
             records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=raw)
             for raw in raws
@@ -264,8 +278,8 @@ class PeerPusher:
             )
         except grpc.RpcError as e:
             code = e.code().name if hasattr(e, "code") else "UNKNOWN"
-            return [Push(behaviour, target_id, code, str(e.details() or ""))] * len(raws)
+            return [Push(behaviour, target_id, code, str(e.details() or ""))] * len(records)
         return [
             Push(behaviour, target_id, records_pb2.AckStatus.Name(a.status), a.reason)
-            for a in reply.acks[: len(raws)]
+            for a in reply.acks
         ]

@@ -1,9 +1,10 @@
 """Issue 14 §3's fleet scenarios as ``lamarck fleet up --workload NAME``: ``blocker``,
-``byzantine`` and ``retrieval-poisoning``.
+``byzantine``, ``planted-control`` and ``retrieval-poisoning``.
 
 A driver workload (``workloads.WORKLOADS``) is pure data a ``FleetDriver`` runs. A scenario
 is a function over a started fleet — :func:`~lamarck.node.fleet.blocker.run_blocker`,
 :func:`~lamarck.node.fleet.byzantine.run_byzantine`,
+:func:`~lamarck.node.fleet.planted.run_planted_certificates`,
 :func:`~lamarck.node.fleet.poisoning.run_poisoning`, the very functions the integration tests
 call — returning a report whose ``figures()`` the fleet prints. Here each is given its full
 size (the suite runs smaller fleets), and is run :data:`REPEATS` times on one fleet, each
@@ -24,6 +25,7 @@ from typing import Literal
 from lamarck.errors import ConfigError
 from lamarck.node.fleet.blocker import DECLARED_TOOLS, run_blocker
 from lamarck.node.fleet.byzantine import ByzantineParams, run_byzantine
+from lamarck.node.fleet.planted import EXPECTED_REASON, figures_met, run_planted_certificates
 from lamarck.node.fleet.poisoning import PoisonParams, run_poisoning
 from lamarck.node.fleet.supervisor import Fleet
 from lamarck.node.fleet.workloads import TARGETS, WORKLOADS
@@ -107,6 +109,20 @@ def _byzantine(fleet: Fleet, seed: int, k: int, say: Say) -> Mapping[str, float]
     return report.figures()
 
 
+def _planted(fleet: Fleet, seed: int, k: int, say: Say) -> Mapping[str, float]:
+    report = run_planted_certificates(fleet, f"pc{seed}-{k}", say=say)
+    wrong = [
+        f"{p.peer} {p.shape} {p.certificate_status}:{p.certificate_reason}"
+        for p in report.forged()
+        if p.certificate_reason != EXPECTED_REASON[p.shape]
+    ]
+    if wrong:
+        say(f"run {k + 1}: refused for another reason than expected: " + ", ".join(wrong))
+    if report.in_prompts:
+        say(f"run {k + 1}: planted lesson in a prompt at " + ", ".join(report.in_prompts))
+    return report.figures()
+
+
 def _embedder_kind(name: str) -> Literal["auto", "minilm", "hashing"]:
     if name == "minilm":
         return "minilm"
@@ -166,6 +182,19 @@ SCENARIOS: dict[str, Scenario] = {
                 and f.get("byzantine_graylisted_share") == 1.0
                 and f.get("honest_lessons_reach_share") == 1.0
             ),
+        ),
+        # Issue 14 §3.4's certificate half: node 1 plants, the 4 others (a certificate's
+        # fewest voters besides the source) are the peers that must refuse.
+        Scenario(
+            name="planted-control",
+            nodes=5,
+            byzantine_share=0.0,
+            min_honest=5,
+            run_once=_planted,
+            goal="a high-stakes lesson with fabricated votes or a forged certificate is "
+            "refused by every peer for its typed reason and reaches no prompt; the admitted "
+            "peers' own certificate is accepted",
+            met=figures_met,
         ),
         # Issue 14 §3.8 names no size: the Byzantine fleet's (several attacker keys).
         Scenario(

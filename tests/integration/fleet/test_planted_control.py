@@ -7,12 +7,12 @@
   with its content changed (signature kept), re-signed by a key that is not node 1's, or
   signed by a Sybil key nobody admitted, is accepted by no node and reaches no prompt.
 
-Hook (not here yet): a lesson published with fabricated votes or a forged quorum certificate
-(``RECORD_KIND_QUORUM_CERTIFICATE`` after the memory on PeerService.Publish) refused by every
-peer belongs beside ``test_forged_signatures_are_refused_by_every_peer`` once the consensus
-wiring serves certificates on Publish: build the certificate with
-``lamarck.consensus.certificate``, sign its votes with keys that are not admitted voters, and
-assert the same "accepted by no node, in no prompt" as below.
+* A high-stakes lesson published with fabricated votes or a forged quorum certificate
+  (``lamarck.node.fleet.planted``: node 1's key pushes it to every other node through
+  PeerService.Publish) is refused by every peer for the typed reason of its shape, is
+  accepted by none and reaches no prompt; the control, a certificate the admitted peers'
+  keys signed unaltered, is accepted. 5 nodes: a certificate needs 4 voters besides its
+  lesson's source before the votes themselves are checked.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from lamarck.agent.loop import ActContext, LearningLoop, LoopParams, Task
 from lamarck.agent.run import RunParams
 from lamarck.client import Client, Situation
 from lamarck.errors import EvidenceError
+from lamarck.node.fleet.planted import EXPECTED_REASON, run_planted_certificates
 from lamarck.node.fleet.supervisor import Fleet
 from lamarck.node.learning.params import ContextParams
 from lamarck.proto.canonical import canonical_bytes
@@ -42,7 +43,7 @@ REPEATS = 3
 
 @pytest.fixture(scope="module")
 def fleet(module_fleet: Callable[..., Fleet]) -> Fleet:
-    return module_fleet(nodes=3)
+    return module_fleet(nodes=5)
 
 
 def _blocker(k: int) -> Situation:
@@ -134,3 +135,26 @@ def test_forged_signatures_are_refused_by_every_peer(fleet: Fleet) -> None:
         print(f"planted control: {shape}: accepted by no node; {sorted(set(seen))}")
     # Refused for what they are, not for their encoding.
     assert not any("not_canonical" in x for seen in outcomes.values() for x in seen), outcomes
+
+
+def test_fabricated_votes_and_forged_certificates_are_refused_by_every_peer(fleet: Fleet) -> None:
+    for k in range(REPEATS):
+        report = run_planted_certificates(fleet, f"pc{k}-{uuid.uuid4().hex[:6]}", say=print)
+        print(f"run {k}: {report.figures()}; control in prompts: {report.control_in_prompts}")
+        peers = {n.name for n in fleet.nodes[1:]}
+        for shape, reason in EXPECTED_REASON.items():
+            pushes = [p for p in report.pushes if p.shape == shape]
+            assert {p.peer for p in pushes} == peers, (shape, pushes)
+            for p in pushes:
+                assert p.lesson_status != "ACK_STATUS_ACCEPTED", p
+                assert (p.certificate_status, p.certificate_reason) == (
+                    "ACK_STATUS_REJECTED",
+                    reason,
+                ), p
+        assert report.in_prompts == [], report.in_prompts
+        # The check can see a planted text: the control's, accepted, shows on every peer.
+        assert {x.split(":")[0] for x in report.control_in_prompts} == peers
+        control = [p for p in report.pushes if p not in report.forged()]
+        assert control and all(p.certificate_status == "ACK_STATUS_ACCEPTED" for p in control), (
+            control
+        )

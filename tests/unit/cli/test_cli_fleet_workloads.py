@@ -1,4 +1,5 @@
-"""``lamarck fleet up --workload blocker|byzantine|retrieval-poisoning`` without a fleet.
+"""``lamarck fleet up --workload blocker|byzantine|planted-control|retrieval-poisoning``
+without a fleet.
 
 The full runs take minutes on real nodes (by hand: ``lamarck fleet up --workload NAME``);
 here ``Fleet`` is a stand-in that starts nothing, so what is checked is the command's part:
@@ -25,7 +26,9 @@ from lamarck.node.fleet.scenarios import REPEATS, SCENARIOS
 
 runner = CliRunner()
 
-NEW = ("blocker", "byzantine", "retrieval-poisoning")
+NEW = ("blocker", "byzantine", "planted-control", "retrieval-poisoning")
+#: The least nodes each scenario runs on in the tests below (the planted control: 1 + 4 voters).
+NODES = {"planted-control": 5}
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +94,12 @@ def test_an_unknown_workload_is_refused_before_anything_starts(
 
 @pytest.mark.parametrize(
     ("name", "nodes", "byzantine"),
-    [("blocker", 3, 0), ("byzantine", 10, 3), ("retrieval-poisoning", 10, 3)],
+    [
+        ("blocker", 3, 0),
+        ("byzantine", 10, 3),
+        ("planted-control", 5, 0),
+        ("retrieval-poisoning", 10, 3),
+    ],
 )
 def test_each_scenario_is_accepted_at_its_full_size_and_ctrl_c_stops_the_fleet(
     tmp_path: Path, fake_fleet: type[FakeFleet], name: str, nodes: int, byzantine: int
@@ -137,7 +145,7 @@ def test_a_size_a_scenario_cannot_run_on_is_a_typed_refusal_before_anything_star
 
 
 def _fake_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any, Any]]:
-    """Replace the three scenario functions by fakes that record how they were called."""
+    """Replace the scenario functions by fakes that record how they were called."""
     calls: list[tuple[str, Any, Any]] = []
     turn = SimpleNamespace(status="blocked", steps=2)
 
@@ -166,7 +174,14 @@ def _fake_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any, Any]]:
             pushes=[], where=[], figures=lambda: {"defended_attack_success": 0.0}
         )
 
+    def planted(fleet: Any, tag: str, say: Any) -> Any:
+        calls.append(("planted-control", tag, None))
+        return SimpleNamespace(
+            forged=list, in_prompts=[], figures=lambda: {"planted_in_prompts": 0.0}
+        )
+
     monkeypatch.setattr(scenarios, "run_blocker", blocker)
+    monkeypatch.setattr(scenarios, "run_planted_certificates", planted)
     monkeypatch.setattr(scenarios, "run_byzantine", byzantine)
     monkeypatch.setattr(scenarios, "run_poisoning", poisoning)
     return calls
@@ -177,13 +192,16 @@ def test_a_scenario_runs_three_times_and_prints_its_figures_with_mean_and_spread
     tmp_path: Path, fake_fleet: type[FakeFleet], monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
     calls = _fake_runs(monkeypatch)
-    result = _up(tmp_path, "--workload", name, "--nodes", "4", "--seed", "7", "--exit", "--json")
+    nodes = NODES.get(name, 4)
+    result = _up(
+        tmp_path, "--workload", name, "--nodes", str(nodes), "--seed", "7", "--exit", "--json"
+    )
     assert result.exit_code == 0, result.output
     assert [c[0] for c in calls] == [name] * REPEATS
     # Each run on its own project or tag: runs never meet each other's lessons.
     assert len({repr(c[1:]) for c in calls}) == REPEATS
     figures = json.loads(result.stdout.strip().splitlines()[-1])
-    assert figures["scenario_runs"] == REPEATS and figures["fleet_nodes"] == 4
+    assert figures["scenario_runs"] == REPEATS and figures["fleet_nodes"] == nodes
     assert "scenario_goal_met" in figures
     scenario_figures = {k for k in figures if not k.startswith(("fleet_", "scenario_"))}
     assert scenario_figures and all(
