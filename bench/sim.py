@@ -41,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learning-seeds", type=int, nargs="*", default=[0, 1, 2])
     parser.add_argument("--learning-nodes", type=int, default=10)
     parser.add_argument("--learning-only", action="store_true", help="the learning calibration")
+    parser.add_argument(
+        "--no-taint-sweep",
+        action="store_true",
+        help="skip the node's taint sweep (only to measure what the sweep changes)",
+    )
     args = parser.parse_args(argv)
     learning: dict[str, float] = {}
     if args.learning_seeds:
@@ -67,7 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         args.byzantine,
         seed=args.seed,
         # Quick: fewer lessons and a smaller anti-entropy sample, the same scenarios.
-        base=SimParams(lessons=4, ae_sample=100) if args.quick else SimParams(lessons=args.lessons),
+        base=(
+            SimParams(lessons=4, ae_sample=100, taint_sweep=not args.no_taint_sweep)
+            if args.quick
+            else SimParams(lessons=args.lessons, taint_sweep=not args.no_taint_sweep)
+        ),
         cores=cores,
         progress=lambda m: print(m, file=sys.stderr, flush=True),
     )

@@ -11,7 +11,10 @@ What runs is the node's own code, imported, never copied:
   to every allowed peer with hop limit 1), else ``GossipRouter`` (tree children, forwarding
   with the hop limit, dedupe, covering for a child that cannot be reached);
 * anti-entropy: ``sync_step`` pulling pages that ``select_for_sync`` serves from the peer's
-  holdings, from the peers ``sync_sample`` (``AntiEntropy.once``'s rule) picks each round.
+  holdings, from the peers ``sync_sample`` (``AntiEntropy.once``'s rule) picks each round;
+* the taint sweep: ``lamarck.consensus.taint``'s ``tainted_sources`` and ``taint_plan`` (what
+  ``TaintSweeper.once`` applies), run at a node's next sweep tick after it graylists a source;
+  a lesson taken out leaves the node's advice and its Sync answers, as a retired one does.
 
 Modules are imported as modules and their functions looked up on each call, so a test that
 monkeypatches a core function changes what the simulator does. The one thing added around
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 import random
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
@@ -39,6 +43,8 @@ from typing import Any
 
 import simpy
 
+from lamarck.consensus import taint as taint_core
+from lamarck.consensus.params import TaintParams
 from lamarck.errors import DeliveryFailed
 from lamarck.node.fleet.agents import Advice, AgentMemory, attempt_order, run_attempts
 from lamarck.node.fleet.workloads import Pitfall, succeeds
@@ -114,6 +120,7 @@ class SimCores:
     importing: ImportParams = field(default_factory=ImportParams)
     pairwise: PairwiseParams = field(default_factory=PairwiseParams)
     global_trust: GlobalTrustParams = field(default_factory=GlobalTrustParams)
+    taint: TaintParams = field(default_factory=TaintParams)
 
 
 @dataclass(slots=True)
@@ -134,6 +141,8 @@ class SimPeer:
     established: dict[str, list[EstablishedLesson]] = field(default_factory=dict)
     confidence: dict[str, float] = field(default_factory=dict)
     view_only: frozenset[int] | None = None  # an eclipsed node's view (None: the directory)
+    sweep_phase: float = 0.0  # when, within each TaintParams.sweep_interval_s, it sweeps
+    sweep_due: bool = False  # a taint sweep is scheduled at its next tick
 
 
 @dataclass(slots=True)
@@ -146,6 +155,7 @@ class Counters:
     sync_records: int = 0
     sends_failed: int = 0
     accepted_from_graylisted: int = 0  # records accepted although their signer was graylisted
+    tainted: int = 0  # lessons the taint sweep took out of an honest node's prompts and Syncs
     decisions: int = 0
     events: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
@@ -185,6 +195,10 @@ class SimNetwork:
                     book=book,
                 )
             )
+        # Sweep phases from their own stream, so turning the sweep off changes no other draw.
+        sweep_rng = random.Random(f"taint-sweep:{params.seed}")
+        for peer in self.peers:
+            peer.sweep_phase = sweep_rng.uniform(0.0, cores.taint.sweep_interval_s)
         self.by_id = {p.node_id: p for p in self.peers}
         self.all_ids = frozenset(self.by_id)
         #: content hash -> node index -> (time it was accepted, hops it travelled).
@@ -421,8 +435,62 @@ class SimNetwork:
 
     def _note_graylist(self, peer: SimPeer, source: str, was_gray: bool) -> None:
         key = (peer.index, source)
-        if not was_gray and key not in self.graylisted_after and self._graylisted(peer, source):
+        if was_gray or not self._graylisted(peer, source):
+            return
+        if key not in self.graylisted_after:
             self.graylisted_after[key] = self.judged.get(key, 0)
+        self._sweep_soon(peer)
+
+    # -- taint ------------------------------------------------------------------------------
+    def _sweep_soon(self, peer: SimPeer) -> None:
+        """A source just became graylisted here: the node's next periodic taint sweep (every
+        ``TaintParams.sweep_interval_s`` at its own phase) is the one that acts on it. Sweeps
+        that would find no newly graylisted source are skipped: they take nothing out."""
+        if not self.params.taint_sweep or peer.sweep_due:
+            return
+        interval = self.cores.taint.sweep_interval_s
+        now = float(self.env.now)
+        ticks = max(0, math.ceil((now - peer.sweep_phase) / interval))
+        peer.sweep_due = True
+        self.at(peer.sweep_phase + ticks * interval - now, lambda: self.sweep(peer))
+
+    def sweep(self, peer: SimPeer) -> int:
+        """The node's taint sweep at ``peer``: the shipped ``tainted_sources`` and
+        ``taint_plan`` over its live lessons; each lesson taken out leaves its prompts (the
+        advice) and its Sync answers. Returns how many it took out."""
+        peer.sweep_due = False
+        book = peer.book
+        if book is None:
+            return 0
+        facts: list[taint_core.LessonFacts] = []
+        for h in peer.held:
+            rec = self.records.get(h)
+            if rec is None:
+                continue
+            signer = self.peers[rec.origin].node_id
+            imported_from = None if signer == peer.node_id else signer
+            facts.append(taint_core.LessonFacts(h, imported_from, (), h))
+        sources = {f.imported_from for f in facts if f.imported_from is not None}
+        if not sources:
+            return 0
+        band_of = self._band_of(peer)
+        tainted = taint_core.tainted_sources(
+            sources, revoked=(), band_of={s: band_of(s) for s in sources}
+        )
+        if not tainted:
+            return 0
+        # The simulated nodes learn no local lessons, so no outcome ties one to a taken lesson.
+        plan = taint_core.taint_plan(facts, {}, tainted)
+        now = self.clock.now()
+        for h in plan.lesson_ids:
+            raw = peer.held.pop(h)
+            peer.confidence.pop(h, None)
+            lesson = self.verified.get(raw, now).memory.lesson
+            operation = lesson.operation if lesson is not None else ""
+            kept = [e for e in peer.established.get(operation, ()) if e.lesson_id != h]
+            peer.established[operation] = kept
+        self.counters.tainted += len(plan.lesson_ids)
+        return len(plan.lesson_ids)
 
     def _agent_turn(self, peer: SimPeer, h: str, source: str) -> None:
         """An honest agent on ``peer`` meets the lesson's pitfall (the fleet agent's policy).

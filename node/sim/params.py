@@ -55,6 +55,8 @@ class SimParams:
     horizon_s: float = 300.0  # simulated seconds each phase may run at most, > 0
     record_overhead_bytes: int = 64  # envelope bytes per record in a Publish or Sync, >= 0
     request_bytes: int = 128  # bytes of a Publish or Sync request without records, >= 0
+    # Run the node's taint sweep (as a node does); False only to measure what it changes.
+    taint_sweep: bool = True
 
     def __post_init__(self) -> None:
         """Validate every field; ``ConfigError`` names the first one that breaks its rule."""
@@ -70,6 +72,8 @@ class SimParams:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"invalid {name}={value!r}: must be an integer >= {low}")
+        if not isinstance(self.taint_sweep, bool):
+            raise ConfigError("invalid taint_sweep: must be a boolean", field="taint_sweep")
         if not isinstance(self.seed, int):
             raise ConfigError("invalid seed: must be an integer", field="seed")
         _finite("byzantine_share", self.byzantine_share, 0.0, 0.9)

@@ -202,6 +202,7 @@ def run_main(params: SimParams, cores: SimCores, ids: Sequence[NodeIdentity]) ->
     v["ae_bytes_per_node_per_round"] = (net.counters.sync_bytes - before) / len(sample) / rounds
     _attack_figures(net, attackers, poisoned, v)
     v["accepted_from_graylisted"] = float(net.counters.accepted_from_graylisted)
+    v["tainted"] = float(net.counters.tainted)
     if victim is not None:
         got = sum(rec.content_hash in victim.held for rec in lessons)
         v["eclipse_victim_share"] = got / len(lessons)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import pytest
 
+from lamarck.consensus import taint as taint_core
 from lamarck.consensus.params import QuorumParams
 from lamarck.errors import ConfigError
 from lamarck.node.gossip import router as router_core
@@ -106,3 +107,31 @@ def test_params_refuse_a_byzantine_share_out_of_range() -> None:
         SimParams(byzantine_share=1.5)
     with pytest.raises(ConfigError):
         SimParams(loss=float("nan"))
+
+
+def test_graylisted_sources_lessons_are_swept_by_the_shipped_taint_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plans: list[frozenset[str]] = []
+    original = taint_core.taint_plan
+
+    def spy(
+        lessons: Iterable[taint_core.LessonFacts],
+        in_play: Mapping[str, tuple[str, ...]],
+        tainted: frozenset[str],
+        retracted: frozenset[str] = frozenset(),
+    ) -> taint_core.TaintPlan:
+        plans.append(tainted)
+        return original(lessons, in_play, tainted, retracted)
+
+    monkeypatch.setattr(taint_core, "taint_plan", spy)
+    params = SimParams(
+        nodes=30, byzantine_share=0.2, lessons=3, attack_records=4, horizon_s=120, seed=3
+    )
+    swept = run_main(params, SimCores(), identities_for(30, 3)).values
+    assert plans and all(plans)
+    assert swept["tainted"] > 0
+    kept = run_main(
+        dataclasses.replace(params, taint_sweep=False), SimCores(), identities_for(30, 3)
+    ).values
+    assert kept["tainted"] == 0
