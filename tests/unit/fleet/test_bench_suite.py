@@ -42,3 +42,11 @@ def test_the_table_shows_value_baseline_ratio_and_verdict_for_benches_that_ran()
     assert by_key["mistakes_reduction"][-1] == "NOT MET"
     assert all(r[0] in ("peers", "fleet") for r in rows)  # benches that did not run: no rows
     assert len({(g.bench, g.key) for g in GOALS}) == len(GOALS)
+
+
+def test_a_figure_with_no_goal_named_is_shown_and_never_judged() -> None:
+    rows = table_rows({"fleet": {"fleet_rss_mb": 842.1, "mistakes_reduction": 0.95}})
+    by_key = {r[1]: r for r in rows}
+    assert by_key["fleet_rss_mb"][2:] == ("842.1", "-", "-", "none named", "-")
+    assert by_key["mistakes_reduction"][-1] == "met"
+    assert table_rows({"fleet": {}}) == []  # not measured: no row
