@@ -12,6 +12,9 @@ What runs is the node's own code, imported, never copied:
   with the hop limit, dedupe, covering for a child that cannot be reached);
 * anti-entropy: ``sync_step`` pulling pages that ``select_for_sync`` serves from the peer's
   holdings, from the peers ``sync_sample`` (``AntiEntropy.once``'s rule) picks each round;
+* outcomes: the fleet agent's ``RunRecorder`` derives each simulated turn's outcome, and
+  ``derive_verdict`` and ``attribute`` judge it as ``OutcomeLearning.record_outcome`` does, over
+  the in-play rows ``imported_row`` builds; ``reality_events`` charges their sources;
 * the taint sweep: ``lamarck.consensus.taint``'s ``tainted_sources`` and ``taint_plan`` (what
   ``TaintSweeper.once`` applies), run at a node's next sweep tick after it graylists a source;
   a lesson taken out leaves the node's advice and its Sync answers, as a retired one does.
@@ -33,6 +36,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
+import hashlib
 import math
 import random
 from collections.abc import Callable, Coroutine, Iterator, Sequence
@@ -43,28 +48,33 @@ from typing import Any
 
 import simpy
 
+from lamarck.agent.recorder import RunRecorder
 from lamarck.consensus import taint as taint_core
 from lamarck.consensus.params import TaintParams
 from lamarck.errors import DeliveryFailed
-from lamarck.node.fleet.agents import Advice, AgentMemory, attempt_order, run_attempts
+from lamarck.node.fleet.agents import Advice, AgentMemory, Attempt, attempt_order, run_attempts
 from lamarck.node.fleet.workloads import Pitfall, succeeds
 from lamarck.node.gossip import audience as audience_core
 from lamarck.node.gossip import router as router_core
 from lamarck.node.gossip import sync as sync_core
 from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.importing import decision as decision_core
+from lamarck.node.importing import pipeline as pipeline_core
 from lamarck.node.importing import reality as reality_core
 from lamarck.node.importing.decision import ImportOutcome, ImportParams, Incoming
 from lamarck.node.importing.filters import Corroboration, EstablishedLesson
 from lamarck.node.importing.view import HeldRecords, ImportSnapshot, SourceHistory
-from lamarck.node.learning.attribution import Attribution, Effect
+from lamarck.node.learning import attribution as attribution_core
+from lamarck.node.learning import outcomes as learning_outcomes
 from lamarck.node.learning.prompt import format_line
+from lamarck.node.lessons import outcomes as lessons_outcomes
 from lamarck.node.sharing import anti_entropy as anti_entropy_core
 from lamarck.node.sim.params import SimParams
 from lamarck.node.sim.records import LessonKind, SimRecord, VerifiedRecords
-from lamarck.node.store.port import LessonRow, LessonStatus
 from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.outcome import Outcome
 from lamarck.reputation.book import ReputationBook, TrustConfig
+from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
 from lamarck.reputation.scores import PeerBand
 
@@ -74,6 +84,9 @@ __all__ = ["SimClock", "SimCores", "SimNetwork", "SimPeer", "shared_tree_orders"
 _VIEW: contextvars.ContextVar[object | None] = contextvars.ContextVar("sim_view", default=None)
 
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+#: The project digest the simulated agents' outcomes name (any valid digest: attribution
+#: does not read it).
+_SIM_PROJECT = hashlib.sha256(b"lamarck-sim").hexdigest()
 
 
 @contextmanager
@@ -211,6 +224,9 @@ class SimNetwork:
         #: (poisoned content hash, honest node) pairs where the lesson decided an agent's order.
         self.in_prompt: set[tuple[str, int]] = set()
         self.sim_events = 0
+        #: The fleet agent's outcome per (target, attempts), and the ids its recorder draws.
+        self._outcomes: dict[tuple[str, tuple[Attempt, ...]], Outcome] = {}
+        self._outcome_rng = random.Random(f"outcomes:{params.seed}")
 
     # -- plumbing ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -418,7 +434,7 @@ class SimNetwork:
             self.arrivals.setdefault(h, {})[peer.index] = (float(self.env.now), hops)
             if was_gray:
                 c.accepted_from_graylisted += 1
-            self._agent_turn(peer, h, source)
+            self._agent_turn(peer, h)
         self._note_graylist(peer, source, was_gray)
         if decision.forward and decision.outcome is ImportOutcome.ACCEPT:
             return router_core.Forwardable(h, raw, source)
@@ -492,14 +508,17 @@ class SimNetwork:
         self.counters.tainted += len(plan.lesson_ids)
         return len(plan.lesson_ids)
 
-    def _agent_turn(self, peer: SimPeer, h: str, source: str) -> None:
-        """An honest agent on ``peer`` meets the lesson's pitfall (the fleet agent's policy).
+    def _agent_turn(self, peer: SimPeer, h: str) -> None:
+        """An honest agent on ``peer`` meets the lesson's pitfall (the fleet agent's policy),
+        and the node learns from its outcome by its own rules.
 
         The node's advice is every lesson it holds on the pitfall's two forms, stated with its
         confidence; the agent orders its attempts by ``attempt_order`` and the environment
-        answers (``succeeds``). A lesson that decided the order is in play: the outcome
-        confirms it if the form it preferred worked, contradicts it otherwise, and the
-        node's reality rule turns that into the source's reputation event.
+        answers (``succeeds``). The lessons that decided the order are in play (in a prompt).
+        The outcome is the one the fleet agent records (``RunRecorder``: one ``test`` check
+        per attempt); the node folds it with ``derive_verdict`` and ``attribute`` as
+        ``OutcomeLearning.record_outcome`` does, and ``reality_events`` charges each
+        attributed lesson's source.
         """
         rec = self.records.get(h)
         if rec is None:
@@ -513,36 +532,76 @@ class SimNetwork:
                 line = f"(confidence {lesson.confidence:.2f}) {format_line(lesson.content)}"
                 advice.append(Advice(op, line, (lesson.lesson_id,)))
         order, in_play = attempt_order(p, advice, AgentMemory())
-        if h not in in_play:
-            return
+        if not in_play:
+            return  # no lesson shaped the run: the outcome attributes nothing
         attempts = run_attempts(order, lambda op: succeeds(p, op, flipped=False))
-        if rec.kind != LessonKind.HONEST:
-            self.in_prompt.add((h, peer.index))
-        effect = Effect.CONFIRMED if attempts[0].ok else Effect.CONTRADICTED
+        outcome = self._outcome(p, attempts)
+        verdict = learning_outcomes.derive_verdict(
+            lessons_outcomes.outcome_checks(outcome),
+            claim_ok=outcome.claim_ok,
+            injected_instruction=outcome.injected_instruction,
+        )
+        # OutcomeLearning.record_outcome: never more optimistic than the loop's own verdict.
+        verdict = dataclasses.replace(verdict, passed=verdict.passed and outcome.passed)
         now = self.clock.now()
-        row = LessonRow(
-            id=h,
-            content="",
-            operation=order[0],
-            scope="global",
-            status=LessonStatus.ACTIVE,
-            confidence=peer.confidence.get(h, 0.0),
-            created_at=now,
-            updated_at=now,
-            imported_from=source,
-            original_confidence=0.8,
-            content_hash=h,
+        rows = []
+        for lesson_id in in_play:
+            raw = peer.held.get(lesson_id)
+            if raw is None:
+                continue
+            signed = self.verified.get(raw, now)
+            rows.append(
+                pipeline_core.imported_row(
+                    signed,
+                    lesson_id=lesson_id,
+                    confidence=peer.confidence.get(lesson_id, 0.0),
+                    via_node_id=signed.memory.provenance.source_agent_id,
+                    now=now,
+                )
+            )
+            if self.records[lesson_id].kind != LessonKind.HONEST:
+                self.in_prompt.add((lesson_id, peer.index))
+        attributions = attribution_core.attribute(
+            [(r.id, r.operation) for r in rows], lessons_outcomes.outcome_steps(outcome), verdict
         )
         events = reality_core.reality_events(
-            [row], [Attribution(h, effect, "sim")], outcome_id=f"{h}:{peer.index}", at=now
+            rows, attributions, outcome_id=f"{h}:{peer.index}", at=now
         )
         assert peer.book is not None
-        was_gray = self._graylisted(peer, source)
-        self._count_judged(peer, source, was_gray)
+        by_source: dict[str, list[ReputationEvent]] = {}
         for event in events:
-            peer.book.emit(event)
-            self.counters.events += 1
-        self._note_graylist(peer, source, was_gray)
+            by_source.setdefault(event.node_id, []).append(event)
+        for source, charged in by_source.items():
+            was_gray = self._graylisted(peer, source)
+            self._count_judged(peer, source, was_gray)
+            for event in charged:
+                peer.book.emit(event)
+                self.counters.events += 1
+            self._note_graylist(peer, source, was_gray)
+
+    def _outcome(self, p: Pitfall, attempts: tuple[Attempt, ...]) -> Outcome:
+        """The outcome the fleet agent's recorder derives for ``attempts`` at ``p`` (one
+        ``test`` check per attempt, as ``FleetDriver`` records them). Memoised per (target,
+        attempts): the derivation reads nothing else that attribution uses (only the outcome
+        id and dates differ), and the SDK's model validation per turn would dominate a
+        10,000-node run."""
+        key = (p.target, attempts)
+        outcome = self._outcomes.get(key)
+        if outcome is None:
+            recorder = RunRecorder(
+                session_id=f"sim-{p.target}",
+                goal=f"build the {p.target} target",
+                project=_SIM_PROJECT,
+                clock=self.clock,
+                rng=self._outcome_rng,
+            )
+            for a in attempts:
+                recorder.check(
+                    "test", passed=a.ok, operation=a.operation, target=p.target, label="build"
+                )
+            outcome = recorder.finish().outcome
+            self._outcomes[key] = outcome
+        return outcome
 
     # -- anti-entropy -----------------------------------------------------------------------
     def start_anti_entropy(self, nodes: Sequence[SimPeer], until: float) -> None:

@@ -106,7 +106,8 @@ def sign_record(
 ) -> SimRecord:
     """Sign one lesson as its origin's node would publish it (active, global, proven)."""
     content = lesson.content if lesson is not None else _OVERT.format(t=p.target)
-    operation = lesson.avoid if lesson is not None else p.failing
+    # A mechanical lesson's operation is the form it recommends (``node/learning/mechanical``).
+    operation = lesson.prefer if lesson is not None else p.failing
     tags = lesson.tags if lesson is not None else ()
     seed = hashlib.sha256(f"{salt}:{origin}:{kind}:{p.target}".encode()).digest()
     row = LessonRow(

@@ -25,6 +25,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("poison_in_prompt", "in prompt", "{:.0f}"),
     ("accepted_from_graylisted", "acc gray", "{:.0f}"),
     ("tainted", "tainted", "{:.0f}"),
+    ("poison_live_end", "poison live", "{:.0f}"),
     ("honest_lost", "lost", "{:.0f}"),
     ("eclipse_victim_share", "eclipse", "{:.0%}"),
     ("sybil_admitted", "sybil adm", "{:.0f}"),

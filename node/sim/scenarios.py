@@ -240,6 +240,8 @@ def _attack_figures(
         sum(1 for r in subtle for i in net.arrivals.get(r, {}) if i in honest_idx)
     )
     v["poison_in_prompt"] = float(len(net.in_prompt))
+    # What later prompts could still draw on: subtle poison live on honest nodes at the end.
+    v["poison_live_end"] = float(sum(1 for h in honest for r in subtle if r in h.held))
 
 
 def run_churn(params: SimParams, cores: SimCores, ids: Sequence[NodeIdentity]) -> Figures:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import pytest
 
@@ -14,6 +14,10 @@ from lamarck.errors import ConfigError
 from lamarck.node.gossip import router as router_core
 from lamarck.node.importing import decision as decision_core
 from lamarck.node.importing.decision import ImportDecision, ImportOutcome
+from lamarck.node.learning import attribution as attribution_core
+from lamarck.node.learning import outcomes as learning_outcomes
+from lamarck.node.learning.attribution import Attribution, Effect
+from lamarck.node.learning.outcomes import CheckRun, ToolStep, Verdict
 from lamarck.node.sim.calibration import push_calibration, tree_depth
 from lamarck.node.sim.engine import SimCores
 from lamarck.node.sim.params import SimParams
@@ -135,3 +139,44 @@ def test_graylisted_sources_lessons_are_swept_by_the_shipped_taint_rule(
         dataclasses.replace(params, taint_sweep=False), SimCores(), identities_for(30, 3)
     ).values
     assert kept["tainted"] == 0
+
+
+def test_agent_outcomes_are_judged_by_the_shipped_verdict_and_attribution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    verdicts: list[bool] = []
+    effects: list[Effect] = []
+    derive, attribute = learning_outcomes.derive_verdict, attribution_core.attribute
+
+    def spy_verdict(
+        checks: Sequence[CheckRun], *, claim_ok: bool, injected_instruction: bool = False
+    ) -> Verdict:
+        verdict = derive(checks, claim_ok=claim_ok, injected_instruction=injected_instruction)
+        verdicts.append(verdict.passed)
+        return verdict
+
+    def spy_attribute(
+        in_play: Sequence[tuple[str, str]], steps: Sequence[ToolStep], verdict: Verdict
+    ) -> list[Attribution]:
+        out = attribute(in_play, steps, verdict)
+        effects.extend(a.effect for a in out)
+        return out
+
+    monkeypatch.setattr(learning_outcomes, "derive_verdict", spy_verdict)
+    monkeypatch.setattr(attribution_core, "attribute", spy_attribute)
+    params = SimParams(nodes=30, byzantine_share=0.2, lessons=3, attack_records=4, horizon_s=120)
+    run_main(dataclasses.replace(params, seed=3), SimCores(), identities_for(30, 3))
+    assert verdicts and all(verdicts)  # the agent always ends on the working form
+    # Honest lessons followed are confirmed; a followed subtle poison is contradicted.
+    assert Effect.CONFIRMED in effects and Effect.CONTRADICTED in effects
+
+
+def test_without_attribution_no_outcome_charges_a_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    params = SimParams(
+        nodes=30, byzantine_share=0.2, lessons=3, attack_records=4, horizon_s=120, seed=3
+    )
+    judged = run_main(params, SimCores(), identities_for(30, 3)).values
+    monkeypatch.setattr(attribution_core, "attribute", lambda in_play, steps, verdict: [])
+    blind = run_main(params, SimCores(), identities_for(30, 3)).values
+    assert blind["graylisted_by_all_share"] <= judged["graylisted_by_all_share"]
+    assert blind != judged
