@@ -468,7 +468,11 @@ class SimNetwork:
         now = float(self.env.now)
         ticks = max(0, math.ceil((now - peer.sweep_phase) / interval))
         peer.sweep_due = True
-        self.at(peer.sweep_phase + ticks * interval - now, lambda: self.sweep(peer))
+
+        def tick() -> None:
+            self.sweep(peer)
+
+        self.at(peer.sweep_phase + ticks * interval - now, tick)
 
     def sweep(self, peer: SimPeer) -> int:
         """The node's taint sweep at ``peer``: the shipped ``tainted_sources`` and
