@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lamarck.params_checks import check_positive_int, check_rule
+from lamarck.params_checks import check_finite, check_positive_int, check_rule
 
 __all__ = ["WriteBehindParams"]
 
@@ -15,16 +15,26 @@ class WriteBehindParams:
 
     # A claim is stored without its vector, which is embedded behind the reply.
     defer_claim_embedding: bool = False
+    # A lesson an outcome teaches is stored without its vector, which is embedded behind the
+    # reply once the outcome has committed (RecordOutcome's agent waits for neither).
+    defer_learned_embedding: bool = False
     # A recall's use marks are written behind the reply.
     defer_use_marks: bool = False
     # Most claims embedded in one model call. Integer >= 1.
     batch: int = 32
     # Most lessons ``recover`` re-embeds at start in one pass. Integer >= 1.
     recover_limit: int = 10_000
+    # Seconds the drain waits for a batch to fill before it embeds (a reader that needs the
+    # writes wakes it at once). In a burst of writes, fewer and fuller model calls cost less
+    # CPU than one call per write, and the agent's next calls do not share the cores with
+    # the model. Finite, >= 0 (0: start at once).
+    linger_s: float = 0.0
 
     def __post_init__(self) -> None:
         """Validate every field."""
-        for name in ("defer_claim_embedding", "defer_use_marks"):
+        for name in ("defer_claim_embedding", "defer_learned_embedding", "defer_use_marks"):
             check_rule(isinstance(getattr(self, name), bool), name, "must be a bool")
         check_positive_int("batch", self.batch)
         check_positive_int("recover_limit", self.recover_limit)
+        check_finite("linger_s", self.linger_s)
+        check_rule(self.linger_s >= 0, "linger_s", "must be >= 0")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import random
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -90,6 +91,8 @@ class LessonChange:
     confidence_before: float | None = None
     confidence_after: float | None = None
     detail: str = ""
+    #: Already in the event log (written with its row): a caller logging changes skips it.
+    logged: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,16 +332,26 @@ class LessonCore:
         confirmed_projects: tuple[str, ...] = (),
         supersedes: str | None = None,
         log_as: str | None = None,
+        taught_by: str | None = None,
+        detail: str = "",
     ) -> LessonRow:
         """Build, embed and store a new lesson (claimed if it has no evidence).
 
         With ``log_as``, its "created" event (that actor) is written with the row in one
-        statement, so a lone write needs no transaction.
+        statement, so a lone write needs no transaction. ``taught_by``: the id of the outcome
+        that teaches it (named in the event); inside ``behind.until_commit`` its vector may
+        come behind the reply. ``detail`` is the "created" event's reason.
         """
         now = self.clock.now()
         has_evidence = bool(evidence)
-        # A claim is in no prompt and in no contest: its vector can come behind the reply.
-        later = not has_evidence and self.params.write_behind.defer_claim_embedding
+        wb = self.params.write_behind
+        # A claim is in no prompt and in no contest: its vector can come behind the reply. A
+        # taught lesson's can too, once its outcome commits: every reader that needs it
+        # settles first (``with_vectors``, recall's settle).
+        if has_evidence:
+            later = taught_by is not None and wb.defer_learned_embedding and self.behind.holding
+        else:
+            later = wb.defer_claim_embedding
         row = LessonRow(
             id=self.new_id(),
             content=content,
@@ -357,18 +370,30 @@ class LessonCore:
             supersedes=supersedes,
             embedding=None if later else await self.embed(content),
         )
-        created = [LessonChange(row.id, "created", None, row.confidence)]
+        created = [LessonChange(row.id, "created", None, row.confidence, detail)]
+        outcome_id = taught_by or ""
         if supersedes is None:
             await self.store.insert_lesson(
-                row, self.events(created, log_as) if log_as is not None else ()
+                row,
+                self.events(created, log_as, outcome_id=outcome_id) if log_as is not None else (),
             )
         else:
             await self.store.supersede(supersedes, row)
             if log_as is not None:
-                await self.log(created, log_as)
+                await self.log(created, log_as, outcome_id=outcome_id)
         if later:
             self.behind.embed_later(row.id, content)
         return row
+
+    async def with_vectors(self, rows: Sequence[LessonRow]) -> builtins.list[LessonRow]:
+        """``rows`` with the vectors still queued behind a reply written and filled in (a
+        conflict check reads them; without a vector it never finds a contradiction)."""
+        waiting = [r.id for r in rows if r.embedding is None and self.behind.waits_for(r.id)]
+        if not waiting:
+            return list(rows)
+        await self.behind.settle_vectors(waiting)
+        fresh = {r.id: r.embedding for r in await self.store.get_lessons(waiting)}
+        return [dataclasses.replace(r, embedding=fresh[r.id]) if r.id in fresh else r for r in rows]
 
     async def check_evidence(self, ids: tuple[str, ...]) -> tuple[str, ...]:
         """Evidence must be stored outcomes that teach, none cited by a user-retired lesson.

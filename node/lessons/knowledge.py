@@ -90,7 +90,7 @@ class Knowledge:
     async def _about(self, row: LessonRow) -> builtins.list[LessonRow]:
         """Active lessons about ``row``'s operation whose scope meets ``row``'s (indexed)."""
         scopes = None if row.scope == GLOBAL else recall_scopes(row.scope)
-        return await self._core.store.list_lessons(
+        found = await self._core.store.list_lessons(
             LessonFilter(
                 statuses=(LessonStatus.ACTIVE,),
                 scopes=scopes,
@@ -99,6 +99,7 @@ class Knowledge:
                 limit=self._core.params.lesson.max_active_per_scope,
             )
         )
+        return await self._core.with_vectors(found)
 
     async def contest_new(
         self, row: LessonRow, *, only_proven_here: bool = False
@@ -210,7 +211,8 @@ class Knowledge:
             return InPlaySettlements()
         partner_ids = [i for r in contested for i in r.contested_with]
         rows: dict[str, LessonRow] = {r.id: r for r in lessons}
-        for r in await core.store.get_lessons([i for i in partner_ids if i not in rows]):
+        partners = await core.store.get_lessons([i for i in partner_ids if i not in rows])
+        for r in await core.with_vectors(partners):
             rows[r.id] = r
         settled: set[str] = set()
         changes: builtins.list[LessonChange] = []

@@ -147,11 +147,16 @@ class OutcomeLearning:
         )
         # Never more optimistic than either the loop's own verdict or the checks.
         verdict = dataclasses.replace(verdict, passed=verdict.passed and outcome.passed)
+        # The in-play lessons' conflicts are checked by meaning: their vectors must be in.
+        session = core.sessions.get(outcome.session_id, Session())
+        await core.behind.settle_vectors([*session.in_play, *outcome.in_play])
         # The outcome and everything it teaches commit together: a crash in between leaves
         # neither, so the caller's retry learns it all (a half-applied outcome would answer
-        # the retry "duplicate" and its lessons would never be learned).
-        async with core.store.atomic():
-            return await self._store_and_learn(outcome, verdict, context)
+        # the retry "duplicate" and its lessons would never be learned). A taught lesson's
+        # vector is written behind the reply, once the unit has committed.
+        with core.behind.until_commit():
+            async with core.store.atomic():
+                return await self._store_and_learn(outcome, verdict, context)
 
     def _refuse_future(self, outcome: Outcome) -> None:
         """Refuse an outcome dated beyond the skew: what it teaches would be refused by peers."""
@@ -251,7 +256,7 @@ class OutcomeLearning:
                 )
             )
         crash_point("outcome_learned")
-        await core.log(changes, LOOP_ACTOR, outcome_id=outcome.id)
+        await core.log([c for c in changes if not c.logged], LOOP_ACTOR, outcome_id=outcome.id)
         # The settled lessons' sources get the settlement's events instead of attribution's.
         attributed = [r for r in lessons if r.id not in settled.settled]
         return OutcomeResult(
@@ -392,9 +397,8 @@ class OutcomeLearning:
             if same[0].id in confirmed_now:
                 return []
             return await self._confirm(same[0], outcome, run_context)
-        # Only this outcome's id is asked about: an indexed lookup, not every retired row.
-        if await core.store.retired_evidence_ids(among=(outcome.id,)):
-            return []
+        # No retired lesson can cite this outcome (the rule that evidence a user retired is
+        # never re-learned): it was stored a moment ago, in this unit, under a new id.
         opposite = [r for r in live if reverses(lesson, r.operation, r.tags)]
         loser = before.get(opposite[0].id, opposite[0]) if opposite else None
         # A claim saying the opposite is superseded outright (it has no numbers to settle);
@@ -409,8 +413,15 @@ class OutcomeLearning:
             tags=lesson.tags,
             confirmed_projects=(outcome.project,),
             supersedes=loser.id if claim and loser is not None else None,
+            # Its "created" event is written with the row (one round trip fewer); the
+            # outcome's other changes are logged together at its end.
+            log_as=LOOP_ACTOR,
+            taught_by=outcome.id,
+            detail=lesson.content,
         )
-        changes = [LessonChange(new.id, "created", None, new.confidence, lesson.content)]
+        changes = [
+            LessonChange(new.id, "created", None, new.confidence, lesson.content, logged=True)
+        ]
         if loser is None:
             return changes
         if claim:

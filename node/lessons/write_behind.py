@@ -1,31 +1,39 @@
-"""Writes the store gets after the agent's reply: claim embeddings and recall uses.
+"""Writes the store gets after the agent's reply: new lessons' embeddings and recall uses.
 
-An agent waits on ``Remember`` and ``Recall``. Two of their writes need not be in that wait
-(issue 17 §2, "nothing an agent waits for that it need not"):
+An agent waits on ``Remember``, ``RecordOutcome`` and ``Recall``. Some of their writes need
+not be in that wait (issue 17 §2, "nothing an agent waits for that it need not"):
 
-* **A claim's embedding.** A claim (a lesson without evidence) is never in a prompt and is
-  never contested; its vector serves only a recall that asks for claims and consolidation.
-  The row is stored at once without it and the vector is written behind the reply, in
-  batches (``LessonStore.set_embeddings`` sets the vector and nothing else, so a
-  confirmation written meanwhile is kept).
+* **A new lesson's embedding**: a claim's (a lesson without evidence, never in a prompt and
+  never contested) and a lesson an outcome teaches. The row is stored at once without it and
+  the vector is written behind the reply, in batches (``LessonStore.set_embeddings`` sets the
+  vector and nothing else, so a confirmation written meanwhile is kept). A row written inside
+  a unit of work is queued only once that unit commits (:meth:`WriteBehind.until_commit`):
+  before, another connection cannot see it, and the vector's UPDATE would find no row.
 * **A recall's use marks** (``mark_used``: last use and use count, which ranking and decay
   read; not a signed field).
 
-Read-your-writes holds: every reader that needs a vector or a use mark (recall, outcome
-learning, reconcile, contest) calls :meth:`WriteBehind.settle` first, which waits for what is
-pending and, if the background write failed, writes it inline so the reader gets the
-store's typed error rather than a silently stale answer. Nothing is dropped: a failed batch
-stays pending, ``close`` (the node's stop) flushes, and a vector lost to a crash is found again
-at start (``LessonStore.unembedded``, :meth:`WriteBehind.recover`).
+Read-your-writes holds: every reader that needs vectors or use marks calls
+:meth:`WriteBehind.settle` (everything), :meth:`WriteBehind.settle_vectors` (the vectors of the
+rows it reads) or :meth:`WriteBehind.settle_marks` first, which wait for what is pending and,
+if the background write failed, write it inline so the reader gets the store's typed error
+rather than a silently stale answer. Nothing is dropped: a failed batch stays pending,
+``close`` (the node's stop) flushes, and a vector lost to a crash is found again at start
+(``LessonStore.unembedded``, :meth:`WriteBehind.recover`).
+
+Every write runs outside the caller's unit of work (a fresh context): the rows it touches
+are already committed, and a caller's rollback must not undo a write this queue counts as
+done.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
 from datetime import datetime
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -41,8 +49,19 @@ _log = logging.getLogger(__name__)
 EmbedBatch = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
 
 
+_T = TypeVar("_T")
+
+
+async def _outside(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` in a fresh context: no unit of work of the caller's is joined. Shielded:
+    a cancelled caller must not stop a write halfway (a use mark written but still queued
+    would count twice)."""
+    task = asyncio.get_running_loop().create_task(coro, context=contextvars.Context())
+    return await asyncio.shield(task)
+
+
 class WriteBehind:
-    """Pending claim embeddings and use marks, written by one background drain.
+    """Pending lesson embeddings and use marks, written by one background drain.
 
     ``embed_later`` / ``use_later`` queue and return at once; ``settle`` waits until nothing is
     pending (writing inline whatever the background could not); ``close`` flushes.
@@ -55,21 +74,63 @@ class WriteBehind:
         self._embeddings: dict[str, str] = {}
         self._uses: list[tuple[tuple[str, ...], datetime]] = []
         self._task: asyncio.Task[None] | None = None
-        # One writer at a time: the drain and a reader writing inline must not both take the
-        # same use marks (a use would count twice, another not at all).
-        self._lock = asyncio.Lock()
+        # One writer of each kind at a time: the drain and a reader writing inline must not
+        # both take the same use marks (a use would count twice, another not at all) or embed
+        # the same rows twice. Two locks: a reader that needs only the marks does not wait
+        # for a batch of vectors.
+        self._vector_lock = asyncio.Lock()
+        self._mark_lock = asyncio.Lock()
+        # Rows queued inside ``until_commit`` in this task, released when it exits cleanly.
+        self._held: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
+            "lamarck_write_behind_held", default=None
+        )
         # Said once per failure streak, not for every batch of an outage.
         self._failing = False
+        # Ends the drain's linger: a batch is full, or a reader waits.
+        self._wake = asyncio.Event()
 
     @property
     def pending(self) -> int:
-        """Claims waiting for a vector plus recalls waiting for their use marks."""
+        """Lessons waiting for a vector plus recalls waiting for their use marks."""
         return len(self._embeddings) + len(self._uses)
 
+    @property
+    def holding(self) -> bool:
+        """Whether this task is inside :meth:`until_commit` (a row's vector may wait for it)."""
+        return self._held.get() is not None
+
+    def waits_for(self, lesson_id: str) -> bool:
+        """Whether ``lesson_id``'s vector is queued (not held in a unit of work)."""
+        return lesson_id in self._embeddings
+
     def embed_later(self, lesson_id: str, content: str) -> None:
-        """Queue ``lesson_id``'s vector (of ``content``)."""
+        """Queue ``lesson_id``'s vector (of ``content``); inside :meth:`until_commit`, once the
+        block ends without an error."""
+        held = self._held.get()
+        if held is not None:
+            held.append((lesson_id, content))
+            return
         self._embeddings[lesson_id] = content
+        if len(self._embeddings) >= self.params.batch:
+            self._wake.set()
         self._kick()
+
+    @contextlib.contextmanager
+    def until_commit(self) -> Iterator[None]:
+        """Hold the vectors queued in the block until it ends without an error.
+
+        Wrap a unit of work in it (``with behind.until_commit(): async with
+        store.atomic(): ...``): its rows are visible to the drain's connection only once the
+        unit commits, and a rolled-back row has nothing to embed.
+        """
+        held: list[tuple[str, str]] = []
+        token = self._held.set(held)
+        try:
+            yield
+        finally:
+            self._held.reset(token)
+        for lesson_id, content in held:
+            self.embed_later(lesson_id, content)
 
     def use_later(self, lesson_ids: Sequence[str], now: datetime) -> None:
         """Queue one use of each of ``lesson_ids`` at ``now``."""
@@ -83,11 +144,24 @@ class WriteBehind:
             return
         task = self._task
         if task is not None:
+            self._wake.set()  # no lingering while a reader waits
             # Shielded: a cancelled reader must not cancel the writes other readers wait for.
             with contextlib.suppress(Exception):
                 await asyncio.shield(task)
         while self.pending:
-            await self._write_once()
+            await _outside(self._write_once())
+
+    async def settle_vectors(self, lesson_ids: Iterable[str]) -> None:
+        """Return once none of ``lesson_ids`` waits for its vector (others may still)."""
+        ids = list(lesson_ids)
+        while wanted := [i for i in ids if i in self._embeddings]:
+            await _outside(self._write_vectors(wanted))
+            ids = wanted
+
+    async def settle_marks(self) -> None:
+        """Return once no use mark is pending (vectors may still be)."""
+        while self._uses:
+            await _outside(self._write_marks())
 
     async def recover(self) -> int:
         """Queue the vectors a crash left unwritten (claimed or active rows without one)."""
@@ -105,12 +179,17 @@ class WriteBehind:
 
     def _kick(self) -> None:
         if self._task is None:
+            # A fresh context: a drain started inside a caller's unit of work must not join it.
             self._task = asyncio.get_running_loop().create_task(
-                self._drain(), name="lamarck-write-behind"
+                self._drain(), name="lamarck-write-behind", context=contextvars.Context()
             )
 
     async def _drain(self) -> None:
         try:
+            if self.params.linger_s > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.params.linger_s)
+            self._wake.clear()
             while self.pending:
                 try:
                     await self._write_once()
@@ -127,12 +206,17 @@ class WriteBehind:
 
     async def _write_once(self) -> None:
         """Write one batch of vectors, then the use marks queued so far."""
-        async with self._lock:
-            await self._write_batch()
-
-    async def _write_batch(self) -> None:
         if self._embeddings:
-            batch = list(self._embeddings.items())[: self.params.batch]
+            await self._write_vectors(list(self._embeddings)[: self.params.batch])
+        await self._write_marks()
+
+    async def _write_vectors(self, lesson_ids: Sequence[str]) -> None:
+        async with self._vector_lock:
+            # Another writer may have written some while this one waited for the lock.
+            batch = [(i, self._embeddings[i]) for i in lesson_ids if i in self._embeddings]
+            batch = batch[: self.params.batch]
+            if not batch:
+                return
             vectors = await self._embed([content for _, content in batch])
             await self._store.set_embeddings(
                 [(lesson_id, vectors[k]) for k, (lesson_id, _) in enumerate(batch)]
@@ -141,7 +225,10 @@ class WriteBehind:
                 # A newer content queued for the same id meanwhile stays pending.
                 if self._embeddings.get(lesson_id) == content:
                     del self._embeddings[lesson_id]
-        while self._uses:
-            ids, at = self._uses[0]
-            await self._store.mark_used(ids, at)
-            self._uses.pop(0)
+
+    async def _write_marks(self) -> None:
+        async with self._mark_lock:
+            while self._uses:
+                ids, at = self._uses[0]
+                await self._store.mark_used(ids, at)
+                self._uses.pop(0)

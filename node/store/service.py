@@ -130,8 +130,9 @@ class LessonService:
         context: Mapping[str, Any] | None = None,
     ) -> OutcomeResult:
         """Store the outcome, attribute it to in-play lessons, and learn what it proves."""
-        # A claim it confirms may become advice: its vector and use marks must be in.
-        await self.settle()
+        # Confirmations write whole rows: the use marks queued before must be in first (the
+        # vectors the outcome reads are settled where they are read).
+        await self._core.behind.settle_marks()
         return await self._outcomes.record_outcome(outcome, incognito=incognito, context=context)
 
     # -- writing lessons -------------------------------------------------------------------

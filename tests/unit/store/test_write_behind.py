@@ -5,7 +5,9 @@ and a vector lost to a crash is written at the next start."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -19,14 +21,58 @@ from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.write_behind import WriteBehindParams
 from lamarck.node.lessons.write_behind import WriteBehind
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonStatus
+from lamarck.node.store.port import LessonFilter, LessonStatus
 from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
+from lamarck.proto.outcome import Outcome
+from lamarck.proto.timefmt import format_ts
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DIM = 64
 SCOPE = "project:" + "ab" * 32
-ON = WriteBehindParams(defer_claim_embedding=True, defer_use_marks=True, batch=4)
+ON = WriteBehindParams(
+    defer_claim_embedding=True, defer_learned_embedding=True, defer_use_marks=True, batch=4
+)
+PROJECT = "ab" * 32
+
+
+def _outcome(n: int, failing: str, working: str, target: str) -> Outcome:
+    """A passed run where ``failing`` failed and ``working`` worked on ``target``: it teaches
+    "prefer working over failing for target"."""
+    return Outcome.from_obj(
+        {
+            "schema_version": "1.0",
+            "kind": "outcome",
+            "id": str(uuid.UUID(int=20_000 + n, version=4)),
+            "session_id": f"s{n}",
+            "turn_index": n,
+            "project": PROJECT,
+            "goal_digest": f"task {n}",
+            "approach": [
+                {"operation_key": failing, "outcome": "failed", "target": target},
+                {"operation_key": working, "outcome": "ok", "target": target},
+            ],
+            "checks": [
+                {
+                    "label": "pytest",
+                    "target": "",
+                    "kind": "test",
+                    "order": 0,
+                    "ran": True,
+                    "failed": False,
+                    "mutated_after": False,
+                }
+            ],
+            "passed": True,
+            "claim_ok": True,
+            "steps": 2,
+            "tokens": 100,
+            "wall_s": 1.0,
+            "in_play": [],
+            "created_at": format_ts(NOW),
+            "injected_instruction": False,
+        }
+    )
 
 
 class FlakyStore(InMemoryLessonStore):
@@ -170,3 +216,109 @@ def test_the_drain_is_not_cancelled_by_a_cancelled_reader() -> None:
         assert (await store.get_lesson(row.id)).embedding is not None
 
     asyncio.run(scenario())
+
+
+class GatedStore(InMemoryLessonStore):
+    """An in-memory store whose vector writes wait for ``gate`` (the drain is observable)."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=DIM)
+        self.gate = asyncio.Event()
+        self.written = asyncio.Event()
+
+    async def set_embeddings(self, vectors: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> None:
+        await self.gate.wait()
+        await super().set_embeddings(vectors)
+        self.written.set()
+
+
+async def test_a_taught_lesson_is_stored_before_its_vector_and_recall_waits_for_it() -> None:
+    store = GatedStore()
+    svc = service(store)
+    result = await svc.record_outcome(_outcome(1, "shell:pytest tests/", "shell:pytest", "suite"))
+    created = [c.lesson_id for c in result.changes if c.change == "created"]
+    assert len(created) == 1
+    # Committed at once, active, without its vector: RecordOutcome did not wait for the model.
+    row = await store.get_lesson(created[0])
+    assert row.status is LessonStatus.ACTIVE and row.embedding is None
+    recall = asyncio.create_task(svc.recall("how to run pytest", None, "project:" + PROJECT, "r"))
+    await asyncio.sleep(0)
+    assert not recall.done()  # read-your-writes: recall settles the vector first
+    store.gate.set()
+    found = await asyncio.wait_for(recall, 5)
+    assert [r.id for r in found.lessons] == created
+
+
+async def test_an_outcome_that_rolls_back_queues_no_vector(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = GatedStore()
+    store.gate.set()
+    svc = service(store)
+
+    def fail_after_learning(label: str) -> None:
+        # After the taught lesson is stored and its vector queued inside the unit of work.
+        if label == "outcome_learned":
+            raise StoreUnavailable("the database went away", reason="not_connected")
+
+    monkeypatch.setattr("lamarck.node.lessons.outcomes.crash_point", fail_after_learning)
+    with pytest.raises(StoreUnavailable):
+        await svc.record_outcome(_outcome(2, "shell:pytest tests/", "shell:pytest", "suite"))
+    # Nothing of the outcome is stored, and nothing waits to embed a row that does not exist.
+    assert await store.list_lessons(LessonFilter()) == []
+    assert svc._core.behind.pending == 0
+
+
+async def test_without_deferral_a_taught_lesson_has_its_vector_at_once() -> None:
+    store = GatedStore()
+    store.gate.set()
+    svc = service(store, WriteBehindParams())
+    result = await svc.record_outcome(_outcome(3, "shell:pytest tests/", "shell:pytest", "x"))
+    created = [c.lesson_id for c in result.changes if c.change == "created"]
+    assert (await store.get_lesson(created[0])).embedding is not None
+
+
+async def test_settle_vectors_writes_the_vectors_it_is_asked_for() -> None:
+    store = FlakyStore()
+    svc = service(store)
+    first = await svc.remember("Run ruff check before every commit.", "shell:ruff check", SCOPE)
+    second = await svc.remember("Pin the node version in CI.", "shell:nvm use", SCOPE)
+    assert first is not None and second is not None
+    behind = svc._core.behind
+    await behind.settle_vectors([second.id])
+    assert not behind.waits_for(second.id)
+    assert (await store.get_lesson(second.id)).embedding is not None
+
+
+async def test_a_lingering_drain_is_woken_by_a_reader() -> None:
+    store = FlakyStore()
+    # A linger far longer than the bound below: only the reader's wake can end it in time.
+    svc = service(store, dataclasses.replace(ON, linger_s=600.0))
+    row = await svc.remember("Run ruff check before every commit.", "shell:ruff check", SCOPE)
+    assert row is not None
+    await asyncio.sleep(0)
+    assert store.vector_writes == 0  # lingering: nothing embedded yet
+    result = await asyncio.wait_for(
+        svc.recall("ruff check before commit", None, SCOPE, "s1", include_claimed=True), 5
+    )
+    assert [r.id for r in result.claimed] == [row.id]
+    assert store.vector_writes == 1
+
+
+async def test_a_full_batch_ends_the_linger() -> None:
+    store = GatedStore()
+    store.gate.set()
+    svc = service(store, dataclasses.replace(ON, linger_s=600.0))
+    rows = [
+        await svc.remember(f"Lesson number {k} about builds.", f"shell:make b{k}", SCOPE)
+        for k in range(ON.batch)
+    ]
+    await asyncio.wait_for(store.written.wait(), 5)
+    stored = await store.get_lessons([r.id for r in rows if r is not None])
+    assert len(stored) == ON.batch and all(r.embedding is not None for r in stored)
+
+
+def test_linger_must_be_finite_and_not_negative() -> None:
+    for bad in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(ConfigError):
+            WriteBehindParams(linger_s=bad)
