@@ -39,9 +39,11 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.node import PROJECT, outcome
+from lamarck.node.config import NodeSettings
 from lamarck.node.embedding import Embedder, make_embedder
 from lamarck.node.learning.mechanical import AVOID_TAG, MECHANICAL_TAG, TARGET_TAG
 from lamarck.node.learning.scopes import project_scope
+from lamarck.node.params import node_params
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.port import LessonRow, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
@@ -168,8 +170,10 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     try:
         dsn = await asyncio.to_thread(pg.start)
         store = await PostgresLessonStore.connect(dsn, embedder.dim)
+        # The node's own learning parameters (a taught lesson's vector behind the reply).
+        learning = node_params(NodeSettings()).learning
+        service = LessonService(store, embedder, SystemClock(), learning, rng=random.Random(2))
         try:
-            service = LessonService(store, embedder, SystemClock(), rng=random.Random(2))
             took = await _fill(store, filler, args.small)
             _log(f"  filled {filler.count} in {took:.1f} s")
             await _measure(service, filler, max(4, args.calls // 10), rng, "warm")
@@ -186,6 +190,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
             _kinds(figures, large, "large")
             _log(f"  RecordOutcome p50 at {args.large}: {figures['record_p50_large_ms']} ms")
         finally:
+            await service.close()
             await store.close()
     finally:
         await asyncio.to_thread(pg.delete_data)
