@@ -12,8 +12,10 @@ retract``). Then:
   ``retracted_record``, charged to its signer (whichever source it came from: the other
   lessons of that source stay);
 * every live local lesson whose evidence came only from lessons taken out is taken out too:
-  each of its evidence outcomes had such a lesson in play. It carries the reason of the first
-  such lesson of its first outcome. A local lesson with at least one outcome learned without
+  each of its evidence outcomes had such a lesson in play — one it could have been learned
+  under: not one the node knows is about something else, or says the opposite (the outcome
+  that taught this lesson refuted it: learned *against* it). It carries the reason of the
+  first such lesson of its first outcome. A local lesson with at least one outcome learned without
   one keeps its own ground; one with no evidence at all is not judged here (nothing ties it
   to the source). Applied until nothing changes, so a local lesson learned only under
   another taken-out local lesson follows it.
@@ -52,13 +54,19 @@ TAINT_REASONS: tuple[str, ...] = (TAINTED_SOURCE, RETRACTED_RECORD)
 
 @dataclass(frozen=True, slots=True)
 class LessonFacts:
-    """What the rule reads of a live lesson: id, signer if imported, evidence outcome ids, and
-    the content hash of its stored signed record (``None``: it keeps none)."""
+    """What the rule reads of a live lesson: id, signer if imported, evidence outcome ids, the
+    content hash of its stored signed record (``None``: it keeps none), and the lessons it is
+    known not to have been learned under."""
 
     lesson_id: str
     imported_from: str | None
     evidence: tuple[str, ...] = ()
     content_hash: str | None = None
+    # Lessons this one was not learned under even where its outcomes had them in play: about
+    # another target, or saying the opposite (its outcome refuted them). Recall puts every
+    # lesson it shows in play, relevant or not; without this an honest lesson learned by
+    # refuting a liar's, next to an unrelated one of the liar's, was retired with them.
+    unrelated: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +136,11 @@ def taint_plan(
                 continue
             blame: Taken | None = None
             for outcome_id in row.evidence:
-                under = [charged[i] for i in in_play.get(outcome_id, ()) if i in charged]
+                under = [
+                    charged[i]
+                    for i in in_play.get(outcome_id, ())
+                    if i in charged and i not in row.unrelated
+                ]
                 if not under:
                     blame = None
                     break

@@ -46,6 +46,12 @@ from lamarck.consensus.taint import (
 )
 from lamarck.errors import InvalidRecord, NotFound
 from lamarck.node.gossip.publisher import sign_lesson
+from lamarck.node.learning.mechanical import (
+    MECHANICAL_TAG,
+    MechanicalLesson,
+    avoided_operation,
+    lesson_target,
+)
 from lamarck.node.store.port import (
     LessonEvent,
     LessonFilter,
@@ -73,6 +79,35 @@ TAINT_MARK = f"retired:{TAINTED_SOURCE}"
 RETRACT_MARK = f"retired:{RETRACTED_RECORD}"
 _MARKS = {TAINTED_SOURCE: TAINT_MARK, RETRACTED_RECORD: RETRACT_MARK}
 _LIVE = (LessonStatus.ACTIVE, LessonStatus.CLAIMED)
+
+
+def _mechanical(row: LessonRow) -> MechanicalLesson | None:
+    """The "prefer B over A for T" a mechanical lesson says (None for any other lesson)."""
+    if MECHANICAL_TAG not in row.tags:
+        return None
+    avoid, target = avoided_operation(row.tags), lesson_target(row.tags)
+    if not avoid or not target:
+        return None
+    return MechanicalLesson(prefer=row.operation, avoid=avoid, target=target)
+
+
+def unrelated_in_play(
+    row: LessonRow, by_id: Mapping[str, LessonRow], in_play: Mapping[str, tuple[str, ...]]
+) -> frozenset[str]:
+    """The lessons in play at ``row``'s evidence outcomes that ``row`` was not learned under:
+    mechanical lessons about another target, or saying the opposite of ``row`` (its outcome
+    refuted them). Known of mechanical lessons only; any other stays a possible parent."""
+    own = _mechanical(row)
+    if own is None or row.imported_from is not None:
+        return frozenset()
+    out: set[str] = set()
+    for outcome_id in row.evidence:
+        for lesson_id in in_play.get(outcome_id, ()):
+            other = by_id.get(lesson_id)
+            theirs = _mechanical(other) if other is not None else None
+            if theirs is not None and (theirs.target != own.target or own.reversed_by(theirs)):
+                out.add(lesson_id)
+    return frozenset(out)
 
 
 def is_taint_row(row: QuarantineRow) -> bool:
@@ -176,13 +211,22 @@ class TaintSweeper:
                 continue
             ids = outcome.record.get("in_play", ()) if isinstance(outcome.record, dict) else ()
             in_play[outcome_id] = tuple(str(i) for i in ids)
+        by_id = {r.id: r for r in rows}
         plan = taint_plan(
-            (LessonFacts(r.id, r.imported_from, r.evidence, r.content_hash) for r in rows),
+            (
+                LessonFacts(
+                    r.id,
+                    r.imported_from,
+                    r.evidence,
+                    r.content_hash,
+                    unrelated_in_play(r, by_id, in_play),
+                )
+                for r in rows
+            ),
             in_play,
             tainted,
             retracted,
         )
-        by_id = {r.id: r for r in rows}
         taken: dict[str, int] = {}
         keys = {q.content_hash for q in held}
         now = self._clock.now()

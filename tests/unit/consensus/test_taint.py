@@ -126,3 +126,17 @@ def test_a_retracted_record_of_a_tainted_source_is_charged_as_retracted() -> Non
         frozenset({H1}),
     )
     assert plan.direct == (Taken("x", BAD, RETRACTED_RECORD), Taken("y", BAD, TAINTED_SOURCE))
+
+
+def test_a_lesson_is_not_taken_out_for_in_play_lessons_it_was_not_learned_under() -> None:
+    # "fix" was learned from outcomes that had the liar's lessons in play: one it refuted and
+    # one about another target. Neither taught it; only "follower" was learned under "imp".
+    lessons = [
+        LessonFacts("imp", BAD),
+        LessonFacts("other", BAD),
+        LessonFacts("fix", None, ("o1", "o2"), unrelated=frozenset({"imp", "other"})),
+        LessonFacts("follower", None, ("o3",), unrelated=frozenset({"other"})),
+    ]
+    in_play = {"o1": ("imp", "other"), "o2": ("fix", "other"), "o3": ("imp", "other")}
+    plan = taint_plan(lessons, in_play, frozenset({BAD}))
+    assert plan.local == (Taken("follower", BAD, TAINTED_SOURCE),)
