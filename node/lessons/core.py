@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lamarck.errors import EvidenceError, InvalidRecord, SecretDetected
+from lamarck.node.embedding import release_memory
 from lamarck.node.learning import confidence as conf
 from lamarck.node.learning.attribution import Attribution
 from lamarck.node.learning.params import LearningParams
@@ -215,7 +216,9 @@ class LessonCore:
         self.learner = VariableImportanceLearner()
         self.learner_loaded = False
         #: Claim vectors and recall use marks written behind the agent's reply.
-        self.behind = WriteBehind(store, self.embed_many, params.write_behind)
+        self.behind = WriteBehind(
+            store, self.embed_many, params.write_behind, release=release_memory
+        )
 
     async def load_learner(self) -> VariableImportanceLearner:
         """The context-variable learner, read from the store once per service."""

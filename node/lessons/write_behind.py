@@ -67,9 +67,19 @@ class WriteBehind:
     pending (writing inline whatever the background could not); ``close`` flushes.
     """
 
-    def __init__(self, store: LessonStore, embed: EmbedBatch, params: WriteBehindParams) -> None:
+    def __init__(
+        self,
+        store: LessonStore,
+        embed: EmbedBatch,
+        params: WriteBehindParams,
+        *,
+        release: Callable[[], None] | None = None,
+    ) -> None:
         self._store = store
         self._embed = embed
+        # Called off the loop when a drain has embedded and nothing is left: gives the
+        # model's freed activations back to the system (the node's resident memory).
+        self._release = release
         self.params = params
         self._embeddings: dict[str, str] = {}
         self._uses: list[tuple[tuple[str, ...], datetime]] = []
@@ -185,12 +195,14 @@ class WriteBehind:
             )
 
     async def _drain(self) -> None:
+        embedded = False
         try:
             if self.params.linger_s > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.params.linger_s)
             self._wake.clear()
             while self.pending:
+                embedded = embedded or bool(self._embeddings)
                 try:
                     await self._write_once()
                 except Exception as e:  # the store is down: the next reader retries inline
@@ -201,8 +213,14 @@ class WriteBehind:
                 if self._failing:
                     _log.info("write-behind works again")
                 self._failing = False
+            if embedded and self._release is not None:
+                await asyncio.to_thread(self._release)
         finally:
             self._task = None
+        # Queued while the memory was released, after this drain's loop had ended (not
+        # reached when the drain failed, was cancelled or closed).
+        if self.pending:
+            self._kick()
 
     async def _write_once(self) -> None:
         """Write one batch of vectors, then the use marks queued so far."""
