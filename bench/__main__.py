@@ -111,7 +111,12 @@ GOALS: tuple[Goal, ...] = (
     ),
     Goal("rss", "node_rss_hashing_with_postgres_mb", "<=", 150.0, "fleet"),
     Goal("rss", "node_rss_minilm_with_postgres_mb", "<=", 600.0, "fleet", "mem0_minilm_rss_mb"),
-    Goal("fleet", "mistakes_reduction", ">=", 0.9, "fleet", "isolated_repeated_known_mistakes"),
+    # The fleet runs one poisoning node: issue 14 §3.7's goal for a fleet with poisoners is
+    # honest agents no worse than isolated (shared / isolated repeated mistakes <= 1); its
+    # >= 90 % goal is for a fleet without them (tests/integration/fleet's learning curve).
+    Goal(
+        "fleet", "repeated_mistakes_ratio", "<=", 1.0, "fleet", "isolated_repeated_known_mistakes"
+    ),
     Goal("fleet", "fleet_total_s", "<=", 180.0, "fleet"),
 )
 
@@ -120,6 +125,8 @@ GOALS: tuple[Goal, ...] = (
 SHOWN: tuple[tuple[str, str, str], ...] = (
     # Issue 14 §4 "the RSS of a 5-node fleet": nodes + PostgreSQL (PSS) + the registry's Redis.
     ("fleet", "fleet_rss_mb", "fleet"),
+    # The reduction itself, with its poisoning node (judged above by the poisoners' goal).
+    ("fleet", "mistakes_reduction", "fleet"),
 )
 
 #: Mem0's process with the same model (issue 14 §4), the baseline of the MiniLM RSS goal.

@@ -272,7 +272,7 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
         figures = learning_figures(records)
         console.print(nodes_table(names, roles, driver.counts(), driver.learned, "per node"))
     _show_reputation(console, fleet)
-    console.print(learning_table(figures))
+    console.print(learning_table(figures, byzantine=fleet.spec.byzantine))
     return figures
 
 

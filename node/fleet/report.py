@@ -189,8 +189,10 @@ def nodes_table(
     return table
 
 
-def learning_table(figures: Mapping[str, float]) -> Table:
-    """Learning with sharing vs the same agents isolated."""
+def learning_table(figures: Mapping[str, float], *, byzantine: int = 0) -> Table:
+    """Learning with sharing vs the same agents isolated; the caption judges the figure by the
+    goal of its condition (issue 14 §3.7): without poisoners, >= 90 % fewer repeated known
+    mistakes; with ``byzantine`` poisoning nodes, honest agents no worse than isolated."""
     table = Table(title="learning: the same agents with sharing vs isolated")
     table.add_column("figure")
     table.add_column("with sharing", justify="right")
@@ -206,10 +208,20 @@ def learning_table(figures: Mapping[str, float]) -> Table:
         fmt = "{:.0%}" if key == "first_attempt_success" else "{:.0f}"
         table.add_row(label, fmt.format(a), fmt.format(b))
     if "mistakes_reduction" in figures:
-        table.caption = (
-            f"known mistakes repeated: {figures['mistakes_reduction']:.0%} fewer with sharing "
-            "(goal >= 90%)"
-        )
+        fewer = f"known mistakes repeated: {figures['mistakes_reduction']:.0%} fewer with sharing"
+        if byzantine:
+            shared = figures.get(f"{SHARED}_repeated_known_mistakes", 0.0)
+            isolated = figures.get(f"{ISOLATED}_repeated_known_mistakes", 0.0)
+            met = "met" if shared <= isolated else "NOT met"
+            table.caption = (
+                f"{fewer}; with {byzantine} poisoning node(s) the goal is honest agents no "
+                f"worse than isolated ({shared:.0f} vs {isolated:.0f}: {met}); the >= 90% goal "
+                "is for a fleet without poisoners (--byzantine 0). Mistakes left with sharing "
+                "follow a poisoner's lessons before reality exposes it."
+            )
+        else:
+            met = "met" if figures["mistakes_reduction"] >= 0.9 else "NOT met"
+            table.caption = f"{fewer} (goal >= 90%: {met})"
     return table
 
 

@@ -34,19 +34,43 @@ def test_the_table_shows_value_baseline_ratio_and_verdict_for_benches_that_ran()
     rows = table_rows(
         {
             "peers": {"recall_p50_ratio": 0.4, "mem0_search_p50_ms": 2.0},
-            "fleet": {"mistakes_reduction": 0.8, "isolated_repeated_known_mistakes": 12.0},
+            "fleet": {"repeated_mistakes_ratio": 1.2, "isolated_repeated_known_mistakes": 12.0},
         }
     )
     by_key = {r[1]: r for r in rows}
     assert by_key["recall_p50_ratio"][3:] == ("2", "0.4", "<= 0.5", "met")
-    assert by_key["mistakes_reduction"][-1] == "NOT MET"
+    assert by_key["repeated_mistakes_ratio"][-1] == "NOT MET"
     assert all(r[0] in ("peers", "fleet") for r in rows)  # benches that did not run: no rows
     assert len({(g.bench, g.key) for g in GOALS}) == len(GOALS)
 
 
 def test_a_figure_with_no_goal_named_is_shown_and_never_judged() -> None:
-    rows = table_rows({"fleet": {"fleet_rss_mb": 842.1, "mistakes_reduction": 0.95}})
+    rows = table_rows(
+        {
+            "fleet": {
+                "fleet_rss_mb": 842.1,
+                "mistakes_reduction": 0.82,
+                "repeated_mistakes_ratio": 0.2,
+            }
+        }
+    )
     by_key = {r[1]: r for r in rows}
     assert by_key["fleet_rss_mb"][2:] == ("842.1", "-", "-", "none named", "-")
-    assert by_key["mistakes_reduction"][-1] == "met"
+    # The reduction is shown; with its poisoning node, the ratio is what is judged.
+    assert by_key["mistakes_reduction"][-1] == "-"
+    assert by_key["repeated_mistakes_ratio"][-1] == "met"
     assert table_rows({"fleet": {}}) == []  # not measured: no row
+
+
+def test_the_learning_caption_judges_by_the_goal_of_its_condition() -> None:
+    from lamarck.node.fleet.report import learning_table
+
+    figures = {
+        "shared_repeated_known_mistakes": 3.0,
+        "isolated_repeated_known_mistakes": 24.0,
+        "mistakes_reduction": 0.875,
+    }
+    honest = str(learning_table(figures).caption)
+    assert "goal >= 90%: NOT met" in honest
+    poisoned = str(learning_table(figures, byzantine=1).caption)
+    assert "no worse than isolated (3 vs 24: met)" in poisoned
