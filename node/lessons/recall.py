@@ -76,8 +76,10 @@ class Recall:
         """
         core = self._core
         lp = core.params.lesson
-        # Read-your-writes: a claim stored behind its vector is searchable from here on.
-        await core.behind.settle()
+        # Read-your-writes: a lesson stored behind its vector is searchable from here on. The
+        # use marks may stay behind: ranking reads idle days, which a mark seconds old does
+        # not change, and waiting for the last recall's marks would put them back in this wait.
+        await core.behind.settle_vectors()
         await core.load_learner()
         query = await core.embed(task)
         statuses = (LessonStatus.ACTIVE, LessonStatus.CLAIMED) if include_claimed else None

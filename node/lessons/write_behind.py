@@ -161,9 +161,10 @@ class WriteBehind:
         while self.pending:
             await _outside(self._write_once())
 
-    async def settle_vectors(self, lesson_ids: Iterable[str]) -> None:
-        """Return once none of ``lesson_ids`` waits for its vector (others may still)."""
-        ids = list(lesson_ids)
+    async def settle_vectors(self, lesson_ids: Iterable[str] | None = None) -> None:
+        """Return once none of ``lesson_ids`` (None: of the lessons queued now) waits for its
+        vector; use marks and lessons queued later may still."""
+        ids = list(self._embeddings if lesson_ids is None else lesson_ids)
         while wanted := [i for i in ids if i in self._embeddings]:
             await _outside(self._write_vectors(wanted))
             ids = wanted
