@@ -21,7 +21,13 @@ from lamarck.node.learning.ranking import Candidate, idle_days, rank
 from lamarck.node.learning.scopes import recall_scopes
 from lamarck.node.lessons.core import LessonCore, RecalledLesson, RecallResult
 from lamarck.node.lessons.knowledge import Knowledge, embeddings_of
-from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
+from lamarck.node.store.port import (
+    Category,
+    LessonFilter,
+    LessonRow,
+    LessonStatus,
+    RelevanceFloor,
+)
 
 __all__ = ["OperationCheck", "Recall"]
 
@@ -91,6 +97,8 @@ class Recall:
                 scopes=recall_scopes(scope),
                 category=Category.LESSON,
             ),
+            # The floor below, applied by the store: rows under it are never fetched.
+            RelevanceFloor(lp.min_similarity, lp.relative_similarity),
         )
         now = core.clock.now()
         # The relevance floor: below it a lesson is not about this task, however trusted; and

@@ -30,6 +30,7 @@ from lamarck.node.store.port import (
     OutcomeRow,
     QuarantineRow,
     RejectionRow,
+    RelevanceFloor,
     ScoredLesson,
     Vector,
     check_event_kinds,
@@ -325,7 +326,9 @@ class InMemoryLessonStore(LessonStore):
         rows = sorted(self._matching(flt), key=lesson_sort_key)
         return rows[flt.offset : flt.offset + flt.limit]
 
-    async def search(self, query: Vector, k: int, flt: LessonFilter) -> list[ScoredLesson]:
+    async def search(
+        self, query: Vector, k: int, flt: LessonFilter, floor: RelevanceFloor | None = None
+    ) -> list[ScoredLesson]:
         """Exact top-``k`` by cosine similarity among matching lessons that have an embedding.
 
         Ties are broken by id; ``flt.limit``/``offset`` do not apply (``k`` does).
@@ -343,7 +346,11 @@ class InMemoryLessonStore(LessonStore):
             sims = (matrix @ q) / norms
         sims = np.where(np.isfinite(sims), sims, -np.inf)
         order = sorted(range(len(rows)), key=lambda i: (-float(sims[i]), rows[i].id))[:k]
-        return [ScoredLesson(rows[i], float(sims[i])) for i in order if np.isfinite(float(sims[i]))]
+        hits = [ScoredLesson(rows[i], float(sims[i])) for i in order if np.isfinite(float(sims[i]))]
+        if floor is None or not hits:
+            return hits
+        cut = floor.cut(hits[0].similarity)
+        return [h for h in hits if h.similarity >= cut]
 
     async def count_lessons(self, flt: LessonFilter) -> int:
         """How many lessons match the filter (ignores limit/offset)."""

@@ -33,6 +33,7 @@ __all__ = [
     "ProvenanceEntry",
     "QuarantineRow",
     "RejectionRow",
+    "RelevanceFloor",
     "ScoredLesson",
     "Vector",
     "check_event_kinds",
@@ -156,6 +157,20 @@ class LessonFilter:
     tags: tuple[str, ...] | None = None
     limit: int = 100
     offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RelevanceFloor:
+    """Which of a search's top-``k`` are relevant: similarity at least ``minimum`` and at
+    least ``relative`` times the best of them (recall's rule, applied where the rows are, so
+    the irrelevant ones are never fetched)."""
+
+    minimum: float
+    relative: float
+
+    def cut(self, best: float) -> float:
+        """The similarity a hit needs when the best of the top-``k`` has ``best``."""
+        return max(self.minimum, best * self.relative)
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,8 +362,11 @@ class LessonStore(abc.ABC):
         (an embedding deferred by a write-behind that did not finish), oldest first."""
 
     @abc.abstractmethod
-    async def search(self, query: Vector, k: int, flt: LessonFilter) -> list[ScoredLesson]:
-        """Top-``k`` lessons by cosine similarity to ``query`` among those matching ``flt``."""
+    async def search(
+        self, query: Vector, k: int, flt: LessonFilter, floor: RelevanceFloor | None = None
+    ) -> list[ScoredLesson]:
+        """Top-``k`` lessons by cosine similarity to ``query`` among those matching ``flt``;
+        with ``floor``, only those of them it keeps (``RelevanceFloor.cut`` of their best)."""
 
     @abc.abstractmethod
     async def count_lessons(self, flt: LessonFilter) -> int:

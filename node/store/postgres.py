@@ -45,6 +45,7 @@ from lamarck.node.store.port import (
     ProvenanceEntry,
     QuarantineRow,
     RejectionRow,
+    RelevanceFloor,
     ScoredLesson,
     Vector,
     check_event_kinds,
@@ -858,26 +859,57 @@ class PostgresLessonStore(LessonStore):
         return [_to_lesson(r) for r in recs]
 
     async def _search_once(
-        self, conn: Any, query: Vector, k: int, flt: LessonFilter, *, exact: bool
-    ) -> list[ScoredLesson]:
-        where, args = _where(flt, first=3)
+        self,
+        conn: Any,
+        query: Vector,
+        k: int,
+        flt: LessonFilter,
+        floor: RelevanceFloor | None,
+        *,
+        exact: bool,
+    ) -> tuple[int, list[ScoredLesson]]:
+        """How many of the top-``k`` the scan found, and those the floor keeps."""
+        cut: list[Any] = [] if floor is None else [floor.minimum, floor.relative]
+        where, args = _where(flt, first=3 + len(cut))
+        keep = (
+            ""
+            if floor is None
+            else " AND 1 - h.distance >= GREATEST($3::float8, (1 - b.d) * $4::float8)"
+        )
         # "+ 0" hides the operator from the planner: the exact run cannot use HNSW.
         order = "(l.embedding <=> $1) + 0" if exact else "l.embedding <=> $1"
-        # Only the k winners are joined back for their full columns and provenance.
+        # Only the winners the floor keeps are joined back for their full columns and
+        # provenance: fetching (and decoding) the irrelevant rest cost recall a third of its
+        # search time. NaN (a zero stored vector has no direction) is dropped, as in the
+        # memory adapter.
         recs = await conn.fetch(
             f"WITH hits AS (SELECT l.id, l.embedding <=> $1 AS distance FROM lessons l"
-            f" WHERE l.embedding IS NOT NULL AND {where} ORDER BY {order} LIMIT $2)"
-            f" SELECT {_SELECT_LESSON}, h.distance FROM hits h JOIN lessons l USING (id)"
-            f" WHERE h.distance <> 'NaN'::float8 ORDER BY h.distance, l.id",
+            f" WHERE l.embedding IS NOT NULL AND {where} ORDER BY {order} LIMIT $2),"
+            " found AS (SELECT count(*) AS n FROM hits),"
+            " best AS (SELECT min(distance) AS d FROM hits WHERE distance <> 'NaN'::float8),"
+            " kept AS (SELECT h.id, h.distance FROM hits h, best b"
+            f" WHERE h.distance <> 'NaN'::float8{keep})"
+            f" SELECT {_SELECT_LESSON}, k.distance, f.n FROM found f"
+            " LEFT JOIN (kept k JOIN lessons l USING (id)) ON true"
+            " ORDER BY k.distance, l.id",
             query,
             k,
+            *cut,
             *args,
         )
-        # NaN (a zero stored vector has no direction) is dropped, as in the memory adapter.
-        return [ScoredLesson(_to_lesson(r), 1.0 - float(r["distance"])) for r in recs]
+        found = int(recs[0]["n"]) if recs else 0
+        hits = [
+            ScoredLesson(_to_lesson(r), 1.0 - float(r["distance"]))
+            for r in recs
+            if r["distance"] is not None
+        ]
+        return found, hits
 
-    async def search(self, query: Vector, k: int, flt: LessonFilter) -> list[ScoredLesson]:
-        """Top-``k`` by cosine similarity among matching lessons (HNSW, exact fallback).
+    async def search(
+        self, query: Vector, k: int, flt: LessonFilter, floor: RelevanceFloor | None = None
+    ) -> list[ScoredLesson]:
+        """Top-``k`` by cosine similarity among matching lessons (HNSW, exact fallback); with
+        ``floor``, only the relevant ones among them are fetched.
 
         Ties are broken by id; ``flt.limit``/``offset`` do not apply (``k`` does).
         """
@@ -889,13 +921,13 @@ class PostgresLessonStore(LessonStore):
                 async with conn.transaction():
                     # ef_search bounds how many rows the index scan can return.
                     await conn.execute(f"SET LOCAL hnsw.ef_search = {min(k, _MAX_EF_SEARCH)}")
-                    hits = await self._search_once(conn, q, k, flt, exact=False)
+                    found, hits = await self._search_once(conn, q, k, flt, floor, exact=False)
             else:
-                hits = await self._search_once(conn, q, k, flt, exact=False)
-            if len(hits) < k:
+                found, hits = await self._search_once(conn, q, k, flt, floor, exact=False)
+            if found < k:
                 # The index scan filters after collecting ef_search candidates: with a
                 # selective filter it can miss matches. Exact is cheap exactly then.
-                hits = await self._search_once(conn, q, k, flt, exact=True)
+                _, hits = await self._search_once(conn, q, k, flt, floor, exact=True)
         return hits
 
     async def count_lessons(self, flt: LessonFilter) -> int:

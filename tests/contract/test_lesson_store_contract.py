@@ -28,6 +28,7 @@ from lamarck.node.store.port import (
     ProvenanceEntry,
     QuarantineRow,
     RejectionRow,
+    RelevanceFloor,
 )
 from lamarck.node.store.postgres import VECTOR_INDEX, PostgresLessonStore, translate_error
 
@@ -489,6 +490,28 @@ async def test_search_applies_the_filter_and_skips_rows_without_embedding(
         "p1-far",
     }
     assert await store.search(vec(1.0), 0, LessonFilter()) == []
+
+
+async def test_search_with_a_floor_returns_exactly_the_top_k_it_keeps(store: LessonStore) -> None:
+    rng = np.random.default_rng(11)
+    rows = [
+        lesson(f"f{i:02d}", embedding=rng.normal(size=DIM).astype(np.float32)) for i in range(40)
+    ]
+    await store.insert_lessons(rows)
+    query = rng.normal(size=DIM).astype(np.float32)
+    top = await store.search(query, 12, LessonFilter())
+    for floor in (RelevanceFloor(-1.0, 0.5), RelevanceFloor(0.2, 0.0), RelevanceFloor(0.9, 0.9)):
+        cut = floor.cut(top[0].similarity)
+        kept = await store.search(query, 12, LessonFilter(), floor)
+        # The same hits, in the same order, as cutting the unfloored top-k by the same rule.
+        assert [h.lesson.id for h in kept] == [h.lesson.id for h in top if h.similarity >= cut]
+        assert [h.similarity for h in kept] == pytest.approx(
+            [h.similarity for h in top if h.similarity >= cut], abs=1e-6
+        )
+    # Nothing reaches a floor above every similarity; nothing is found in an empty filter.
+    assert await store.search(query, 12, LessonFilter(), RelevanceFloor(1.01, 0.0)) == []
+    empty = LessonFilter(scopes=("project:none",))
+    assert await store.search(query, 12, empty, RelevanceFloor(0.0, 0.5)) == []
 
 
 async def test_search_ties_are_broken_by_id(store: LessonStore) -> None:
