@@ -296,7 +296,7 @@ class Node:
             self.clock,
             params.learning,
             rng=random.Random(),
-            token_counter=token_counter(),
+            token_counter=token_counter(params.learning.lesson.token_count_cache),
             transfer=params.transfer,
             max_future_skew_s=params.importing.max_future_skew_s,
         )

@@ -642,10 +642,11 @@ def make_embedder(
 # -- counting prompt tokens ------------------------------------------------------------------
 
 
-def token_counter() -> Callable[[str], int]:
+def token_counter(cache_size: int) -> Callable[[str], int]:
     """The prompt's token counter: the real WordPiece tokenizer shipped with the MiniLM model
     package when it and ``tokenizers`` are installed, else ``estimate_tokens`` (an estimate
-    proved against that tokenizer in the unit tests). Loaded once, at start-up."""
+    proved against that tokenizer in the unit tests). Loaded once, at start-up; the counts of
+    the last ``cache_size`` texts are remembered (``LessonParams.token_count_cache``)."""
     try:
         package = importlib.import_module(_MINILM_MODULE)
         tokenizers = importlib.import_module("tokenizers")
@@ -659,6 +660,7 @@ def token_counter() -> Callable[[str], int]:
     tokenizer.no_padding()
     tokenizer.no_truncation()
 
+    @functools.lru_cache(maxsize=cache_size)
     def count(text: str) -> int:
         return len(tokenizer.encode(text, add_special_tokens=True).ids)
 

@@ -183,6 +183,9 @@ class LessonParams:
     max_content_bytes: int = 4096
     # Situation lessons shown at turn start ("Known blockers", seed 002 §3.4). Integer >= 1.
     max_situations_at_turn_start: int = 3
+    # Lesson texts whose prompt token count is remembered: the same lessons are counted for
+    # recall after recall, and the tokenizer was a seventh of Recall's time. Integer >= 1.
+    token_count_cache: int = 4096
 
     def __post_init__(self) -> None:
         """Validate every field and the order between them."""
@@ -192,6 +195,7 @@ class LessonParams:
         _positive_int("promotion_projects", self.promotion_projects)
         _rule(self.promotion_projects >= 2, "promotion_projects", "must be at least 2")
         _positive_int("candidate_pool", self.candidate_pool)
+        _positive_int("token_count_cache", self.token_count_cache)
         _rule(
             self.candidate_pool >= self.recall_limit,
             "candidate_pool",
