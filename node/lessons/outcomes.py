@@ -59,7 +59,7 @@ from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 from lamarck.proto.timefmt import parse_ts
 from lamarck.reputation.events import ReputationEvent
 
-__all__ = ["OutcomeLearning", "outcome_checks", "outcome_steps"]
+__all__ = ["OutcomeLearning", "outcome_checks", "outcome_steps", "outcome_verdict"]
 
 # The changes that count as something learned (promotions and retirements follow from these).
 _LEARNED = frozenset({"created", "confirmed", "contradicted"})
@@ -91,6 +91,17 @@ def outcome_checks(outcome: Outcome) -> list[CheckRun]:
         )
         for c in outcome.checks
     ]
+
+
+def outcome_verdict(outcome: Outcome) -> Verdict:
+    """What an outcome teaches: its checks folded (``derive_verdict``), never more optimistic
+    than either the loop's own verdict or the checks."""
+    verdict = derive_verdict(
+        outcome_checks(outcome),
+        claim_ok=outcome.claim_ok,
+        injected_instruction=outcome.injected_instruction,
+    )
+    return dataclasses.replace(verdict, passed=verdict.passed and outcome.passed)
 
 
 def _outcome_texts(outcome: Outcome) -> list[str]:
@@ -140,13 +151,7 @@ class OutcomeLearning:
             )
         core.scan([*_outcome_texts(outcome), *context_texts(context)], "outcome")
         self._refuse_future(outcome)
-        verdict = derive_verdict(
-            outcome_checks(outcome),
-            claim_ok=outcome.claim_ok,
-            injected_instruction=outcome.injected_instruction,
-        )
-        # Never more optimistic than either the loop's own verdict or the checks.
-        verdict = dataclasses.replace(verdict, passed=verdict.passed and outcome.passed)
+        verdict = outcome_verdict(outcome)
         # The in-play lessons' conflicts are checked by meaning: their vectors must be in.
         session = core.sessions.get(outcome.session_id, Session())
         await core.behind.settle_vectors([*session.in_play, *outcome.in_play])

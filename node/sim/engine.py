@@ -13,7 +13,7 @@ What runs is the node's own code, imported, never copied:
 * anti-entropy: ``sync_step`` pulling pages that ``select_for_sync`` serves from the peer's
   holdings, from the peers ``sync_sample`` (``AntiEntropy.once``'s rule) picks each round;
 * outcomes: the fleet agent's ``RunRecorder`` derives each simulated turn's outcome, and
-  ``derive_verdict`` and ``attribute`` judge it as ``OutcomeLearning.record_outcome`` does, over
+  ``outcome_verdict`` and ``attribute`` judge it as ``OutcomeLearning.record_outcome`` does, over
   the in-play rows ``imported_row`` builds; ``reality_events`` charges their sources;
 * the taint sweep: ``lamarck.consensus.taint``'s ``tainted_sources`` and ``taint_plan`` (what
   ``TaintSweeper.once`` applies), run at a node's next sweep tick after it graylists a source;
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import dataclasses
 import hashlib
 import math
 import random
@@ -65,7 +64,6 @@ from lamarck.node.importing.decision import ImportOutcome, ImportParams, Incomin
 from lamarck.node.importing.filters import Corroboration, EstablishedLesson
 from lamarck.node.importing.view import HeldRecords, ImportSnapshot, SourceHistory
 from lamarck.node.learning import attribution as attribution_core
-from lamarck.node.learning import outcomes as learning_outcomes
 from lamarck.node.learning.prompt import format_line
 from lamarck.node.lessons import outcomes as lessons_outcomes
 from lamarck.node.sharing import anti_entropy as anti_entropy_core
@@ -520,7 +518,7 @@ class SimNetwork:
         confidence; the agent orders its attempts by ``attempt_order`` and the environment
         answers (``succeeds``). The lessons that decided the order are in play (in a prompt).
         The outcome is the one the fleet agent records (``RunRecorder``: one ``test`` check
-        per attempt); the node folds it with ``derive_verdict`` and ``attribute`` as
+        per attempt); the node folds it with ``outcome_verdict`` and ``attribute`` as
         ``OutcomeLearning.record_outcome`` does, and ``reality_events`` charges each
         attributed lesson's source.
         """
@@ -540,13 +538,7 @@ class SimNetwork:
             return  # no lesson shaped the run: the outcome attributes nothing
         attempts = run_attempts(order, lambda op: succeeds(p, op, flipped=False))
         outcome = self._outcome(p, attempts)
-        verdict = learning_outcomes.derive_verdict(
-            lessons_outcomes.outcome_checks(outcome),
-            claim_ok=outcome.claim_ok,
-            injected_instruction=outcome.injected_instruction,
-        )
-        # OutcomeLearning.record_outcome: never more optimistic than the loop's own verdict.
-        verdict = dataclasses.replace(verdict, passed=verdict.passed and outcome.passed)
+        verdict = lessons_outcomes.outcome_verdict(outcome)
         now = self.clock.now()
         rows = []
         for lesson_id in in_play:

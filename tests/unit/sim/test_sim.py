@@ -15,14 +15,15 @@ from lamarck.node.gossip import router as router_core
 from lamarck.node.importing import decision as decision_core
 from lamarck.node.importing.decision import ImportDecision, ImportOutcome
 from lamarck.node.learning import attribution as attribution_core
-from lamarck.node.learning import outcomes as learning_outcomes
 from lamarck.node.learning.attribution import Attribution, Effect
-from lamarck.node.learning.outcomes import CheckRun, ToolStep, Verdict
+from lamarck.node.learning.outcomes import ToolStep, Verdict
+from lamarck.node.lessons import outcomes as lessons_outcomes
 from lamarck.node.sim.calibration import push_calibration, tree_depth
 from lamarck.node.sim.engine import SimCores
 from lamarck.node.sim.params import SimParams
 from lamarck.node.sim.records import LessonKind, honest_lesson, subtle_poison
 from lamarck.node.sim.scenarios import identities_for, run_main, run_sybil, workload_pitfalls
+from lamarck.proto.outcome import Outcome
 from lamarck.reputation.params import ReputationParams
 
 
@@ -146,12 +147,10 @@ def test_agent_outcomes_are_judged_by_the_shipped_verdict_and_attribution(
 ) -> None:
     verdicts: list[bool] = []
     effects: list[Effect] = []
-    derive, attribute = learning_outcomes.derive_verdict, attribution_core.attribute
+    derive, attribute = lessons_outcomes.outcome_verdict, attribution_core.attribute
 
-    def spy_verdict(
-        checks: Sequence[CheckRun], *, claim_ok: bool, injected_instruction: bool = False
-    ) -> Verdict:
-        verdict = derive(checks, claim_ok=claim_ok, injected_instruction=injected_instruction)
+    def spy_verdict(outcome: Outcome) -> Verdict:
+        verdict = derive(outcome)
         verdicts.append(verdict.passed)
         return verdict
 
@@ -162,7 +161,7 @@ def test_agent_outcomes_are_judged_by_the_shipped_verdict_and_attribution(
         effects.extend(a.effect for a in out)
         return out
 
-    monkeypatch.setattr(learning_outcomes, "derive_verdict", spy_verdict)
+    monkeypatch.setattr(lessons_outcomes, "outcome_verdict", spy_verdict)
     monkeypatch.setattr(attribution_core, "attribute", spy_attribute)
     params = SimParams(nodes=30, byzantine_share=0.2, lessons=3, attack_records=4, horizon_s=120)
     run_main(dataclasses.replace(params, seed=3), SimCores(), identities_for(30, 3))
