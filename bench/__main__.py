@@ -127,6 +127,9 @@ SHOWN: tuple[tuple[str, str, str], ...] = (
     ("fleet", "fleet_rss_mb", "fleet"),
     # The reduction itself, with its poisoning node (judged above by the poisoners' goal).
     ("fleet", "mistakes_reduction", "fleet"),
+    # What the write-behind moved out of the writes' wait: the next recall after the burst
+    # of writes settles it (issue 17 §2 asks for no goal on it).
+    ("peers", "recall_after_writes_ms", "peers"),
 )
 
 #: Mem0's process with the same model (issue 14 §4), the baseline of the MiniLM RSS goal.
