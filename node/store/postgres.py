@@ -939,20 +939,19 @@ class PostgresLessonStore(LessonStore):
 
     async def retired_evidence_ids(self, among: Sequence[str] | None = None) -> set[str]:
         """Outcome ids cited by any lesson whose ``superseded_by`` is ``retired:<who>``; with
-        ``among``, only those ids (one lookup on the partial GIN index of migration 0008)."""
+        ``among``, only those ids. Read from ``retired_evidence``, which a trigger keeps
+        (migration 0010): no index of ``lessons`` reads its evidence."""
         async with _guard():
             if among is None:
                 recs = await self.pool.fetch(
-                    "SELECT DISTINCT unnest(evidence) AS id FROM lessons"
-                    " WHERE superseded_by LIKE 'retired:%'"
+                    "SELECT DISTINCT outcome_id AS id FROM retired_evidence"
                 )
             elif not among:
                 return set()
             else:
                 recs = await self.pool.fetch(
-                    "SELECT DISTINCT e.id FROM lessons l, unnest(l.evidence) AS e(id)"
-                    " WHERE l.superseded_by LIKE 'retired:%' AND l.evidence && $1::text[]"
-                    " AND e.id = ANY($1::text[])",
+                    "SELECT DISTINCT outcome_id AS id FROM retired_evidence"
+                    " WHERE outcome_id = ANY($1::text[])",
                     list(among),
                 )
         return {r["id"] for r in recs}

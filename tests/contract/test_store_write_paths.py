@@ -133,3 +133,22 @@ async def test_a_lesson_written_with_provenance_and_events_keeps_both(store: Les
         await store.insert_lesson(_lesson("a", provenance=(_prov("s3", 2),)), events)
     assert [p.source_node_id for p in (await store.get_lesson("a")).provenance] == ["s1", "s2"]
     assert await store.lesson_events(["a"]) == events
+
+
+async def test_retired_evidence_follows_retirement_evidence_and_deletion(
+    store: LessonStore,
+) -> None:
+    row = _lesson("later", evidence=("o4",))
+    await store.insert_lesson(row)
+    assert await store.retired_evidence_ids(among=("o4",)) == set()
+    # Retired by the user through an ordinary update: its evidence is never re-learned.
+    retired = dataclasses.replace(
+        row, status=LessonStatus.RETIRED, superseded_by="retired:u", evidence=("o4", "o5")
+    )
+    await store.update_lesson(retired)
+    assert await store.retired_evidence_ids(among=("o4", "o5", "o6")) == {"o4", "o5"}
+    # A later write of the retired row with less evidence: the answer follows the row.
+    await store.update_lesson(dataclasses.replace(retired, evidence=("o5",)))
+    assert await store.retired_evidence_ids(among=("o4", "o5")) == {"o5"}
+    await store.hard_delete("later")
+    assert await store.retired_evidence_ids() == set()
