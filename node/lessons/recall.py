@@ -97,15 +97,12 @@ class Recall:
                 scopes=recall_scopes(scope),
                 category=Category.LESSON,
             ),
-            # The floor below, applied by the store: rows under it are never fetched.
+            # The relevance floor: below it a lesson is not about this task, however trusted;
+            # and near the best hit: a neighbour in the same domain is not about this task
+            # either. Applied by the store, so the rows under it are never fetched.
             RelevanceFloor(lp.min_similarity, lp.relative_similarity),
         )
         now = core.clock.now()
-        # The relevance floor: below it a lesson is not about this task, however trusted; and
-        # near the best hit: a neighbour in the same domain is not about this task either.
-        best = max((h.similarity for h in hits), default=0.0)
-        floor = max(lp.min_similarity, best * lp.relative_similarity)
-        hits = [h for h in hits if h.similarity >= floor]
         by_id = {h.lesson.id: h for h in hits}
         ranked = rank(
             [
