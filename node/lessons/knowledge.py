@@ -5,8 +5,9 @@ The rules are pure (``node/learning/conflicts.py``, ``consolidation.py``); this 
 rows they need, writes exactly what their plans say, and logs each change. Every other part of
 the lesson service builds one ``Knowledge`` over the shared ``LessonCore``:
 
-* ``contest_new``: after an active lesson is stored, the lessons about the same operation (one
-  indexed lookup, ``LessonFilter.about``) are checked against it and each conflict contested;
+* ``contest_new``: after an active lesson is stored, the lessons that could contradict it (the
+  reversed mechanical lesson by its target tag, and those about the same operation within the
+  claim similarity by a vector search) are checked against it and each conflict contested;
 * ``settle_in_play``: an outcome's attributions settle the open conflicts of the lessons in play,
   and the uncontested ones (two imports unproven here) of the lessons it tested and proved;
 * ``apply_settlement``: the two rows of a settlement, and nothing else, are written;
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lamarck.node.learning.attribution import Attribution, Effect
+from lamarck.node.learning.attribution import Attribution, Effect, normalise_operation
 from lamarck.node.learning.conflicts import (
     Conflict,
     LessonUpdate,
@@ -34,16 +35,28 @@ from lamarck.node.learning.conflicts import (
     contest,
     detect_conflicts,
     has_local_evidence,
+    mechanical_claim,
     settle_outcome,
     settle_proven,
 )
 from lamarck.node.learning.consolidation import ConsolidationPlan, apply_merge, plan_consolidation
+from lamarck.node.learning.mechanical import TARGET_TAG
 from lamarck.node.learning.scopes import GLOBAL, recall_scopes
 from lamarck.node.lessons.core import LessonChange, LessonCore
-from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
+from lamarck.node.store.memory import lesson_matches
+from lamarck.node.store.port import (
+    Category,
+    LessonFilter,
+    LessonRow,
+    LessonStatus,
+    RelevanceFloor,
+)
 from lamarck.reputation.events import ReputationEvent
 
 __all__ = ["InPlaySettlements", "Knowledge", "embeddings_of"]
+
+#: How far under ``min_claim_similarity`` the rivals' vector search reaches (float noise).
+_FLOOR_SLACK = 1e-6
 
 
 def embeddings_of(rows: Iterable[LessonRow]) -> dict[str, npt.NDArray[np.floating[Any]]]:
@@ -87,19 +100,48 @@ class Knowledge:
             self._core.similarity,
         )
 
-    async def _about(self, row: LessonRow) -> builtins.list[LessonRow]:
-        """Active lessons about ``row``'s operation whose scope meets ``row``'s (indexed)."""
-        scopes = None if row.scope == GLOBAL else recall_scopes(row.scope)
-        found = await self._core.store.list_lessons(
-            LessonFilter(
-                statuses=(LessonStatus.ACTIVE,),
-                scopes=scopes,
-                category=Category.LESSON,
-                about=row.operation.strip(),
-                limit=self._core.params.lesson.max_active_per_scope,
-            )
+    async def _rivals(self, row: LessonRow) -> builtins.list[LessonRow]:
+        """The active lessons that could contradict ``row``, found by index, with their vectors.
+
+        ``conflict_between`` needs, of the lessons whose scope meets ``row``'s, either the
+        mechanical lesson saying the reverse (the same target: one lookup by its target tag
+        among the lessons about the operation) or one about the same operation whose vector is
+        within ``min_claim_similarity`` (a vector search under that floor). Neither reads every
+        lesson about a common operation, so the check does not grow with the store (issue 17
+        §5). A lesson whose vector still waits behind a reply is read with it filled in.
+        """
+        core = self._core
+        p = core.params
+        base = LessonFilter(
+            statuses=(LessonStatus.ACTIVE,),
+            scopes=None if row.scope == GLOBAL else recall_scopes(row.scope),
+            category=Category.LESSON,
+            limit=p.lesson.max_active_per_scope,
         )
-        return await self._core.with_vectors(found)
+        found: dict[str, LessonRow] = {}
+        claim = mechanical_claim(row)
+        if claim is not None:
+            reverse = dataclasses.replace(
+                base, about=claim.prefer, tags=(f"{TARGET_TAG}{claim.target}",)
+            )
+            found.update((r.id, r) for r in await core.store.list_lessons(reverse))
+        [me] = await core.with_vectors([row])
+        if me.embedding is not None:
+            same_operation = dataclasses.replace(base, operation=normalise_operation(row.operation))
+            # The floor a hair below the rule's: the store's cosine and numpy's may differ in
+            # the last bits, and conflict_between decides exactly on the rows returned.
+            floor = RelevanceFloor(p.knowledge.conflicts.min_claim_similarity - _FLOOR_SLACK, 0.0)
+            hits = await core.store.search(me.embedding, base.limit, same_operation, floor)
+            found.update((h.lesson.id, h.lesson) for h in hits)
+            # Rows written a moment ago whose vector is still queued are not in the search.
+            if waiting := [i for i in core.behind.queued if i != row.id]:
+                found.update(
+                    (r.id, r)
+                    for r in await core.store.get_lessons(waiting)
+                    if r.id not in found and lesson_matches(r, same_operation)
+                )
+        found.pop(row.id, None)
+        return await core.with_vectors(list(found.values()))
 
     async def contest_new(
         self, row: LessonRow, *, only_proven_here: bool = False
@@ -114,7 +156,7 @@ class Knowledge:
         await self._core.load_learner()
         changes: builtins.list[LessonChange] = []
         current = row
-        for other in await self._about(row):
+        for other in await self._rivals(row):
             if other.id == row.id or other.id in current.contested_with:
                 continue
             if only_proven_here and not has_local_evidence(other):
@@ -253,7 +295,7 @@ class Knowledge:
         for lesson in lessons:
             if lesson.id not in tested or lesson.id in settled:
                 continue
-            for other in await self._about(rows[lesson.id]):
+            for other in await self._rivals(rows[lesson.id]):
                 me = rows[lesson.id]
                 if me.id in settled or other.id in settled or other.id == me.id:
                     continue

@@ -109,6 +109,11 @@ class WriteBehind:
         """Whether this task is inside :meth:`until_commit` (a row's vector may wait for it)."""
         return self._held.get() is not None
 
+    @property
+    def queued(self) -> tuple[str, ...]:
+        """The lessons whose vector is queued now (a search cannot find them yet)."""
+        return tuple(self._embeddings)
+
     def waits_for(self, lesson_id: str) -> bool:
         """Whether ``lesson_id``'s vector is queued (not held in a unit of work)."""
         return lesson_id in self._embeddings

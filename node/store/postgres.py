@@ -172,6 +172,12 @@ SELECT {_SELECT_LESSON} FROM chain JOIN lessons l USING (id) ORDER BY chain.dept
 """
 
 
+def _selective(flt: LessonFilter) -> bool:
+    """Whether ``flt`` names a key with its own index (an operation, a tag, an exact claim):
+    then the matching rows are few whatever the store's size."""
+    return any(x is not None for x in (flt.operation, flt.about, flt.tags, flt.content))
+
+
 def translate_error(e: BaseException) -> StoreError:
     """The ``StoreError`` subclass for an asyncpg, Postgres or socket error."""
     if isinstance(e, StoreError):
@@ -917,6 +923,12 @@ class PostgresLessonStore(LessonStore):
             return []
         q = _query_vector(query, self.dim)
         async with _guard(), self.pool.acquire() as conn:
+            if _selective(flt):
+                # An indexed key selects a few rows: ranking them exactly is cheaper than an
+                # HNSW scan whose candidates the filter would mostly drop (and then the exact
+                # run anyway).
+                _, hits = await self._search_once(conn, q, k, flt, floor, exact=True)
+                return hits
             if k > self.ef_search:
                 async with conn.transaction():
                     # ef_search bounds how many rows the index scan can return.

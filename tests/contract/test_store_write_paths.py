@@ -20,6 +20,7 @@ from lamarck.node.store.port import (
     LessonStatus,
     LessonStore,
     ProvenanceEntry,
+    RelevanceFloor,
 )
 
 DIM = 8  # the conftest's template dimension
@@ -152,3 +153,30 @@ async def test_retired_evidence_follows_retirement_evidence_and_deletion(
     assert await store.retired_evidence_ids(among=("o4", "o5")) == {"o5"}
     await store.hard_delete("later")
     assert await store.retired_evidence_ids() == set()
+
+
+async def test_a_search_by_operation_ranks_every_match_exactly(store: LessonStore) -> None:
+    # An operation filter selects a few rows among many: every one of them is ranked (the
+    # conflict check's vector search may not miss a rival the index scan would drop).
+    rng = np.random.default_rng(7)
+    others = [
+        _lesson(f"n{i:03d}", operation="make", embedding=rng.standard_normal(DIM).astype("f4"))
+        for i in range(120)
+    ]
+    await store.insert_lessons(others)
+    query = np.ones(DIM, dtype=np.float32)
+    near, far = query.copy(), -query.copy()
+    near[0] = 0.5  # cosine 0.98 to the query
+    await store.insert_lessons(
+        [
+            _lesson("near", operation="pytest", embedding=near),
+            _lesson("far", operation="pytest", embedding=far),
+            _lesson("off", operation="pytest", status=LessonStatus.RETIRED, embedding=near),
+        ]
+    )
+    flt = LessonFilter(operation="pytest")
+    hits = await store.search(query, 50, flt)
+    assert [h.lesson.id for h in hits] == ["near", "far"]
+    assert hits[0].similarity == pytest.approx(0.98, abs=0.01)
+    floored = await store.search(query, 50, flt, RelevanceFloor(0.9, 0.0))
+    assert [h.lesson.id for h in floored] == ["near"]

@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 
+from lamarck.node.learning.params import LearningParams, LessonParams
 from lamarck.node.learning.scopes import project_scope
 from lamarck.node.lessons.core import LEARNER_STATE_KEY
 from lamarck.node.store.port import LessonFilter, LessonRow, LessonStatus
@@ -215,3 +216,25 @@ async def test_predictions_across_a_difference_are_learned_and_persisted(h: Harn
     stored = await h.store.get_state(LEARNER_STATE_KEY)
     assert stored is not None
     assert stored["variables"]["environment"] == {"correct": 3, "incorrect": 0}
+
+
+async def test_a_contradiction_is_found_among_many_surer_lessons_on_its_operation() -> None:
+    # The check asks the store for the lessons that could contradict the new one (a vector
+    # search under the claim similarity), not for the first ones about the operation by
+    # confidence: twelve surer lessons on the same tool, more than a page of that lookup, do
+    # not hide the contradiction (issue 17 §5).
+    h = Harness(LearningParams(lesson=LessonParams(max_active_per_scope=5)))
+    ev = await _evidence(h)
+    yes = await h.service.write_lesson(YES, OP, SCOPE, evidence=[ev])
+    assert yes is not None
+    topics = ("caches wheels", "needs python 3.11", "reads pyproject", "writes a venv")
+    for n in range(12):
+        text = f"`uv sync` {topics[n % 4]} in checkout {n}"
+        other = await h.service.write_lesson(text, OP, SCOPE, evidence=[ev])
+        assert other is not None
+        stored = await h.store.get_lesson(other.id)
+        await h.store.update_lesson(dataclasses.replace(stored, confidence=0.9, embedding=None))
+    no = await h.service.write_lesson(NO, OP, SCOPE, evidence=[ev])
+    assert no is not None
+    assert (await h.store.get_lesson(no.id)).contested_with == (yes.id,)
+    assert (await h.store.get_lesson(yes.id)).contested_with == (no.id,)

@@ -322,3 +322,26 @@ def test_linger_must_be_finite_and_not_negative() -> None:
     for bad in (-0.1, float("nan"), float("inf")):
         with pytest.raises(ConfigError):
             WriteBehindParams(linger_s=bad)
+
+
+async def test_a_contradiction_of_a_lesson_whose_vector_waits_is_still_found() -> None:
+    # The conflict check searches the stored vectors; a lesson taught a moment ago, its vector
+    # still queued, is read from the queue with its vector filled in, not missed.
+    store = FlakyStore()
+    svc = service(store, dataclasses.replace(ON, linger_s=600.0))
+    result = await svc.record_outcome(_outcome(7, "shell:pytest tests/", "shell:pytest", "suite"))
+    [taught] = [c.lesson_id for c in result.changes if c.change == "created"]
+    assert svc._core.behind.waits_for(taught)
+    stored = await store.get_lesson(taught)
+    denial = stored.content.replace("Prefer", "Do not prefer")
+    no = await svc.write_lesson(
+        denial,
+        stored.operation,
+        stored.scope,
+        evidence=list(stored.evidence),
+        context=stored.context,
+    )
+    assert no is not None
+    assert (await store.get_lesson(no.id)).contested_with == (taught,)
+    assert (await store.get_lesson(taught)).contested_with == (no.id,)
+    await svc.close()
