@@ -56,6 +56,7 @@ and weak hints, which are quarantined instead of being rejected.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -65,7 +66,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from importlib import resources
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -1091,6 +1092,13 @@ class TextVectors(Protocol):
         ...
 
 
+@functools.cache
+def _holds_vectors(kind: type) -> bool:
+    """Whether a view of this type is a ``TextVectors`` (kept per type: the protocol's own
+    ``isinstance`` walks its members on every call)."""
+    return issubclass(kind, TextVectors)
+
+
 @dataclass(frozen=True, slots=True)
 class Judgement:
     """The filter's reading of one record: the verdict and the evidence behind it."""
@@ -1158,8 +1166,8 @@ class AutonomyFilter:
         return evidence.cue and evidence.polarity in (Polarity.NONE, Polarity.WEAK)
 
     def _vector(self, text: str, view: ImportView) -> Vectors | None:
-        if isinstance(view, TextVectors):
-            given = view.text_vector(text)
+        if _holds_vectors(type(view)):
+            given = cast(TextVectors, view).text_vector(text)
             if given is not None:
                 return given
         if self._bank is None:

@@ -32,7 +32,7 @@ import numpy as np
 
 from lamarck.errors import ConfigError, LamarckError
 from lamarck.node.embedding import Embedder, Vectors, release_memory
-from lamarck.node.importing.filters import Filter, TextsToEmbed, texts_to_embed
+from lamarck.node.importing.filters import Filter, reads_meaning, texts_to_embed
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.proto.signed import SignedMemory
 
@@ -166,7 +166,7 @@ def record_texts(raw: bytes, filters: Filter | None = None) -> list[str]:
     content = record_content(raw)
     if content is None:
         return []
-    if filters is None or not isinstance(filters, TextsToEmbed):
+    if filters is None or not reads_meaning(filters):
         return [content]
     try:
         memory = SignedMemory.from_json(raw).memory

@@ -232,3 +232,16 @@ def test_oversized_bytes_are_refused_before_parsing() -> None:
     with pytest.raises(InvalidRecord) as info:
         SignedMemory.from_json(b" " * 70_000)
     assert info.value.reason == "too_large"
+
+
+def test_the_same_bytes_parsed_again_are_answered_once() -> None:
+    # A batch import parses each record a chunk ahead and again in its pipeline: the second
+    # parse of the very same bytes object is a lookup; equal bytes from elsewhere keep their
+    # own object (``raw`` is always the caller's bytes).
+    raw = signed_bytes(v2_obj())
+    first = SignedMemory.from_json(raw)
+    assert SignedMemory.from_json(raw) is first
+    copy = bytes(bytearray(raw))
+    other = SignedMemory.from_json(copy)
+    assert other is not first and other.raw is copy
+    assert other.content_hash == first.content_hash
