@@ -56,7 +56,6 @@ and weak hints, which are quarantined instead of being rejected.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
@@ -72,7 +71,13 @@ import numpy as np
 
 from lamarck.errors import ConfigError
 from lamarck.node.embedding import Embedder, Vectors
-from lamarck.node.importing.filters import FilterReason, ImportView, Verdict, record_texts
+from lamarck.node.importing.filters import (
+    FilterReason,
+    ImportView,
+    Verdict,
+    conforms,
+    record_texts,
+)
 from lamarck.proto.memory import MemoryV2
 
 __all__ = [
@@ -1092,13 +1097,6 @@ class TextVectors(Protocol):
         ...
 
 
-@functools.cache
-def _holds_vectors(kind: type) -> bool:
-    """Whether a view of this type is a ``TextVectors`` (kept per type: the protocol's own
-    ``isinstance`` walks its members on every call)."""
-    return issubclass(kind, TextVectors)
-
-
 @dataclass(frozen=True, slots=True)
 class Judgement:
     """The filter's reading of one record: the verdict and the evidence behind it."""
@@ -1166,7 +1164,7 @@ class AutonomyFilter:
         return evidence.cue and evidence.polarity in (Polarity.NONE, Polarity.WEAK)
 
     def _vector(self, text: str, view: ImportView) -> Vectors | None:
-        if _holds_vectors(type(view)):
+        if conforms(view, TextVectors):
             given = cast(TextVectors, view).text_vector(text)
             if given is not None:
                 return given

@@ -61,6 +61,7 @@ __all__ = [
     "UnverifiedHighConfidence",
     "Verdict",
     "VerdictKind",
+    "conforms",
     "default_filters",
     "reads_meaning",
     "record_texts",
@@ -419,15 +420,22 @@ class TextsToEmbed(Protocol):
 
 
 @functools.cache
-def _reads_meaning(kind: type) -> bool:
-    return issubclass(kind, TextsToEmbed)
+def _conforms(kind: type, protocol: type) -> bool:
+    return issubclass(kind, protocol)
+
+
+def conforms(obj: object, protocol: type) -> bool:
+    """Whether ``obj`` meets the runtime-checkable ``protocol``. Asked per record (is this
+    filter a ``TextsToEmbed``, is this view ``TextVectors``): the protocol's own ``isinstance``
+    walks its members each time (~25 us, a tenth of a catch-up's filter stage), so the answer
+    is kept per type."""
+    kind: type = type(obj)  # type[Any]: mypy takes type[object] for unhashable
+    return _conforms(kind, protocol)
 
 
 def reads_meaning(policy: Filter) -> bool:
-    """Whether ``policy`` is a ``TextsToEmbed``. Asked per record and per filter: the
-    protocol's own ``isinstance`` walks its members each time (~25 us, a tenth of a catch-up's
-    filter stage), so the answer is kept per type."""
-    return _reads_meaning(type(policy))
+    """Whether ``policy`` is a ``TextsToEmbed`` (``conforms``)."""
+    return conforms(policy, TextsToEmbed)
 
 
 def texts_to_embed(policy: Filter, record: MemoryV2) -> tuple[str, ...]:
