@@ -452,13 +452,21 @@ def _exact_order(rows: list[LessonRow], query: np.ndarray) -> list[tuple[str, fl
     return sorted(sims, key=lambda p: (-p[1], p[0]))
 
 
-async def test_search_order_is_exact_cosine_order_on_small_data(store: LessonStore) -> None:
-    rng = np.random.default_rng(7)
+async def _random_lessons(
+    store: LessonStore, prefix: str, seed: int
+) -> tuple[list[LessonRow], np.ndarray]:
+    """Forty stored lessons with random vectors, and a random query (both from ``seed``)."""
+    rng = np.random.default_rng(seed)
     rows = [
-        lesson(f"l{i:02d}", embedding=rng.normal(size=DIM).astype(np.float32)) for i in range(40)
+        lesson(f"{prefix}{i:02d}", embedding=rng.normal(size=DIM).astype(np.float32))
+        for i in range(40)
     ]
     await store.insert_lessons(rows)
-    query = rng.normal(size=DIM).astype(np.float32)
+    return rows, rng.normal(size=DIM).astype(np.float32)
+
+
+async def test_search_order_is_exact_cosine_order_on_small_data(store: LessonStore) -> None:
+    rows, query = await _random_lessons(store, "l", seed=7)
     hits = await store.search(query, 10, LessonFilter())
     want = _exact_order(rows, query)[:10]
     assert [h.lesson.id for h in hits] == [w[0] for w in want]
@@ -493,12 +501,7 @@ async def test_search_applies_the_filter_and_skips_rows_without_embedding(
 
 
 async def test_search_with_a_floor_returns_exactly_the_top_k_it_keeps(store: LessonStore) -> None:
-    rng = np.random.default_rng(11)
-    rows = [
-        lesson(f"f{i:02d}", embedding=rng.normal(size=DIM).astype(np.float32)) for i in range(40)
-    ]
-    await store.insert_lessons(rows)
-    query = rng.normal(size=DIM).astype(np.float32)
+    _, query = await _random_lessons(store, "f", seed=11)
     top = await store.search(query, 12, LessonFilter())
     for floor in (RelevanceFloor(-1.0, 0.5), RelevanceFloor(0.2, 0.0), RelevanceFloor(0.9, 0.9)):
         cut = floor.cut(top[0].similarity)
