@@ -29,6 +29,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -149,11 +150,23 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     params = BatchImportParams(chunk=args.chunk)
     embedder.embed(texts[:8])  # one-off set-up outside every timing
 
-    start = time.perf_counter()
-    for i in range(0, n, params.chunk):
-        embedder.embed(texts[n_one + i : n_one + i + params.chunk])
-    embed_rate = n / (time.perf_counter() - start)
-    _log(f"  batched embedding alone: {embed_rate:,.0f} texts/s (chunks of {params.chunk})")
+    def embed_alone(embed: Callable[[list[str]], object]) -> float:
+        start = time.perf_counter()
+        for i in range(0, n, params.chunk):
+            embed(texts[n_one + i : n_one + i + params.chunk])
+        return n / (time.perf_counter() - start)
+
+    # The ceiling is the better of the embedder's two ways to run batches: its query set-up
+    # and the bulk set-up a long import runs on (``Embedder.bulk``).
+    plain_rate = embed_alone(embedder.embed)
+    with embedder.bulk():
+        embedder.embed_bulk(texts[:8])
+        bulk_rate = embed_alone(embedder.embed_bulk)
+    embed_rate = max(plain_rate, bulk_rate)
+    _log(
+        f"  batched embedding alone: {embed_rate:,.0f} texts/s (chunks of {params.chunk};"
+        f" query set-up {plain_rate:,.0f}/s, bulk set-up {bulk_rate:,.0f}/s)"
+    )
 
     home = Path(tempfile.mkdtemp(prefix="lamarck-catchup-"))
     pg = EmbeddedPostgres(home, database="lamarck_catchup")
@@ -195,6 +208,8 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     figures = {
         "records": float(n),
         "embed_only_per_s": round(embed_rate, 1),
+        "embed_only_query_setup_per_s": round(plain_rate, 1),
+        "embed_only_bulk_setup_per_s": round(bulk_rate, 1),
         "import_one_by_one_per_s": round(one_rate, 1),
         "import_batch_per_s": round(batch_rate, 1),
         "import_batch_accepted": float(sum(1 for r in batch if r.outcome.value == "accept")),

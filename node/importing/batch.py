@@ -23,6 +23,7 @@ call) and the next chunk starts on a worker thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,6 +35,7 @@ from lamarck.errors import ConfigError, LamarckError
 from lamarck.node.embedding import Embedder, Vectors, release_memory
 from lamarck.node.importing.filters import Filter, reads_meaning, texts_to_embed
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
+from lamarck.node.store.port import LessonFilter, LessonStore
 from lamarck.proto.signed import SignedMemory
 
 __all__ = [
@@ -57,10 +59,23 @@ class BatchImportParams:
     max_primed: int = 4096
     #: Records between two progress lines of a long catch-up (logs; node status).
     progress_every: int = 1000
+    #: Records queued ahead before an import counts as long and takes the long-run
+    #: measures: the embedder's bulk set-up (``Embedder.bulk``) and, when it also brings at
+    #: least ``bulk_store_share`` of what the store holds, the store's ``bulk_load`` (its
+    #: vector index down until the import ends, then built once).
+    bulk_at: int = 2000
+    #: Incoming records per stored lesson above which rebuilding the vector index once
+    #: costs less than inserting into it record by record (a build reads every row).
+    bulk_store_share: float = 0.5
 
     def __post_init__(self) -> None:
         """Refuse a value no import could use (``ConfigError`` naming the field)."""
-        for name in ("chunk", "max_primed", "progress_every"):
+        share = self.bulk_store_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not share > 0:
+            raise ConfigError(
+                f"BatchImportParams.bulk_store_share must be a number > 0, got {share!r}"
+            )
+        for name in ("chunk", "max_primed", "progress_every", "bulk_at"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"BatchImportParams.{name} must be an int >= 1, got {value!r}")
@@ -108,13 +123,21 @@ class PrimedEmbedder(Embedder):
         with self._lock:
             return len(self._primed)
 
+    def bulk(self) -> contextlib.AbstractContextManager[object]:
+        """The wrapped embedder's bulk set-up (a long catch-up primes through it)."""
+        return self._inner.bulk()
+
+    def embed_bulk(self, texts: Sequence[str]) -> Vectors:
+        """The wrapped embedder's ``embed_bulk`` (no primed vectors: ``prime`` calls it)."""
+        return self._inner.embed_bulk(texts)
+
     def prime(self, texts: Sequence[str]) -> None:
         """Embed ``texts`` in one call and hold their vectors (blocking: run it in a thread)."""
         with self._lock:
             wanted = [t for t in dict.fromkeys(texts) if t not in self._primed]
         if not wanted:
             return
-        vectors = self._inner.embed(wanted)
+        vectors = self._inner.embed_bulk(wanted)
         with self._lock:
             room = self._params.max_primed - len(self._primed)
             for text, vector in list(zip(wanted, vectors, strict=True))[: max(room, 0)]:
@@ -183,6 +206,11 @@ class Prefetch:
     chunk starts on a worker thread. ``close`` waits for what runs and drops what was left
     unused. Without a primed embedder (or without ``params``) every call is a no-op: one
     record at a time, as before.
+
+    Once ``params.bulk_at`` records have been queued the import is long: chunks are embedded
+    inside the embedder's ``bulk()`` and, when the import brings at least
+    ``bulk_store_share`` of what ``store`` holds, inside the store's ``bulk_load()`` (its
+    vector index built once at ``close``). ``close`` must be awaited (it ends both).
     """
 
     def __init__(
@@ -190,14 +218,38 @@ class Prefetch:
         embedder: PrimedEmbedder | None,
         params: BatchImportParams | None,
         filters: Filter | None = None,
+        store: LessonStore | None = None,
     ) -> None:
         self._embedder = embedder if params is not None else None
+        self._params = params
         self._chunk = params.chunk if params is not None else 1
         self._filters = filters
+        self._store = store
         self._chunks: list[list[bytes]] = []
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._where: dict[bytes, int] = {}
         self._texts: list[str] = []
+        self._queued = 0
+        self._long = False
+        self._bulk = contextlib.ExitStack()
+        self._bulk_store = contextlib.AsyncExitStack()
+
+    @property
+    def long(self) -> bool:
+        """Whether this import counts as long (the long-run measures are on)."""
+        return self._long
+
+    async def _go_long(self) -> None:
+        params, embedder = self._params, self._embedder
+        if self._long or params is None or embedder is None or self._queued < params.bulk_at:
+            return
+        self._long = True
+        # Opening a second model session takes a few hundred ms: off the event loop.
+        await asyncio.to_thread(self._bulk.enter_context, embedder.bulk())
+        if self._store is not None:
+            held = await self._store.count_lessons(LessonFilter(statuses=None))
+            if self._queued >= params.bulk_store_share * held:
+                await self._bulk_store.enter_async_context(self._store.bulk_load())
 
     def add(self, raws: Sequence[bytes]) -> None:
         """Queue ``raws`` (in import order) to be embedded ahead."""
@@ -206,6 +258,7 @@ class Prefetch:
         step = self._chunk
         # A record already queued (or twice in ``raws``) is embedded once.
         fresh = [r for r in dict.fromkeys(raws) if r not in self._where]
+        self._queued += len(fresh)
         for start in range(0, len(fresh), step):
             index = len(self._chunks)
             chunk = fresh[start : start + step]
@@ -239,13 +292,18 @@ class Prefetch:
         index = self._where.pop(raw, None)
         if index is None:
             return
+        if not self._long:
+            await self._go_long()
         task = self._start(index)
         self._start(index + 1)
         if task is not None:
             await task
 
     async def close(self) -> None:
-        """Wait for running chunks and drop every vector this prefetch left unused."""
+        """Wait for running chunks, drop every vector this prefetch left unused and end the
+        long-run measures (the store's vector index is built again here: at 100k lessons,
+        about a minute). Raises the store's ``StoreUnavailable`` if that build fails (the
+        next start builds it)."""
         running = [t for t in self._tasks.values() if not t.done()]
         if running:
             await asyncio.gather(*running, return_exceptions=True)
@@ -257,6 +315,12 @@ class Prefetch:
         self._tasks.clear()
         self._where.clear()
         self._texts.clear()
+        self._long = False
+        self._queued = 0
+        try:
+            await asyncio.to_thread(self._bulk.close)
+        finally:
+            await self._bulk_store.aclose()
 
 
 #: Told after each chunk: (records done, records in the batch).
@@ -320,4 +384,4 @@ class BatchImporter:
         """A ``Prefetch`` over this importer's embedder that also embeds the texts the
         pipeline's filters read by meaning (a no-op one when not ``enabled``)."""
         embedder = self._embedder if enabled else None
-        return Prefetch(embedder, self._params, self._pipeline.params.filters)
+        return Prefetch(embedder, self._params, self._pipeline.params.filters, self._pipeline.store)

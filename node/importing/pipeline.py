@@ -477,6 +477,11 @@ class ImportPipeline:
         """The view (and its indexes) the pipeline decides over."""
         return self._view
 
+    @property
+    def store(self) -> LessonStore:
+        """The lesson store the pipeline writes to (a long catch-up bulk-loads it)."""
+        return self._store
+
     async def import_many(
         self, raws: Sequence[bytes], *, source: ImportSource, via_node_id: str = ""
     ) -> list[ImportResult]:

@@ -9,6 +9,7 @@ Rules (confidence, attribution, caps) live in ``lamarck.node.learning`` and are 
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -288,6 +289,13 @@ class LessonStore(abc.ABC):
         teaches, a quarantine decision and its lesson, a retirement and its events). A
         nested block joins the outer one.
         """
+
+    def bulk_load(self) -> AbstractAsyncContextManager[object]:
+        """A block of many inserts (a long catch-up): an adapter may take its vector index
+        down for the block and build it once at the end. Searches inside stay correct
+        (exact). Blocks may overlap; the index returns when the last one ends. Adapters
+        with no index to rebuild do nothing (this default)."""
+        return contextlib.nullcontext(self)
 
     # -- outcomes --------------------------------------------------------------------------
     @abc.abstractmethod

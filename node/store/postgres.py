@@ -518,6 +518,9 @@ class PostgresLessonStore(LessonStore):
         self._timeout = connect_timeout
         self._pool: Any = None
         self._vector_schema = "public"
+        # Open bulk_load blocks, and the lock that orders their index drop and rebuild.
+        self._bulk_users = 0
+        self._bulk_lock = asyncio.Lock()
 
     @classmethod
     async def connect(cls, dsn: str, dim: int, **options: Any) -> Self:
@@ -563,6 +566,9 @@ class PostgresLessonStore(LessonStore):
                         "hnsw.ef_search": str(self.ef_search),
                     },
                 )
+        if not self._bulk_users and not await self.has_vector_index():
+            # A process killed inside bulk_load left the index dropped: build it again.
+            await self._rebuild_vector_index()
 
     async def _init_connection(self, conn: Any) -> None:
         # The vector type exists only after migrate(), hence a pool opened after it.
@@ -649,23 +655,29 @@ class PostgresLessonStore(LessonStore):
         """Whether the HNSW index on ``lessons.embedding`` exists."""
         async with _guard():
             found = await self.pool.fetchval(
-                "SELECT 1 FROM pg_indexes WHERE tablename = 'lessons' AND indexname = $1",
+                "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                " WHERE c.relname = $1",
                 VECTOR_INDEX,
             )
-        return found is not None
+        # An invalid one is what a concurrent build killed half-way leaves: not an index.
+        return found is True
 
     async def drop_vector_index(self) -> None:
         """Drop the HNSW index (before a large load); search falls back to exact scans."""
         async with _guard():
             await self.pool.execute(f"DROP INDEX IF EXISTS {VECTOR_INDEX}")
 
-    async def build_vector_index(self, *, m: int = 16, ef_construction: int = 64) -> None:
-        """Create the HNSW cosine index if absent, with ``index_build_memory`` for the build."""
+    async def build_vector_index(
+        self, *, m: int = 16, ef_construction: int = 64, concurrently: bool = False
+    ) -> None:
+        """Create the HNSW cosine index if absent, with ``index_build_memory`` for the build;
+        ``concurrently``: without blocking writes meanwhile (slower: two passes)."""
+        how = "CONCURRENTLY " if concurrently else ""
         async with _guard(), self.pool.acquire() as conn:
             await conn.execute(f"SET maintenance_work_mem = '{self.index_build_memory}'")
             try:
                 await conn.execute(
-                    f"CREATE INDEX IF NOT EXISTS {VECTOR_INDEX} ON lessons"
+                    f"CREATE INDEX {how}IF NOT EXISTS {VECTOR_INDEX} ON lessons"
                     " USING hnsw (embedding vector_cosine_ops)"
                     f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
                 )
@@ -677,17 +689,38 @@ class PostgresLessonStore(LessonStore):
         """Drop the HNSW index for the block; analyse and rebuild it at the end (even on error).
 
         Inserting into an HNSW index costs ~3 ms a row at 100k rows; one build afterwards is
-        ~20x cheaper. Searches during the block are exact scans.
+        ~20x cheaper. Searches during the block are exact scans. Blocks may overlap (two
+        catch-ups at once): the first to enter drops the index, the last to leave rebuilds
+        it. A process killed inside a block leaves no index; ``migrate()`` (every start)
+        builds it again.
         """
-        await self.drop_vector_index()
+        async with self._bulk_lock:
+            if self._bulk_users == 0:
+                await self.drop_vector_index()
+            self._bulk_users += 1
         try:
             yield self
         finally:
-            # Fresh statistics first: with stale ones the planner may pick a btree scan and a
-            # sort over the HNSW index for search.
-            async with _guard():
-                await self.pool.execute("ANALYZE lessons")
-            await self.build_vector_index()
+            async with self._bulk_lock:
+                self._bulk_users -= 1
+                if self._bulk_users == 0:
+                    await self._rebuild_vector_index()
+
+    @property
+    def bulk_loading(self) -> bool:
+        """Whether a ``bulk_load`` block is open (the vector index is down meanwhile)."""
+        return self._bulk_users > 0
+
+    async def _rebuild_vector_index(self) -> None:
+        # Fresh statistics first: with stale ones the planner may pick a btree scan and a
+        # sort over the HNSW index for search.
+        async with _guard():
+            await self.pool.execute("ANALYZE lessons")
+        # A live node keeps writing while the index builds (a minute at 100k lessons):
+        # concurrently, so RecordOutcome never waits on the build. What a killed build
+        # left (an invalid index) goes first.
+        await self.drop_vector_index()
+        await self.build_vector_index(concurrently=True)
 
     # -- outcomes --------------------------------------------------------------------------
     async def insert_outcome(self, outcome: OutcomeRow) -> None:

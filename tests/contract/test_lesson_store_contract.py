@@ -843,6 +843,46 @@ async def test_search_through_hnsw_with_ef_search_keeps_recall(pg_dsn: str) -> N
 
 
 @pg
+async def test_overlapping_bulk_loads_rebuild_the_index_once_the_last_one_ends(
+    pg_dsn: str,
+) -> None:
+    """Two catch-ups at once share one bulk load: the index goes down with the first and
+    comes back (valid, built concurrently) when the last ends; search is exact meanwhile."""
+    store = await PostgresLessonStore.connect(pg_dsn, DIM, max_size=3)
+    try:
+        await store.insert_lessons([lesson("a"), lesson("b", embedding=vec(0.0, 1.0))])
+        async with store.bulk_load():
+            assert store.bulk_loading and not await store.has_vector_index()
+            async with store.bulk_load():
+                await store.insert_lesson(lesson("c", embedding=vec(1.0, 1)))
+            assert store.bulk_loading and not await store.has_vector_index()
+            hits = await store.search(vec(1.0), 2, LessonFilter())
+            assert [h.lesson.id for h in hits] == ["a", "c"]
+        assert not store.bulk_loading and await store.has_vector_index()
+    finally:
+        await store.close()
+
+
+@pg
+async def test_a_start_rebuilds_the_index_a_killed_bulk_load_left_down(pg_dsn: str) -> None:
+    """A process killed inside ``bulk_load`` leaves no vector index (or an invalid one from a
+    build killed half-way); the next ``migrate()`` (every start) builds it again."""
+    store = await PostgresLessonStore.connect(pg_dsn, DIM, max_size=2)
+    try:
+        await store.insert_lesson(lesson("a"))
+        await store.drop_vector_index()  # what the killed process left
+    finally:
+        await store.close()
+    again = await PostgresLessonStore.connect(pg_dsn, DIM, max_size=2)
+    try:
+        assert await again.has_vector_index()
+        hits = await again.search(vec(1.0), 1, LessonFilter())
+        assert [h.lesson.id for h in hits] == ["a"]
+    finally:
+        await again.close()
+
+
+@pg
 async def test_selective_filter_finds_matches_the_index_scan_misses(pg_dsn: str) -> None:
     store = await _index_only_store(pg_dsn)
     try:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,9 +69,9 @@ class CountingEmbedder(Embedder):
         return self.inner.embed(texts)
 
 
-def _raws(n: int) -> list[bytes]:
+def _raws(n: int, first: int = 0) -> list[bytes]:
     out = []
-    for i in range(n):
+    for i in range(first, first + n):
         obj = record_obj(
             id=str(uuid.UUID(int=1000 + i, version=4)),
             content=f"Run the migrations of service {i} before restarting its workers.",
@@ -169,7 +170,16 @@ def test_unprimed_texts_fall_back_to_the_model() -> None:
 
 
 @pytest.mark.parametrize(
-    "fields", [{"chunk": 0}, {"chunk": True}, {"max_primed": 0}, {"chunk": 10, "max_primed": 19}]
+    "fields",
+    [
+        {"chunk": 0},
+        {"chunk": True},
+        {"max_primed": 0},
+        {"chunk": 10, "max_primed": 19},
+        {"bulk_at": 0},
+        {"bulk_store_share": 0.0},
+        {"bulk_store_share": float("nan")},
+    ],
 )
 def test_batch_params_refuse_unusable_values(fields: dict[str, Any]) -> None:
     """Every field is validated; the error names the field."""
@@ -236,6 +246,89 @@ def test_closing_a_prefetch_drops_only_its_own_unused_vectors() -> None:
 
     asyncio.run(go())
     assert primed.primed == 1
+
+
+class _BulkSpy(CountingEmbedder):
+    """Counts the bulk blocks open and the texts embedded inside one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = 0
+        self.most_open = 0
+        self.in_bulk = 0
+
+    @contextlib.contextmanager
+    def bulk(self) -> Iterator[object]:
+        self.open += 1
+        self.most_open = max(self.most_open, self.open)
+        try:
+            yield None
+        finally:
+            self.open -= 1
+
+    def embed_bulk(self, texts: Sequence[str]) -> Vectors:
+        self.in_bulk += len(texts) if self.open else 0
+        return self.embed(texts)
+
+
+class _StoreSpy(InMemoryLessonStore):
+    """Counts the bulk loads open (the Postgres adapter drops its vector index inside)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads = 0
+        self.open = 0
+
+    @contextlib.asynccontextmanager
+    async def bulk_load(self) -> AsyncIterator[object]:
+        self.loads += 1
+        self.open += 1
+        try:
+            yield self
+        finally:
+            self.open -= 1
+
+
+@pytest.mark.parametrize(
+    "held, bulk_at, embedder_bulk, store_loads",
+    [
+        (0, 4, True, 1),  # long, and large beside an empty store: both measures
+        (20, 4, True, 0),  # long, but small beside what the store holds: no index rebuild
+        (0, 50, False, 0),  # short: neither
+    ],
+)
+def test_a_long_import_takes_the_long_run_measures_until_it_closes(
+    held: int, bulk_at: int, embedder_bulk: bool, store_loads: int
+) -> None:
+    """Past ``bulk_at`` queued records a prefetch embeds inside the embedder's ``bulk()``
+    and, when it brings at least ``bulk_store_share`` of what the store holds, inside the
+    store's ``bulk_load()``; ``close`` ends both. The answers are those of one at a time."""
+    spy = _BulkSpy()
+    store = _StoreSpy()
+    params = BatchImportParams(chunk=2, max_primed=4, bulk_at=bulk_at, bulk_store_share=0.5)
+    primed = PrimedEmbedder(spy, params)
+    pipeline = _pipeline(store, primed)
+    raws = _raws(6)[:6]
+
+    async def go() -> list[ImportResult]:
+        for raw in _raws(held, first=100)[:held]:  # what the store held before
+            await pipeline.import_record(raw, source=ImportSource.SYNC)
+        ahead = Prefetch(primed, params, store=store)
+        ahead.add(raws)
+        out = []
+        for raw in raws:
+            await ahead.ready(raw)
+            assert ahead.long is embedder_bulk
+            assert spy.open == int(embedder_bulk) and store.open == store_loads
+            out.append(await pipeline.import_record(raw, source=ImportSource.SYNC))
+        await ahead.close()
+        return out
+
+    results = asyncio.run(go())
+    assert [r.outcome.value for r in results] == ["accept"] * 6
+    assert spy.open == 0 and store.open == 0  # closed with the prefetch
+    assert store.loads == store_loads
+    assert (spy.in_bulk > 0) is embedder_bulk
 
 
 class _ReadsMeaning:

@@ -60,6 +60,23 @@ def test_onnx_rows_are_float32_unit_vectors_in_input_order(onnx: OnnxMiniLMEmbed
         np.testing.assert_allclose(onnx.embed([text])[0], batch[i], atol=1e-4)
 
 
+def test_a_bulk_block_embeds_on_its_own_session_with_the_same_vectors(
+    onnx: OnnxMiniLMEmbedder,
+) -> None:
+    """Inside ``bulk()`` (a catch-up) batches run on a second, non-spinning session: the
+    same vectors; overlapping blocks share it and the last one to end closes it."""
+    query_setup = onnx.embed_bulk(TEXTS)  # no block open: the query session
+    assert not onnx.bulk_open
+    with onnx.bulk():
+        assert onnx.bulk_open
+        with onnx.bulk():
+            bulk = onnx.embed_bulk(TEXTS)
+        assert onnx.bulk_open  # the outer block still runs
+    assert not onnx.bulk_open
+    assert ((bulk * query_setup).sum(axis=1)).min() >= 0.99999
+    np.testing.assert_allclose(bulk, onnx.embed(TEXTS), atol=1e-5)
+
+
 def test_a_repeated_query_is_answered_from_the_cache_unchanged(
     onnx: OnnxMiniLMEmbedder,
 ) -> None:
@@ -115,6 +132,7 @@ def test_make_embedder_picks_onnx_and_torch_on_request(cache_dir: Path) -> None:
         ("query_cache_size", True),
         ("export_timeout_s", float("nan")),
         ("export_timeout_s", 0.0),
+        ("bulk_session", 1),
     ],
 )
 def test_onnx_params_refuse_unusable_values(field: str, value: object) -> None:
