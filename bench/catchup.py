@@ -2,8 +2,9 @@
 
 Signed records from ``--sources`` registered peers (text from ``bench/lesson_corpus.py``)
 go through the real ``ImportPipeline`` (parse, verify, key pins, filters, transfer, embed,
-store) over the real Postgres store (embedded PostgreSQL 16 + pgvector), delivered by one
-peer as a Sync would. Measured in the same run, on the same embedder:
+store, and the node's contest of each stored copy) over the real Postgres store (embedded
+PostgreSQL 16 + pgvector), delivered by one peer as a Sync would. Measured in the same run,
+on the same embedder:
 
 * batched embedding alone: the records' contents embedded in chunks (the ceiling);
 * the pipeline one record at a time (``import_record``, as Sync and Import call it today);
@@ -45,6 +46,7 @@ from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.port import LessonFilter
 from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
@@ -118,6 +120,8 @@ def _pipeline(
 ) -> ImportPipeline:
     clock = SystemClock()
     book = InMemoryReputation(ReputationParams(), clock)
+    # As the node wires it: each stored copy is contested against what it contradicts.
+    lessons = LessonService(store, embedder, clock, rng=random.Random(seed + 1))
     return ImportPipeline(
         store=store,
         view=StoreImportView(store, book, SELF.node_id),
@@ -126,6 +130,7 @@ def _pipeline(
         embedder=embedder,
         clock=clock,
         rng=random.Random(seed),  # local lesson ids: one stream per pipeline
+        on_stored=lessons.contest_new,
     )
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "STATUS_JSON_VERSION",
     "Admission",
     "AdmissionState",
+    "CatchUpProgress",
     "NetworkSnapshot",
     "NetworkSource",
     "NodeStatus",
@@ -79,6 +80,17 @@ class Admission:
 
 
 @dataclass(frozen=True, slots=True)
+class CatchUpProgress:
+    """A running pull from one peer (a catch-up, when long): records imported so far out of
+    those its pages offered so far, since ``started``."""
+
+    peer: str
+    started: datetime
+    imported: int
+    offered: int
+
+
+@dataclass(frozen=True, slots=True)
 class NetworkSnapshot:
     """The network side's facts at one moment (built by ``Sharing.network_snapshot``)."""
 
@@ -90,6 +102,8 @@ class NetworkSnapshot:
     outbox_depth: int = 0
     outbox_oldest: datetime | None = None
     incognito: bool = False
+    #: The Sync pulls running now, with how far each got.
+    catching_up: tuple[CatchUpProgress, ...] = ()
 
 
 #: The network side's facts, read on each status (``Sharing.network_snapshot``).
@@ -201,6 +215,16 @@ def _network_json(network: NetworkSnapshot, now: datetime) -> dict[str, Any]:
             "oldest_age_s": max(0.0, (now - oldest).total_seconds()) if oldest else None,
         },
         "incognito": network.incognito,
+        "catching_up": [
+            {
+                "peer": c.peer,
+                "started_at": format_ts(c.started),
+                "imported": c.imported,
+                "offered": c.offered,
+                "records_per_s": round(c.imported / max((now - c.started).total_seconds(), 1.0), 1),
+            }
+            for c in sorted(network.catching_up, key=lambda c: c.peer)
+        ],
     }
 
 
@@ -254,6 +278,13 @@ def status_rows(status: Mapping[str, Any]) -> dict[str, str]:
         )
         if network["incognito"]:
             rows["incognito"] = "yes: shares nothing"
+        pulls = network.get("catching_up") or []  # absent from an older node's status
+        if pulls:
+            rows["catching up"] = "; ".join(
+                f"from {c['peer']}: {c['imported']} of {c['offered']} offered so far"
+                f" ({c['records_per_s']:.0f} records/s since {c['started_at']})"
+                for c in pulls
+            )
     quarantine = status["quarantine"]
     rows["quarantine"] = f"{quarantine['pending']} pending ({_counts(quarantine['by_reason'])})"
     rows["imports"] = (

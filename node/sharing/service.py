@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lamarck.consensus.voters import Candidate
 from lamarck.errors import DeliveryFailed, StoreError
-from lamarck.node.api.node_status import NetworkSnapshot
+from lamarck.node.api.node_status import CatchUpProgress, NetworkSnapshot
 from lamarck.node.api.peer_auth import PeerTokens
 from lamarck.node.api.peer_handlers import PublishDeps, shareable_records
 from lamarck.node.api.reputation import GlobalTrustBook, recompute_global_trust
@@ -463,6 +463,15 @@ class Sharing:
             len(pending),
             min(stamps) if stamps else None,
             self.incognito,
+            self._catching_up(),
+        )
+
+    def _catching_up(self) -> tuple[CatchUpProgress, ...]:
+        if self.anti_entropy is None:
+            return ()
+        return tuple(
+            CatchUpProgress(c.peer, c.started, c.imported, c.offered)
+            for c in list(self.anti_entropy.catching_up.values())
         )
 
     async def sync_with(self, peer: str, held: set[str] | None = None) -> int:

@@ -30,6 +30,7 @@ from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.node_status import (
     Admission,
     AdmissionState,
+    CatchUpProgress,
     NetworkSnapshot,
     peer_serving,
     status_rows,
@@ -291,6 +292,31 @@ def test_an_admitted_node_reports_peers_last_sync_and_outbox_age(node: FakeNode)
     assert REGISTRY.get_sample_value("lamarck_outbox_pending") == 4
     assert REGISTRY.get_sample_value("lamarck_admission", {"state": "admitted"}) == 1
     assert REGISTRY.get_sample_value("lamarck_peers_live") == 2
+
+
+def test_a_long_pull_shows_how_far_it_got(node: FakeNode) -> None:
+    """A running Sync pull (a catch-up) is in the status with its progress and rate, in the
+    JSON and in the rows the CLI and the console show (issue 17 §4)."""
+    node.network[0] = NetworkSnapshot(
+        Admission(AdmissionState.ADMITTED, mode="open"),
+        live_peers=("lmk1a",),
+        catching_up=(CatchUpProgress("lmk1a", NOW - timedelta(seconds=100), 12_000, 40_000),),
+    )
+    status = _status(node)
+    assert status["network"]["catching_up"] == [
+        {
+            "peer": "lmk1a",
+            "started_at": "2026-03-01T11:58:20Z",
+            "imported": 12_000,
+            "offered": 40_000,
+            "records_per_s": 120.0,
+        }
+    ]
+    assert status_rows(status)["catching up"] == (
+        "from lmk1a: 12000 of 40000 offered so far (120 records/s since 2026-03-01T11:58:20Z)"
+    )
+    node.network[0] = NetworkSnapshot(Admission(AdmissionState.ADMITTED, mode="open"))
+    assert "catching up" not in status_rows(_status(node))
 
 
 def test_degraded_admission_still_serves_peers_from_the_cache() -> None:
