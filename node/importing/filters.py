@@ -61,6 +61,7 @@ __all__ = [
     "UnverifiedHighConfidence",
     "Verdict",
     "VerdictKind",
+    "any_of",
     "conforms",
     "default_filters",
     "reads_meaning",
@@ -506,6 +507,14 @@ def record_texts(record: MemoryV2) -> Iterator[str]:
         yield from (t for t in (sit.tool, sit.subject, sit.unblock, sit.probe) if t)
 
 
+def any_of(patterns: Sequence[str]) -> re.Pattern[str]:
+    """One case-insensitive pattern that matches a text exactly when one of ``patterns``
+    does (each kept in its own non-capturing group; an empty list matches nothing)."""
+    if not patterns:
+        return re.compile(r"(?!)")
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+
+
 class InjectedInstructionFilter:
     """Rejects text aimed at the agent: injected instructions, piped downloads, tool calls.
 
@@ -514,12 +523,14 @@ class InjectedInstructionFilter:
     """
 
     def __init__(self, params: FilterParams) -> None:
-        self._patterns = tuple(re.compile(p, re.IGNORECASE) for p in params.injection_patterns)
+        # One alternation finds a match exactly where any of the patterns would: one scan
+        # of each text instead of one per pattern (the filter runs on every import).
+        self._any = any_of(params.injection_patterns)
 
     def check(self, record: MemoryV2, view: ImportView) -> Verdict:
         """Reject on the first pattern found in any text field."""
         for text in record_texts(record):
-            if any(p.search(text) for p in self._patterns):
+            if self._any.search(text):
                 return Verdict.reject(FilterReason.INJECTED_INSTRUCTION)
         return Verdict.accept()
 
@@ -557,6 +568,9 @@ class AutonomyClaimFilter:
 
     def __init__(self, params: FilterParams) -> None:
         self._patterns = tuple(re.compile(p, re.IGNORECASE) for p in params.autonomy_patterns)
+        # Most texts hold none of the phrases: one scan tells, before the per-phrase walk
+        # that weighs negations (which needs each pattern's own matches).
+        self._any = any_of(params.autonomy_patterns)
         self._negations = frozenset(n.lower() for n in params.negations)
         self._window = params.negation_window_words
 
@@ -568,6 +582,8 @@ class AutonomyClaimFilter:
     def check(self, record: MemoryV2, view: ImportView) -> Verdict:
         """Reject on the first non-negated autonomy phrase."""
         for text in record_texts(record):
+            if not self._any.search(text):
+                continue
             for pattern in self._patterns:
                 for match in pattern.finditer(text):
                     if not self._negated(text, match.start()):

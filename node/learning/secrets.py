@@ -98,8 +98,28 @@ def _looks_random(value: str, p: SecretParams) -> bool:
     return _char_classes(value) >= p.min_char_classes and _entropy_bits(value) >= p.min_entropy_bits
 
 
+def _unnamed(pattern: re.Pattern[str]) -> str:
+    # Group names would clash in one alternation; a leading global flag must become scoped.
+    text = re.sub(r"\(\?P<\w+>", "(?:", pattern.pattern)
+    if text.startswith("(?i)"):
+        return f"(?i:{text[4:]})"
+    return text
+
+
+#: Every rule in one alternation: it matches exactly when some rule's pattern does, so a
+#: clean text (nearly every one) is told apart in one scan instead of sixteen.
+_ANY = re.compile(
+    "|".join(
+        f"(?:{_unnamed(p)})"
+        for p in (*(p for _, p in _PATTERNS), _URL_PASSWORD, _ASSIGNMENT, _BEARER)
+    )
+)
+
+
 def scan_for_secrets(text: str, p: SecretParams | None = None) -> list[str]:
     """The kinds of credential found in ``text``, each once, in rule order; empty if clean."""
+    if not _ANY.search(text):
+        return []
     params = p or SecretParams()
     found: list[str] = []
 

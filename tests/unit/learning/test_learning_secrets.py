@@ -8,7 +8,10 @@ import json
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from lamarck.node.learning import secrets
 from lamarck.node.learning.secrets import has_secret, scan_for_secrets
 
 # Built by concatenation so that this file itself does not look like it holds credentials.
@@ -80,3 +83,21 @@ def test_ed25519_keys_and_signatures_in_signature_blocks_are_not_flagged() -> No
         }
         text = json.dumps({"content": "Prefer root pytest.", "signature": block})
         assert not has_secret(text), text
+
+
+_EXAMPLES = [AWS, GH, GL, SLACK, OPENAI, ANTHROPIC, JWT, PEM, "password=Zq8#vLm2$Rt9xWp4"]
+
+
+@given(
+    st.lists(
+        st.one_of(st.text(max_size=40), st.sampled_from(_EXAMPLES), st.just("https://a:b@c")),
+        max_size=4,
+    ).map(" ".join)
+)
+@settings(max_examples=300, deadline=None)
+def test_the_one_scan_that_clears_a_text_agrees_with_every_rule(text: str) -> None:
+    """The combined pattern finds a match exactly when one of the rules does: a text it
+    clears could not have been flagged by any of them."""
+    rules = [p for _, p in secrets._PATTERNS]
+    rules += [secrets._URL_PASSWORD, secrets._ASSIGNMENT, secrets._BEARER]
+    assert bool(secrets._ANY.search(text)) == any(r.search(text) for r in rules)
