@@ -133,6 +133,9 @@ SHOWN: tuple[tuple[str, str, str], ...] = (
     # RecordOutcome called back to back (a burst): the background embedding and HNSW inserts
     # of the burst's taught lessons share the cores with the calls (the goal is paced).
     ("record_scale", "burst_p50_large_vs_small_ratio", "peers"),
+    # A long catch-up's rate counting the vector index rebuilt after its last record
+    # (concurrently: searches are exact, never refused, until it is back).
+    ("catchup", "import_batch_with_rebuild_vs_embed_ratio", "catchup"),
 )
 
 #: Mem0's process with the same model (issue 14 §4), the baseline of the MiniLM RSS goal.
