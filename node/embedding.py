@@ -597,8 +597,6 @@ class OnnxMiniLMEmbedder(Embedder):
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts``: unit-length float32 rows, batches of similar length."""
         items = _check_texts(texts)
-        if not items:
-            return np.zeros((0, DEFAULT_DIM), dtype=np.float32)
         size = self.params.query_cache_size
         if len(items) == 1 and size:
             with self._cache_lock:

@@ -36,6 +36,7 @@ from lamarck.node.embedding import Embedder, Vectors, release_memory
 from lamarck.node.importing.filters import Filter, reads_meaning, texts_to_embed
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.store.port import LessonFilter, LessonStore
+from lamarck.params_checks import check_finite, check_rule
 from lamarck.proto.signed import SignedMemory
 
 __all__ = [
@@ -70,11 +71,9 @@ class BatchImportParams:
 
     def __post_init__(self) -> None:
         """Refuse a value no import could use (``ConfigError`` naming the field)."""
-        share = self.bulk_store_share
-        if isinstance(share, bool) or not isinstance(share, int | float) or not share > 0:
-            raise ConfigError(
-                f"BatchImportParams.bulk_store_share must be a number > 0, got {share!r}"
-            )
+        share = "BatchImportParams.bulk_store_share"
+        check_finite(share, self.bulk_store_share)
+        check_rule(self.bulk_store_share > 0, share, f"must be > 0, got {self.bulk_store_share}")
         for name in ("chunk", "max_primed", "progress_every", "bulk_at"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -301,9 +300,9 @@ class Prefetch:
 
     async def close(self) -> None:
         """Wait for running chunks, drop every vector this prefetch left unused and end the
-        long-run measures (the store's vector index is built again here: at 100k lessons,
-        about a minute). Raises the store's ``StoreUnavailable`` if that build fails (the
-        next start builds it)."""
+        long-run measures (the store's vector index is built again here: 15 s for 67k
+        lessons in the catch-up bench). Raises the store's ``StoreUnavailable`` if that
+        build fails (the next start builds it)."""
         running = [t for t in self._tasks.values() if not t.done()]
         if running:
             await asyncio.gather(*running, return_exceptions=True)

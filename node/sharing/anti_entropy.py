@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from lamarck.errors import DeliveryFailed
+from lamarck.node.api.node_status import CatchUpProgress
 from lamarck.node.api.peer_handlers import shareable_records
 from lamarck.node.gossip.audience import BandOf
 from lamarck.node.gossip.publisher import GossipParams
@@ -57,6 +58,10 @@ class CatchUp:
     imported: int = 0
     #: Records the pages received so far offered (what is left is ``offered - imported``).
     offered: int = 0
+
+    def progress(self) -> CatchUpProgress:
+        """How far it got now, as the node's status shows it."""
+        return CatchUpProgress(self.peer, self.started, self.imported, self.offered)
 
 
 class AntiEntropy:

@@ -469,10 +469,7 @@ class Sharing:
     def _catching_up(self) -> tuple[CatchUpProgress, ...]:
         if self.anti_entropy is None:
             return ()
-        return tuple(
-            CatchUpProgress(c.peer, c.started, c.imported, c.offered)
-            for c in list(self.anti_entropy.catching_up.values())
-        )
+        return tuple(c.progress() for c in list(self.anti_entropy.catching_up.values()))
 
     async def sync_with(self, peer: str, held: set[str] | None = None) -> int:
         """One anti-entropy pull from ``peer`` (see ``AntiEntropy.sync_with``)."""

@@ -716,7 +716,7 @@ class PostgresLessonStore(LessonStore):
         # sort over the HNSW index for search.
         async with _guard():
             await self.pool.execute("ANALYZE lessons")
-        # A live node keeps writing while the index builds (a minute at 100k lessons):
+        # A live node keeps writing while the index builds (15 s at 67k lessons here):
         # concurrently, so RecordOutcome never waits on the build. What a killed build
         # left (an invalid index) goes first.
         await self.drop_vector_index()

@@ -179,6 +179,7 @@ def test_unprimed_texts_fall_back_to_the_model() -> None:
         {"bulk_at": 0},
         {"bulk_store_share": 0.0},
         {"bulk_store_share": float("nan")},
+        {"bulk_store_share": float("inf")},
     ],
 )
 def test_batch_params_refuse_unusable_values(fields: dict[str, Any]) -> None:
