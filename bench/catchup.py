@@ -1,10 +1,11 @@
 """Catch-up: how fast a joining node imports a network's lessons (issue 17 §4).
 
 Signed records from ``--sources`` registered peers (text from ``bench/lesson_corpus.py``)
-go through the real ``ImportPipeline`` (parse, verify, key pins, filters, transfer, embed,
-store, and the node's contest of each stored copy) over the real Postgres store (embedded
-PostgreSQL 16 + pgvector), delivered by one peer as a Sync would. Measured in the same run,
-on the same embedder:
+go through the real ``ImportPipeline`` with the node's own rules (``node_params``: its filter
+chain, with the autonomy filter's meaning check embedding the sentences it is unsure of) —
+parse, verify, key pins, filters, transfer, embed, store, and the node's contest of each
+stored copy — over the real Postgres store (embedded PostgreSQL 16 + pgvector), delivered by
+one peer as a Sync would. Measured in the same run, on the same embedder:
 
 * batched embedding alone: the records' contents embedded in chunks (the ceiling);
 * the pipeline one record at a time (``import_record``, as Sync and Import call it today);
@@ -39,10 +40,12 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.lesson_corpus import lesson_sentences
+from lamarck.node.config import NodeSettings
 from lamarck.node.embedding import Embedder, make_embedder
 from lamarck.node.importing.batch import BatchImporter, BatchImportParams, PrimedEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
+from lamarck.node.params import node_params
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.port import LessonFilter
 from lamarck.node.store.postgres import PostgresLessonStore
@@ -119,6 +122,10 @@ def _pipeline(
     store: PostgresLessonStore, embedder: Embedder, pins: _Pins, seed: int
 ) -> ImportPipeline:
     clock = SystemClock()
+    # The node's own import rules, as the daemon builds them from its settings and its
+    # embedder: among them the autonomy filter's meaning check, which embeds the sentences
+    # it is unsure of beside each record's content.
+    rules = node_params(NodeSettings(), embedder).importing
     book = InMemoryReputation(ReputationParams(), clock)
     # As the node wires it: each stored copy is contested against what it contradicts.
     lessons = LessonService(store, embedder, clock, rng=random.Random(seed + 1))
@@ -130,6 +137,7 @@ def _pipeline(
         embedder=embedder,
         clock=clock,
         rng=random.Random(seed),  # local lesson ids: one stream per pipeline
+        params=rules,
         on_stored=lessons.contest_new,
     )
 
