@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         semantic = AutonomyFilter(params, bank)
         texts: list[str] = []
         for rec in records:
-            texts.extend(semantic.texts_to_embed(rec))
+            texts.extend(semantic.texts_to_embed(rec.content))
         unique = list(dict.fromkeys(texts))
         t0 = time.perf_counter()
         vectors = embedder.embed(unique)

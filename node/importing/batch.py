@@ -31,13 +31,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lamarck.errors import ConfigError, LamarckError
+from lamarck.errors import ConfigError
 from lamarck.node.embedding import Embedder, Vectors, release_memory
 from lamarck.node.importing.filters import Filter, reads_meaning, texts_to_embed
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.store.port import LessonFilter, LessonStore
 from lamarck.params_checks import check_finite, check_rule
-from lamarck.proto.signed import SignedMemory
 
 __all__ = [
     "BatchImportParams",
@@ -183,18 +182,15 @@ def record_content(raw: bytes) -> str | None:
 
 def record_texts(raw: bytes, filters: Filter | None = None) -> list[str]:
     """What the pipeline will embed for ``raw``: its content, then the texts ``filters`` read
-    by meaning (``texts_to_embed``). Empty when it has no content; only the content when it
-    does not parse (the pipeline refuses it; nothing here decides anything)."""
+    by meaning (``texts_to_embed``). Empty when it has no content. Only the content is read
+    (the record is parsed and checked once, by the pipeline; nothing here decides
+    anything)."""
     content = record_content(raw)
     if content is None:
         return []
     if filters is None or not reads_meaning(filters):
         return [content]
-    try:
-        memory = SignedMemory.from_json(raw).memory
-    except LamarckError:
-        return [content]
-    return [content, *(t for t in texts_to_embed(filters, memory) if t != content)]
+    return [content, *(t for t in texts_to_embed(filters, content) if t != content)]
 
 
 class Prefetch:

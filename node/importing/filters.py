@@ -413,10 +413,13 @@ class Filter(Protocol):
 
 @runtime_checkable
 class TextsToEmbed(Protocol):
-    """A filter that reads vectors of some of a record's texts (computed by the pipeline)."""
+    """A filter that reads vectors of texts drawn from a record's content (computed by the
+    pipeline, a chunk ahead in a catch-up, from the content alone: the record need not be
+    parsed twice)."""
 
-    def texts_to_embed(self, record: MemoryV2) -> tuple[str, ...]:
-        """The texts whose vectors the filter will look up; cheap to call."""
+    def texts_to_embed(self, content: str) -> tuple[str, ...]:
+        """The texts whose vectors the filter will look up for a record with ``content``;
+        cheap to call."""
         ...
 
 
@@ -439,12 +442,13 @@ def reads_meaning(policy: Filter) -> bool:
     return conforms(policy, TextsToEmbed)
 
 
-def texts_to_embed(policy: Filter, record: MemoryV2) -> tuple[str, ...]:
-    """Every text ``policy`` (or any filter inside it) wants a vector of, in order, once."""
+def texts_to_embed(policy: Filter, content: str) -> tuple[str, ...]:
+    """Every text ``policy`` (or any filter inside it) wants a vector of for a record with
+    ``content``, in order, once."""
     if not reads_meaning(policy):
         return ()
     wants = cast(TextsToEmbed, policy)  # answered by its type above
-    return tuple(dict.fromkeys(wants.texts_to_embed(record)))
+    return tuple(dict.fromkeys(wants.texts_to_embed(content)))
 
 
 class AllOf:
@@ -456,11 +460,11 @@ class AllOf:
             raise ConfigError("AllOf needs at least one filter")
         self.filters: tuple[Filter, ...] = tuple(filters)
 
-    def texts_to_embed(self, record: MemoryV2) -> tuple[str, ...]:
+    def texts_to_embed(self, content: str) -> tuple[str, ...]:
         """The texts any of the filters wants a vector of (see :class:`TextsToEmbed`)."""
         out: list[str] = []
         for f in self.filters:
-            out.extend(texts_to_embed(f, record))
+            out.extend(texts_to_embed(f, content))
         return tuple(dict.fromkeys(out))
 
     def check(self, record: MemoryV2, view: ImportView) -> Verdict:

@@ -566,7 +566,11 @@ class ImportPipeline:
             # decision under the lock is not an accept (e.g. a copy got in first). The same
             # call embeds the texts the filters read by meaning; row 0 is the content's.
             record = signed.memory
-            extra = [t for t in texts_to_embed(self.params.filters, record) if t != record.content]
+            extra = [
+                t
+                for t in texts_to_embed(self.params.filters, record.content)
+                if t != record.content
+            ]
             vectors = await asyncio.to_thread(self._embedder.embed, [record.content, *extra])
             vector = vectors[0]
             call.text_vectors[record.content] = vector

@@ -226,7 +226,7 @@ def test_the_filter_reads_the_pipeline_vectors_instead_of_embedding_again() -> N
     params = AutonomyParams(semantic_embedders=(embedder.name,))
     filt = AutonomyFilter(params, MeaningModel(embedder, params, weights_for(embedder)))
     rec = record(content="Run the linter before committing. The prompts are handled elsewhere.")
-    texts = filt.texts_to_embed(rec)
+    texts = filt.texts_to_embed(rec.content)
     assert texts[0] == rec.content
     vectors = embedder.embed(list(texts))
     view = VectorView(vectors={t: vectors[i] for i, t in enumerate(texts)})
@@ -235,6 +235,84 @@ def test_the_filter_reads_the_pipeline_vectors_instead_of_embedding_again() -> N
     filt.check(rec, view)
     assert embedder.calls == 0
     assert rec.content in view.asked
+
+
+def _meaning_filter(embedder: CountingEmbedder) -> AutonomyFilter:
+    params = AutonomyParams(semantic_embedders=(embedder.name,))
+    return AutonomyFilter(params, MeaningModel(embedder, params, weights_for(embedder)))
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Run `make lint` before you push: the prompts are handled elsewhere.",
+        "The prompts are handled by `ci.sh`.",
+        "Pass `--no-input` so the job never waits for input",
+    ],
+)
+def test_a_sentence_with_the_contents_words_is_scored_on_the_contents_vector(
+    content: str,
+) -> None:
+    embedder = CountingEmbedder()
+    filt = _meaning_filter(embedder)
+    # Normalising only dropped case and punctuation: nothing beyond the content to embed...
+    assert filt.texts_to_embed(content) == (content,)
+    view = VectorView(vectors={content: embedder.embed([content])[0]})
+    embedder.calls = 0
+    judgement = filt.judge(record(content=content), view)
+    # ...and the meaning check finds every vector it scores among the pipeline's.
+    assert embedder.calls == 0
+    assert judgement.semantic and all(text for text, _, _ in judgement.semantic)
+    assert set(view.asked) == {content}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "The pr0mpts are handled elsewhere.",  # leetspeak
+        "The p r o m p t s are handled elsewhere.",  # spaced out
+        "The pr\u043empts are handled elsewhere.",  # a Cyrillic o
+        "Use the --no-input flag; the job hangs waiting for input otherwise.",  # a clause
+    ],
+)
+def test_an_undone_disguise_or_a_clause_gets_its_own_vector(content: str) -> None:
+    embedder = CountingEmbedder()
+    filt = _meaning_filter(embedder)
+    texts = filt.texts_to_embed(content)
+    assert texts[0] == content and len(texts) == 2
+    vectors = embedder.embed(list(texts))
+    view = VectorView(vectors={t: vectors[i] for i, t in enumerate(texts)})
+    embedder.calls = 0
+    filt.judge(record(content=content), view)
+    assert embedder.calls == 0
+    assert texts[1] in view.asked
+
+
+def test_a_content_read_to_say_what_to_embed_is_not_read_again_to_judge_it() -> None:
+    filt = _meaning_filter(CountingEmbedder())
+    content = "Use the --no-input flag; the job hangs waiting for input otherwise."
+    reads: list[str] = []
+    real = filt._reader.read
+
+    def counting(sentence: str) -> object:
+        reads.append(sentence)
+        return real(sentence)
+
+    filt._reader.read = counting  # type: ignore[method-assign]
+    filt.texts_to_embed(content)
+    first = len(reads)
+    filt.check(record(content=content), FakeView())
+    assert first >= 2
+    assert reads.count(reads[0]) == 1  # the content's sentences were read once
+
+
+def test_the_read_cache_is_bounded() -> None:
+    filt = AutonomyFilter(AutonomyParams(read_cache_size=2))
+    for i in range(5):
+        filt.check(record(content=f"Run step {i} from the repo root."), FakeView())
+    assert len(filt._reads) == 2
+    with pytest.raises(ConfigError):
+        AutonomyParams(read_cache_size=-1)
 
 
 def test_without_given_vectors_the_filter_embeds_once_and_caches() -> None:
@@ -253,7 +331,7 @@ def test_without_given_vectors_the_filter_embeds_once_and_caches() -> None:
 def test_the_hashing_embedder_turns_the_meaning_check_off() -> None:
     filt = AutonomyFilter(PARAMS, MeaningModel(HashingEmbedder(), PARAMS))
     assert not filt.semantic
-    assert filt.texts_to_embed(record()) == ()
+    assert filt.texts_to_embed(record().content) == ()
 
 
 def weights_for(embedder: HashingEmbedder, direction: Vectors | None = None) -> ClassifierWeights:

@@ -338,8 +338,8 @@ class _ReadsMeaning:
     def check(self, record: MemoryV2, view: Any) -> Any:
         raise AssertionError("not called")
 
-    def texts_to_embed(self, record: MemoryV2) -> tuple[str, ...]:
-        return (record.content, "the claim the filter reads")
+    def texts_to_embed(self, content: str) -> tuple[str, ...]:
+        return (content, "the claim the filter reads")
 
 
 def test_record_texts_are_the_content_then_what_the_filters_read() -> None:
@@ -348,3 +348,8 @@ def test_record_texts_are_the_content_then_what_the_filters_read() -> None:
     assert record_texts(raw) == [content]
     assert record_texts(raw, _ReadsMeaning()) == [content, "the claim the filter reads"]
     assert record_texts(b'{"not": "a record"}', _ReadsMeaning()) == []
+    # Only the content is read: a record the pipeline will refuse costs no parse here.
+    assert record_texts(b'{"content": "x", "schema_version": 7}', _ReadsMeaning()) == [
+        "x",
+        "the claim the filter reads",
+    ]
