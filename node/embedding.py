@@ -126,6 +126,12 @@ class Embedder(abc.ABC):
         """``embed`` for a batch of a long run: the same vectors (``bulk``)."""
         return self.embed(texts)
 
+    def computed(self, texts: Sequence[str]) -> Vectors | None:
+        """``embed(texts)`` when every vector is already at hand (no model call: cheap
+        enough for the event loop), else None. None by default."""
+        del texts
+        return None
+
 
 def _check_texts(texts: Sequence[str]) -> list[str]:
     # A bare str is a Sequence[str]: without this check "abc" would embed three letters.

@@ -150,6 +150,23 @@ class PrimedEmbedder(Embedder):
                 for text in texts:
                     self._primed.pop(text, None)
 
+    def computed(self, texts: Sequence[str]) -> Vectors | None:
+        """The primed vectors of ``texts`` (each used once) when every one is held, else None
+        and nothing is used: a caller on the event loop takes them without a thread hop."""
+        if isinstance(texts, str):
+            return None
+        items = list(texts)
+        with self._lock:
+            if not all(text in self._primed for text in items):
+                return None
+            out = np.empty((len(items), self.dim), dtype=np.float32)
+            for i, text in enumerate(items):
+                # A text twice in ``items`` was primed once: its one vector serves both.
+                out[i] = self._primed[text]
+            for text in items:
+                self._primed.pop(text, None)
+        return out
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Primed vectors where held (each used once), the model for the rest."""
         items = list(texts)

@@ -571,7 +571,11 @@ class ImportPipeline:
                 for t in texts_to_embed(self.params.filters, record.content)
                 if t != record.content
             ]
-            vectors = await asyncio.to_thread(self._embedder.embed, [record.content, *extra])
+            texts = [record.content, *extra]
+            # Computed a chunk ahead (a catch-up's prefetch): taken here, no thread needed.
+            vectors = self._embedder.computed(texts)
+            if vectors is None:
+                vectors = await asyncio.to_thread(self._embedder.embed, texts)
             vector = vectors[0]
             call.text_vectors[record.content] = vector
             call.text_vectors.update((t, vectors[i + 1]) for i, t in enumerate(extra))

@@ -37,6 +37,7 @@ from lamarck.node.api.reputation import NodeReputation, store_tallies
 from lamarck.node.console.http import ConsoleParams
 from lamarck.node.console.plots import PlotParams
 from lamarck.node.console.server import ConsoleApp, ConsoleServer, start_console
+from lamarck.node.embedding import Embedder
 from lamarck.node.health.params import HealthParams
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
@@ -84,9 +85,10 @@ CAST = (
 )
 
 
-class TinyEmbedder:
+class TinyEmbedder(Embedder):
     """Deterministic bag-of-words hashing."""
 
+    name = "tiny"
     dim = 16
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:

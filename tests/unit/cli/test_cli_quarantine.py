@@ -31,6 +31,7 @@ from typer.testing import CliRunner
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.cli import app
+from lamarck.node.embedding import Embedder
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
@@ -51,9 +52,10 @@ SOURCE_KEY = NodeIdentity.from_seed(bytes([7]) * 32)
 runner = CliRunner()
 
 
-class TinyEmbedder:
+class TinyEmbedder(Embedder):
     """Deterministic bag-of-words hashing."""
 
+    name = "tiny"
     dim = 16
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:

@@ -159,6 +159,43 @@ def test_the_model_runs_once_per_chunk_not_once_per_record() -> None:
     assert counting.calls == [4, 4]
 
 
+def test_primed_vectors_are_taken_on_the_loop_only_when_all_are_held() -> None:
+    inner = HashingEmbedder(dim=DIM)
+    primed = PrimedEmbedder(inner, BatchImportParams(chunk=1, max_primed=4))
+    primed.prime(["a b c", "d e f"])
+    assert primed.computed(["a b c", "x y z"]) is None
+    assert primed.primed == 2  # nothing used when one is missing
+    out = primed.computed(["d e f", "a b c", "a b c"])
+    assert out is not None
+    np.testing.assert_allclose(out, inner.embed(["d e f", "a b c", "a b c"]), atol=1e-6)
+    assert primed.primed == 0
+    assert inner.computed(["a b c"]) is None  # a plain model has nothing at hand
+
+
+def test_a_batch_takes_its_primed_vectors_without_a_thread_per_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counting = CountingEmbedder()
+    params = BatchImportParams(chunk=4, max_primed=8)
+    primed = PrimedEmbedder(counting, params)
+    importer = BatchImporter(_pipeline(InMemoryLessonStore(), primed), primed, params)
+    hops: list[object] = []
+    real = asyncio.to_thread
+
+    async def counted(func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        hops.append(func)
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+    results = asyncio.run(
+        importer.import_batch(_raws(8), source=ImportSource.SYNC, via_node_id=VIA)
+    )
+    assert sum(1 for r in results if r.outcome.value == "accept") == 8
+    # The chunks ran on a worker; every record's vectors were at hand on the loop.
+    assert hops.count(primed.prime) >= 2
+    assert primed.embed not in hops
+
+
 def test_unprimed_texts_fall_back_to_the_model() -> None:
     """A text nobody primed is embedded by the wrapped model, mixed with primed ones."""
     inner = HashingEmbedder(dim=DIM)

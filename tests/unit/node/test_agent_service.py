@@ -34,6 +34,7 @@ from lamarck.errors import (
 from lamarck.node.api.agent_service import AgentServicer
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.peer_handlers import PublishDeps, handle_publish
+from lamarck.node.embedding import Embedder
 from lamarck.node.gossip.publisher import lesson_version
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
@@ -56,9 +57,10 @@ BAD, GOOD, TARGET = "shell:pytest tests/", "shell:pytest", "the test suite"
 CONTEXT = {"domain": "python-testing", "environment": "linux", "tools": ["pytest"]}
 
 
-class TinyEmbedder:
+class TinyEmbedder(Embedder):
     """Deterministic bag-of-words hashing: related texts are similar."""
 
+    name = "tiny"
     dim = 64
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:

@@ -45,6 +45,7 @@ from lamarck.node.api.server import (
     build_servers,
 )
 from lamarck.node.config import load_settings
+from lamarck.node.embedding import Embedder
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.params import node_params
@@ -69,9 +70,10 @@ SOURCE_KEY = NodeIdentity.from_seed(bytes([7]) * 32)
 OTHER_KEY = NodeIdentity.from_seed(bytes([8]) * 32)
 
 
-class TinyEmbedder:
+class TinyEmbedder(Embedder):
     """Deterministic bag-of-words hashing."""
 
+    name = "tiny"
     dim = 16
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
