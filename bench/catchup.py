@@ -32,6 +32,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -167,22 +168,29 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     # add twenty minutes and tell nothing more).
     n_base = min(n, args.baseline)
 
-    def embed_alone(embed: Callable[[list[str]], object]) -> float:
+    def embed_alone(embed: Callable[[list[str]], object], at_once: int = 1) -> float:
+        chunks = [
+            texts[n_one + i : n_one + min(i + params.chunk, n_base)]
+            for i in range(0, n_base, params.chunk)
+        ]
         start = time.perf_counter()
-        for i in range(0, n_base, params.chunk):
-            embed(texts[n_one + i : n_one + min(i + params.chunk, n_base)])
+        with ThreadPoolExecutor(at_once) as pool:
+            for _ in pool.map(embed, chunks):
+                pass
         return n_base / (time.perf_counter() - start)
 
     # The ceiling is the better of the embedder's two ways to run batches: its query set-up
-    # and the bulk set-up a long import runs on (``Embedder.bulk``).
+    # (one batch at a time) and the bulk set-up a long import runs on (``Embedder.bulk``,
+    # ``bulk_parallel`` batches at once, as the import runs them).
     plain_rate = embed_alone(embedder.embed)
     with embedder.bulk():
         embedder.embed_bulk(texts[:8])
-        bulk_rate = embed_alone(embedder.embed_bulk)
+        bulk_rate = embed_alone(embedder.embed_bulk, embedder.bulk_parallel)
     embed_rate = max(plain_rate, bulk_rate)
     _log(
         f"  batched embedding alone: {embed_rate:,.0f} texts/s (chunks of {params.chunk};"
-        f" query set-up {plain_rate:,.0f}/s, bulk set-up {bulk_rate:,.0f}/s)"
+        f" query set-up {plain_rate:,.0f}/s, bulk set-up {bulk_rate:,.0f}/s with"
+        f" {embedder.bulk_parallel} at once)"
     )
 
     home = Path(tempfile.mkdtemp(prefix="lamarck-catchup-"))

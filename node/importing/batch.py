@@ -129,6 +129,11 @@ class PrimedEmbedder(Embedder):
         """The wrapped embedder's ``embed_bulk`` (no primed vectors: ``prime`` calls it)."""
         return self._inner.embed_bulk(texts)
 
+    @property
+    def bulk_parallel(self) -> int:
+        """The wrapped embedder's ``bulk_parallel``."""
+        return self._inner.bulk_parallel
+
     def prime(self, texts: Sequence[str]) -> None:
         """Embed ``texts`` in one call and hold their vectors (blocking: run it in a thread)."""
         with self._lock:
@@ -220,9 +225,10 @@ class Prefetch:
     record at a time, as before.
 
     Once ``params.bulk_at`` records have been queued the import is long: chunks are embedded
-    inside the embedder's ``bulk()`` and, when the import brings at least
-    ``bulk_store_share`` of what ``store`` holds, inside the store's ``bulk_load()`` (its
-    vector index built once at ``close``). ``close`` must be awaited (it ends both).
+    inside the embedder's ``bulk()``, ``bulk_parallel`` of them at once, and, when the import
+    brings at least ``bulk_store_share`` of what ``store`` holds, inside the store's
+    ``bulk_load()`` (its vector index built once at ``close``). ``close`` must be awaited (it
+    ends both).
     """
 
     def __init__(
@@ -243,6 +249,8 @@ class Prefetch:
         self._texts: list[str] = []
         self._queued = 0
         self._long = False
+        # Chunks embedded at once: 1, or the embedder's ``bulk_parallel`` once long.
+        self._ahead = 1
         self._bulk = contextlib.ExitStack()
         self._bulk_store = contextlib.AsyncExitStack()
 
@@ -258,6 +266,10 @@ class Prefetch:
         self._long = True
         # Opening a second model session takes a few hundred ms: off the event loop.
         await asyncio.to_thread(self._bulk.enter_context, embedder.bulk())
+        # As many chunks at once as the bulk set-up runs well, and no more than the primed
+        # embedder holds (one more chunk is being taken by the pipeline meanwhile).
+        room = params.max_primed // params.chunk - 1
+        self._ahead = max(1, min(embedder.bulk_parallel, room))
         if self._store is not None:
             held = await self._store.count_lessons(LessonFilter(statuses=None))
             if self._queued >= params.bulk_store_share * held:
@@ -286,9 +298,11 @@ class Prefetch:
         if task is None:
             texts = [t for raw in self._chunks[index] for t in record_texts(raw, self._filters)]
             self._texts.extend(texts)
-            # Chunks are embedded one after another, never two at once: the model already
-            # uses every core it is given, and two runs would only contend for them.
-            task = asyncio.create_task(self._prime_after(self._tasks.get(index - 1), texts))
+            # At most ``_ahead`` chunks at once: one (the model's query set-up already uses
+            # every core it is given: two runs would only contend), or in a long import as
+            # many as the bulk set-up runs side by side (each on one thread).
+            before = self._tasks.get(index - self._ahead)
+            task = asyncio.create_task(self._prime_after(before, texts))
             self._tasks[index] = task
         return task
 
@@ -307,7 +321,8 @@ class Prefetch:
         if not self._long:
             await self._go_long()
         task = self._start(index)
-        self._start(index + 1)
+        for ahead in range(1, self._ahead + 1):
+            self._start(index + ahead)
         if task is not None:
             await task
 
@@ -328,6 +343,7 @@ class Prefetch:
         self._where.clear()
         self._texts.clear()
         self._long = False
+        self._ahead = 1
         self._queued = 0
         try:
             await asyncio.to_thread(self._bulk.close)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -36,6 +37,7 @@ from lamarck.reputation.port import InMemoryReputation
 SOURCE_KEY = NodeIdentity.from_seed(b"\x61" * 32)
 SELF = NodeIdentity.from_seed(b"\x62" * 32).node_id
 VIA = "lmk1" + "c" * 32
+BOUND_S = 10.0  # seconds a test waits for threads to meet, never reached when they do
 DIM = 32
 
 
@@ -367,6 +369,56 @@ def test_a_long_import_takes_the_long_run_measures_until_it_closes(
     assert spy.open == 0 and store.open == 0  # closed with the prefetch
     assert store.loads == store_loads
     assert (spy.in_bulk > 0) is embedder_bulk
+
+
+class _ParallelSpy(_BulkSpy):
+    """A bulk set-up that runs ``parallel`` batches at once; records the most at once."""
+
+    def __init__(self, parallel: int, together: int) -> None:
+        super().__init__()
+        self.parallel = parallel
+        self.running = 0
+        self.entered = 0
+        self.most_running = 0
+        # The first ``together`` chunks wait for each other: they must run at once.
+        self.together = threading.Barrier(together, timeout=BOUND_S)
+        self._lock = threading.Lock()
+
+    @property
+    def bulk_parallel(self) -> int:
+        return self.parallel
+
+    def embed_bulk(self, texts: Sequence[str]) -> Vectors:
+        with self._lock:
+            self.running += 1
+            self.entered += 1
+            first = self.entered <= self.together.parties
+            self.most_running = max(self.most_running, self.running)
+        try:
+            if first:
+                self.together.wait()
+            return super().embed_bulk(texts)
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+@pytest.mark.parametrize("parallel, max_primed, most", [(2, 8, 2), (3, 8, 3), (3, 6, 2), (1, 8, 1)])
+def test_a_long_import_embeds_as_many_chunks_at_once_as_the_bulk_set_up_runs(
+    parallel: int, max_primed: int, most: int
+) -> None:
+    """Once long, ``bulk_parallel`` chunks are embedded at once (within what the primed
+    embedder holds beside the chunk being imported); the answers are those of one at a
+    time."""
+    spy = _ParallelSpy(parallel, together=most)
+    params = BatchImportParams(chunk=2, max_primed=max_primed, bulk_at=1)
+    primed = PrimedEmbedder(spy, params)
+    importer = BatchImporter(_pipeline(InMemoryLessonStore(), primed), primed, params)
+    raws = _raws(12)[:12]
+    results = asyncio.run(importer.import_batch(raws, source=ImportSource.SYNC, via_node_id=VIA))
+    assert [r.outcome.value for r in results] == ["accept"] * 12
+    assert spy.most_running == most
+    assert sum(spy.calls) == 12  # each content embedded once, none by the pipeline itself
 
 
 class _ReadsMeaning:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -63,18 +64,24 @@ def test_onnx_rows_are_float32_unit_vectors_in_input_order(onnx: OnnxMiniLMEmbed
 def test_a_bulk_block_embeds_on_its_own_session_with_the_same_vectors(
     onnx: OnnxMiniLMEmbedder,
 ) -> None:
-    """Inside ``bulk()`` (a catch-up) batches run on a second, non-spinning session: the
-    same vectors; overlapping blocks share it and the last one to end closes it."""
+    """Inside ``bulk()`` (a catch-up) batches run on a second, single-threaded session,
+    ``bulk_parallel`` of them at once: the same vectors; overlapping blocks share it and the
+    last one to end closes it."""
     query_setup = onnx.embed_bulk(TEXTS)  # no block open: the query session
     assert not onnx.bulk_open
+    # As many single-threaded runs at once as the query session has threads.
+    assert onnx.bulk_parallel == onnx._session.get_session_options().intra_op_num_threads
     with onnx.bulk():
         assert onnx.bulk_open
         with onnx.bulk():
-            bulk = onnx.embed_bulk(TEXTS)
+            with ThreadPoolExecutor(2) as pool:
+                halves = list(pool.map(onnx.embed_bulk, [TEXTS[:3], TEXTS[3:]]))
+            bulk = np.concatenate(halves)
         assert onnx.bulk_open  # the outer block still runs
     assert not onnx.bulk_open
     assert ((bulk * query_setup).sum(axis=1)).min() >= 0.99999
     np.testing.assert_allclose(bulk, onnx.embed(TEXTS), atol=1e-5)
+    assert onnx._bulk_session is None
 
 
 def test_a_repeated_query_is_answered_from_the_cache_unchanged(
