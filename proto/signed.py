@@ -6,8 +6,6 @@ object keeps the received bytes, and verification derives the signing input from
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,10 +27,6 @@ __all__ = ["DEFAULT_MAX_FUTURE_SKEW_S", "SignedMemory", "require_canonical"]
 
 #: A record dated further than this into the future is refused (issue 2 §4.3).
 DEFAULT_MAX_FUTURE_SKEW_S = 300.0
-
-#: Parses kept by ``SignedMemory.from_json`` (see ``_parsed``): two chunks of a catch-up's
-#: prefetch, with room to spare.
-PARSES_KEPT = 512
 
 
 def require_canonical(received: ReceivedJson) -> None:
@@ -81,15 +75,8 @@ class SignedMemory:
 
     @classmethod
     def from_json(cls, raw: bytes, *, limits: RecordLimits = DEFAULT_LIMITS) -> SignedMemory:
-        """Parse received bytes; ``InvalidRecord`` if they are not a memory with a signature.
-
-        The same bytes under the same limits parsed a moment ago are answered from
-        ``_parsed`` (the object is immutable; refusals are never kept)."""
-        if cls is not SignedMemory or not isinstance(raw, bytes):
-            return cls(raw, limits=limits)
-        if len(raw) > limits.max_record_bytes:
-            return cls(raw, limits=limits)  # refused before the bytes are hashed for the key
-        return _parsed(raw, limits)
+        """Parse received bytes; ``InvalidRecord`` if they are not a memory with a signature."""
+        return cls(raw, limits=limits)
 
     @classmethod
     def sign(
@@ -194,33 +181,3 @@ class SignedMemory:
 
     def __repr__(self) -> str:
         return f"SignedMemory(id={self._memory.id!r}, content_hash={self.content_hash[:16]!r})"
-
-
-class _Parses:
-    """The last ``PARSES_KEPT`` parses by (bytes, limits). A batch import parses every record
-    twice: a chunk ahead, to embed what its filters will read, then in the pipeline; the
-    second is a lookup here (a parse is ~0.5 ms of a catch-up's per-record work, issue 17 §4).
-    Only a parse of the very same bytes object is answered: ``SignedMemory.raw`` stays the
-    caller's own bytes. Refusals are never kept. Thread-safe (workers parse too)."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._kept: OrderedDict[tuple[bytes, RecordLimits], SignedMemory] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __call__(self, raw: bytes, limits: RecordLimits) -> SignedMemory:
-        key = (raw, limits)
-        with self._lock:
-            hit = self._kept.get(key)
-        if hit is not None and hit.raw is raw:
-            return hit
-        parsed = SignedMemory(raw, limits=limits)
-        with self._lock:
-            self._kept[key] = parsed
-            self._kept.move_to_end(key)
-            while len(self._kept) > self._size:
-                self._kept.popitem(last=False)
-        return parsed
-
-
-_parsed = _Parses(PARSES_KEPT)
