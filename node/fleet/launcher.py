@@ -248,8 +248,11 @@ def stop_nodes(nodes: Sequence[NodeProcess], params: LaunchParams) -> list[int]:
 
 
 def port_is_free(host: str, port: int) -> bool:
-    """Whether ``host:port`` can be bound now (TCP)."""
+    """Whether a server could listen on ``host:port`` now (TCP): nothing listens there.
+    Connections a stopped fleet left in TIME-WAIT do not count: the nodes' servers set
+    ``SO_REUSEADDR`` as the probe does, so a fleet started again at once can bind."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
