@@ -525,7 +525,8 @@ class OnnxMiniLMEmbedder(Embedder):
         tokenizer.enable_truncation(self.params.max_seq_length)
         self._tokenizer = tokenizer
         self._ort = ort
-        self._session = self._open_session(self.params.threads or _default_threads())
+        self._threads = self.params.threads or _default_threads()
+        self._session = self._open_session(self._threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._cache: OrderedDict[str, Vectors] = OrderedDict()
         self._cache_lock = threading.Lock()
@@ -574,7 +575,7 @@ class OnnxMiniLMEmbedder(Embedder):
     @property
     def bulk_parallel(self) -> int:
         """``threads`` batches at once on the bulk session (1 without one)."""
-        return (self.params.threads or _default_threads()) if self.params.bulk_session else 1
+        return self._threads if self.params.bulk_session else 1
 
     @property
     def bulk_open(self) -> bool:

@@ -33,7 +33,7 @@ import numpy as np
 
 from lamarck.errors import ConfigError
 from lamarck.node.embedding import Embedder, Vectors, release_memory
-from lamarck.node.importing.filters import Filter, reads_meaning, texts_to_embed
+from lamarck.node.importing.filters import Filter, texts_with_content
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.store.port import LessonFilter, LessonStore
 from lamarck.params_checks import check_finite, check_rule
@@ -210,9 +210,9 @@ def record_texts(raw: bytes, filters: Filter | None = None) -> list[str]:
     content = record_content(raw)
     if content is None:
         return []
-    if filters is None or not reads_meaning(filters):
+    if filters is None:
         return [content]
-    return [content, *(t for t in texts_to_embed(filters, content) if t != content)]
+    return texts_with_content(filters, content)
 
 
 class Prefetch:

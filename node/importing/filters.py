@@ -67,6 +67,7 @@ __all__ = [
     "reads_meaning",
     "record_texts",
     "texts_to_embed",
+    "texts_with_content",
 ]
 
 
@@ -449,6 +450,12 @@ def texts_to_embed(policy: Filter, content: str) -> tuple[str, ...]:
         return ()
     wants = cast(TextsToEmbed, policy)  # answered by its type above
     return tuple(dict.fromkeys(wants.texts_to_embed(content)))
+
+
+def texts_with_content(policy: Filter, content: str) -> list[str]:
+    """What a record with ``content`` is embedded from: the content, then every other text
+    ``policy`` reads by meaning (``texts_to_embed``), each once."""
+    return [content, *(t for t in texts_to_embed(policy, content) if t != content)]
 
 
 class AllOf:

@@ -88,7 +88,7 @@ from lamarck.node.importing.decision import (
     Incoming,
     decide_import,
 )
-from lamarck.node.importing.filters import texts_to_embed
+from lamarck.node.importing.filters import texts_with_content
 from lamarck.node.importing.view import ImportSnapshot, StoreImportView
 from lamarck.node.learning.evidence import LocalCopy, confidence_on_new_version
 from lamarck.node.learning.params import EvidenceParams
@@ -566,12 +566,8 @@ class ImportPipeline:
             # decision under the lock is not an accept (e.g. a copy got in first). The same
             # call embeds the texts the filters read by meaning; row 0 is the content's.
             record = signed.memory
-            extra = [
-                t
-                for t in texts_to_embed(self.params.filters, record.content)
-                if t != record.content
-            ]
-            texts = [record.content, *extra]
+            texts = texts_with_content(self.params.filters, record.content)
+            extra = texts[1:]
             # Computed a chunk ahead (a catch-up's prefetch): taken here, no thread needed.
             vectors = self._embedder.computed(texts)
             if vectors is None:
