@@ -110,8 +110,8 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
     learning = LearningParams(
         exposure=ExposureParams(plan_share=settings.exposure_plan_share),
         # The agent waits for no new lesson's vector and no recall's use marks (issue 17 §2).
-        # Its batches linger 0.1 s to fill: in a burst, one model call per write took the
-        # agent's cores from its next calls (RecordOutcome p50 17.8 -> 5.1 ms, MiniLM).
+        # They are written once the queue has been quiet for 0.1 s (or 256 vectors wait): in
+        # a burst, the model embedding meanwhile took the agent's cores from its next calls.
         write_behind=WriteBehindParams(
             defer_claim_embedding=True,
             defer_learned_embedding=True,

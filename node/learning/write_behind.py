@@ -24,11 +24,15 @@ class WriteBehindParams:
     batch: int = 32
     # Most lessons ``recover`` re-embeds at start in one pass. Integer >= 1.
     recover_limit: int = 10_000
-    # Seconds the drain waits for a batch to fill before it embeds (a reader that needs the
-    # writes wakes it at once). In a burst of writes, fewer and fuller model calls cost less
-    # CPU than one call per write, and the agent's next calls do not share the cores with
-    # the model. Finite, >= 0 (0: start at once).
+    # Seconds the queue must stay quiet (no write queued) before the drain embeds: a burst of
+    # writes is embedded after it, in full batches, and the agent's next calls do not share
+    # the cores with the model (a reader that needs the writes wakes the drain at once).
+    # Finite, >= 0 (0: start at once).
     linger_s: float = 0.0
+    # Vectors pending beyond which the drain embeds without waiting for quiet: a node busy
+    # without a pause still keeps its vectors this close behind, and the first recall after
+    # a burst waits for at most this many (in full batches). Integer >= 1.
+    max_pending: int = 256
 
     def __post_init__(self) -> None:
         """Validate every field."""
@@ -36,5 +40,6 @@ class WriteBehindParams:
             check_rule(isinstance(getattr(self, name), bool), name, "must be a bool")
         check_positive_int("batch", self.batch)
         check_positive_int("recover_limit", self.recover_limit)
+        check_positive_int("max_pending", self.max_pending)
         check_finite("linger_s", self.linger_s)
         check_rule(self.linger_s >= 0, "linger_s", "must be >= 0")

@@ -96,8 +96,12 @@ class WriteBehind:
         )
         # Said once per failure streak, not for every batch of an outage.
         self._failing = False
-        # Ends the drain's linger: a batch is full, or a reader waits.
+        # Ends the drain's wait for quiet early: a reader waits (``_urgent``: the drain then
+        # runs until nothing is pending) or ``max_pending`` vectors are queued.
         self._wake = asyncio.Event()
+        self._urgent = False
+        # When the last write was queued (the loop's clock): the drain waits for quiet.
+        self._last_queued = 0.0
 
     @property
     def pending(self) -> int:
@@ -126,7 +130,8 @@ class WriteBehind:
             held.append((lesson_id, content))
             return
         self._embeddings[lesson_id] = content
-        if len(self._embeddings) >= self.params.batch:
+        self._queued_now()
+        if len(self._embeddings) >= self.params.max_pending:
             self._wake.set()
         self._kick()
 
@@ -151,6 +156,7 @@ class WriteBehind:
         """Queue one use of each of ``lesson_ids`` at ``now``."""
         if lesson_ids:
             self._uses.append((tuple(lesson_ids), now))
+            self._queued_now()
             self._kick()
 
     async def settle(self) -> None:
@@ -159,7 +165,9 @@ class WriteBehind:
             return
         task = self._task
         if task is not None:
-            self._wake.set()  # no lingering while a reader waits
+            # No waiting for quiet while a reader waits.
+            self._urgent = True
+            self._wake.set()
             # Shielded: a cancelled reader must not cancel the writes other readers wait for.
             with contextlib.suppress(Exception):
                 await asyncio.shield(task)
@@ -193,6 +201,23 @@ class WriteBehind:
         """Flush everything pending (the node's stop)."""
         await self.settle()
 
+    def _queued_now(self) -> None:
+        self._last_queued = asyncio.get_running_loop().time()
+
+    async def _until_due(self) -> None:
+        """Wait until the queue has been quiet for ``linger_s``, ``max_pending`` vectors wait,
+        or a reader waits: while the agent's calls keep coming, the model stays off the cores
+        they need."""
+        p = self.params
+        loop = asyncio.get_running_loop()
+        while not self._urgent and len(self._embeddings) < p.max_pending:
+            left = self._last_queued + p.linger_s - loop.time()
+            if left <= 0:
+                return
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), left)
+
     def _kick(self) -> None:
         if self._task is None:
             # A fresh context: a drain started inside a caller's unit of work must not join it.
@@ -203,11 +228,12 @@ class WriteBehind:
     async def _drain(self) -> None:
         embedded = False
         try:
-            if self.params.linger_s > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.params.linger_s)
-            self._wake.clear()
             while self.pending:
+                # Before every batch, not only the first: a burst that starts while the
+                # drain writes gets the cores back after the batch in hand.
+                await self._until_due()
+                if not self.pending:  # a reader wrote it all inline meanwhile
+                    break
                 embedded = embedded or bool(self._embeddings)
                 try:
                     await self._write_once()
@@ -223,6 +249,7 @@ class WriteBehind:
                 await asyncio.to_thread(self._release)
         finally:
             self._task = None
+            self._urgent = False
         # Queued while the memory was released, after this drain's loop had ended (not
         # reached when the drain failed, was cancelled or closed).
         if self.pending:

@@ -305,10 +305,10 @@ async def test_a_lingering_drain_is_woken_by_a_reader() -> None:
     assert store.vector_writes == 1
 
 
-async def test_a_full_batch_ends_the_linger() -> None:
+async def test_max_pending_vectors_end_the_linger() -> None:
     store = GatedStore()
     store.gate.set()
-    svc = service(store, dataclasses.replace(ON, linger_s=600.0))
+    svc = service(store, dataclasses.replace(ON, linger_s=600.0, max_pending=ON.batch))
     rows = [
         await svc.remember(f"Lesson number {k} about builds.", f"shell:make b{k}", SCOPE)
         for k in range(ON.batch)
@@ -345,3 +345,27 @@ async def test_a_contradiction_of_a_lesson_whose_vector_waits_is_still_found() -
     assert (await store.get_lesson(no.id)).contested_with == (taught,)
     assert (await store.get_lesson(taught)).contested_with == (no.id,)
     await svc.close()
+
+
+async def test_writes_still_coming_keep_the_model_waiting_until_a_reader_needs_them() -> None:
+    # A burst of writes: none is embedded while they keep coming (the agent's calls keep the
+    # cores), then one reader's settle writes them all in full batches.
+    store = FlakyStore()
+    svc = service(store, dataclasses.replace(ON, linger_s=600.0, max_pending=100))
+    rows = [
+        await svc.remember(f"Lesson number {k} about deploys.", f"shell:make d{k}", SCOPE)
+        for k in range(2 * ON.batch + 1)
+    ]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert store.vector_writes == 0
+    await asyncio.wait_for(svc._core.behind.settle(), 5)
+    assert store.vector_writes == 3  # 4 + 4 + 1: full batches
+    stored = await store.get_lessons([r.id for r in rows if r is not None])
+    assert all(r.embedding is not None for r in stored)
+
+
+def test_max_pending_must_be_a_positive_int() -> None:
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ConfigError):
+            WriteBehindParams(max_pending=bad)  # type: ignore[arg-type]
