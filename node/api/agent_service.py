@@ -383,7 +383,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             for event in (*result.reality, *self._voters(result.reality)):
                 sink.emit(event)
         ids = list(dict.fromkeys(c.lesson_id for c in result.changes))
-        rows = {r.id: r for r in await store.get_lessons(ids)} if ids else {}
+        # The rows the outcome wrote whole come with it; only the others are read.
+        rows = {i: result.rows[i] for i in ids if i in result.rows}
+        if missing := [i for i in ids if i not in rows]:
+            rows.update((r.id, r) for r in await store.get_lessons(missing))
         versions = {i: await self._version(r) for i, r in rows.items()}
         changes = []
         for change in result.changes:

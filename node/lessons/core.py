@@ -112,6 +112,9 @@ class OutcomeResult:
     #: Why no lesson was created, confirmed or contradicted ("" when one was); the reasons of
     #: ``lamarck.node.learning.why``.
     nothing_learned: str = ""
+    #: The rows of changed lessons as this outcome left them, where it knows them: a reply
+    #: built from these reads nothing again (a changed lesson missing here is read).
+    rows: Mapping[str, LessonRow] = field(default_factory=dict)
 
     def ids(self, change: str) -> list[str]:
         """Lesson ids with the given change, in order."""

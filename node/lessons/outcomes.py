@@ -219,6 +219,10 @@ class OutcomeLearning:
         # (issue 18 §2), so attribution leaves them alone.
         settled = await self._knowledge.settle_in_play(lessons, attributions, outcome.id)
         changes: builtins.list[LessonChange] = list(settled.changes)
+        # The rows this outcome wrote whole (a confirmation, a contradiction, a new lesson),
+        # as written: the reply shows them without reading them again. A row a settlement or
+        # a supersede changes afterwards is dropped from it, and the reply reads that one.
+        written: dict[str, LessonRow] = {}
         reality: builtins.list[ReputationEvent] = list(settled.reality)
         confirmed_now: set[str] = set(settled.settled)
         contradicted_now: set[str] = set()
@@ -243,10 +247,10 @@ class OutcomeLearning:
             if row.id in settled.settled:
                 continue
             if att.effect is Effect.CONFIRMED:
-                changes.extend(await self._confirm(row, outcome, run_context))
+                changes.extend(await self._confirm(row, outcome, run_context, written))
                 confirmed_now.add(row.id)
             elif att.effect is Effect.CONTRADICTED:
-                changes.extend(await self._contradict(row, outcome, run_context))
+                changes.extend(await self._contradict(row, outcome, run_context, written))
                 contradicted_now.add(row.id)
         await core.save_learner(learner)
         for lesson in mechanical_lessons(steps, verdict):
@@ -258,6 +262,7 @@ class OutcomeLearning:
                     confirmed_now,
                     before={i: by_id[i] for i in contradicted_now},
                     reality=reality,
+                    written=written,
                 )
             )
         crash_point("outcome_learned")
@@ -284,12 +289,18 @@ class OutcomeLearning:
                 learned=any(c.change in _LEARNED for c in changes),
                 in_play=len(lessons),
             ),
+            rows=written,
         )
 
     async def _confirm(
-        self, row: LessonRow, outcome: Outcome, run_context: Mapping[str, Any]
+        self,
+        row: LessonRow,
+        outcome: Outcome,
+        run_context: Mapping[str, Any],
+        written: dict[str, LessonRow],
     ) -> builtins.list[LessonChange]:
-        """An attributed success: step up by context band, gain evidence, maybe promote."""
+        """An attributed success: step up by context band, gain evidence, maybe promote (the
+        row as written goes into ``written``)."""
         core = self._core
         p = core.params
         similarity = core.similarity(row.context, run_context)
@@ -316,6 +327,7 @@ class OutcomeLearning:
             embedding=None,
         )
         await core.store.update_lesson(updated)
+        written[row.id] = updated
         changes = [
             LessonChange(row.id, "confirmed", row.confidence, after, f"similarity={similarity:.2f}")
         ]
@@ -324,9 +336,14 @@ class OutcomeLearning:
         return changes
 
     async def _contradict(
-        self, row: LessonRow, outcome: Outcome, run_context: Mapping[str, Any]
+        self,
+        row: LessonRow,
+        outcome: Outcome,
+        run_context: Mapping[str, Any],
+        written: dict[str, LessonRow],
     ) -> builtins.list[LessonChange]:
-        """An attributed failure: step down by context band, maybe demote, maybe retire."""
+        """An attributed failure: step down by context band, maybe demote, maybe retire (the
+        row as written goes into ``written``)."""
         core = self._core
         p = core.params
         similarity = core.similarity(row.context, run_context)
@@ -346,6 +363,7 @@ class OutcomeLearning:
             embedding=None,
         )
         await core.store.update_lesson(updated)
+        written[row.id] = updated
         changes = [
             LessonChange(
                 row.id, "contradicted", row.confidence, after, f"similarity={similarity:.2f}"
@@ -366,6 +384,7 @@ class OutcomeLearning:
         *,
         before: Mapping[str, LessonRow],
         reality: builtins.list[ReputationEvent],
+        written: dict[str, LessonRow],
     ) -> builtins.list[LessonChange]:
         """Write "prefer B over A for T"; re-proving an existing one confirms it instead.
 
@@ -374,10 +393,10 @@ class OutcomeLearning:
         lesson supersedes it, so the history holds both lessons and both outcomes, and the
         numbers follow the settlement rule. ``before`` holds the in-play rows this outcome
         contradicted as they were before it: the settlement's step replaces attribution's,
-        never adds to it. Reputation events for an imported loser's source go to ``reality``.
-        The lookup is one indexed query for the lessons about B (those recommending B, and
-        those saying to avoid B), so a lesson is found again however old or unconfident it is
-        among a scope's rows.
+        never adds to it. Reputation events for an imported loser's source go to ``reality``;
+        the rows written whole go to ``written`` (``record_outcome``'s). The lookup is one
+        indexed query for the lessons about B (those recommending B, and those saying to avoid
+        B), so a lesson is found again however old or unconfident it is among a scope's rows.
         """
         core = self._core
         scope = project_scope(outcome.project)
@@ -401,7 +420,7 @@ class OutcomeLearning:
         if same:
             if same[0].id in confirmed_now:
                 return []
-            return await self._confirm(same[0], outcome, run_context)
+            return await self._confirm(same[0], outcome, run_context, written)
         # No retired lesson can cite this outcome (the rule that evidence a user retired is
         # never re-learned): it was stored a moment ago, in this unit, under a new id.
         opposite = [r for r in live if reverses(lesson, r.operation, r.tags)]
@@ -424,12 +443,14 @@ class OutcomeLearning:
             taught_by=outcome.id,
             detail=lesson.content,
         )
+        written[new.id] = new
         changes = [
             LessonChange(new.id, "created", None, new.confidence, lesson.content, logged=True)
         ]
         if loser is None:
             return changes
         if claim:
+            written.pop(loser.id, None)  # the store set its supersede: read it for the reply
             changes.append(LessonChange(loser.id, "superseded", None, None, new.id))
             return changes
         conflict = self._knowledge.conflict(new, loser)
@@ -444,6 +465,8 @@ class OutcomeLearning:
             p=core.params.knowledge.conflicts,
         )
         # The winner is the loser's next version: the history holds both and both outcomes.
+        for lesson_id in plan.lesson_ids:
+            written.pop(lesson_id, None)  # settled after it was written: read for the reply
         changes.extend(
             await self._knowledge.apply_settlement(
                 plan, {new.id: dataclasses.replace(new, supersedes=loser.id), loser.id: loser}
