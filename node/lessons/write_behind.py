@@ -77,9 +77,12 @@ class WriteBehind:
     ) -> None:
         self._store = store
         self._embed = embed
-        # Called off the loop when a drain has embedded and nothing is left: gives the
-        # model's freed activations back to the system (the node's resident memory).
+        # Called off the loop once vectors were embedded and nothing is left to embed: gives
+        # the model's freed activations back to the system (the node's resident memory). A
+        # reader that embedded inline leaves it to a background task, not to its own wait.
         self._release = release
+        self._embedded = False  # since the last release
+        self._releasing: asyncio.Task[None] | None = None
         self.params = params
         self._embeddings: dict[str, str] = {}
         self._uses: list[tuple[tuple[str, ...], datetime]] = []
@@ -173,6 +176,7 @@ class WriteBehind:
                 await asyncio.shield(task)
         while self.pending:
             await _outside(self._write_once())
+        self._release_soon()
 
     async def settle_vectors(self, lesson_ids: Iterable[str] | None = None) -> None:
         """Return once none of ``lesson_ids`` (None: of the lessons queued now) waits for its
@@ -181,6 +185,7 @@ class WriteBehind:
         while wanted := [i for i in ids if i in self._embeddings]:
             await _outside(self._write_vectors(wanted))
             ids = wanted
+        self._release_soon()
 
     async def settle_marks(self) -> None:
         """Return once no use mark is pending (vectors may still be)."""
@@ -200,6 +205,21 @@ class WriteBehind:
     async def close(self) -> None:
         """Flush everything pending (the node's stop)."""
         await self.settle()
+        if self._releasing is not None:
+            await self._releasing
+
+    def _release_soon(self) -> None:
+        """Release in the background once nothing is left to embed (a running drain releases
+        at its end itself: woken, it ends now if nothing else is pending)."""
+        if self._release is None or not self._embedded or self._embeddings:
+            return
+        if self._task is not None:
+            self._wake.set()
+            return
+        self._embedded = False
+        self._releasing = asyncio.get_running_loop().create_task(
+            asyncio.to_thread(self._release), context=contextvars.Context()
+        )
 
     def _queued_now(self) -> None:
         self._last_queued = asyncio.get_running_loop().time()
@@ -210,7 +230,7 @@ class WriteBehind:
         they need."""
         p = self.params
         loop = asyncio.get_running_loop()
-        while not self._urgent and len(self._embeddings) < p.max_pending:
+        while self.pending and not self._urgent and len(self._embeddings) < p.max_pending:
             left = self._last_queued + p.linger_s - loop.time()
             if left <= 0:
                 return
@@ -226,7 +246,6 @@ class WriteBehind:
             )
 
     async def _drain(self) -> None:
-        embedded = False
         try:
             while self.pending:
                 # Before every batch, not only the first: a burst that starts while the
@@ -234,7 +253,6 @@ class WriteBehind:
                 await self._until_due()
                 if not self.pending:  # a reader wrote it all inline meanwhile
                     break
-                embedded = embedded or bool(self._embeddings)
                 try:
                     await self._write_once()
                 except Exception as e:  # the store is down: the next reader retries inline
@@ -245,7 +263,8 @@ class WriteBehind:
                 if self._failing:
                     _log.info("write-behind works again")
                 self._failing = False
-            if embedded and self._release is not None:
+            if self._embedded and self._release is not None and not self._embeddings:
+                self._embedded = False
                 await asyncio.to_thread(self._release)
         finally:
             self._task = None
@@ -269,6 +288,7 @@ class WriteBehind:
             if not batch:
                 return
             vectors = await self._embed([content for _, content in batch])
+            self._embedded = True
             await self._store.set_embeddings(
                 [(lesson_id, vectors[k]) for k, (lesson_id, _) in enumerate(batch)]
             )

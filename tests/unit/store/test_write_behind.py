@@ -369,3 +369,36 @@ def test_max_pending_must_be_a_positive_int() -> None:
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ConfigError):
             WriteBehindParams(max_pending=bad)  # type: ignore[arg-type]
+
+
+async def test_vectors_a_reader_embedded_inline_are_released_after_it() -> None:
+    # The model's freed activations go back to the system once nothing is left to embed,
+    # also when a reader (not the drain) embedded them, and never inside the reader's wait.
+    store = FlakyStore()
+    released = asyncio.Event()
+    embedder = HashingEmbedder(dim=DIM)
+
+    async def embed(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return embedder.embed(list(texts))
+
+    loop = asyncio.get_running_loop()
+    behind = WriteBehind(
+        store,
+        embed,
+        dataclasses.replace(ON, linger_s=600.0),
+        release=lambda: loop.call_soon_threadsafe(released.set),  # runs on a worker thread
+    )
+    row = await svc_row(store)
+    behind.embed_later(row, "Run ruff check before every commit.")
+    await behind.settle_vectors([row])
+    assert store.vector_writes == 1
+    await asyncio.wait_for(released.wait(), 5)
+    await behind.close()
+
+
+async def svc_row(store: InMemoryLessonStore) -> str:
+    """A claim stored without its vector; its id."""
+    svc = service(store, dataclasses.replace(ON, linger_s=600.0))
+    row = await svc.remember("Run ruff check before every commit.", "shell:ruff check", SCOPE)
+    assert row is not None
+    return row.id
