@@ -113,6 +113,21 @@ def _rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def _rss_at_rest_mb(pid: int, *, bound_s: float = 3.0, step_s: float = 0.1) -> float:
+    """The node's RSS once it is at rest: after a burst of writes it gives the model's freed
+    activations back in the background (the write-behind's release), so the reading is
+    taken once two in a row, ``step_s`` apart, agree within 1 MB (at most ``bound_s``)."""
+    last = _rss_mb(pid)
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        time.sleep(step_s)
+        now = _rss_mb(pid)
+        if abs(now - last) < 1.0:
+            return now
+        last = now
+    return last
+
+
 # -- the node ---------------------------------------------------------------------------------
 
 
@@ -400,7 +415,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                 await recall(0)
                 figures["recall_after_writes_ms"] = round((time.perf_counter() - start) * 1000.0, 3)
                 phase("lamarck remember and record_outcome measured")
-            figures["node_rss_minilm_mb"] = round(_rss_mb(node.pid), 1)
+            figures["node_rss_minilm_mb"] = round(_rss_at_rest_mb(node.pid), 1)
         finally:
             stop_node(node)
         node, warm = _start_node(home, "minilm", dsn)
