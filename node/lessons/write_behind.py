@@ -300,6 +300,8 @@ class WriteBehind:
     async def _write_marks(self) -> None:
         async with self._mark_lock:
             while self._uses:
-                ids, at = self._uses[0]
-                await self._store.mark_used(ids, at)
-                self._uses.pop(0)
+                # Every recall's marks queued so far in one write (a burst of recalls leaves
+                # hundreds); taken off only once written, so a failure leaves them queued.
+                taken = len(self._uses)
+                await self._store.mark_uses(self._uses[:taken])
+                del self._uses[:taken]

@@ -406,17 +406,18 @@ class InMemoryLessonStore(LessonStore):
         scopes |= {PROJECT_PREFIX + o.project for o in self._outcomes.values() if o.project}
         return sorted(scopes)[:limit]
 
-    async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:
-        """One use of each lesson; unknown ids are skipped. ``updated_at`` stays: a use is
-        not a signed field, so it must not make a newer version of the record."""
-        for lesson_id in dict.fromkeys(lesson_ids):
-            row = self._lessons.get(lesson_id)
-            if row is not None:
-                # The latest use wins (a use mark written behind a reply may come late).
-                last = now if row.last_used is None else max(row.last_used, now)
-                self._lessons[lesson_id] = dataclasses.replace(
-                    row, last_used=last, use_count=row.use_count + 1
-                )
+    async def mark_uses(self, uses: Sequence[tuple[Sequence[str], datetime]]) -> None:
+        """One use of each lesson per entry; unknown ids are skipped. ``updated_at`` stays: a
+        use is not a signed field, so it must not make a newer version of the record."""
+        for lesson_ids, now in uses:
+            for lesson_id in dict.fromkeys(lesson_ids):
+                row = self._lessons.get(lesson_id)
+                if row is not None:
+                    # The latest use wins (a use mark written behind a reply may come late).
+                    last = now if row.last_used is None else max(row.last_used, now)
+                    self._lessons[lesson_id] = dataclasses.replace(
+                        row, last_used=last, use_count=row.use_count + 1
+                    )
 
     async def hard_delete(self, lesson_id: str) -> None:
         """Remove a lesson for good; ``NotFound`` if absent."""

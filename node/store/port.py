@@ -397,10 +397,15 @@ class LessonStore(abc.ABC):
         of its outcomes' projects, sorted, at most ``limit`` (team sharing declares them)."""
 
     @abc.abstractmethod
+    async def mark_uses(self, uses: Sequence[tuple[Sequence[str], datetime]]) -> None:
+        """Record the uses of many recalls in one write: for each ``(lesson_ids, at)``, one use
+        of each lesson (``last_used`` the latest of its value and every ``at``, ``use_count``
+        up by the uses); unknown ids are skipped. Marks written behind replies can arrive
+        late, and a burst of recalls leaves many queued."""
+
     async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:
-        """Record one use of each lesson (``last_used`` the later of its value and ``now``,
-        ``use_count + 1``) in one write; unknown ids are skipped. Recall calls it once for
-        everything it returned (possibly behind its reply, so a mark can arrive late)."""
+        """Record one use of each lesson at ``now`` (``mark_uses`` of one recall)."""
+        await self.mark_uses([(lesson_ids, now)])
 
     @abc.abstractmethod
     async def hard_delete(self, lesson_id: str) -> None:

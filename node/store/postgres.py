@@ -1040,21 +1040,31 @@ class PostgresLessonStore(LessonStore):
             )
         return [(r["id"], r["content"]) for r in recs]
 
-    async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:
-        """One use of each lesson, one statement; unknown ids are skipped. ``updated_at``
-        stays: a use is not a signed field, so it must not make a newer record version."""
-        ids = list(dict.fromkeys(lesson_ids))
-        if not ids:
+    async def mark_uses(self, uses: Sequence[tuple[Sequence[str], datetime]]) -> None:
+        """Every recall's uses in one statement (per lesson: how many, and the latest);
+        unknown ids are skipped. ``updated_at`` stays: a use is not a signed field, so it must
+        not make a newer record version."""
+        counts: dict[str, int] = {}
+        latest: dict[str, datetime] = {}
+        for lesson_ids, at in uses:
+            for lesson_id in dict.fromkeys(lesson_ids):
+                counts[lesson_id] = counts.get(lesson_id, 0) + 1
+                held = latest.get(lesson_id)
+                latest[lesson_id] = at if held is None else max(held, at)
+        if not counts:
             return
+        ids = list(counts)
         async with _guard():
             await self.pool.execute(
                 # The latest use wins: a use mark written behind a reply may arrive after a
                 # newer one.
-                "UPDATE lessons SET last_used = GREATEST(COALESCE(last_used, $2), $2),"
-                " use_count = use_count + 1"
-                " WHERE id = ANY($1::text[])",
+                "UPDATE lessons AS l SET last_used = GREATEST(COALESCE(l.last_used, u.at), u.at),"
+                " use_count = l.use_count + u.n"
+                " FROM unnest($1::text[], $2::int[], $3::timestamptz[]) AS u(id, n, at)"
+                " WHERE l.id = u.id",
                 ids,
-                now,
+                [counts[i] for i in ids],
+                [latest[i] for i in ids],
             )
 
     async def hard_delete(self, lesson_id: str) -> None:

@@ -992,3 +992,17 @@ async def test_a_late_use_mark_keeps_the_latest_use(store: LessonStore) -> None:
     await store.mark_used(["used"], at(10))  # written behind an earlier reply
     row = await store.get_lesson("used")
     assert row.last_used == at(50) and row.use_count == 2
+
+
+async def test_many_recalls_uses_are_written_at_once(store: LessonStore) -> None:
+    await store.insert_lesson(lesson("a"))
+    await store.insert_lesson(lesson("b"))
+    await store.mark_uses(
+        [(["a", "b"], at(30)), (["a", "a", "gone"], at(50)), (["b"], at(20)), ([], at(99))]
+    )
+    a, b = await store.get_lessons(["a", "b"])
+    # A repeated id within one recall is one use; an unknown id is skipped.
+    assert (a.use_count, a.last_used) == (2, at(50))
+    assert (b.use_count, b.last_used) == (2, at(30))
+    await store.mark_uses([])
+    assert (await store.get_lesson("a")).use_count == 2
