@@ -307,17 +307,21 @@ class StoreImportView:
         source = record.provenance.source_agent_id
         established: tuple[EstablishedLesson, ...] = ()
         if record.lesson is not None:
+            # Only lessons on this operation in this record's domain and environment are
+            # read, the surest first: never the operation's rows in other contexts, read to be
+            # dropped here (issue 17 §5).
             rows = await self._store.list_lessons(
                 LessonFilter(
-                    statuses=(LessonStatus.ACTIVE,), operation=record.lesson.operation, limit=50
+                    statuses=(LessonStatus.ACTIVE,),
+                    operation=record.lesson.operation,
+                    context=(
+                        ("domain", record.context.domain),
+                        ("environment", record.context.environment),
+                    ),
+                    limit=50,
                 )
             )
-            established = tuple(
-                EstablishedLesson(r.id, r.content, r.confidence)
-                for r in rows
-                if r.context.get("domain") == record.context.domain
-                and r.context.get("environment") == record.context.environment
-            )
+            established = tuple(EstablishedLesson(r.id, r.content, r.confidence) for r in rows)
         tool = None
         if record.situation is not None and record.situation.tool:
             tool = self._tools.get(record.situation.tool)

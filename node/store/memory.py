@@ -76,6 +76,8 @@ def lesson_matches(lesson: LessonRow, flt: LessonFilter) -> bool:
         return False
     if flt.tags is not None and not set(flt.tags).issubset(lesson.tags):
         return False
+    if flt.context is not None and any(lesson.context.get(k) != v for k, v in flt.context):
+        return False
     return flt.imported is None or (lesson.imported_from is not None) == flt.imported
 
 

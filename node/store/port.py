@@ -156,6 +156,11 @@ class LessonFilter:
     # its target's tag, so it reads the few lessons about that target, not every lesson
     # about a common operation.
     tags: tuple[str, ...] | None = None
+    # Lessons whose context holds each of these (key, value) pairs (jsonb containment, on
+    # the rows the other conditions' indexes found): the import's established-lesson check
+    # asks for the record's domain and environment where the rows are, never reading the
+    # others to drop them in Python.
+    context: tuple[tuple[str, str], ...] | None = None
     limit: int = 100
     offset: int = 0
 

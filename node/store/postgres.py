@@ -295,6 +295,8 @@ def _where(flt: LessonFilter, first: int = 1) -> tuple[str, list[Any]]:
         conds.append(f"l.confidence >= {arg(float(flt.min_confidence))}")
     if flt.tags is not None:
         conds.append(f"l.tags @> {arg(list(flt.tags))}::text[]")
+    if flt.context is not None:
+        conds.append(f"l.context @> {arg(dict(flt.context))}::jsonb")
     if flt.imported is not None:
         conds.append("l.imported_from IS NOT NULL" if flt.imported else "l.imported_from IS NULL")
     return (" AND ".join(conds) or "TRUE"), args

@@ -1006,3 +1006,19 @@ async def test_many_recalls_uses_are_written_at_once(store: LessonStore) -> None
     assert (b.use_count, b.last_used) == (2, at(30))
     await store.mark_uses([])
     assert (await store.get_lesson("a")).use_count == 2
+
+
+async def test_lessons_are_selected_by_context_values(store: LessonStore) -> None:
+    here = {"domain": "python", "environment": "ci", "tools": ["pytest"]}
+    await store.insert_lesson(lesson("here", context=here))
+    await store.insert_lesson(lesson("other-env", context={**here, "environment": "laptop"}))
+    await store.insert_lesson(lesson("no-env", context={"domain": "python"}))
+    await store.insert_lesson(lesson("empty-env", context={"domain": "python", "environment": ""}))
+    found = await store.list_lessons(
+        LessonFilter(operation="pytest", context=(("domain", "python"), ("environment", "ci")))
+    )
+    assert [r.id for r in found] == ["here"]
+    empty = await store.list_lessons(
+        LessonFilter(context=(("domain", "python"), ("environment", "")))
+    )
+    assert [r.id for r in empty] == ["empty-env"]  # an empty value is a value, not "any"
