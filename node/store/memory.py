@@ -22,6 +22,7 @@ from lamarck.errors import ConflictError, NotFound, StoreError
 from lamarck.node.learning.mechanical import is_about
 from lamarck.node.learning.scopes import PROJECT_PREFIX
 from lamarck.node.store.port import (
+    ImportedRecord,
     LessonEvent,
     LessonFilter,
     LessonRow,
@@ -407,6 +408,18 @@ class InMemoryLessonStore(LessonStore):
         }
         scopes |= {PROJECT_PREFIX + o.project for o in self._outcomes.values() if o.project}
         return sorted(scopes)[:limit]
+
+    async def imported_records(self, after: str, limit: int) -> list[ImportedRecord]:
+        """Imported lessons with a signed record and content hash, by id after ``after``."""
+        found = sorted(
+            (r for r in self._lessons.values() if r.imported_from is not None and r.id > after),
+            key=lambda r: r.id,
+        )
+        return [
+            ImportedRecord(r.id, r.content_hash, r.created_at, r.signed_record)
+            for r in found
+            if r.signed_record is not None and r.content_hash is not None
+        ][:limit]
 
     async def mark_uses(self, uses: Sequence[tuple[Sequence[str], datetime]]) -> None:
         """One use of each lesson per entry; unknown ids are skipped. ``updated_at`` stays: a

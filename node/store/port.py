@@ -25,6 +25,7 @@ from lamarck.errors import InvalidRecord
 __all__ = [
     "EVENT_KINDS",
     "Category",
+    "ImportedRecord",
     "LessonEvent",
     "LessonFilter",
     "LessonRow",
@@ -163,6 +164,17 @@ class LessonFilter:
     context: tuple[tuple[str, str], ...] | None = None
     limit: int = 100
     offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedRecord:
+    """What the import index keeps of a stored imported lesson: its id, the signed record it
+    came as, that record's content hash and when it was stored (``imported_records``)."""
+
+    lesson_id: str
+    content_hash: str
+    created_at: datetime
+    signed_record: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,6 +412,12 @@ class LessonStore(abc.ABC):
     async def project_scopes(self, limit: int) -> list[str]:
         """The project scopes this node works on: those of its own (not imported) lessons and
         of its outcomes' projects, sorted, at most ``limit`` (team sharing declares them)."""
+
+    @abc.abstractmethod
+    async def imported_records(self, after: str, limit: int) -> list[ImportedRecord]:
+        """Imported lessons that hold their signed record and content hash, in lesson id
+        order, the first ``limit`` with an id above ``after`` ("" for the first page): the
+        import index is rebuilt from these at start, without reading whole rows."""
 
     @abc.abstractmethod
     async def mark_uses(self, uses: Sequence[tuple[Sequence[str], datetime]]) -> None:

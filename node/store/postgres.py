@@ -36,6 +36,7 @@ from lamarck.node.store.memory import QUARANTINE_STATES
 from lamarck.node.store.migrate import run_migrations
 from lamarck.node.store.port import (
     Category,
+    ImportedRecord,
     LessonEvent,
     LessonFilter,
     LessonRow,
@@ -1022,6 +1023,22 @@ class PostgresLessonStore(LessonStore):
                 limit,
             )
         return [r["scope"] for r in recs]
+
+    async def imported_records(self, after: str, limit: int) -> list[ImportedRecord]:
+        """Imported lessons with a signed record and content hash, by id after ``after``:
+        four columns, no vector or provenance (keyset pages: no OFFSET to skip over)."""
+        async with _guard():
+            recs = await self.pool.fetch(
+                "SELECT id, content_hash, created_at, signed_record FROM lessons"
+                " WHERE imported_from IS NOT NULL AND signed_record IS NOT NULL"
+                " AND content_hash IS NOT NULL AND id > $1 ORDER BY id LIMIT $2",
+                after,
+                limit,
+            )
+        return [
+            ImportedRecord(r["id"], r["content_hash"], r["created_at"], bytes(r["signed_record"]))
+            for r in recs
+        ]
 
     async def set_embeddings(self, vectors: Sequence[tuple[str, Vector]]) -> None:
         """Set each listed lesson's embedding only (one pipelined batch); unknown ids are

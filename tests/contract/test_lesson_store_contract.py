@@ -1022,3 +1022,23 @@ async def test_lessons_are_selected_by_context_values(store: LessonStore) -> Non
         LessonFilter(context=(("domain", "python"), ("environment", "")))
     )
     assert [r.id for r in empty] == ["empty-env"]  # an empty value is a value, not "any"
+
+
+async def test_imported_records_come_in_id_order_pages(store: LessonStore) -> None:
+    def imported(lesson_id: str, **fields: object) -> LessonRow:
+        base: dict[str, object] = {
+            "imported_from": "lmk1" + "a" * 32,
+            "signed_record": f'{{"id":"{lesson_id}"}}'.encode(),
+            "content_hash": f"hash-{lesson_id}",
+        }
+        return lesson(lesson_id, **{**base, **fields})
+
+    for lesson_id in ("c", "a", "b"):
+        await store.insert_lesson(imported(lesson_id, created_at=at(1)))
+    await store.insert_lesson(lesson("own"))  # not imported
+    await store.insert_lesson(imported("d", signed_record=None))  # nothing to index
+    first = await store.imported_records("", 2)
+    assert [(r.lesson_id, r.content_hash) for r in first] == [("a", "hash-a"), ("b", "hash-b")]
+    assert first[0].signed_record == b'{"id":"a"}' and first[0].created_at == at(1)
+    rest = await store.imported_records(first[-1].lesson_id, 2)
+    assert [r.lesson_id for r in rest] == ["c"]

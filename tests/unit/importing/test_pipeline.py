@@ -455,6 +455,32 @@ def test_replay_survives_a_restart_of_the_view() -> None:
     run(go())
 
 
+def test_a_view_rebuilt_at_start_indexes_what_the_pipeline_indexed() -> None:
+    # The start reads four fields of each stored record as plain JSON, not the model: the
+    # index it rebuilds must be exactly the one the pipeline kept while importing.
+    async def go() -> None:
+        h = Harness()
+        await _seed(h)
+        v2 = signed_raw(
+            content="Run database migrations, then restart the api service.",
+            lesson={"version": 2},
+            confidence=0.65,
+        )
+        assert (await h.offer(v2)).outcome is ImportOutcome.ACCEPT
+        record = SignedMemory.from_json(v2).memory
+        fresh = StoreImportView(h.store, h, SELF)
+        await fresh.load()
+        for record_id in (record.id, str(uuid.UUID(int=99, version=4))):
+            assert fresh.held.known_versions(record_id) == h.view.held.known_versions(record_id)
+            assert fresh.held.stored_versions(record_id) == h.view.held.stored_versions(record_id)
+            assert fresh.held.latest_lesson_id(record_id) == h.view.held.latest_lesson_id(record_id)
+        assert [v.version for v in fresh.held.known_versions(record.id)] == [2]
+        source = record.provenance.source_agent_id
+        assert fresh.history.stats(source, NOW) == h.view.history.stats(source, NOW)
+
+    run(go())
+
+
 def test_rollback_to_an_older_version_is_rejected() -> None:
     async def go() -> None:
         h = Harness()
