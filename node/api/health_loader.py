@@ -1,7 +1,7 @@
 """The health report's edge: load its inputs from a ``LessonStore`` and compute it.
 
-``lamarck.node.health`` is pure; this module reads what it needs (every lesson of category
-``lesson`` in any status, a page at a time, and their event log in chunks) and calls
+``lamarck.node.health`` is pure; this module reads what it needs (the facts of every lesson of
+category ``lesson`` in any status, a page at a time, and their event log in chunks) and calls
 ``health_report``. Predictions come from the reality tests in the event log
 (``predictions_from_validations``) until the SDK's run recorder stores explicit predictions.
 Used by ``OperatorService.GetHealth``, the health gauges and the console.
@@ -22,7 +22,7 @@ from lamarck.node.health.report import health_report
 from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.variables import VariableImportanceLearner
 from lamarck.node.lessons.core import LEARNER_STATE_KEY
-from lamarck.node.store.port import Category, LessonEvent, LessonFilter, LessonRow, LessonStore
+from lamarck.node.store.port import LessonEvent, LessonFacts, LessonStore
 
 __all__ = [
     "EVENT_CHUNK",
@@ -32,27 +32,22 @@ __all__ = [
     "load_health_inputs",
 ]
 
-#: Lessons read per ``list_lessons`` call.
+#: Lessons read per ``lesson_facts`` call.
 LESSON_PAGE = 500
 #: Lesson ids asked per ``lesson_events`` call (bounds one query's parameter list).
 EVENT_CHUNK = 500
 
 
-async def _all_lessons(store: LessonStore) -> list[LessonRow]:
-    """Every lesson (not situation) in any status, each once."""
-    rows: dict[str, LessonRow] = {}
-    offset = 0
-    while True:
-        page = await store.list_lessons(
-            LessonFilter(statuses=None, category=Category.LESSON, limit=LESSON_PAGE, offset=offset)
-        )
-        # Pages are ordered by confidence: a row whose confidence moved between two reads may
-        # show up twice; keep one.
-        for row in page:
-            rows.setdefault(row.id, row)
-        if len(page) < LESSON_PAGE:
-            return list(rows.values())
-        offset += LESSON_PAGE
+async def _all_lessons(store: LessonStore) -> list[LessonFacts]:
+    """Every lesson (not situation) in any status, each once: its facts, a keyset page at a
+    time (whole rows with their vectors and records, by OFFSET pages sorted by confidence,
+    took 8.4 s at 20,000 lessons, on every status call and every health refresh)."""
+    rows: list[LessonFacts] = []
+    after = ""
+    while page := await store.lesson_facts(after, LESSON_PAGE):
+        rows.extend(page)
+        after = page[-1].id
+    return rows
 
 
 async def load_health_inputs(store: LessonStore, params: HealthParams) -> HealthInputs:

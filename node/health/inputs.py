@@ -26,13 +26,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Any, Protocol
 
 from lamarck.errors import InvalidRecord
 from lamarck.node.health.params import HealthParams
-from lamarck.node.store.port import LessonEvent, LessonRow
+from lamarck.node.store.port import Category, LessonEvent, LessonStatus
 
 __all__ = [
     "HealthInputs",
+    "MeasuredLesson",
     "Prediction",
     "Validation",
     "ValidationResult",
@@ -129,16 +131,36 @@ class Validation:
             _probability("Validation.similarity", self.similarity, "bad_validation")
 
 
+class MeasuredLesson(Protocol):
+    """What the report reads of a lesson: the store's ``LessonFacts`` (how the node loads the
+    whole store) or a whole ``LessonRow``."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def status(self) -> LessonStatus: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def last_used(self) -> datetime | None: ...
+    @property
+    def context(self) -> dict[str, Any]: ...
+    @property
+    def category(self) -> Category: ...
+
+
 @dataclass(frozen=True, slots=True)
 class HealthInputs:
     """Everything the report reads, as plain values loaded by the edge.
 
-    ``lessons``: every stored lesson row, whatever its status (retention needs the retired).
+    ``lessons``: every stored lesson, whatever its status (retention needs the retired).
     ``events``: the lesson event log for those lessons, in append order.
     ``predictions``: the run recorder's predictions.
     """
 
-    lessons: Sequence[LessonRow] = ()
+    lessons: Sequence[MeasuredLesson] = ()
     events: Sequence[LessonEvent] = ()
     predictions: Sequence[Prediction] = ()
 

@@ -33,6 +33,7 @@ from lamarck.node.health.figures import (
 )
 from lamarck.node.health.inputs import (
     HealthInputs,
+    MeasuredLesson,
     Prediction,
     Validation,
     ValidationResult,
@@ -40,7 +41,7 @@ from lamarck.node.health.inputs import (
 )
 from lamarck.node.health.params import HealthParams
 from lamarck.node.learning.ranking import idle_days
-from lamarck.node.store.port import Category, LessonEvent, LessonRow, LessonStatus
+from lamarck.node.store.port import Category, LessonEvent, LessonStatus
 
 __all__ = [
     "adaptation",
@@ -92,7 +93,7 @@ def _by_lesson(events: Iterable[LessonEvent], now: datetime) -> dict[str, list[L
     return out
 
 
-def _lessons(rows: Iterable[LessonRow]) -> list[LessonRow]:
+def _lessons(rows: Iterable[MeasuredLesson]) -> list[MeasuredLesson]:
     """The rows the report measures: beliefs, not situations."""
     return [r for r in rows if r.category is Category.LESSON]
 
@@ -123,14 +124,14 @@ def _first_high(events: Sequence[LessonEvent], p: HealthParams) -> datetime | No
 
 
 def _learned_high(
-    row: LessonRow, events: Mapping[str, Sequence[LessonEvent]], p: HealthParams
+    row: MeasuredLesson, events: Mapping[str, Sequence[LessonEvent]], p: HealthParams
 ) -> datetime | None:
     """``_first_high`` for a lesson not born high; ``None`` for one that was."""
     mine = events.get(row.id, ())
     return None if _born_high(mine, p) else _first_high(mine, p)
 
 
-def distribution(rows: Sequence[LessonRow], p: HealthParams) -> ConfidenceDistribution:
+def distribution(rows: Sequence[MeasuredLesson], p: HealthParams) -> ConfidenceDistribution:
     """Live lessons by confidence band (see ``ConfidenceDistribution``)."""
     live = [r for r in _lessons(rows) if r.status in _LIVE]
     high = sum(1 for r in live if r.confidence > p.high_confidence)
@@ -138,7 +139,7 @@ def distribution(rows: Sequence[LessonRow], p: HealthParams) -> ConfidenceDistri
     return ConfidenceDistribution(len(live), high, len(live) - high - low, low)
 
 
-def retention(rows: Sequence[LessonRow], p: HealthParams, now: datetime) -> Retention:
+def retention(rows: Sequence[MeasuredLesson], p: HealthParams, now: datetime) -> Retention:
     """Retained, retired and stale lessons (see ``Retention``)."""
     lessons = _lessons(rows)
     live = [r for r in lessons if r.status in _LIVE]
@@ -148,7 +149,7 @@ def retention(rows: Sequence[LessonRow], p: HealthParams, now: datetime) -> Rete
     return Retention(len(live), retained, retired, stale, _rate(retained, len(live) + retired))
 
 
-def _context_key(row: LessonRow) -> tuple[str, str]:
+def _context_key(row: MeasuredLesson) -> tuple[str, str]:
     """The context a lesson was learned in, as (domain, environment), normalised."""
     ctx = row.context or {}
     return (
@@ -158,10 +159,10 @@ def _context_key(row: LessonRow) -> tuple[str, str]:
 
 
 def adaptation(
-    rows: Sequence[LessonRow], events: Mapping[str, Sequence[LessonEvent]], p: HealthParams
+    rows: Sequence[MeasuredLesson], events: Mapping[str, Sequence[LessonEvent]], p: HealthParams
 ) -> Adaptation:
     """Time from a context's first lesson to its first high-confidence one (see ``Adaptation``)."""
-    groups: dict[tuple[str, str], list[LessonRow]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[MeasuredLesson]] = defaultdict(list)
     for row in _lessons(rows):
         groups[_context_key(row)].append(row)
     times: list[float] = []
@@ -175,7 +176,7 @@ def adaptation(
 
 
 def compound_learning(
-    rows: Sequence[LessonRow],
+    rows: Sequence[MeasuredLesson],
     events: Mapping[str, Sequence[LessonEvent]],
     p: HealthParams,
     now: datetime,
@@ -192,7 +193,7 @@ def compound_learning(
     )
     half = len(eligible) // 2
 
-    def reach_days(members: Sequence[LessonRow]) -> list[float]:
+    def reach_days(members: Sequence[MeasuredLesson]) -> list[float]:
         out: list[float] = []
         for r in members:
             t = _first_high(events.get(r.id, ()), p)
@@ -292,7 +293,7 @@ def transfer_success(
     )
 
 
-def usefulness(rows: Sequence[LessonRow], p: HealthParams, now: datetime) -> Usefulness:
+def usefulness(rows: Sequence[MeasuredLesson], p: HealthParams, now: datetime) -> Usefulness:
     """Unused high-confidence knowledge (see ``Usefulness``)."""
     high = [r for r in _lessons(rows) if r.status in _LIVE and r.confidence > p.high_confidence]
     idle = [idle_days(now, r.last_used, r.created_at) for r in high]

@@ -22,8 +22,10 @@ from lamarck.errors import ConflictError, NotFound, StoreError
 from lamarck.node.learning.mechanical import is_about
 from lamarck.node.learning.scopes import PROJECT_PREFIX
 from lamarck.node.store.port import (
+    Category,
     ImportedRecord,
     LessonEvent,
+    LessonFacts,
     LessonFilter,
     LessonRow,
     LessonStatus,
@@ -420,6 +422,19 @@ class InMemoryLessonStore(LessonStore):
             for r in found
             if r.signed_record is not None and r.content_hash is not None
         ][:limit]
+
+    async def lesson_facts(self, after: str, limit: int) -> list[LessonFacts]:
+        """Lessons (category ``lesson``, any status) by id after ``after``: their facts."""
+        found = sorted(
+            (r for r in self._lessons.values() if r.category is Category.LESSON and r.id > after),
+            key=lambda r: r.id,
+        )[:limit]
+        return [
+            LessonFacts(
+                r.id, r.status, r.confidence, r.created_at, r.last_used, dict(r.context), r.category
+            )
+            for r in found
+        ]
 
     async def mark_uses(self, uses: Sequence[tuple[Sequence[str], datetime]]) -> None:
         """One use of each lesson per entry; unknown ids are skipped. ``updated_at`` stays: a

@@ -27,6 +27,7 @@ __all__ = [
     "Category",
     "ImportedRecord",
     "LessonEvent",
+    "LessonFacts",
     "LessonFilter",
     "LessonRow",
     "LessonStatus",
@@ -175,6 +176,20 @@ class ImportedRecord:
     content_hash: str
     created_at: datetime
     signed_record: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class LessonFacts:
+    """What the health report reads of a lesson (``lesson_facts``): its status, confidence,
+    age, last use and context, without its content, vector, record or provenance."""
+
+    id: str
+    status: LessonStatus
+    confidence: float
+    created_at: datetime
+    last_used: datetime | None
+    context: dict[str, Any]
+    category: Category = Category.LESSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,6 +433,12 @@ class LessonStore(abc.ABC):
         """Imported lessons that hold their signed record and content hash, in lesson id
         order, the first ``limit`` with an id above ``after`` ("" for the first page): the
         import index is rebuilt from these at start, without reading whole rows."""
+
+    @abc.abstractmethod
+    async def lesson_facts(self, after: str, limit: int) -> list[LessonFacts]:
+        """The facts of every lesson of category ``lesson`` in any status, in lesson id order,
+        the first ``limit`` with an id above ``after`` ("" for the first page): the health
+        report reads the whole store with these, never its whole rows."""
 
     @abc.abstractmethod
     async def mark_uses(self, uses: Sequence[tuple[Sequence[str], datetime]]) -> None:

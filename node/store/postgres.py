@@ -38,6 +38,7 @@ from lamarck.node.store.port import (
     Category,
     ImportedRecord,
     LessonEvent,
+    LessonFacts,
     LessonFilter,
     LessonRow,
     LessonStatus,
@@ -1037,6 +1038,29 @@ class PostgresLessonStore(LessonStore):
             )
         return [
             ImportedRecord(r["id"], r["content_hash"], r["created_at"], bytes(r["signed_record"]))
+            for r in recs
+        ]
+
+    async def lesson_facts(self, after: str, limit: int) -> list[LessonFacts]:
+        """Lessons (category ``lesson``, any status) by id after ``after``: six columns (keyset
+        pages; the vector, record and provenance stay where they are)."""
+        async with _guard():
+            recs = await self.pool.fetch(
+                "SELECT id, status, confidence, created_at, last_used, context FROM lessons"
+                " WHERE category = $1 AND id > $2 ORDER BY id LIMIT $3",
+                Category.LESSON.value,
+                after,
+                limit,
+            )
+        return [
+            LessonFacts(
+                r["id"],
+                LessonStatus(r["status"]),
+                r["confidence"],
+                r["created_at"],
+                r["last_used"],
+                r["context"],
+            )
             for r in recs
         ]
 

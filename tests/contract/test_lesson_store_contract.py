@@ -1042,3 +1042,34 @@ async def test_imported_records_come_in_id_order_pages(store: LessonStore) -> No
     assert first[0].signed_record == b'{"id":"a"}' and first[0].created_at == at(1)
     rest = await store.imported_records(first[-1].lesson_id, 2)
     assert [r.lesson_id for r in rest] == ["c"]
+
+
+async def test_lesson_facts_come_in_id_order_pages_of_every_status(store: LessonStore) -> None:
+    for lesson_id in ("c", "a", "b"):
+        await store.insert_lesson(
+            lesson(lesson_id, created_at=at(1), context={"domain": "python"}, confidence=0.7)
+        )
+    await store.insert_lesson(lesson("d", status=LessonStatus.RETIRED))
+    await store.insert_lesson(lesson("s", category=Category.SITUATION))  # not a lesson
+    await store.mark_used(["b"], at(5))
+    first = await store.lesson_facts("", 2)
+    assert [f.id for f in first] == ["a", "b"]
+    a, b = first
+    assert (a.status, a.confidence, a.created_at) == (LessonStatus.ACTIVE, 0.7, at(1))
+    assert a.context == {"domain": "python"} and a.category is Category.LESSON
+    assert a.last_used is None and b.last_used == at(5)
+    rest = await store.lesson_facts(first[-1].id, 2)
+    assert [(f.id, f.status) for f in rest] == [
+        ("c", LessonStatus.ACTIVE),
+        ("d", LessonStatus.RETIRED),
+    ]
+    assert await store.lesson_facts("d", 2) == []
+    # The same facts a whole row holds.
+    [row] = await store.get_lessons(["c"])
+    [facts] = [f for f in rest if f.id == "c"]
+    assert (facts.status, facts.confidence, facts.created_at, facts.context) == (
+        row.status,
+        row.confidence,
+        row.created_at,
+        row.context,
+    )
