@@ -9,9 +9,9 @@ peers it names, and the store's import tallies, and builds the rows with the pur
 prints it. ``recompute_global_trust`` is what the node's timer runs: EigenTrust, then the
 per-peer gauges.
 
-The import tallies are counted by paging through the store's own listing methods, at most
-``TALLY_MAX_ROWS`` rows of each kind (an operator's read, not a hot path); past that the counts
-say "at least" (``ImportTallies.truncated``).
+The import tallies: imported lessons per source are counted by the store; rejections from the
+rejection log's newest ``TALLY_MAX_ROWS`` rows (an operator's read, not a hot path), past which
+the counts say "at least" (``ImportTallies.truncated``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from lamarck.errors import InvalidRecord, RegistryError
 from lamarck.node import metrics
-from lamarck.node.store.port import LessonFilter, LessonStore
+from lamarck.node.store.port import LessonStore
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import operator_pb2, peer_pb2
 from lamarck.reputation.book import ReputationBook
@@ -36,7 +36,6 @@ __all__ = [
     "PEER_VIEW_PAGE",
     "PEER_VIEW_PAGE_MAX",
     "TALLY_MAX_ROWS",
-    "TALLY_PAGE",
     "GlobalTrustBook",
     "GlobalTrustClock",
     "HasBook",
@@ -55,10 +54,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-#: Rows of each kind (imported lessons, rejections) read to count the tallies.
+#: Rejection log rows read to count the refusals per source and reason.
 TALLY_MAX_ROWS = 50_000
-#: Rows per page while counting.
-TALLY_PAGE = 1_000
 #: ``PeerService.GetReputation`` entries per page by default, and at most.
 PEER_VIEW_PAGE = 100
 PEER_VIEW_PAGE_MAX = 1_000
@@ -147,29 +144,17 @@ class ImportTallies:
 
     accepted: Mapping[str, int] = field(default_factory=dict)
     rejected: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    # True when a kind had more than TALLY_MAX_ROWS rows: the counts are lower bounds.
+    # True when the rejection log had more than TALLY_MAX_ROWS rows: its counts are lower bounds.
     truncated: bool = False
 
 
 async def store_tallies(store: LessonStore, max_rows: int = TALLY_MAX_ROWS) -> ImportTallies:
-    """Count imported lessons (every version) per source and rejections per source and reason."""
-    accepted: dict[str, int] = {}
-    offset = 0
-    truncated = False
-    while offset < max_rows:
-        page = await store.list_lessons(
-            LessonFilter(statuses=None, imported=True, limit=TALLY_PAGE, offset=offset)
-        )
-        for lesson in page:
-            if lesson.source_node_id:
-                accepted[lesson.source_node_id] = accepted.get(lesson.source_node_id, 0) + 1
-        offset += len(page)
-        if len(page) < TALLY_PAGE:
-            break
-    else:
-        truncated = True
+    """Count imported lessons (every version) per source and rejections per source and reason.
+
+    The imports are counted by the store (exact); the rejection log's newest ``max_rows``."""
+    accepted = await store.imported_per_source()
     rows = await store.list_rejections(max_rows)
-    truncated = truncated or len(rows) >= max_rows
+    truncated = len(rows) >= max_rows
     rejected: dict[str, dict[str, int]] = {}
     for row in rows:
         by_reason = rejected.setdefault(row.source_node_id, {})

@@ -423,6 +423,14 @@ class InMemoryLessonStore(LessonStore):
             if r.signed_record is not None and r.content_hash is not None
         ][:limit]
 
+    async def imported_per_source(self) -> dict[str, int]:
+        """Imported lessons (every version) per source node id."""
+        out: dict[str, int] = {}
+        for r in self._lessons.values():
+            if r.imported_from is not None and r.source_node_id:
+                out[r.source_node_id] = out.get(r.source_node_id, 0) + 1
+        return out
+
     async def lesson_facts(self, after: str, limit: int) -> list[LessonFacts]:
         """Lessons (category ``lesson``, any status) by id after ``after``: their facts."""
         found = sorted(

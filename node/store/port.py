@@ -435,6 +435,11 @@ class LessonStore(abc.ABC):
         import index is rebuilt from these at start, without reading whole rows."""
 
     @abc.abstractmethod
+    async def imported_per_source(self) -> dict[str, int]:
+        """Imported lessons (every version) per source node id, counted where they are
+        stored (the reputation table's "accepted" column; rows without a source skipped)."""
+
+    @abc.abstractmethod
     async def lesson_facts(self, after: str, limit: int) -> list[LessonFacts]:
         """The facts of every lesson of category ``lesson`` in any status, in lesson id order,
         the first ``limit`` with an id above ``after`` ("" for the first page): the health

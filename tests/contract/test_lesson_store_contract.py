@@ -1073,3 +1073,15 @@ async def test_lesson_facts_come_in_id_order_pages_of_every_status(store: Lesson
         row.created_at,
         row.context,
     )
+
+
+async def test_imported_lessons_are_counted_per_source(store: LessonStore) -> None:
+    def imported(lesson_id: str, source: str | None, **fields: object) -> LessonRow:
+        return lesson(lesson_id, imported_from="lmk1" + "v" * 32, source_node_id=source, **fields)
+
+    await store.insert_lesson(imported("a1", "lmk1" + "a" * 32))
+    await store.insert_lesson(imported("a2", "lmk1" + "a" * 32, status=LessonStatus.SUPERSEDED))
+    await store.insert_lesson(imported("b1", "lmk1" + "b" * 32))
+    await store.insert_lesson(imported("x", None))  # no source: not counted
+    await store.insert_lesson(lesson("own", source_node_id="lmk1" + "c" * 32))  # not imported
+    assert await store.imported_per_source() == {"lmk1" + "a" * 32: 2, "lmk1" + "b" * 32: 1}
