@@ -167,26 +167,27 @@ def build_status(
     node_id: str,
     now: datetime,
     network: NetworkSnapshot | None,
-    pending_reasons: Sequence[Sequence[str]],
+    pending_reasons: Mapping[tuple[str, ...], int],
     rejection_reasons: Sequence[str],
     imports: Mapping[str, Mapping[str, int]],
     warnings: Sequence[Finding] = (),
     reputation: Sequence[ReputationRow] = (),
     top: int = 0,
 ) -> NodeStatus:
-    """The status from plain values: each pending quarantine row's reasons, the rejection
+    """The status from plain values: the pending quarantine rows per set of reasons, the rejection
     log's reasons, import counts by result and reason, the health warnings, and the
     reputation book (its ``top`` highest scores, ties by id)."""
     held: Counter[str] = Counter()
-    for reasons in pending_reasons:
-        held.update(set(reasons))
+    for reasons, count in pending_reasons.items():
+        for reason in set(reasons):
+            held[reason] += count
     best = sorted(reputation, key=lambda r: (-r.score, r.peer))[:top]
     return NodeStatus(
         node_id=node_id,
         generated_at=now,
         network=network,
         quarantine_pending=dict(sorted(held.items())),
-        quarantine_total=len(pending_reasons),
+        quarantine_total=sum(pending_reasons.values()),
         imports={k: dict(sorted(v.items())) for k, v in sorted(imports.items())},
         rejections=dict(sorted(Counter(rejection_reasons).items())),
         warnings=tuple(warnings),

@@ -381,7 +381,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         now = self._clock.now()
         source = self._network()
         network = await source() if source is not None else None
-        pending = await store.list_quarantine("pending")
+        pending = await store.quarantine_reasons("pending")
         rejections = await store.list_rejections(STATUS_REJECTIONS)
         warnings: tuple[Finding, ...] = ()
         if self._health is not None:
@@ -392,7 +392,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             node_id=self._node_id,
             now=now,
             network=network,
-            pending_reasons=[r.reasons for r in pending],
+            pending_reasons=pending,
             rejection_reasons=[r.reason for r in rejections],
             imports=metrics.import_counts(),
             warnings=warnings,

@@ -481,6 +481,15 @@ class InMemoryLessonStore(LessonStore):
         rows = [q for q in self._quarantine.values() if state is None or q.state == state]
         return sorted(rows, key=lambda q: (q.received_at, q.id))
 
+    async def quarantine_reasons(self, state: str = "pending") -> dict[tuple[str, ...], int]:
+        """Quarantined records in ``state`` per set of reasons (sorted)."""
+        out: dict[tuple[str, ...], int] = {}
+        for row in self._quarantine.values():
+            if row.state == state:
+                key = tuple(sorted(set(row.reasons)))
+                out[key] = out.get(key, 0) + 1
+        return out
+
     async def set_quarantine_state(self, quarantine_id: str, state: str) -> QuarantineRow:
         """Mark a quarantined record approved, rejected or pending; returns the updated row."""
         if state not in QUARANTINE_STATES:

@@ -470,6 +470,11 @@ class LessonStore(abc.ABC):
         """Quarantined records, oldest first."""
 
     @abc.abstractmethod
+    async def quarantine_reasons(self, state: str = "pending") -> dict[tuple[str, ...], int]:
+        """How many quarantined records in ``state`` hold each set of reasons (sorted): the
+        status counts them without reading the held records."""
+
+    @abc.abstractmethod
     async def set_quarantine_state(self, quarantine_id: str, state: str) -> QuarantineRow:
         """Mark a quarantined record approved or rejected; returns the updated row."""
 

@@ -1161,6 +1161,19 @@ class PostgresLessonStore(LessonStore):
             )
         return [_to_quarantine(r) for r in recs]
 
+    async def quarantine_reasons(self, state: str = "pending") -> dict[tuple[str, ...], int]:
+        """Quarantined records in ``state`` per set of reasons (sorted): one aggregate."""
+        async with _guard():
+            recs = await self.pool.fetch(
+                "SELECT reasons, count(*) AS n FROM quarantine WHERE state = $1 GROUP BY reasons",
+                state,
+            )
+        out: dict[tuple[str, ...], int] = {}
+        for r in recs:
+            key = tuple(sorted(set(r["reasons"])))
+            out[key] = out.get(key, 0) + r["n"]
+        return out
+
     async def set_quarantine_state(self, quarantine_id: str, state: str) -> QuarantineRow:
         """Mark a quarantined record approved, rejected or pending; returns the updated row."""
         if state not in QUARANTINE_STATES:

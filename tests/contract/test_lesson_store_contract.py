@@ -1085,3 +1085,14 @@ async def test_imported_lessons_are_counted_per_source(store: LessonStore) -> No
     await store.insert_lesson(imported("x", None))  # no source: not counted
     await store.insert_lesson(lesson("own", source_node_id="lmk1" + "c" * 32))  # not imported
     assert await store.imported_per_source() == {"lmk1" + "a" * 32: 2, "lmk1" + "b" * 32: 1}
+
+
+async def test_quarantine_reasons_count_the_held_records_per_reason_set(store: LessonStore) -> None:
+    await store.quarantine(dataclasses.replace(quarantined("q1", "h1"), reasons=("b", "a")))
+    await store.quarantine(dataclasses.replace(quarantined("q2", "h2"), reasons=("a", "b")))
+    await store.quarantine(dataclasses.replace(quarantined("q3", "h3"), reasons=("a",)))
+    await store.quarantine(dataclasses.replace(quarantined("q4", "h4"), reasons=("a",)))
+    await store.set_quarantine_state("q4", "rejected")
+    assert await store.quarantine_reasons("pending") == {("a", "b"): 2, ("a",): 1}
+    assert await store.quarantine_reasons("rejected") == {("a",): 1}
+    assert await store.quarantine_reasons("approved") == {}
