@@ -293,11 +293,7 @@ async def shareable_records(
     myself = requester == identity.node_id
     band = PeerBand.TRUSTED if myself else band_of(requester)
     held: dict[str, bytes] = {}
-    offset = 0
-    while True:
-        rows = await store.list_lessons(
-            LessonFilter(statuses=PUBLISHED_STATUSES, limit=_PAGE, offset=offset)
-        )
+    async for rows in store.scan(LessonFilter(statuses=PUBLISHED_STATUSES), _PAGE):
         for row in rows:
             if row.imported_from is not None:
                 # A copy is offered while active here (its source ends it for everyone).
@@ -316,9 +312,7 @@ async def shareable_records(
                 continue
             signed = sign_lesson(row, identity)
             held.setdefault(signed.content_hash, signed.raw)
-        if len(rows) < _PAGE:
-            return held
-        offset += _PAGE
+    return held
 
 
 async def handle_sync(

@@ -14,7 +14,13 @@ from lamarck.node.learning import confidence as conf
 from lamarck.node.learning.scopes import over_cap
 from lamarck.node.lessons.core import LIVE, LOOP_ACTOR, LessonChange, LessonCore, ReconcileResult
 from lamarck.node.lessons.knowledge import Knowledge
-from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
+from lamarck.node.store.port import (
+    Category,
+    LessonFilter,
+    LessonRow,
+    LessonStatus,
+    lesson_sort_key,
+)
 
 __all__ = ["Maintenance"]
 
@@ -30,18 +36,12 @@ class Maintenance:
         self._last_reconcile: datetime | None = None
 
     async def _all(self, statuses: tuple[LessonStatus, ...]) -> builtins.list[LessonRow]:
-        """Every lesson with one of ``statuses``, paged through the store."""
+        """Every lesson with one of ``statuses``, in id order, paged through the store."""
         page = self._core.params.lesson.max_active_per_scope
         out: builtins.list[LessonRow] = []
-        offset = 0
-        while True:
-            rows = await self._core.store.list_lessons(
-                LessonFilter(statuses=statuses, limit=page, offset=offset)
-            )
+        async for rows in self._core.store.scan(LessonFilter(statuses=statuses), page):
             out.extend(rows)
-            if len(rows) < page:
-                return out
-            offset += page
+        return out
 
     async def reconcile(self) -> ReconcileResult:
         """Decay unused lessons, retire those below the level, enforce the per-scope cap.
@@ -122,7 +122,10 @@ class Maintenance:
 
     async def _enforce_cap(self, now: datetime) -> builtins.list[str]:
         """Supersede (by nothing) the lowest-confidence active lessons beyond each scope's cap."""
-        rows = [r for r in await self._all((LessonStatus.ACTIVE,)) if r.category is Category.LESSON]
+        rows = sorted(
+            (r for r in await self._all((LessonStatus.ACTIVE,)) if r.category is Category.LESSON),
+            key=lesson_sort_key,  # the keep order: highest confidence, then newest, then id
+        )
         by_id = {r.id: r for r in rows}
         capped = over_cap(
             [(r.id, r.scope) for r in rows], self._core.params.lesson.max_active_per_scope

@@ -92,17 +92,9 @@ class Publisher:
         peers = sorted(self._peers())
         if not peers:
             return  # nobody to send to yet: the next round (or the peers' Sync) catches up
-        offset = 0
-        while True:
-            rows = await self._store.list_lessons(
-                LessonFilter(
-                    # Retired and superseded lessons too: their newer version ends every copy.
-                    statuses=PUBLISHED_STATUSES,
-                    imported=False,
-                    limit=_PAGE,
-                    offset=offset,
-                )
-            )
+        # Retired and superseded lessons too: their newer version ends every copy.
+        own = LessonFilter(statuses=PUBLISHED_STATUSES, imported=False)
+        async for rows in self._store.scan(own, _PAGE):
             for row in rows:
                 key = (row.id, lesson_version(row))
                 if key in self._enqueued or not may_publish(row, self.params):
@@ -138,9 +130,6 @@ class Publisher:
                 self._router.first_sight(signed.content_hash)
                 await self.outbox.enqueue(row.id, signed.content_hash, targets, now)
                 self._enqueued.add(key)
-            if len(rows) < _PAGE:
-                return
-            offset += _PAGE
 
     async def _load(self, lesson_id: str, content_hash: str) -> bytes | None:
         """The signed bytes of a queued lesson version, or None once it changed or left."""

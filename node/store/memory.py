@@ -37,6 +37,7 @@ from lamarck.node.store.port import (
     ScoredLesson,
     Vector,
     check_event_kinds,
+    lesson_sort_key,
 )
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "RETIRED_PREFIX",
     "InMemoryLessonStore",
     "lesson_matches",
-    "lesson_sort_key",
 ]
 
 #: ``superseded_by`` values starting with this mark a retirement, not a newer version.
@@ -82,11 +82,6 @@ def lesson_matches(lesson: LessonRow, flt: LessonFilter) -> bool:
     if flt.context is not None and any(lesson.context.get(k) != v for k, v in flt.context):
         return False
     return flt.imported is None or (lesson.imported_from is not None) == flt.imported
-
-
-def lesson_sort_key(lesson: LessonRow) -> tuple[float, float, str]:
-    """List order shared by every adapter: confidence desc, then newest, then id asc."""
-    return (-lesson.confidence, -lesson.created_at.timestamp(), lesson.id)
 
 
 def _frozen_vector(vector: Vector | None) -> Vector | None:
@@ -330,6 +325,11 @@ class InMemoryLessonStore(LessonStore):
         """Lessons matching the filter: highest confidence first, then newest, then id."""
         rows = sorted(self._matching(flt), key=lesson_sort_key)
         return rows[flt.offset : flt.offset + flt.limit]
+
+    async def scan_lessons(self, flt: LessonFilter, after: str, limit: int) -> list[LessonRow]:
+        """Lessons matching the filter in id order, the first ``limit`` above ``after``."""
+        rows = sorted((r for r in self._matching(flt) if r.id > after), key=lambda r: r.id)
+        return rows[:limit]
 
     async def search(
         self, query: Vector, k: int, flt: LessonFilter, floor: RelevanceFloor | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,6 +40,7 @@ __all__ = [
     "ScoredLesson",
     "Vector",
     "check_event_kinds",
+    "lesson_sort_key",
 ]
 
 Vector = npt.NDArray[np.float32]
@@ -297,6 +298,12 @@ class RejectionRow:
     detail: str = ""
 
 
+def lesson_sort_key(lesson: LessonRow) -> tuple[float, float, str]:
+    """``list_lessons``' order, shared by every adapter: confidence desc, then newest, then id
+    asc (the order the per-scope cap keeps lessons in)."""
+    return (-lesson.confidence, -lesson.created_at.timestamp(), lesson.id)
+
+
 class LessonStore(abc.ABC):
     """Persistence for lessons, outcomes, quarantine and rejections.
 
@@ -389,6 +396,22 @@ class LessonStore(abc.ABC):
     @abc.abstractmethod
     async def list_lessons(self, flt: LessonFilter) -> list[LessonRow]:
         """Lessons matching the filter, highest confidence first, then newest."""
+
+    @abc.abstractmethod
+    async def scan_lessons(self, flt: LessonFilter, after: str, limit: int) -> list[LessonRow]:
+        """Lessons matching ``flt`` in lesson id order, the first ``limit`` with an id above
+        ``after`` ("" for the first page; ``flt.limit`` and ``offset`` do not apply).
+
+        How a pass over every matching lesson pages (``scan``): no page sorts or skips the
+        rows before it, and a row whose confidence moves between two pages is read exactly
+        once (``list_lessons``' confidence order could skip it or read it twice)."""
+
+    async def scan(self, flt: LessonFilter, page: int) -> AsyncIterator[list[LessonRow]]:
+        """Every lesson matching ``flt``, ``page`` rows at a time (``scan_lessons``' pages)."""
+        after = ""
+        while rows := await self.scan_lessons(flt, after, page):
+            yield rows
+            after = rows[-1].id
 
     @abc.abstractmethod
     async def set_embeddings(self, vectors: Sequence[tuple[str, Vector]]) -> None:

@@ -1096,3 +1096,19 @@ async def test_quarantine_reasons_count_the_held_records_per_reason_set(store: L
     assert await store.quarantine_reasons("pending") == {("a", "b"): 2, ("a",): 1}
     assert await store.quarantine_reasons("rejected") == {("a",): 1}
     assert await store.quarantine_reasons("approved") == {}
+
+
+async def test_scan_pages_every_matching_lesson_once_in_id_order(store: LessonStore) -> None:
+    for n, lesson_id in enumerate(["e", "b", "d", "a", "c"]):
+        await store.insert_lesson(lesson(lesson_id, confidence=0.1 * (n + 1)))
+    await store.insert_lesson(lesson("r", status=LessonStatus.RETIRED))
+    first = await store.scan_lessons(LessonFilter(), "", 2)
+    assert [r.id for r in first] == ["a", "b"]  # id order, whatever the confidence
+    assert first[0] == await store.get_lesson("a")  # whole rows
+    # A row whose confidence moves between two pages is still read exactly once.
+    await store.update_lesson(dataclasses.replace(await store.get_lesson("c"), confidence=0.99))
+    pages = [[r.id for r in page] async for page in store.scan(LessonFilter(), 2)]
+    assert pages == [["a", "b"], ["c", "d"], ["e"]]
+    every = [r.id async for page in store.scan(LessonFilter(statuses=None), 4) for r in page]
+    assert every == ["a", "b", "c", "d", "e", "r"]
+    assert await store.scan_lessons(LessonFilter(), "e", 2) == []
