@@ -59,7 +59,8 @@ from lamarck.node.config import NodeSettings, load_settings
 from lamarck.node.console.server import ConsoleApp, ConsoleServer, new_csrf_token, start_console
 from lamarck.node.embedding import make_embedder, token_counter
 from lamarck.node.gossip.outbox import outbox_for
-from lamarck.node.health.render import gauge_values, report_from_json
+from lamarck.node.health.figures import Finding
+from lamarck.node.health.render import gauge_values
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging
@@ -76,7 +77,7 @@ from lamarck.node.token import TOKEN_FILE, ensure_agent_token
 from lamarck.proto.clock import Clock, SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import identity_path, init_keys, load_private_key
-from lamarck.proto.v1 import agent_pb2_grpc, operator_pb2
+from lamarck.proto.v1 import agent_pb2_grpc
 
 __all__ = [
     "NODE_FILE",
@@ -172,6 +173,8 @@ class Node:
         self._sharing: Sharing | None = None
         self._maintenance: MaintenanceLoop | None = None
         self._health_metrics: metrics.HealthRefresher | None = None
+        # The warnings of the report the last health refresh computed, for its status.
+        self._fresh_warnings: tuple[Finding, ...] | None = None
         self._console: ConsoleServer | None = None
         self._supervisor: Supervisor | None = None
         self._warmup: asyncio.Task[None] | None = None
@@ -394,13 +397,15 @@ class Node:
     async def _status(self) -> dict[str, Any] | None:
         """The node status (as ``lamarck node status`` shows it); sets the peer health.
 
-        ``None`` once the servers are stopping (there is no status to read any more).
+        ``None`` once the servers are stopping (there is no status to read any more). Right
+        after ``_health_gauges`` (the refresh) its report's warnings are used: the report
+        reads every lesson, and one per refresh is enough.
         """
         servers = self._servers
         if servers is None or servers.operator is None:
             return None
-        reply = await servers.operator.GetStatus(operator_pb2.GetStatusRequest(), None)
-        data: dict[str, Any] = json.loads(reply.status_json)
+        warnings, self._fresh_warnings = self._fresh_warnings, None
+        data: dict[str, Any] = await servers.operator.status(warnings)
         sharing = self._sharing
         network = await sharing.network_snapshot() if sharing is not None else None
         await servers.set_peer_serving(peer_serving(network))
@@ -411,8 +416,9 @@ class Node:
         servers = self._servers
         if servers is None or servers.operator is None:
             return {}
-        reply = await servers.operator.GetHealth(operator_pb2.GetHealthRequest(), None)
-        return gauge_values(report_from_json(json.loads(reply.report_json)))
+        report = await servers.operator.health_report()
+        self._fresh_warnings = report.warnings
+        return gauge_values(report)
 
     async def _start_console(self, ctx: NodeContext) -> None:
         """Serve the operator console on ``console_listen`` (off loopback: behind a token)."""

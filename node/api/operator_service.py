@@ -49,7 +49,7 @@ from lamarck.node.api.node_status import (
 from lamarck.node.api.reputation import GlobalTrustClock, event_to_pb, row_to_pb
 from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.crashpoint import crash_point
-from lamarck.node.health.figures import Finding
+from lamarck.node.health.figures import Finding, HealthReport
 from lamarck.node.health.params import HealthParams
 from lamarck.node.health.render import report_to_json
 from lamarck.node.importing.decision import ImportOutcome
@@ -363,29 +363,37 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         self, request: operator_pb2.GetHealthRequest, context: Any
     ) -> operator_pb2.GetHealthResponse:
         """The health report of the store now, as ``report_to_json``'s JSON."""
+        data = report_to_json(await self.health_report())
+        if self._variables is not None:
+            data["variables"] = await self._variables()
+        return operator_pb2.GetHealthResponse(report_json=json.dumps(data))
+
+    async def health_report(self) -> HealthReport:
+        """The health report of the store now (it reads every lesson's facts and events)."""
         if self._health is None:
             raise ConfigError(
                 "this node was started without health parameters", reason="health_unconfigured"
             )
-        report = await current_report(self._store(), self._health, self._clock.now())
-        data = report_to_json(report)
-        if self._variables is not None:
-            data["variables"] = await self._variables()
-        return operator_pb2.GetHealthResponse(report_json=json.dumps(data))
+        return await current_report(self._store(), self._health, self._clock.now())
 
     async def GetStatus(
         self, request: operator_pb2.GetStatusRequest, context: Any
     ) -> operator_pb2.GetStatusResponse:
         """The node status (``lamarck.node.api.node_status``) as JSON."""
+        return operator_pb2.GetStatusResponse(status_json=json.dumps(await self.status()))
+
+    async def status(self, warnings: Sequence[Finding] | None = None) -> dict[str, Any]:
+        """The node status as ``status_to_json``'s dict. ``warnings``: those of a health report
+        just computed (the daemon's refresh computes one for the gauges: not a second one);
+        ``None`` computes the report now."""
         store = self._store()
         now = self._clock.now()
         source = self._network()
         network = await source() if source is not None else None
         pending = await store.quarantine_reasons("pending")
         rejections = await store.list_rejections(STATUS_REJECTIONS)
-        warnings: tuple[Finding, ...] = ()
-        if self._health is not None:
-            warnings = (await current_report(store, self._health, now)).warnings
+        if warnings is None:
+            warnings = (await self.health_report()).warnings if self._health is not None else ()
         book = self._reputation()
         table = await book.rows() if book is not None else []
         status = build_status(
@@ -399,7 +407,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             reputation=table,
             top=REPUTATION_TOP,
         )
-        return operator_pb2.GetStatusResponse(status_json=json.dumps(status_to_json(status)))
+        return status_to_json(status)
 
     def _table(self) -> ReputationSource:
         source = self._reputation()
