@@ -59,7 +59,6 @@ from lamarck.node.config import NodeSettings, load_settings
 from lamarck.node.console.server import ConsoleApp, ConsoleServer, new_csrf_token, start_console
 from lamarck.node.embedding import make_embedder, token_counter
 from lamarck.node.gossip.outbox import outbox_for
-from lamarck.node.health.figures import Finding
 from lamarck.node.health.render import gauge_values
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.lock import HomeLock
@@ -173,8 +172,6 @@ class Node:
         self._sharing: Sharing | None = None
         self._maintenance: MaintenanceLoop | None = None
         self._health_metrics: metrics.HealthRefresher | None = None
-        # The warnings of the report the last health refresh computed, for its status.
-        self._fresh_warnings: tuple[Finding, ...] | None = None
         self._console: ConsoleServer | None = None
         self._supervisor: Supervisor | None = None
         self._warmup: asyncio.Task[None] | None = None
@@ -397,15 +394,14 @@ class Node:
     async def _status(self) -> dict[str, Any] | None:
         """The node status (as ``lamarck node status`` shows it); sets the peer health.
 
-        ``None`` once the servers are stopping (there is no status to read any more). Right
-        after ``_health_gauges`` (the refresh) its report's warnings are used: the report
-        reads every lesson, and one per refresh is enough.
+        ``None`` once the servers are stopping (there is no status to read any more). Its
+        warnings are those of the report the refresh just computed for the gauges
+        (``HealthParams.status_warnings_max_age_s``): one report per refresh.
         """
         servers = self._servers
         if servers is None or servers.operator is None:
             return None
-        warnings, self._fresh_warnings = self._fresh_warnings, None
-        data: dict[str, Any] = await servers.operator.status(warnings)
+        data: dict[str, Any] = await servers.operator.status()
         sharing = self._sharing
         network = await sharing.network_snapshot() if sharing is not None else None
         await servers.set_peer_serving(peer_serving(network))
@@ -416,9 +412,7 @@ class Node:
         servers = self._servers
         if servers is None or servers.operator is None:
             return {}
-        report = await servers.operator.health_report()
-        self._fresh_warnings = report.warnings
-        return gauge_values(report)
+        return gauge_values(await servers.operator.health_report())
 
     async def _start_console(self, ctx: NodeContext) -> None:
         """Serve the operator console on ``console_listen`` (off loopback: behind a token)."""

@@ -158,6 +158,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
     health = HealthParams(
         identical_above=learning.confidence.very_similar,
         similar_above=learning.confidence.somewhat_similar,
+        status_warnings_max_age_s=settings.health_refresh_s,
     )
     return NodeParams(
         batch_import=batch_import,

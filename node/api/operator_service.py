@@ -35,6 +35,7 @@ import dataclasses
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from lamarck.errors import ConfigError, ConflictError, InvalidRecord, NotFound, StoreUnavailable
@@ -202,6 +203,9 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         self._network = network or (lambda: None)
         self._reputation = reputation or (lambda: None)
         self._decide_lock = asyncio.Lock()
+        # The last health report computed and when: a status within
+        # ``HealthParams.status_warnings_max_age_s`` shows its warnings.
+        self._last_report: tuple[datetime, HealthReport] | None = None
 
     async def _row(self, quarantine_id: str) -> QuarantineRow:
         """The quarantine row ``quarantine_id`` in any state, or ``NotFound``."""
@@ -374,7 +378,20 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             raise ConfigError(
                 "this node was started without health parameters", reason="health_unconfigured"
             )
-        return await current_report(self._store(), self._health, self._clock.now())
+        now = self._clock.now()
+        report = await current_report(self._store(), self._health, now)
+        self._last_report = (now, report)
+        return report
+
+    async def _warnings(self) -> tuple[Finding, ...]:
+        """The health warnings for a status: the last report's if recent enough, else now's."""
+        if self._health is None:
+            return ()
+        last = self._last_report
+        max_age = self._health.status_warnings_max_age_s
+        if last is not None and (self._clock.now() - last[0]).total_seconds() <= max_age:
+            return last[1].warnings
+        return (await self.health_report()).warnings
 
     async def GetStatus(
         self, request: operator_pb2.GetStatusRequest, context: Any
@@ -382,18 +399,15 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         """The node status (``lamarck.node.api.node_status``) as JSON."""
         return operator_pb2.GetStatusResponse(status_json=json.dumps(await self.status()))
 
-    async def status(self, warnings: Sequence[Finding] | None = None) -> dict[str, Any]:
-        """The node status as ``status_to_json``'s dict. ``warnings``: those of a health report
-        just computed (the daemon's refresh computes one for the gauges: not a second one);
-        ``None`` computes the report now."""
+    async def status(self) -> dict[str, Any]:
+        """The node status as ``status_to_json``'s dict (its health warnings: ``_warnings``)."""
         store = self._store()
         now = self._clock.now()
         source = self._network()
         network = await source() if source is not None else None
         pending = await store.quarantine_reasons("pending")
         rejections = await store.list_rejections(STATUS_REJECTIONS)
-        if warnings is None:
-            warnings = (await self.health_report()).warnings if self._health is not None else ()
+        warnings = await self._warnings()
         book = self._reputation()
         table = await book.rows() if book is not None else []
         status = build_status(

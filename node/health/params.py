@@ -145,6 +145,13 @@ class HealthParams:
     min_contradictions: int = 3
     min_high_confidence: int = 5
 
+    # -- serving ----------------------------------------------------------------------------
+    # The node status shows the warnings of a report computed at most this many seconds ago
+    # (the report reads every lesson and its events: at 100k lessons, seconds). The node sets
+    # it to its health refresh interval, so a status call reads the refresh's report; 0
+    # computes a report for every status. Seconds, >= 0.
+    status_warnings_max_age_s: float = 0.0
+
     def __post_init__(self) -> None:
         for name in (
             "window_days",
@@ -155,6 +162,12 @@ class HealthParams:
         ):
             _positive(name, getattr(self, name))
         _rule(self.unused_days > self.stale_days, "unused_days", "must be > stale_days")
+        age = self.status_warnings_max_age_s
+        _rule(
+            isinstance(age, int | float) and math.isfinite(age) and age >= 0,
+            "status_warnings_max_age_s",
+            "must be a finite number >= 0",
+        )
         for name in ("high_confidence", "low_confidence", "retained_above"):
             _open_unit(name, getattr(self, name))
         _rule(

@@ -354,3 +354,30 @@ def test_import_counts_read_the_process_counter() -> None:
     before = metrics.import_counts().get("rejected", {}).get("test_reason_15", 0)
     metrics.IMPORTS.labels(result="rejected", reason="test_reason_15").inc()
     assert metrics.import_counts()["rejected"]["test_reason_15"] == before + 1
+
+
+def test_a_status_shows_the_warnings_of_a_recent_report_without_reading_the_store_again() -> None:
+    store = InMemoryLessonStore(dim=8)
+    clock = FixedClock(NOW)
+    servicer = OperatorServicer(
+        store,
+        clock,
+        pipeline=lambda: pytest.fail("unused"),
+        health=HealthParams(status_warnings_max_age_s=30.0),
+        node_id="lmk1me",
+    )
+
+    async def codes() -> list[str]:
+        return [w["code"] for w in (await servicer.status())["warnings"]]
+
+    async def scenario() -> None:
+        await servicer.health_report()  # the node's refresh: nothing stored, no warning
+        await store.insert_lesson(lesson(1))
+        clock.advance(30)
+        assert await codes() == []  # the refresh's report, 30 s old
+        clock.advance(1)
+        assert await codes() == ["no_external_validation"]  # too old: computed again
+
+    asyncio.run(scenario())
+    with pytest.raises(ConfigError):
+        HealthParams(status_warnings_max_age_s=-1.0)
