@@ -211,10 +211,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         """The quarantine row ``quarantine_id`` in any state, or ``NotFound``."""
         if not quarantine_id:
             raise InvalidRecord("a quarantine id is required", reason="missing_id")
-        for row in await self._store().list_quarantine(None):
-            if row.id == quarantine_id:
-                return row
-        raise NotFound(f"quarantine {quarantine_id} not found", id=quarantine_id)
+        return await self._store().get_quarantine(quarantine_id)
 
     # -- RPCs ------------------------------------------------------------------------------
     async def ListQuarantine(

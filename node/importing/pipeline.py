@@ -806,12 +806,10 @@ class ImportPipeline:
 
     async def _awaiting_quorum(self, content_hash: str) -> QuarantineRow | None:
         """The pending row holding ``content_hash`` for nothing but its quorum, if any."""
-        for row in await self._store.list_quarantine("pending"):
-            if row.content_hash == content_hash and set(row.reasons) == {
-                DecisionReason.AWAITING_QUORUM
-            }:
-                return row
-        return None
+        row = await self._store.quarantine_of(content_hash)
+        if row is None or row.state != "pending":
+            return None
+        return row if set(row.reasons) == {DecisionReason.AWAITING_QUORUM} else None
 
     async def _promote(
         self,

@@ -481,6 +481,17 @@ class InMemoryLessonStore(LessonStore):
         rows = [q for q in self._quarantine.values() if state is None or q.state == state]
         return sorted(rows, key=lambda q: (q.received_at, q.id))
 
+    async def get_quarantine(self, quarantine_id: str) -> QuarantineRow:
+        """One quarantined record in any state, or ``NotFound``."""
+        row = self._quarantine.get(quarantine_id)
+        if row is None:
+            raise NotFound(f"quarantine {quarantine_id} not found", id=quarantine_id)
+        return row
+
+    async def quarantine_of(self, content_hash: str) -> QuarantineRow | None:
+        """The quarantined record holding ``content_hash``, or ``None``."""
+        return next((q for q in self._quarantine.values() if q.content_hash == content_hash), None)
+
     async def quarantine_reasons(self, state: str = "pending") -> dict[tuple[str, ...], int]:
         """Quarantined records in ``state`` per set of reasons (sorted)."""
         out: dict[tuple[str, ...], int] = {}

@@ -493,6 +493,15 @@ class LessonStore(abc.ABC):
         """Quarantined records, oldest first."""
 
     @abc.abstractmethod
+    async def get_quarantine(self, quarantine_id: str) -> QuarantineRow:
+        """One quarantined record in any state, or ``NotFound``."""
+
+    @abc.abstractmethod
+    async def quarantine_of(self, content_hash: str) -> QuarantineRow | None:
+        """The quarantined record holding ``content_hash`` in any state (hashes are unique in
+        the quarantine), or ``None``."""
+
+    @abc.abstractmethod
     async def quarantine_reasons(self, state: str = "pending") -> dict[tuple[str, ...], int]:
         """How many quarantined records in ``state`` hold each set of reasons (sorted): the
         status counts them without reading the held records."""

@@ -1178,6 +1178,22 @@ class PostgresLessonStore(LessonStore):
             )
         return [_to_quarantine(r) for r in recs]
 
+    async def get_quarantine(self, quarantine_id: str) -> QuarantineRow:
+        """One quarantined record in any state, or ``NotFound`` (by its primary key)."""
+        async with _guard():
+            rec = await self.pool.fetchrow("SELECT * FROM quarantine WHERE id = $1", quarantine_id)
+        if rec is None:
+            raise NotFound(f"quarantine {quarantine_id} not found", id=quarantine_id)
+        return _to_quarantine(rec)
+
+    async def quarantine_of(self, content_hash: str) -> QuarantineRow | None:
+        """The quarantined record holding ``content_hash`` (its unique index), or ``None``."""
+        async with _guard():
+            rec = await self.pool.fetchrow(
+                "SELECT * FROM quarantine WHERE content_hash = $1", content_hash
+            )
+        return None if rec is None else _to_quarantine(rec)
+
     async def quarantine_reasons(self, state: str = "pending") -> dict[tuple[str, ...], int]:
         """Quarantined records in ``state`` per set of reasons (sorted): one aggregate."""
         async with _guard():

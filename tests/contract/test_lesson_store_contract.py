@@ -1112,3 +1112,15 @@ async def test_scan_pages_every_matching_lesson_once_in_id_order(store: LessonSt
     every = [r.id async for page in store.scan(LessonFilter(statuses=None), 4) for r in page]
     assert every == ["a", "b", "c", "d", "e", "r"]
     assert await store.scan_lessons(LessonFilter(), "e", 2) == []
+
+
+async def test_a_quarantined_record_is_found_by_id_and_by_hash(store: LessonStore) -> None:
+    await store.quarantine(quarantined("q1", "h1"))
+    await store.quarantine(quarantined("q2", "h2"))
+    await store.set_quarantine_state("q2", "approved")
+    assert await store.get_quarantine("q1") == quarantined("q1", "h1")
+    assert (await store.get_quarantine("q2")).state == "approved"  # any state
+    assert await store.quarantine_of("h2") == await store.get_quarantine("q2")
+    assert await store.quarantine_of("h3") is None
+    with pytest.raises(NotFound):
+        await store.get_quarantine("q3")
