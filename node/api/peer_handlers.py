@@ -293,16 +293,20 @@ async def shareable_records(
     myself = requester == identity.node_id
     band = PeerBand.TRUSTED if myself else band_of(requester)
     held: dict[str, bytes] = {}
-    async for rows in store.scan(LessonFilter(statuses=PUBLISHED_STATUSES), _PAGE):
+    # Imported copies: their signed bytes as they came, read without the rest of the row. A
+    # copy is offered while active here (its source ends it for everyone).
+    if myself or band is not PeerBand.GRAYLISTED:
+        after = ""
+        while copies := await store.imported_records(after, _PAGE):
+            for c in copies:
+                live = c.status is LessonStatus.ACTIVE and c.access_level == "public"
+                if live and (myself or scope_audience(c.scope, declared, frozenset(), True)):
+                    held.setdefault(c.content_hash, c.signed_record)
+            after = copies[-1].lesson_id
+    # This node's own lessons, signed afresh.
+    own = LessonFilter(statuses=PUBLISHED_STATUSES, imported=False)
+    async for rows in store.scan(own, _PAGE):
         for row in rows:
-            if row.imported_from is not None:
-                # A copy is offered while active here (its source ends it for everyone).
-                live = row.status is LessonStatus.ACTIVE
-                public = row.access_level == "public" and band is not PeerBand.GRAYLISTED
-                scoped = myself or scope_audience(row.scope, declared, frozenset(), True)
-                if live and public and scoped and row.signed_record and row.content_hash:
-                    held.setdefault(row.content_hash, row.signed_record)
-                continue
             if not may_publish(row, params):
                 continue
             if not myself and not (

@@ -418,7 +418,15 @@ class InMemoryLessonStore(LessonStore):
             key=lambda r: r.id,
         )
         return [
-            ImportedRecord(r.id, r.content_hash, r.created_at, r.signed_record)
+            ImportedRecord(
+                r.id,
+                r.content_hash,
+                r.created_at,
+                r.signed_record,
+                r.status,
+                r.access_level,
+                r.scope,
+            )
             for r in found
             if r.signed_record is not None and r.content_hash is not None
         ][:limit]

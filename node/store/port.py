@@ -170,13 +170,17 @@ class LessonFilter:
 
 @dataclass(frozen=True, slots=True)
 class ImportedRecord:
-    """What the import index keeps of a stored imported lesson: its id, the signed record it
-    came as, that record's content hash and when it was stored (``imported_records``)."""
+    """A stored imported lesson without its vector (``imported_records``): its id, the signed
+    record it came as, that record's content hash and when it was stored (what the import
+    index keeps), and its status, access level and scope (whether a Sync may offer it)."""
 
     lesson_id: str
     content_hash: str
     created_at: datetime
     signed_record: bytes
+    status: LessonStatus = LessonStatus.ACTIVE
+    access_level: str = "public"
+    scope: str = "global"
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,7 +459,8 @@ class LessonStore(abc.ABC):
     async def imported_records(self, after: str, limit: int) -> list[ImportedRecord]:
         """Imported lessons that hold their signed record and content hash, in lesson id
         order, the first ``limit`` with an id above ``after`` ("" for the first page): the
-        import index is rebuilt from these at start, without reading whole rows."""
+        import index is rebuilt from these at start, and a Sync offers the live public ones,
+        without reading whole rows."""
 
     @abc.abstractmethod
     async def imported_per_source(self) -> dict[str, int]:

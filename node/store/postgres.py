@@ -1044,17 +1044,26 @@ class PostgresLessonStore(LessonStore):
 
     async def imported_records(self, after: str, limit: int) -> list[ImportedRecord]:
         """Imported lessons with a signed record and content hash, by id after ``after``:
-        four columns, no vector or provenance (keyset pages: no OFFSET to skip over)."""
+        seven columns, no vector or provenance (keyset pages: no OFFSET to skip over)."""
         async with _guard():
             recs = await self.pool.fetch(
-                "SELECT id, content_hash, created_at, signed_record FROM lessons"
+                "SELECT id, content_hash, created_at, signed_record, status, access_level, scope"
+                " FROM lessons"
                 " WHERE imported_from IS NOT NULL AND signed_record IS NOT NULL"
                 " AND content_hash IS NOT NULL AND id > $1 ORDER BY id LIMIT $2",
                 after,
                 limit,
             )
         return [
-            ImportedRecord(r["id"], r["content_hash"], r["created_at"], bytes(r["signed_record"]))
+            ImportedRecord(
+                r["id"],
+                r["content_hash"],
+                r["created_at"],
+                bytes(r["signed_record"]),
+                LessonStatus(r["status"]),
+                r["access_level"],
+                r["scope"],
+            )
             for r in recs
         ]
 
