@@ -388,7 +388,7 @@ class LessonCore:
             if log_as is not None:
                 await self.log(created, log_as, outcome_id=outcome_id)
         if later:
-            self.behind.embed_later(row.id, content)
+            self.behind.embed_later(row.id, content, claim=not has_evidence)
         return row
 
     async def with_vectors(self, rows: Sequence[LessonRow]) -> builtins.list[LessonRow]:

@@ -82,10 +82,12 @@ class Recall:
         """
         core = self._core
         lp = core.params.lesson
-        # Read-your-writes: a lesson stored behind its vector is searchable from here on. The
-        # use marks may stay behind: ranking reads idle days, which a mark seconds old does
-        # not change, and waiting for the last recall's marks would put them back in this wait.
-        await core.behind.settle_vectors()
+        # Read-your-writes: a lesson stored behind its vector is searchable from here on (a
+        # claim's only to a recall that includes claims: no other finds it). The use marks
+        # may stay behind: ranking reads idle days, which a mark seconds old does not change,
+        # and waiting for the last recall's marks would put them back in this wait.
+        behind = core.behind
+        await behind.settle_vectors(None if include_claimed else behind.queued_beyond_claims)
         await core.load_learner()
         query = await core.embed(task)
         statuses = (LessonStatus.ACTIVE, LessonStatus.CLAIMED) if include_claimed else None

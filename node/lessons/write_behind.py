@@ -85,6 +85,8 @@ class WriteBehind:
         self._releasing: asyncio.Task[None] | None = None
         self.params = params
         self._embeddings: dict[str, str] = {}
+        # The queued lessons that are claims: no search without claims needs their vector.
+        self._claims: set[str] = set()
         self._uses: list[tuple[tuple[str, ...], datetime]] = []
         self._task: asyncio.Task[None] | None = None
         # One writer of each kind at a time: the drain and a reader writing inline must not
@@ -94,8 +96,8 @@ class WriteBehind:
         self._vector_lock = asyncio.Lock()
         self._mark_lock = asyncio.Lock()
         # Rows queued inside ``until_commit`` in this task, released when it exits cleanly.
-        self._held: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
-            "lamarck_write_behind_held", default=None
+        self._held: contextvars.ContextVar[list[tuple[str, str, bool]] | None] = (
+            contextvars.ContextVar("lamarck_write_behind_held", default=None)
         )
         # Said once per failure streak, not for every batch of an outage.
         self._failing = False
@@ -121,18 +123,29 @@ class WriteBehind:
         """The lessons whose vector is queued now (a search cannot find them yet)."""
         return tuple(self._embeddings)
 
+    @property
+    def queued_beyond_claims(self) -> tuple[str, ...]:
+        """The queued lessons that are not claims: what a search of active lessons needs (a
+        claim becomes active only by an outcome that had it in play, and an outcome settles
+        the vectors of what it had in play first)."""
+        return tuple(i for i in self._embeddings if i not in self._claims)
+
     def waits_for(self, lesson_id: str) -> bool:
         """Whether ``lesson_id``'s vector is queued (not held in a unit of work)."""
         return lesson_id in self._embeddings
 
-    def embed_later(self, lesson_id: str, content: str) -> None:
-        """Queue ``lesson_id``'s vector (of ``content``); inside :meth:`until_commit`, once the
-        block ends without an error."""
+    def embed_later(self, lesson_id: str, content: str, *, claim: bool = False) -> None:
+        """Queue ``lesson_id``'s vector (of ``content``; ``claim``: the lesson is a claim);
+        inside :meth:`until_commit`, once the block ends without an error."""
         held = self._held.get()
         if held is not None:
-            held.append((lesson_id, content))
+            held.append((lesson_id, content, claim))
             return
         self._embeddings[lesson_id] = content
+        if claim:
+            self._claims.add(lesson_id)
+        else:
+            self._claims.discard(lesson_id)
         self._queued_now()
         if len(self._embeddings) >= self.params.max_pending:
             self._wake.set()
@@ -146,14 +159,14 @@ class WriteBehind:
         store.atomic(): ...``): its rows are visible to the drain's connection only once the
         unit commits, and a rolled-back row has nothing to embed.
         """
-        held: list[tuple[str, str]] = []
+        held: list[tuple[str, str, bool]] = []
         token = self._held.set(held)
         try:
             yield
         finally:
             self._held.reset(token)
-        for lesson_id, content in held:
-            self.embed_later(lesson_id, content)
+        for lesson_id, content, claim in held:
+            self.embed_later(lesson_id, content, claim=claim)
 
     def use_later(self, lesson_ids: Sequence[str], now: datetime) -> None:
         """Queue one use of each of ``lesson_ids`` at ``now``."""
@@ -296,6 +309,7 @@ class WriteBehind:
                 # A newer content queued for the same id meanwhile stays pending.
                 if self._embeddings.get(lesson_id) == content:
                     del self._embeddings[lesson_id]
+                    self._claims.discard(lesson_id)
 
     async def _write_marks(self) -> None:
         async with self._mark_lock:

@@ -402,3 +402,26 @@ async def svc_row(store: InMemoryLessonStore) -> str:
     row = await svc.remember("Run ruff check before every commit.", "shell:ruff check", SCOPE)
     assert row is not None
     return row.id
+
+
+async def test_a_recall_without_claims_waits_only_for_the_vectors_it_can_find() -> None:
+    # Claims and a taught lesson queued behind their replies; the drain lingers.
+    store = FlakyStore()
+    svc = service(store, dataclasses.replace(ON, linger_s=600.0))
+    claims = [
+        await svc.remember(f"Claim number {k} about deploys.", f"shell:make d{k}", SCOPE)
+        for k in range(3)
+    ]
+    result = await svc.record_outcome(_outcome(4, "shell:pytest tests/", "shell:pytest", "suite"))
+    [taught] = [c.lesson_id for c in result.changes if c.change == "created"]
+    behind = svc._core.behind
+    assert set(behind.queued) == {taught, *(c.id for c in claims if c is not None)}
+    found = await svc.recall("how to run pytest", None, "project:" + PROJECT, "r")
+    assert [r.id for r in found.lessons] == [taught]
+    # Only the taught lesson's vector was written in the recall's wait; the claims' wait for
+    # the drain (no search without claims finds them).
+    assert store.vector_writes == 1 and behind.queued_beyond_claims == ()
+    assert sorted(behind.queued) == sorted(c.id for c in claims if c is not None)
+    # A recall that includes claims waits for them too.
+    with_claims = await svc.recall("claim about deploys", None, SCOPE, "r2", include_claimed=True)
+    assert behind.queued == () and with_claims.claimed
