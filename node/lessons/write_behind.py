@@ -107,6 +107,11 @@ class WriteBehind:
         self._urgent = False
         # When the last write was queued (the loop's clock): the drain waits for quiet.
         self._last_queued = 0.0
+        # Readers writing the vectors they wait for: the drain takes no batch meanwhile, so
+        # a reader's batches do not alternate with batches of vectors it does not need.
+        self._readers = 0
+        self._no_readers = asyncio.Event()
+        self._no_readers.set()
 
     @property
     def pending(self) -> int:
@@ -195,9 +200,16 @@ class WriteBehind:
         """Return once none of ``lesson_ids`` (None: of the lessons queued now) waits for its
         vector; use marks and lessons queued later may still."""
         ids = list(self._embeddings if lesson_ids is None else lesson_ids)
-        while wanted := [i for i in ids if i in self._embeddings]:
-            await _outside(self._write_vectors(wanted))
-            ids = wanted
+        self._readers += 1
+        self._no_readers.clear()
+        try:
+            while wanted := [i for i in ids if i in self._embeddings]:
+                await _outside(self._write_vectors(wanted))
+                ids = wanted
+        finally:
+            self._readers -= 1
+            if not self._readers:
+                self._no_readers.set()
         self._release_soon()
 
     async def settle_marks(self) -> None:
@@ -264,6 +276,7 @@ class WriteBehind:
                 # Before every batch, not only the first: a burst that starts while the
                 # drain writes gets the cores back after the batch in hand.
                 await self._until_due()
+                await self._no_readers.wait()
                 if not self.pending:  # a reader wrote it all inline meanwhile
                     break
                 try:

@@ -425,3 +425,47 @@ async def test_a_recall_without_claims_waits_only_for_the_vectors_it_can_find() 
     # A recall that includes claims waits for them too.
     with_claims = await svc.recall("claim about deploys", None, SCOPE, "r2", include_claimed=True)
     assert behind.queued == () and with_claims.claimed
+
+
+class RecordingStore(InMemoryLessonStore):
+    """Records each vector write's ids; the first write waits for ``gate``."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=DIM)
+        self.gate = asyncio.Event()
+        self.started = asyncio.Event()
+        self.batches: list[list[str]] = []
+
+    async def set_embeddings(self, vectors: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> None:
+        self.started.set()
+        if not self.batches:
+            await self.gate.wait()
+        self.batches.append([i for i, _ in vectors])
+        await super().set_embeddings(vectors)
+
+
+async def test_a_reader_s_batches_are_not_interleaved_with_the_drain_s() -> None:
+    store = RecordingStore()
+    embedder = HashingEmbedder(dim=DIM)
+
+    async def embed(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return embedder.embed(list(texts))
+
+    behind = WriteBehind(store, embed, ON)  # no linger: the drain starts at once
+    claims = [f"c{k}" for k in range(8)]
+    for lesson_id in claims:
+        behind.embed_later(lesson_id, f"claim {lesson_id}", claim=True)
+    await asyncio.wait_for(store.started.wait(), 5)  # the drain holds its first batch
+    wanted = [f"t{k}" for k in range(8)]
+    for lesson_id in wanted:
+        behind.embed_later(lesson_id, f"taught {lesson_id}")
+    reader = asyncio.create_task(behind.settle_vectors(behind.queued_beyond_claims))
+    await asyncio.sleep(0)
+    store.gate.set()
+    await asyncio.wait_for(reader, 5)
+    # The drain's batch in hand, then the reader's two, back to back; the rest of the claims
+    # only after the reader is done.
+    assert store.batches[0] == claims[:4]
+    assert store.batches[1:3] == [wanted[:4], wanted[4:]]
+    await behind.close()
+    assert store.batches[3:] == [claims[4:]]
