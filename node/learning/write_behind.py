@@ -29,10 +29,14 @@ class WriteBehindParams:
     # the cores with the model (a reader that needs the writes wakes the drain at once).
     # Finite, >= 0 (0: start at once).
     linger_s: float = 0.0
-    # Vectors pending beyond which the drain embeds without waiting for quiet: a node busy
-    # without a pause still keeps its vectors this close behind, and the first recall after
-    # a burst waits for at most this many (in full batches). Integer >= 1.
+    # Vectors pending (claims aside) beyond which the drain embeds without waiting for quiet:
+    # a node busy without a pause still keeps its vectors this close behind, and the first
+    # recall after a burst waits for at most this many (in full batches). Integer >= 1.
     max_pending: int = 256
+    # The same bound for claims' vectors, which only a recall that includes claims waits for:
+    # a burst of claims does not make the model share the cores with the calls still coming.
+    # Integer >= 1.
+    max_pending_claims: int = 1024
 
     def __post_init__(self) -> None:
         """Validate every field."""
@@ -41,5 +45,6 @@ class WriteBehindParams:
         check_positive_int("batch", self.batch)
         check_positive_int("recover_limit", self.recover_limit)
         check_positive_int("max_pending", self.max_pending)
+        check_positive_int("max_pending_claims", self.max_pending_claims)
         check_finite("linger_s", self.linger_s)
         check_rule(self.linger_s >= 0, "linger_s", "must be >= 0")

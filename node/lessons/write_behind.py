@@ -102,7 +102,7 @@ class WriteBehind:
         # Said once per failure streak, not for every batch of an outage.
         self._failing = False
         # Ends the drain's wait for quiet early: a reader waits (``_urgent``: the drain then
-        # runs until nothing is pending) or ``max_pending`` vectors are queued.
+        # runs until nothing is pending) or the queue is full (``_full``).
         self._wake = asyncio.Event()
         self._urgent = False
         # When the last write was queued (the loop's clock): the drain waits for quiet.
@@ -152,7 +152,7 @@ class WriteBehind:
         else:
             self._claims.discard(lesson_id)
         self._queued_now()
-        if len(self._embeddings) >= self.params.max_pending:
+        if self._full():
             self._wake.set()
         self._kick()
 
@@ -246,16 +246,22 @@ class WriteBehind:
             asyncio.to_thread(self._release), context=contextvars.Context()
         )
 
+    def _full(self) -> bool:
+        """Whether so many vectors wait that the drain embeds without waiting for quiet."""
+        p = self.params
+        claims = len(self._claims)
+        return len(self._embeddings) - claims >= p.max_pending or claims >= p.max_pending_claims
+
     def _queued_now(self) -> None:
         self._last_queued = asyncio.get_running_loop().time()
 
     async def _until_due(self) -> None:
-        """Wait until the queue has been quiet for ``linger_s``, ``max_pending`` vectors wait,
-        or a reader waits: while the agent's calls keep coming, the model stays off the cores
-        they need."""
+        """Wait until the queue has been quiet for ``linger_s``, it is full (``_full``) or a
+        reader waits: while the agent's calls keep coming, the model stays off the cores they
+        need."""
         p = self.params
         loop = asyncio.get_running_loop()
-        while self.pending and not self._urgent and len(self._embeddings) < p.max_pending:
+        while self.pending and not self._urgent and not self._full():
             left = self._last_queued + p.linger_s - loop.time()
             if left <= 0:
                 return

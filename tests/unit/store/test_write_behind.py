@@ -308,14 +308,36 @@ async def test_a_lingering_drain_is_woken_by_a_reader() -> None:
 async def test_max_pending_vectors_end_the_linger() -> None:
     store = GatedStore()
     store.gate.set()
-    svc = service(store, dataclasses.replace(ON, linger_s=600.0, max_pending=ON.batch))
-    rows = [
-        await svc.remember(f"Lesson number {k} about builds.", f"shell:make b{k}", SCOPE)
+    full = dataclasses.replace(ON, linger_s=600.0, max_pending=ON.batch)
+    svc = service(store, full)
+    taught = [
+        await svc.record_outcome(_outcome(40 + k, "shell:make", "shell:make all", f"t{k}"))
         for k in range(ON.batch)
     ]
     await asyncio.wait_for(store.written.wait(), 5)
-    stored = await store.get_lessons([r.id for r in rows if r is not None])
+    ids = [c.lesson_id for r in taught for c in r.changes if c.change == "created"]
+    stored = await store.get_lessons(ids)
     assert len(stored) == ON.batch and all(r.embedding is not None for r in stored)
+
+
+async def test_claims_end_the_linger_only_at_their_own_bound() -> None:
+    # Only a recall that includes claims waits for their vectors: they do not fill the queue
+    # that makes the model share the cores with the calls still coming.
+    store = GatedStore()
+    store.gate.set()
+    params = dataclasses.replace(
+        ON, linger_s=600.0, max_pending=ON.batch, max_pending_claims=2 * ON.batch
+    )
+    svc = service(store, params)
+    for k in range(2 * ON.batch - 1):
+        await svc.remember(f"Lesson number {k} about builds.", f"shell:make b{k}", SCOPE)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not store.written.is_set()
+    await svc.remember("One claim more about builds.", "shell:make more", SCOPE)
+    # The linger (600 s) is ended by the claims' own bound.
+    await asyncio.wait_for(store.written.wait(), 5)
+    await svc._core.behind.close()
 
 
 def test_linger_must_be_finite_and_not_negative() -> None:
