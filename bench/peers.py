@@ -113,18 +113,26 @@ def _rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def _rss_at_rest_mb(pid: int, *, bound_s: float = 3.0, step_s: float = 0.1) -> float:
-    """The node's RSS once it is at rest: after a burst of writes it gives the model's freed
-    activations back in the background (the write-behind's release), so the reading is
-    taken once two in a row, ``step_s`` apart, agree within 1 MB (at most ``bound_s``)."""
-    last = _rss_mb(pid)
+def _cpu_s(pid: int) -> float:
+    """CPU seconds the process has used (user + system, ``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_at_rest_mb(pid: int, *, bound_s: float = 20.0, step_s: float = 0.5) -> float:
+    """The node's RSS once it is at rest: after a burst of writes it embeds the vectors left
+    behind (claims' among them) and then gives the model's freed activations back, both in
+    the background. At rest: one ``step_s`` window in which it used at most 2 % of a core and
+    its RSS moved under 1 MB (at most ``bound_s``; a steady RSS alone is also seen while the
+    model works)."""
+    last, cpu = _rss_mb(pid), _cpu_s(pid)
     deadline = time.monotonic() + bound_s
     while time.monotonic() < deadline:
         time.sleep(step_s)
-        now = _rss_mb(pid)
-        if abs(now - last) < 1.0:
+        now, used = _rss_mb(pid), _cpu_s(pid)
+        if abs(now - last) < 1.0 and used - cpu <= 0.02 * step_s:
             return now
-        last = now
+        last, cpu = now, used
     return last
 
 
