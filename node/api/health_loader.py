@@ -22,7 +22,7 @@ from lamarck.node.health.report import health_report
 from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.variables import VariableImportanceLearner
 from lamarck.node.lessons.core import LEARNER_STATE_KEY
-from lamarck.node.store.port import LessonEvent, LessonFacts, LessonStore
+from lamarck.node.store.port import LessonEvent, LessonFacts, LessonStore, keyset_pages
 
 __all__ = [
     "EVENT_CHUNK",
@@ -43,10 +43,8 @@ async def _all_lessons(store: LessonStore) -> list[LessonFacts]:
     time (whole rows with their vectors and records, by OFFSET pages sorted by confidence,
     took 8.4 s at 20,000 lessons, on every status call and every health refresh)."""
     rows: list[LessonFacts] = []
-    after = ""
-    while page := await store.lesson_facts(after, LESSON_PAGE):
+    async for page in keyset_pages(store.lesson_facts, lambda facts: facts.id, LESSON_PAGE):
         rows.extend(page)
-        after = page[-1].id
     return rows
 
 

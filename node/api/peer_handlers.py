@@ -34,7 +34,13 @@ from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.learning.mechanical import avoided_operation
 from lamarck.node.metrics import IMPORTS
-from lamarck.node.store.port import LessonFilter, LessonStatus, LessonStore, OutcomeRow
+from lamarck.node.store.port import (
+    LessonFilter,
+    LessonStatus,
+    LessonStore,
+    OutcomeRow,
+    keyset_pages,
+)
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signed import SignedMemory
@@ -296,13 +302,11 @@ async def shareable_records(
     # Imported copies: their signed bytes as they came, read without the rest of the row. A
     # copy is offered while active here (its source ends it for everyone).
     if myself or band is not PeerBand.GRAYLISTED:
-        after = ""
-        while copies := await store.imported_records(after, _PAGE):
+        async for copies in keyset_pages(store.imported_records, lambda c: c.lesson_id, _PAGE):
             for c in copies:
                 live = c.status is LessonStatus.ACTIVE and c.access_level == "public"
                 if live and (myself or scope_audience(c.scope, declared, frozenset(), True)):
                     held.setdefault(c.content_hash, c.signed_record)
-            after = copies[-1].lesson_id
     # This node's own lessons, signed afresh.
     own = LessonFilter(statuses=PUBLISHED_STATUSES, imported=False)
     async for rows in store.scan(own, _PAGE):

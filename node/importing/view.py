@@ -30,7 +30,13 @@ from lamarck.node.importing.filters import (
     KnownVersion,
     SourceStats,
 )
-from lamarck.node.store.port import LessonFilter, LessonStatus, LessonStore, Vector
+from lamarck.node.store.port import (
+    LessonFilter,
+    LessonStatus,
+    LessonStore,
+    Vector,
+    keyset_pages,
+)
 from lamarck.proto.memory import MemoryV2, parse_memory, schema_major
 from lamarck.reputation.port import ReputationView
 
@@ -260,11 +266,10 @@ class StoreImportView:
 
     async def load(self, max_rejections: int = 10_000) -> None:
         """Fill the indexes from the store: imported lessons, quarantine, recent rejections."""
-        after = ""
-        while True:
-            # Four columns a row (no vector, no provenance), and four fields of each record:
-            # a node's start grows with the lessons it imported (issue 17 §3).
-            page = await self._store.imported_records(after, _PAGE)
+        # A few columns a row (no vector, no provenance), and four fields of each record: a
+        # node's start grows with the lessons it imported (issue 17 §3).
+        pages = keyset_pages(self._store.imported_records, lambda held: held.lesson_id, _PAGE)
+        async for page in pages:
             for held in page:
                 fields = _held_fields(held.signed_record)
                 if fields is None:
@@ -278,9 +283,6 @@ class StoreImportView:
                     lesson_id=held.lesson_id,
                 )
                 self.history.add(source, held.created_at, confidence)
-            if len(page) < _PAGE:
-                break
-            after = page[-1].lesson_id
         for q in await self._store.list_quarantine(state=None):
             record = _parse(q.signed_record)
             if record is not None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,7 @@ __all__ = [
     "ScoredLesson",
     "Vector",
     "check_event_kinds",
+    "keyset_pages",
     "lesson_sort_key",
 ]
 
@@ -302,6 +303,25 @@ class RejectionRow:
     detail: str = ""
 
 
+_Row = TypeVar("_Row")
+
+
+async def keyset_pages(
+    fetch: Callable[[str, int], Awaitable[list[_Row]]], key: Callable[[_Row], str], page: int
+) -> AsyncIterator[list[_Row]]:
+    """Every row of a keyset read, ``page`` at a time: ``fetch(after, limit)`` answers the
+    first ``limit`` rows whose key is above ``after`` ("" first), in key order (the store's
+    ``scan_lessons``, ``imported_records``, ``lesson_facts``). A short page is the last."""
+    after = ""
+    while True:
+        rows = await fetch(after, page)
+        if rows:
+            yield rows
+        if len(rows) < page:
+            return
+        after = key(rows[-1])
+
+
 def lesson_sort_key(lesson: LessonRow) -> tuple[float, float, str]:
     """``list_lessons``' order, shared by every adapter: confidence desc, then newest, then id
     asc (the order the per-scope cap keeps lessons in)."""
@@ -412,10 +432,12 @@ class LessonStore(abc.ABC):
 
     async def scan(self, flt: LessonFilter, page: int) -> AsyncIterator[list[LessonRow]]:
         """Every lesson matching ``flt``, ``page`` rows at a time (``scan_lessons``' pages)."""
-        after = ""
-        while rows := await self.scan_lessons(flt, after, page):
+
+        async def fetch(after: str, limit: int) -> list[LessonRow]:
+            return await self.scan_lessons(flt, after, limit)
+
+        async for rows in keyset_pages(fetch, lambda row: row.id, page):
             yield rows
-            after = rows[-1].id
 
     @abc.abstractmethod
     async def set_embeddings(self, vectors: Sequence[tuple[str, Vector]]) -> None:
