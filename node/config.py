@@ -113,6 +113,10 @@ class NodeSettings(BaseSettings):
     peer_burst: int = Field(default=100, ge=1, le=1_000_000)
     # Signed records dated further in the future than this are rejected.
     max_future_skew_s: float = Field(default=DEFAULT_MAX_FUTURE_SKEW_S, ge=0, le=86_400)
+    # Seconds between two registry rounds: the heartbeat that keeps this node listed, and the
+    # refresh of its own peer list (a peer that joined is known here within one round).
+    # > 0 and at most half the registration's 30 s lifetime, so one lost beat is survivable.
+    registry_heartbeat_s: float = Field(default=10.0, gt=0, le=15)
     # Registry admission for this node's network.
     admission: Literal["open", "endorsed", "operator"] = "endorsed"
     # The network operator's Ed25519 public key (unpadded base64url): it signs enrollment

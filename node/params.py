@@ -152,6 +152,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
     registry = RegistryParams(
         admission=AdmissionMode(settings.admission),
         max_future_skew_s=settings.max_future_skew_s,
+        heartbeat_interval_s=settings.registry_heartbeat_s,
     )
     # The health report's context buckets are the learning rule's: both say what "the same
     # context" means.

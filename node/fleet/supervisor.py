@@ -87,6 +87,10 @@ class FleetSpec:
     # A fleet run lasts about a minute: global trust is recomputed every few seconds so its
     # report shows what the run observed (a node's default is once a minute).
     global_trust_interval_s: float = 5.0
+    # The nodes start together: each refreshes its peer list every registry round, so with a
+    # node's default (10 s) the last to register stays unknown to the rest for up to 10 s.
+    # A round on the fleet's own Redis costs a few reads.
+    registry_heartbeat_s: float = 2.0
     log_level: str = "WARNING"
     launch: LaunchParams = field(default_factory=LaunchParams)
     # Every node's ``declared_tools`` setting (one JSON object per tool): the tools its agents
@@ -100,6 +104,11 @@ class FleetSpec:
         if not 0 <= self.byzantine < self.nodes:
             raise ConfigError(
                 f"invalid byzantine={self.byzantine}: must be in [0, nodes)", field="byzantine"
+            )
+        if not 0 < self.registry_heartbeat_s <= 15:
+            raise ConfigError(
+                f"invalid registry_heartbeat_s={self.registry_heartbeat_s}: must be in (0, 15]",
+                field="registry_heartbeat_s",
             )
         if self.embedder not in ("hashing", "minilm", "auto"):
             raise ConfigError(f"invalid embedder {self.embedder!r}", field="embedder")
@@ -273,6 +282,7 @@ class Fleet:
             "gossip_interval_s": self.spec.gossip_interval_s,
             "anti_entropy_interval_s": self.spec.anti_entropy_interval_s,
             "global_trust_interval_s": self.spec.global_trust_interval_s,
+            "registry_heartbeat_s": self.spec.registry_heartbeat_s,
             "drain_deadline_s": 2,
             "log_format": "json",
             "log_level": self.spec.log_level,
@@ -298,7 +308,7 @@ class Fleet:
         _write_state(self.dir, self._state)
 
     async def _await_mesh(self, say: Callable[[str], None]) -> None:
-        """Wait until every node is admitted and has refreshed its peer list since the last."""
+        """Wait until every node is admitted and every node's peer list holds every node."""
         from lamarck.registry.redis_directory import RedisPeerDirectory
 
         assert self.operator is not None
@@ -310,8 +320,8 @@ class Fleet:
             clock=SystemClock(),
             operator_public_key=self.operator.public_key_b64,
         )
+        deadline = time.monotonic() + self.spec.launch.start_timeout_s
         try:
-            deadline = time.monotonic() + self.spec.launch.start_timeout_s
             while True:
                 peers = await directory.live_peers()
                 if len(peers) >= self.spec.nodes:
@@ -323,14 +333,19 @@ class Fleet:
                 await asyncio.sleep(self.spec.launch.poll_s)
         finally:
             await directory.aclose()
-        last = max(p.registered_at for p in peers)
-        wait = last + timedelta(seconds=params.heartbeat_interval_s + 1.0) - SystemClock().now()
         say(
-            f"all {self.spec.nodes} nodes admitted by the operator key; "
-            f"waiting {max(0.0, wait.total_seconds()):.0f} s for every peer list to refresh"
+            f"all {self.spec.nodes} nodes admitted by the operator key; waiting for every peer "
+            f"list to hold them all (one registry round, {self.spec.registry_heartbeat_s:g} s)"
         )
-        if wait.total_seconds() > 0:
-            await asyncio.sleep(wait.total_seconds())
+        ids = {n.node_id for n in self.nodes}
+        # Each node's own copy of the list it gossips to (written at each registry round).
+        while not all(ids <= listed_peers(n.home) for n in self.nodes):
+            if time.monotonic() > deadline:
+                behind = sorted(n.name for n in self.nodes if not ids <= listed_peers(n.home))
+                raise LamarckError(
+                    f"peer lists incomplete on {', '.join(behind)}", reason="not_admitted"
+                )
+            await asyncio.sleep(self.spec.launch.poll_s)
 
     # -- stop -----------------------------------------------------------------------------
 
@@ -414,3 +429,15 @@ def down(directory: Path, launch: LaunchParams, timeout_s: float = 90.0) -> list
     state.update({"state": "stopped", "supervisor_pid": None})
     _write_state(directory, state)
     return stopped
+
+
+def listed_peers(home: Path) -> set[str]:
+    """Node ids in a node's own peer list (``<home>/peers.json``, which it replaces whole at
+    each registry round; empty before its first)."""
+    from lamarck.node.sharing.membership import PEER_CACHE_FILE
+
+    try:
+        data = json.loads((home / PEER_CACHE_FILE).read_text())
+        return {str(p["node_id"]) for p in data["peers"]}
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
+        return set()

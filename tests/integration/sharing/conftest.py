@@ -167,6 +167,8 @@ class Net:
             "admission": self.admission,
             "gossip_interval_s": 0.2,
             "anti_entropy_interval_s": 1.0,
+            # A node started later is in the others' peer lists within a second.
+            "registry_heartbeat_s": 1.0,
         }
         if self.operator_public_key is not None:
             flags["operator_public_key"] = self.operator_public_key
