@@ -1,7 +1,7 @@
 """Taint on a node: lessons of a revoked or graylisted source, and lessons whose record the
 operator retracted, leave every prompt at once.
 
-Every ``sweep_interval_s`` the sweep reads the live lessons, asks which of their sources are
+Every ``sweep_interval_s`` the sweep asks which sources live lessons came from, which are
 tainted (the registry's operator-signed revocations, which every node reads from the shared
 registry and keeps in its cache, and this node's graylist) and which records are retracted
 (the registry's operator-signed retractions, read and kept the same way), and applies the pure
@@ -13,6 +13,10 @@ kept (history). An operator then releases (the lesson is active again, and the s
 it alone for that reason from then on) or rejects (it stays retired) them, one by one or in
 bulk by reason and source (``lamarck quarantine release|reject --reason tainted_source
 --source ID``, ``--reason retracted_record``).
+
+What a sweep reads does not grow with the store: the sources come from one aggregate, and
+lessons are read only when a source is tainted or a record retracted (then that source's or
+record's live lessons, and the live local ones, which may have been learned under them).
 
 A retraction names a content hash: it reaches the nodes that hold that record's bytes (every
 imported copy). The author's own lesson is a local row without them (its published form is
@@ -155,17 +159,29 @@ class TaintSweeper:
         # The registry whose operator-signed retractions the sweep reads (None: none yet).
         self._directory = directory or (lambda: None)
 
-    async def _live(self) -> list[LessonRow]:
+    async def _rows(self, flt: LessonFilter) -> list[LessonRow]:
         rows: list[LessonRow] = []
-        offset = 0
-        while True:
-            page = await self._store.list_lessons(
-                LessonFilter(statuses=_LIVE, limit=self.params.page, offset=offset)
-            )
+        async for page in self._store.scan(flt, self.params.page):
             rows.extend(page)
-            if len(page) < self.params.page:
-                return rows
-            offset += self.params.page
+        return rows
+
+    async def _live(
+        self, tainted: frozenset[str], retractions: Mapping[str, Retraction]
+    ) -> list[LessonRow]:
+        """The live lessons the sweep needs: those of a tainted source or a retracted record
+        and, when there are any, every live local lesson (one may have been learned only
+        under them). Nothing else is read: a sweep with neither reads no lesson at all."""
+        direct: list[LessonRow] = []
+        if tainted:
+            direct += await self._rows(LessonFilter(statuses=_LIVE, sources=tuple(tainted)))
+        if retractions:
+            direct += await self._rows(
+                LessonFilter(statuses=_LIVE, content_hashes=tuple(retractions))
+            )
+        if not direct:
+            return []
+        local = await self._rows(LessonFilter(statuses=_LIVE, imported=False))
+        return list({r.id: r for r in (*direct, *local)}.values())
 
     async def _retractions(self) -> dict[str, Retraction]:
         """The registry's verified retractions by content hash (the cache's copy in an
@@ -177,12 +193,10 @@ class TaintSweeper:
 
     async def once(self) -> int:
         """One sweep; returns how many lessons it took out."""
-        rows = await self._live()
         retractions = await self._retractions()
-        retracted = frozenset(
-            r.content_hash for r in rows if r.content_hash and r.content_hash in retractions
-        )
-        sources = {r.imported_from for r in rows if r.imported_from}
+        # Which sources of live lessons are tainted, from one aggregate: the sweep runs every
+        # few seconds, and on a node of 100k imported lessons reading them all was the cost.
+        sources = await self._store.import_sources(_LIVE)
         tainted: frozenset[str] = frozenset()
         if sources:
             tainted = tainted_sources(
@@ -190,7 +204,11 @@ class TaintSweeper:
                 revoked=await self._revoked(),
                 band_of={s: self._band_of(s) for s in sources},
             )
-        if not tainted and not retracted:
+        rows = await self._live(tainted, retractions)
+        retracted = frozenset(
+            r.content_hash for r in rows if r.content_hash and r.content_hash in retractions
+        )
+        if not rows:
             return 0
         held = await self._store.list_quarantine(None)
         # What an operator released stays released, for the reason it was released from: a

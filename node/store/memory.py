@@ -81,6 +81,10 @@ def lesson_matches(lesson: LessonRow, flt: LessonFilter) -> bool:
         return False
     if flt.context is not None and any(lesson.context.get(k) != v for k, v in flt.context):
         return False
+    if flt.sources is not None and lesson.imported_from not in flt.sources:
+        return False
+    if flt.content_hashes is not None and lesson.content_hash not in flt.content_hashes:
+        return False
     return flt.imported is None or (lesson.imported_from is not None) == flt.imported
 
 
@@ -438,6 +442,15 @@ class InMemoryLessonStore(LessonStore):
             if r.imported_from is not None and r.source_node_id:
                 out[r.source_node_id] = out.get(r.source_node_id, 0) + 1
         return out
+
+    async def import_sources(self, statuses: Sequence[LessonStatus]) -> set[str]:
+        """The nodes lessons in ``statuses`` were imported from."""
+        wanted = set(statuses)
+        return {
+            r.imported_from
+            for r in self._lessons.values()
+            if r.imported_from is not None and r.status in wanted
+        }
 
     async def lesson_facts(self, after: str, limit: int) -> list[LessonFacts]:
         """Lessons (category ``lesson``, any status) by id after ``after``: their facts."""

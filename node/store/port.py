@@ -165,6 +165,12 @@ class LessonFilter:
     # asks for the record's domain and environment where the rows are, never reading the
     # others to drop them in Python.
     context: tuple[tuple[str, str], ...] | None = None
+    # Lessons imported from one of these nodes (``imported_from``; indexed): the taint sweep
+    # reads a tainted source's lessons, never the rest.
+    sources: tuple[str, ...] | None = None
+    # Lessons stored with one of these content hashes (unique index): the records an
+    # operator retracted.
+    content_hashes: tuple[str, ...] | None = None
     limit: int = 100
     offset: int = 0
 
@@ -488,6 +494,12 @@ class LessonStore(abc.ABC):
     async def imported_per_source(self) -> dict[str, int]:
         """Imported lessons (every version) per source node id, counted where they are
         stored (the reputation table's "accepted" column; rows without a source skipped)."""
+
+    @abc.abstractmethod
+    async def import_sources(self, statuses: Sequence[LessonStatus]) -> set[str]:
+        """The nodes (``imported_from``) that lessons in one of ``statuses`` were imported
+        from: one aggregate, no rows read back (the taint sweep asks which of them are
+        tainted before it reads any lesson)."""
 
     @abc.abstractmethod
     async def lesson_facts(self, after: str, limit: int) -> list[LessonFacts]:

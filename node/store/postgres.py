@@ -301,6 +301,10 @@ def _where(flt: LessonFilter, first: int = 1) -> tuple[str, list[Any]]:
         conds.append(f"l.context @> {arg(dict(flt.context))}::jsonb")
     if flt.imported is not None:
         conds.append("l.imported_from IS NOT NULL" if flt.imported else "l.imported_from IS NULL")
+    if flt.sources is not None:
+        conds.append(f"l.imported_from = ANY({arg(list(flt.sources))}::text[])")
+    if flt.content_hashes is not None:
+        conds.append(f"l.content_hash = ANY({arg(list(flt.content_hashes))}::text[])")
     return (" AND ".join(conds) or "TRUE"), args
 
 
@@ -1077,6 +1081,17 @@ class PostgresLessonStore(LessonStore):
                 " GROUP BY source_node_id"
             )
         return {r["source_node_id"]: r["n"] for r in recs}
+
+    async def import_sources(self, statuses: Sequence[LessonStatus]) -> set[str]:
+        """The nodes lessons in ``statuses`` were imported from (one DISTINCT over the
+        ``imported_from`` index)."""
+        async with _guard():
+            recs = await self.pool.fetch(
+                "SELECT DISTINCT imported_from FROM lessons"
+                " WHERE imported_from IS NOT NULL AND status = ANY($1::text[])",
+                [LessonStatus(s).value for s in statuses],
+            )
+        return {r["imported_from"] for r in recs}
 
     async def lesson_facts(self, after: str, limit: int) -> list[LessonFacts]:
         """Lessons (category ``lesson``, any status) by id after ``after``: six columns (keyset

@@ -1087,6 +1087,32 @@ async def test_imported_lessons_are_counted_per_source(store: LessonStore) -> No
     assert await store.imported_per_source() == {"lmk1" + "a" * 32: 2, "lmk1" + "b" * 32: 1}
 
 
+async def test_import_sources_and_the_source_and_hash_filters(store: LessonStore) -> None:
+    a, b, c = ("lmk1" + x * 32 for x in "abc")
+
+    def imported(lesson_id: str, via: str, **fields: object) -> LessonRow:
+        return lesson(lesson_id, imported_from=via, content_hash=f"h-{lesson_id}", **fields)
+
+    await store.insert_lesson(imported("a1", a))
+    await store.insert_lesson(imported("a2", a, status=LessonStatus.CLAIMED))
+    await store.insert_lesson(imported("b1", b, status=LessonStatus.RETIRED))
+    await store.insert_lesson(imported("c1", c))
+    await store.insert_lesson(lesson("own"))  # local: no source
+    live = (LessonStatus.ACTIVE, LessonStatus.CLAIMED)
+    assert await store.import_sources(live) == {a, c}
+    assert await store.import_sources([LessonStatus.RETIRED]) == {b}
+    assert await store.import_sources([LessonStatus.SUPERSEDED]) == set()
+    by_source = LessonFilter(statuses=live, sources=(a, b))
+    assert sorted(r.id for r in await store.list_lessons(by_source)) == ["a1", "a2"]
+    assert [r.id for page in [await store.scan_lessons(by_source, "", 10)] for r in page] == [
+        "a1",
+        "a2",
+    ]
+    by_hash = LessonFilter(statuses=None, content_hashes=("h-b1", "h-c1", "h-none"))
+    assert sorted(r.id for r in await store.list_lessons(by_hash)) == ["b1", "c1"]
+    assert await store.list_lessons(LessonFilter(sources=())) == []
+
+
 async def test_quarantine_reasons_count_the_held_records_per_reason_set(store: LessonStore) -> None:
     await store.quarantine(dataclasses.replace(quarantined("q1", "h1"), reasons=("b", "a")))
     await store.quarantine(dataclasses.replace(quarantined("q2", "h2"), reasons=("a", "b")))

@@ -364,3 +364,54 @@ def test_a_lesson_released_from_its_sources_taint_still_leaves_on_a_retraction()
     assert sorted(r.reasons for r in pending) == [("retracted_record",), ("retracted_record",)]
     # Both rows stay in history, the second under its own key.
     assert len(run(world.store.list_quarantine(None))) == 4
+
+
+class CountingStore(InMemoryLessonStore):
+    """Counts the lesson rows a caller reads back (listed or scanned)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim=dim)
+        self.read: list[str] = []
+
+    async def list_lessons(self, flt: LessonFilter) -> list[LessonRow]:
+        rows = await super().list_lessons(flt)
+        self.read += [r.id for r in rows]
+        return rows
+
+    async def scan_lessons(self, flt: LessonFilter, after: str, limit: int) -> list[LessonRow]:
+        rows = await super().scan_lessons(flt, after, limit)
+        self.read += [r.id for r in rows]
+        return rows
+
+
+def test_a_sweep_reads_no_lesson_unless_a_source_is_tainted_or_a_record_retracted() -> None:
+    # The sweep runs every few seconds: on a node of 100k imported lessons, reading them all
+    # each time was the cost. It asks for the sources in one aggregate instead.
+    world = World()
+    store = CountingStore(DIM)
+    world.store = store
+    world.sweeper._store = store
+    world.pipeline = ImportPipeline(
+        store=store,
+        view=StoreImportView(store, world, SELF.node_id),
+        pins=Pins(),
+        reputation=Sink(),
+        embedder=HashingEmbedder(dim=DIM),
+        clock=world.clock,
+        rng=random.Random(1),
+        params=ImportParams(),
+    )
+    ids = run(world.fill())
+    others = [run(world.learn_from(GOOD, 100 + i, f"deploy.other{i}")).id for i in range(5)]
+    store.read.clear()
+    assert run(world.sweeper.once()) == 0
+    assert store.read == []
+    # Tainted: the source's live lessons and the local ones; never the honest source's.
+    world.revoked.add(BAD.node_id)
+    assert run(world.sweeper.once()) == 2
+    assert set(store.read) == {ids[BAD.node_id], ids["local"]}
+    assert not set(store.read) & {ids[GOOD.node_id], *others}
+    # Once they are out, the source's taint costs no read either.
+    store.read.clear()
+    assert run(world.sweeper.once()) == 0
+    assert store.read == []
