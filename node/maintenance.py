@@ -1,9 +1,10 @@
 """The node's own maintenance: the per-scope cap and reconcile passes, on a schedule.
 
-Seed 000 §5 caps each scope at ``max_active_per_scope`` active lessons and decays what goes
-unused; both are rules of the lesson service (``node/lessons/maintenance.py``). This loop is
-what makes a running node apply them: the cap every ``cap_interval_s`` (a burst of imports or
-outcomes must not leave a scope over its cap for a day), reconcile every
+Seed 000 §5 caps each scope at ``max_active_per_scope`` active lessons of the node's own
+(imported copies are not capped) and decays what goes unused; both are rules of the lesson
+service (``node/lessons/maintenance.py``). This loop is what makes a running node apply them:
+the cap every ``cap_interval_s`` (a burst of outcomes must not leave a scope over its cap for
+a day), reconcile every
 ``reconcile_interval_s`` (the decay rules count one step per pass, so passes are daily).
 """
 

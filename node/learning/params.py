@@ -149,8 +149,9 @@ class EvidenceParams:
 class LessonParams:
     """Caps and sizes: how many lessons, how many in a prompt, how recall ranks them."""
 
-    # Active lessons per scope; beyond it the lowest confidence are superseded at reconcile
-    # (seed 000 §5). Integer >= 1.
+    # Active lessons of this node's own per scope; beyond it the lowest confidence are
+    # superseded at reconcile (seed 000 §5). Imported copies are not counted: they are the
+    # network's signed records, kept to verify, deduplicate and offer. Integer >= 1.
     max_active_per_scope: int = 200
     # Lessons returned by plan-time recall and shown in the prompt (seed 000 §3.4). Integer >= 1.
     recall_limit: int = 5

@@ -121,9 +121,23 @@ class Maintenance:
         return capped
 
     async def _enforce_cap(self, now: datetime) -> builtins.list[str]:
-        """Supersede (by nothing) the lowest-confidence active lessons beyond each scope's cap."""
+        """Supersede (by nothing) the lowest-confidence active lessons of this node's own
+        beyond each scope's cap.
+
+        The cap bounds what one agent accumulates (seed 000 §5). Imported copies are the
+        network's lessons, each a signed record this node keeps to verify, deduplicate and
+        offer in a Sync: capping them too superseded all but 200 of a 100k catch-up at the
+        next pass (one UPDATE each), and read every one of them whole every 10 minutes.
+        """
+        own = LessonFilter(statuses=(LessonStatus.ACTIVE,), imported=False)
+        page = self._core.params.lesson.max_active_per_scope
         rows = sorted(
-            (r for r in await self._all((LessonStatus.ACTIVE,)) if r.category is Category.LESSON),
+            [
+                r
+                async for found in self._core.store.scan(own, page)
+                for r in found
+                if r.category is Category.LESSON
+            ],
             key=lesson_sort_key,  # the keep order: highest confidence, then newest, then id
         )
         by_id = {r.id: r for r in rows}

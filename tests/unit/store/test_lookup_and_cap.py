@@ -3,6 +3,8 @@ maintenance enforces the per-scope cap."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from test_lesson_service import P1, Harness
 
@@ -113,3 +115,22 @@ async def test_a_lesson_retired_by_the_outcome_that_reverses_it_is_linked_to_its
     [row] = await h.store.get_lessons([old])
     assert row.superseded_by == new  # one history: the disproved lesson, then its reverse
     assert row.status is LessonStatus.SUPERSEDED
+
+
+async def test_the_cap_counts_own_lessons_and_leaves_imported_copies_alone() -> None:
+    # A node that caught up a network's lessons keeps them: the cap bounds what its own agent
+    # accumulates (seed 000 §5), not the network's signed records it holds.
+    h = Harness(LearningParams(lesson=LessonParams(max_active_per_scope=3, candidate_pool=5)))
+    peer = "lmk1" + "p" * 32
+    copies = [
+        dataclasses.replace(_filler(200 + i, "global", 0.3, h), imported_from=peer)
+        for i in range(6)
+    ]
+    await h.store.insert_lessons(
+        copies + [_filler(i, "global", 0.5 + i / 100, h) for i in range(5)]
+    )
+    loop = MaintenanceLoop(h.service, MaintenanceParams(), h.clock)
+    await loop.tick()
+    active = {r.id for r in await h.store.list_lessons(LessonFilter(scopes=("global",), limit=50))}
+    # The two least confident own lessons go; every copy stays, though less confident still.
+    assert active == {c.id for c in copies} | {"filler-00002", "filler-00003", "filler-00004"}
