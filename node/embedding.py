@@ -40,7 +40,6 @@ import subprocess
 import sys
 import threading
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +50,7 @@ import numpy.typing as npt
 
 from lamarck.errors import ConfigError
 from lamarck.node.learning.prompt import estimate_tokens
+from lamarck.node.lru import Lru
 
 __all__ = [
     "DEFAULT_DIM",
@@ -528,8 +528,7 @@ class OnnxMiniLMEmbedder(Embedder):
         self._threads = self.params.threads or _default_threads()
         self._session = self._open_session(self._threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
-        self._cache: OrderedDict[str, Vectors] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        self._cache: Lru[str, Vectors] = Lru(self.params.query_cache_size)
         # The bulk session (``bulk()``): open while any bulk block is.
         self._bulk_session: Any = None
         self._bulk_users = 0
@@ -621,19 +620,13 @@ class OnnxMiniLMEmbedder(Embedder):
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts``: unit-length float32 rows, batches of similar length."""
         items = _check_texts(texts)
-        size = self.params.query_cache_size
-        if len(items) == 1 and size:
-            with self._cache_lock:
-                hit = self._cache.get(items[0])
-                if hit is not None:
-                    self._cache.move_to_end(items[0])
-                    return hit.reshape(1, -1).copy()
+        if len(items) == 1:
+            hit = self._cache.get(items[0])
+            if hit is not None:
+                return hit.reshape(1, -1).copy()
         out = self._embed_with(items, self._session)
-        if len(items) == 1 and size:
-            with self._cache_lock:
-                self._cache[items[0]] = out[0].copy()
-                while len(self._cache) > size:
-                    self._cache.popitem(last=False)
+        if len(items) == 1:
+            self._cache.put(items[0], out[0].copy())
         return out
 
     def _embed_with(self, items: list[str], session: Any) -> Vectors:

@@ -25,7 +25,6 @@ import inspect
 import logging
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from google.protobuf.message import DecodeError
 from lamarck.errors import InvalidRecord, LamarckError, PolicyRejected
 from lamarck.node import metrics
 from lamarck.node.api.status import REASON_METADATA_KEY, status_for, to_rich_status
+from lamarck.node.lru import Lru
 from lamarck.node.token import presented_token, token_matches
 
 __all__ = [
@@ -468,9 +468,8 @@ class PeerLimitInterceptor(GuardInterceptor):
         self._rate = rate_per_s
         self._burst = float(burst)
         self._clock = clock
-        self._max_peers = max_peers
         # Bounded LRU: a flood of distinct addresses must not grow memory without end.
-        self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
+        self._buckets: Lru[str, TokenBucket] = Lru(max_peers)
         self._in_flight: dict[str, int] = {}
 
     @classmethod
@@ -496,15 +495,9 @@ class PeerLimitInterceptor(GuardInterceptor):
         return method.startswith(PEER_SERVICE_PREFIX)
 
     def _bucket(self, key: str, now: float) -> TokenBucket:
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            bucket = TokenBucket(self._rate, self._burst, self._burst, now)
-            self._buckets[key] = bucket
-            while len(self._buckets) > self._max_peers:
-                self._buckets.popitem(last=False)
-        else:
-            self._buckets.move_to_end(key)
-        return bucket
+        return self._buckets.get_or_put(
+            key, lambda: TokenBucket(self._rate, self._burst, self._burst, now)
+        )
 
     @asynccontextmanager
     async def guard(

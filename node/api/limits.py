@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from lamarck.errors import ConfigError, PolicyRejected
 from lamarck.node import metrics
 from lamarck.node.api.interceptors import TokenBucket
+from lamarck.node.lru import Lru
 
 __all__ = [
     "BATCH_TOO_LARGE",
@@ -91,7 +91,7 @@ class RecordBudget:
         self._limits = limits
         self._clock = clock
         # Bounded LRU, like the call buckets: a flood of identities must not grow memory.
-        self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
+        self._buckets: Lru[str, TokenBucket] = Lru(limits.max_peers)
 
     def spend(self, peer: str, records: int) -> None:
         """Take ``records`` from ``peer``'s bucket or refuse the whole call (nothing spent)."""
@@ -99,15 +99,10 @@ class RecordBudget:
             return
         limits = self._limits
         now = self._clock()
-        bucket = self._buckets.get(peer)
-        if bucket is None:
-            burst = float(limits.records_burst)
-            bucket = TokenBucket(limits.records_per_s, burst, burst, now)
-            self._buckets[peer] = bucket
-            while len(self._buckets) > limits.max_peers:
-                self._buckets.popitem(last=False)
-        else:
-            self._buckets.move_to_end(peer)
+        burst = float(limits.records_burst)
+        bucket = self._buckets.get_or_put(
+            peer, lambda: TokenBucket(limits.records_per_s, burst, burst, now)
+        )
         if not bucket.take(now, float(records)):
             metrics.RATE_LIMITED.labels(reason=RECORDS_RATE_LIMITED).inc()
             raise PolicyRejected(

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from lamarck.errors import ConfigError
 from lamarck.node.gossip.publisher import GossipParams
+from lamarck.node.lru import Lru
 
 __all__ = ["ForwardSend", "Forwardable", "GossipRouter", "tree_order"]
 
@@ -67,8 +67,7 @@ class GossipRouter:
             raise ConfigError("invalid max_seen: must be at least 1")
         self._params = params
         self._self = self_node_id
-        self._seen: OrderedDict[str, None] = OrderedDict()
-        self._max_seen = max_seen
+        self._seen: Lru[str, None] = Lru(max_seen)
 
     def children(
         self, content_hash: str, origin: str, peers: Iterable[str], node: str | None = None
@@ -83,12 +82,9 @@ class GossipRouter:
 
     def first_sight(self, content_hash: str) -> bool:
         """True (and remember it) the first time ``content_hash`` is seen, False after."""
-        if content_hash in self._seen:
-            self._seen.move_to_end(content_hash)
+        if self._seen.touch(content_hash):
             return False
-        self._seen[content_hash] = None
-        if len(self._seen) > self._max_seen:
-            self._seen.popitem(last=False)
+        self._seen.put(content_hash, None)
         return True
 
     def effective_hop_limit(self, hop_limit: int) -> int:

@@ -59,9 +59,7 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
 import unicodedata
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -79,6 +77,7 @@ from lamarck.node.importing.filters import (
     conforms,
     record_texts,
 )
+from lamarck.node.lru import Lru
 from lamarck.proto.memory import MemoryV2
 
 __all__ = [
@@ -1129,10 +1128,9 @@ class AutonomyFilter:
         self._p = params
         self._reader = StructureReader(params)
         self._bank = model if model is not None and model.enabled else None
-        self._cache: OrderedDict[str, Vectors] = OrderedDict()
+        self._cache: Lru[str, Vectors] = Lru(params.cache_size)
         # The last texts read (``_read``); the event loop and worker threads both read.
-        self._reads: OrderedDict[str, tuple[str, tuple[Evidence, ...]]] = OrderedDict()
-        self._reads_lock = threading.Lock()
+        self._reads: Lru[str, tuple[str, tuple[Evidence, ...]]] = Lru(params.read_cache_size)
 
     @property
     def semantic(self) -> bool:
@@ -1146,11 +1144,9 @@ class AutonomyFilter:
         """``text`` normalised and what its structure says, kept for the last
         ``read_cache_size`` texts: a catch-up reads each content twice, once to say what to
         embed (``texts_to_embed``, a chunk ahead) and once to judge it (~0.3 ms a read)."""
-        with self._reads_lock:
-            kept = self._reads.get(text)
-            if kept is not None:
-                self._reads.move_to_end(text)
-                return kept
+        kept = self._reads.get(text)
+        if kept is not None:
+            return kept
         normalised = normalise(text, self._p)
         sentences = self._reader.sentences(normalised)
         found = [self._reader.read(s) for s in sentences]
@@ -1165,11 +1161,7 @@ class AutonomyFilter:
             if spanning is not None:
                 found.append(spanning)
         reading = (normalised, tuple(found))
-        if self._p.read_cache_size:
-            with self._reads_lock:
-                self._reads[text] = reading
-                while len(self._reads) > self._p.read_cache_size:
-                    self._reads.popitem(last=False)
+        self._reads.put(text, reading)
         return reading
 
     def texts_to_embed(self, content: str) -> tuple[str, ...]:
@@ -1213,13 +1205,9 @@ class AutonomyFilter:
             return None
         cached = self._cache.get(text)
         if cached is not None:
-            self._cache.move_to_end(text)
             return cached
         vector: Vectors = self._bank.embedder.embed([text])[0]
-        if self._p.cache_size:
-            self._cache[text] = vector
-            while len(self._cache) > self._p.cache_size:
-                self._cache.popitem(last=False)
+        self._cache.put(text, vector)
         return vector
 
     def judge(self, record: MemoryV2, view: ImportView) -> Judgement:
