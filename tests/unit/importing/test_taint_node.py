@@ -75,9 +75,9 @@ class Sink:
 class World:
     """A node with one lesson from BAD, one from GOOD, and a local lesson learned under BAD's."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: InMemoryLessonStore | None = None) -> None:
         self.clock = FixedClock(NOW)
-        self.store = InMemoryLessonStore(dim=DIM)
+        self.store = store if store is not None else InMemoryLessonStore(dim=DIM)
         self.revoked: set[str] = set()
         self.bands: dict[str, PeerBand] = {}
         self.records = InMemoryRecords(self.clock)
@@ -387,20 +387,8 @@ class CountingStore(InMemoryLessonStore):
 def test_a_sweep_reads_no_lesson_unless_a_source_is_tainted_or_a_record_retracted() -> None:
     # The sweep runs every few seconds: on a node of 100k imported lessons, reading them all
     # each time was the cost. It asks for the sources in one aggregate instead.
-    world = World()
     store = CountingStore(DIM)
-    world.store = store
-    world.sweeper._store = store
-    world.pipeline = ImportPipeline(
-        store=store,
-        view=StoreImportView(store, world, SELF.node_id),
-        pins=Pins(),
-        reputation=Sink(),
-        embedder=HashingEmbedder(dim=DIM),
-        clock=world.clock,
-        rng=random.Random(1),
-        params=ImportParams(),
-    )
+    world = World(store)
     ids = run(world.fill())
     others = [run(world.learn_from(GOOD, 100 + i, f"deploy.other{i}")).id for i in range(5)]
     store.read.clear()
