@@ -1,9 +1,10 @@
 """Operator and peer reads as the store grows (issue 17 §5: work that does not grow with it).
 
-A node that caught up on a large network holds its lessons, and four reads run over what it
+A node that caught up on a large network holds its lessons, and five reads run over what it
 holds: ``GetStatus`` (``lamarck node status``, the console, each health refresh), ``GetHealth``
 (the health report: every lesson's facts and events), the records a ``Sync`` may offer a peer
-(every peer's anti-entropy round asks for them) and the reputation table's import tallies.
+(every peer's anti-entropy round asks for them), the reputation table's import tallies, and
+the taint sweep every node runs every 5 s (here with no source tainted: the steady state).
 Each is timed on the real Postgres store (embedded PostgreSQL 16 + pgvector) at ``--small``
 imported lessons, then the same store is filled to ``--large`` and each is timed again.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import shutil
 import statistics
 import sys
@@ -39,11 +41,13 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from lamarck.consensus.params import TaintParams
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.api.peer_handlers import shareable_records
 from lamarck.node.api.reputation import store_tallies
 from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.health.params import HealthParams
+from lamarck.node.sharing.taint import TaintSweeper
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.port import LessonEvent, LessonRow, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
@@ -147,7 +151,29 @@ async def _measure(store: PostgresLessonStore, repeat: int) -> dict[str, float]:
     async def tallies() -> None:
         await store_tallies(store)
 
-    reads = {"status": status, "health": health, "sync_offer": sync_offer, "tallies": tallies}
+    async def nobody_revoked() -> frozenset[str]:
+        return frozenset()
+
+    sweeper = TaintSweeper(
+        store,
+        SELF,
+        clock=SystemClock(),
+        rng=random.Random(0),
+        params=TaintParams(),
+        revoked=nobody_revoked,
+        band_of=lambda _: PeerBand.NEUTRAL,
+    )
+
+    async def taint_sweep() -> None:
+        await sweeper.once()
+
+    reads = {
+        "status": status,
+        "health": health,
+        "sync_offer": sync_offer,
+        "tallies": tallies,
+        "taint_sweep": taint_sweep,
+    }
     return {name: await _timed(read, repeat) for name, read in reads.items()}
 
 
