@@ -345,7 +345,10 @@ class Node:
         # network), checked now and at every health refresh; the gauges refresh with it.
         await self._status()
         self._health_metrics = metrics.HealthRefresher(
-            self._health_gauges, settings.health_refresh_s, status=self._status
+            self._health_gauges,
+            settings.health_refresh_s,
+            status=self._status,
+            max_share=params.health.refresh_max_share,
         )
         self._health_metrics.start()
         if settings.console_listen:

@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+from lamarck.node.health.params import refresh_spacing_s
 
 __all__ = [
     "ADMISSION",
@@ -239,7 +242,9 @@ def import_counts() -> dict[str, dict[str, int]]:
 
 
 class HealthRefresher:
-    """Refreshes the health and status gauges every ``interval_s``.
+    """Refreshes the health and status gauges every ``interval_s``, or less often when a
+    refresh takes more than ``max_share`` of that (``refresh_spacing_s``: the report grows
+    with the store).
 
     ``health`` returns ``gauge_values`` of a fresh report; ``status`` (optional) returns
     ``status_to_json``'s dict, or ``None`` while the node stops. Both are read on the
@@ -252,10 +257,12 @@ class HealthRefresher:
         interval_s: float,
         *,
         status: Callable[[], Awaitable[Mapping[str, Any] | None]] | None = None,
+        max_share: float = 1.0,
     ) -> None:
         self._health = health
         self._status = status
         self._interval_s = interval_s
+        self._max_share = max_share
         self._task: asyncio.Task[None] | None = None
 
     async def refresh(self) -> None:
@@ -270,8 +277,11 @@ class HealthRefresher:
 
     async def _run(self) -> None:
         while True:
+            started = time.monotonic()
             await self.refresh()
-            await asyncio.sleep(self._interval_s)
+            took = time.monotonic() - started
+            spacing = refresh_spacing_s(self._interval_s, took, self._max_share)
+            await asyncio.sleep(max(0.0, spacing - took))
 
     def start(self) -> None:
         """Start the periodic refresh on the running loop."""

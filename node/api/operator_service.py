@@ -51,7 +51,7 @@ from lamarck.node.api.reputation import GlobalTrustClock, event_to_pb, row_to_pb
 from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.crashpoint import crash_point
 from lamarck.node.health.figures import Finding, HealthReport
-from lamarck.node.health.params import HealthParams
+from lamarck.node.health.params import HealthParams, refresh_spacing_s
 from lamarck.node.health.render import report_to_json
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline
@@ -205,7 +205,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         self._decide_lock = asyncio.Lock()
         # The last health report computed and when: a status within
         # ``HealthParams.status_warnings_max_age_s`` shows its warnings.
-        self._last_report: tuple[datetime, HealthReport] | None = None
+        self._last_report: tuple[datetime, HealthReport, float] | None = None
 
     async def _row(self, quarantine_id: str) -> QuarantineRow:
         """The quarantine row ``quarantine_id`` in any state, or ``NotFound``."""
@@ -377,7 +377,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             )
         now = self._clock.now()
         report = await current_report(self._store(), self._health, now)
-        self._last_report = (now, report)
+        self._last_report = (now, report, (self._clock.now() - now).total_seconds())
         return report
 
     async def _warnings(self) -> tuple[Finding, ...]:
@@ -386,8 +386,13 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             return ()
         last = self._last_report
         max_age = self._health.status_warnings_max_age_s
-        if last is not None and (self._clock.now() - last[0]).total_seconds() <= max_age:
-            return last[1].warnings
+        if last is not None and max_age > 0:
+            # As old as the refresh that made it may be: a report that took long is made
+            # less often (``refresh_spacing_s``), and a status must not make its own then.
+            at, report, took = last
+            max_age = refresh_spacing_s(max_age, took, self._health.refresh_max_share)
+            if (self._clock.now() - at).total_seconds() <= max_age:
+                return report.warnings
         return (await self.health_report()).warnings
 
     async def GetStatus(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from lamarck.errors import ConfigError
 
-__all__ = ["HealthParams"]
+__all__ = ["HealthParams", "refresh_spacing_s"]
 
 
 def _number(name: str, value: float) -> None:
@@ -151,6 +151,11 @@ class HealthParams:
     # it to its health refresh interval, so a status call reads the refresh's report; 0
     # computes a report for every status. Seconds, >= 0.
     status_warnings_max_age_s: float = 0.0
+    # Most of the time (and so of one core) the periodic report may take, in (0, 1]: a
+    # refresh that took t seconds waits at least t * (1 - share) / share before the next, so
+    # the report, which grows with the store, never takes more (at 100k lessons, seconds
+    # every 30 s did). A status reuses a report that old too (``refresh_spacing_s``).
+    refresh_max_share: float = 0.05
 
     def __post_init__(self) -> None:
         for name in (
@@ -167,6 +172,12 @@ class HealthParams:
             isinstance(age, int | float) and math.isfinite(age) and age >= 0,
             "status_warnings_max_age_s",
             "must be a finite number >= 0",
+        )
+        share = self.refresh_max_share
+        _rule(
+            isinstance(share, int | float) and 0 < share <= 1,
+            "refresh_max_share",
+            "must be a number in (0, 1]",
         )
         for name in ("high_confidence", "low_confidence", "retained_above"):
             _open_unit(name, getattr(self, name))
@@ -209,3 +220,10 @@ class HealthParams:
             "min_high_confidence",
         ):
             _count(name, getattr(self, name))
+
+
+def refresh_spacing_s(interval_s: float, took_s: float, max_share: float) -> float:
+    """Seconds between the start of a periodic report that took ``took_s`` and the next: at
+    least ``interval_s``, and long enough that reports take at most ``max_share`` of the
+    time (``took_s / spacing <= max_share``)."""
+    return max(interval_s, took_s / max_share)

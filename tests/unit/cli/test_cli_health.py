@@ -9,6 +9,7 @@ does. Stores are built to raise the critical warning or to stay healthy.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import threading
@@ -37,7 +38,7 @@ from lamarck.node.api.node_status import (
 )
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.cli import app
-from lamarck.node.health.params import HealthParams
+from lamarck.node.health.params import HealthParams, refresh_spacing_s
 from lamarck.node.health.render import gauge_values, report_from_json
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import (
@@ -381,3 +382,70 @@ def test_a_status_shows_the_warnings_of_a_recent_report_without_reading_the_stor
     asyncio.run(scenario())
     with pytest.raises(ConfigError):
         HealthParams(status_warnings_max_age_s=-1.0)
+
+
+class SlowFacts(InMemoryLessonStore):
+    """Its lessons' facts take ``seconds`` of the clock to read: a report over a big store."""
+
+    def __init__(self, clock: FixedClock, seconds: float) -> None:
+        super().__init__(dim=8)
+        self._clock, self._seconds = clock, seconds
+
+    async def lesson_facts(self, after: str, limit: int) -> list[Any]:
+        self._clock.advance(self._seconds)
+        return await super().lesson_facts(after, limit)
+
+
+def test_a_report_that_takes_long_is_made_less_often_and_a_status_reuses_it() -> None:
+    # 5 s of report every 30 s is a sixth of a core; at most 5 % of the time: every 100 s.
+    assert refresh_spacing_s(30.0, 0.2, 0.05) == 30.0
+    assert refresh_spacing_s(30.0, 5.0, 0.05) == pytest.approx(100.0)
+    clock = FixedClock(NOW)
+    store = SlowFacts(clock, 5.0)  # one page, empty: a 5 s report
+    servicer = OperatorServicer(
+        store,
+        clock,
+        pipeline=lambda: pytest.fail("unused"),
+        health=HealthParams(status_warnings_max_age_s=30.0, refresh_max_share=0.05),
+        node_id="lmk1me",
+    )
+
+    async def codes() -> list[str]:
+        return [w["code"] for w in (await servicer.status())["warnings"]]
+
+    async def scenario() -> None:
+        await servicer.health_report()  # the refresh's report, 5 s long
+        await store.insert_lesson(lesson(1))
+        clock.advance(90)
+        assert await codes() == []  # 95 s old: the refresh has not come round yet
+        clock.advance(10)
+        assert await codes() == ["no_external_validation"]  # past its spacing: made again
+
+    asyncio.run(scenario())
+    for bad in (0.0, 1.5, float("nan")):
+        with pytest.raises(ConfigError):
+            HealthParams(refresh_max_share=bad)
+
+
+def test_the_refresher_waits_out_its_spacing_after_a_long_refresh() -> None:
+    # The loop's own pacing, on the real loop with a tiny interval: a refresh that takes
+    # 50 ms under a 50 % share is followed by at least 50 ms of rest.
+    starts: list[float] = []
+    third = asyncio.Event()
+
+    async def values() -> dict[str, float]:
+        starts.append(asyncio.get_running_loop().time())
+        if len(starts) >= 3:
+            third.set()
+        await asyncio.sleep(0.05)
+        return {}
+
+    async def scenario() -> None:
+        refresher = metrics.HealthRefresher(values, 0.001, max_share=0.5)
+        refresher.start()
+        await third.wait()
+        await refresher.stop()
+
+    asyncio.run(asyncio.wait_for(scenario(), 10))
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert all(g >= 0.095 for g in gaps), gaps
