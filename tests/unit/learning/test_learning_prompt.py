@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lamarck.node.embedding import token_counter
 from lamarck.node.learning.params import LessonParams
 
 # `bench` is a directory at the repository root, importable from there (not installed).
@@ -137,3 +138,26 @@ def test_conservative_bound_is_never_below_the_minilm_tokenizer_on_lessons() -> 
 def test_conservative_bound_is_never_below_the_minilm_tokenizer_on_any_text(text: str) -> None:
     tokenizer = _minilm_tokenizer()
     assert conservative_token_bound(text) >= _real_count(tokenizer, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=80), min_size=1, max_size=8))
+def test_the_nodes_counter_counts_a_text_line_by_line_exactly(lines: list[str]) -> None:
+    # The node's counter adds up cached line counts; the tokenizer on the whole text is the
+    # truth it must equal, whatever the lines hold (blank, spaces, CR, punctuation, unicode).
+    tokenizer = _minilm_tokenizer()
+    count = token_counter(64)
+    text = "\n".join(lines)
+    assert count(text) == _real_count(tokenizer, text)
+
+
+def test_the_nodes_counter_on_a_real_section_and_lessons() -> None:
+    tokenizer = _minilm_tokenizer()
+    count = token_counter(1024)
+    lessons = [(str(i), s) for i, s in enumerate(lesson_sentences(12, seed=3))]
+    section = build_lessons_section(lessons, LessonParams(), count)
+    assert section.tokens == _real_count(tokenizer, section.text)
+    for _, content in lessons:
+        assert count(content + "\r\n" + content) == _real_count(
+            tokenizer, content + "\r\n" + content
+        )
