@@ -388,21 +388,21 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                 figures["ann_recall_at_5"] = round(await _ann_quality(dsn, query_v), 4)
                 phase("lamarck quality measured")
 
-                async def recall(i: int) -> Any:
-                    return await client.recall(
-                        queries[i % len(queries)], session_id=f"s{i % 16}", project_digest=PROJECT
-                    )
+                def recall_on(asked: list[str]) -> Call:
+                    async def recall(i: int) -> Any:
+                        return await client.recall(
+                            asked[i % len(asked)], session_id=f"s{i % 16}", project_digest=PROJECT
+                        )
 
-                async def recall_novel(i: int) -> Any:
-                    return await client.recall(
-                        novel[i], session_id=f"s{i % 16}", project_digest=PROJECT
-                    )
+                    return recall
+
+                recall = recall_on(queries)
 
                 await _timed(recall, 10)
                 lat = await _timed(recall, args.queries)
                 figures["recall_repeat_p50_ms"] = round(statistics.median(lat), 3)
                 figures["recall_repeat_p99_ms"] = round(_pct(lat, 0.99), 3)
-                lat = await _timed(recall_novel, len(novel))
+                lat = await _timed(recall_on(novel), len(novel))
                 figures["recall_p50_ms"] = round(statistics.median(lat), 3)
                 figures["recall_p99_ms"] = round(_pct(lat, 0.99), 3)
                 phase("lamarck recall latency measured (repeated and novel queries)")
@@ -468,28 +468,19 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         figures["mem0_add_p50_ms"] = round(statistics.median(lat), 3)
         figures["mem0_add_per_s"] = round(1000.0 * len(lat) / sum(lat), 1)
         phase("Mem0 add measured")
-        found = [
-            _mem0_texts(mem0.search(q, top_k=K, filters=_USER, threshold=MEM0_THRESHOLD))
-            for q in queries
-        ]
+
+        def search(query: str) -> Any:
+            return mem0.search(query, top_k=K, filters=_USER, threshold=MEM0_THRESHOLD)
+
+        found = [_mem0_texts(search(q)) for q in queries]
         m_recall5, m_hit = _quality(found, index_of, exact_idx, exact_sim, MEM0_THRESHOLD)
         figures["mem0_recall_at_5"] = round(m_recall5, 4)
         figures["mem0_hit_rate"] = round(m_hit, 4)
-        _timed_sync(
-            lambda i: mem0.search(queries[i], top_k=K, filters=_USER, threshold=MEM0_THRESHOLD), 10
-        )
-        lat = _timed_sync(
-            lambda i: mem0.search(
-                queries[i % len(queries)], top_k=K, filters=_USER, threshold=MEM0_THRESHOLD
-            ),
-            args.queries,
-        )
+        _timed_sync(lambda i: search(queries[i]), 10)
+        lat = _timed_sync(lambda i: search(queries[i % len(queries)]), args.queries)
         figures["mem0_search_repeat_p50_ms"] = round(statistics.median(lat), 3)
         figures["mem0_search_repeat_p99_ms"] = round(_pct(lat, 0.99), 3)
-        lat = _timed_sync(
-            lambda i: mem0.search(novel[i], top_k=K, filters=_USER, threshold=MEM0_THRESHOLD),
-            len(novel),
-        )
+        lat = _timed_sync(lambda i: search(novel[i]), len(novel))
         figures["mem0_search_p50_ms"] = round(statistics.median(lat), 3)
         figures["mem0_search_p99_ms"] = round(_pct(lat, 0.99), 3)
         # This process holds Mem0, its model (torch) and the reference embedder (same model).

@@ -32,9 +32,19 @@ from lamarck.node.net import is_loopback_address
 from lamarck.proto.identity import is_node_id, public_key_from_b64
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 
-__all__ = ["CONFIG_FILE", "DeclaredToolSetting", "NodeSettings", "default_home", "load_settings"]
+__all__ = [
+    "CONFIG_FILE",
+    "MAX_REGISTRY_HEARTBEAT_S",
+    "DeclaredToolSetting",
+    "NodeSettings",
+    "default_home",
+    "load_settings",
+]
 
 CONFIG_FILE = "lamarck.toml"
+#: Longest registry round a node may run: half the registration's 30 s lifetime
+#: (``RegistryParams.heartbeat_ttl_s``), so one lost heartbeat is survivable.
+MAX_REGISTRY_HEARTBEAT_S = 15.0
 
 
 def default_home() -> Path:
@@ -115,8 +125,8 @@ class NodeSettings(BaseSettings):
     max_future_skew_s: float = Field(default=DEFAULT_MAX_FUTURE_SKEW_S, ge=0, le=86_400)
     # Seconds between two registry rounds: the heartbeat that keeps this node listed, and the
     # refresh of its own peer list (a peer that joined is known here within one round).
-    # > 0 and at most half the registration's 30 s lifetime, so one lost beat is survivable.
-    registry_heartbeat_s: float = Field(default=10.0, gt=0, le=15)
+    # > 0 and at most MAX_REGISTRY_HEARTBEAT_S.
+    registry_heartbeat_s: float = Field(default=10.0, gt=0, le=MAX_REGISTRY_HEARTBEAT_S)
     # Registry admission for this node's network.
     admission: Literal["open", "endorsed", "operator"] = "endorsed"
     # The network operator's Ed25519 public key (unpadded base64url): it signs enrollment

@@ -51,7 +51,7 @@ from lamarck.registry.records import (
     Revocation,
 )
 
-__all__ = ["CachedDirectory"]
+__all__ = ["CachedDirectory", "cached_peer_ids"]
 
 log = logging.getLogger(__name__)
 
@@ -455,3 +455,13 @@ def _peer_from_json(d: Mapping[str, Any]) -> PeerInfo:
         version=str(d["version"]),
         registered_at=parse_ts(d["registered_at"]),
     )
+
+
+def cached_peer_ids(path: Path) -> set[str]:
+    """The node ids in a peer-cache file (``CachedDirectory``'s, which it replaces whole at
+    each refresh): empty when there is none yet or it cannot be read."""
+    try:
+        data = json.loads(path.read_text())
+        return {str(p["node_id"]) for p in data["peers"]}
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
+        return set()

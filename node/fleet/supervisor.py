@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from lamarck.errors import ConfigError, LamarckError
-from lamarck.node.config import DeclaredToolSetting
+from lamarck.node.config import MAX_REGISTRY_HEARTBEAT_S, DeclaredToolSetting
 from lamarck.node.fleet.launcher import (
     LaunchParams,
     NodeProcess,
@@ -49,6 +49,7 @@ from lamarck.node.fleet.launcher import (
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import init_keys, save_private_key, show_keys
+from lamarck.registry.cache import cached_peer_ids
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.records import sign_enrollment
 
@@ -105,9 +106,10 @@ class FleetSpec:
             raise ConfigError(
                 f"invalid byzantine={self.byzantine}: must be in [0, nodes)", field="byzantine"
             )
-        if not 0 < self.registry_heartbeat_s <= 15:
+        if not 0 < self.registry_heartbeat_s <= MAX_REGISTRY_HEARTBEAT_S:
             raise ConfigError(
-                f"invalid registry_heartbeat_s={self.registry_heartbeat_s}: must be in (0, 15]",
+                f"invalid registry_heartbeat_s={self.registry_heartbeat_s}: must be in"
+                f" (0, {MAX_REGISTRY_HEARTBEAT_S:g}]",
                 field="registry_heartbeat_s",
             )
         if self.embedder not in ("hashing", "minilm", "auto"):
@@ -432,12 +434,8 @@ def down(directory: Path, launch: LaunchParams, timeout_s: float = 90.0) -> list
 
 
 def listed_peers(home: Path) -> set[str]:
-    """Node ids in a node's own peer list (``<home>/peers.json``, which it replaces whole at
-    each registry round; empty before its first)."""
+    """Node ids in a node's own peer list (``<home>/peers.json``, written at each registry
+    round; empty before its first)."""
     from lamarck.node.sharing.membership import PEER_CACHE_FILE
 
-    try:
-        data = json.loads((home / PEER_CACHE_FILE).read_text())
-        return {str(p["node_id"]) for p in data["peers"]}
-    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
-        return set()
+    return cached_peer_ids(home / PEER_CACHE_FILE)

@@ -35,13 +35,15 @@ class Maintenance:
         self._knowledge = Knowledge(core)
         self._last_reconcile: datetime | None = None
 
-    async def _all(self, statuses: tuple[LessonStatus, ...]) -> builtins.list[LessonRow]:
-        """Every lesson with one of ``statuses``, in id order, paged through the store."""
+    async def _all(
+        self, statuses: tuple[LessonStatus, ...], *, imported: bool | None = None
+    ) -> builtins.list[LessonRow]:
+        """Every lesson with one of ``statuses`` (and, given ``imported``, of that origin), in
+        id order, paged through the store."""
         page = self._core.params.lesson.max_active_per_scope
-        out: builtins.list[LessonRow] = []
-        async for rows in self._core.store.scan(LessonFilter(statuses=statuses), page):
-            out.extend(rows)
-        return out
+        return await self._core.store.scan_all(
+            LessonFilter(statuses=statuses, imported=imported), page
+        )
 
     async def reconcile(self) -> ReconcileResult:
         """Decay unused lessons, retire those below the level, enforce the per-scope cap.
@@ -129,15 +131,9 @@ class Maintenance:
         offer in a Sync: capping them too superseded all but 200 of a 100k catch-up at the
         next pass (one UPDATE each), and read every one of them whole every 10 minutes.
         """
-        own = LessonFilter(statuses=(LessonStatus.ACTIVE,), imported=False)
-        page = self._core.params.lesson.max_active_per_scope
+        own = await self._all((LessonStatus.ACTIVE,), imported=False)
         rows = sorted(
-            [
-                r
-                async for found in self._core.store.scan(own, page)
-                for r in found
-                if r.category is Category.LESSON
-            ],
+            (r for r in own if r.category is Category.LESSON),
             key=lesson_sort_key,  # the keep order: highest confidence, then newest, then id
         )
         by_id = {r.id: r for r in rows}

@@ -159,28 +159,23 @@ class TaintSweeper:
         # The registry whose operator-signed retractions the sweep reads (None: none yet).
         self._directory = directory or (lambda: None)
 
-    async def _rows(self, flt: LessonFilter) -> list[LessonRow]:
-        rows: list[LessonRow] = []
-        async for page in self._store.scan(flt, self.params.page):
-            rows.extend(page)
-        return rows
-
     async def _live(
         self, tainted: frozenset[str], retractions: Mapping[str, Retraction]
     ) -> list[LessonRow]:
         """The live lessons the sweep needs: those of a tainted source or a retracted record
         and, when there are any, every live local lesson (one may have been learned only
         under them). Nothing else is read: a sweep with neither reads no lesson at all."""
+        page = self.params.page
         direct: list[LessonRow] = []
         if tainted:
-            direct += await self._rows(LessonFilter(statuses=_LIVE, sources=tuple(tainted)))
+            by_source = LessonFilter(statuses=_LIVE, sources=tuple(tainted))
+            direct += await self._store.scan_all(by_source, page)
         if retractions:
-            direct += await self._rows(
-                LessonFilter(statuses=_LIVE, content_hashes=tuple(retractions))
-            )
+            by_hash = LessonFilter(statuses=_LIVE, content_hashes=tuple(retractions))
+            direct += await self._store.scan_all(by_hash, page)
         if not direct:
             return []
-        local = await self._rows(LessonFilter(statuses=_LIVE, imported=False))
+        local = await self._store.scan_all(LessonFilter(statuses=_LIVE, imported=False), page)
         return list({r.id: r for r in (*direct, *local)}.values())
 
     async def _retractions(self) -> dict[str, Retraction]:

@@ -445,6 +445,10 @@ class LessonStore(abc.ABC):
         async for rows in keyset_pages(fetch, lambda row: row.id, page):
             yield rows
 
+    async def scan_all(self, flt: LessonFilter, page: int) -> list[LessonRow]:
+        """Every lesson matching ``flt`` in one list, read ``page`` rows at a time (``scan``)."""
+        return [row async for rows in self.scan(flt, page) for row in rows]
+
     @abc.abstractmethod
     async def set_embeddings(self, vectors: Sequence[tuple[str, Vector]]) -> None:
         """Set each listed lesson's embedding and nothing else (one round trip); unknown ids

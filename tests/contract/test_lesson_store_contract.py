@@ -1137,6 +1137,7 @@ async def test_scan_pages_every_matching_lesson_once_in_id_order(store: LessonSt
     assert pages == [["a", "b"], ["c", "d"], ["e"]]
     every = [r.id async for page in store.scan(LessonFilter(statuses=None), 4) for r in page]
     assert every == ["a", "b", "c", "d", "e", "r"]
+    assert [r.id for r in await store.scan_all(LessonFilter(statuses=None), 4)] == every
     assert await store.scan_lessons(LessonFilter(), "e", 2) == []
 
 

@@ -29,7 +29,7 @@ import redis
 from conftest import Net, expected_transfer, fixtures, imported, wait_for
 
 from lamarck.errors import RegistryError
-from lamarck.node.sharing import PEER_CACHE_FILE
+from lamarck.node.fleet.supervisor import listed_peers
 from lamarck.proto.clock import SystemClock
 from lamarck.registry.embedded import redis_server_executable
 from lamarck.registry.params import AdmissionMode, RegistryParams
@@ -189,7 +189,7 @@ def test_gossip_continues_through_a_redis_outage_and_nodes_re_register(
     wait_for(lambda: net.registered().keys() >= ids, "all five nodes to register")
     # Each node's own view: the peer cache it would gossip from during an outage.
     for node in nodes:
-        wait_for(lambda n=node: _cached_peers(n) >= ids, f"{node.node_id} to list every peer")
+        wait_for(lambda n=node: listed_peers(n.home) >= ids, f"{node.node_id} to list every peer")
 
     stopped_at, stopped_wall = time.monotonic(), datetime.now(UTC)
     own_redis.stop()
@@ -242,15 +242,6 @@ def test_gossip_continues_through_a_redis_outage_and_nodes_re_register(
         )
         assert copy.source_node_id == a.node_id
         assert copy.confidence == pytest.approx(want)
-
-
-def _cached_peers(node: Any) -> set[str]:
-    """Node ids in the node's persisted peer cache (``<home>/peers.json``)."""
-    try:
-        data = json.loads((node.home / PEER_CACHE_FILE).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return set()  # not written yet, or caught mid-replace
-    return {p["node_id"] for p in data["peers"]}
 
 
 def _registry_log(node: Any) -> list[dict[str, Any]]:

@@ -7,13 +7,16 @@ from pathlib import Path
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.config import load_settings
+from lamarck.node.config import MAX_REGISTRY_HEARTBEAT_S, load_settings
 from lamarck.node.fleet.supervisor import FleetSpec
 from lamarck.node.params import node_params
+from lamarck.registry.params import RegistryParams
 
 
 def test_a_node_beats_every_10_s_by_default(tmp_path: Path) -> None:
     assert node_params(load_settings(home=tmp_path)).registry.heartbeat_interval_s == 10.0
+    # The bound is half the lifetime of a registration.
+    assert RegistryParams().heartbeat_ttl_s / 2 == MAX_REGISTRY_HEARTBEAT_S
 
 
 @pytest.mark.parametrize("seconds", [0.5, 2.0, 15.0])
