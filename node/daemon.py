@@ -60,6 +60,7 @@ from lamarck.node.console.server import ConsoleApp, ConsoleServer, new_csrf_toke
 from lamarck.node.embedding import make_embedder, token_counter
 from lamarck.node.gossip.outbox import outbox_for
 from lamarck.node.health.render import gauge_values
+from lamarck.node.heap import limit_malloc_arenas
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging
@@ -602,6 +603,8 @@ def run_node(settings: NodeSettings) -> None:
     Returns normally after a clean stop (exit code 0); raises ``LamarckError`` (e.g.
     ``ConfigError(reason="already_running")`` naming the pid) when the node cannot start.
     """
+    # Before any thread of the node starts: a thread keeps the arena it already has.
+    limit_malloc_arenas(settings.malloc_arenas)
     configure_logging(settings.log_format, settings.log_level)
     if settings.log_level != "DEBUG":
         # pgserver logs every command it runs, with full stdout, at INFO.

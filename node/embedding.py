@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import ctypes
 import functools
 import hashlib
 import importlib
@@ -49,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lamarck.errors import ConfigError
+from lamarck.node.heap import release_memory
 from lamarck.node.learning.prompt import estimate_tokens
 from lamarck.node.lru import Lru
 
@@ -73,7 +73,6 @@ __all__ = [
     "minilm_available",
     "onnx_available",
     "onnx_model_file",
-    "release_memory",
     "token_counter",
 ]
 
@@ -639,25 +638,6 @@ class OnnxMiniLMEmbedder(Embedder):
             chunk = order[start : start + step]
             out[chunk] = self._run([items[i] for i in chunk], session)
         return out
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc (macOS, musl): nothing to trim
-        return None
-    trim: Callable[[int], int] = libc.malloc_trim
-    return trim
-
-
-def release_memory() -> None:
-    """Give the heap's free pages back to the system (glibc ``malloc_trim``; elsewhere a
-    no-op). Called once a batch of embeddings is done: its activations were freed, but the
-    allocator would otherwise keep them as the node's resident memory."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
 
 
 # -- selection ---------------------------------------------------------------------------------

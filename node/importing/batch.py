@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from lamarck.errors import ConfigError
-from lamarck.node.embedding import Embedder, Vectors, release_memory
+from lamarck.node.embedding import Embedder, Vectors
+from lamarck.node.heap import release_memory
 from lamarck.node.importing.filters import Filter, texts_with_content
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.store.port import LessonFilter, LessonStore

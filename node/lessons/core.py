@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lamarck.errors import EvidenceError, InvalidRecord, SecretDetected
-from lamarck.node.embedding import release_memory
+from lamarck.node.heap import release_memory
 from lamarck.node.learning import confidence as conf
 from lamarck.node.learning.attribution import Attribution
 from lamarck.node.learning.params import LearningParams

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.embedding import OnnxParams, release_memory
+from lamarck.node.embedding import OnnxParams
 
 
 def test_onnx_runs_without_its_memory_arena_unless_asked() -> None:
@@ -16,8 +16,3 @@ def test_onnx_runs_without_its_memory_arena_unless_asked() -> None:
 def test_onnx_params_refuse_a_memory_arena_that_is_not_a_bool() -> None:
     with pytest.raises(ConfigError, match="memory_arena"):
         OnnxParams(memory_arena="yes")  # type: ignore[arg-type]
-
-
-def test_releasing_memory_is_safe_to_call_at_any_time() -> None:
-    release_memory()
-    release_memory()
