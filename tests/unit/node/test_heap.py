@@ -1,7 +1,12 @@
-"""The node bounds its heap arenas (glibc) before its threads start, and gives pages back."""
+"""The node's heap: arenas bounded (glibc) before its threads start, pages given back, and
+what it holds for life taken out of the garbage collector once it has started."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -101,3 +106,37 @@ def test_the_node_bounds_its_arenas_before_it_serves(
     monkeypatch.setattr(daemon, "serve", serve)
     daemon.run_node(load_settings(home=tmp_path, malloc_arenas=3))
     assert calls == [("limit", 3), ("serve", tmp_path)]
+
+
+class _StartedNode:
+    """Stands in for ``Node``: starts at once, stops at once."""
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+        self.abandoned: list[str] = []
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+
+def test_a_started_node_takes_what_it_holds_out_of_the_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(daemon, "Node", _StartedNode)
+    monkeypatch.setattr(daemon, "_summary", lambda node: "started")
+    frozen: list[int] = []
+
+    def ready(node: Any) -> None:
+        frozen.append(gc.get_freeze_count())
+        os.kill(os.getpid(), signal.SIGTERM)  # serve's own handler ends it
+
+    gc.unfreeze()
+    try:
+        assert gc.get_freeze_count() == 0
+        assert asyncio.run(daemon.serve(load_settings(home=tmp_path), ready=ready)) == []
+    finally:
+        gc.unfreeze()
+    assert frozen and frozen[0] > 0
