@@ -616,13 +616,21 @@ class OnnxMiniLMEmbedder(Embedder):
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return _normalise_rows(pooled)
 
+    def computed(self, texts: Sequence[str]) -> Vectors | None:
+        """The vector of one text asked before (the query cache), else None: a recall of a
+        task seen before takes it on the event loop, without a hop to a worker thread."""
+        items = _check_texts(texts)
+        if len(items) != 1:
+            return None
+        hit = self._cache.get(items[0])
+        return None if hit is None else hit.reshape(1, -1).copy()
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts``: unit-length float32 rows, batches of similar length."""
         items = _check_texts(texts)
-        if len(items) == 1:
-            hit = self._cache.get(items[0])
-            if hit is not None:
-                return hit.reshape(1, -1).copy()
+        hit = self.computed(items)
+        if hit is not None:
+            return hit
         out = self._embed_with(items, self._session)
         if len(items) == 1:
             self._cache.put(items[0], out[0].copy())

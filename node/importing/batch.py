@@ -157,14 +157,15 @@ class PrimedEmbedder(Embedder):
                     self._primed.pop(text, None)
 
     def computed(self, texts: Sequence[str]) -> Vectors | None:
-        """The primed vectors of ``texts`` (each used once) when every one is held, else None
-        and nothing is used: a caller on the event loop takes them without a thread hop."""
+        """The primed vectors of ``texts`` (each used once) when every one is held, else
+        what the wrapped embedder has at hand (its ``computed``), else None and nothing is
+        used: a caller on the event loop takes them without a thread hop."""
         if isinstance(texts, str):
             return None
         items = list(texts)
         with self._lock:
             if not all(text in self._primed for text in items):
-                return None
+                return self._inner.computed(items)
             out = np.empty((len(items), self.dim), dtype=np.float32)
             for i, text in enumerate(items):
                 # A text twice in ``items`` was primed once: its one vector serves both.

@@ -14,7 +14,7 @@ import builtins
 import dataclasses
 import random
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lamarck.errors import EvidenceError, InvalidRecord, SecretDetected
+from lamarck.node.embedding import Embedder
 from lamarck.node.heap import release_memory
 from lamarck.node.learning import confidence as conf
 from lamarck.node.learning.attribution import Attribution
@@ -81,6 +82,10 @@ class EmbedderLike(Protocol):
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts`` as a float32 array of shape ``(len(texts), dim)``."""
         ...
+
+
+def _nothing_at_hand(texts: list[str]) -> None:
+    del texts
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +213,11 @@ class LessonCore:
     ) -> None:
         self.store = store
         self.embedder = embedder
+        # Vectors the embedder has at hand (``Embedder.computed``: a task recalled before),
+        # taken on the event loop; an embedder without the method has none.
+        self._at_hand: Callable[[list[str]], npt.NDArray[np.float32] | None] = (
+            embedder.computed if isinstance(embedder, Embedder) else _nothing_at_hand
+        )
         self.clock = clock
         self.params = params
         self.rng = rng
@@ -276,8 +286,12 @@ class LessonCore:
         return vector
 
     async def embed_many(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Embed ``texts`` in one model call off the event loop, one row per text."""
-        vectors = await asyncio.to_thread(self.embedder.embed, list(texts))
+        """Embed ``texts`` in one model call off the event loop, one row per text; vectors
+        the embedder has at hand (a task recalled before) are taken here, with no hop."""
+        items = list(texts)
+        vectors = self._at_hand(items)
+        if vectors is None:
+            vectors = await asyncio.to_thread(self.embedder.embed, items)
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
 
     async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:

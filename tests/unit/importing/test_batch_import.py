@@ -174,6 +174,24 @@ def test_primed_vectors_are_taken_on_the_loop_only_when_all_are_held() -> None:
     assert inner.computed(["a b c"]) is None  # a plain model has nothing at hand
 
 
+class _OneAtHand(HashingEmbedder):
+    """A model with one text's vector at hand (as a query cache holds one)."""
+
+    def computed(self, texts: Sequence[str]) -> Vectors | None:
+        return self.embed(texts) if list(texts) == ["asked before"] else None
+
+
+def test_without_primed_vectors_the_models_own_at_hand_ones_are_taken() -> None:
+    inner = _OneAtHand(dim=DIM)
+    primed = PrimedEmbedder(inner, BatchImportParams(chunk=1, max_primed=4))
+    primed.prime(["a b c"])
+    out = primed.computed(["asked before"])
+    assert out is not None
+    np.testing.assert_allclose(out, inner.embed(["asked before"]), atol=1e-6)
+    assert primed.computed(["never asked"]) is None
+    assert primed.primed == 1  # the primed vector was not used by either
+
+
 def test_a_batch_takes_its_primed_vectors_without_a_thread_per_record(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

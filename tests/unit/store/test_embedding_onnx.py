@@ -97,6 +97,20 @@ def test_a_repeated_query_is_answered_from_the_cache_unchanged(
     assert np.linalg.norm(second) == pytest.approx(1.0, abs=1e-5)
 
 
+def test_only_a_query_asked_before_is_at_hand(onnx: OnnxMiniLMEmbedder) -> None:
+    """``computed`` answers from the query cache alone (no model call on the event loop):
+    a single text embedded before, as a copy of what ``embed`` gave."""
+    text = "rotate the staging api keys before the audit"
+    assert onnx.computed([text]) is None
+    first = onnx.embed([text])
+    at_hand = onnx.computed([text])
+    assert at_hand is not None
+    np.testing.assert_array_equal(at_hand, first)
+    at_hand[0, :] = 0.0
+    np.testing.assert_array_equal(onnx.embed([text]), first)  # the cache kept its own copy
+    assert onnx.computed([text, text]) is None  # batches are never cached
+
+
 def test_the_export_is_reused_and_named_by_the_model(
     onnx: OnnxMiniLMEmbedder, cache_dir: Path
 ) -> None:
