@@ -115,8 +115,8 @@ class NodeSettings(BaseSettings):
     rpc_deadline_s: float = Field(default=30.0, gt=0, le=600)
     # Most heap arenas of the node process (glibc ``M_ARENA_MAX``; 0: the C library's
     # default, eight per core). Two keep the resident memory a model run's activations leave
-    # behind down (lamarck.node.heap: 304-316 -> 270 MB at rest on two cores), at no
-    # measured cost.
+    # behind down (lamarck.node.heap: at rest on two cores 304-316 MB with the default,
+    # 244-294 MB in ten of eleven runs with two, one at 304), at no measured cost.
     malloc_arenas: int = Field(default=2, ge=0, le=1024)
     drain_deadline_s: float = Field(default=10.0, gt=0, le=300)
     # Seconds each other part (loops, console, sharing, store, embedded Postgres) gets to stop

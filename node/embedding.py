@@ -619,7 +619,10 @@ class OnnxMiniLMEmbedder(Embedder):
     def computed(self, texts: Sequence[str]) -> Vectors | None:
         """The vector of one text asked before (the query cache), else None: a recall of a
         task seen before takes it on the event loop, without a hop to a worker thread."""
-        items = _check_texts(texts)
+        return self._cached(_check_texts(texts))
+
+    def _cached(self, items: list[str]) -> Vectors | None:
+        # A copy: a caller's edit of its row never reaches the cache.
         if len(items) != 1:
             return None
         hit = self._cache.get(items[0])
@@ -628,7 +631,7 @@ class OnnxMiniLMEmbedder(Embedder):
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts``: unit-length float32 rows, batches of similar length."""
         items = _check_texts(texts)
-        hit = self.computed(items)
+        hit = self._cached(items)
         if hit is not None:
             return hit
         out = self._embed_with(items, self._session)

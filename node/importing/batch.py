@@ -164,15 +164,16 @@ class PrimedEmbedder(Embedder):
             return None
         items = list(texts)
         with self._lock:
-            if not all(text in self._primed for text in items):
-                return self._inner.computed(items)
-            out = np.empty((len(items), self.dim), dtype=np.float32)
-            for i, text in enumerate(items):
-                # A text twice in ``items`` was primed once: its one vector serves both.
-                out[i] = self._primed[text]
-            for text in items:
-                self._primed.pop(text, None)
-        return out
+            if all(text in self._primed for text in items):
+                out = np.empty((len(items), self.dim), dtype=np.float32)
+                for i, text in enumerate(items):
+                    # A text twice in ``items`` was primed once: its one vector serves both.
+                    out[i] = self._primed[text]
+                for text in items:
+                    self._primed.pop(text, None)
+                return out
+        # Outside the lock: the wrapped embedder's vectors are none of the primed ones.
+        return self._inner.computed(items)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Primed vectors where held (each used once), the model for the rest."""
