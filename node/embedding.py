@@ -397,18 +397,19 @@ class OnnxParams:
     #: records/s). ~110 MB while the catch-up lasts, given back after. Queries keep the
     #: multi-threaded session: it answers one text sooner.
     bulk_session: bool = True
-    #: Whether onnxruntime's intra-op threads busy-wait for the next operator between the
-    #: graph's ~100 small ones. Off: after each run the helper thread would spin on its core
-    #: while the node goes on to Postgres, the ranking and the reply, which then wait for a
-    #: core. Measured in ``bench/peers`` (2,000 lessons, novel queries, 2 cores): recall p99
-    #: 23.0 and 27.5 ms spinning, 14.2 and 19.2 ms not; p50 within the runs' noise; the
-    #: node's CPU per novel recall 15.6-16.7 -> 10.5-11.1 ms. A lone text embedded back to
-    #: back is faster spinning (2.9 vs 4.6 ms p50), which is not how a node runs.
-    spinning: bool = False
+    #: Whether onnxruntime's intra-op threads go on busy-waiting once a run has ended. Within
+    #: a run they spin between the graph's ~100 small operators (a wake-up per operator would
+    #: cost more); after it, a spinning helper would keep its core while the node goes on to
+    #: Postgres, the ranking and the reply, which then wait for a core. Measured on 2 cores
+    #: with 2,000 lessons, 300 novel recalls timed against the node's process times, three
+    #: runs each: spinning on after the run, p50 9.8-12.8 ms, p99 25.5-29.8 ms, node CPU
+    #: 16.7-19.2 ms per recall; stopped at the run's end, p50 11.3-12.9, p99 17.4-22.0, CPU
+    #: 11.3-12.4; never spinning, p50 11.9-15.2, p99 16.9-20.0, CPU 12.5-13.5.
+    spin_after_run: bool = False
 
     def __post_init__(self) -> None:
         """Refuse a value no run could use (``ConfigError`` naming the field)."""
-        for flag in ("memory_arena", "bulk_session", "spinning"):
+        for flag in ("memory_arena", "bulk_session", "spin_after_run"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"OnnxParams.{flag} must be a bool, got {getattr(self, flag)!r}")
         for name in ("threads", "batch_size", "max_seq_length", "query_cache_size"):
@@ -551,8 +552,9 @@ class OnnxMiniLMEmbedder(Embedder):
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.enable_cpu_mem_arena = self.params.memory_arena
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1")
         options.add_session_config_entry(
-            "session.intra_op.allow_spinning", "1" if self.params.spinning else "0"
+            "session.force_spinning_stop", "0" if self.params.spin_after_run else "1"
         )
         return ort.InferenceSession(
             str(self.model_file), options, providers=["CPUExecutionProvider"]

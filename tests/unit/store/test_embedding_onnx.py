@@ -84,17 +84,24 @@ def test_a_bulk_block_embeds_on_its_own_session_with_the_same_vectors(
     assert onnx._bulk_session is None
 
 
-def test_the_sessions_threads_do_not_spin_unless_asked(cache_dir: Path) -> None:
-    """Between runs a spinning helper thread holds a core the node needs for Postgres and
-    the reply (issue 17 §1: the recall tail); ``spinning=True`` gives it back."""
+def test_the_sessions_threads_stop_spinning_when_a_run_ends_unless_asked(
+    cache_dir: Path,
+) -> None:
+    """After a run a spinning helper thread holds a core the node needs for Postgres and
+    the reply (issue 17 §1: the recall tail); within a run the threads spin between
+    operators, and ``spin_after_run=True`` lets them go on."""
 
-    def spins(e: OnnxMiniLMEmbedder) -> str:
-        entry = "session.intra_op.allow_spinning"
-        return str(e._session.get_session_options().get_session_config_entry(entry))
+    def config(e: OnnxMiniLMEmbedder) -> tuple[str, str]:
+        options = e._session.get_session_options()
+        return (
+            str(options.get_session_config_entry("session.intra_op.allow_spinning")),
+            str(options.get_session_config_entry("session.force_spinning_stop")),
+        )
 
-    assert OnnxParams().spinning is False
-    assert spins(OnnxMiniLMEmbedder(cache_dir=cache_dir)) == "0"
-    assert spins(OnnxMiniLMEmbedder(cache_dir=cache_dir, params=OnnxParams(spinning=True))) == "1"
+    assert OnnxParams().spin_after_run is False
+    assert config(OnnxMiniLMEmbedder(cache_dir=cache_dir)) == ("1", "1")
+    spinning = OnnxMiniLMEmbedder(cache_dir=cache_dir, params=OnnxParams(spin_after_run=True))
+    assert config(spinning) == ("1", "0")
 
 
 def test_a_repeated_query_is_answered_from_the_cache_unchanged(
@@ -167,7 +174,7 @@ def test_make_embedder_picks_onnx_and_torch_on_request(cache_dir: Path) -> None:
         ("export_timeout_s", float("nan")),
         ("export_timeout_s", 0.0),
         ("bulk_session", 1),
-        ("spinning", "no"),
+        ("spin_after_run", "no"),
     ],
 )
 def test_onnx_params_refuse_unusable_values(field: str, value: object) -> None:
