@@ -36,6 +36,7 @@ the outcome path's own event. Nothing else changes: a ``Settlement`` names exact
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -191,8 +192,17 @@ def cosine(u: npt.NDArray[np.floating[Any]], v: npt.NDArray[np.floating[Any]]) -
 
 def is_negated(text: str, markers: Iterable[str]) -> bool:
     """Whether a claim is a negation: an odd number of negation markers among its words."""
-    words = frozenset(markers)
-    return sum(w in words for w in _WORD.findall(text.lower())) % 2 == 1
+    return _negated(text, frozenset(markers))
+
+
+# Texts whose polarity is kept: every recall asks for that of each of its hits (to group
+# near-duplicates), and the same lessons come back recall after recall.
+_NEGATED_MEMO = 2048
+
+
+@functools.lru_cache(maxsize=_NEGATED_MEMO)
+def _negated(text: str, markers: frozenset[str]) -> bool:
+    return sum(w in markers for w in _WORD.findall(text.lower())) % 2 == 1
 
 
 def claim_overlap(a: str, b: str, markers: Iterable[str]) -> float:

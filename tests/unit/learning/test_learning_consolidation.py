@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from lamarck.errors import InvalidRecord
+from lamarck.node.learning.conflicts import _negated, is_negated
 from lamarck.node.learning.consolidation import (
     Merge,
     RecallGroup,
@@ -187,3 +188,16 @@ def test_specifics_are_the_commands_paths_flags_versions_and_quoted_messages() -
     text = 'Run `pytest -x` from the repo root on Python 3.11, not tests/; it says "no tests ran".'
     assert specifics(text) == {"pytest -x", "-x", "3.11", "tests/", "no tests ran"}
     assert specifics("Note: " + text) == specifics(text + " (seen in CI)")
+
+
+def test_a_texts_specifics_and_polarity_are_worked_out_once() -> None:
+    """Every recall groups its hits by these, and the same lessons come back recall after
+    recall: the second time is a lookup, with the same answer."""
+    text = "Don't run `npm audit fix --force` on the release branch (v2.3)"
+    first, hits = specifics(text), specifics.cache_info().hits
+    assert specifics(text) is first and specifics.cache_info().hits == hits + 1
+    assert is_negated(text, NEGATION_MARKERS) is True
+    hits = _negated.cache_info().hits
+    assert is_negated(text, list(NEGATION_MARKERS)) is True  # any collection of markers
+    assert _negated.cache_info().hits == hits + 1
+    assert is_negated(text, ()) is False  # other markers, other answer
