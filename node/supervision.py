@@ -189,6 +189,7 @@ class Supervisor:
         self._rng = rng
         self._monotonic = monotonic
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         #: Per part: how many recoveries succeeded, and the last outage's figures.
         self.recoveries: dict[str, int] = {p.name: 0 for p in self._parts}
         self.last_outage_s: dict[str, float] = {}
@@ -244,10 +245,14 @@ class Supervisor:
     def start(self) -> None:
         """Run :meth:`run_once` every ``probe_interval_s`` in a task."""
         if self._task is None:
+            self._stopping = False
             self._task = asyncio.create_task(self._loop(), name="supervisor")
 
     async def _loop(self) -> None:
-        while True:
+        # The flag as well as the cancel: a cancel that lands as an awaited call completes can
+        # be lost inside a library (Python 3.11's wait_for returns the result instead), and a
+        # loop that only a cancel ends would then probe on for ever and its stop never return.
+        while not self._stopping:
             await asyncio.sleep(self.params.probe_interval_s)
             try:
                 await self.run_once()
@@ -256,9 +261,10 @@ class Supervisor:
                 _log.exception("supervision round failed")
 
     async def stop(self) -> None:
-        """Stop the loop (an in-flight recovery is cancelled)."""
+        """Stop the loop (an in-flight recovery is cancelled); the supervisor can start again."""
         task, self._task = self._task, None
         if task is not None:
+            self._stopping = True
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 

@@ -191,7 +191,8 @@ async def read_request(reader: asyncio.StreamReader, p: ConsoleParams) -> Reques
     """Read one request within ``p.read_timeout_s``; ``InvalidRecord`` when it is malformed,
     too large or too slow."""
     try:
-        return await asyncio.wait_for(_read(reader, p), p.read_timeout_s)
+        async with asyncio.timeout(p.read_timeout_s):
+            return await _read(reader, p)
     except TimeoutError as e:
         raise _bad("request not received in time", "request_timeout") from e
 

@@ -267,7 +267,8 @@ class WriteBehind:
                 return
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), left)
+                async with asyncio.timeout(left):
+                    await self._wake.wait()
 
     def _kick(self) -> None:
         if self._task is None:

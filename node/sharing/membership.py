@@ -291,7 +291,8 @@ class Membership:
         """Leave the live peer list, close the directory and any embedded Redis."""
         if self._client is not None and self._client.registered:
             with contextlib.suppress(RegistryError, OSError, TimeoutError):
-                await asyncio.wait_for(self._client.deregister(), 2.0)
+                async with asyncio.timeout(2.0):
+                    await self._client.deregister()
         if self.directory is not None:
             directory, self.directory = self.directory, None
             with contextlib.suppress(RegistryError, OSError):

@@ -299,7 +299,8 @@ class Sharing:
                 await task
         # After the loops (no more emits from imports), before the store closes.
         try:
-            await asyncio.wait_for(self.reputation.flush(), 5.0)
+            async with asyncio.timeout(5.0):
+                await self.reputation.flush()
         except (StoreError, TimeoutError) as e:
             _log.error("%d reputation events not persisted at stop: %s", self.reputation.pending, e)
         await self.client.close()

@@ -593,9 +593,11 @@ class PostgresLessonStore(LessonStore):
     async def ping(self, timeout_s: float) -> None:
         """One cheap query (``SELECT 1``) within ``timeout_s``; ``StoreUnavailable`` if the
         database does not answer (the supervisor's probe: ``lamarck.node.supervision``)."""
-        # A timeout is translated like any other outage (StoreUnavailable).
-        async with _guard():
-            await asyncio.wait_for(self.pool.fetchval("SELECT 1"), timeout_s)
+        # A timeout is translated like any other outage (StoreUnavailable). asyncio.timeout,
+        # not wait_for: on Python 3.11 wait_for returns the query's result instead of raising
+        # when a cancel arrives as the query ends, and the supervisor's loop then never stops.
+        async with _guard(), asyncio.timeout(timeout_s):
+            await self.pool.fetchval("SELECT 1")
 
     async def reconnect(self, dsn: str | None = None) -> None:
         """Drop every pooled connection (they died with the server) and prove the database
@@ -614,7 +616,8 @@ class PostgresLessonStore(LessonStore):
         async with _guard():
             # The pool reconnects each expired connection on its next acquire.
             await self._pool.expire_connections()
-            await asyncio.wait_for(self._pool.fetchval("SELECT 1"), self._timeout)
+            async with asyncio.timeout(self._timeout):
+                await self._pool.fetchval("SELECT 1")
 
     async def close(self) -> None:
         """Close the pool; the store can be reopened with ``migrate()``."""

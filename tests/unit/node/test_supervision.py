@@ -3,6 +3,7 @@ only when a probe answers again; the node's health follows (NodeServers)."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import pytest
@@ -148,6 +149,49 @@ async def test_the_supervisor_reports_down_retries_with_backoff_and_reports_up_o
     assert changes == [("store", False), ("store", True)]
     assert supervisor.recoveries["store"] == 1
     assert supervisor.last_outage_s["store"] == pytest.approx(1.8)
+
+
+class _SwallowsCancel(_Part):
+    """A probe that loses the first cancel it gets, as Python 3.11's ``wait_for`` does when
+    the awaited call completes as the cancel arrives: it answers instead of raising. Later
+    cancels go through, so a supervisor without a stop flag fails the test, not hangs it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.probing = asyncio.Event()
+        self.swallowed = 0
+
+    async def probe(self) -> bool:
+        self.probing.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            if self.swallowed:
+                raise
+            self.swallowed += 1
+        return True
+
+
+async def test_stop_ends_the_loop_even_when_a_probe_loses_the_cancel() -> None:
+    part = _SwallowsCancel()
+
+    async def on_change(name: str, up: bool) -> None:
+        pass
+
+    params = SupervisionParams(probe_interval_s=0.001)
+    supervisor = Supervisor([part], on_change, params, rng=random.Random(1))
+    supervisor.start()
+    async with asyncio.timeout(10):
+        await part.probing.wait()
+    # Without the stop flag the loop probes again and stop() waits until a later cancel.
+    async with asyncio.timeout(5):
+        await supervisor.stop()
+    assert part.swallowed == 1
+    part.probing.clear()
+    supervisor.start()  # a stopped supervisor starts again
+    async with asyncio.timeout(10):
+        await part.probing.wait()
+        await supervisor.stop()
 
 
 class _Stubborn(_Part):
