@@ -62,12 +62,12 @@ from lamarck.node.embedding import make_embedder, token_counter
 from lamarck.node.gossip.outbox import outbox_for
 from lamarck.node.health.render import gauge_values
 from lamarck.node.heap import limit_malloc_arenas
-from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
+from lamarck.node.importing.batch import PrimedEmbedder
 from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging
 from lamarck.node.maintenance import MaintenanceLoop
 from lamarck.node.net import is_loopback_host
-from lamarck.node.params import node_params, trust_config
+from lamarck.node.params import EmbedderParams, node_params, trust_config
 from lamarck.node.sharing import Sharing
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
@@ -248,9 +248,9 @@ class Node:
         # (4) The embedder may load a model (seconds): off the event loop.
         # Wrapped so catch-up and bundle imports can embed a chunk ahead of the pipeline
         # (node/importing/batch.py); every other call goes straight to the model.
-        embedder = PrimedEmbedder(
-            await asyncio.to_thread(make_embedder, settings.embedder), BatchImportParams()
-        )
+        embedding = EmbedderParams()  # built once here; no setting speaks to it yet
+        made = await asyncio.to_thread(make_embedder, settings.embedder, onnx=embedding.onnx)
+        embedder = PrimedEmbedder(made, embedding.batch_import)
         database = "external" if settings.database_url else "embedded"
         # Every rule's parameters, once: nothing below builds its own.
         params = node_params(settings, embedder)

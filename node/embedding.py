@@ -697,21 +697,23 @@ def make_embedder(
     *,
     runtime: MiniLMRuntime = "auto",
     cache_dir: str | Path | None = None,
+    onnx: OnnxParams | None = None,
 ) -> Embedder:
     """Build the node's embedder.
 
     ``auto``: MiniLM when it is installed, otherwise the hashing embedder with a logged and a
     ``warnings`` warning (``EmbeddingFallbackWarning``). ``minilm``: MiniLM or ``ConfigError``
     naming the missing package. ``hashing``: the hashing embedder. MiniLM runs on
-    onnxruntime when it can (``make_minilm``; ``runtime`` and ``cache_dir`` go there).
+    onnxruntime when it can (``make_minilm``; ``runtime``, ``cache_dir`` and ``onnx``, the
+    session's parameters, go there).
     """
     if kind == "hashing":
         return HashingEmbedder()
     if kind == "minilm":
-        return make_minilm(runtime, cache_dir=cache_dir)
+        return make_minilm(runtime, cache_dir=cache_dir, params=onnx)
     if kind == "auto":
         try:
-            return make_minilm(runtime, cache_dir=cache_dir)
+            return make_minilm(runtime, cache_dir=cache_dir, params=onnx)
         except ConfigError as e:
             message = (
                 f"embedder: {MINILM_MODEL_NAME} is unavailable ({e}); falling back to the "

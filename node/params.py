@@ -17,7 +17,7 @@ from lamarck.node.api.limits import PeerLimits
 from lamarck.node.config import NodeSettings
 from lamarck.node.console.http import ConsoleParams
 from lamarck.node.console.plots import PlotParams
-from lamarck.node.embedding import Embedder
+from lamarck.node.embedding import Embedder, OnnxParams
 from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.health.params import HealthParams
 from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, meaning_model
@@ -40,7 +40,23 @@ from lamarck.reputation.params import (
 )
 from lamarck.reputation.transfer import TransferParams
 
-__all__ = ["MaintenanceParams", "NodeParams", "node_params", "trust_config"]
+__all__ = [
+    "EmbedderParams",
+    "MaintenanceParams",
+    "NodeParams",
+    "node_params",
+    "trust_config",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderParams:
+    """How the node's embedder runs: its ONNX session, and how catch-ups embed ahead of the
+    import pipeline. Built before the rest of ``NodeParams``, which needs the embedder (the
+    autonomy filter reads by its meaning)."""
+
+    onnx: OnnxParams = field(default_factory=OnnxParams)
+    batch_import: BatchImportParams = field(default_factory=BatchImportParams)
 
 
 @dataclass(frozen=True, slots=True)

@@ -164,6 +164,17 @@ def test_make_embedder_picks_onnx_and_torch_on_request(cache_dir: Path) -> None:
         make_embedder("minilm", runtime="tpu")  # type: ignore[arg-type]
 
 
+def test_make_embedder_runs_the_session_with_the_params_it_is_given(cache_dir: Path) -> None:
+    """The daemon builds the embedder's params once (``EmbedderParams``) and passes them in."""
+    params = OnnxParams(query_cache_size=7, spin_after_run=True)
+    for embedder in (
+        make_embedder("minilm", cache_dir=cache_dir, onnx=params),
+        make_embedder("auto", cache_dir=cache_dir, onnx=params),
+    ):
+        assert isinstance(embedder, OnnxMiniLMEmbedder)
+        assert embedder.params is params
+
+
 @pytest.mark.parametrize(
     "field, value",
     [
