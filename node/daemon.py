@@ -501,7 +501,10 @@ class Node:
             sharing, self._sharing = self._sharing, None
             if self.ctx is not None:
                 self.ctx.sharing = None
-            await self._stop_part("sharing", sharing.stop(), bound)
+            await self._stop_part("sharing loops", sharing.stop_loops(), bound)
+            # After the loops (no more emits from imports), before the store closes.
+            await self._stop_part("reputation flush", sharing.flush_reputation(), bound)
+            await self._stop_part("sharing", sharing.close(), bound)
         hooks, self._stop_hooks = self._stop_hooks, []
         for hook in hooks:
             # A failing flush must not keep the store open or the lock held.

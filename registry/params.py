@@ -52,6 +52,9 @@ class RegistryParams(BaseModel):
     cache_refresh_interval_s: float = Field(default=15.0)
     #: Allowed clock skew for ``created_at`` in the future on signed registry records (>= 0).
     max_future_skew_s: float = Field(default=DEFAULT_MAX_FUTURE_SKEW_S)
+    #: How long a stopping node waits for the registry to take it off the live peer list
+    #: (> 0); past it the registration lapses by itself after heartbeat_ttl_s.
+    deregister_timeout_s: float = Field(default=2.0)
 
     @classmethod
     def load(cls, values: Mapping[str, Any]) -> RegistryParams:
@@ -63,7 +66,12 @@ class RegistryParams(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> RegistryParams:
-        for name in ("heartbeat_ttl_s", "heartbeat_interval_s", "nonce_ttl_s"):
+        for name in (
+            "heartbeat_ttl_s",
+            "heartbeat_interval_s",
+            "nonce_ttl_s",
+            "deregister_timeout_s",
+        ):
             _positive(name, getattr(self, name))
         _positive("cache_refresh_interval_s", self.cache_refresh_interval_s)
         if not math.isfinite(self.max_future_skew_s) or self.max_future_skew_s < 0:

@@ -291,7 +291,7 @@ class Membership:
         """Leave the live peer list, close the directory and any embedded Redis."""
         if self._client is not None and self._client.registered:
             with contextlib.suppress(RegistryError, OSError, TimeoutError):
-                async with asyncio.timeout(2.0):
+                async with asyncio.timeout(self.params.deregister_timeout_s):
                     await self._client.deregister()
         if self.directory is not None:
             directory, self.directory = self.directory, None

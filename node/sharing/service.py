@@ -288,8 +288,11 @@ class Sharing:
                 failing = ""
             await asyncio.sleep(every_s)
 
-    async def stop(self) -> None:
-        """Cancel the loops, leave the live peer list, close channels and the registry."""
+    # The daemon stops sharing in three steps, each under its own bound (stop_part_timeout_s):
+    # a flush that hangs must not keep the node on the live peer list, as it did when one
+    # step held all three under a bound no longer than the flush's own.
+    async def stop_loops(self) -> None:
+        """Cancel the loops and the forwards, and wait for them: no import emits after it."""
         tasks, self._tasks = [*self._tasks, *self._forwards], []
         self._forwards.clear()
         for task in tasks:
@@ -297,12 +300,17 @@ class Sharing:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        # After the loops (no more emits from imports), before the store closes.
+
+    async def flush_reputation(self) -> None:
+        """Persist the reputation events still pending (after ``stop_loops``, before the store
+        closes); a store that refuses is logged with the number of events lost."""
         try:
-            async with asyncio.timeout(5.0):
-                await self.reputation.flush()
-        except (StoreError, TimeoutError) as e:
+            await self.reputation.flush()
+        except StoreError as e:
             _log.error("%d reputation events not persisted at stop: %s", self.reputation.pending, e)
+
+    async def close(self) -> None:
+        """Close the peer channels, leave the live peer list and close the registry."""
         await self.client.close()
         await self.membership.close()
 

@@ -41,6 +41,24 @@ class _Prompt:
         self.stopped = True
 
 
+class _Sharing:
+    """Sharing whose reputation flush never finishes (a store that stopped answering)."""
+
+    def __init__(self) -> None:
+        self.steps: list[str] = []
+        self.flushing = _Stubborn()
+
+    async def stop_loops(self) -> None:
+        self.steps.append("loops")
+
+    async def flush_reputation(self) -> None:
+        self.steps.append("flush")
+        await self.flushing.stop()
+
+    async def close(self) -> None:
+        self.steps.append("close")
+
+
 def _node(tmp_path: Path) -> Node:
     home = tmp_path / "home"
     home.mkdir()
@@ -71,6 +89,20 @@ async def test_a_stuck_part_is_left_behind_and_the_rest_still_stops(
     second.acquire()
     second.release()
     stuck.release.set()
+
+
+async def test_a_hung_reputation_flush_still_lets_the_node_leave_the_peer_list(
+    tmp_path: Path,
+) -> None:
+    # One bound used to cover the loops, the flush and the deregistration together, and the
+    # flush alone could use all of it: the node then stayed on the live list until its TTL.
+    node = _node(tmp_path)
+    sharing = _Sharing()
+    node._sharing = sharing  # type: ignore[assignment]
+    await asyncio.wait_for(node.stop(), timeout=10)
+    assert sharing.steps == ["loops", "flush", "close"]
+    assert node.abandoned == ["reputation flush"]
+    sharing.flushing.release.set()
 
 
 async def test_a_clean_stop_leaves_nothing_behind(tmp_path: Path) -> None:

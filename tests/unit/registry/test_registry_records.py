@@ -35,6 +35,8 @@ NONCE = "bm9uY2Utbm9uY2Utbm9uY2U"
         ("nonce_ttl_s", -1.0),
         ("cache_refresh_interval_s", float("inf")),
         ("max_future_skew_s", -1.0),
+        ("deregister_timeout_s", 0.0),
+        ("deregister_timeout_s", float("inf")),
         ("heartbeat_interval_s", 20.0),  # more than half of the 30 s TTL
     ],
 )
