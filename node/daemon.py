@@ -331,7 +331,9 @@ class Node:
         )
         await self._sharing.start()
         ctx.sharing = self._sharing
-        self._refresher = metrics.StoreStatsRefresher(self._store_stats)
+        self._refresher = metrics.StoreStatsRefresher(
+            self._store_stats, params.maintenance.store_stats_interval_s
+        )
         self._refresher.start()
         # SERVING only once a call can be answered at once: the model is loaded.
         await warmup
@@ -487,7 +489,7 @@ class Node:
             )
         if self._refresher is not None:
             refresher, self._refresher = self._refresher, None
-            await self._stop_part("registry refresher", refresher.stop(), bound)
+            await self._stop_part("store metrics", refresher.stop(), bound)
         if self._maintenance is not None:
             maintenance, self._maintenance = self._maintenance, None
             await self._stop_part("maintenance", maintenance.stop(), bound)

@@ -10,13 +10,11 @@ a day), reconcile every
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from datetime import datetime
 
-from lamarck.errors import StoreError
 from lamarck.node.params import MaintenanceParams
+from lamarck.node.periodic import Periodic
 from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import Clock
 
@@ -33,7 +31,8 @@ class MaintenanceLoop:
         self._params = params
         self._clock = clock
         self._last_reconcile: datetime | None = None
-        self._task: asyncio.Task[None] | None = None
+        # A pass that fails (the store is down) is logged once; the next pass retries.
+        self._loop = Periodic("maintenance", self.tick, params.cap_interval_s, logger=_log)
 
     async def tick(self) -> None:
         """One pass: reconcile when it is due (it enforces the cap too), else the cap alone."""
@@ -62,20 +61,8 @@ class MaintenanceLoop:
 
     def start(self) -> None:
         """Run ``tick`` now and then every ``cap_interval_s`` until ``stop``."""
-        self._task = asyncio.create_task(self._run(), name="maintenance")
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except StoreError as e:  # the store is down: the next pass retries
-                _log.warning("maintenance pass failed: %s", e)
-            await asyncio.sleep(self._params.cap_interval_s)
+        self._loop.start()
 
     async def stop(self) -> None:
-        """Cancel the loop."""
-        if self._task is not None:
-            task, self._task = self._task, None
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        """End the loop (the pass under way is cancelled)."""
+        await self._loop.stop()

@@ -9,10 +9,7 @@ The store gauges are refreshed by the daemon from ``LessonStore.stats()`` (see
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +17,7 @@ from typing import Any
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 from lamarck.node.health.params import refresh_spacing_s
+from lamarck.node.periodic import Periodic
 
 __all__ = [
     "ADMISSION",
@@ -155,36 +153,26 @@ class StoreStatsRefresher:
     """Refreshes the store gauges every ``interval_s`` from an async stats source."""
 
     def __init__(
-        self, stats: Callable[[], Awaitable[Mapping[str, int]]], interval_s: float = 10.0
+        self, stats: Callable[[], Awaitable[Mapping[str, int]]], interval_s: float
     ) -> None:
+        """``interval_s``: ``MaintenanceParams.store_stats_interval_s``."""
         self._stats = stats
-        self._interval_s = interval_s
-        self._task: asyncio.Task[None] | None = None
+        self._loop = Periodic("store metrics", self._apply, interval_s, logger=_log)
+
+    async def _apply(self) -> None:
+        apply_store_stats(await self._stats())
 
     async def refresh(self) -> None:
         """One refresh; a failing store is logged, not raised (metrics never stop a node)."""
-        try:
-            apply_store_stats(await self._stats())
-        except Exception:
-            _log.warning("could not refresh store metrics", exc_info=True)
-
-    async def _run(self) -> None:
-        while True:
-            await self.refresh()
-            await asyncio.sleep(self._interval_s)
+        await self._loop.round()
 
     def start(self) -> None:
         """Start the periodic refresh on the running loop."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="lamarck-store-metrics")
+        self._loop.start()
 
     async def stop(self) -> None:
-        """Cancel the periodic refresh and wait for it to end."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        """End the periodic refresh and wait for it."""
+        await self._loop.stop()
 
 
 def apply_health(values: Mapping[str, float]) -> None:
@@ -263,38 +251,29 @@ class HealthRefresher:
         self._status = status
         self._interval_s = interval_s
         self._max_share = max_share
-        self._task: asyncio.Task[None] | None = None
+        self._loop = Periodic("health metrics", self._apply, self._rest, logger=_log)
+
+    def _rest(self, took: float) -> float:
+        # The spacing runs from the refresh's start: what is left of it after the refresh.
+        return refresh_spacing_s(self._interval_s, took, self._max_share) - took
+
+    async def _apply(self) -> None:
+        apply_health(await self._health())
+        status = await self._status() if self._status is not None else None
+        if status is not None:  # None: the node is stopping, its servers are gone
+            apply_status(status)
 
     async def refresh(self) -> None:
         """One refresh; a failure is logged, not raised (metrics never stop a node)."""
-        try:
-            apply_health(await self._health())
-            status = await self._status() if self._status is not None else None
-            if status is not None:  # None: the node is stopping, its servers are gone
-                apply_status(status)
-        except Exception:
-            _log.warning("could not refresh health metrics", exc_info=True)
-
-    async def _run(self) -> None:
-        while True:
-            started = time.monotonic()
-            await self.refresh()
-            took = time.monotonic() - started
-            spacing = refresh_spacing_s(self._interval_s, took, self._max_share)
-            await asyncio.sleep(max(0.0, spacing - took))
+        await self._loop.round()
 
     def start(self) -> None:
         """Start the periodic refresh on the running loop."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="lamarck-health-metrics")
+        self._loop.start()
 
     async def stop(self) -> None:
-        """Cancel the periodic refresh and wait for it to end."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        """End the periodic refresh and wait for it."""
+        await self._loop.stop()
 
 
 @dataclass

@@ -61,7 +61,8 @@ class EmbedderParams:
 
 @dataclass(frozen=True, slots=True)
 class MaintenanceParams:
-    """How often the node's own maintenance runs (``node/maintenance.py``)."""
+    """How often the node's own background rounds run (``node/maintenance.py``, the store
+    gauges, the reputation book's flush; each on a ``node/periodic.py`` loop)."""
 
     # Seconds between two passes that supersede the lessons beyond each scope's cap, > 0.
     cap_interval_s: float = 600.0
@@ -70,10 +71,23 @@ class MaintenanceParams:
     # Seconds between two reconcile passes (decay of unused lessons, retirement below the
     # floor, and the cap), > 0. One a day: the learning rules count one decay step per pass.
     reconcile_interval_s: float = 86_400.0
+    # Seconds between two refreshes of the store gauges (lessons by status, database size),
+    # > 0: each is a few counting queries.
+    store_stats_interval_s: float = 10.0
+    # Seconds between two flushes of the reputation book's pending events, > 0: an idle
+    # flush costs no round trip, and a crash (not a clean stop, which flushes) loses at most
+    # this much of the book.
+    reputation_flush_interval_s: float = 1.0
 
     def __post_init__(self) -> None:
         """Validate every field."""
-        for name in ("cap_interval_s", "reconcile_interval_s", "global_trust_interval_s"):
+        for name in (
+            "cap_interval_s",
+            "reconcile_interval_s",
+            "global_trust_interval_s",
+            "store_stats_interval_s",
+            "reputation_flush_interval_s",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0 < value < float("inf"):
                 raise ConfigError(f"invalid {name}: must be a finite number > 0, got {value!r}")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from lamarck.errors import ConfigError, LamarckError
+from lamarck.node.periodic import Periodic
 
 __all__ = [
     "Decision",
@@ -188,8 +189,11 @@ class Supervisor:
         self.params = params
         self._rng = rng
         self._monotonic = monotonic
-        self._task: asyncio.Task[None] | None = None
-        self._stopping = False
+        # A round that raised past the probes' own handling is logged once and tried again at
+        # the next; ``stop`` ends the loop even if a probe loses its cancel (``Periodic``).
+        self._loop = Periodic(
+            "supervision", self.run_once, params.probe_interval_s, wait_first=True, logger=_log
+        )
         #: Per part: how many recoveries succeeded, and the last outage's figures.
         self.recoveries: dict[str, int] = {p.name: 0 for p in self._parts}
         self.last_outage_s: dict[str, float] = {}
@@ -244,29 +248,11 @@ class Supervisor:
 
     def start(self) -> None:
         """Run :meth:`run_once` every ``probe_interval_s`` in a task."""
-        if self._task is None:
-            self._stopping = False
-            self._task = asyncio.create_task(self._loop(), name="supervisor")
-
-    async def _loop(self) -> None:
-        # The flag as well as the cancel: a cancel that lands as an awaited call completes can
-        # be lost inside a library (Python 3.11's wait_for returns the result instead), and a
-        # loop that only a cancel ends would then probe on for ever and its stop never return.
-        while not self._stopping:
-            await asyncio.sleep(self.params.probe_interval_s)
-            try:
-                await self.run_once()
-            except LamarckError:
-                # A probe or recovery that raised past its own handling: try again next round.
-                _log.exception("supervision round failed")
+        self._loop.start()
 
     async def stop(self) -> None:
         """Stop the loop (an in-flight recovery is cancelled); the supervisor can start again."""
-        task, self._task = self._task, None
-        if task is not None:
-            self._stopping = True
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await self._loop.stop()
 
 
 class _Pingable(Protocol):

@@ -12,11 +12,10 @@ from lamarck.node.sharing.membership import (
     read_enrollment,
 )
 from lamarck.node.sharing.peer_client import ChannelPool, PeerClient
-from lamarck.node.sharing.service import FLUSH_INTERVAL_S, ReputationBook, Sharing
+from lamarck.node.sharing.service import ReputationBook, Sharing
 
 __all__ = [
     "ENROLLMENT_FILE",
-    "FLUSH_INTERVAL_S",
     "PEER_CACHE_FILE",
     "ChannelPool",
     "DeliveryFailed",

@@ -25,7 +25,6 @@ Every loop catches and logs its failures: a peer or registry outage never stops 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable, Sequence
@@ -44,6 +43,7 @@ from lamarck.node.importing.batch import PrimedEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.params import NodeParams
+from lamarck.node.periodic import Periodic
 from lamarck.node.sharing.anti_entropy import AntiEntropy
 from lamarck.node.sharing.membership import Membership
 from lamarck.node.sharing.peer_client import PeerClient
@@ -59,7 +59,6 @@ from lamarck.node.sharing.quorum import (
 )
 from lamarck.node.sharing.taint import TaintSweeper
 from lamarck.node.store.port import LessonStore
-from lamarck.node.store.reputation import FLUSH_INTERVAL_S
 from lamarck.proto.vote import Vote
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import ReputationSink, ReputationView
@@ -67,7 +66,7 @@ from lamarck.reputation.port import ReputationSink, ReputationView
 if TYPE_CHECKING:
     from lamarck.node.api.server import NodeContext
 
-__all__ = ["FLUSH_INTERVAL_S", "ReputationBook", "Sharing"]
+__all__ = ["ReputationBook", "Sharing"]
 
 _log = logging.getLogger("lamarck.node.sharing")
 
@@ -172,7 +171,7 @@ class Sharing:
             band_of=self.band_of,
             directory=lambda: self.membership.directory,
         )
-        self._tasks: list[asyncio.Task[None]] = []
+        self._loops: list[Periodic] = []
         self._forwards: set[asyncio.Task[None]] = set()
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -237,7 +236,11 @@ class Sharing:
         )
         self._spawn("publish", self.publish_once, settings.gossip_interval_s)
         self._spawn("anti-entropy", self.anti_entropy_once, self.params.anti_entropy_interval_s)
-        self._spawn("reputation-flush", self.reputation.flush, FLUSH_INTERVAL_S)
+        self._spawn(
+            "reputation-flush",
+            self.reputation.flush,
+            self._node_params.maintenance.reputation_flush_interval_s,
+        )
         self._spawn("quorum", self.quorum_once, self._node_params.quorum.collect_interval_s)
         self._spawn("taint", self.taint.once, self._node_params.taint.sweep_interval_s)
         self._spawn(
@@ -254,52 +257,30 @@ class Sharing:
         *,
         wait_first: bool = False,
     ) -> None:
-        loop = self._loop(name, step, every_s, wait_first=wait_first)
-        self._tasks.append(asyncio.create_task(loop, name=name))
-
-    async def _loop(
-        self,
-        name: str,
-        step: Callable[[], Awaitable[object]],
-        every_s: float,
-        *,
-        wait_first: bool,
-    ) -> None:
-        if wait_first:
-            await asyncio.sleep(every_s)
-        failing = ""
-        while True:
-            try:
-                await step()
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # a background loop never dies: the next round retries
-                # Said once per kind of failure, not every round: a store outage of a minute
-                # must not print sixty tracebacks (the supervisor reports the outage itself).
-                kind = f"{type(e).__name__}:{getattr(e, 'reason', '')}"
-                if kind != failing:
-                    _log.exception("sharing %s round failed", name)
-                else:
-                    _log.debug("sharing %s round failed again: %s", name, e)
-                failing = kind
-            else:
-                if failing:
-                    _log.info("sharing %s round works again", name)
-                failing = ""
-            await asyncio.sleep(every_s)
+        # A failing round is said once per kind, not every round: a store outage of a minute
+        # must not print sixty tracebacks (the supervisor reports the outage itself).
+        loop = Periodic(f"sharing {name}", step, every_s, wait_first=wait_first, logger=_log)
+        self._loops.append(loop)
+        loop.start()
 
     # The daemon stops sharing in three steps, each under its own bound (stop_part_timeout_s):
     # a flush that hangs must not keep the node on the live peer list, as it did when one
     # step held all three under a bound no longer than the flush's own.
     async def stop_loops(self) -> None:
         """Cancel the loops and the forwards, and wait for them: no import emits after it."""
-        tasks, self._tasks = [*self._tasks, *self._forwards], []
+        loops, self._loops = self._loops, []
+        forwards = [*self._forwards]
         self._forwards.clear()
-        for task in tasks:
+        for task in forwards:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        # Each loop ends on its stop flag even if a round under way loses its cancel.
+        await asyncio.gather(*(loop.stop() for loop in loops))
+        if forwards:
+            # As a loop's stop: a caller's bound interrupts this wait (never ``await task``).
+            await asyncio.wait(forwards)
+            for task in forwards:
+                if not task.cancelled() and (error := task.exception()) is not None:
+                    _log.debug("a forward ended by %r at stop", error)
 
     async def flush_reputation(self) -> None:
         """Persist the reputation events still pending (after ``stop_loops``, before the store

@@ -59,7 +59,6 @@ from lamarck.reputation.table import ReputationRow
 
 __all__ = [
     "FLUSH_BATCH",
-    "FLUSH_INTERVAL_S",
     "HISTORY_MAX",
     "LOAD_PREFETCH",
     "UNANCHORED",
@@ -67,9 +66,6 @@ __all__ = [
     "reputation_book_for",
 ]
 
-#: Seconds between two periodic flushes; an idle flush costs no round trip, and a crash
-#: (not a clean stop, which flushes) loses at most this much of the book.
-FLUSH_INTERVAL_S = 1.0
 #: Events written per transaction: a long outage's backlog commits in steps, so a failure
 #: midway keeps what was already written.
 FLUSH_BATCH = 1000
@@ -165,7 +161,8 @@ class PostgresReputation:
 
     ``pool`` returns the asyncpg pool (``lambda: store.pool``), so the book follows the lesson
     store across a reconnect. Call :meth:`load` once the store is migrated and before the book
-    is read; call :meth:`flush` periodically (every ``FLUSH_INTERVAL_S``) and once at stop.
+    is read; call :meth:`flush` periodically (every
+    ``MaintenanceParams.reputation_flush_interval_s``) and once at stop.
     ``trust`` says whose book this is and how pairwise and global trust are computed
     (``UNANCHORED``: pairwise trust only).
     """

@@ -93,6 +93,10 @@ def test_maintenance_params_refuse_a_non_positive_interval() -> None:
         MaintenanceParams(cap_interval_s=0)
     with pytest.raises(ConfigError, match="reconcile_interval_s"):
         MaintenanceParams(reconcile_interval_s=float("nan"))
+    with pytest.raises(ConfigError, match="store_stats_interval_s"):
+        MaintenanceParams(store_stats_interval_s=-1.0)
+    with pytest.raises(ConfigError, match="reputation_flush_interval_s"):
+        MaintenanceParams(reputation_flush_interval_s=float("inf"))
 
 
 async def test_a_lesson_retired_by_the_outcome_that_reverses_it_is_linked_to_its_successor() -> (
