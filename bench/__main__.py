@@ -130,6 +130,9 @@ SHOWN: tuple[tuple[str, str, str], ...] = (
     # What the write-behind moved out of the writes' wait: the next recall after the burst
     # of writes settles it (issue 17 §2 asks for no goal on it).
     ("peers", "recall_after_writes_ms", "peers"),
+    # The Recall p50 ratio lamarck would reach if all but the query's embedding cost nothing:
+    # its embedding alone over Mem0's whole search (issue 17 §1's p50 goal is 0.5).
+    ("peers", "embed_floor_p50_ratio", "peers"),
     # RecordOutcome called back to back (a burst): the background embedding and HNSW inserts
     # of the burst's taught lessons share the cores with the calls (the goal is paced).
     ("record_scale", "burst_p50_large_vs_small_ratio", "peers"),
