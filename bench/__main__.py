@@ -133,6 +133,9 @@ SHOWN: tuple[tuple[str, str, str], ...] = (
     # The Recall p50 ratio lamarck would reach if all but the query's embedding cost nothing:
     # its embedding alone over Mem0's whole search (issue 17 §1's p50 goal is 0.5).
     ("peers", "embed_floor_p50_ratio", "peers"),
+    # Novel recalls each after an idle gap, as an agent calls them between plans (the goal's
+    # figure is measured back to back, every cache warm).
+    ("peers", "recall_spaced_p50_ratio", "peers"),
     # RecordOutcome called back to back (a burst): the background embedding and HNSW inserts
     # of the burst's taught lessons share the cores with the calls (the goal is paced).
     ("record_scale", "burst_p50_large_vs_small_ratio", "peers"),
