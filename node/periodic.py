@@ -22,16 +22,32 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any
 
 from lamarck.errors import ConfigError
 
-__all__ = ["Periodic", "Wait"]
+__all__ = ["Periodic", "Wait", "cancel_and_wait"]
 
 _log = logging.getLogger(__name__)
 
 #: Seconds to wait after a round: fixed, or computed from the seconds the round took.
 Wait = float | Callable[[float], float]
+
+
+async def cancel_and_wait(tasks: Collection[asyncio.Task[Any]]) -> list[BaseException]:
+    """Cancel ``tasks`` and wait for them to end; the errors they ended with (cancels aside).
+
+    ``asyncio.wait``, not ``await task``: a caller's cancel (its bound on the stop) interrupts
+    the wait even while a task refuses its own cancel, where awaiting the task would wait on
+    with it; such a task is left to end by itself.
+    """
+    if not tasks:
+        return []
+    for task in tasks:
+        task.cancel()
+    await asyncio.wait(tasks)
+    return [e for t in tasks if not t.cancelled() and (e := t.exception()) is not None]
 
 
 def _failure_kind(error: Exception) -> str:
@@ -94,12 +110,8 @@ class Periodic:
         task, self._task = self._task, None
         if task is None:
             return
-        task.cancel()
-        # ``asyncio.wait``, not ``await task``: a caller's cancel (its bound on the stop)
-        # interrupts the wait even while a round refuses its own cancel, where awaiting the
-        # task would wait on with it. A loop left so ends at its flag when the round does.
-        await asyncio.wait({task})
-        if not task.cancelled() and (error := task.exception()) is not None:
+        # A loop whose round refuses its cancel ends at its flag when the round does.
+        for error in await cancel_and_wait([task]):
             self._log.error("%s loop ended by %r", self.name, error)
 
     def _seconds(self, took: float) -> float:

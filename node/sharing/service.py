@@ -43,7 +43,7 @@ from lamarck.node.importing.batch import PrimedEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.params import NodeParams
-from lamarck.node.periodic import Periodic
+from lamarck.node.periodic import Periodic, cancel_and_wait
 from lamarck.node.sharing.anti_entropy import AntiEntropy
 from lamarck.node.sharing.membership import Membership
 from lamarck.node.sharing.peer_client import PeerClient
@@ -271,16 +271,13 @@ class Sharing:
         loops, self._loops = self._loops, []
         forwards = [*self._forwards]
         self._forwards.clear()
-        for task in forwards:
-            task.cancel()
-        # Each loop ends on its stop flag even if a round under way loses its cancel.
-        await asyncio.gather(*(loop.stop() for loop in loops))
-        if forwards:
-            # As a loop's stop: a caller's bound interrupts this wait (never ``await task``).
-            await asyncio.wait(forwards)
-            for task in forwards:
-                if not task.cancelled() and (error := task.exception()) is not None:
-                    _log.debug("a forward ended by %r at stop", error)
+        # Each loop ends on its stop flag even if a round under way loses its cancel; the
+        # forwards are cancelled at once and waited for the same way.
+        _, errors = await asyncio.gather(
+            asyncio.gather(*(loop.stop() for loop in loops)), cancel_and_wait(forwards)
+        )
+        for error in errors:
+            _log.debug("a forward ended by %r at stop", error)
 
     async def flush_reputation(self) -> None:
         """Persist the reputation events still pending (after ``stop_loops``, before the store

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from lamarck.errors import ConfigError, StoreUnavailable
-from lamarck.node.periodic import Periodic
+from lamarck.node.periodic import Periodic, cancel_and_wait
 
 
 class _Sleeps:
@@ -193,3 +193,25 @@ async def test_a_stop_under_a_callers_bound_gives_up_instead_of_hanging() -> Non
 async def _bounded_stop(loop: Periodic, seconds: float) -> None:
     async with asyncio.timeout(seconds):
         await loop.stop()
+
+
+async def test_cancel_and_wait_names_the_errors_tasks_ended_with() -> None:
+    started = asyncio.Event()
+
+    async def fails_on_cancel() -> None:
+        try:
+            started.set()
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            raise ValueError("cleanup failed") from None
+
+    async def plain() -> None:
+        await asyncio.sleep(3600)
+
+    failing, cancelled = asyncio.ensure_future(fails_on_cancel()), asyncio.ensure_future(plain())
+    async with asyncio.timeout(5):
+        await started.wait()
+        errors = await cancel_and_wait([failing, cancelled])
+    assert [str(e) for e in errors] == ["cleanup failed"]
+    assert cancelled.cancelled()
+    assert await cancel_and_wait([]) == []
