@@ -142,6 +142,9 @@ SHOWN: tuple[tuple[str, str, str], ...] = (
     # A long catch-up's rate counting the vector index rebuilt after its last record
     # (concurrently: searches are exact, never refused, until it is back).
     ("catchup", "import_batch_with_rebuild_vs_embed_ratio", "catchup"),
+    # The same import against embedding alone of every text it embeds (the contents and the
+    # autonomy filter's sentences): what the rest of the import costs, those sentences apart.
+    ("catchup", "import_batch_vs_embed_same_texts_ratio", "catchup"),
 )
 
 #: Mem0's process with the same model (issue 14 §4), the baseline of the MiniLM RSS goal.
