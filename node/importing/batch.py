@@ -25,13 +25,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from lamarck.errors import ConfigError
+from lamarck.errors import ConfigError, StoreError
 from lamarck.node.embedding import Embedder, Vectors
 from lamarck.node.heap import release_memory
 from lamarck.node.importing.filters import Filter, texts_with_content
@@ -48,6 +49,8 @@ __all__ = [
     "record_content",
     "record_texts",
 ]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +71,19 @@ class BatchImportParams:
     #: Incoming records per stored lesson above which rebuilding the vector index once
     #: costs less than inserting into it record by record (a build reads every row).
     bulk_store_share: float = 0.5
+    #: Lessons stored since the query planner's statistics were gathered, as a share of the
+    #: rows they count, from which an import's end gathers them again
+    #: (``LessonStore.refresh_statistics``): autovacuum's own default rule, applied at once
+    #: rather than on its next round (a minute later), so that recalls right after a
+    #: catch-up search through the vector index.
+    analyze_share: float = 0.1
 
     def __post_init__(self) -> None:
         """Refuse a value no import could use (``ConfigError`` naming the field)."""
-        share = "BatchImportParams.bulk_store_share"
-        check_finite(share, self.bulk_store_share)
-        check_rule(self.bulk_store_share > 0, share, f"must be > 0, got {self.bulk_store_share}")
+        for name in ("bulk_store_share", "analyze_share"):
+            share, value = f"BatchImportParams.{name}", getattr(self, name)
+            check_finite(share, value)
+            check_rule(value > 0, share, f"must be > 0, got {value}")
         for name in ("chunk", "max_primed", "progress_every", "bulk_at"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -333,7 +343,9 @@ class Prefetch:
         """Wait for running chunks, drop every vector this prefetch left unused and end the
         long-run measures (the store's vector index is built again here: 15 s for 67k
         lessons in the catch-up bench). Raises the store's ``StoreUnavailable`` if that
-        build fails (the next start builds it)."""
+        build fails (the next start builds it). Then the store's statistics are refreshed
+        when the import grew it by ``analyze_share`` (a failure there is logged: the
+        import stands)."""
         running = [t for t in self._tasks.values() if not t.done()]
         if running:
             await asyncio.gather(*running, return_exceptions=True)
@@ -352,6 +364,12 @@ class Prefetch:
             await asyncio.to_thread(self._bulk.close)
         finally:
             await self._bulk_store.aclose()
+        if self._store is not None and self._params is not None:
+            try:
+                await self._store.refresh_statistics(self._params.analyze_share)
+            except StoreError as e:
+                # What was imported is stored; only the planner waits for autovacuum.
+                _log.warning("refreshing the store's statistics after an import failed: %s", e)
 
 
 #: Told after each chunk: (records done, records in the batch).

@@ -366,6 +366,14 @@ class LessonStore(abc.ABC):
         with no index to rebuild do nothing (this default)."""
         return contextlib.nullcontext(self)
 
+    async def refresh_statistics(self, share: float) -> bool:
+        """After a burst of writes (an import's end): bring the query planner's statistics
+        up to date when the lessons inserted since they were last gathered are at least
+        ``share`` of what they count, so searches right after use the vector index; True
+        when gathered. Adapters with no planner do nothing (this default)."""
+        del share
+        return False
+
     # -- outcomes --------------------------------------------------------------------------
     @abc.abstractmethod
     async def insert_outcome(self, outcome: OutcomeRow) -> None:

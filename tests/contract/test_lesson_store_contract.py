@@ -884,6 +884,68 @@ async def test_overlapping_bulk_loads_rebuild_the_index_once_the_last_one_ends(
 
 
 @pg
+async def test_refreshed_statistics_let_the_planner_search_through_the_vector_index(
+    pg_dsn: str,
+) -> None:
+    """Lessons inserted since the planner's statistics were gathered, at least ``share`` of
+    the rows they count (or a table never analysed): ``refresh_statistics`` gathers them,
+    and a search then plans through the HNSW index. Below the share it leaves them to
+    autovacuum."""
+    store = await PostgresLessonStore.connect(pg_dsn, DIM, max_size=2)
+
+    async def counted_and_plan() -> tuple[float, str]:
+        async with store.pool.acquire() as conn:
+            counted = await conn.fetchval(
+                "SELECT reltuples FROM pg_class WHERE oid = 'lessons'::regclass"
+            )
+            plan = "\n".join(
+                r[0]
+                for r in await conn.fetch(
+                    "EXPLAIN SELECT id FROM lessons l WHERE l.status = ANY($2::text[])"
+                    " ORDER BY embedding <=> $1 LIMIT 5",
+                    vec(1.0),
+                    ["active"],
+                )
+            )
+        return float(counted), plan
+
+    try:
+        assert await store.refresh_statistics(0.1) is False  # nothing inserted yet
+        rng = np.random.default_rng(7)
+        rows = [
+            lesson(f"l{i:05d}", embedding=rng.normal(size=DIM).astype(np.float32))
+            for i in range(3000)
+        ]
+        await store.insert_lessons(rows)
+        counted, _ = await counted_and_plan()
+        assert counted < 3000  # never analysed: the planner knows nothing of the rows
+        assert await store.refresh_statistics(0.1) is True
+        counted, plan = await counted_and_plan()
+        assert counted == 3000
+        assert VECTOR_INDEX in plan
+        assert await store.refresh_statistics(0.1) is False  # nothing inserted since
+        await store.insert_lesson(lesson("late", embedding=vec(1.0)))
+        assert await store.refresh_statistics(0.1) is False  # 1 of 3,000: autovacuum's
+        assert await store.refresh_statistics(0.0001) is True  # 1 >= 0.0001 x 3,000
+        hits = await store.search(vec(1.0), 1, LessonFilter())
+        assert [h.lesson.id for h in hits] == ["late"]
+    finally:
+        await store.close()
+
+
+async def test_refreshing_statistics_changes_nothing_a_search_finds(store: LessonStore) -> None:
+    """Every adapter takes the call after a burst of writes (the in-memory one has no
+    planner: it says it gathered nothing); what is stored and found stays the same."""
+    assert await store.refresh_statistics(0.1) is False  # nothing inserted yet
+    await store.insert_lessons([lesson("a"), lesson("b", embedding=vec(0.0, 1.0))])
+    before = [h.lesson.id for h in await store.search(vec(1.0, 0.5), 2, LessonFilter())]
+    assert isinstance(await store.refresh_statistics(0.1), bool)
+    after = [h.lesson.id for h in await store.search(vec(1.0, 0.5), 2, LessonFilter())]
+    assert after == before == ["a", "b"]
+    assert await store.refresh_statistics(0.1) is False  # nothing inserted since
+
+
+@pg
 async def test_a_start_rebuilds_the_index_a_killed_bulk_load_left_down(pg_dsn: str) -> None:
     """A process killed inside ``bulk_load`` leaves no vector index (or an invalid one from a
     build killed half-way); the next ``migrate()`` (every start) builds it again."""

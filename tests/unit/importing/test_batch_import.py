@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from importing_helpers import NOW, record_obj
 
-from lamarck.errors import ConfigError
+from lamarck.errors import ConfigError, StoreUnavailable
 from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors
 from lamarck.node.importing.batch import (
     BatchImporter,
@@ -237,6 +237,9 @@ def test_unprimed_texts_fall_back_to_the_model() -> None:
         {"bulk_store_share": 0.0},
         {"bulk_store_share": float("nan")},
         {"bulk_store_share": float("inf")},
+        {"analyze_share": 0.0},
+        {"analyze_share": -0.1},
+        {"analyze_share": float("nan")},
     ],
 )
 def test_batch_params_refuse_unusable_values(fields: dict[str, Any]) -> None:
@@ -387,6 +390,52 @@ def test_a_long_import_takes_the_long_run_measures_until_it_closes(
     assert spy.open == 0 and store.open == 0  # closed with the prefetch
     assert store.loads == store_loads
     assert (spy.in_bulk > 0) is embedder_bulk
+
+
+class _AnalysingStore(InMemoryLessonStore):
+    """Records what each import's end asks of the planner's statistics; ``down`` fails it."""
+
+    def __init__(self, *, down: bool = False) -> None:
+        super().__init__()
+        self.asked: list[float] = []
+        self.down = down
+
+    async def refresh_statistics(self, share: float) -> bool:
+        self.asked.append(share)
+        if self.down:
+            raise StoreUnavailable("the database went away", reason="store_unavailable")
+        return True
+
+
+@pytest.mark.parametrize("down", [False, True])
+def test_an_import_ends_by_refreshing_the_store_statistics_and_stands_if_that_fails(
+    down: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``close`` asks the store to refresh its planner statistics with ``analyze_share``
+    (searches right after a catch-up then use the vector index); when the store cannot,
+    the import's records stay stored and the failure is logged, never raised."""
+    store = _AnalysingStore(down=down)
+    params = BatchImportParams(chunk=2, max_primed=4, analyze_share=0.25)
+    primed = PrimedEmbedder(CountingEmbedder(), params)
+    pipeline = _pipeline(store, primed)
+    raws = _raws(3)[:3]
+
+    async def go() -> list[ImportResult]:
+        ahead = Prefetch(primed, params, store=store)
+        ahead.add(raws)
+        out = []
+        for raw in raws:
+            await ahead.ready(raw)
+            out.append(await pipeline.import_record(raw, source=ImportSource.SYNC))
+        await ahead.close()
+        return out
+
+    results = asyncio.run(go())
+    assert [r.outcome.value for r in results] == ["accept"] * 3
+    assert store.asked == [0.25]
+    assert len(asyncio.run(store.list_lessons(LessonFilter(statuses=None)))) == 3
+    failed = "refreshing the store's statistics after an import failed" in caplog.text
+    assert failed is down
 
 
 class _ParallelSpy(_BulkSpy):
