@@ -51,6 +51,7 @@ __all__ = [
     "ImportView",
     "InjectedInstructionFilter",
     "KnownVersion",
+    "ReadsEstablished",
     "RedFlag",
     "RedFlags",
     "SecretFilter",
@@ -64,6 +65,7 @@ __all__ = [
     "any_of",
     "conforms",
     "default_filters",
+    "established_floor",
     "reads_meaning",
     "record_texts",
     "texts_to_embed",
@@ -458,6 +460,30 @@ def texts_with_content(policy: Filter, content: str) -> list[str]:
     return [content, *(t for t in texts_to_embed(policy, content) if t != content)]
 
 
+@runtime_checkable
+class ReadsEstablished(Protocol):
+    """A filter or red flag that reads the established local lessons on a record's
+    operation (``ImportView.established_lessons``), only those at or above a confidence."""
+
+    def established_floor(self) -> float | None:
+        """The least confidence of an established lesson it reads; None: it reads none."""
+        ...
+
+
+def established_floor(policy: object) -> float | None:
+    """The least confidence of an established lesson ``policy`` (or anything inside it)
+    reads, or None when nothing in it reads them: the import view fetches no lesson below
+    it, and none at all on None."""
+    if not conforms(policy, ReadsEstablished):
+        return None
+    return cast(ReadsEstablished, policy).established_floor()  # answered by its type above
+
+
+def _lowest_floor(parts: Sequence[object]) -> float | None:
+    floors = [f for f in (established_floor(p) for p in parts) if f is not None]
+    return min(floors) if floors else None
+
+
 class AllOf:
     """Every filter must pass: the first reject wins; quarantine reasons accumulate."""
 
@@ -473,6 +499,11 @@ class AllOf:
         for f in self.filters:
             out.extend(texts_to_embed(f, content))
         return tuple(dict.fromkeys(out))
+
+    def established_floor(self) -> float | None:
+        """The lowest floor of the filters that read established lessons (see
+        :class:`ReadsEstablished`)."""
+        return _lowest_floor(self.filters)
 
     def check(self, record: MemoryV2, view: ImportView) -> Verdict:
         """Run the filters in order."""
@@ -722,6 +753,10 @@ class ConflictsWithEstablished:
         self._similarity = params.conflict_similarity
         self._markers = frozenset(params.conflict_markers)
 
+    def established_floor(self) -> float | None:
+        """``established_min_confidence``: a lesson below it is never read."""
+        return self._min_conf
+
     def _opposes(self, a: str, b: str) -> bool:
         wa, wb = _words(a), _words(b)
         pa = sum(w in self._markers for w in wa) % 2
@@ -789,6 +824,11 @@ class RedFlags:
             raise ConfigError("invalid red_flag_threshold: must be at least 1")
         self.flags: tuple[RedFlag, ...] = tuple(flags)
         self.threshold = threshold
+
+    def established_floor(self) -> float | None:
+        """The lowest floor of the flags that read established lessons (see
+        :class:`ReadsEstablished`)."""
+        return _lowest_floor(self.flags)
 
     def raised(self, record: MemoryV2, view: ImportView) -> tuple[str, ...]:
         """Every red flag raised for ``record``."""

@@ -88,7 +88,7 @@ from lamarck.node.importing.decision import (
     Incoming,
     decide_import,
 )
-from lamarck.node.importing.filters import texts_with_content
+from lamarck.node.importing.filters import established_floor, texts_with_content
 from lamarck.node.importing.view import ImportSnapshot, StoreImportView
 from lamarck.node.learning.evidence import LocalCopy, confidence_on_new_version
 from lamarck.node.learning.params import EvidenceParams
@@ -728,7 +728,7 @@ class ImportPipeline:
             if not call.dry_run:
                 IMPORTS.labels(result="duplicate", reason="").inc()
             return dataclasses.replace(base, lesson_id=record.id)
-        snapshot = await self._view.snapshot(record, signed.content_hash, now, call.text_vectors)
+        snapshot = await self._snapshot(record, signed.content_hash, now, call)
         cert_error: LamarckError | None = None
         if call.certificate is not None:
             cert_error = await self._check_certificate(signed, call.certificate)
@@ -785,6 +785,19 @@ class ImportPipeline:
             self._keep(stored, call.certificate)
             return dataclasses.replace(stored, certified=stored.outcome is ImportOutcome.ACCEPT)
         return stored
+
+    async def _snapshot(
+        self, record: MemoryV2, content_hash: str, now: datetime, call: _Call
+    ) -> ImportSnapshot:
+        # Only the established lessons the filters read: none below their least confidence,
+        # none at all when no filter reads them.
+        return await self._view.snapshot(
+            record,
+            content_hash,
+            now,
+            call.text_vectors,
+            established_from=established_floor(self.params.filters),
+        )
 
     # -- quorum certificates -------------------------------------------------------------
 
@@ -884,7 +897,7 @@ class ImportPipeline:
         # held ones): a newer stored version makes this a rollback; red flags and the
         # high-stakes hold are what the operator overrides.
         snapshot: ImportSnapshot = dataclasses.replace(
-            await self._view.snapshot(record, signed.content_hash, call.now, call.text_vectors),
+            await self._snapshot(record, signed.content_hash, call.now, call),
             versions=self._view.held.stored_versions(record.id),
             rejected_reason=None,
         )

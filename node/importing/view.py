@@ -307,12 +307,16 @@ class StoreImportView:
         content_hash: str,
         now: datetime,
         text_vectors: Mapping[str, Vector] | None = None,
+        *,
+        established_from: float | None = 0.0,
     ) -> ImportSnapshot:
         """Fetch everything the decision may ask about ``record`` (``text_vectors``: what the
-        pipeline embedded before its lock, handed to the filters)."""
+        pipeline embedded before its lock, handed to the filters; ``established_from``: the
+        least confidence of the established lessons read, None to read none — what the
+        filters read, ``filters.established_floor``)."""
         source = record.provenance.source_agent_id
         established: tuple[EstablishedLesson, ...] = ()
-        if record.lesson is not None:
+        if record.lesson is not None and established_from is not None:
             # Only lessons on this operation in this record's domain and environment are
             # read, the surest first: never the operation's rows in other contexts, read to be
             # dropped here (issue 17 §5).
@@ -324,6 +328,7 @@ class StoreImportView:
                         ("domain", record.context.domain),
                         ("environment", record.context.environment),
                     ),
+                    min_confidence=established_from,
                     limit=50,
                 )
             )

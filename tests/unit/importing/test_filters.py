@@ -30,6 +30,7 @@ from lamarck.node.importing.filters import (
     VerdictKind,
     any_of,
     default_filters,
+    established_floor,
 )
 
 FP = FilterParams()
@@ -403,3 +404,19 @@ def test_one_alternation_matches_exactly_where_one_of_the_patterns_does(field: s
     for text in texts:
         assert bool(combined.search(text)) == any(p.search(text) for p in patterns)
     assert any_of(()).search("anything") is None
+
+
+def test_a_chain_says_the_least_confidence_of_the_established_lessons_it_reads() -> None:
+    """``established_floor``: the import view reads no established lesson below it, and none
+    at all when nothing in the chain reads them (the red flag is the only reader)."""
+    assert established_floor(default_filters(FP)) == FP.established_min_confidence
+    assert established_floor(default_filters(FilterParams(established_min_confidence=0.6))) == 0.6
+    assert established_floor(AllOf([SecretFilter(), InjectedInstructionFilter(FP)])) is None
+    assert established_floor(RedFlags([StatisticalOutlier(FP)], 1)) is None
+    both = AllOf(
+        [
+            RedFlags([ConflictsWithEstablished(FilterParams(established_min_confidence=0.9))], 1),
+            RedFlags([ConflictsWithEstablished(FilterParams(established_min_confidence=0.7))], 1),
+        ]
+    )
+    assert established_floor(both) == 0.7

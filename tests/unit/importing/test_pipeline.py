@@ -22,6 +22,7 @@ from prometheus_client import REGISTRY
 from lamarck.errors import PolicyRejected, ReplayError, SecretDetected, VerificationError
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.decision import ImportOutcome, ImportParams
+from lamarck.node.importing.filters import AllOf, FilterParams, SecretFilter
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
@@ -761,3 +762,28 @@ def test_the_pipeline_embeds_the_filter_texts_with_the_content_in_one_call(
         assert result.outcome is not ImportOutcome.ACCEPT
 
     run(go())
+
+
+def test_the_snapshot_reads_only_the_established_lessons_the_filters_read() -> None:
+    """The pipeline reads the established lessons on a record's operation from its filters'
+    least confidence (``established_floor``; 0.8 in the default chain), never the rows the
+    red flag would drop; with no filter reading them, it reads none."""
+
+    def reads(params: ImportParams | None) -> list[LessonFilter]:
+        h = Harness(params=params)
+        asked: list[LessonFilter] = []
+        real = h.store.list_lessons
+
+        async def spy(flt: LessonFilter) -> Any:
+            if flt.operation is not None:
+                asked.append(flt)
+            return await real(flt)
+
+        h.store.list_lessons = spy  # type: ignore[method-assign]
+        assert run(h.offer(signed_raw())).outcome is ImportOutcome.ACCEPT
+        return asked
+
+    [default] = reads(None)
+    assert default.operation == "deploy.restart"
+    assert default.min_confidence == FilterParams().established_min_confidence
+    assert reads(ImportParams(reputation=ReputationParams(), filters=AllOf([SecretFilter()]))) == []
