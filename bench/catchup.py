@@ -24,7 +24,7 @@ sentences apart). On a machine whose cores the model fills, the import's rate is
 embedding CPU / (embedding CPU + the rest), whatever runs beside what.
 The last line is one JSON object of the figures.
 
-Usage: ``python -m bench.catchup [--quick] [--n N] [--embedder minilm|hashing]``
+Usage: ``python -m bench.catchup [--quick] [--n N] [--operations K] [--embedder minilm|hashing]``
 """
 
 from __future__ import annotations
@@ -103,7 +103,12 @@ class _Pins:
         return False
 
 
-def _records(texts: list[str], sources: list[NodeIdentity], seed: int) -> list[bytes]:
+def _records(
+    texts: list[str], sources: list[NodeIdentity], seed: int, operations: int = 0
+) -> list[bytes]:
+    """Signed records of ``texts``, each about an operation of its own or, with
+    ``operations``, about one of that many (as a network's lessons share operations: the
+    import then reads each record's established lessons on its operation)."""
     rng = random.Random(seed)
     stamp = format_ts(datetime.now(UTC) - timedelta(hours=2))
     out = []
@@ -133,7 +138,11 @@ def _records(texts: list[str], sources: list[NodeIdentity], seed: int) -> list[b
                     "outcome_id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
                 }
             ],
-            "lesson": {"operation": f"shell:op{i}", "scope": "global", "status": "active"},
+            "lesson": {
+                "operation": f"shell:op{i % operations if operations else i}",
+                "scope": "global",
+                "status": "active",
+            },
             "confidence_interval": {"mean": confidence, "std_dev": 0.05},
         }
         out.append(SignedMemory.sign(MemoryV2.from_obj(obj), source).raw)
@@ -173,15 +182,16 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     """Measure embedding alone, one-by-one import and batch import; return the figures."""
     # The one-by-one baseline needs no more than a few thousand records to give its rate.
     n, n_one = args.n, max(1, min(args.n // 4, args.one))
-    _log(f"catch-up: {n} records batched, {n_one} one by one, {args.sources} sources")
+    shared = f"{args.operations} operations" if args.operations else "an operation each"
+    _log(f"catch-up: {n} records batched, {n_one} one by one, {args.sources} sources, {shared}")
     _log(f"  machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     embedder = make_embedder(args.embedder)
     _log(f"  embedder: {embedder.name} ({type(embedder).__name__})")
     sources = [NodeIdentity.from_seed(bytes([i + 1]) * 32) for i in range(args.sources)]
     pins = _Pins(sources)
     texts = lesson_sentences(n + n_one, seed=3)
-    one_raws = _records(texts[:n_one], sources, seed=1)
-    batch_raws = _records(texts[n_one:], sources, seed=2)
+    one_raws = _records(texts[:n_one], sources, seed=1, operations=args.operations)
+    batch_raws = _records(texts[n_one:], sources, seed=2, operations=args.operations)
     params = BatchImportParams(chunk=args.chunk)
     embedder.embed(texts[:8])  # one-off set-up outside every timing
 
@@ -334,6 +344,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=None, help="records (default 10000, quick 600)")
     parser.add_argument("--sources", type=int, default=40)
     parser.add_argument("--chunk", type=int, default=64)
+    parser.add_argument(
+        "--operations",
+        type=int,
+        default=0,
+        help="records share this many operations (default 0: one operation a record)",
+    )
     parser.add_argument(
         "--one", type=int, default=2000, help="most records imported one by one (baseline)"
     )
