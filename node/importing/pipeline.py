@@ -464,6 +464,9 @@ class ImportPipeline:
         self._clock = clock
         self._rng = rng
         self.params = params or ImportParams()
+        # The least confidence of the established lessons the filters read (None: they read
+        # none); the params are frozen, so the chain is walked once, not per record.
+        self._established_from = established_floor(self.params.filters)
         self._limits = limits
         # Without a checker every certificate is refused (``no_quorum_check``): fail closed.
         self._certificates = certificates
@@ -789,14 +792,8 @@ class ImportPipeline:
     async def _snapshot(
         self, record: MemoryV2, content_hash: str, now: datetime, call: _Call
     ) -> ImportSnapshot:
-        # Only the established lessons the filters read: none below their least confidence,
-        # none at all when no filter reads them.
         return await self._view.snapshot(
-            record,
-            content_hash,
-            now,
-            call.text_vectors,
-            established_from=established_floor(self.params.filters),
+            record, content_hash, now, call.text_vectors, established_from=self._established_from
         )
 
     # -- quorum certificates -------------------------------------------------------------
