@@ -145,6 +145,14 @@ SHOWN: tuple[tuple[str, str, str], ...] = (
     # The same import against embedding alone of every text it embeds (the contents and the
     # autonomy filter's sentences): what the rest of the import costs, those sentences apart.
     ("catchup", "import_batch_vs_embed_same_texts_ratio", "catchup"),
+    # Late chunking, an experiment that decides a design (bench/late_chunking.py): the share of
+    # a catch-up's embedding work the contents alone are with the autonomy filter's sentences
+    # pooled from the content's own pass (today's way: embedded alone, ..._standalone_ratio),
+    # and held-out detection with a classifier trained on those pooled vectors.
+    ("late_chunking", "content_alone_vs_standalone_ratio", "catchup"),
+    ("late_chunking", "content_alone_vs_late_ratio", "catchup"),
+    ("late_chunking", "late_detection_heldout", "filters"),
+    ("late_chunking", "standalone_detection_heldout", "filters"),
 )
 
 #: Mem0's process with the same model (issue 14 §4), the baseline of the MiniLM RSS goal.
