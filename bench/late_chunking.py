@@ -86,7 +86,7 @@ class LatePass:
     """Embeds contents in batches and pools named character spans of each from the same run."""
 
     def __init__(self, embedder: OnnxMiniLMEmbedder) -> None:
-        # Experiment only: the tokenizer's offsets and the token states are not public API.
+        # Experiment only: the token states and their offsets are not public API.
         self._e: Any = embedder
 
     def run(
@@ -101,17 +101,7 @@ class LatePass:
         session = e._bulk_session if e._bulk_session is not None else e._session
         for start in range(0, len(order), step):
             chunk = order[start : start + step]
-            encodings = e._tokenizer.encode_batch([contents[i] for i in chunk])
-            width = max(len(enc.ids) for enc in encodings)
-            ids = np.zeros((len(chunk), width), dtype=np.int64)
-            mask = np.zeros_like(ids)
-            for row, enc in enumerate(encodings):
-                ids[row, : len(enc.ids)] = enc.ids
-                mask[row, : len(enc.ids)] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in e._inputs:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = session.run(None, feeds)[0]
+            encodings, hidden, mask = e._token_states([contents[i] for i in chunk], session)
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             out[chunk] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)

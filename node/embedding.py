@@ -613,7 +613,11 @@ class OnnxMiniLMEmbedder(Embedder):
     def load(self) -> None:
         """Nothing left to load (the session is ready at construction); kept for symmetry."""
 
-    def _run(self, texts: list[str], session: Any) -> Vectors:
+    def _token_states(
+        self, texts: list[str], session: Any
+    ) -> tuple[list[Any], npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """The texts' encodings (ids and character offsets), the model's last hidden state of
+        every token and the attention mask (one row a text, padded to the longest)."""
         encodings = self._tokenizer.encode_batch(texts)
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
@@ -624,7 +628,10 @@ class OnnxMiniLMEmbedder(Embedder):
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = session.run(None, feeds)[0]
+        return encodings, session.run(None, feeds)[0], mask
+
+    def _run(self, texts: list[str], session: Any) -> Vectors:
+        _, hidden, mask = self._token_states(texts, session)
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return _normalise_rows(pooled)
