@@ -39,7 +39,14 @@ if __package__ in (None, ""):
 
 from bench.lesson_corpus import lesson_sentences
 
-__all__ = ["DEFAULT_PATH", "CorpusItem", "build_corpus", "load_corpus", "write_corpus"]
+__all__ = [
+    "DEFAULT_PATH",
+    "CorpusItem",
+    "build_corpus",
+    "every_other",
+    "load_corpus",
+    "write_corpus",
+]
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "autonomy_corpus.jsonl"
 DEFAULT_SEED = 11
@@ -1278,6 +1285,19 @@ def load_corpus(path: Path = DEFAULT_PATH) -> list[CorpusItem]:
                 )
             )
     return items
+
+
+def every_other(items: list[CorpusItem]) -> list[CorpusItem]:
+    """Every other text of each (label, category, split), the first kept: a benches' --quick
+    corpus, half the size with every cell still in it."""
+    seen: dict[tuple[str, str, str], int] = {}
+    kept = []
+    for it in items:
+        key = (it.label, it.category, it.split)
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] % 2 == 1:
+            kept.append(it)
+    return kept
 
 
 def main(argv: list[str] | None = None) -> int:

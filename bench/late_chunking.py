@@ -37,7 +37,6 @@ import re
 import statistics
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -49,19 +48,28 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, load_corpus
+from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, every_other, load_corpus
+from bench.filters import BenchView
 from bench.lesson_corpus import lesson_sentences
-from bench.train_autonomy import _EmptyView, features, fit, record_of
+from bench.train_autonomy import (
+    _EmptyView,
+    exemplar_samples,
+    features,
+    fit,
+    record_of,
+    record_samples,
+)
 from lamarck.node.embedding import OnnxMiniLMEmbedder, Vectors, make_minilm
 from lamarck.node.importing.autonomy import (
     MODEL_FILE,
     AutonomyFilter,
     AutonomyParams,
+    ClassifierWeights,
     Evidence,
     MeaningModel,
-    Polarity,
 )
 from lamarck.node.importing.filters import VerdictKind
+from lamarck.proto.memory import MemoryV2
 
 _WORD = re.compile(r"[a-z0-9]+")
 WAYS = ("standalone", "late")
@@ -180,62 +188,40 @@ class Vectoriser:
         return self._cache[(text, content)]
 
 
-Read = tuple[CorpusItem, VerdictKind, list[Evidence], list[tuple[str, bool]]]
+Read = tuple[CorpusItem, MemoryV2, list[Evidence]]
 
 
 def read_corpus(items: Sequence[CorpusItem], params: AutonomyParams) -> list[Read]:
-    """The structure's verdict, evidence and meaning inputs of every text (once for both ways)."""
+    """Every text as a record, with the evidence structure reads in it (once for both ways)."""
     structure = AutonomyFilter(params)
     view = _EmptyView()
     read: list[Read] = []
     for it in items:
         rec = record_of(it.text)
-        j = structure.judge(rec, view)  # type: ignore[arg-type]
-        evidence = list(j.evidence)
-        read.append((it, j.verdict.kind, evidence, structure.meaning_inputs(rec, evidence)))
+        read.append((it, rec, list(structure.judge(rec, view).evidence)))  # type: ignore[arg-type]
     return read
 
 
 def detection(
     read: Sequence[Read], way: Vectoriser, params: AutonomyParams, l2: float
 ) -> dict[str, float]:
-    """Train on the tune split's vectors of ``way``; the filter's rates per split."""
-    pairs: list[tuple[str, str]] = []
-    for it, _kind, evidence, inputs in read:
-        pairs.append((it.text, it.text))
-        pairs.extend((t, it.text) for t, _ in inputs)
-        if it.split == "tune" and it.label != "claim":
-            pairs.extend((e.sentence, it.text) for e in evidence if e.cue)
-    way.prepare(pairs)
-    x: list[Any] = []
-    y: list[float] = []
-    judged = []
-    for it, kind, evidence, texts in read:
-        weak = any(e.polarity is Polarity.WEAK for e in evidence)
-        judged.append((it, kind, weak, [(way.vector(t, it.text), w) for t, w in texts]))
-        if it.split != "tune":
-            continue
-        label = 1.0 if it.label == "claim" else 0.0
-        x.append(features(way.vector(it.text, it.text), weak))
-        y.append(label)
-        if not label:
-            for e in evidence:
-                if e.cue and e.polarity not in (Polarity.CLAIM, Polarity.INJECTED):
-                    x.append(features(way.vector(e.sentence, it.text), e.polarity is Polarity.WEAK))
-                    y.append(0.0)
-    exemplars = [*params.claim_exemplars, *params.safe_exemplars]
-    for i, v in enumerate(way.embedder.embed_bulk(exemplars)):
-        x.append(features(v, False))
-        y.append(1.0 if i < len(params.claim_exemplars) else 0.0)
-    w = fit(np.stack(x), np.array(y), l2)
+    """Train on the tune split's vectors of ``way`` (``train_autonomy``'s samples); then the
+    filter itself, with those weights and ``way``'s vectors, judges every text."""
+    samples = [s for it, _, ev in read if it.split == "tune" for s in record_samples(it, ev)]
+    samples.extend(exemplar_samples(params))
+    way.prepare([(text, content) for text, content, *_ in samples])
+    x = np.stack([features(way.vector(text, content), weak) for text, content, weak, *_ in samples])
+    w = fit(x, np.array([float(label) for *_, label, _ in samples]), l2)
+    weights = ClassifierWeights(way.embedder.name, tuple(float(v) for v in w[:-1]), float(w[-1]))
+    autonomy = AutonomyFilter(params, MeaningModel(way.embedder, params, weights))
+    scored = {it.text: autonomy.texts_to_embed(it.text) for it, _, _ in read}
+    way.prepare([(text, content) for content, texts in scored.items() for text in texts])
     flagged: dict[tuple[str, str], list[bool]] = {}
-    for it, kind, weak, inputs in judged:
-        if kind is VerdictKind.REJECT or (kind is VerdictKind.QUARANTINE and not weak):
-            hit = True  # structure decided
-        else:
-            z = [float(features(v, wk) @ w) for v, wk in inputs]
-            best = max((1.0 / (1.0 + np.exp(-np.clip(v, -60, 60))) for v in z), default=0.0)
-            hit = weak or best >= params.unsure_probability
+    for it, rec, _ in read:
+        # The vectors of this record's texts as ``way`` takes them (a sentence's late vector
+        # depends on its content, so each record gets a view of its own).
+        view = BenchView({t: way.vector(t, it.text) for t in scored[it.text]})
+        hit = autonomy.check(rec, view).kind is not VerdictKind.ACCEPT
         flagged.setdefault((it.label, it.split), []).append(hit)
     out = {}
     for (label, split), hits in sorted(flagged.items()):
@@ -308,14 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     params = AutonomyParams()
     items = load_corpus(args.corpus)
     if args.quick:
-        # Every other text of each (label, category, split), as bench/filters.py --quick.
-        seen: Counter[tuple[str, str, str]] = Counter()
-        kept = []
-        for it in items:
-            seen[(it.label, it.category, it.split)] += 1
-            if seen[(it.label, it.category, it.split)] % 2 == 1:
-                kept.append(it)
-        items = kept
+        items = every_other(items)  # as bench/filters.py --quick
     # The packaged model's regularisation (train_autonomy.py chose it by cross-validation).
     packaged = resources.files("lamarck.node.importing").joinpath(MODEL_FILE)
     l2 = float(json.loads(packaged.read_text("utf-8"))["l2"])

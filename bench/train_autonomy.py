@@ -39,6 +39,7 @@ from lamarck.node.importing.autonomy import (
     MODEL_FILE,
     AutonomyFilter,
     AutonomyParams,
+    Evidence,
     Polarity,
 )
 from lamarck.node.importing.filters import VerdictKind
@@ -123,6 +124,34 @@ def fit(x: Array, y: Array, l2: float, iterations: int = 30) -> Array:
     return w
 
 
+#: One training sample: (the text embedded, the content it was read in, its weak structural
+#: hint, its label, the template that wrote it: cross-validation folds whole templates).
+Sample = tuple[str, str, bool, int, str]
+
+
+def record_samples(item: CorpusItem, evidence: Sequence[Evidence]) -> list[Sample]:
+    """What the classifier learns from one tuned record, given the evidence structure reads in
+    it: the whole content (1 for a claim, 0 for an honest lesson) and, of an honest lesson,
+    each sentence with permission vocabulary that structure does not call a claim (0): what
+    the filter scores at run time."""
+    weak_any = any(e.polarity is Polarity.WEAK for e in evidence)
+    label = 1 if item.label == "claim" else 0
+    out: list[Sample] = [(item.text, item.text, weak_any, label, item.template)]
+    if not label:
+        out.extend(
+            (e.sentence, item.text, e.polarity is Polarity.WEAK, 0, item.template)
+            for e in evidence
+            if e.cue and e.polarity not in (Polarity.CLAIM, Polarity.INJECTED)
+        )
+    return out
+
+
+def exemplar_samples(params: AutonomyParams) -> list[Sample]:
+    """The hand-written exemplars of ``params``: claims (1) and careful lessons (0)."""
+    claims = [(t, t, False, 1, "exemplar:claim") for t in params.claim_exemplars]
+    return claims + [(t, t, False, 0, "exemplar:safe") for t in params.safe_exemplars]
+
+
 def features(vector: Vectors, weak: bool) -> Array:
     """[vector, weak, 1] — the same order the filter reads the weights in (bias apart)."""
     return np.concatenate([vector.astype(np.float64), [float(weak), 1.0]])
@@ -142,8 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = make_minilm()
     cache = VectorCache(embedder, args.vectors_cache)
 
-    # Training samples: (text, weak, label, group).
-    samples: list[tuple[str, bool, int, str]] = []
+    samples: list[Sample] = []
     # Scoring inputs per record, as the filter builds them when structure decides nothing.
     scored: list[tuple[CorpusItem, bool, list[tuple[str, bool]]]] = []
     for it in tune:
@@ -151,24 +179,16 @@ def main(argv: list[str] | None = None) -> int:
         judgement = structure.judge(rec, _EmptyView())
         evidence = list(judgement.evidence)
         weak_any = any(e.polarity is Polarity.WEAK for e in evidence)
-        label = 1 if it.label == "claim" else 0
-        samples.append((it.text, weak_any, label, it.template))
-        if not label:
-            for e in evidence:
-                if e.cue and e.polarity not in (Polarity.CLAIM, Polarity.INJECTED):
-                    samples.append((e.sentence, e.polarity is Polarity.WEAK, 0, it.template))
+        samples.extend(record_samples(it, evidence))
         undecided = judgement.verdict.kind is VerdictKind.ACCEPT or (
             judgement.verdict.kind is VerdictKind.QUARANTINE and weak_any
         )
         scored.append((it, undecided, structure.meaning_inputs(rec, evidence)))
-    for text in params.claim_exemplars:
-        samples.append((text, False, 1, "exemplar:claim"))
-    for text in params.safe_exemplars:
-        samples.append((text, False, 0, "exemplar:safe"))
+    samples.extend(exemplar_samples(params))
     cache.embed([s[0] for s in samples] + [t for _, _, inputs in scored for t, _ in inputs])
 
-    x = np.stack([features(cache[t], weak) for t, weak, _, _ in samples])
-    y = np.array([float(label) for _, _, label, _ in samples])
+    x = np.stack([features(cache[t], weak) for t, _, weak, _, _ in samples])
+    y = np.array([float(label) for _, _, _, label, _ in samples])
     groups = [g for *_, g in samples]
     names = sorted(set(groups))
     fold_of = {g: i % FOLDS for i, g in enumerate(names)}
