@@ -44,10 +44,15 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, load_corpus
+from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, every_other, load_corpus
 from bench.lesson_corpus import lesson_sentences
 from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors, make_minilm
-from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, MeaningModel
+from lamarck.node.importing.autonomy import (
+    AutonomyFilter,
+    AutonomyParams,
+    MeaningModel,
+    vectors_for,
+)
 from lamarck.node.importing.filters import (
     AllOf,
     AutonomyClaimFilter,
@@ -110,6 +115,18 @@ class BenchView:
 
     def text_vector(self, text: str) -> Vectors | None:
         return self.vectors.get(text)
+
+
+def pipeline_view(
+    policy: AutonomyFilter, records: Sequence[MemoryV2], embedder: Embedder
+) -> tuple[BenchView, list[str], float]:
+    """The vectors the pipeline computes before its lock for ``records`` (each content, and
+    the sentences ``policy`` reads by meaning), embedded in one call: the view that holds
+    them, the texts, and the call's seconds."""
+    texts = list(dict.fromkeys(t for r in records for t in policy.texts_to_embed(r.content)))
+    t0 = time.perf_counter()
+    vectors = embedder.embed(texts)
+    return BenchView(vectors_for(texts, vectors)), texts, time.perf_counter() - t0
 
 
 def signed_record(text: str, n: int) -> bytes:
@@ -270,15 +287,7 @@ def main(argv: list[str] | None = None) -> int:
 
     items = load_corpus(args.corpus)
     if args.quick:
-        # Every other text of each (label, category, split): the model embeds half as much.
-        seen: dict[tuple[str, str, str], int] = {}
-        kept = []
-        for it in items:
-            key = (it.label, it.category, it.split)
-            seen[key] = seen.get(key, 0) + 1
-            if seen[key] % 2 == 1:
-                kept.append(it)
-        items = kept
+        items = every_other(items)  # the model embeds half as much
     raws = [signed_record(it.text, n) for n, it in enumerate(items)]
     signed = [SignedMemory.from_json(raw) for raw in raws]
     records = [s.memory for s in signed]
@@ -330,14 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         bank = MeaningModel(embedder, params)
         load_s = time.perf_counter() - t0
         semantic = AutonomyFilter(params, bank)
-        texts: list[str] = []
-        for rec in records:
-            texts.extend(semantic.texts_to_embed(rec.content))
-        unique = list(dict.fromkeys(texts))
-        t0 = time.perf_counter()
-        vectors = embedder.embed(unique)
-        embed_s = time.perf_counter() - t0
-        view = BenchView({t: vectors[i] for i, t in enumerate(unique)})
+        view, unique, embed_s = pipeline_view(semantic, records, embedder)
         extra = len(unique) - len({r.content for r in records})
         print(
             f"\nMiniLM: model + classifier {load_s:.1f} s; {len(unique)} texts embedded in "
@@ -352,9 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         # content, and any sentence it is unsure of), so a classifier retrained on the corpus
         # can flag tool lessons the corpus does not hold. --quick: the first 1,000.
         sample = generated[: 1_000 if args.quick else generated_n]
-        wanted = list(dict.fromkeys(t for r in sample for t in semantic.texts_to_embed(r.content)))
-        found = embedder.embed(wanted)
-        sample_view = BenchView({t: found[i] for i, t in enumerate(wanted)})
+        sample_view, _, _ = pipeline_view(semantic, sample, embedder)
         flagged = [
             r.content
             for r in sample
