@@ -595,7 +595,9 @@ class AutonomyParams:
     language_min_words: int = 3
     # Share of foreign function words from which a text is unreadable, (0, 1].
     foreign_share: float = 0.25
-    # Texts the filter embeds itself (no vector given) kept in its cache, >= 0.
+    # Sentences whose vectors the filter keeps, >= 0: those it embedded itself and those the
+    # pipeline gave it. A sentence met again (a network's lessons share their caveats:
+    # ~25 % of a catch-up's are repeats) is scored from the kept vector, not embedded again.
     cache_size: int = 4096
     # Texts whose structural reading is kept, >= 0: a catch-up reads each content a chunk
     # ahead of judging it, so this must hold a few chunks (``BatchImportParams.chunk``).
@@ -1176,7 +1178,12 @@ class AutonomyFilter:
         out = [content]
         for evidence in self._read(content)[1]:
             sentence = evidence.sentence
-            if self._undecided(evidence) and self._embedded_as(sentence, content) not in out:
+            if (
+                self._undecided(evidence)
+                and self._embedded_as(sentence, content) not in out
+                # Scored from the vector kept when it was first met (``_vector``).
+                and not self._cache.touch(sentence)
+            ):
                 out.append(sentence)
         return tuple(out)
 
@@ -1196,10 +1203,16 @@ class AutonomyFilter:
     def _undecided(evidence: Evidence) -> bool:
         return evidence.cue and evidence.polarity in (Polarity.NONE, Polarity.WEAK)
 
-    def _vector(self, text: str, view: ImportView) -> Vectors | None:
+    def _vector(self, text: str, view: ImportView, *, keep: bool) -> Vectors | None:
+        """``text``'s vector: given by the view, else kept, else embedded here (and kept). A
+        sentence's given vector (``keep``) is kept, so that ``texts_to_embed`` leaves it out
+        next time; a content's is not (each record's is new: it would only push the
+        sentences out)."""
         if conforms(view, TextVectors):
             given = cast(TextVectors, view).text_vector(text)
             if given is not None:
+                if keep:
+                    self._cache.put(text, given)
                 return given
         if self._bank is None:
             return None
@@ -1269,7 +1282,8 @@ class AutonomyFilter:
         scores: list[tuple[str, float, float]] = []
         best = 0.0
         for text, text_weak in self.meaning_inputs(record, evidence, content_sentences):
-            vector = self._vector(self._embedded_as(text, record.content), view)
+            embedded_as = self._embedded_as(text, record.content)
+            vector = self._vector(embedded_as, view, keep=embedded_as != record.content)
             if vector is None:
                 continue
             p = model.probability(vector, text_weak)

@@ -105,6 +105,7 @@ class PrimedEmbedder(Embedder):
         self._params = params
         self._primed: dict[str, Vectors] = {}
         self._lock = threading.Lock()
+        self._model_texts = 0
 
     @property
     def inner(self) -> Embedder:
@@ -132,6 +133,12 @@ class PrimedEmbedder(Embedder):
         with self._lock:
             return len(self._primed)
 
+    @property
+    def model_texts(self) -> int:
+        """How many texts this embedder has had the wrapped one embed (primed or asked)."""
+        with self._lock:
+            return self._model_texts
+
     def bulk(self) -> contextlib.AbstractContextManager[object]:
         """The wrapped embedder's bulk set-up (a long catch-up primes through it)."""
         return self._inner.bulk()
@@ -153,6 +160,7 @@ class PrimedEmbedder(Embedder):
             return
         vectors = self._inner.embed_bulk(wanted)
         with self._lock:
+            self._model_texts += len(wanted)
             room = self._params.max_primed - len(self._primed)
             for text, vector in list(zip(wanted, vectors, strict=True))[: max(room, 0)]:
                 self._primed[text] = vector
@@ -201,6 +209,8 @@ class PrimedEmbedder(Embedder):
                     out[i] = vector
         if missing:
             out[missing] = self._inner.embed([items[i] for i in missing])
+            with self._lock:
+                self._model_texts += len(missing)
         return out
 
 

@@ -16,9 +16,11 @@ from lamarck.node.importing.autonomy import (
     AutonomyFilter,
     AutonomyParams,
     ClassifierWeights,
+    Judgement,
     MeaningModel,
     TextVectors,
     normalise,
+    vectors_for,
 )
 from lamarck.node.importing.filters import FilterReason, Verdict, VerdictKind
 
@@ -286,6 +288,49 @@ def test_an_undone_disguise_or_a_clause_gets_its_own_vector(content: str) -> Non
     filt.judge(record(content=content), view)
     assert embedder.calls == 0
     assert texts[1] in view.asked
+
+
+def _judged_with_pipeline_vectors(
+    filt: AutonomyFilter, embedder: CountingEmbedder, content: str
+) -> tuple[tuple[str, ...], Judgement]:
+    """What the pipeline asks ``filt`` to embed for ``content``, and the verdict given those."""
+    texts = filt.texts_to_embed(content)
+    vectors = embedder.embed(list(texts))
+    view = VectorView(vectors=vectors_for(texts, vectors))
+    return texts, filt.judge(record(content=content), view)
+
+
+def test_a_sentence_met_again_is_scored_from_its_kept_vector_not_embedded_again() -> None:
+    embedder = CountingEmbedder()
+    filt = _meaning_filter(embedder)
+    caveat = "the job hangs waiting for input otherwise"
+    first, _ = _judged_with_pipeline_vectors(
+        filt, embedder, "Use the --no-input flag; the job hangs waiting for input otherwise."
+    )
+    assert first[1:] == (caveat,)
+    # Another record with the same caveat: only its content (and its own clause) to embed.
+    content = "Set DEBIAN_FRONTEND=noninteractive. The job hangs waiting for input otherwise."
+    again, judged = _judged_with_pipeline_vectors(filt, embedder, content)
+    assert again == (content,)
+    embedder.calls = 0
+    # The same verdict and scores as a filter that never met the caveat (which embeds it).
+    fresh = _meaning_filter(CountingEmbedder())
+    texts, expected = _judged_with_pipeline_vectors(fresh, embedder, content)
+    assert texts == (content, caveat)
+    assert judged.verdict == expected.verdict
+    assert [(t, w) for t, _, w in judged.semantic] == [(t, w) for t, _, w in expected.semantic]
+    assert [p for _, p, _ in judged.semantic] == pytest.approx([p for _, p, _ in expected.semantic])
+
+
+def test_a_contents_given_vector_is_not_kept() -> None:
+    embedder = CountingEmbedder()
+    filt = _meaning_filter(embedder)
+    content = "Use the --no-input flag; the job hangs waiting for input otherwise."
+    _judged_with_pipeline_vectors(filt, embedder, content)
+    assert filt._cache.get("the job hangs waiting for input otherwise") is not None
+    assert filt._cache.get(content) is None
+    # Every record's content is asked for, however often its sentences were met.
+    assert filt.texts_to_embed(content) == (content,)
 
 
 def test_a_content_read_to_say_what_to_embed_is_not_read_again_to_judge_it() -> None:

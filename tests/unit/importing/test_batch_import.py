@@ -159,6 +159,7 @@ def test_the_model_runs_once_per_chunk_not_once_per_record() -> None:
     # Two chunks of four; the last (a malformed line, and a duplicate embedded once already
     # with its first copy) primes nothing.
     assert counting.calls == [4, 4]
+    assert primed.model_texts == 8
 
 
 def test_primed_vectors_are_taken_on_the_loop_only_when_all_are_held() -> None:
@@ -224,6 +225,7 @@ def test_unprimed_texts_fall_back_to_the_model() -> None:
     out = primed.embed(["a b c", "d e f"])
     np.testing.assert_allclose(out, inner.embed(["a b c", "d e f"]), atol=1e-6)
     assert primed.primed == 0
+    assert primed.model_texts == 2  # one primed, one asked
 
 
 @pytest.mark.parametrize(

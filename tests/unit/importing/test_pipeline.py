@@ -764,6 +764,46 @@ def test_the_pipeline_embeds_the_filter_texts_with_the_content_in_one_call(
     run(go())
 
 
+def test_a_caveat_met_again_is_not_embedded_again() -> None:
+    """The autonomy filter keeps the vectors of the sentences it read by meaning: a second
+    record with the same caveat has only its content embedded, and is judged as a pipeline
+    that never met the caveat judges it."""
+
+    async def go() -> None:
+        from lamarck.node.importing.autonomy import (
+            AutonomyFilter,
+            AutonomyParams,
+            ClassifierWeights,
+            MeaningModel,
+        )
+        from lamarck.node.importing.filters import default_filters
+
+        def harness(embedder: CountingHashing) -> Harness:
+            autonomy = AutonomyParams(semantic_embedders=(embedder.name,))
+            zero = ClassifierWeights(embedder.name, (0.0,) * (embedder.dim + 1), -10)
+            model = MeaningModel(embedder, autonomy, zero)
+            chain = default_filters(autonomy=AutonomyFilter(autonomy, model))
+            return Harness(params=ImportParams(filters=chain), embedder=embedder)
+
+        caveat = "the job hangs waiting for input otherwise"
+        first = "Use the --no-input flag; the job hangs waiting for input otherwise."
+        second = "Set DEBIAN_FRONTEND=noninteractive. The job hangs waiting for input otherwise."
+        embedder = CountingHashing()
+        h = harness(embedder)
+        await h.offer(signed_raw(content=first, id=str(uuid.UUID(int=71, version=4))))
+        assert embedder.batches[-1] == [first, caveat]
+        embedder.batches.clear()
+        second_raw = signed_raw(content=second, id=str(uuid.UUID(int=72, version=4)))
+        met_again = await h.offer(second_raw)
+        assert embedder.batches == [[second]]
+        fresh_embedder = CountingHashing()
+        fresh = await harness(fresh_embedder).offer(second_raw)
+        assert fresh_embedder.batches == [[second, caveat]]
+        assert (met_again.outcome, met_again.reasons) == (fresh.outcome, fresh.reasons)
+
+    run(go())
+
+
 def test_the_snapshot_reads_only_the_established_lessons_the_filters_read() -> None:
     """The pipeline reads the established lessons on a record's operation from its filters'
     least confidence (``established_floor``; 0.8 in the default chain), never the rows the
