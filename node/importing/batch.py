@@ -243,9 +243,11 @@ class Prefetch:
 
     ``add`` records as they arrive (a Sync page, a bundle's lines); ``await ready(raw)`` before
     importing each: its chunk is embedded in one call (awaited if still running) and the next
-    chunk starts on a worker thread. ``close`` waits for what runs and drops what was left
-    unused. Without a primed embedder (or without ``params``) every call is a no-op: one
-    record at a time, as before.
+    chunk starts on a worker thread. Records are imported in the order they were added: once
+    the first record of a chunk is ready, the vectors the chunks before it left unused (a
+    record refused before it was embedded) are dropped. ``close`` waits for what runs and
+    drops what was left unused. Without a primed embedder (or without ``params``) every call
+    is a no-op: one record at a time, as before.
 
     Once ``params.bulk_at`` records have been queued the import is long: chunks are embedded
     inside the embedder's ``bulk()``, ``bulk_parallel`` of them at once, and, when the import
@@ -269,7 +271,10 @@ class Prefetch:
         self._chunks: list[list[bytes]] = []
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._where: dict[bytes, int] = {}
-        self._texts: list[str] = []
+        # The texts each started chunk primed, until the import has passed it.
+        self._texts: dict[int, list[str]] = {}
+        # Chunks before this one are passed: their records were imported.
+        self._passed = 0
         self._queued = 0
         self._long = False
         # Chunks embedded at once: 1, or the embedder's ``bulk_parallel`` once long.
@@ -320,7 +325,7 @@ class Prefetch:
         task = self._tasks.get(index)
         if task is None:
             texts = [t for raw in self._chunks[index] for t in record_texts(raw, self._filters)]
-            self._texts.extend(texts)
+            self._texts[index] = texts
             # At most ``_ahead`` chunks at once: one (the model's query set-up already uses
             # every core it is given: two runs would only contend), or in a long import as
             # many as the bulk set-up runs side by side (each on one thread).
@@ -343,11 +348,34 @@ class Prefetch:
             return
         if not self._long:
             await self._go_long()
+        self._pass(index)
         task = self._start(index)
         for ahead in range(1, self._ahead + 1):
             self._start(index + ahead)
         if task is not None:
             await task
+
+    def _pass(self, index: int) -> None:
+        """The import reached chunk ``index``: every record before it was imported, so what
+        their chunks primed and nobody took never will be. Dropped now, not at ``close``:
+        a long import of records refused before their embedding (bad signatures from a
+        hostile peer) would otherwise fill the primed embedder, and the chunks after them
+        would find no room and embed one record at a time. Their raws are let go too."""
+        if index <= self._passed:
+            return
+        ahead = {t for j, texts in self._texts.items() if j >= index for t in texts}
+        unused = [
+            t
+            for j in range(self._passed, index)
+            for t in self._texts.pop(j, ())
+            if t not in ahead  # primed once for both: a later chunk takes it
+        ]
+        for j in range(self._passed, index):
+            self._chunks[j] = []
+            self._tasks.pop(j, None)
+        self._passed = index
+        if unused and self._embedder is not None:
+            self._embedder.forget(unused)
 
     async def close(self) -> None:
         """Wait for running chunks, drop every vector this prefetch left unused and end the
@@ -360,13 +388,14 @@ class Prefetch:
         if running:
             await asyncio.gather(*running, return_exceptions=True)
         if self._embedder is not None and self._texts:
-            self._embedder.forget(self._texts)
+            self._embedder.forget([t for texts in self._texts.values() for t in texts])
             # The batches' activations are free now: give them back (the node's RSS).
             release_memory()
         self._chunks.clear()
         self._tasks.clear()
         self._where.clear()
         self._texts.clear()
+        self._passed = 0
         self._long = False
         self._ahead = 1
         self._queued = 0

@@ -311,6 +311,32 @@ def test_closing_a_prefetch_drops_only_its_own_unused_vectors() -> None:
     assert primed.primed == 1
 
 
+def test_a_prefetch_drops_the_unused_vectors_of_the_chunks_it_has_passed() -> None:
+    """Records refused before their embedding (say, bad signatures) leave their vectors
+    unused. Once the import reaches the next chunk they are dropped, so the chunks after
+    them still find room in the primed embedder."""
+    params = BatchImportParams(chunk=2, max_primed=4)
+    primed = PrimedEmbedder(HashingEmbedder(dim=DIM), params)
+    raws = _raws(6)[:6]
+    contents = [SignedMemory.from_json(raw).memory.content for raw in raws]
+
+    async def go() -> tuple[bool, bool, bool]:
+        ahead = Prefetch(primed, params)
+        ahead.add(raws)
+        for raw in raws[:2]:
+            await ahead.ready(raw)  # nothing takes their vectors: both refused
+        await ahead.ready(raws[2])
+        first_chunk_dropped = primed.computed(contents[:1]) is None
+        await ahead.ready(raws[3])
+        await ahead.ready(raws[4])
+        # Two chunks' worth of room: the third chunk was primed in full.
+        third_chunk_held = primed.computed(contents[4:6]) is not None
+        await ahead.close()
+        return first_chunk_dropped, third_chunk_held, primed.primed == 0
+
+    assert asyncio.run(go()) == (True, True, True)
+
+
 class _BulkSpy(CountingEmbedder):
     """Counts the bulk blocks open and the texts embedded inside one."""
 
