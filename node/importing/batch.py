@@ -364,13 +364,10 @@ class Prefetch:
         if index <= self._passed:
             return
         ahead = {t for j, texts in self._texts.items() if j >= index for t in texts}
-        unused = [
-            t
-            for j in range(self._passed, index)
-            for t in self._texts.pop(j, ())
-            if t not in ahead  # primed once for both: a later chunk takes it
-        ]
+        unused: list[str] = []
         for j in range(self._passed, index):
+            # A text also primed for a later chunk was primed once for both: it takes it.
+            unused.extend(t for t in self._texts.pop(j, ()) if t not in ahead)
             self._chunks[j] = []
             self._tasks.pop(j, None)
         self._passed = index
