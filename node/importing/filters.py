@@ -52,6 +52,7 @@ __all__ = [
     "InjectedInstructionFilter",
     "KnownVersion",
     "ReadsEstablished",
+    "ReadsEstablishedWhen",
     "RedFlag",
     "RedFlags",
     "SecretFilter",
@@ -66,6 +67,7 @@ __all__ = [
     "conforms",
     "default_filters",
     "established_floor",
+    "needs_established",
     "reads_meaning",
     "record_texts",
     "texts_to_embed",
@@ -470,6 +472,16 @@ class ReadsEstablished(Protocol):
         ...
 
 
+@runtime_checkable
+class ReadsEstablishedWhen(Protocol):
+    """A ``ReadsEstablished`` policy that can tell, before they are read, whether the
+    established lessons could change what it says of a record."""
+
+    def needs_established(self, record: MemoryV2, view: ImportView) -> bool:
+        """Whether they could, judged over ``view`` read without them."""
+        ...
+
+
 def established_floor(policy: object) -> float | None:
     """The least confidence of an established lesson ``policy`` (or anything inside it)
     reads, or None when nothing in it reads them: the import view fetches no lesson below
@@ -477,6 +489,16 @@ def established_floor(policy: object) -> float | None:
     if not conforms(policy, ReadsEstablished):
         return None
     return cast(ReadsEstablished, policy).established_floor()  # answered by its type above
+
+
+def needs_established(policy: object, record: MemoryV2, view: ImportView) -> bool:
+    """Whether ``policy``'s verdict on ``record`` could depend on the established lessons,
+    judged over ``view`` read without them: the pipeline reads them only then (a round trip
+    a record, and most records of a catch-up raise no red flag they could add to). A policy
+    that reads them but cannot tell (no ``needs_established``) always gets them."""
+    if not conforms(policy, ReadsEstablishedWhen):
+        return established_floor(policy) is not None
+    return cast(ReadsEstablishedWhen, policy).needs_established(record, view)
 
 
 def _lowest_floor(parts: Sequence[object]) -> float | None:
@@ -492,6 +514,8 @@ class AllOf:
             # An empty policy would accept everything: refuse it rather than fail open.
             raise ConfigError("AllOf needs at least one filter")
         self.filters: tuple[Filter, ...] = tuple(filters)
+        # The parts that read established lessons, found once (asked for every record).
+        self._reading = tuple(f for f in self.filters if established_floor(f) is not None)
 
     def texts_to_embed(self, content: str) -> tuple[str, ...]:
         """The texts any of the filters wants a vector of (see :class:`TextsToEmbed`)."""
@@ -504,6 +528,10 @@ class AllOf:
         """The lowest floor of the filters that read established lessons (see
         :class:`ReadsEstablished`)."""
         return _lowest_floor(self.filters)
+
+    def needs_established(self, record: MemoryV2, view: ImportView) -> bool:
+        """Whether any of the filters needs the established lessons for ``record``."""
+        return any(needs_established(f, record, view) for f in self._reading)
 
     def check(self, record: MemoryV2, view: ImportView) -> Verdict:
         """Run the filters in order."""
@@ -757,6 +785,10 @@ class ConflictsWithEstablished:
         """``established_min_confidence``: a lesson below it is never read."""
         return self._min_conf
 
+    def needs_established(self, record: MemoryV2, view: ImportView) -> bool:
+        """Whether it reads any for ``record``: a lesson's, on its operation."""
+        return record.lesson is not None
+
     def _opposes(self, a: str, b: str) -> bool:
         wa, wb = _words(a), _words(b)
         pa = sum(w in self._markers for w in wa) % 2
@@ -824,11 +856,24 @@ class RedFlags:
             raise ConfigError("invalid red_flag_threshold: must be at least 1")
         self.flags: tuple[RedFlag, ...] = tuple(flags)
         self.threshold = threshold
+        # Which flags read established lessons and which do not, found once.
+        self._reading = tuple(f for f in self.flags if established_floor(f) is not None)
+        self._others = tuple(f for f in self.flags if established_floor(f) is None)
 
     def established_floor(self) -> float | None:
         """The lowest floor of the flags that read established lessons (see
         :class:`ReadsEstablished`)."""
         return _lowest_floor(self.flags)
+
+    def needs_established(self, record: MemoryV2, view: ImportView) -> bool:
+        """Whether the flags that read established lessons could change the verdict or its
+        reasons: only when, all raised, they would bring the count to the threshold. Below
+        it the record is accepted whatever they say (one flag of the two needed)."""
+        reading = sum(1 for f in self._reading if needs_established(f, record, view))
+        if not reading:
+            return False
+        others = sum(1 for f in self._others if f.flag(record, view) is not None)
+        return others + reading >= self.threshold
 
     def raised(self, record: MemoryV2, view: ImportView) -> tuple[str, ...]:
         """Every red flag raised for ``record``."""

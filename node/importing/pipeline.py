@@ -88,7 +88,11 @@ from lamarck.node.importing.decision import (
     Incoming,
     decide_import,
 )
-from lamarck.node.importing.filters import established_floor, texts_with_content
+from lamarck.node.importing.filters import (
+    established_floor,
+    needs_established,
+    texts_with_content,
+)
 from lamarck.node.importing.view import ImportSnapshot, StoreImportView
 from lamarck.node.learning.evidence import LocalCopy, confidence_on_new_version
 from lamarck.node.learning.params import EvidenceParams
@@ -742,7 +746,7 @@ class ImportPipeline:
                 )
             base = dataclasses.replace(base, certificate_error=cert_error)
         incoming = Incoming(record=record, content_hash=signed.content_hash, via_node_id=via)
-        decision = decide_import(incoming, snapshot, self.params, now)
+        decision = await self._decided(incoming, snapshot, now)
         if (
             decision.outcome is ImportOutcome.DUPLICATE
             and call.certificate is not None
@@ -792,9 +796,23 @@ class ImportPipeline:
     async def _snapshot(
         self, record: MemoryV2, content_hash: str, now: datetime, call: _Call
     ) -> ImportSnapshot:
+        # The established lessons are read apart, once the rest is known (``_decided``).
         return await self._view.snapshot(
-            record, content_hash, now, call.text_vectors, established_from=self._established_from
+            record, content_hash, now, call.text_vectors, established_from=None
         )
+
+    async def _decided(
+        self, incoming: Incoming, snapshot: ImportSnapshot, now: datetime
+    ) -> ImportDecision:
+        """``decide_import`` over ``snapshot``, with the established lessons read first when
+        the filters could use them: a round trip a record saved where they could not change
+        the verdict (``filters.needs_established``)."""
+        floor, record = self._established_from, incoming.record
+        if floor is not None and needs_established(self.params.filters, record, snapshot):
+            snapshot = dataclasses.replace(
+                snapshot, established=await self._view.established(record, floor)
+            )
+        return decide_import(incoming, snapshot, self.params, now)
 
     # -- quorum certificates -------------------------------------------------------------
 
@@ -903,7 +921,7 @@ class ImportPipeline:
                 snapshot, corr=dataclasses.replace(snapshot.corr, quorum_certified=True)
             )
         incoming = Incoming(record=record, content_hash=signed.content_hash)
-        decision = decide_import(incoming, snapshot, self.params, call.now)
+        decision = await self._decided(incoming, snapshot, call.now)
         if decision.outcome is ImportOutcome.REJECT:
             error = decision.error or PolicyRejected(reason=decision.reason)
             return await self._reject(

@@ -316,23 +316,8 @@ class StoreImportView:
         filters read, ``filters.established_floor``)."""
         source = record.provenance.source_agent_id
         established: tuple[EstablishedLesson, ...] = ()
-        if record.lesson is not None and established_from is not None:
-            # Only lessons on this operation in this record's domain and environment are
-            # read, the surest first: never the operation's rows in other contexts, read to be
-            # dropped here (issue 17 §5).
-            rows = await self._store.list_lessons(
-                LessonFilter(
-                    statuses=(LessonStatus.ACTIVE,),
-                    operation=record.lesson.operation,
-                    context=(
-                        ("domain", record.context.domain),
-                        ("environment", record.context.environment),
-                    ),
-                    min_confidence=established_from,
-                    limit=50,
-                )
-            )
-            established = tuple(EstablishedLesson(r.id, r.content, r.confidence) for r in rows)
+        if established_from is not None:
+            established = await self.established(record, established_from)
         tool = None
         if record.situation is not None and record.situation.tool:
             tool = self._tools.get(record.situation.tool)
@@ -347,6 +332,27 @@ class StoreImportView:
             rejected_reason=self.held.previously_rejected(content_hash),
             text_vectors=dict(text_vectors or {}),
         )
+
+    async def established(self, record: MemoryV2, floor: float) -> tuple[EstablishedLesson, ...]:
+        """The active lessons on ``record``'s operation, in its domain and environment, at or
+        above ``floor``, the surest first (none for a record that is not a lesson)."""
+        if record.lesson is None:
+            return ()
+        # Only lessons on this operation in this record's context are read: never the
+        # operation's rows in other contexts, read to be dropped here (issue 17 §5).
+        rows = await self._store.list_lessons(
+            LessonFilter(
+                statuses=(LessonStatus.ACTIVE,),
+                operation=record.lesson.operation,
+                context=(
+                    ("domain", record.context.domain),
+                    ("environment", record.context.environment),
+                ),
+                min_confidence=floor,
+                limit=50,
+            )
+        )
+        return tuple(EstablishedLesson(r.id, r.content, r.confidence) for r in rows)
 
 
 def _parse(raw: bytes) -> MemoryV2 | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -31,6 +32,7 @@ from lamarck.node.importing.filters import (
     any_of,
     default_filters,
     established_floor,
+    needs_established,
 )
 
 FP = FilterParams()
@@ -332,6 +334,68 @@ def test_one_red_flag_is_not_enough_two_quarantine() -> None:
         FilterReason.HIGH_CONFIDENCE_UNVERIFIED,
         FilterReason.CONTRADICTION_RATE,
     }
+
+
+_OPPOSED = EstablishedLesson(
+    "l1", "Do not run database migrations before restarting the api service.", 0.9
+)
+
+
+def test_established_lessons_are_needed_only_where_they_could_change_the_verdict() -> None:
+    """With no other red flag raised, the established lessons can raise at most one of the
+    two needed: the record is accepted whatever they say, and they are not needed. With one
+    other raised they decide; with two they add a reason."""
+    chain = default_filters()
+    calm, opposed = FakeView(), FakeView(established=[_OPPOSED])
+    plain = record()
+    assert not needs_established(chain, plain, calm)
+    assert chain.check(plain, opposed).kind is VerdictKind.ACCEPT  # one flag: not enough
+    flagged = record(provenance={"contradiction_count": 1})
+    assert needs_established(chain, flagged, calm)
+    assert chain.check(flagged, calm).kind is VerdictKind.ACCEPT
+    assert chain.check(flagged, opposed).reasons == (
+        FilterReason.CONTRADICTION_RATE,
+        FilterReason.CONFLICTS_WITH_ESTABLISHED,
+    )
+    twice = record(confidence=0.95, provenance={"contradiction_count": 2})
+    assert needs_established(chain, twice, calm)  # quarantined either way, one reason more
+    assert FilterReason.CONFLICTS_WITH_ESTABLISHED in chain.check(twice, opposed).reasons
+    # Nothing in the policy reads them: never needed.
+    assert not needs_established(AllOf([SecretFilter()]), flagged, calm)
+    no_reader = RedFlags([UnverifiedHighConfidence(FP), HighContradictionRate(FP)], 2)
+    assert not needs_established(no_reader, twice, calm)
+
+
+def test_a_policy_that_reads_established_lessons_but_cannot_tell_when_always_gets_them() -> None:
+    class Reads:
+        def check(self, record: object, view: object) -> Verdict:
+            return Verdict.accept()
+
+        def established_floor(self) -> float | None:
+            return 0.5
+
+    assert needs_established(AllOf([Reads()]), record(), FakeView())  # type: ignore[list-item]
+
+
+def test_leaving_out_the_established_lessons_where_not_needed_never_changes_a_verdict() -> None:
+    """Every mix of the other red flags (high confidence, admitted contradictions, a flooding
+    new source) and of the established lessons (none, one the record opposes, one it agrees
+    with): where they are not needed, the verdict without them is the verdict with them."""
+    chain = default_filters()
+    flood = SourceStats(records_seen=1, recent_daily_rate=1e6)
+    agreeing = EstablishedLesson("l3", "Run database migrations before restarting the api.", 0.9)
+    skipped = 0
+    for confidence, admitted, history, known in itertools.product(
+        (0.7, 0.95), (0, 1, 3), ({}, {SOURCE: flood}), ([], [_OPPOSED], [agreeing])
+    ):
+        rec = record(confidence=confidence, provenance={"contradiction_count": admitted})
+        without = FakeView(history=dict(history))
+        if needs_established(chain, rec, without):
+            continue
+        skipped += 1
+        given = FakeView(history=dict(history), established=list(known))
+        assert chain.check(rec, given) == chain.check(rec, without), (confidence, admitted)
+    assert skipped == 3  # no other flag raised (low confidence, none admitted, calm source)
 
 
 # -- composition ----------------------------------------------------------------------------

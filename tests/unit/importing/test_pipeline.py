@@ -26,7 +26,7 @@ from lamarck.node.importing.filters import AllOf, FilterParams, SecretFilter
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter
+from lamarck.node.store.port import LessonFilter, LessonRow, LessonStatus
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity, b64u_encode
@@ -807,9 +807,12 @@ def test_a_caveat_met_again_is_not_embedded_again() -> None:
 def test_the_snapshot_reads_only_the_established_lessons_the_filters_read() -> None:
     """The pipeline reads the established lessons on a record's operation from its filters'
     least confidence (``established_floor``; 0.8 in the default chain), never the rows the
-    red flag would drop; with no filter reading them, it reads none."""
+    red flag would drop, and only for a record they could change the verdict of (one other
+    red flag raised: here its source's admitted contradiction); with no filter reading
+    them, it reads none."""
+    flagged = signed_raw(provenance={"contradiction_count": 1})
 
-    def reads(params: ImportParams | None) -> list[LessonFilter]:
+    def reads(params: ImportParams | None, raw: bytes = flagged) -> list[LessonFilter]:
         h = Harness(params=params)
         asked: list[LessonFilter] = []
         real = h.store.list_lessons
@@ -820,10 +823,47 @@ def test_the_snapshot_reads_only_the_established_lessons_the_filters_read() -> N
             return await real(flt)
 
         h.store.list_lessons = spy  # type: ignore[method-assign]
-        assert run(h.offer(signed_raw())).outcome is ImportOutcome.ACCEPT
+        assert run(h.offer(raw)).outcome is ImportOutcome.ACCEPT
         return asked
 
     [default] = reads(None)
     assert default.operation == "deploy.restart"
     assert default.min_confidence == FilterParams().established_min_confidence
+    assert reads(None, signed_raw()) == []  # no other red flag: they could not matter
     assert reads(ImportParams(reputation=ReputationParams(), filters=AllOf([SecretFilter()]))) == []
+
+
+def test_an_established_lesson_read_for_a_flagged_record_quarantines_its_contradiction() -> None:
+    """A local lesson the node holds surely; a record saying the reverse is accepted alone
+    (one red flag of two) and quarantined when its source also admits a contradiction: the
+    established lessons are read exactly when they decide."""
+
+    async def go() -> None:
+        h = Harness()
+        local = LessonRow(
+            id=str(uuid.UUID(int=501, version=4)),
+            content="Run database migrations before restarting the api service.",
+            operation="deploy.restart",
+            scope="global",
+            status=LessonStatus.ACTIVE,
+            confidence=0.9,
+            created_at=NOW,
+            updated_at=NOW,
+            evidence=("o-1",),
+            context={"domain": "deploy", "environment": "staging"},
+        )
+        await h.store.insert_lesson(local)
+        reverse = "Do not run database migrations before restarting the api service."
+        alone = await h.offer(signed_raw(content=reverse))
+        assert alone.outcome is ImportOutcome.ACCEPT
+        flagged = await h.offer(
+            signed_raw(
+                id=str(uuid.UUID(int=502, version=4)),
+                content=reverse + " Really.",
+                provenance={"contradiction_count": 1},
+            )
+        )
+        assert flagged.outcome is ImportOutcome.QUARANTINE
+        assert set(flagged.reasons) == {"contradiction_rate", "conflicts_with_established"}
+
+    run(go())
