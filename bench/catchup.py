@@ -171,6 +171,7 @@ def _pipeline(
         rng=random.Random(seed),  # local lesson ids: one stream per pipeline
         params=rules,
         on_stored=lessons.contest_new,
+        on_expected=lessons.expect_imports,
     )
 
 

@@ -262,8 +262,13 @@ class Prefetch:
         params: BatchImportParams | None,
         filters: Filter | None = None,
         store: LessonStore | None = None,
+        expect: Callable[[Sequence[bytes]], Awaitable[None]] | None = None,
     ) -> None:
         self._embedder = embedder if params is not None else None
+        # Told of each chunk's records as the import reaches it, and of none at ``close``
+        # (``ImportPipeline.expect``).
+        self._expect = expect
+        self._expecting: int | None = None
         self._params = params
         self._chunk = params.chunk if params is not None else 1
         self._filters = filters
@@ -349,6 +354,9 @@ class Prefetch:
         if not self._long:
             await self._go_long()
         self._pass(index)
+        if self._expect is not None and index != self._expecting:
+            self._expecting = index
+            await self._expect(self._chunks[index])
         task = self._start(index)
         for ahead in range(1, self._ahead + 1):
             self._start(index + ahead)
@@ -384,6 +392,9 @@ class Prefetch:
         running = [t for t in self._tasks.values() if not t.done()]
         if running:
             await asyncio.gather(*running, return_exceptions=True)
+        if self._expect is not None and self._expecting is not None:
+            self._expecting = None
+            await self._expect([])
         if self._embedder is not None and self._texts:
             self._embedder.forget([t for texts in self._texts.values() for t in texts])
             # The batches' activations are free now: give them back (the node's RSS).
@@ -469,4 +480,7 @@ class BatchImporter:
         """A ``Prefetch`` over this importer's embedder that also embeds the texts the
         pipeline's filters read by meaning (a no-op one when not ``enabled``)."""
         embedder = self._embedder if enabled else None
-        return Prefetch(embedder, self._params, self._pipeline.params.filters, self._pipeline.store)
+        pipeline = self._pipeline
+        return Prefetch(
+            embedder, self._params, pipeline.params.filters, pipeline.store, pipeline.expect
+        )

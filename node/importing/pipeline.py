@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import random
 import uuid
@@ -123,6 +124,7 @@ __all__ = [
     "QUORUM_ACTOR",
     "RESULT_LABELS",
     "CertificateCheck",
+    "ExpectedHook",
     "HoldReason",
     "ImportPipeline",
     "ImportResult",
@@ -130,6 +132,7 @@ __all__ = [
     "check_key_pin",
     "imported_row",
     "newer_version_row",
+    "record_operation",
     "record_status",
     "version_events",
 ]
@@ -290,6 +293,18 @@ _RECORD_STATUS = {
 }
 
 
+def record_operation(raw: bytes) -> str | None:
+    """The ``lesson.operation`` of a record's bytes, or None when it has none (read as plain
+    JSON: the pipeline parses and checks the record itself)."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    lesson = obj.get("lesson") if isinstance(obj, dict) else None
+    operation = lesson.get("operation") if isinstance(lesson, dict) else None
+    return operation if isinstance(operation, str) else None
+
+
 def record_status(record: MemoryV2) -> LessonStatus:
     """The status a copy of ``record`` is stored with: the source's retirement or supersession
     travels in its signed record and takes the copy out of every prompt here too."""
@@ -432,6 +447,8 @@ class _Call:
 
 #: Told of each active copy the pipeline stored (the lesson service contests its conflicts).
 StoredHook = Callable[[LessonRow], Awaitable[object]]
+#: Told of the operations of the records an import is about to store (empty: it ended).
+ExpectedHook = Callable[[Sequence[str]], Awaitable[object]]
 
 
 class ImportPipeline:
@@ -455,8 +472,12 @@ class ImportPipeline:
         limits: RecordLimits = DEFAULT_LIMITS,
         certificates: CertificateCheck | None = None,
         on_stored: StoredHook | None = None,
+        on_expected: ExpectedHook | None = None,
     ) -> None:
         self._store = store
+        # Told ahead of the operations of a batch's records (``expect``): the lesson service
+        # reads once which of them its contests could meet a proven lesson on.
+        self._on_expected = on_expected
         # Told of every active copy stored, so the lesson service can contest what it
         # contradicts at once (issue 18): a peer's reversal reaches this node's prompts now,
         # not at the next daily reconcile.
@@ -488,6 +509,14 @@ class ImportPipeline:
     def store(self) -> LessonStore:
         """The lesson store the pipeline writes to (a long catch-up bulk-loads it)."""
         return self._store
+
+    async def expect(self, raws: Sequence[bytes]) -> None:
+        """The records about to be imported (a catch-up's next chunk; empty: the import
+        ended): the ``on_expected`` hook learns their operations ahead. Only the operation
+        is read (a record without one is left out; nothing here decides anything)."""
+        if self._on_expected is None:
+            return
+        await self._on_expected([op for op in map(record_operation, raws) if op is not None])
 
     async def import_many(
         self, raws: Sequence[bytes], *, source: ImportSource, via_node_id: str = ""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from lamarck.errors import StoreError
 from lamarck.node.learning.attribution import Attribution, Effect, normalise_operation
 from lamarck.node.learning.conflicts import (
     Conflict,
@@ -53,7 +55,9 @@ from lamarck.node.store.port import (
 )
 from lamarck.reputation.events import ReputationEvent
 
-__all__ = ["InPlaySettlements", "Knowledge", "embeddings_of"]
+__all__ = ["ExpectedImports", "InPlaySettlements", "Knowledge", "embeddings_of"]
+
+_log = logging.getLogger(__name__)
 
 #: How far under ``min_claim_similarity`` the rivals' vector search reaches (float noise).
 _FLOOR_SLACK = 1e-6
@@ -75,6 +79,24 @@ class InPlaySettlements:
     settlements: tuple[Settlement, ...] = ()
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ExpectedImports:
+    """The operations of the copies an import is about to store, and those of them that a
+    lesson this node's own outcomes back is about (``LessonStore.proven_operations``)."""
+
+    operations: frozenset[str]
+    proven: frozenset[str]
+
+    def rules_out(self, row: LessonRow) -> bool:
+        """Whether ``row`` (a copy just stored) can have no rival an import contests: its
+        operation was expected and nothing proven here is about it. Never for a mechanical
+        lesson: its reverse is found by its target, about another operation."""
+        if mechanical_claim(row) is not None:
+            return False
+        operation = normalise_operation(row.operation)
+        return operation in self.operations and operation not in self.proven
+
+
 def _without(ids: Sequence[str], gone: str) -> tuple[str, ...]:
     return tuple(i for i in ids if i != gone)
 
@@ -88,8 +110,32 @@ class Knowledge:
 
     def __init__(self, core: LessonCore) -> None:
         self._core = core
+        # What the import under way told of its next copies (``expect``); None: nothing.
+        self._expected: ExpectedImports | None = None
 
     # -- conflicts ---------------------------------------------------------------------------
+    async def expect(self, operations: Sequence[str]) -> None:
+        """The operations of the copies about to be stored (a catch-up's next chunk; empty:
+        the import ended). Which of them a proven lesson is about is read in one query, so
+        that ``contest_new(only_proven_here=True)`` skips its search for every copy on an
+        operation nothing proven here is about (most of a catch-up: an import stores no
+        evidence of this node's own). If the store cannot say, every copy is searched."""
+        self._expected = None
+        if not operations:
+            return
+        wanted = frozenset(normalise_operation(o) for o in operations)
+        try:
+            proven = await self._core.store.proven_operations(sorted(wanted))
+        except StoreError as e:
+            _log.warning("reading the proven operations of an import failed: %s", e)
+            return
+        self._expected = ExpectedImports(wanted, frozenset(proven))
+
+    def forget_expected(self) -> None:
+        """A lesson may have become proven here (an outcome, a lesson written or edited):
+        what ``expect`` read no longer holds, and every copy is searched until the next."""
+        self._expected = None
+
     def conflict(self, a: LessonRow, b: LessonRow) -> Conflict | None:
         """The conflict between two stored lessons by the node's rule and learned similarity."""
         return conflict_between(
@@ -152,6 +198,10 @@ class Knowledge:
         the reconcile pass, so a reversal from one peer cannot silence a whole fleet's
         advice at once)."""
         if row.status is not LessonStatus.ACTIVE or row.category is not Category.LESSON:
+            return []
+        expected = self._expected
+        if only_proven_here and expected is not None and expected.rules_out(row):
+            # Only a lesson proven here is contested, and none is about this operation.
             return []
         await self._core.load_learner()
         changes: builtins.list[LessonChange] = []

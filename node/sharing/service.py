@@ -192,6 +192,7 @@ class Sharing:
             rng=self._rng,
             params=self._node_params.importing,
             on_stored=self._ctx.lessons.contest_new,
+            on_expected=self._ctx.lessons.expect_imports,
             certificates=CertificateChecker(self.principals, self._node_params.quorum, self.quorum),
         )
         self.quorum.load()

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from lamarck.errors import ConflictError, NotFound, StoreError
+from lamarck.node.learning.conflicts import has_local_evidence
 from lamarck.node.learning.mechanical import is_about
 from lamarck.node.learning.scopes import PROJECT_PREFIX
 from lamarck.node.store.port import (
@@ -404,6 +405,18 @@ class InMemoryLessonStore(LessonStore):
             if row.content_hash == content_hash:
                 return row
         return None
+
+    async def proven_operations(self, operations: Sequence[str]) -> set[str]:
+        """Of ``operations``, those an active lesson this node's outcomes back is about."""
+        wanted = set(operations)
+        return {
+            row.operation
+            for row in self._lessons.values()
+            if row.operation in wanted
+            and row.status is LessonStatus.ACTIVE
+            and row.category is Category.LESSON
+            and has_local_evidence(row)
+        }
 
     async def project_scopes(self, limit: int) -> list[str]:
         """Project scopes of own lessons and of outcomes, sorted, at most ``limit``."""

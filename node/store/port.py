@@ -491,6 +491,14 @@ class LessonStore(abc.ABC):
         """The lesson imported from the record with this content hash, if any."""
 
     @abc.abstractmethod
+    async def proven_operations(self, operations: Sequence[str]) -> set[str]:
+        """Of ``operations``, those an active lesson (category ``lesson``) that this node's
+        own outcomes back is about (its ``operation``, exactly): a local lesson with
+        evidence, or an imported copy an outcome here confirmed
+        (``learning.conflicts.has_local_evidence``). One indexed query for a batch of
+        imports: a copy on any other operation has no such lesson to contest."""
+
+    @abc.abstractmethod
     async def project_scopes(self, limit: int) -> list[str]:
         """The project scopes this node works on: those of its own (not imported) lessons and
         of its outcomes' projects, sorted, at most ``limit`` (team sharing declares them)."""

@@ -1072,6 +1072,21 @@ class PostgresLessonStore(LessonStore):
             )
         return None if rec is None else _to_lesson(rec)
 
+    async def proven_operations(self, operations: Sequence[str]) -> set[str]:
+        """Of ``operations``, those an active lesson this node's outcomes back is about (on
+        the operation index; ``has_local_evidence`` in SQL)."""
+        if not operations:
+            return set()
+        async with _guard():
+            recs = await self.pool.fetch(
+                "SELECT DISTINCT l.operation FROM lessons l"
+                " WHERE l.operation = ANY($1::text[]) AND l.status = 'active'"
+                " AND l.category = 'lesson'"
+                " AND ((l.imported_from IS NULL AND l.evidence <> '{}') OR l.confirmations > 0)",
+                list(dict.fromkeys(operations)),
+            )
+        return {r["operation"] for r in recs}
+
     async def project_scopes(self, limit: int) -> list[str]:
         """Project scopes of own lessons and of outcomes, sorted, at most ``limit``."""
         async with _guard():

@@ -133,6 +133,7 @@ class LessonService:
         # Confirmations write whole rows: the use marks queued before must be in first (the
         # vectors the outcome reads are settled where they are read).
         await self._core.behind.settle_marks()
+        self._knowledge.forget_expected()  # it may prove a lesson an import's copy contradicts
         return await self._outcomes.record_outcome(outcome, incognito=incognito, context=context)
 
     # -- writing lessons -------------------------------------------------------------------
@@ -147,6 +148,7 @@ class LessonService:
         incognito: bool = False,
     ) -> LessonRow | None:
         """A model's claim: stored at the claimed level, never shown in a prompt."""
+        self._knowledge.forget_expected()
         return await self._editing.remember(
             content, operation, scope, context=context, tags=tags, incognito=incognito
         )
@@ -163,6 +165,7 @@ class LessonService:
         incognito: bool = False,
     ) -> LessonRow | None:
         """Store a lesson: born active with evidence, only a claim without."""
+        self._knowledge.forget_expected()
         return await self._editing.write_lesson(
             content,
             operation,
@@ -211,6 +214,7 @@ class LessonService:
     # -- editing ---------------------------------------------------------------------------
     async def edit(self, lesson_id: str, new_content: str, who: str, reason: str = "") -> LessonRow:
         """Supersede a lesson with edited content (``reason`` is logged with ``who``)."""
+        self._knowledge.forget_expected()
         return await self._editing.edit(lesson_id, new_content, who, reason)
 
     async def set_access(
@@ -269,7 +273,14 @@ class LessonService:
         """Decay unused lessons, retire those below the level, enforce the per-scope cap."""
         # Decay reads the use marks; consolidation reads the vectors.
         await self.settle()
+        self._knowledge.forget_expected()  # merges move evidence between lessons
         return await self._maintenance.reconcile()
+
+    async def expect_imports(self, operations: Sequence[str]) -> None:
+        """The operations of the copies an import is about to store (empty: it ended): the
+        contest of each reads the lessons it could contradict only where one proven here is
+        about its operation (``Knowledge.expect``)."""
+        await self._knowledge.expect(operations)
 
     async def contest_new(self, row: LessonRow) -> None:
         """Contest the lessons this node's own outcomes back that ``row`` (an imported copy

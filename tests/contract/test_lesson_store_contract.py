@@ -1001,6 +1001,42 @@ async def test_search_with_k_above_ef_search_returns_k(pg_dsn: str) -> None:
         await store.close()
 
 
+async def test_proven_operations_are_those_of_lessons_this_nodes_outcomes_back(
+    store: LessonStore,
+) -> None:
+    """A local lesson with evidence, or an imported copy confirmed here, makes its operation
+    proven; a local lesson without evidence, an unconfirmed copy, a lesson no longer active
+    or a situation does not."""
+    peer = "lmk1" + "a" * 32
+    rows = [
+        lesson("p1", operation="op:local", evidence=("o1",), content_hash="h1"),
+        lesson(
+            "p2", operation="op:confirmed", imported_from=peer, confirmations=1, content_hash="h2"
+        ),
+        lesson("n1", operation="op:bare", evidence=(), content_hash="h3"),
+        lesson("n2", operation="op:copy", imported_from=peer, evidence=("o2",), content_hash="h4"),
+        lesson(
+            "n3",
+            operation="op:retired",
+            evidence=("o3",),
+            status=LessonStatus.RETIRED,
+            content_hash="h5",
+        ),
+        lesson(
+            "n4",
+            operation="op:situation",
+            evidence=("o4",),
+            category=Category.SITUATION,
+            content_hash="h6",
+        ),
+        lesson("p3", operation="op:unasked", evidence=("o5",), content_hash="h7"),
+    ]
+    await store.insert_lessons(rows)
+    asked = [r.operation for r in rows if r.operation != "op:unasked"] + ["op:none"]
+    assert await store.proven_operations(asked) == {"op:local", "op:confirmed"}
+    assert await store.proven_operations([]) == set()
+
+
 async def test_project_scopes_are_those_of_own_lessons_and_outcomes(store: LessonStore) -> None:
     own, imported, worked = "ab" * 8, "cd" * 8, "ef" * 8
     await store.insert_lesson(lesson("l1", scope=f"project:{own}", content_hash="h1"))

@@ -23,7 +23,12 @@ from lamarck.node.importing.batch import (
     PrimedEmbedder,
     record_texts,
 )
-from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
+from lamarck.node.importing.pipeline import (
+    ExpectedHook,
+    ImportPipeline,
+    ImportResult,
+    ImportSource,
+)
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter
@@ -86,7 +91,9 @@ def _raws(n: int, first: int = 0) -> list[bytes]:
     return out
 
 
-def _pipeline(store: InMemoryLessonStore, embedder: Embedder) -> ImportPipeline:
+def _pipeline(
+    store: InMemoryLessonStore, embedder: Embedder, on_expected: ExpectedHook | None = None
+) -> ImportPipeline:
     clock = FixedClock(NOW)
     book = InMemoryReputation(ReputationParams(), clock)
     return ImportPipeline(
@@ -97,6 +104,7 @@ def _pipeline(store: InMemoryLessonStore, embedder: Embedder) -> ImportPipeline:
         embedder=embedder,
         clock=clock,
         rng=random.Random(3),
+        on_expected=on_expected,
     )
 
 
@@ -335,6 +343,38 @@ def test_a_prefetch_drops_the_unused_vectors_of_the_chunks_it_has_passed() -> No
         return first_chunk_dropped, third_chunk_held, primed.primed == 0
 
     assert asyncio.run(go()) == (True, True, True)
+
+
+def test_a_batch_tells_the_pipeline_of_each_chunk_as_it_reaches_it_and_of_none_at_the_end() -> None:
+    """``ImportPipeline.expect`` hears each chunk's records before the first of them is
+    imported (their operations go to the lesson service's ``on_expected`` hook), and an
+    empty list once the import ends."""
+    told: list[list[str]] = []
+    order: list[str] = []
+
+    async def expected(operations: Sequence[str]) -> None:
+        told.append(list(operations))
+        order.append(f"told {len(operations)}")
+
+    params = BatchImportParams(chunk=3, max_primed=8)
+    primed = PrimedEmbedder(HashingEmbedder(dim=DIM), params)
+    pipeline = _pipeline(InMemoryLessonStore(), primed, on_expected=expected)
+    real = pipeline.import_record
+
+    async def importing(raw: bytes, **kwargs: Any) -> ImportResult:
+        order.append("import")
+        return await real(raw, **kwargs)
+
+    pipeline.import_record = importing  # type: ignore[method-assign]
+    raws = _raws(5)[:5]
+    importer = BatchImporter(pipeline, primed, params)
+    asyncio.run(importer.import_batch(raws, source=ImportSource.SYNC, via_node_id=VIA))
+    assert told == [
+        ["deploy.step0", "deploy.step1", "deploy.step2"],
+        ["deploy.step3", "deploy.step4"],
+        [],
+    ]
+    assert order == ["told 3", *["import"] * 3, "told 2", *["import"] * 2, "told 0"]
 
 
 class _BulkSpy(CountingEmbedder):

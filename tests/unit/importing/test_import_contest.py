@@ -11,6 +11,7 @@ import uuid
 from test_lesson_lifecycle import NodeB, outcome
 from test_pipeline import ATTACKER_KEY, SOURCE_KEY, signed_raw
 
+from lamarck.errors import StoreUnavailable
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.learning.scopes import project_scope
@@ -35,6 +36,7 @@ def _node() -> NodeB:
         rng=random.Random(7),
         params=b.pipeline.params,
         on_stored=b.service.contest_new,
+        on_expected=b.service.expect_imports,
     )
     return b
 
@@ -126,3 +128,77 @@ async def test_a_failed_run_of_one_uncontested_import_crowns_nothing() -> None:
     [rev] = await b.store.get_lessons([reversal])
     assert rev.status is LessonStatus.ACTIVE and rev.confirmations == 0
     assert rev.verified_against == ()
+
+
+def _searches(b: NodeB) -> list[str]:
+    """Counts the store's vector searches (a contest's rivals are read by one)."""
+    seen: list[str] = []
+    real = b.store.search
+
+    async def spy(*args: object, **kwargs: object) -> object:
+        seen.append("search")
+        return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+    b.store.search = spy  # type: ignore[method-assign]
+    return seen
+
+
+def _plain(record: int, operation: str) -> bytes:
+    """An ordinary (not mechanical) lesson about ``operation``."""
+    return signed_raw(
+        id=str(uuid.UUID(int=record, version=4)),
+        content=f"Run `{operation}` with the cache warmed first.",
+        lesson={"operation": operation, "scope": "global", "status": "active"},
+    )
+
+
+async def test_an_import_told_ahead_skips_the_rivals_search_where_nothing_is_proven() -> None:
+    """Told the operations of the copies to come, the service reads once which of them a
+    lesson proven here is about: a copy on any other operation searches for no rival (it
+    could contest none), one on a proven operation, and a mechanical reversal, still do,
+    and the reversal is still contested. The end of the import ends it."""
+    b = _node()
+    learned = await b.service.record_outcome(
+        outcome(b.clock, 1, [(OLD, "failed", TARGET), (NEW, "ok", TARGET)])
+    )
+    [local] = learned.ids("created")
+    [proven] = await b.store.get_lessons([local])
+    searches = _searches(b)
+    assert proven.operation == NEW  # the reversal's own operation (OLD) is not proven here
+    await b.pipeline.expect([_plain(401, "shell:lint"), _plain(402, proven.operation), _reversal()])
+    assert (await b.offer(_plain(401, "shell:lint"))).outcome is ImportOutcome.ACCEPT
+    assert searches == []  # nothing proven here is about shell:lint
+    assert (await b.offer(_plain(402, proven.operation))).outcome is ImportOutcome.ACCEPT
+    assert searches == ["search"]
+    reversal = await b.offer(_reversal())
+    assert len(searches) == 2
+    [row] = await b.store.get_lessons([local])
+    assert reversal.lesson_id in row.contested_with
+    await b.pipeline.expect([])  # the import ended: every copy is searched again
+    assert (await b.offer(_plain(403, "shell:lint"))).outcome is ImportOutcome.ACCEPT
+    assert len(searches) == 3
+
+
+async def test_an_outcome_during_an_import_ends_what_it_was_told_ahead() -> None:
+    """A lesson proven here after the import was told of its operations: the next copy on
+    that operation is searched for rivals (what was read ahead no longer holds)."""
+    b = _node()
+    searches = _searches(b)
+    await b.pipeline.expect([_plain(411, NEW)])
+    await b.service.record_outcome(outcome(b.clock, 1, [(NEW, "ok", TARGET)]))
+    before = len(searches)
+    assert (await b.offer(_plain(411, NEW))).outcome is ImportOutcome.ACCEPT
+    assert len(searches) == before + 1
+
+
+async def test_a_store_that_cannot_say_what_is_proven_leaves_every_copy_searched() -> None:
+    b = _node()
+    searches = _searches(b)
+
+    async def down(operations: object) -> set[str]:
+        raise StoreUnavailable("down", reason="unavailable")
+
+    b.store.proven_operations = down  # type: ignore[method-assign,assignment]
+    await b.pipeline.expect([_plain(421, "shell:lint")])
+    assert (await b.offer(_plain(421, "shell:lint"))).outcome is ImportOutcome.ACCEPT
+    assert searches == ["search"]
