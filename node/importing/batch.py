@@ -29,6 +29,7 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,12 @@ from lamarck.errors import ConfigError, StoreError
 from lamarck.node.embedding import Embedder, Vectors
 from lamarck.node.heap import release_memory
 from lamarck.node.importing.filters import Filter, texts_with_content
-from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
+from lamarck.node.importing.pipeline import (
+    ExpectedHook,
+    ImportPipeline,
+    ImportResult,
+    ImportSource,
+)
 from lamarck.node.store.port import LessonFilter, LessonStore
 from lamarck.params_checks import check_finite, check_rule
 
@@ -47,6 +53,7 @@ __all__ = [
     "PrimedEmbedder",
     "Progress",
     "record_content",
+    "record_operation",
     "record_texts",
 ]
 
@@ -214,15 +221,30 @@ class PrimedEmbedder(Embedder):
         return out
 
 
-def record_content(raw: bytes) -> str | None:
-    """The ``content`` a record would be embedded from, or None when it has none (it will be
-    refused by the pipeline's own checks; nothing here decides anything)."""
+def _record_object(raw: bytes) -> dict[str, Any] | None:
+    """``raw`` read as plain JSON when it is an object. Read ahead of the pipeline for what
+    to prepare; the pipeline parses and checks the record itself (nothing here decides)."""
     try:
         obj = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return None
-    content = obj.get("content") if isinstance(obj, dict) else None
+    return obj if isinstance(obj, dict) else None
+
+
+def record_content(raw: bytes) -> str | None:
+    """The ``content`` a record would be embedded from, or None when it has none (it will be
+    refused by the pipeline's own checks)."""
+    obj = _record_object(raw)
+    content = obj.get("content") if obj is not None else None
     return content if isinstance(content, str) else None
+
+
+def record_operation(raw: bytes) -> str | None:
+    """The ``lesson.operation`` of a record, or None when it has none."""
+    obj = _record_object(raw)
+    lesson = obj.get("lesson") if obj is not None else None
+    operation = lesson.get("operation") if isinstance(lesson, dict) else None
+    return operation if isinstance(operation, str) else None
 
 
 def record_texts(raw: bytes, filters: Filter | None = None) -> list[str]:
@@ -262,11 +284,11 @@ class Prefetch:
         params: BatchImportParams | None,
         filters: Filter | None = None,
         store: LessonStore | None = None,
-        expect: Callable[[Sequence[bytes]], Awaitable[None]] | None = None,
+        expect: ExpectedHook | None = None,
     ) -> None:
         self._embedder = embedder if params is not None else None
-        # Told of each chunk's records as the import reaches it, and of none at ``close``
-        # (``ImportPipeline.expect``).
+        # Told of the operations of each chunk's records as the import reaches it, and of
+        # none at ``close`` (``ImportPipeline.expect``).
         self._expect = expect
         self._expecting: int | None = None
         self._params = params
@@ -356,7 +378,8 @@ class Prefetch:
         self._pass(index)
         if self._expect is not None and index != self._expecting:
             self._expecting = index
-            await self._expect(self._chunks[index])
+            operations = map(record_operation, self._chunks[index])
+            await self._expect([op for op in operations if op is not None])
         task = self._start(index)
         for ahead in range(1, self._ahead + 1):
             self._start(index + ahead)

@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
 import random
 import uuid
@@ -132,7 +131,6 @@ __all__ = [
     "check_key_pin",
     "imported_row",
     "newer_version_row",
-    "record_operation",
     "record_status",
     "version_events",
 ]
@@ -291,18 +289,6 @@ _RECORD_STATUS = {
     "retired": LessonStatus.RETIRED,
     "superseded": LessonStatus.SUPERSEDED,
 }
-
-
-def record_operation(raw: bytes) -> str | None:
-    """The ``lesson.operation`` of a record's bytes, or None when it has none (read as plain
-    JSON: the pipeline parses and checks the record itself)."""
-    try:
-        obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    lesson = obj.get("lesson") if isinstance(obj, dict) else None
-    operation = lesson.get("operation") if isinstance(lesson, dict) else None
-    return operation if isinstance(operation, str) else None
 
 
 def record_status(record: MemoryV2) -> LessonStatus:
@@ -510,13 +496,12 @@ class ImportPipeline:
         """The lesson store the pipeline writes to (a long catch-up bulk-loads it)."""
         return self._store
 
-    async def expect(self, raws: Sequence[bytes]) -> None:
-        """The records about to be imported (a catch-up's next chunk; empty: the import
-        ended): the ``on_expected`` hook learns their operations ahead. Only the operation
-        is read (a record without one is left out; nothing here decides anything)."""
-        if self._on_expected is None:
-            return
-        await self._on_expected([op for op in map(record_operation, raws) if op is not None])
+    async def expect(self, operations: Sequence[str]) -> None:
+        """The operations of the records about to be imported (a catch-up's next chunk, read
+        ahead by its ``Prefetch``; empty: the import ended), told to the ``on_expected``
+        hook."""
+        if self._on_expected is not None:
+            await self._on_expected(operations)
 
     async def import_many(
         self, raws: Sequence[bytes], *, source: ImportSource, via_node_id: str = ""
@@ -764,7 +749,7 @@ class ImportPipeline:
             if not call.dry_run:
                 IMPORTS.labels(result="duplicate", reason="").inc()
             return dataclasses.replace(base, lesson_id=record.id)
-        snapshot = await self._snapshot(record, signed.content_hash, now, call)
+        snapshot = self._snapshot(record, signed.content_hash, now, call)
         cert_error: LamarckError | None = None
         if call.certificate is not None:
             cert_error = await self._check_certificate(signed, call.certificate)
@@ -822,13 +807,11 @@ class ImportPipeline:
             return dataclasses.replace(stored, certified=stored.outcome is ImportOutcome.ACCEPT)
         return stored
 
-    async def _snapshot(
+    def _snapshot(
         self, record: MemoryV2, content_hash: str, now: datetime, call: _Call
     ) -> ImportSnapshot:
         # The established lessons are read apart, once the rest is known (``_decided``).
-        return await self._view.snapshot(
-            record, content_hash, now, call.text_vectors, established_from=None
-        )
+        return self._view.snapshot(record, content_hash, now, call.text_vectors)
 
     async def _decided(
         self, incoming: Incoming, snapshot: ImportSnapshot, now: datetime
@@ -941,7 +924,7 @@ class ImportPipeline:
         # held ones): a newer stored version makes this a rollback; red flags and the
         # high-stakes hold are what the operator overrides.
         snapshot: ImportSnapshot = dataclasses.replace(
-            await self._snapshot(record, signed.content_hash, call.now, call),
+            self._snapshot(record, signed.content_hash, call.now, call),
             versions=self._view.held.stored_versions(record.id),
             rejected_reason=None,
         )

@@ -301,23 +301,18 @@ class StoreImportView:
             lesson_id=lesson_id,
         )
 
-    async def snapshot(
+    def snapshot(
         self,
         record: MemoryV2,
         content_hash: str,
         now: datetime,
         text_vectors: Mapping[str, Vector] | None = None,
-        *,
-        established_from: float | None = 0.0,
     ) -> ImportSnapshot:
-        """Fetch everything the decision may ask about ``record`` (``text_vectors``: what the
-        pipeline embedded before its lock, handed to the filters; ``established_from``: the
-        least confidence of the established lessons read, None to read none — what the
-        filters read, ``filters.established_floor``)."""
+        """Everything the decision may ask about ``record`` that this view holds in memory
+        (``text_vectors``: what the pipeline embedded before its lock, handed to the filters).
+        The established lessons are not among them: the store is read for those
+        (``established``) only when the filters could use them (``filters.needs_established``)."""
         source = record.provenance.source_agent_id
-        established: tuple[EstablishedLesson, ...] = ()
-        if established_from is not None:
-            established = await self.established(record, established_from)
         tool = None
         if record.situation is not None and record.situation.tool:
             tool = self._tools.get(record.situation.tool)
@@ -325,7 +320,7 @@ class StoreImportView:
             self_id=self._self,
             source_reputation=(source, self._reputation.score(source)),
             corr=self._corroboration(record),
-            established=established,
+            established=(),
             history=self.history.stats(source, now),
             tool=tool,
             versions=self.held.known_versions(record.id),

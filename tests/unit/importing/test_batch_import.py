@@ -21,6 +21,7 @@ from lamarck.node.importing.batch import (
     BatchImportParams,
     Prefetch,
     PrimedEmbedder,
+    record_operation,
     record_texts,
 )
 from lamarck.node.importing.pipeline import (
@@ -572,6 +573,9 @@ def test_record_texts_are_the_content_then_what_the_filters_read() -> None:
     assert record_texts(raw) == [content]
     assert record_texts(raw, _ReadsMeaning()) == [content, "the claim the filter reads"]
     assert record_texts(b'{"not": "a record"}', _ReadsMeaning()) == []
+    assert record_operation(raw) == "deploy.step0"
+    assert record_operation(b'{"lesson": {"operation": 7}}') is None
+    assert record_operation(b"[1, 2]") is None and record_operation(b"\xff") is None
     # Only the content is read: a record the pipeline will refuse costs no parse here.
     assert record_texts(b'{"content": "x", "schema_version": 7}', _ReadsMeaning()) == [
         "x",
