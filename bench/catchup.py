@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import resource
 import shutil
@@ -51,6 +50,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.host import HostWatch, machine_line
 from bench.lesson_corpus import lesson_sentences
 from lamarck.node.config import NodeSettings
 from lamarck.node.embedding import Embedder, make_embedder
@@ -186,7 +186,8 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     n, n_one = args.n, max(1, min(args.n // 4, args.one))
     shared = f"{args.operations} operations" if args.operations else "an operation each"
     _log(f"catch-up: {n} records batched, {n_one} one by one, {args.sources} sources, {shared}")
-    _log(f"  machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    _log(f"  {machine_line()}")
+    host = HostWatch()
     embedder = make_embedder(args.embedder)
     _log(f"  embedder: {embedder.name} ({type(embedder).__name__})")
     sources = [NodeIdentity.from_seed(bytes([i + 1]) * 32) for i in range(args.sources)]
@@ -337,6 +338,10 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         f" sentences): {same_records_rate:,.0f} records/s; the batch import is"
         f" {figures['import_batch_vs_embed_same_texts_ratio']:.2f} x that"
     )
+    stolen = host.share()
+    if stolen is not None:
+        figures["host_steal_share"] = round(stolen, 4)
+    _log(f"  {host.line()}")
     return figures
 
 

@@ -77,6 +77,7 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.host import HostWatch, machine_line
 from bench.lesson_corpus import lesson_sentences, task_queries
 from bench.node import PROJECT, outcome, start_node, stop_node
 from lamarck.client import AsyncClient
@@ -360,7 +361,8 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     writes = lesson_sentences(args.writes, seed=7)
     index_of = {t: i for i, t in enumerate(texts)}
     _log(f"peers: {args.lessons} lessons, {args.queries} queries, {args.writes} writes")
-    _log(f"  machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    _log(f"  {machine_line()}")
+    host = HostWatch()
 
     reference = MiniLMEmbedder()
     model_path = str(reference._path)
@@ -560,6 +562,10 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     figures["hit_rate_vs_mem0_ratio"] = round(
         figures["lamarck_hit_rate"] / max(figures["mem0_hit_rate"], 1e-9), 3
     )
+    stolen = host.share()
+    if stolen is not None:
+        figures["host_steal_share"] = round(stolen, 4)
+    _log(f"  {host.line()}")
     _report(figures)
     return figures
 

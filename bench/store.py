@@ -25,7 +25,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
 import random
 import re
 import shutil
@@ -45,6 +44,7 @@ if __package__ in (None, ""):
     # Run as a script (`python bench/store.py`): make `bench` importable as a package.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.host import machine_line
 from bench.lesson_corpus import lesson_sentences, task_queries
 from lamarck.node.embedding import (
     DEFAULT_DIM,
@@ -395,7 +395,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     seed = args.seed
     t0 = time.perf_counter()
     _log(f"lamarck store benchmark: {n} lessons, {n_queries} queries, k={k}")
-    _log(f"  machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    _log(f"  {machine_line()}")
 
     # (texts, seed, cache label, generator) of the corpus, the queries and the one-by-one rows.
     sets: list[tuple[list[str], int, str, TextGenerator]] = [
