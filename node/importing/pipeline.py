@@ -93,7 +93,12 @@ from lamarck.node.importing.filters import (
     needs_established,
     texts_with_content,
 )
-from lamarck.node.importing.view import ImportSnapshot, StoreImportView
+from lamarck.node.importing.view import (
+    HoldReason,
+    ImportSnapshot,
+    StoreImportView,
+    counts_in_history,
+)
 from lamarck.node.learning.evidence import LocalCopy, confidence_on_new_version
 from lamarck.node.learning.params import EvidenceParams
 from lamarck.node.metrics import IMPORTS
@@ -168,13 +173,6 @@ class CertificateCheck(Protocol):
     def keep(self, content_hash: str, certificate: bytes) -> None:
         """Remember the certificate of a record now stored (it travels on with the record)."""
         ...
-
-
-class HoldReason(StrEnum):
-    """Quarantine reasons the pipeline adds itself (the decision's are its own)."""
-
-    #: A bundle signed by a key no registry of this node knows: an operator decides.
-    UNKNOWN_SIGNER = "unknown_signer"
 
 
 #: ``IMPORTS`` ``result`` label for each outcome.
@@ -800,7 +798,16 @@ class ImportPipeline:
             IMPORTS.labels(result="duplicate", reason="").inc()
             return dataclasses.replace(base, lesson_id=lesson_id)
         if decision.outcome is ImportOutcome.QUARANTINE:
-            return await self._quarantine(signed, decision, base, now)
+            kept = await self._quarantine(signed, decision, base, now)
+            if counts_in_history(kept.reasons):
+                # Held is published too: a source's history counts what it sent that is
+                # kept here, held or stored. Counting only the stored copies skewed it: the
+                # high-stakes records a quorum holds are the surer ones, and leaving them out
+                # made every sure record after them a "statistical outlier" (a catch-up: a
+                # fifth of its records). Not a record whose signer nobody vouched for: it
+                # says nothing about the source it names.
+                self._count(record, now)
+            return kept
         stored = await self._store_accepted(signed, decision, base, via, now, vector=vector)
         if call.certificate is not None and cert_error is None:
             self._keep(stored, call.certificate)
@@ -949,8 +956,20 @@ class ImportPipeline:
             assert decision.transfer is not None  # set for accept and quarantine
             confidence, rule = decision.transfer.confidence, decision.transfer.rule.value
         accepted = ImportDecision(outcome=ImportOutcome.ACCEPT, confidence=confidence)
-        result = await self._store_accepted(signed, accepted, base, "", call.now, vector=vector)
+        result = await self._store_accepted(
+            signed,
+            accepted,
+            base,
+            "",
+            call.now,
+            vector=vector,
+            counted=counts_in_history(row.reasons),
+        )
         return dataclasses.replace(result, transfer_rule=rule)
+
+    def _count(self, record: MemoryV2, now: datetime) -> None:
+        """One more record of its source kept here (held or stored), for the outlier flag."""
+        self._view.history.add(record.provenance.source_agent_id, now, record.confidence)
 
     async def _own_lesson_held(self, lesson_id: str) -> bool:
         return bool(await self._store.get_lessons([lesson_id]))
@@ -1000,7 +1019,10 @@ class ImportPipeline:
         now: datetime,
         *,
         vector: Vector | None = None,
+        counted: bool = False,
     ) -> ImportResult:
+        """Store an accepted record (``counted``: a held one, approved, that was counted in
+        its source's history when it was held)."""
         record = signed.memory
         assert decision.confidence is not None  # set for every accept
         older = await self._older_copy(record.id)
@@ -1045,7 +1067,8 @@ class ImportPipeline:
             IMPORTS.labels(result="duplicate", reason="").inc()
             return dataclasses.replace(base, lesson_id=lesson_id)
         self._view.note_held(record, signed.content_hash, lesson_id=row.id)
-        self._view.history.add(record.provenance.source_agent_id, now, record.confidence)
+        if not counted:
+            self._count(record, now)
         IMPORTS.labels(result="accepted", reason="").inc()
         if self._on_stored is not None and row.status is LessonStatus.ACTIVE:
             try:

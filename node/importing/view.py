@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from lamarck.errors import InvalidRecord
 from lamarck.node.importing.filters import (
@@ -44,12 +45,30 @@ __all__ = [
     "REGISTRY_DEPENDENT_REASONS",
     "CorroborationSource",
     "HeldRecords",
+    "HoldReason",
     "ImportSnapshot",
     "SourceHistory",
     "StoreImportView",
+    "counts_in_history",
 ]
 
 _DAY = timedelta(days=1)
+
+
+class HoldReason(StrEnum):
+    """Quarantine reasons the pipeline adds itself (the decision's are its own)."""
+
+    #: A bundle signed by a key no registry of this node knows: an operator decides.
+    UNKNOWN_SIGNER = "unknown_signer"
+
+
+def counts_in_history(reasons: Sequence[str]) -> bool:
+    """Whether a record held for ``reasons`` counts in its source's history (as every stored
+    one does): not when no registry vouched for its signer, since then it says nothing about
+    the source it names."""
+    return HoldReason.UNKNOWN_SIGNER not in reasons
+
+
 # How many rows to read per page when loading the indexes at start-up.
 _PAGE = 1000
 
@@ -287,6 +306,12 @@ class StoreImportView:
             record = _parse(q.signed_record)
             if record is not None:
                 self.note_held(record, q.content_hash)
+                # A held record counts in its source's history as a stored one does (the
+                # pipeline counts it when it holds it); an approved one counts as the lesson
+                # it became, above.
+                if q.state != "approved" and counts_in_history(q.reasons):
+                    source = record.provenance.source_agent_id
+                    self.history.add(source, q.received_at, record.confidence)
         for r in await self._store.list_rejections(limit=max_rejections):
             if r.reason not in REGISTRY_DEPENDENT_REASONS:
                 self.held.reject(r.content_hash, r.reason)

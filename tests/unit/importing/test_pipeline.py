@@ -22,7 +22,7 @@ from prometheus_client import REGISTRY
 from lamarck.errors import PolicyRejected, ReplayError, SecretDetected, VerificationError
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.decision import ImportOutcome, ImportParams
-from lamarck.node.importing.filters import AllOf, FilterParams, SecretFilter
+from lamarck.node.importing.filters import AllOf, FilterParams, SecretFilter, StatisticalOutlier
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
@@ -309,6 +309,103 @@ def test_high_stakes_record_is_quarantined_not_stored() -> None:
             signed_raw(content="Before a release, run terraform destroy on staging.")
         )
         assert again.outcome is ImportOutcome.DUPLICATE
+
+    run(go())
+
+
+def _numbered(i: int, content: str, confidence: float) -> bytes:
+    return signed_raw(
+        id=str(uuid.UUID(int=1000 + i, version=4)), content=content, confidence=confidence
+    )
+
+
+HIGH_STAKES = "Before release {i}, run terraform destroy on staging."
+ORDINARY = "Run database migrations before restarting api service {i}."
+
+
+async def _held_and_stored(h: Harness) -> None:
+    """Five ordinary records at 0.6 (stored) and five sure high-stakes ones at 0.9 (held for
+    their quorum), as a catch-up brings a source's lessons."""
+    for i in range(5):
+        assert (await h.offer(_numbered(i, ORDINARY.format(i=i), 0.6))).outcome is (
+            ImportOutcome.ACCEPT
+        )
+        held = await h.offer(_numbered(10 + i, HIGH_STAKES.format(i=i), 0.9))
+        assert held.outcome is ImportOutcome.QUARANTINE
+        assert "awaiting_quorum" in held.reasons
+
+
+def test_a_held_record_counts_in_its_sources_history_as_a_stored_one_does() -> None:
+    async def go() -> None:
+        h = Harness()
+        await _held_and_stored(h)
+        stats = h.view.history.stats(SOURCE, NOW)
+        assert stats.records_seen == 10
+        assert stats.mean_confidence == pytest.approx(0.75)
+
+    run(go())
+
+
+def test_sure_records_held_for_their_quorum_make_the_next_sure_one_no_outlier() -> None:
+    # Counting only stored copies, the source's history was five records at 0.6: every record
+    # above 0.7 after them was a "statistical outlier" (a red flag), though the source had
+    # sent five at 0.9 already.
+    async def go() -> None:
+        h = Harness()
+        await _held_and_stored(h)
+        raw = _numbered(20, ORDINARY.format(i=20), 0.9)
+        signed = SignedMemory.from_json(raw)
+        snapshot = h.view.snapshot(signed.memory, signed.content_hash, NOW, {})
+        assert StatisticalOutlier(FilterParams()).flag(signed.memory, snapshot) is None
+
+    run(go())
+
+
+def test_an_approved_held_record_is_not_counted_twice() -> None:
+    async def go() -> None:
+        h = Harness()
+        held = await h.offer(_numbered(30, HIGH_STAKES.format(i=30), 0.8))
+        assert held.outcome is ImportOutcome.QUARANTINE
+        assert h.view.history.stats(SOURCE, NOW).records_seen == 1
+        [row] = await h.store.list_quarantine()
+        approved = await h.pipeline.approve(row)
+        assert approved.outcome is ImportOutcome.ACCEPT
+        assert h.view.history.stats(SOURCE, NOW).records_seen == 1
+
+    run(go())
+
+
+def test_a_bundle_record_no_registry_vouches_for_counts_only_once_an_operator_approves() -> None:
+    # Held as unknown_signer, it says nothing about the source it names: counted, anyone
+    # could move a source's rate and mean confidence with records in its name.
+    async def go() -> None:
+        h = Harness()
+        stranger = NodeIdentity.from_seed(b"\x77" * 32)
+        raw = signed_raw(stranger, id=str(uuid.UUID(int=1040, version=4)), confidence=0.9)
+        held = await h.pipeline.import_record(raw, source=ImportSource.BUNDLE)
+        assert (held.outcome, held.reason) == (ImportOutcome.QUARANTINE, "unknown_signer")
+        assert h.view.history.stats(stranger.node_id, NOW).records_seen == 0
+        fresh = StoreImportView(h.store, h, SELF)
+        await fresh.load()
+        assert fresh.history.stats(stranger.node_id, NOW).records_seen == 0
+        [row] = await h.store.list_quarantine()
+        assert (await h.pipeline.approve(row)).outcome is ImportOutcome.ACCEPT
+        assert h.view.history.stats(stranger.node_id, NOW).records_seen == 1
+
+    run(go())
+
+
+def test_a_view_rebuilt_at_start_counts_held_records_as_the_pipeline_did() -> None:
+    async def go() -> None:
+        h = Harness()
+        await _held_and_stored(h)
+        fresh = StoreImportView(h.store, h, SELF)
+        await fresh.load()
+        rebuilt, live = fresh.history.stats(SOURCE, NOW), h.view.history.stats(SOURCE, NOW)
+        assert rebuilt.records_seen == live.records_seen == 10
+        # The same records summed in another order (stored first, then held).
+        assert rebuilt.mean_confidence == pytest.approx(live.mean_confidence)
+        assert rebuilt.confidence_std == pytest.approx(live.confidence_std)
 
     run(go())
 
