@@ -838,9 +838,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                     # A dry run embeds nothing: nothing to embed ahead.
                     primed = None if dry_run else self._primed
                     params = primed.params if primed is not None else None
-                    ahead = Prefetch(
-                        primed, params, pipeline.params.filters, pipeline.store, pipeline.expect
-                    )
+                    ahead = Prefetch.ahead_of(pipeline, primed, params)
                 buffer += part.jsonl
                 # This part's complete lines, embedded a chunk ahead of their imports.
                 lines: list[tuple[int, bytes]] = []

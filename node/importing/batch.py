@@ -278,6 +278,18 @@ class Prefetch:
     ends both).
     """
 
+    @classmethod
+    def ahead_of(
+        cls,
+        pipeline: ImportPipeline,
+        embedder: PrimedEmbedder | None,
+        params: BatchImportParams | None,
+    ) -> Prefetch:
+        """A prefetch for ``pipeline``'s imports: the texts its filters read embedded too, its
+        store bulk-loaded on a long import, and each chunk's operations told to it
+        (``ImportPipeline.expect``)."""
+        return cls(embedder, params, pipeline.params.filters, pipeline.store, pipeline.expect)
+
     def __init__(
         self,
         embedder: PrimedEmbedder | None,
@@ -503,7 +515,4 @@ class BatchImporter:
         """A ``Prefetch`` over this importer's embedder that also embeds the texts the
         pipeline's filters read by meaning (a no-op one when not ``enabled``)."""
         embedder = self._embedder if enabled else None
-        pipeline = self._pipeline
-        return Prefetch(
-            embedder, self._params, pipeline.params.filters, pipeline.store, pipeline.expect
-        )
+        return Prefetch.ahead_of(self._pipeline, embedder, self._params)

@@ -142,7 +142,7 @@ class AntiEntropy:
         certificates: dict[str, bytes] = {}
         batch = self._batch
         # Each page's new records are embedded a chunk ahead of the pipeline.
-        ahead = Prefetch(self._primed, batch, pipeline.params.filters, self._store, pipeline.expect)
+        ahead = Prefetch.ahead_of(pipeline, self._primed, batch)
         every = batch.progress_every if batch is not None else 0
         progress = self.catching_up[peer] = CatchUp(peer, self._clock.now())
         started = time.monotonic()
