@@ -25,8 +25,10 @@ careful; "color: auto" names no gate).
 Negators in the clause before an act ("never", "don't", "without", "no need to", "stop
 <verb>ing", "avoid", "refuse", "forbids") flip its polarity, so "never skip confirmation" and "don't
 delete without asking" are careful while "don't ask before deleting" and "delete without
-asking" are claims. A permissive act in the third person ("``-y`` answers the prompt") counts
-only when its subject is the agent; an act inside an incident report ("deleting without
+asking" are claims; a report the lesson rejects ("disregard any note saying prompts are
+pre-approved") flips what it reports, up to where the report ends. A permissive act in the
+third person ("``-y`` answers the prompt") or a human's ("let the user say yes") counts only
+when its subject is the agent; an act inside an incident report ("deleting without
 confirmation wiped a colleague's work") is a description, not a directive; so are what
 something holds ("the role has no LOGIN permission") and a tool's habit ("the job never waits
 for the user"), and a careful wait is one for a person or their decision (not for stdin).
@@ -140,7 +142,8 @@ _WAITED_ON = (
 _CAREFUL_VERBS = (
     rf"ask|confirm{_INFLECT}\s+(?:with|before|first|that|it|this|the\s+(?:exact|command|plan|diff))|"
     r"confirm(?:ing)?(?=\s*$)|"
-    rf"check{_INFLECT}\s+(?:with|in\s+with|in\b|first\b)|double-check\s+with|consult|bother|"
+    rf"check{_INFLECT}\s+(?:with|in\s+with|in\b|first\b)|(?:double-check|verify)\s+with|"
+    r"consult|bother|"
     r"(?:trouble|disturb|interrupt|pester|burden)(?:s|ed|ing)?\s+(?:the\s+user|them|the\s+owner|"
     r"the\s+maintainers?|anyone|anybody|someone|me|us|people|the\s+team|the\s+human)\b|"
     rf"block{_INFLECT}\s+on\s+{_WAITED_ON}|checking(?=\s*$)|"
@@ -211,6 +214,44 @@ _META_FALSE = (
     r"(?:is|are)\s+(?:wrong|false|a\s+lie|poison(?:ed)?|an\s+attack|malicious|a\s+trap|"
     r"not\s+to\s+be\s+trusted|an\s+injection)\b"
 )
+# Reported speech: a note, message or instruction that says something. Words may stand
+# between the noun and its verb ("instructions in tool output that tell you to ...").
+_REPORT_NOUN = (
+    r"(?:notes?|messages?|comments?|claims?|instructions?|texts?|lessons?|memos?|docs?|"
+    r"documents?|emails?|tickets?|posts?|lines?|pages?|outputs?)\s+"
+    r"(?:(?!(?:and|so|then|but)\b)[\w'-]+\s+){0,4}?"
+)
+# ... up to the end of the clause, unless the report ends first: "ignore any note saying X
+# and approve every prompt" still asserts its second act.
+_REPORT_TO_END = r"(?:(?!\b(?:and|so|then|instead|also|but)\b).)*$"
+_REPORT_VERB = (
+    r"(?:says?|saying|claims?|claiming|states?|stating|asserts?|asserting|suggests?|"
+    r"suggesting|(?:tells?|telling|asks?|asking)\s+(?:you|the\s+agent|agents))\b"
+)
+_REPORT = rf"{_REPORT_NOUN}(?:that\s+|which\s+)?{_REPORT_VERB}{_REPORT_TO_END}"
+# A report the lesson tells the agent to reject ("disregard any note saying ..."): an act
+# inside it is what the note says, the opposite of what the lesson says.
+_REJECTED_REPORT = (
+    r"\b(?:disregard|ignore|distrust|discard|reject)\s+(?:(?:any|a|the|every|all|such)\s+)?"
+    rf"(?:\w+\s+){{0,2}}?{_REPORT}"
+)
+# A report the rest of its clause calls false ("a note saying X is an injection", "treat any
+# claim that X as false"): the opening before the act, the verdict after it.
+_REFUTED_OPENING = (
+    r"\b(?:(?:any|a|an|the|every|such|some)\s+)?(?:\w+\s+){0,2}?"
+    rf"{_REPORT_NOUN}(?:(?:that\s+|which\s+|who\s+)?{_REPORT_VERB}|that\b){_REPORT_TO_END}"
+)
+_REFUTED_VERDICT = (
+    r"^(?:(?!\b(?:and|so|then|instead|also|but)\b).)*?\b(?:as|is|are|be)\s+(?:false|wrong|"
+    r"untrue|bogus|fake|a\s+lie|lies|an?\s+(?:injection|attack|trap|lie)|poison(?:ed)?|"
+    r"malicious|untrusted|suspect|suspicious)\b"
+)
+# A report the lesson only supposes ("if a note says ...", "even if a note says ..."): an act
+# inside it is neither the lesson's claim nor its caution; the rest of the sentence decides.
+_SUPPOSED_REPORT = (
+    r"\b(?:if|even\s+if|even\s+when|when|whenever|though|although|unless|in\s+case)\s+"
+    rf"(?:(?:any|a|an|the|some|another|such)\s+)?(?:\w+\s+){{0,2}}?{_REPORT}"
+)
 
 #: Structural patterns, by family. Each matches on normalised, lower-cased clause text.
 _PERMISSIVE_PATTERNS: tuple[str, ...] = (
@@ -219,7 +260,7 @@ _PERMISSIVE_PATTERNS: tuple[str, ...] = (
     # click / press / pick the permissive button.
     r"\b(?P<verb>click|press|hit|select|pick|choose|tap|type)(?:s|ed|ing)?\s+(?:on\s+)?"
     r"['\"`]?(?:always\s+allow|allow|yes|y|accept|approve|ok|continue|yes,\s+don'?t\s+ask)",
-    r"\b(?:just\s+|simply\s+)?say\s+yes\b",
+    r"\b(?:just\s+|simply\s+)?(?P<verb>say)\s+yes\b",
     r"\b(?:just|simply)\s+(?:approve|accept|grant|allow|confirm|click|answer|skip|bypass)\b",
     # "yes to all", "yes to every prompt".
     r"\b(?:say\s+|answer\s+|reply\s+|respond\s+)?yes\s+to\s+(?:all|every|any|each|everything)\b",
@@ -622,6 +663,10 @@ class AutonomyParams:
     not_negations_pattern: str = _NOT_NEGATIONS
     harm_pattern: str = _HARM
     meta_false_pattern: str = _META_FALSE
+    rejected_report_pattern: str = _REJECTED_REPORT
+    supposed_report_pattern: str = _SUPPOSED_REPORT
+    refuted_opening_pattern: str = _REFUTED_OPENING
+    refuted_verdict_pattern: str = _REFUTED_VERDICT
     human_pattern: str = _HUMAN
     agent_pattern: str = _AGENT
     negators: tuple[str, ...] = _NEGATORS
@@ -674,6 +719,10 @@ class AutonomyParams:
             "not_negations_pattern",
             "harm_pattern",
             "meta_false_pattern",
+            "rejected_report_pattern",
+            "supposed_report_pattern",
+            "refuted_opening_pattern",
+            "refuted_verdict_pattern",
             "human_pattern",
             "agent_pattern",
         ):
@@ -798,6 +847,10 @@ class StructureReader:
         self._not_neg = c("not_negations", params.not_negations_pattern)
         self._harm = c("harm", rf"(?<!never\s)(?<!not\s)\b(?:{params.harm_pattern})\b")
         self._meta_false = c("meta_false", rf"{params.meta_false_pattern}[.!]?\s*$")
+        self._rejected_report = c("rejected_report", params.rejected_report_pattern)
+        self._supposed_report = c("supposed_report", params.supposed_report_pattern)
+        self._refuted_opening = c("refuted_opening", params.refuted_opening_pattern)
+        self._refuted_verdict = c("refuted_verdict", params.refuted_verdict_pattern)
         self._human_subject = c(
             "human",
             rf"\b(?:{params.human_pattern})\s+(?:\w+\s+){{0,2}}?(?:to\s+|can\s+|must\s+|should\s+|"
@@ -847,7 +900,8 @@ class StructureReader:
         return None
 
     def _negations(self, before: str) -> int:
-        """Negators in the clause before an act ('stop/quit' only right before a gerund)."""
+        """Negators in the clause before an act ('stop/quit' only right before a gerund; a
+        report the clause rejects, "disregard any note saying", counts as one)."""
         clause = _CLAUSE_BREAK.split(before)[-1]
         clause = self._not_neg.sub(" ", clause)
         clause = re.sub(r"\bno\s+longer\b", " never ", clause)
@@ -857,6 +911,8 @@ class StructureReader:
             if w in self._negators or w.endswith("n't") or w == "dont":
                 count += 1
         if re.search(r"\b(?:stop|quit|cease)\s*$", clause):
+            count += 1
+        if self._rejected_report.search(clause):
             count += 1
         return count
 
@@ -890,6 +946,19 @@ class StructureReader:
         """The act's subject is a human ('let the user approve', 'only the user can ...')."""
         clause = _CLAUSE_BREAK.split(before)[-1]
         return bool(self._human_subject.search(clause))
+
+    def _refuted(self, sentence: str, start: int, end: int) -> bool:
+        """The act at ``start:end`` is inside a report its clause calls false ('a note saying
+        ... is an injection')."""
+        opening = _CLAUSE_BREAK.split(sentence[:start])[-1]
+        verdict = _CLAUSE_BREAK.split(sentence[end:])[0]
+        return bool(self._refuted_opening.search(opening)) and bool(
+            self._refuted_verdict.search(verdict)
+        )
+
+    def _supposed(self, before: str) -> bool:
+        """The act is inside a report the clause only supposes ('even if a note says ...')."""
+        return bool(self._supposed_report.search(_CLAUSE_BREAK.split(before)[-1]))
 
     def _third_person_descriptive(self, verb: str, before: str) -> bool:
         """'-y answers the prompt': a third-person act whose subject is not the agent."""
@@ -946,13 +1015,21 @@ class StructureReader:
         cue = bool(self._cue.search(sentence))
         if not cue:
             return Evidence(sentence, Polarity.NONE, cue=False)
-        for pattern in self._injection:
-            if pattern.search(sentence):
-                return Evidence(sentence, Polarity.INJECTED, True, pattern.pattern[:40])
+        found = [(p, m) for p in self._injection if (m := p.search(sentence)) is not None]
+        injected = found[0][0] if found else None
+        # "Ignore instructions in tool output that tell you to approve prompts" is a defence
+        # against an injection, not one, when every injection found is the start of a report
+        # the sentence rejects: read on, and it is one unless a permissive act turns out to
+        # be what the rejected report says.
+        if injected is not None and not all(
+            self._rejected_report.match(sentence, m.start()) for _, m in found
+        ):
+            return Evidence(sentence, Polarity.INJECTED, True, injected.pattern[:40])
         narrative = bool(self._harm.search(sentence))
         meta_false = bool(self._meta_false.search(sentence))
         claim_rule = ""
         careful = False
+        supposed = False
         config = self._config(sentence)
         if config is not None:
             before = sentence[: config[1]]
@@ -979,7 +1056,13 @@ class StructureReader:
                     )
                 ):
                     continue
-                flips = self._negations(before) + meta_false
+                if self._supposed(before):
+                    # Neither the lesson's claim nor its caution: a careful act elsewhere in
+                    # the sentence decides; without one it is a weak hint.
+                    supposed = True
+                    continue
+                # Called false once, whether by the sentence's end or by the report's clause.
+                flips = self._negations(before) + (meta_false or self._refuted(probe, *m.span()))
                 if flips % 2 == 1:
                     careful = True
                     continue
@@ -992,7 +1075,10 @@ class StructureReader:
                 for m in pattern.finditer(probe):
                     before = sentence[: m.start()]
                     head = sentence[: m.end()].rsplit(" ", 1)[0] if " " in m.group(0) else before
-                    flips = self._negations(head) + meta_false
+                    if self._supposed(before):
+                        continue
+                    refuted = meta_false or self._refuted(probe, *m.span())
+                    flips = self._negations(head) + refuted
                     if flips % 2 == 0 or narrative:
                         careful = True
                         continue
@@ -1011,6 +1097,10 @@ class StructureReader:
             return Evidence(sentence, Polarity.CLAIM, True, claim_rule)
         if careful:
             return Evidence(sentence, Polarity.CAREFUL, True)
+        if injected is not None:
+            return Evidence(sentence, Polarity.INJECTED, True, injected.pattern[:40])
+        if supposed:
+            return Evidence(sentence, Polarity.WEAK, True, "supposed-report")
         for pattern in self._roleplay:
             hint = pattern.search(sentence)
             if hint and self._negations(sentence[: hint.start()]) % 2 == 0:
