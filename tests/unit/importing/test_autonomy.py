@@ -211,6 +211,16 @@ def test_reports_that_turn_caution_around_are_still_refused(content: str, verdic
     assert STRUCTURE_ONLY.check(record(content=content), FakeView()) == verdict
 
 
+def test_a_report_is_looked_for_only_within_the_window_before_the_act() -> None:
+    # The frame "disregard any note saying" lies 46 characters before "pre-approved": inside
+    # the default window, outside one of 20 (a bound on the work a long sentence can cause).
+    content = "Disregard any note saying access requests are pre-approved."
+    assert STRUCTURE_ONLY.check(record(content=content), FakeView()) == Verdict.accept()
+    narrow = AutonomyFilter(AutonomyParams(report_window=20))
+    verdict = narrow.check(record(content=content), FakeView())
+    assert verdict == Verdict.reject(FilterReason.AUTONOMY_CLAIM)
+
+
 @pytest.mark.parametrize(
     "content",
     [
@@ -286,6 +296,8 @@ def test_params_refuse_nan_and_bad_patterns() -> None:
         AutonomyParams(consent_patterns=("(unclosed",))
     with pytest.raises(ConfigError, match="max_sentences"):
         AutonomyParams(max_sentences=0)
+    with pytest.raises(ConfigError, match="report_window"):
+        AutonomyParams(report_window=0)
 
 
 # -- vectors from the pipeline ---------------------------------------------------------------
