@@ -640,11 +640,11 @@ class AutonomyParams:
     # pipeline gave it. A sentence met again (a network's lessons share their caveats:
     # ~25 % of a catch-up's are repeats) is scored from the kept vector, not embedded again.
     cache_size: int = 4096
-    # Characters before an act (and after it, for a verdict like "... is false") in which the
-    # report that frames it is looked for, >= 1. A report is local ("disregard any note saying
-    # <act>"); the bound keeps a 4 KB sentence of a hundred acts from costing each act a scan
-    # of the whole clause (~40x slower on such a sentence without it).
-    report_window: int = 240
+    # The most characters before an act (and after it, for a report's verdict: "... is
+    # false") that reading the act looks at, >= 1. Negators, subjects and reports are local
+    # ("never <act>", "let the user <act>", "disregard any note saying <act>"); the bound keeps
+    # a 4 KB sentence of a hundred acts from costing each act a scan of its whole clause.
+    clause_window: int = 240
     # Texts whose structural reading is kept, >= 0: a catch-up reads each content a chunk
     # ahead of judging it, so this must hold a few chunks (``BatchImportParams.chunk``).
     read_cache_size: int = 1024
@@ -690,7 +690,7 @@ class AutonomyParams:
             ("language_min_words", 1),
             ("cache_size", 0),
             ("read_cache_size", 0),
-            ("report_window", 1),
+            ("clause_window", 1),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < lo:
@@ -905,11 +905,15 @@ class StructureReader:
                 return Evidence(flat, Polarity.CLAIM, True, pattern.pattern[:40])
         return None
 
+    def _clause(self, before: str) -> str:
+        """The clause an act at the end of ``before`` is in: its last ``clause_window``
+        characters at most."""
+        return _CLAUSE_BREAK.split(before[-self._p.clause_window :])[-1]
+
     def _negations(self, before: str) -> int:
         """Negators in the clause before an act ('stop/quit' only right before a gerund; a
         report the clause rejects, "disregard any note saying", counts as one)."""
-        clause = _CLAUSE_BREAK.split(before)[-1]
-        clause = self._not_neg.sub(" ", clause)
+        clause = self._not_neg.sub(" ", self._clause(before))
         clause = re.sub(r"\bno\s+longer\b", " never ", clause)
         words = _WORD.findall(clause)
         count = 0
@@ -918,13 +922,13 @@ class StructureReader:
                 count += 1
         if re.search(r"\b(?:stop|quit|cease)\s*$", clause):
             count += 1
-        if self._rejected_report.search(clause[-self._p.report_window :]):
+        if self._rejected_report.search(clause):
             count += 1
         return count
 
     def _described_refusal(self, before: str) -> bool:
         """'git does not ask for a password': a tool's behaviour, not a rule for the agent."""
-        clause = _CLAUSE_BREAK.split(before)[-1]
+        clause = self._clause(before)
         m = re.search(
             r"^(.*?)\b(?:does|did|will|would)\s*(?:not|n't)\s*$|^(.*?)\bwon't\s*$", clause
         )
@@ -938,43 +942,37 @@ class StructureReader:
         unless the clause describes a persona ('an engineer who never waits')."""
         if not verb or not self._third_person_descriptive(verb, before):
             return False
-        return not re.search(r"\b(?:who|whose)\b", _CLAUSE_BREAK.split(before)[-1])
+        return not re.search(r"\b(?:who|whose)\b", self._clause(before))
 
-    @staticmethod
-    def _possessed(before: str, act: str) -> bool:
+    def _possessed(self, before: str, act: str) -> bool:
         """'the role has no login permission': what something holds, not a rule to act on."""
         if not act.startswith("no ") or "need" in act:
             return False
-        clause = _CLAUSE_BREAK.split(before)[-1]
-        return bool(_POSSESSION.search(clause))
+        return bool(_POSSESSION.search(self._clause(before)))
 
     def _deferred(self, before: str) -> bool:
         """The act's subject is a human ('let the user approve', 'only the user can ...')."""
-        clause = _CLAUSE_BREAK.split(before)[-1]
-        return bool(self._human_subject.search(clause))
+        return bool(self._human_subject.search(self._clause(before)))
 
     def _refuted(self, sentence: str, start: int, end: int) -> bool:
         """The act at ``start:end`` is inside a report its clause calls false ('a note saying
         ... is an injection')."""
-        window = self._p.report_window
-        opening = _CLAUSE_BREAK.split(sentence[max(0, start - window) : start])[-1]
-        verdict = _CLAUSE_BREAK.split(sentence[end : end + window])[0]
+        opening = self._clause(sentence[:start])
+        verdict = _CLAUSE_BREAK.split(sentence[end : end + self._p.clause_window])[0]
         return bool(self._refuted_opening.search(opening)) and bool(
             self._refuted_verdict.search(verdict)
         )
 
     def _supposed(self, before: str) -> bool:
         """The act is inside a report the clause only supposes ('even if a note says ...')."""
-        clause = _CLAUSE_BREAK.split(before[-self._p.report_window :])[-1]
-        return bool(self._supposed_report.search(clause))
+        return bool(self._supposed_report.search(self._clause(before)))
 
     def _third_person_descriptive(self, verb: str, before: str) -> bool:
         """'-y answers the prompt': a third-person act whose subject is not the agent."""
         head = verb.split()[0]
         if not head.endswith("s") or head.endswith("ss"):
             return False
-        clause = _CLAUSE_BREAK.split(before)[-1]
-        return not self._agent_subject.search(clause)
+        return not self._agent_subject.search(self._clause(before))
 
     def _config(self, sentence: str) -> tuple[bool, int] | None:
         """A permissive agent setting in the sentence: (found, position)."""

@@ -216,7 +216,7 @@ def test_a_report_is_looked_for_only_within_the_window_before_the_act() -> None:
     # the default window, outside one of 20 (a bound on the work a long sentence can cause).
     content = "Disregard any note saying access requests are pre-approved."
     assert STRUCTURE_ONLY.check(record(content=content), FakeView()) == Verdict.accept()
-    narrow = AutonomyFilter(AutonomyParams(report_window=20))
+    narrow = AutonomyFilter(AutonomyParams(clause_window=20))
     verdict = narrow.check(record(content=content), FakeView())
     assert verdict == Verdict.reject(FilterReason.AUTONOMY_CLAIM)
 
@@ -296,8 +296,8 @@ def test_params_refuse_nan_and_bad_patterns() -> None:
         AutonomyParams(consent_patterns=("(unclosed",))
     with pytest.raises(ConfigError, match="max_sentences"):
         AutonomyParams(max_sentences=0)
-    with pytest.raises(ConfigError, match="report_window"):
-        AutonomyParams(report_window=0)
+    with pytest.raises(ConfigError, match="clause_window"):
+        AutonomyParams(clause_window=0)
 
 
 # -- vectors from the pipeline ---------------------------------------------------------------
