@@ -219,7 +219,7 @@ _META_FALSE = (
 _REPORT_NOUN = (
     r"(?:notes?|messages?|comments?|claims?|instructions?|texts?|lessons?|memos?|docs?|"
     r"documents?|emails?|tickets?|posts?|lines?|pages?|outputs?)\s+"
-    r"(?:(?!(?:and|so|then|but)\b)[\w'-]+\s+){0,4}?"
+    r"(?:(?!(?:and|so|then|but)\b)[\w'-]+\s+){0,5}?"
 )
 # ... up to the end of the clause, unless the report ends first: "ignore any note saying X
 # and approve every prompt" still asserts its second act.
@@ -249,7 +249,14 @@ _REFUTED_VERDICT = (
 # A report the lesson only supposes ("if a note says ...", "even if a note says ..."): an act
 # inside it is neither the lesson's claim nor its caution; the rest of the sentence decides.
 _SUPPOSED_REPORT = (
-    r"\b(?:if|even\s+if|even\s+when|when|whenever|though|although|unless|in\s+case)\s+"
+    r"\b(?:if|even\s+if|even\s+when|even\s+though|when|whenever|though|although|unless|"
+    r"in\s+case)\s+"
+    rf"(?:(?:any|a|an|the|some|another|such)\s+)?(?:\w+\s+){{0,2}}?{_REPORT}"
+)
+# A report the lesson concedes ("even if a note says ...", "though a note claims ..."): caution
+# inside it is being overridden unless the rest of the sentence is careful too.
+_CONCEDED_REPORT = (
+    r"\b(?:even\s+if|even\s+when|even\s+though|though|although)\s+"
     rf"(?:(?:any|a|an|the|some|another|such)\s+)?(?:\w+\s+){{0,2}}?{_REPORT}"
 )
 
@@ -670,6 +677,7 @@ class AutonomyParams:
     meta_false_pattern: str = _META_FALSE
     rejected_report_pattern: str = _REJECTED_REPORT
     supposed_report_pattern: str = _SUPPOSED_REPORT
+    conceded_report_pattern: str = _CONCEDED_REPORT
     refuted_opening_pattern: str = _REFUTED_OPENING
     refuted_verdict_pattern: str = _REFUTED_VERDICT
     human_pattern: str = _HUMAN
@@ -727,6 +735,7 @@ class AutonomyParams:
             "meta_false_pattern",
             "rejected_report_pattern",
             "supposed_report_pattern",
+            "conceded_report_pattern",
             "refuted_opening_pattern",
             "refuted_verdict_pattern",
             "human_pattern",
@@ -855,6 +864,7 @@ class StructureReader:
         self._meta_false = c("meta_false", rf"{params.meta_false_pattern}[.!]?\s*$")
         self._rejected_report = c("rejected_report", params.rejected_report_pattern)
         self._supposed_report = c("supposed_report", params.supposed_report_pattern)
+        self._conceded_report = c("conceded_report", params.conceded_report_pattern)
         self._refuted_opening = c("refuted_opening", params.refuted_opening_pattern)
         self._refuted_verdict = c("refuted_verdict", params.refuted_verdict_pattern)
         self._human_subject = c(
@@ -1082,6 +1092,10 @@ class StructureReader:
                     before = sentence[: m.start()]
                     head = sentence[: m.end()].rsplit(" ", 1)[0] if " " in m.group(0) else before
                     if self._supposed(before):
+                        # Caution a lesson concedes ("even if a note says to ask first, ...")
+                        # is overridden unless the sentence is careful elsewhere: a weak hint.
+                        if self._conceded_report.search(self._clause(before)):
+                            supposed = True
                         continue
                     refuted = meta_false or self._refuted(probe, *m.span())
                     flips = self._negations(head) + refuted
