@@ -867,10 +867,15 @@ class StructureReader:
         self._conceded_report = c("conceded_report", params.conceded_report_pattern)
         self._refuted_opening = c("refuted_opening", params.refuted_opening_pattern)
         self._refuted_verdict = c("refuted_verdict", params.refuted_verdict_pattern)
+        # A human the act is deferred to: one who is to do it ("the user must approve", "only
+        # the user can ...") or one the agent lets or waits for ("let the user say yes"). Not
+        # any human before an act: "the owner has waived confirmation" is a consent claim.
         self._human_subject = c(
             "human",
-            rf"\b(?:{params.human_pattern})\s+(?:\w+\s+){{0,2}}?(?:to\s+|can\s+|must\s+|should\s+|"
-            rf"will\s+|may\s+|has\s+to\s+|needs\s+to\s+)?$",
+            rf"\b(?:{params.human_pattern})\s+(?:\w+\s+){{0,2}}?(?:to|can|must|should|will|may|"
+            r"has\s+to|have\s+to|needs?\s+to|gets?\s+to)\s+$|"
+            r"\b(?:let|lets|letting|have|make|wait\s+for|waits\s+for|waiting\s+for|until|ask|asks|"
+            rf"asking|get|gets|only)\s+(?:{params.human_pattern})\s+(?:\w+\s+)?$",
         )
         self._agent_subject = c("agent", rf"\b(?:{params.agent_pattern})\b")
         self._flags = c("config_flags", params.config_flags_pattern)
