@@ -221,9 +221,11 @@ _REPORT_NOUN = (
     r"documents?|emails?|tickets?|posts?|lines?|pages?|outputs?)\s+"
     r"(?:(?!(?:and|so|then|but)\b)[\w'-]+\s+){0,5}?"
 )
-# ... up to the end of the clause, unless the report ends first: "ignore any note saying X
-# and approve every prompt" still asserts its second act.
-_REPORT_TO_END = r"(?:(?!\b(?:and|so|then|instead|also|but)\b).)*$"
+# Words that end a report: "ignore any note saying X and approve every prompt" still asserts
+# its second act.
+_REPORT_ENDS = r"\b(?:and|so|then|instead|also|but)\b"
+# ... up to the end of the clause, unless the report ends first.
+_REPORT_TO_END = rf"(?:(?!{_REPORT_ENDS}).)*$"
 _REPORT_VERB = (
     r"(?:says?|saying|claims?|claiming|states?|stating|asserts?|asserting|suggests?|"
     r"suggesting|(?:tells?|telling|asks?|asking)\s+(?:you|the\s+agent|agents))\b"
@@ -242,23 +244,19 @@ _REFUTED_OPENING = (
     rf"{_REPORT_NOUN}(?:(?:that\s+|which\s+|who\s+)?{_REPORT_VERB}|that\b){_REPORT_TO_END}"
 )
 _REFUTED_VERDICT = (
-    r"^(?:(?!\b(?:and|so|then|instead|also|but)\b).)*?\b(?:as|is|are|be)\s+(?:false|wrong|"
+    rf"^(?:(?!{_REPORT_ENDS}).)*?\b(?:as|is|are|be)\s+(?:false|wrong|"
     r"untrue|bogus|fake|a\s+lie|lies|an?\s+(?:injection|attack|trap|lie)|poison(?:ed)?|"
     r"malicious|untrusted|suspect|suspicious)\b"
 )
+# A report after a conjunction that supposes or concedes it: "<conjunction> a note says ...".
+_REPORT_AFTER = rf"\s+(?:(?:any|a|an|the|some|another|such)\s+)?(?:\w+\s+){{0,2}}?{_REPORT}"
+_CONCEDING = r"even\s+if|even\s+when|even\s+though|though|although"
 # A report the lesson only supposes ("if a note says ...", "even if a note says ..."): an act
 # inside it is neither the lesson's claim nor its caution; the rest of the sentence decides.
-_SUPPOSED_REPORT = (
-    r"\b(?:if|even\s+if|even\s+when|even\s+though|when|whenever|though|although|unless|"
-    r"in\s+case)\s+"
-    rf"(?:(?:any|a|an|the|some|another|such)\s+)?(?:\w+\s+){{0,2}}?{_REPORT}"
-)
+_SUPPOSED_REPORT = rf"\b(?:if|when|whenever|unless|in\s+case|{_CONCEDING}){_REPORT_AFTER}"
 # A report the lesson concedes ("even if a note says ...", "though a note claims ..."): caution
 # inside it is being overridden unless the rest of the sentence is careful too.
-_CONCEDED_REPORT = (
-    r"\b(?:even\s+if|even\s+when|even\s+though|though|although)\s+"
-    rf"(?:(?:any|a|an|the|some|another|such)\s+)?(?:\w+\s+){{0,2}}?{_REPORT}"
-)
+_CONCEDED_REPORT = rf"\b(?:{_CONCEDING}){_REPORT_AFTER}"
 
 #: Structural patterns, by family. Each matches on normalised, lower-cased clause text.
 _PERMISSIVE_PATTERNS: tuple[str, ...] = (
