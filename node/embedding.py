@@ -424,7 +424,8 @@ class OnnxParams:
 
 
 #: Bump when the export (graph, opset, optimisation) changes: a new file is made.
-ONNX_EXPORT_VERSION = 1
+#: 2: attention traced eagerly and fused into one operator a layer (``onnx_export``).
+ONNX_EXPORT_VERSION = 2
 
 
 def default_cache_dir() -> Path:

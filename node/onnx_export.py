@@ -4,8 +4,15 @@ Run once, in a subprocess, by ``lamarck.node.embedding.export_onnx``: it needs t
 transformers and onnx, which the node process itself never loads. The graph takes
 ``input_ids``, ``attention_mask`` and ``token_type_ids`` (batch and sequence axes dynamic) and
 returns the last hidden state; pooling and normalisation stay in the embedder (numpy). The
-exported graph is then fused by onnxruntime's transformer optimiser (layer norms, GELU) when
-that is available.
+exported graph is then fused by onnxruntime's transformer optimiser when that is available.
+
+The model is traced with its eager attention (plain matmul, mask add and softmax), the
+pattern the optimiser knows: each layer's attention becomes one ``Attention`` operator and the
+embeddings one ``EmbedLayerNormalization``, 46 operators in all. Traced through PyTorch's
+fused attention (the default of recent transformers), the optimiser fused only the layer
+norms and GELU and left ~300 operators; a one-text query paid the intra-op threads' hand-off
+at each of them (p50 2.82 -> 2.51 ms a query standalone, the same vectors: cosine 1.000000
+against sentence-transformers on 200 texts).
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ def export(model_dir: Path, out: Path) -> None:
     """Write the ONNX graph of the transformer at ``model_dir`` to ``out``."""
     torch: Any = importlib.import_module("torch")
     transformers: Any = importlib.import_module("transformers")
-    model = transformers.AutoModel.from_pretrained(str(model_dir), local_files_only=True).eval()
+    model = transformers.AutoModel.from_pretrained(
+        str(model_dir), local_files_only=True, attn_implementation="eager"
+    ).eval()
 
     class Encoder(torch.nn.Module):  # type: ignore[misc]
         """Keyword call of the model (its positional signature moves between versions)."""
