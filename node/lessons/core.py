@@ -88,6 +88,11 @@ def _nothing_at_hand(texts: list[str]) -> None:
     del texts
 
 
+def _never_inline(texts: list[str]) -> bool:
+    del texts
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class LessonChange:
     """One change a service call made to one lesson."""
@@ -218,6 +223,11 @@ class LessonCore:
         self._at_hand: Callable[[list[str]], npt.NDArray[np.float32] | None] = (
             embedder.computed if isinstance(embedder, Embedder) else _nothing_at_hand
         )
+        # Texts cheaper to embed right here than through a worker thread (``Embedder.inline``:
+        # a recall's task on the ONNX model); an embedder without the method has none.
+        self._inline: Callable[[list[str]], bool] = (
+            embedder.inline if isinstance(embedder, Embedder) else _never_inline
+        )
         self.clock = clock
         self.params = params
         self.rng = rng
@@ -287,9 +297,12 @@ class LessonCore:
 
     async def embed_many(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts`` in one model call off the event loop, one row per text; vectors
-        the embedder has at hand (a task recalled before) are taken here, with no hop."""
+        the embedder has at hand (a task recalled before) are taken here, with no hop, and so
+        are texts it embeds sooner than a worker thread could be handed them (``inline``)."""
         items = list(texts)
         vectors = self._at_hand(items)
+        if vectors is None and self._inline(items):
+            vectors = self.embedder.embed(items)
         if vectors is None:
             vectors = await asyncio.to_thread(self.embedder.embed, items)
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)

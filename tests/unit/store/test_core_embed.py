@@ -1,4 +1,5 @@
-"""The lesson service embeds off the event loop, except what the embedder has at hand."""
+"""The lesson service embeds off the event loop, except what the embedder has at hand and
+what it embeds sooner than a worker thread could be handed it."""
 
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ class _Recording(HashingEmbedder):
 
     def computed(self, texts: Sequence[str]) -> Vectors | None:
         return HashingEmbedder.embed(self, texts) if list(texts) == ["asked before"] else None
+
+    def inline(self, texts: Sequence[str]) -> bool:
+        return list(texts) == ["quick"]
 
 
 class _DuckTyped:
@@ -78,3 +82,27 @@ def test_an_embedder_without_vectors_at_hand_still_embeds() -> None:
     vectors = asyncio.run(_core(_DuckTyped()).embed_many(["a", "b"]))
     assert vectors.shape == (2, DIM)
     np.testing.assert_allclose(vectors, 0.25)
+
+
+def test_a_text_the_embedder_calls_inline_is_embedded_on_the_loop() -> None:
+    """``Embedder.inline``: one model call on the loop's own thread, no hand-off; a batch
+    holding the same text still goes to a worker thread."""
+    embedder = _Recording()
+    core = _core(embedder)
+
+    async def run() -> tuple[int, npt.NDArray[np.float32]]:
+        quick = await core.embed("quick")
+        await core.embed_many(["quick", "other"])
+        return threading.get_ident(), quick
+
+    loop_thread, quick = asyncio.run(run())
+    np.testing.assert_allclose(quick, HashingEmbedder(dim=DIM).embed(["quick"])[0])
+    assert embedder.threads[0] == loop_thread
+    assert len(embedder.threads) == 2 and embedder.threads[1] != loop_thread
+
+
+def test_the_hashing_embedder_embeds_one_text_inline() -> None:
+    """Hashing one text costs less than a thread's hand-off; a batch does not go inline."""
+    embedder = HashingEmbedder(dim=DIM)
+    assert embedder.inline(["a lesson of any length " * 100])
+    assert not embedder.inline(["a", "b"])

@@ -144,6 +144,19 @@ def test_only_a_query_asked_before_is_at_hand(onnx: OnnxMiniLMEmbedder) -> None:
     assert onnx.computed([text, text]) is None  # batches are never cached
 
 
+def test_only_one_short_text_is_embedded_inline(cache_dir: Path) -> None:
+    """``inline``: one text of at most ``inline_chars`` characters (a recall's task) runs on
+    the caller's loop; a longer text, a batch and a limit of 0 go to a worker thread."""
+    embedder = OnnxMiniLMEmbedder(cache_dir=cache_dir, params=OnnxParams(inline_chars=40))
+    assert embedder.inline(["rotate the staging api keys"])
+    assert embedder.inline(["x" * 40])
+    assert not embedder.inline(["x" * 41])
+    assert not embedder.inline(["a", "b"])
+    assert not embedder.inline([])
+    never = OnnxMiniLMEmbedder(cache_dir=cache_dir, params=OnnxParams(inline_chars=0))
+    assert not never.inline(["rotate the staging api keys"])
+
+
 def test_the_export_is_reused_and_named_by_the_model(
     onnx: OnnxMiniLMEmbedder, cache_dir: Path
 ) -> None:
@@ -199,6 +212,7 @@ def test_make_embedder_runs_the_session_with_the_params_it_is_given(cache_dir: P
         ("export_timeout_s", 0.0),
         ("bulk_session", 1),
         ("spin_after_run", "no"),
+        ("inline_chars", -1),
     ],
 )
 def test_onnx_params_refuse_unusable_values(field: str, value: object) -> None:
