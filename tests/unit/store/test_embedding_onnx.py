@@ -19,6 +19,8 @@ from lamarck.node.embedding import (
     OnnxParams,
     make_embedder,
     onnx_model_file,
+    weights8_agreement,
+    weights8_file,
 )
 
 TEXTS = [
@@ -77,9 +79,10 @@ def test_onnx_rows_are_float32_unit_vectors_in_input_order(onnx: OnnxMiniLMEmbed
 def test_a_bulk_block_embeds_on_its_own_session_with_the_same_vectors(
     onnx: OnnxMiniLMEmbedder,
 ) -> None:
-    """Inside ``bulk()`` (a catch-up) batches run on a second, single-threaded session,
-    ``bulk_parallel`` of them at once: the same vectors; overlapping blocks share it and the
-    last one to end closes it."""
+    """Inside ``bulk()`` (a catch-up) batches run on a second, single-threaded session on
+    the full weights, ``bulk_parallel`` of them at once: the query session's vectors within
+    cosine 0.999 (it runs the 8-bit weights), the same whatever the batches; overlapping
+    blocks share it and the last one to end closes it."""
     query_setup = onnx.embed_bulk(TEXTS)  # no block open: the query session
     assert not onnx.bulk_open
     # As many single-threaded runs at once as the query session has threads.
@@ -91,9 +94,11 @@ def test_a_bulk_block_embeds_on_its_own_session_with_the_same_vectors(
                 halves = list(pool.map(onnx.embed_bulk, [TEXTS[:3], TEXTS[3:]]))
             bulk = np.concatenate(halves)
         assert onnx.bulk_open  # the outer block still runs
+        whole = onnx.embed_bulk(TEXTS)
     assert not onnx.bulk_open
-    assert ((bulk * query_setup).sum(axis=1)).min() >= 0.99999
-    np.testing.assert_allclose(bulk, onnx.embed(TEXTS), atol=1e-5)
+    np.testing.assert_allclose(bulk, whole, atol=1e-5)
+    assert ((bulk * query_setup).sum(axis=1)).min() >= 0.999
+    np.testing.assert_allclose(query_setup, onnx.embed(TEXTS), atol=1e-5)
     assert onnx._bulk_session is None
 
 
@@ -142,6 +147,37 @@ def test_only_a_query_asked_before_is_at_hand(onnx: OnnxMiniLMEmbedder) -> None:
     at_hand[0, :] = 0.0
     np.testing.assert_array_equal(onnx.embed([text]), first)  # the cache kept its own copy
     assert onnx.computed([text, text]) is None  # batches are never cached
+
+
+def test_queries_run_on_8_bit_weights_and_batches_on_the_full_ones(
+    onnx: OnnxMiniLMEmbedder,
+) -> None:
+    """The query session loads the 8-bit weights' file (MatMulNBits), exported beside the
+    full one and kept because it agrees with it; the bulk session the full weights; their
+    vectors agree within cosine 0.999 (and each with torch's, above)."""
+    onnx_module = pytest.importorskip("onnx")
+    assert onnx.query_file == weights8_file(onnx.model_file) != onnx.model_file
+    ops = {n.op_type for n in onnx_module.load(str(onnx.query_file)).graph.node}
+    assert "MatMulNBits" in ops
+    assert weights8_agreement(Path(MiniLMEmbedder()._path), onnx.model_file, onnx.query_file) >= (
+        0.999
+    )
+    queries = onnx.embed(TEXTS)
+    with onnx.bulk():
+        full = onnx.embed_bulk(TEXTS)
+    assert (queries * full).sum(axis=1).min() >= 0.999
+    assert not np.array_equal(queries, full)  # two files, two sets of weights
+
+
+def test_an_8_bit_file_that_disagrees_is_not_kept(tmp_path: Path) -> None:
+    """Under the agreement bar (here 1.0: no 8-bit vector is exact) the export drops the
+    8-bit file and queries run on the full weights; asked for none, none is written."""
+    strict = OnnxMiniLMEmbedder(cache_dir=tmp_path, params=OnnxParams(weights8_min_cosine=1.0))
+    assert strict.query_file == strict.model_file
+    assert not weights8_file(strict.model_file).exists()
+    assert list(tmp_path.iterdir()) == [strict.model_file]  # no partial file left behind
+    full = OnnxMiniLMEmbedder(cache_dir=tmp_path, params=OnnxParams(query_weights_8bit=False))
+    assert full.query_file == full.model_file
 
 
 def test_only_one_short_text_is_embedded_inline(cache_dir: Path) -> None:
@@ -213,6 +249,9 @@ def test_make_embedder_runs_the_session_with_the_params_it_is_given(cache_dir: P
         ("bulk_session", 1),
         ("spin_after_run", "no"),
         ("inline_chars", -1),
+        ("query_weights_8bit", 1),
+        ("weights8_min_cosine", 0.0),
+        ("weights8_min_cosine", 1.5),
     ],
 )
 def test_onnx_params_refuse_unusable_values(field: str, value: object) -> None:
