@@ -115,9 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     failed export exits non-zero with its traceback; a failed 8-bit file is only printed."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) not in (2, 3):
-        print(
-            "usage: python -m lamarck.node.onnx_export MODEL_DIR OUT [OUT_8BIT]", file=sys.stderr
-        )
+        print("usage: python -m lamarck.node.onnx_export MODEL_DIR OUT [OUT_8BIT]", file=sys.stderr)
         return 2
     export(Path(args[0]), Path(args[1]))
     if len(args) == 3:
