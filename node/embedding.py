@@ -562,7 +562,7 @@ def export_onnx(model_path: Path, out: Path, params: OnnxParams) -> None:
                 reason="embedder_unavailable",
             )
         if tmp8.is_file():
-            least = weights8_agreement(model_path, tmp, tmp8)
+            least = weights8_agreement(model_path, tmp, tmp8, params.max_seq_length)
             if least >= params.weights8_min_cosine:
                 tmp8.replace(weights8_file(out))
             else:
@@ -580,11 +580,11 @@ def export_onnx(model_path: Path, out: Path, params: OnnxParams) -> None:
         tmp8.unlink(missing_ok=True)
 
 
-def weights8_agreement(model_path: Path, full: Path, weights8: Path) -> float:
-    """The least cosine between the two files' vectors of ``WEIGHTS8_PROBES`` (each file
-    opened for the check only, one thread)."""
+def weights8_agreement(model_path: Path, full: Path, weights8: Path, max_seq_length: int) -> float:
+    """The least cosine between the two files' vectors of ``WEIGHTS8_PROBES``, tokenised as
+    the embedder will (``max_seq_length``; each file opened for the check only, one thread)."""
     ort, tokenizers, _ = _import_onnx()
-    tokenizer = _tokenizer(tokenizers, model_path, OnnxParams().max_seq_length)
+    tokenizer = _tokenizer(tokenizers, model_path, max_seq_length)
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     vectors = []
