@@ -45,7 +45,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -283,6 +283,36 @@ def minilm_available() -> bool:
     return True
 
 
+#: The values of ``OnnxParams.bulk_weights``.
+BulkWeights = Literal["auto", "8bit", "full"]
+BULK_WEIGHTS: tuple[str, ...] = get_args(BulkWeights)
+
+#: x86 flags (``/proc/cpuinfo``) of int8 dot-product instructions, which onnxruntime's 8-bit
+#: matrix kernels use: AVX-512 VNNI, AVX-VNNI, AMX.
+INT8_DOT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
+
+
+def cpu_flags(cpuinfo: str) -> frozenset[str]:
+    """The ``flags`` of the first processor in a ``/proc/cpuinfo`` text (empty if none)."""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return frozenset(value.split())
+    return frozenset()
+
+
+@functools.cache
+def int8_dot_product() -> bool:
+    """Whether this processor has int8 dot-product instructions (``INT8_DOT_FLAGS``), read
+    once from ``/proc/cpuinfo``; False where that cannot be read (not Linux) or on other
+    architectures, where the 8-bit kernels were not measured."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return bool(cpu_flags(text) & INT8_DOT_FLAGS)
+
+
 def _default_threads() -> int:
     # MiniLM gains little past 4 intra-op threads on short sentences, and the node shares the
     # machine with its Postgres and the agent: do not take every core.
@@ -441,12 +471,34 @@ class OnnxParams:
     #: (~19 MB) it reads them ~25 % sooner and leaves Postgres and the node the cache they
     #: recall with: 2 cores, 2,000 lessons, 1,200 novel recalls, two runs each, p50 5.41 and
     #: 5.53 ms against 6.72 and 6.34 ms with the full weights. Batches (a catch-up's bulk
-    #: session) are compute-bound and keep the full weights, ~3 % faster there. Vectors of
+    #: session) are compute-bound: ``bulk_weights`` says which file they run on. Vectors of
     #: the two agree within cosine 0.9995 on the 3,495 texts of the autonomy corpus.
     query_weights_8bit: bool = True
+    #: The weights a catch-up's batches (the bulk session) run on, once the 8-bit file is
+    #: kept: ``"8bit"``, ``"full"`` or ``"auto"``: the 8-bit file where the processor has
+    #: int8 dot-product instructions (``int8_dot_product``), the full weights elsewhere.
+    #: onnxruntime's 8-bit kernels multiply in int8 (``accuracy_level`` 4): with those
+    #: instructions a batch's products run in fewer of them than in fp32 (2 cores with
+    #: AVX-512 VNNI, batches of 64 catch-up lessons, two single-threaded runs at once: 204
+    #: against 180 texts/s; the catch-up 159-164 against 144 records/s), without them the
+    #: int8 products are emulated and ~3 % slower (174 against 180 texts/s, one thread).
+    bulk_weights: BulkWeights = "auto"
     #: Least cosine between the 8-bit and the full file's vectors of every probe text for the
     #: 8-bit file to be used: the bound the issue set for the ONNX model against torch's.
     weights8_min_cosine: float = 0.999
+
+    @property
+    def bulk_weights_8bit(self) -> bool:
+        """Whether batches run on the 8-bit weights (when the file is kept): ``bulk_weights``
+        read on this processor."""
+        if self.bulk_weights == "auto":
+            return int8_dot_product()
+        return self.bulk_weights == "8bit"
+
+    @property
+    def wants_weights8(self) -> bool:
+        """Whether any session would run on the 8-bit weights: the export writes the file."""
+        return self.query_weights_8bit or self.bulk_weights_8bit
 
     def __post_init__(self) -> None:
         """Refuse a value no run could use (``ConfigError`` naming the field)."""
@@ -462,6 +514,11 @@ class OnnxParams:
         t = self.export_timeout_s
         if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
             raise ConfigError(f"OnnxParams.export_timeout_s must be finite and > 0, got {t!r}")
+        if self.bulk_weights not in BULK_WEIGHTS:
+            raise ConfigError(
+                f"OnnxParams.bulk_weights must be one of {', '.join(BULK_WEIGHTS)},"
+                f" got {self.bulk_weights!r}"
+            )
         c = self.weights8_min_cosine
         if isinstance(c, bool) or not isinstance(c, int | float) or not 0.0 < c <= 1.0:
             raise ConfigError(f"OnnxParams.weights8_min_cosine must be in (0, 1], got {c!r}")
@@ -534,14 +591,14 @@ def onnx_available() -> bool:
 
 def export_onnx(model_path: Path, out: Path, params: OnnxParams) -> None:
     """Export the model to ``out`` in a subprocess (it needs torch; this process never loads
-    it), writing to temporary names first so a crash leaves no half file behind; with
-    ``params.query_weights_8bit``, also the 8-bit weights' file (``weights8_file``), kept
-    only if it agrees with the full one (``weights8_agreement``)."""
+    it), writing to temporary names first so a crash leaves no half file behind; when a
+    session would run on them (``params.wants_weights8``), also the 8-bit weights' file
+    (``weights8_file``), kept only if it agrees with the full one (``weights8_agreement``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.name}.{os.getpid()}.partial")
     tmp8 = out.with_name(f"{out.name}.{os.getpid()}.w8.partial")
     argv = [sys.executable, "-m", "lamarck.node.onnx_export", str(model_path), str(tmp)]
-    if params.query_weights_8bit:
+    if params.wants_weights8:
         argv.append(str(tmp8))
     _log.info("exporting %s to ONNX at %s (once)", MINILM_MODEL_NAME, out)
     timeout_s = params.export_timeout_s
@@ -568,11 +625,11 @@ def export_onnx(model_path: Path, out: Path, params: OnnxParams) -> None:
             else:
                 _log.warning(
                     "embedder: the 8-bit weights' vectors are within cosine %.6f of the full "
-                    "model's, under %.6f: queries run on the full weights",
+                    "model's, under %.6f: every session runs on the full weights",
                     least,
                     params.weights8_min_cosine,
                 )
-        elif params.query_weights_8bit:
+        elif params.wants_weights8:
             _log.warning("embedder: no 8-bit weights (%s)", done.stderr.strip()[-200:])
         tmp.replace(out)
     finally:
@@ -680,6 +737,10 @@ class OnnxMiniLMEmbedder(Embedder):
         self.query_file = (
             weights8 if self.params.query_weights_8bit and weights8.is_file() else self.model_file
         )
+        #: The file a catch-up's batches run on (``OnnxParams.bulk_weights``), likewise.
+        self.bulk_file = (
+            weights8 if self.params.bulk_weights_8bit and weights8.is_file() else self.model_file
+        )
         self._session = self._open_session(self._threads, self.query_file)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._cache: Lru[str, Vectors] = Lru(self.params.query_cache_size)
@@ -716,9 +777,7 @@ class OnnxMiniLMEmbedder(Embedder):
                 # One thread per run: ``bulk_parallel`` runs share the session (onnxruntime
                 # runs a session from several threads at once), not one copy of the weights
                 # per run.
-                # The full weights: a batch is compute-bound, where the 8-bit kernels
-                # (which quantize the activations too) are a few percent slower.
-                self._bulk_session = self._open_session(1, self.model_file)
+                self._bulk_session = self._open_session(1, self.bulk_file)
             self._bulk_users += 1
         try:
             yield None

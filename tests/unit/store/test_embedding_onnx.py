@@ -12,11 +12,15 @@ import numpy as np
 import pytest
 
 from lamarck.errors import ConfigError
+from lamarck.node import embedding
 from lamarck.node.embedding import (
+    INT8_DOT_FLAGS,
     MINILM_MODEL_NAME,
     MiniLMEmbedder,
     OnnxMiniLMEmbedder,
     OnnxParams,
+    cpu_flags,
+    int8_dot_product,
     make_embedder,
     onnx_model_file,
     weights8_agreement,
@@ -149,14 +153,17 @@ def test_only_a_query_asked_before_is_at_hand(onnx: OnnxMiniLMEmbedder) -> None:
     assert onnx.computed([text, text]) is None  # batches are never cached
 
 
-def test_queries_run_on_8_bit_weights_and_batches_on_the_full_ones(
-    onnx: OnnxMiniLMEmbedder,
+def test_queries_run_on_8_bit_weights_and_batches_on_the_full_ones_when_asked(
+    cache_dir: Path,
 ) -> None:
     """The query session loads the 8-bit weights' file (MatMulNBits), exported beside the
-    full one and kept because it agrees with it; the bulk session the full weights; their
-    vectors agree within cosine 0.999 (and each with torch's, above)."""
+    full one and kept because it agrees with it; with ``bulk_weights="full"`` the bulk
+    session the full weights; their vectors agree within cosine 0.999 (and each with
+    torch's, above)."""
     onnx_module = pytest.importorskip("onnx")
+    onnx = OnnxMiniLMEmbedder(cache_dir=cache_dir, params=OnnxParams(bulk_weights="full"))
     assert onnx.query_file == weights8_file(onnx.model_file) != onnx.model_file
+    assert onnx.bulk_file == onnx.model_file
     ops = {n.op_type for n in onnx_module.load(str(onnx.query_file)).graph.node}
     assert "MatMulNBits" in ops
     model = Path(MiniLMEmbedder()._path)
@@ -167,6 +174,39 @@ def test_queries_run_on_8_bit_weights_and_batches_on_the_full_ones(
         full = onnx.embed_bulk(TEXTS)
     assert (queries * full).sum(axis=1).min() >= 0.999
     assert not np.array_equal(queries, full)  # two files, two sets of weights
+
+
+def test_batches_run_on_the_8_bit_weights_where_the_processor_multiplies_in_int8(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bulk_weights="8bit"``: the bulk session loads the 8-bit file and gives the query
+    session's vectors; ``"auto"`` follows ``int8_dot_product`` (the processor's flags)."""
+    eight = OnnxMiniLMEmbedder(cache_dir=cache_dir, params=OnnxParams(bulk_weights="8bit"))
+    assert eight.bulk_file == eight.query_file == weights8_file(eight.model_file)
+    queries = eight.embed(TEXTS)
+    with eight.bulk():
+        bulk = eight.embed_bulk(TEXTS)
+    np.testing.assert_allclose(bulk, queries, atol=1e-4)  # one file, one set of weights
+    for has_int8, expected in ((True, "w8"), (False, "full")):
+        monkeypatch.setattr(embedding, "int8_dot_product", lambda has=has_int8: has)
+        auto = OnnxMiniLMEmbedder(cache_dir=cache_dir)
+        assert OnnxParams().bulk_weights_8bit is has_int8
+        assert (auto.bulk_file == weights8_file(auto.model_file)) is (expected == "w8")
+        assert (auto.bulk_file == auto.model_file) is (expected == "full")
+    # Neither session on 8-bit weights: the export writes no 8-bit file.
+    monkeypatch.setattr(embedding, "int8_dot_product", lambda: True)
+    assert OnnxParams(query_weights_8bit=False).wants_weights8
+    assert not OnnxParams(query_weights_8bit=False, bulk_weights="full").wants_weights8
+
+
+def test_int8_dot_product_instructions_are_read_from_the_processor_flags() -> None:
+    """The flags line of ``/proc/cpuinfo``: AVX-512 VNNI, AVX-VNNI or AMX count."""
+    vnni = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx2 avx512f avx512_vnni\n"
+    assert "avx512_vnni" in cpu_flags(vnni)
+    assert cpu_flags(vnni) & INT8_DOT_FLAGS
+    assert not cpu_flags("flags\t: fpu sse2 avx2 avx512f\n") & INT8_DOT_FLAGS
+    assert cpu_flags("Features\t: fp asimd\n") == frozenset()  # no x86 flags line
+    assert isinstance(int8_dot_product(), bool)
 
 
 def test_an_8_bit_file_that_disagrees_is_not_kept(tmp_path: Path) -> None:
@@ -250,6 +290,7 @@ def test_make_embedder_runs_the_session_with_the_params_it_is_given(cache_dir: P
         ("spin_after_run", "no"),
         ("inline_chars", -1),
         ("query_weights_8bit", 1),
+        ("bulk_weights", "int8"),
         ("weights8_min_cosine", 0.0),
         ("weights8_min_cosine", 1.5),
     ],
