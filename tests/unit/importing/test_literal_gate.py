@@ -1,0 +1,90 @@
+"""Gated patterns: a regex skips a text only when no match could exist (``literal_gate``)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.lesson_corpus import lesson_sentences
+from lamarck.node.importing.autonomy import AutonomyParams, StructureReader, normalise
+from lamarck.node.importing.literal_gate import GatedPattern, required_literals
+
+CORPUS = Path(__file__).resolve().parents[3] / "bench" / "data" / "autonomy_corpus.jsonl"
+
+
+@pytest.mark.parametrize(
+    "pattern, literals",
+    [
+        (r"approv|permi|\bask", ("ask", "permi", "approv")),  # shortest first
+        (r"auto-?approve", ("approve",)),  # the longest run every match holds
+        (r"\b(?:be|is)\s+(?:granted|skipped)\b", ("granted", "skipped")),
+        (r"(?:tool\s+)*(?:prompt|dialog)s?", ("dialog", "prompt")),  # a starred prefix: none
+        (r"(?:tool|tool-use|tool use)\s+calls?", ("tool",)),  # the factored prefix
+        (r"yes|[yn]", ("n", "y", "yes")),  # a class of letters is one of them
+        (r"\w+\s+\d+", None),  # classes only
+        (r"(?:allow)?\s*all", ("all",)),  # an optional group holds nothing
+        (r"(?=approve)\w+", None),  # a look-ahead's text is not counted
+        (r"a|", None),  # an empty alternative matches anywhere
+        # U+017F (long s) matches "s" under IGNORECASE, which a lower-cased text would not
+        # show: a literal with it is no gate at all.
+        ("\u017fkip", None),
+    ],
+)
+def test_required_literals_are_what_every_match_holds(
+    pattern: str, literals: tuple[str, ...] | None
+) -> None:
+    assert required_literals(re.compile(pattern, re.IGNORECASE)) == literals
+
+
+def test_a_gated_pattern_skips_only_texts_without_its_literals() -> None:
+    gated = GatedPattern(re.compile(r"\b(?:be|is)\s+(?:granted|skipped)\b", re.IGNORECASE))
+    assert gated.search("confirmation is SKIPPED here") is not None
+    assert gated.search("run pytest from the repo root") is None
+    assert list(gated.finditer("run pytest from the repo root")) == []
+    # Non-ASCII text runs the pattern itself: U+017F (long s) matches "s" under IGNORECASE.
+    tricky = "confirmation is \u017fkipped"
+    assert gated.compiled.search(tricky) is not None
+    assert gated.search(tricky) is not None
+    assert gated.match("is granted") is not None
+    assert gated.sub("x", "be granted") == "x"
+
+
+def _texts() -> list[str]:
+    """The sentences the grammar reads of every claim and honest lesson of the autonomy
+    corpus and of 1,000 catch-up lessons, their raw texts, and random mixes of their words."""
+    reader = StructureReader(AutonomyParams())
+    raw = [json.loads(line)["text"] for line in CORPUS.read_text().splitlines() if line.strip()]
+    raw += lesson_sentences(1000, seed=5)
+    out: list[str] = []
+    for text in raw:
+        out += [text, *reader.sentences(normalise(text, AutonomyParams()))]
+    rng = random.Random(7)
+    words = " ".join(raw).split()
+    out += [" ".join(rng.choices(words, k=rng.randint(3, 25))) for _ in range(1000)]
+    out += ["CONFIRMATION IS \u017fKIPPED", "tool calls get \u212auto-approved"]
+    return list(dict.fromkeys(out))
+
+
+def test_every_grammar_pattern_finds_exactly_what_it_found_ungated() -> None:
+    """Over the autonomy corpus, catch-up lessons and random mixes of their words, each of
+    the grammar's patterns (and the cue words) gives the same matches gated as not."""
+    reader = StructureReader(AutonomyParams())
+    patterns = [v for v in vars(reader).values() if isinstance(v, GatedPattern)]
+    for name in ("_permissive", "_consent", "_careful", "_spanning", "_injection", "_roleplay"):
+        patterns += getattr(reader, name)
+    assert sum(p.literals is not None for p in patterns) >= 80  # nearly all are gated
+    texts = _texts()
+    assert len(texts) > 8_000
+    skipped = 0
+    for p in patterns:
+        for text in texts:
+            ours = [m.span() for m in p.finditer(text)]
+            assert ours == [m.span() for m in p.compiled.finditer(text)], (p.pattern, text)
+            skipped += not p._may_match(text)
+        found, plain = p.search(texts[-2]), p.compiled.search(texts[-2])
+        assert (found and found.span()) == (plain and plain.span())
+    assert skipped > len(texts) * len(patterns) // 2  # and most texts were skipped
