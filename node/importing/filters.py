@@ -34,6 +34,7 @@ from typing import Protocol, cast, runtime_checkable
 from lamarck.errors import ConfigError
 from lamarck.node.learning.knowledge_params import NEGATION_MARKERS
 from lamarck.node.learning.secrets import scan_for_secrets
+from lamarck.node.literal_gate import GatedPattern
 from lamarck.proto.memory import MemoryV2
 
 __all__ = [
@@ -577,12 +578,13 @@ def record_texts(record: MemoryV2) -> Iterator[str]:
         yield from (t for t in (sit.tool, sit.subject, sit.unblock, sit.probe) if t)
 
 
-def any_of(patterns: Sequence[str]) -> re.Pattern[str]:
+def any_of(patterns: Sequence[str]) -> GatedPattern:
     """One case-insensitive pattern that matches a text exactly when one of ``patterns``
-    does (each kept in its own non-capturing group; an empty list matches nothing)."""
+    does (each kept in its own non-capturing group; an empty list matches nothing), skipping
+    a text without any literal every match holds (``literal_gate``)."""
     if not patterns:
-        return re.compile(r"(?!)")
-    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+        return GatedPattern(re.compile(r"(?!)"))
+    return GatedPattern(re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE))
 
 
 class InjectedInstructionFilter:

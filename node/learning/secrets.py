@@ -20,6 +20,7 @@ import re
 from collections import Counter
 
 from lamarck.node.learning.params import SecretParams
+from lamarck.node.literal_gate import GatedPattern
 
 __all__ = ["has_secret", "scan_for_secrets"]
 
@@ -107,11 +108,14 @@ def _unnamed(pattern: re.Pattern[str]) -> str:
 
 
 #: Every rule in one alternation: it matches exactly when some rule's pattern does, so a
-#: clean text (nearly every one) is told apart in one scan instead of sixteen.
-_ANY = re.compile(
-    "|".join(
-        f"(?:{_unnamed(p)})"
-        for p in (*(p for _, p in _PATTERNS), _URL_PASSWORD, _ASSIGNMENT, _BEARER)
+#: clean text (nearly every one) is told apart in one scan instead of sixteen, or in none
+#: when it holds no literal a rule's match needs ("://", "token", "sk-", ...: ``literal_gate``).
+_ANY = GatedPattern(
+    re.compile(
+        "|".join(
+            f"(?:{_unnamed(p)})"
+            for p in (*(p for _, p in _PATTERNS), _URL_PASSWORD, _ASSIGNMENT, _BEARER)
+        )
     )
 )
 

