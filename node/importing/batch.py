@@ -159,6 +159,11 @@ class PrimedEmbedder(Embedder):
         """The wrapped embedder's ``bulk_parallel``."""
         return self._inner.bulk_parallel
 
+    def inline(self, texts: Sequence[str]) -> bool:
+        """The wrapped embedder's ``inline``: the node's one embedder is this wrapper, so
+        without it every recall's task went to a worker thread (the port's default)."""
+        return self._inner.inline(texts)
+
     def prime(self, texts: Sequence[str]) -> None:
         """Embed ``texts`` in one call and hold their vectors (blocking: run it in a thread)."""
         with self._lock:

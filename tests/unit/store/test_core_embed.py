@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lamarck.node.embedding import HashingEmbedder, Vectors
+from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.prompt import estimate_tokens
 from lamarck.node.lessons.core import EmbedderLike, LessonCore
@@ -106,3 +107,20 @@ def test_the_hashing_embedder_embeds_one_text_inline() -> None:
     embedder = HashingEmbedder(dim=DIM)
     assert embedder.inline(["a lesson of any length " * 100])
     assert not embedder.inline(["a", "b"])
+
+
+def test_the_nodes_primed_embedder_embeds_inline_what_its_model_would() -> None:
+    """The daemon wraps its model in a ``PrimedEmbedder`` (catch-up's vectors computed
+    ahead): the wrapper answers ``inline`` as the model does, so a recall's task is still
+    embedded on the loop (before, the port's default sent every one to a worker thread)."""
+    inner = _Recording()
+    primed = PrimedEmbedder(inner, BatchImportParams())
+    assert primed.inline(["quick"]) and not primed.inline(["slow"])
+    core = _core(primed)
+
+    async def run() -> int:
+        await core.embed("quick")
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(run())
+    assert inner.threads == [loop_thread]
