@@ -22,16 +22,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-
-# The parser ``re`` compiles from (Python 3.11: ``re._parser``, ``re._constants``).
-from re import _constants as _c  # type: ignore[attr-defined]
-from re import _parser as _p  # type: ignore[attr-defined]
 from typing import Any
 
 __all__ = ["GatedPattern", "required_literals"]
 
+# The parser ``re`` compiles from (Python 3.11-3.13: ``re._parser``, ``re._constants``): a
+# private module, so a Python without it gets no gates (every pattern runs; same matches).
+_c: Any
+_p: Any
+try:
+    from re import _constants as _c  # type: ignore[attr-defined,no-redef]
+    from re import _parser as _p  # type: ignore[attr-defined,no-redef]
+except ImportError:  # pragma: no cover - no such Python yet
+    _c = _p = None
+
 #: Repeats: (min, max, item). A repeat of at least one holds its item's literals.
-_REPEATS = frozenset({_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT})
+_REPEATS: frozenset[Any] = frozenset()
+if _c is not None:
+    _REPEATS = frozenset({_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT})
 
 # A candidate: strings one of which every match holds (lower-cased), or None.
 _Needed = frozenset[str] | None
@@ -97,7 +105,7 @@ def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     """Lower-cased strings one of which every match of ``pattern`` contains (shortest
     first), or None when no such set was found (a class, a look-around or an empty
     alternative everywhere)."""
-    if pattern.flags & re.LOCALE or isinstance(pattern.pattern, bytes):
+    if _p is None or pattern.flags & re.LOCALE or isinstance(pattern.pattern, bytes):
         return None
     try:
         tree = _p.parse(pattern.pattern, pattern.flags)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.lesson_corpus import lesson_sentences
+from lamarck.node import literal_gate
 from lamarck.node.importing.autonomy import _LEET_TOKEN, AutonomyParams, StructureReader, normalise
 from lamarck.node.importing.filters import FilterParams, any_of
 from lamarck.node.learning import secrets
@@ -53,6 +54,15 @@ def test_a_gated_pattern_skips_only_texts_without_its_literals() -> None:
     assert gated.search(tricky) is not None
     assert gated.match("is granted") is not None
     assert gated.sub("x", "be granted") == "x"
+
+
+def test_without_re_s_parser_nothing_is_gated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``re._parser`` is private: a Python without it gets patterns that run on every text."""
+    monkeypatch.setattr(literal_gate, "_p", None)
+    gated = GatedPattern(re.compile(r"\bis\s+granted\b", re.IGNORECASE))
+    assert gated.literals is None
+    assert gated.search("access is granted") is not None
+    assert gated.search("run pytest") is None
 
 
 def _texts() -> list[str]:
