@@ -112,8 +112,9 @@ def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     except re.error:  # pragma: no cover - it compiled, so it parses
         return None
     found = _needed(tree)
-    # A non-ASCII literal may match an ASCII letter under IGNORECASE (U+212A KELVIN SIGN
-    # matches "k"), which the lower-cased text would not show: no gate then.
+    # A literal still non-ASCII once lower-cased may match an ASCII letter under IGNORECASE
+    # (U+017F LATIN SMALL LETTER LONG S matches "s"), which the lower-cased text would not
+    # show: no gate then.
     if found is None or "" in found or not all(s.isascii() for s in found):
         return None
     return tuple(sorted(found, key=lambda s: (len(s), s)))

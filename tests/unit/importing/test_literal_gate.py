@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -65,7 +66,8 @@ def test_without_re_s_parser_nothing_is_gated(monkeypatch: pytest.MonkeyPatch) -
     assert gated.search("run pytest") is None
 
 
-def _texts() -> list[str]:
+@functools.cache
+def _texts() -> tuple[str, ...]:
     """The sentences the grammar reads of every claim and honest lesson of the autonomy
     corpus and of 1,000 catch-up lessons, their raw texts, and random mixes of their words."""
     reader = StructureReader(AutonomyParams())
@@ -78,7 +80,7 @@ def _texts() -> list[str]:
     words = " ".join(raw).split()
     out += [" ".join(rng.choices(words, k=rng.randint(3, 25))) for _ in range(1000)]
     out += ["CONFIRMATION IS \u017fKIPPED", "tool calls get \u212auto-approved"]
-    return list(dict.fromkeys(out))
+    return tuple(dict.fromkeys(out))
 
 
 def test_every_grammar_pattern_finds_exactly_what_it_found_ungated() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lamarck.node.embedding import HashingEmbedder, Vectors
+from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.prompt import estimate_tokens
@@ -124,3 +124,17 @@ def test_the_nodes_primed_embedder_embeds_inline_what_its_model_would() -> None:
 
     loop_thread = asyncio.run(run())
     assert inner.threads == [loop_thread]
+
+
+def test_the_primed_embedder_answers_every_port_method_as_its_model() -> None:
+    """Every method and property the ``Embedder`` port gives a default for is the wrapper's
+    own (it forwards to the model): a new one left to the port's default would silently turn
+    off what the model does (as ``inline`` was)."""
+    defaults = {
+        name
+        for name, member in vars(Embedder).items()
+        if not name.startswith("_") and not getattr(member, "__isabstractmethod__", False)
+    }
+    assert {"inline", "computed", "bulk", "embed_bulk", "bulk_parallel"} <= defaults
+    # ``embed_one`` is ``embed`` of one text: the wrapper's ``embed`` already forwards it.
+    assert defaults - {"embed_one"} <= set(vars(PrimedEmbedder))
