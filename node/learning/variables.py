@@ -21,7 +21,7 @@ The learner is a value: ``observe`` returns a new one; ``to_json`` / ``from_json
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -212,24 +212,40 @@ class VariableImportanceLearner:
         context: ContextParams,
     ) -> float:
         """``context_similarity`` with learned weights; a differing critical variable caps it."""
-        va, vb = context_variables(lesson_context, context), context_variables(run_context, context)
-        total = score = 0.0
-        capped = False
-        for var in sorted(va.keys() & vb.keys()):
-            wc = self._weight(var, p, context)
-            if wc is None or wc[0] <= 0:
-                continue
-            weight, critical = wc
-            match = _agreement(va[var], vb[var])
-            total += weight
-            score += weight * match
-            capped = capped or (critical and va[var] != vb[var])
-        if total == 0.0:
-            return _NO_SHARED_VARIABLES
-        result = score / total
-        if capped:
-            result = min(result, context.critical_cap)
-        return max(0.0, min(1.0, result))
+        return self.similarity_to(run_context, p, context)(lesson_context)
+
+    def similarity_to(
+        self, run_context: Mapping[str, Any] | None, p: VariableParams, context: ContextParams
+    ) -> Callable[[Mapping[str, Any] | None], float]:
+        """``similarity`` of any lesson context to this one run context, whose variables are
+        read once (recall scores every candidate against the same task)."""
+        vb = context_variables(run_context, context)
+
+        def to(lesson_context: Mapping[str, Any] | None) -> float:
+            if not vb:
+                # Nothing stated on the run's side: no variable is shared, whatever the
+                # lesson states (often: a recall's task comes without context).
+                return _NO_SHARED_VARIABLES
+            va = context_variables(lesson_context, context)
+            total = score = 0.0
+            capped = False
+            for var in sorted(va.keys() & vb.keys()):
+                wc = self._weight(var, p, context)
+                if wc is None or wc[0] <= 0:
+                    continue
+                weight, critical = wc
+                match = _agreement(va[var], vb[var])
+                total += weight
+                score += weight * match
+                capped = capped or (critical and va[var] != vb[var])
+            if total == 0.0:
+                return _NO_SHARED_VARIABLES
+            result = score / total
+            if capped:
+                result = min(result, context.critical_cap)
+            return max(0.0, min(1.0, result))
+
+        return to
 
     def adjusted_confidence(
         self,

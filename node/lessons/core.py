@@ -263,6 +263,12 @@ class LessonCore:
         learned, exactly ``context_similarity``)."""
         return self.learner.similarity(a, b, self.params.knowledge.variables, self.params.context)
 
+    def similarity_to(
+        self, run: Mapping[str, Any] | None
+    ) -> Callable[[Mapping[str, Any] | None], float]:
+        """``similarity(lesson, run)`` for any lesson context, ``run``'s variables read once."""
+        return self.learner.similarity_to(run, self.params.knowledge.variables, self.params.context)
+
     def new_id(self) -> str:
         """A uuid4 from the injected random source."""
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))

@@ -106,12 +106,13 @@ class Recall:
         )
         now = core.clock.now()
         by_id = {h.lesson.id: h for h in hits}
+        context_match = core.similarity_to(context)
         ranked = rank(
             [
                 Candidate(
                     key=h.lesson.id,
                     cosine=h.similarity,
-                    context_match=core.similarity(h.lesson.context, context),
+                    context_match=context_match(h.lesson.context),
                     confidence=h.lesson.confidence,
                     idle_days=idle_days(now, h.lesson.last_used, h.lesson.created_at),
                 )

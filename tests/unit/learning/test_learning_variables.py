@@ -107,6 +107,26 @@ def test_with_nothing_learned_similarity_equals_the_fixed_rule(
     assert learner.similarity(a, b, P, CTX) == pytest.approx(context_similarity(a, b, CTX))
 
 
+@given(st.lists(_contexts, min_size=1, max_size=4), _contexts)
+def test_one_run_context_read_once_scores_as_similarity_does(
+    lessons: list[dict[str, Any]], run: dict[str, Any]
+) -> None:
+    # What recall uses: the run's variables read once, every candidate scored against them.
+    learner = learn({**BASE, "environment": "windows", "users": "ops"}, [False, False, True])
+    to = learner.similarity_to(run, P, CTX)
+    for lesson in lessons:
+        assert to(lesson) == learner.similarity(lesson, run, P, CTX)
+
+
+@pytest.mark.parametrize("run", [None, {}, {"tools": []}, {"constraints": {}}])
+def test_a_run_that_states_no_variable_shares_none_with_any_lesson(
+    run: dict[str, Any] | None,
+) -> None:
+    learner = VariableImportanceLearner()
+    to = learner.similarity_to(run, P, CTX)
+    assert to(BASE) == to(None) == context_similarity(BASE, run, CTX) == 1.0
+
+
 def test_state_round_trips_through_json_and_refuses_garbage() -> None:
     learner = learn({**BASE, "environment": "windows", "users": "ops"}, [True, False, False])
     again = VariableImportanceLearner.from_json(learner.to_json())
