@@ -23,6 +23,15 @@ each) and the hit rate (the exact nearest lesson among the five returned); the n
 the model (goal <= 300 MB) and with the hashing embedder (goal <= 150 MB); start-up to
 SERVING, cold and warm (goal <= 5 s warm).
 
+**Side by side, in alternating blocks**: Mem0 is set up beside the running node, and the two
+systems' searches are timed in alternating blocks of ten calls (``ALTERNATION_BLOCK``), each
+block opened by one untimed call, so both see the same state of the machine. Timed as two
+phases a few minutes apart, a shared host's drift in speed went into the ratio whole (the
+ratio ranged 0.48-0.92 over runs of the same code, each system's own figure moving by up to
+a half). Alternated call by call, each system slowed the call right after its own: a Recall
+after a Mem0 search took ~1.1 ms longer (torch's threads spin on after a search), a Mem0
+search after a Recall ~0.5 ms; hence the blocks and their untimed first calls.
+
 Quality is measured two ways, both against exact (brute-force cosine) search:
 
 * ``lamarck_recall_at_5``: of the exact top-5 that pass the node's own relevance rule (cosine
@@ -309,6 +318,11 @@ async def _ann_quality(dsn: str, queries: Vectors) -> float:
         await store.close()
 
 
+#: Calls of one system in a row when both are timed alternately (``_alternated``): short
+#: enough that both see the same machine (a block lasts ~0.1-0.2 s), long enough that the
+#: one untimed call opening each block costs little.
+ALTERNATION_BLOCK = 10
+
 # -- the run ----------------------------------------------------------------------------------
 
 Call = Callable[[int], Awaitable[Any]]
@@ -328,6 +342,43 @@ async def _timed(call: Call, n: int, *, warm: bool = False, gap_s: float = 0.0) 
         if gap_s:
             await asyncio.sleep(gap_s)
     return out
+
+
+async def _alternated(
+    ours: Call,
+    theirs: Callable[[int], Any],
+    n: int,
+    warm: tuple[Call, Callable[[int], Any]],
+    *,
+    gap_s: float = 0.0,
+) -> tuple[list[float], list[float]]:
+    """Latencies of ``ours(i)`` and of the blocking ``theirs(i)`` for ``i`` < ``n``, in
+    alternating blocks of ``ALTERNATION_BLOCK`` calls of one system, each system first in every
+    other pair of blocks. A block opens with one untimed call (``warm[0](j)`` or
+    ``warm[1](j)``, the ``j``-th block of that system): a call right after the other system's
+    is slowed by it winding down (Mem0's torch threads spin on after a search: a Recall right
+    after one took ~1.1 ms longer, a Mem0 search after a Recall ~0.5 ms). With ``gap_s``, each
+    call is followed by that much idle time, untimed."""
+    mine: list[float] = []
+    other: list[float] = []
+    for j, first in enumerate(range(0, n, ALTERNATION_BLOCK)):
+        block = range(first, min(n, first + ALTERNATION_BLOCK))
+        for our_turn in (j % 2 == 0, j % 2 == 1):
+            if our_turn:
+                await warm[0](j)
+            else:
+                warm[1](j)
+            for i in block:
+                if gap_s:
+                    await asyncio.sleep(gap_s)
+                start = time.perf_counter()
+                if our_turn:
+                    await ours(i)
+                    mine.append((time.perf_counter() - start) * 1000.0)
+                else:
+                    theirs(i)
+                    other.append((time.perf_counter() - start) * 1000.0)
+    return mine, other
 
 
 def _timed_sync(
@@ -358,6 +409,10 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     spaced_seen = seen | set(novel)
     spaced = [q for q in task_queries(4 * args.queries, seed=13) if q not in spaced_seen]
     spaced = list(dict.fromkeys(spaced))[: args.queries]
+    # The untimed calls that open each block of the alternated timings (``_alternated``).
+    unseen = spaced_seen | set(spaced)
+    opening = [q for q in task_queries(5 * args.queries, seed=17) if q not in unseen]
+    opening = list(dict.fromkeys(opening))
     writes = lesson_sentences(args.writes, seed=7)
     index_of = {t: i for i, t in enumerate(texts)}
     _log(f"peers: {args.lessons} lessons, {args.queries} queries, {args.writes} writes")
@@ -423,22 +478,63 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
 
                 recall = recall_on(queries)
 
+                # -- Mem0, set up beside the running node ------------------------------------
+                mem0 = _mem0(mem0_dsn, model_path, tmp / "mem0-history.db")
+                phase("Mem0 ready")
+                lat = _timed_sync(
+                    lambda i: mem0.add(texts[i], user_id="bench", infer=False),
+                    len(texts),
+                    warm=True,
+                )
+                figures["mem0_add_p50_ms"] = round(statistics.median(lat), 3)
+                figures["mem0_add_per_s"] = round(1000.0 * len(lat) / sum(lat), 1)
+                phase("Mem0 add measured")
+
+                def search(query: str) -> Any:
+                    return mem0.search(query, top_k=K, filters=_USER, threshold=MEM0_THRESHOLD)
+
+                found = [_mem0_texts(search(q)) for q in queries]
+                m_recall5, m_hit = _quality(found, index_of, exact_idx, exact_sim, MEM0_THRESHOLD)
+                figures["mem0_recall_at_5"] = round(m_recall5, 4)
+                figures["mem0_hit_rate"] = round(m_hit, 4)
+
+                def search_on(asked: list[str]) -> Callable[[int], Any]:
+                    return lambda i: search(asked[i % len(asked)])
+
+                warm = (recall_on(opening), search_on(opening))
+
+                # -- both systems' searches, in alternating blocks ---------------------------
+                # Blocks of ten calls of each system in turn rather than one system's phase
+                # minutes after the other's: on a shared host the machine's speed drifts over
+                # minutes (bench/catchup saw a third between two runs), and a ratio of two
+                # phases measured apart would carry that drift.
                 await _timed(recall, 10)
-                lat = await _timed(recall, args.queries)
-                figures["recall_repeat_p50_ms"] = round(statistics.median(lat), 3)
-                figures["recall_repeat_p99_ms"] = round(_pct(lat, 0.99), 3)
+                _timed_sync(search_on(queries), 10)
+                ours, theirs = await _alternated(recall, search_on(queries), args.queries, warm)
+                figures["recall_repeat_p50_ms"] = round(statistics.median(ours), 3)
+                figures["recall_repeat_p99_ms"] = round(_pct(ours, 0.99), 3)
+                figures["mem0_search_repeat_p50_ms"] = round(statistics.median(theirs), 3)
+                figures["mem0_search_repeat_p99_ms"] = round(_pct(theirs, 0.99), 3)
                 cpu = _cpu_s(node.pid)
-                lat = await _timed(recall_on(novel), len(novel))
+                ours, theirs = await _alternated(
+                    recall_on(novel), search_on(novel), len(novel), warm
+                )
                 # What a recall costs the node's process in CPU (all its threads): what the
-                # machine's other work, other nodes among it, cannot have meanwhile.
+                # machine's other work, other nodes among it, cannot have meanwhile. Mem0 runs
+                # in this process: the node only waits meanwhile.
                 figures["recall_node_cpu_ms"] = round(
                     1000.0 * (_cpu_s(node.pid) - cpu) / len(novel), 2
                 )
-                figures["recall_p50_ms"] = round(statistics.median(lat), 3)
-                figures["recall_p99_ms"] = round(_pct(lat, 0.99), 3)
-                lat = await _timed(recall_on(spaced), len(spaced), gap_s=args.gap)
-                figures["recall_spaced_p50_ms"] = round(statistics.median(lat), 3)
-                phase("lamarck recall latency measured (repeated and novel queries)")
+                figures["recall_p50_ms"] = round(statistics.median(ours), 3)
+                figures["recall_p99_ms"] = round(_pct(ours, 0.99), 3)
+                figures["mem0_search_p50_ms"] = round(statistics.median(theirs), 3)
+                figures["mem0_search_p99_ms"] = round(_pct(theirs, 0.99), 3)
+                ours, theirs = await _alternated(
+                    recall_on(spaced), search_on(spaced), len(spaced), warm, gap_s=args.gap
+                )
+                figures["recall_spaced_p50_ms"] = round(statistics.median(ours), 3)
+                figures["mem0_search_spaced_p50_ms"] = round(statistics.median(theirs), 3)
+                phase("recall and Mem0 search latency measured (repeated and novel queries)")
 
                 async def remember(i: int) -> Any:
                     return await client.remember(
@@ -492,32 +588,6 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
             stop_node(node)
 
         phase("hashing node measured")
-        # -- Mem0 --------------------------------------------------------------------------
-        mem0 = _mem0(mem0_dsn, model_path, tmp / "mem0-history.db")
-        phase("Mem0 ready")
-        lat = _timed_sync(
-            lambda i: mem0.add(texts[i], user_id="bench", infer=False), len(texts), warm=True
-        )
-        figures["mem0_add_p50_ms"] = round(statistics.median(lat), 3)
-        figures["mem0_add_per_s"] = round(1000.0 * len(lat) / sum(lat), 1)
-        phase("Mem0 add measured")
-
-        def search(query: str) -> Any:
-            return mem0.search(query, top_k=K, filters=_USER, threshold=MEM0_THRESHOLD)
-
-        found = [_mem0_texts(search(q)) for q in queries]
-        m_recall5, m_hit = _quality(found, index_of, exact_idx, exact_sim, MEM0_THRESHOLD)
-        figures["mem0_recall_at_5"] = round(m_recall5, 4)
-        figures["mem0_hit_rate"] = round(m_hit, 4)
-        _timed_sync(lambda i: search(queries[i]), 10)
-        lat = _timed_sync(lambda i: search(queries[i % len(queries)]), args.queries)
-        figures["mem0_search_repeat_p50_ms"] = round(statistics.median(lat), 3)
-        figures["mem0_search_repeat_p99_ms"] = round(_pct(lat, 0.99), 3)
-        lat = _timed_sync(lambda i: search(novel[i]), len(novel))
-        figures["mem0_search_p50_ms"] = round(statistics.median(lat), 3)
-        figures["mem0_search_p99_ms"] = round(_pct(lat, 0.99), 3)
-        lat = _timed_sync(lambda i: search(spaced[i]), len(spaced), gap_s=args.gap)
-        figures["mem0_search_spaced_p50_ms"] = round(statistics.median(lat), 3)
         # This process holds Mem0, its model (torch) and the reference embedder (same model).
         figures["mem0_process_rss_mb"] = round(_rss_mb(os.getpid()), 1)
         figures["mem0_process_maxrss_mb"] = round(
