@@ -219,25 +219,21 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         rate = len(timed) / (time.perf_counter() - start)
         return rate, 1000.0 * (_process_cpu_s() - cpu) / len(timed)
 
-    # The ceiling is the better of the embedder's two ways to run batches: its query set-up
-    # (one batch at a time) and the bulk set-up a long import runs on (``Embedder.bulk``,
-    # ``bulk_parallel`` batches at once, as the import runs them).
-    plain = embed_alone(embedder.embed)
-    with embedder.bulk():
-        embedder.embed_bulk(texts[:8])
-        bulk = embed_alone(embedder.embed_bulk, embedder.bulk_parallel)
+    def set_up(bulk: bool) -> tuple[float, float]:
+        """``embed_alone`` on the query set-up (one batch at a time) or the bulk set-up a
+        long import runs on (``Embedder.bulk``, ``bulk_parallel`` batches at once)."""
+        if not bulk:
+            return embed_alone(embedder.embed)
+        with embedder.bulk():
+            embedder.embed_bulk(texts[:8])
+            return embed_alone(embedder.embed_bulk, embedder.bulk_parallel)
+
+    # The ceiling is the better of the embedder's two ways to run batches.
+    plain, bulk = set_up(False), set_up(True)
     (plain_rate, _), (bulk_rate, _) = plain, bulk
     # The better set-up, with its CPU per text; timed again after the import (below).
     use_bulk = bulk >= plain
     before_rate, embed_cpu_ms = max(plain, bulk)
-
-    def ceiling_again() -> float:
-        """The better set-up's rate again, on the same texts."""
-        if not use_bulk:
-            return embed_alone(embedder.embed)[0]
-        with embedder.bulk():
-            embedder.embed_bulk(texts[:8])
-            return embed_alone(embedder.embed_bulk, embedder.bulk_parallel)[0]
 
     # Shown, not judged: embedding alone of every text the import embeds (each content and
     # the sentences the autonomy filter reads by meaning, each once: a sentence met again is
@@ -316,7 +312,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     # speed drifts meanwhile (a neighbour's load on a shared host: seen here, embedding alone
     # at 149 texts/s in one run and 117 in the next, a third apart) would otherwise put the
     # whole drift into the ratio. The ceiling is both passes' texts over both passes' time.
-    after_rate = ceiling_again()
+    after_rate, _ = set_up(use_bulk)
     embed_rate = 2.0 / (1.0 / before_rate + 1.0 / after_rate)
     _log(
         f"  batched embedding alone again, after the import: {after_rate:,.0f} texts/s"

@@ -358,7 +358,7 @@ async def _alternated(
     ``warm[1](j)``, the ``j``-th block of that system): a call right after the other system's
     is slowed by it winding down (Mem0's torch threads spin on after a search: a Recall right
     after one took ~1.1 ms longer, a Mem0 search after a Recall ~0.5 ms). With ``gap_s``, each
-    call is followed by that much idle time, untimed."""
+    timed call is preceded by that much idle time, untimed."""
     mine: list[float] = []
     other: list[float] = []
     for j, first in enumerate(range(0, n, ALTERNATION_BLOCK)):
