@@ -979,10 +979,12 @@ class PostgresLessonStore(LessonStore):
         # k (one, in practice: ``candidate_pool``) gets its generic plan after five calls;
         # its shape cannot change with the values (the HNSW order and this LIMIT). The exact
         # run keeps its bound LIMIT: its plan may rightly depend on the filter's values.
+        # The statement's arguments in order: each one's $-number is its place here.
+        bound: list[Any] = [query, k] if exact else [query]
         limit = "$2" if exact else str(int(k))
-        first = 2 if exact else 1
-        cut_at = [f"${first + 1 + i}" for i in range(len(cut))]
-        where, args = _where(flt, first=first + 1 + len(cut))
+        cut_at = [f"${len(bound) + 1 + i}" for i in range(len(cut))]
+        bound += cut
+        where, args = _where(flt, first=len(bound) + 1)
         keep = (
             ""
             if floor is None
@@ -1005,9 +1007,7 @@ class PostgresLessonStore(LessonStore):
             f" SELECT {_SELECT_LESSON}, k.distance, f.n FROM found f"
             " LEFT JOIN (kept k JOIN lessons l USING (id)) ON true"
             " ORDER BY k.distance, l.id",
-            query,
-            *([k] if exact else []),
-            *cut,
+            *bound,
             *args,
         )
         found = int(recs[0]["n"]) if recs else 0
