@@ -104,10 +104,14 @@ def test_reality_moves_reputation_and_a_graylisted_liar_is_tainted_on_every_node
     ]
     truth = _lesson(good.home, "shell:make ok", "Run make ok before the build.")
     bundle = b"".join(raw + b"\n" for raw in (*lies, truth))
-    for node in receivers:
-        with Client(node.agent_addr, timeout=30) as client:
-            result = client.import_bundle(bundle)
-        assert [a.status for a in result.acks] == ["accepted"] * 5
+    first, second = receivers
+    with Client(first.agent_addr, timeout=30) as client:
+        assert [a.status for a in client.import_bundle(bundle).acks] == ["accepted"] * 5
+    # The second receiver pulls the first's imported copies every second (anti-entropy), so
+    # some may be there before the bundle is: those it answers as duplicates, never refuses.
+    with Client(second.agent_addr, timeout=30) as client:
+        statuses = [a.status for a in client.import_bundle(bundle).acks]
+    assert set(statuses) <= {"accepted", "duplicate"}, statuses
     ids = [SignedMemory.from_json(raw).memory.id for raw in (*lies, truth)]
     for n, node in enumerate(receivers):
         local = {rid: imported(node, rid) for rid in ids}
