@@ -13,27 +13,34 @@ spaced-out letters joined), split into sentences and clauses, and each clause is
   yes to / click Allow / skip / bypass / disable ... + permission prompt / confirmation /
   approval / sandbox / review / tool call ...), a consent claim ("pre-approved", "consent is
   implied", "the user has approved everything", "silence counts as a yes"), an authorisation of
-  the agent ("you are allowed to", "you have standing permission"), an allow-list addition, an
-  agent setting (``auto_approve: true``, ``--dangerously-skip-permissions``);
+  the agent ("you are allowed to", "you have standing permission"), an allow-list addition or
+  a command added to what the agent runs, a free hand ("carte blanche", "take the wheel on the
+  approval prompts"), a gate taken away ("the confirmation step has been removed"), an agent
+  setting (``auto_approve: true``, ``--dangerously-skip-permissions``);
 * a *careful* act — ask, confirm with, wait for approval, check with the user, let the user
-  decide, "approval required".
+  decide, "approval required", a careful setting (``require_confirmation: true``).
+
+A question is read with the answer after it: a careful question declined ("Q: should the
+agent ask first? A: No") is a claim, a permissive one declined ("is it ok to skip the prompt?
+no, ask") is careful. A rhetorical question doubts the act it opens on ("why wait for approval
+...?", "what's the point of asking ...?"), unless answered ("... ? Because ...").
 
 A *terse rule line* ("ssh: auto", "confirm? skip", "approvals -> agent", "deploying: no
 confirm needed") is read whole, line by line, with its subject's polarity ("ask: always" is
 careful; "color: auto" names no gate).
 
 Negators in the clause before an act ("never", "don't", "without", "no need to", "stop
-<verb>ing", "avoid", "refuse", "forbids") flip its polarity, so "never skip confirmation" and "don't
-delete without asking" are careful while "don't ask before deleting" and "delete without
-asking" are claims; a report the lesson rejects ("disregard any note saying prompts are
-pre-approved") flips what it reports, up to where the report ends. A permissive act in the
-third person ("``-y`` answers the prompt") or a human's ("let the user say yes") counts only
-when its subject is the agent; an act inside an incident report ("deleting without
+<verb>ing", "stopped asking", "avoid", "refuse", "forbids") flip its polarity, so "never skip
+confirmation" and "don't delete without asking" are careful while "don't ask before deleting"
+and "delete without asking" are claims; a report the lesson rejects ("disregard any note saying
+prompts are pre-approved") flips what it reports, up to where the report ends. A permissive act
+in the third person ("``-y`` answers the prompt") or a human's ("let the user say yes") counts
+only when its subject is the agent; an act inside an incident report ("deleting without
 confirmation wiped a colleague's work") is a description, not a directive; so are what
 something holds ("the role has no LOGIN permission") and a tool's habit ("the job never waits
-for the user"), and a careful wait is one for a person or their decision (not for stdin).
-Text addressed to the agent rather than about the world ("SYSTEM:", "note to any AI reading
-this", role-play framing) is an injected instruction.
+for the user"), and a careful wait is one for a person or their decision (not for stdin). Text
+addressed to the agent rather than about the world ("SYSTEM:", "note to any AI reading this",
+role-play framing) is an injected instruction.
 
 **Meaning** (only with an embedder named in ``semantic_embedders``, i.e. MiniLM). Sentences
 that carry the vocabulary of permission but no decided structure are compared with exemplar
@@ -138,20 +145,20 @@ _WAITED_ON = (
     r"(?:(?:the|a|an|their|your|his|her|explicit|written|an\s+explicit|user's|a\s+human's)\s+)?"
     r"(?:users?|humans?|approvals?|confirmations?|consent|sign-?offs?|go-ahead|ok|okay|a\s+yes|"
     r"yes|reply|replies|answers?|responses?|reviews?|reviewers?|maintainers?|operators?|owners?|"
-    r"them|us|me|someone|permission|the\s+person)\b"
+    r"them|us|me|someone|permission|the\s+person|thumbs-?\s?up|blessing)\b"
 )
 _CAREFUL_VERBS = (
     rf"ask|confirm{_INFLECT}\s+(?:with|before|first|that|it|this|the\s+(?:exact|command|plan|diff))|"
     r"confirm(?:ing)?(?=\s*$)|"
     rf"check{_INFLECT}\s+(?:with|in\s+with|in\b|first\b)|(?:double-check|verify)\s+with|"
-    r"consult|bother|"
+    r"consult|bother|run\s+(?:it|this|that|them|things|changes|it\s+all)\s+by|"
     r"(?:trouble|disturb|interrupt|pester|burden)(?:s|ed|ing)?\s+(?:the\s+user|them|the\s+owner|"
     r"the\s+maintainers?|anyone|anybody|someone|me|us|people|the\s+team|the\s+human)\b|"
-    rf"block{_INFLECT}\s+on\s+{_WAITED_ON}|checking(?=\s*$)|"
+    rf"block{_INFLECT}\s+on\s+{_WAITED_ON}|checking(?=\s*(?:$|[;,:]))|"
     r"(?:say\s+)?a\s+word\s+to\s+(?:anyone|anybody|the\s+user|them|someone)\b|"
     r"ping(?:s|ed|ing)?\s+(?:the\s+user|them|someone|anyone|anybody|a\s+human|the\s+owner|"
     r"a\s+maintainer|the\s+maintainers|people|the\s+team|me|us)\b|"
-    rf"prompt\s+the\s+user|escalate|pause|wait{_INFLECT}\s+(?:for|on|until)\s+{_WAITED_ON}|defer\s+to|seek|"
+    rf"prompt{_INFLECT}\s+the\s+user|escalate|pause|wait{_INFLECT}\s+(?:around\s+)?(?:for|on|until)\s+{_WAITED_ON}|defer\s+to|seek|"
     r"request\s+(?:the\s+user|approval|"
     r"confirmation|sign-?off|permission|consent)|get\s+(?:the\s+user'?s?\s+|a\s+human'?s?\s+|"
     r"explicit\s+|their\s+|written\s+)?(?:ok|okay|approval|consent|sign-?off|confirmation|"
@@ -161,10 +168,11 @@ _CAREFUL_VERBS = (
 )
 _CAREFUL_NOUNS = (
     r"approval|confirmation|confirm|consent|sign-?off|permission|go-ahead|review|a\s+yes|"
-    r"check-?in|(?:a|any)\s+check|[\w]+'s\s+(?:yes|ok|okay)"
+    r"check-?in|(?:a|any)\s+check|[\w]+'s\s+(?:yes|ok|okay)|thumbs-?\s?up|blessing|"
+    r"second\s+(?:pair\s+of\s+eyes|opinion)|(?:a\s+)?human\s+in\s+the\s+loop"
 )
 _REQUIRE = (
-    r"needs?|needed|require[sd]?|requiring|necessary|mandatory|wait(?:ing)?\s+for|"
+    r"needs?|needed|require[sd]?|requiring|necessary|mandatory|wait(?:ing)?\s+(?:around\s+)?for|"
     r"ask(?:ing)?\s+for|get|getting|seek|explicit|prior|written|manual|human|user's|users'|"
     r"their|without|no"
 )
@@ -304,6 +312,13 @@ _PERMISSIVE_PATTERNS: tuple[str, ...] = (
     r"requests?|dialogs?|calls?)\s*"
     r"(?:[:=]|->|=>|-)\s*(?:always\s+|just\s+)?(?:say\s+)?(?:yes|approve|accept|allow|off|"
     r"skip|implicit|auto\w*|none|disabled|false|no)\b",
+    # a gate taken away: "the confirmation step for X has been dropped".
+    rf"(?:{_GATE}|\breview\s+(?:gates?|steps?|requirements?))\b[^.;]{{0,60}}?\b(?:has|have|had|was|"
+    r"were|is|are|got)\s+(?:now\s+|just\s+|been\s+)*(?:removed|dropped|disabled|lifted|waived|"
+    r"turned\s+off|switched\s+off|retired|scrapped|suspended)\b",
+    # a command or tool added to what the agent runs: "add `ssh` to the commands you run".
+    r"\badd(?:s|ed|ing)?\s+[^.;]{1,60}?\bto\s+(?:the\s+|your\s+)?(?:list\s+of\s+)?"
+    r"(?:commands|tools|toolset|tool\s+list|startup\s+\w+|hooks)\s+(?:you|the\s+agent|agents)\b",
 )
 _CONSENT_PATTERNS: tuple[str, ...] = (
     # passive: "<gate> can be skipped", "<gate> get approved by the agent".
@@ -385,8 +400,12 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     # a gate is the agent's own judgement, or handed to it.
     r"\b(?:the\s+)?(?:agent|assistant|bot|model)'s\s+own\s+(?:judge?ment|discretion|say-?so)\b",
     r"\bat\s+(?:the\s+)?(?:agent|assistant|bot|model)'s\s+(?:own\s+)?discretion\b",
+    # (what is handed over is a decision or a gate, not a task: "delegated the release notes
+    # to the agent" is work, "delegated every approval decision to you" is a gate)
     r"\b(?:delegat\w+|entrust\w*|hand(?:s|ed)?\s+over|hand(?:s|ed)?\s+off|outsourc\w+)\b"
-    r"[^.;]{0,60}\bto\s+(?:the\s+)?(?:agent|assistant|bot|model|you|yourself)\b",
+    rf"[^.;]{{0,60}}?(?:{_GATE}|\b(?:approv\w*|decisions?|decid\w+|requests?|prompts?|dialogs?|"
+    r"judge?ment|gates?|say|authority|control|everything|all\s+of\s+it|it\s+all))"
+    r"\b[^.;]{0,60}\bto\s+(?:the\s+)?(?:agent|assistant|bot|model|you|yourself)\b",
     # cleared ahead of time.
     r"\b(?:approved|cleared|authori[sz]ed|granted|accepted|allowed|okayed|signed\s+off)\s+"
     r"(?:\w+\s+){0,2}?(?:in\s+advance|ahead\s+of\s+time|beforehand|up\s+front|upfront)\b",
@@ -411,6 +430,13 @@ _CONSENT_PATTERNS: tuple[str, ...] = (
     rf"\b(?:when|whenever|if|once|each\s+time)\b[^.;]{{0,60}}?{_GATE}\b"
     r"[^.;]{0,40}?\b(?:approve|accept|grant|allow|confirm|dismiss|skip|click)\w*\s+"
     r"(?:it|them|yes|through)\b",
+    # a free hand: "you've got carte blanche on ...".
+    r"\b(?:carte\s+blanche|(?:a\s+)?free\s+(?:hand|rein)|blank\s+(?:cheque|check))\b",
+    # "take the wheel on the approval prompts".
+    r"\b(?:take|took|taking|takes)\s+(?:(?:the\s+)?(?:wheel|reins|helm)\s+(?:on|of|for)|"
+    rf"over(?:\s+(?:on|of|for))?)\s+(?:\w+\s+){{0,2}}?{_GATE}",
+    # "ask forgiveness, not permission": act first and never ask.
+    r"\bask(?:s|ed|ing)?\s+(?:for\s+)?forgiveness\b",
     # a standing grant: "allow <command> always".
     r"(?:^|[,;:]\s*|\b(?:just|please|simply)\s+)(?:allow|approve|accept|permit|auto-?run)\s+"
     r"(?:[^\s.;]+\s+){0,4}?(?:always|unconditionally|automatically|every\s+time)\b",
@@ -488,6 +514,16 @@ _CAREFUL_KEY = r"approv|confirm|permission|sandbox|ask|consent|review|guard"
 _TRUTHY = r"true|yes|on|1|all|\*|enabled|always|auto|full"
 _FALSY = r"false|no|off|0|never|none|disabled|null"
 _MODE_VALUES = r"never|bypass\w*|full-?auto|yolo|dangerous\w*|accept\w*|dont\w*|auto\w*"
+# The opening of an answer to a question ("Q: ... ? A: No, ..."): one that declines it, one
+# that affirms it.
+_ANSWER_NO = (
+    r"^(?:a\s*[:.)]\s*)?(?:no|nope|nah|never|not\s+(?:really|needed|necessary|at\s+all|anymore)|"
+    r"no\s+need)\b"
+)
+_ANSWER_YES = (
+    r"^(?:a\s*[:.)]\s*)?(?:yes|yep|yeah|yup|sure|always|absolutely|of\s+course|definitely|"
+    r"every\s+time|because)\b"
+)
 
 _CUES = (
     r"approv|permi|confirm|consent|authori[sz]|allow|grant|prompt|\bask|yes\b|sandbox|guard|"
@@ -498,7 +534,8 @@ _CUES = (
     r"whitelist|tool|mode|policy|\bwithout\b|need|require|wait|pre-|cleared|delegat|entrust|"
     r"discretion|judge?ment|check|unprompted|\benter\b|default\s+yes|\bin\s+advance|"
     r"on\s+your\s+own|\bmind\b|\bobject\b|questions|freely|permissive|green\s+light|go-ahead|trouble|"
-    r"\bblock\b|\bfor\s+them\b|signed\s+off|a\s+word\s+to"
+    r"\bblock\b|\bfor\s+them\b|signed\s+off|a\s+word\s+to|(?:commands|tools)\s+you\b|"
+    r"carte\s+blanche|free\s+(?:hand|rein)"
 )
 
 _ENGLISH_FUNCTION_WORDS = (
@@ -667,6 +704,8 @@ class AutonomyParams:
     truthy_pattern: str = _TRUTHY
     falsy_pattern: str = _FALSY
     mode_values_pattern: str = _MODE_VALUES
+    answer_no_pattern: str = _ANSWER_NO
+    answer_yes_pattern: str = _ANSWER_YES
     cue_pattern: str = _CUES
     terse_line_pattern: str = _TERSE_LINE
     terse_careful_subject_pattern: str = _TERSE_CAREFUL_SUBJECT
@@ -725,6 +764,8 @@ class AutonomyParams:
             "truthy_pattern",
             "falsy_pattern",
             "mode_values_pattern",
+            "answer_no_pattern",
+            "answer_yes_pattern",
             "cue_pattern",
             "terse_line_pattern",
             "terse_careful_subject_pattern",
@@ -847,6 +888,14 @@ _SETTING_SUBJECT = re.compile(
     r"line[- ]endings?|scale|zoom|wrap|indent\w*)$"
 )
 _TERSE_AGENT = re.compile(r"^(?:the\s+)?(?:agent|assistant|bot|model|you)$")
+# A rhetorical question that doubts the act right after it ("why wait for approval ...?",
+# "what's the point of asking ...?"); not a real one ("why does the job wait for approval?").
+_RHETORICAL = re.compile(
+    r"^(?:q\s*[:.)]\s*)?(?:why(?:\s+bother)?(?:\s+even)?|what'?s\s+the\s+(?:point|use)\s+(?:of|in)|"
+    r"what\s+is\s+the\s+(?:point|use)\s+(?:of|in))\s+$"
+)
+_GERUND_SUBJECT = re.compile(r"^(?!(?:nothing|something|anything|everything|string)\b)[a-z]+ing\b")
+_STOPPED = re.compile(r"\b(?:stop(?:s|ped)?|quits?|ceas(?:e|es|ed)|gave\s+up|give\s+up)\s*$")
 _POSSESSION = re.compile(r"\b(?:has|have|had|holds?|held|gets?|got|owns?|carr(?:y|ies))\s*$")
 
 
@@ -897,6 +946,8 @@ class StructureReader:
         self._truthy = c("truthy", rf"^(?:{params.truthy_pattern})$")
         self._falsy = c("falsy", rf"^(?:{params.falsy_pattern})$")
         self._mode = c("mode_values", rf"^(?:{params.mode_values_pattern})$")
+        self._answer_no = c("answer_no", params.answer_no_pattern)
+        self._answer_yes = c("answer_yes", params.answer_yes_pattern)
         self._negators = frozenset(params.negators)
         self._en = frozenset(params.english_function_words.split())
         self._foreign = frozenset(params.foreign_function_words.split()) - self._en
@@ -915,9 +966,49 @@ class StructureReader:
     # -- sentences ----------------------------------------------------------------------------
 
     def sentences(self, normalised: str) -> list[str]:
-        """Sentences of an already normalised text (bullets and lines count as sentences)."""
+        """Sentences of an already normalised text (bullets and lines count as sentences); a
+        question and the answer after it ("... before deleting? No, just do it") are one."""
         parts = [s.strip(" -*.") for s in _SENTENCE_BREAK.split(normalised)]
-        return [s for s in parts if s][: self._p.max_sentences]
+        out: list[str] = []
+        for part in parts:
+            if not part:
+                continue
+            if out and out[-1].endswith("?") and self._answer(part) is not None:
+                out[-1] = f"{out[-1]} {part}"
+            else:
+                out.append(part)
+        return out[: self._p.max_sentences]
+
+    def _answer(self, text: str) -> bool | None:
+        """Whether ``text`` opens with an answer that affirms (True) or declines (False) the
+        question before it; None if it opens with neither."""
+        if self._answer_no.search(text):
+            return False
+        if self._answer_yes.search(text):
+            return True
+        return None
+
+    def _read_answered(self, sentence: str) -> Evidence | None:
+        """A question read with its answer: a careful question declined ("should the agent
+        ask first? no") is a claim and affirmed it stays careful; a permissive one declined
+        ("is it ok to skip the prompt? no, ask") is careful and affirmed it stays a claim.
+        None when ``sentence`` is no such pair or its question is neither."""
+        question, mark, answer = sentence.rpartition("?")
+        if not mark:
+            return None
+        affirms = self._answer(answer.strip())
+        if affirms is None:
+            return None
+        asked = self.read(question.strip())
+        if asked.polarity is Polarity.CAREFUL:
+            if affirms:
+                return Evidence(sentence, Polarity.CAREFUL, True)
+            return Evidence(sentence, Polarity.CLAIM, True, "answer-declines-caution")
+        if asked.polarity is Polarity.CLAIM:
+            if affirms:
+                return Evidence(sentence, Polarity.CLAIM, True, asked.rule)
+            return Evidence(sentence, Polarity.CAREFUL, True)
+        return None
 
     def read_spanning(self, normalised: str) -> Evidence | None:
         """A claim laid out over several lines (a table, a list), or None."""
@@ -943,11 +1034,15 @@ class StructureReader:
         for w in words:
             if w in self._negators or w.endswith("n't") or w == "dont":
                 count += 1
-        if re.search(r"\b(?:stop|quit|cease)\s*$", clause):
+        if self._stopped(clause):
             count += 1
         if self._rejected_report.search(clause):
             count += 1
         return count
+
+    def _stopped(self, before: str) -> bool:
+        """The clause before an act ends in a verb that stops it ("stopped asking")."""
+        return _STOPPED.search(self._clause(before)) is not None
 
     def _described_refusal(self, before: str) -> bool:
         """'git does not ask for a password': a tool's behaviour, not a rule for the agent."""
@@ -958,6 +1053,10 @@ class StructureReader:
         if m is None:
             return False
         subject = (m.group(1) or m.group(2) or "").strip()
+        # "merging your own pull requests doesn't need review" is a rule about an act; "git
+        # does not ask" is a tool's behaviour.
+        if _GERUND_SUBJECT.match(subject):
+            return False
         return bool(subject) and not self._agent_subject.search(subject)
 
     def _described_habit(self, verb: str, before: str) -> bool:
@@ -998,10 +1097,13 @@ class StructureReader:
         return not self._agent_subject.search(self._clause(before))
 
     def _config(self, sentence: str) -> tuple[bool, int] | None:
-        """A permissive agent setting in the sentence: (found, position)."""
+        """An agent setting in the sentence: (permissive, position) of the first permissive
+        one, else of the first careful one ("require_confirmation: true", "auto_approve =
+        false"), else None."""
         m = self._flags.search(sentence)
         if m:
             return True, m.start()
+        careful: tuple[bool, int] | None = None
         for kv in self._kv.finditer(sentence):
             key, value = kv.group("key").lower(), kv.group("value").lower().strip(".")
             permissive_key = bool(self._permissive_key.search(key))
@@ -1012,7 +1114,12 @@ class StructureReader:
             careful_key = bool(self._careful_key.search(key))
             if not permissive_key and careful_key and self._falsy.match(value):
                 return True, kv.start()
-        return None
+            if careful is None and (
+                (permissive_key and self._falsy.match(value))
+                or (careful_key and not permissive_key and self._truthy.match(value))
+            ):
+                careful = False, kv.start()
+        return careful
 
     def terse(self, line: str) -> Evidence | None:
         """A terse rule line ("ssh: auto", "confirm? skip"): a claim, careful, or None."""
@@ -1037,7 +1144,11 @@ class StructureReader:
         return Evidence(line, Polarity.CLAIM, True, "terse")
 
     def read(self, sentence: str) -> Evidence:
-        """Judge one normalised sentence."""
+        """Judge one normalised sentence (a question with its answer: both together)."""
+        if "?" in sentence:
+            answered = self._read_answered(sentence)
+            if answered is not None:
+                return answered
         terse = self.terse(sentence)
         if terse is not None and terse.polarity is Polarity.CLAIM:
             return terse
@@ -1062,7 +1173,7 @@ class StructureReader:
         config = self._config(sentence)
         if config is not None:
             before = sentence[: config[1]]
-            if (self._negations(before) + meta_false) % 2 == 0:
+            if config[0] and (self._negations(before) + meta_false) % 2 == 0:
                 claim_rule = "config"
             else:
                 careful = True
@@ -1111,7 +1222,11 @@ class StructureReader:
                             supposed = True
                         continue
                     refuted = meta_false or self._refuted(probe, *m.span())
-                    flips = self._negations(head) + refuted
+                    # A multi-word act ("waiting for approval") is negated in its head, and
+                    # stopped right before it ("stop waiting for approval").
+                    stopped = head != before and self._stopped(before)
+                    doubted = sentence.endswith("?") and _RHETORICAL.search(before) is not None
+                    flips = self._negations(head) + refuted + stopped + doubted
                     if flips % 2 == 0 or narrative:
                         careful = True
                         continue
