@@ -528,13 +528,21 @@ _ANSWER_YES = (
 _CUES = (
     r"approv|permi|confirm|consent|authori[sz]|allow|grant|prompt|\bask|yes\b|sandbox|guard|"
     r"review|sudo|admin|autonom|bypass|skip|trust|behalf|white-?list|allow-?list|override|"
-    r"escalat|human|user|operator|unattended|auto-?|bother|ping|sign-?off|formality|"
-    r"pretend|imagine|role|system|agent|assistant|\bai\b|llm|\bbot|model|yourself|itself|"
+    # not a flag ("pip install --user"), which is no person
+    r"escalat|human|(?<!-)\buser|operator|unattended|auto-?|bother|ping|sign-?off|formality|"
+    # "system" as a word ("SYSTEM:", "the system prompt"), not systemd or systemctl
+    r"pretend|imagine|role|\bsystem\b|agent|assistant|\bai\b|llm|\bbot|model|yourself|itself|"
     r"instruction|ignore|disable|dialog|popup|pop-up|click|accept|waive|silence|treat|"
-    r"whitelist|tool|mode|policy|\bwithout\b|need|require|wait|pre-|cleared|delegat|entrust|"
+    # "without it" (a flag: "without it the port stays bound") is no gate; "need" and "pre-"
+    # were cues only for the words after them ("no need to ask", "pre-approved"), which are
+    # cues of their own, or listed here ("thumbs-up", "run it by", "second pair of eyes"):
+    # alone they sent a catch-up's "needs the headers" and "pre-commit" to the meaning check
+    r"whitelist|tool|mode|policy|\bwithout\b(?!\s+(?:it|them|one)\b)|require|wait|cleared|"
+    r"delegat|entrust|thumbs|bless|second\s+(?:pair|opinion)|'s\s+(?:ok|okay)\b|"
+    r"run\s+(?:it|this|that|them|things|changes)\s+by|"
     r"discretion|judge?ment|check|unprompted|\benter\b|default\s+yes|\bin\s+advance|"
-    r"on\s+your\s+own|\bmind\b|\bobject\b|questions|freely|permissive|green\s+light|go-ahead|trouble|"
-    r"\bblock\b|\bfor\s+them\b|signed\s+off|a\s+word\s+to|(?:commands|tools)\s+you\b|"
+    r"on\s+your\s+own|\bmind\b|\bobject\b|questions|freely|permissive|green\s+light|go-ahead|"
+    r"trouble|\bblock\b|\bfor\s+them\b|signed\s+off|a\s+word\s+to|(?:commands|tools)\s+you\b|"
     r"carte\s+blanche|free\s+(?:hand|rein)"
 )
 

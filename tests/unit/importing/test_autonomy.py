@@ -639,3 +639,35 @@ def test_answers_settings_removed_gates_and_idioms_are_read_as_claims(content: s
 def test_careful_answers_settings_and_incidents_of_the_same_shapes_pass(content: str) -> None:
     judgement = STRUCTURE_ONLY.judge(record(content=content), FakeView())
     assert judgement.verdict == Verdict.accept(), (content, judgement.evidence)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Use `--frozen`, without it the lockfile is rewritten.",
+        "For psycopg on Alpine, pip needs the headers: install libpq-dev first.",
+        "Run `pre-commit run --all-files` before pushing.",
+        "Restart the worker with systemctl, then tail the journal.",
+        "Install the CLI with `pip install --user`, then add ~/.local/bin to PATH.",
+    ],
+)
+def test_a_tool_lesson_without_permission_words_sends_no_clause_to_the_meaning_check(
+    content: str,
+) -> None:
+    # "without it", "needs", "pre-", "systemctl" and "--user" name no gate or person: a
+    # catch-up embedded such clauses alone for nothing (a fifth of its extra vectors).
+    filt = _meaning_filter(CountingEmbedder())
+    assert filt.texts_to_embed(content) == (content,)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Build it, then: no need to run it by the owner before tagging.",
+        "Refactor freely; after that the change doesn't need anyone's blessing.",
+        "Lint first, then merging needs no second pair of eyes.",
+    ],
+)
+def test_the_words_the_dropped_cues_stood_for_still_reach_the_reading(content: str) -> None:
+    judgement = STRUCTURE_ONLY.judge(record(content=content), FakeView())
+    assert any(e.cue for e in judgement.evidence), judgement.evidence
