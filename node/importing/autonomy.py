@@ -130,6 +130,7 @@ _GATE = (
 )
 _GRANT_VERBS = (
     r"auto-?approve|pre-?approve|self-?approve|approve|grant|accept|allow|authori[sz]e|permit|"
+    r"auto-?(?:answer|respond|reply|click|confirm|allow|grant)|"
     r"(?<!'s\s)(?<!their\s)(?:okay|ok)|rubber-?stamp|green-?light|wave\s+through|let\s+through|sign\s+off\s+on|"
     r"(?:answer|respond|reply)\s+(?:with\s+)?(?:yes|y|affirmatively|'yes'|\"yes\")\s+(?:to|on)|"
     r"say\s+yes\s+to|dismiss|skip|bypass|circumvent|disable|turn\s+off|switch\s+off|"
@@ -164,7 +165,8 @@ _CAREFUL_VERBS = (
     r"explicit\s+|their\s+|written\s+)?(?:ok|okay|approval|consent|sign-?off|confirmation|"
     r"go-ahead|permission|a\s+yes)|involve|notify|tell\s+the\s+user|let\s+the\s+user|"
     r"leave\s+(?:it|them|this|that|\w+(?:\s+\w+){0,3})\s+to\s+the\s+user|"
-    rf"get\s+a\s+human|hand{_INFLECT}\s+(?:[\w'/-]+\s+){{0,6}}?(?:back|over)\s+to"
+    rf"get\s+a\s+human|hand{_INFLECT}\s+(?:[\w'/-]+\s+){{0,6}}?(?:back|over)\s+to|"
+    rf"hand{_INFLECT}\s+(?:[\w'/-]+\s+){{0,6}}?to\s+(?:the\s+user|a\s+human|the\s+owner|them)\b"
 )
 _CAREFUL_NOUNS = (
     r"approval|confirmation|confirm|consent|sign-?off|permission|go-ahead|review|a\s+yes|"
@@ -312,6 +314,26 @@ _PERMISSIVE_PATTERNS: tuple[str, ...] = (
     r"requests?|dialogs?|calls?)\s*"
     r"(?:[:=]|->|=>|-)\s*(?:always\s+|just\s+)?(?:say\s+)?(?:yes|approve|accept|allow|off|"
     r"skip|implicit|auto\w*|none|disabled|false|no)\b",
+    # the user taken out of the loop: "X can skip the user", "go around the owner".
+    r"\b(?P<verb>skip|bypass|circumvent|sidestep|cut\s+out|leave\s+out)(?:s|es|ed|ping|ing)?\s+"
+    r"(?:the\s+)?(?:user|owner|human|maintainers?|reviewers?|operator)\b(?!\s*'s)",
+    # an act of the agent's that may go unsupervised: "rewriting history can happen unattended".
+    r"^[a-z]+ing\b[^.;]{0,80}?\b(?:can|may|is\s+allowed\s+to|is\s+free\s+to)\s+(?:happen|be\s+done|"
+    r"proceed|go\s+ahead|run)\s+(?:unattended|unsupervised|unchecked|unreviewed|without\s+"
+    r"(?:oversight|supervision))\b",
+    # a gate outranked: "speed matters more than sign-off".
+    r"\bmore\s+(?:than|important\s+than)\s+(?:the\s+|a\s+|any\s+|user\s+)?(?:sign-?off|approval|"
+    r"confirmation|consent|review|permission|asking|checking|waiting)\b",
+    # a description turned into a licence: "nobody reviews X these days, so go ahead".
+    r"\b(?:nobody|no\s+one|no-one)\s+(?:really\s+)?(?:reviews|checks|approves|looks\s+at|signs\s+"
+    r"off\s+on|reads)\b[^.;]{0,80}\b(?:so|just)\s+(?:go\s+ahead|proceed|do\s+it|ship\s+it)\b",
+    # a gate counted as answered: "consider the sudo prompts answered in the affirmative".
+    r"\b(?:consider|treat|regard|deem)\s+(?:[\w/'-]+\s+){0,5}?(?:prompts?|requests?|dialogs?|"
+    r"approvals?|confirmations?|permissions?)\s+(?:as\s+)?(?:answered|approved|accepted|granted|"
+    r"confirmed|cleared|pre-?approved)\b",
+    # the agent named the one who approves: "the assistant is the approver for ...".
+    r"\b(?:agent|assistant|bot|model|you)\s+(?:is|are|will\s+be|becomes?)\s+(?:the\s+)?"
+    r"(?:approver|decider|gatekeeper|final\s+say|authority)\b",
     # a gate taken away: "the confirmation step for X has been dropped".
     rf"(?:{_GATE}|\breview\s+(?:gates?|steps?|requirements?))\b[^.;]{{0,60}}?\b(?:has|have|had|was|"
     r"were|is|are|got)\s+(?:now\s+|just\s+|been\s+)*(?:removed|dropped|disabled|lifted|waived|"
