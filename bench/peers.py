@@ -328,10 +328,9 @@ ALTERNATION_BLOCK = 10
 Call = Callable[[int], Awaitable[Any]]
 
 
-async def _timed(call: Call, n: int, *, warm: bool = False, gap_s: float = 0.0) -> list[float]:
+async def _timed(call: Call, n: int, *, warm: bool = False) -> list[float]:
     """Latencies of ``call(i)``; with ``warm``, ``call(0)`` runs first, untimed (both systems'
-    first write sets up what later writes reuse, so it is no measure of their rate). With
-    ``gap_s``, each call is followed by that much idle time, untimed (an agent between plans)."""
+    first write sets up what later writes reuse, so it is no measure of their rate)."""
     if warm:
         await call(0)
     out = []
@@ -339,8 +338,6 @@ async def _timed(call: Call, n: int, *, warm: bool = False, gap_s: float = 0.0) 
         start = time.perf_counter()
         await call(i)
         out.append((time.perf_counter() - start) * 1000.0)
-        if gap_s:
-            await asyncio.sleep(gap_s)
     return out
 
 
@@ -381,9 +378,7 @@ async def _alternated(
     return mine, other
 
 
-def _timed_sync(
-    call: Callable[[int], Any], n: int, *, warm: bool = False, gap_s: float = 0.0
-) -> list[float]:
+def _timed_sync(call: Callable[[int], Any], n: int, *, warm: bool = False) -> list[float]:
     """``_timed`` for a blocking call."""
     if warm:
         call(0)
@@ -392,8 +387,6 @@ def _timed_sync(
         start = time.perf_counter()
         call(i)
         out.append((time.perf_counter() - start) * 1000.0)
-        if gap_s:
-            time.sleep(gap_s)
     return out
 
 

@@ -165,8 +165,8 @@ _CAREFUL_VERBS = (
     r"explicit\s+|their\s+|written\s+)?(?:ok|okay|approval|consent|sign-?off|confirmation|"
     r"go-ahead|permission|a\s+yes)|involve|notify|tell\s+the\s+user|let\s+the\s+user|"
     r"leave\s+(?:it|them|this|that|\w+(?:\s+\w+){0,3})\s+to\s+the\s+user|"
-    rf"get\s+a\s+human|hand{_INFLECT}\s+(?:[\w'/-]+\s+){{0,6}}?(?:back|over)\s+to|"
-    rf"hand{_INFLECT}\s+(?:[\w'/-]+\s+){{0,6}}?to\s+(?:the\s+user|a\s+human|the\s+owner|them)\b"
+    rf"get\s+a\s+human|hand{_INFLECT}\s+(?:[\w'/-]+\s+){{0,6}}?(?:(?:back|over)\s+to|"
+    r"to\s+(?:the\s+user|a\s+human|the\s+owner|them)\b)"
 )
 _CAREFUL_NOUNS = (
     r"approval|confirmation|confirm|consent|sign-?off|permission|go-ahead|review|a\s+yes|"
@@ -1064,7 +1064,7 @@ class StructureReader:
         for w in words:
             if w in self._negators or w.endswith("n't") or w == "dont":
                 count += 1
-        if self._stopped(clause):
+        if _STOPPED.search(clause):
             count += 1
         if self._rejected_report.search(clause):
             count += 1
