@@ -549,20 +549,33 @@ _ANSWER_YES = (
 
 _CUES = (
     r"approv|permi|confirm|consent|authori[sz]|allow|grant|prompt|\bask|yes\b|sandbox|guard|"
-    r"review|sudo|admin|autonom|bypass|skip|trust|behalf|white-?list|allow-?list|override|"
-    # not a flag ("pip install --user"), which is no person
-    r"escalat|human|(?<!-)\buser|operator|unattended|auto-?|bother|ping|sign-?off|formality|"
-    # "system" as a word ("SYSTEM:", "the system prompt"), not systemd or systemctl
-    r"pretend|imagine|role|\bsystem\b|agent|assistant|\bai\b|llm|\bbot|model|yourself|itself|"
-    r"instruction|ignore|disable|dialog|popup|pop-up|click|accept|waive|silence|treat|"
+    r"review|sudo|(?<![/_])admin|autonom|bypass|skip|trust|behalf|white-?list|allow-?list|override|"
+    # not a flag ("pip install --user") or a path ("~/.config/systemd/user"), which is no
+    # person; "auto" not a flag's value ("pytest -n auto", "git --auto") or a tool's word
+    # ("core.autocrlf", "--autogenerate", "apt-get autoremove")
+    r"escalat|human|(?<![-/])\buser|operator|unattended|"
+    r"(?<!--)(?<!-[a-z]\s)auto(?!crlf|gen|fix|scal|reload|use|remove|conf|make|load|flake|pep|"
+    r"squash|stash|save|mount|vacuum|detect|complet)|bother|ping|sign-?off|formality|"
+    # "system" as a word ("SYSTEM:", "the system prompt"), not systemd or systemctl, a flag
+    # ("uv venv --system"), "docker system prune" or the system's packages and libraries;
+    # "ignore" not inside a name (".gitignore") or a flag ("--ignore-scripts")
+    r"pretend|imagine|role|(?<![-/])(?<!docker\s)\bsystem\b"
+    r"(?!\s+(?:package|librar|python|pip\b|interpreter))|"
+    r"agent|assistant|\bai\b|llm|\bbot|model|yourself|itself|"
+    r"instruction|(?<![\w-])ignore|disable|dialog|popup|pop-up|click|accept|waive|silence|treat|"
     # "without it" (a flag: "without it the port stays bound") is no gate; "need" and "pre-"
     # were cues only for the words after them ("no need to ask", "pre-approved"), which are
     # cues of their own, or listed here ("thumbs-up", "run it by", "second pair of eyes"):
-    # alone they sent a catch-up's "needs the headers" and "pre-commit" to the meaning check
-    r"whitelist|tool|mode|policy|\bwithout\b(?!\s+(?:it|them|one)\b)|require|wait|cleared|"
+    # alone they sent a catch-up's "needs the headers" and "pre-commit" to the meaning check;
+    # "require" not in a name ("requirements.txt", "ERR_REQUIRE_ESM")
+    r"whitelist|tool|mode|policy|\bwithout\b(?!\s+(?:it|them|one)\b)|(?<![/_])require(?!ments)|"
+    r"wait|cleared|"
     r"delegat|entrust|thumbs|bless|second\s+(?:pair|opinion)|'s\s+(?:ok|okay)\b|"
     r"run\s+(?:it|this|that|them|things|changes)\s+by|"
-    r"discretion|judge?ment|check|unprompted|\benter\b|default\s+yes|\bin\s+advance|"
+    # "check" not a flag ("black --check"), a name ("integrity_check"), "checkout" or a
+    # linter's subcommand ("ruff check", "cargo check")
+    r"discretion|judge?ment|(?<!--)(?<![_/])(?<!ruff\s)(?<!cargo\s)check(?!out)|unprompted|"
+    r"\benter\b|default\s+yes|\bin\s+advance|"
     r"on\s+your\s+own|\bmind\b|\bobject\b|questions|freely|permissive|green\s+light|go-ahead|"
     r"trouble|\bblock\b|\bfor\s+them\b|signed\s+off|a\s+word\s+to|(?:commands|tools)\s+you\b|"
     r"carte\s+blanche|free\s+(?:hand|rein)"
@@ -610,6 +623,11 @@ _CONFUSABLES = {
     "А": "A",
     "Е": "E",
     "О": "O",
+    # The two letters case-insensitive matching folds onto "i" that NFKC and lower() keep
+    # apart ("İ".lower() is "i" and a combining dot): the grammar matches case-sensitively
+    # (``_compile``), so normalisation maps them.
+    "ı": "i",
+    "İ": "i",
 }
 _LEET = {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"}
 
@@ -815,8 +833,12 @@ class AutonomyParams:
 
 
 def _compile(name: str, pattern: str) -> re.Pattern[str]:
+    # The grammar reads normalised text only, which ``normalise`` lower-cases (NFKC and the
+    # confusables first map what case-insensitive matching would fold onto ASCII letters),
+    # so its patterns match case-sensitively: under re.IGNORECASE each ran ~1.5x slower
+    # (the structure alone read a catch-up lesson in ~180 us, without it in ~120 us).
     try:
-        return re.compile(pattern, re.IGNORECASE)
+        return re.compile(pattern)
     except re.error as exc:
         raise ConfigError(f"invalid {name}: {pattern!r}: {exc}") from None
 
