@@ -291,7 +291,9 @@ class Node:
         else:
             self._pg = EmbeddedPostgres(settings.home)
             dsn = await asyncio.to_thread(self._pg.start)
-        self._store = store = await PostgresLessonStore.connect(dsn, embedder.dim)
+        self._store = store = await PostgresLessonStore.connect(
+            dsn, embedder.dim, recall_index=params.recall_index
+        )
         lessons = LessonService(
             store,
             embedder,

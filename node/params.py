@@ -27,6 +27,7 @@ from lamarck.node.importing.filters import DeclaredTool, FilterParams, default_f
 from lamarck.node.learning.exposure import ExposureParams
 from lamarck.node.learning.params import EvidenceParams, LearningParams
 from lamarck.node.learning.write_behind import WriteBehindParams
+from lamarck.node.store.recall_index import RecallIndexParams
 from lamarck.node.supervision import SupervisionParams
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.params import AdmissionMode, RegistryParams
@@ -127,6 +128,8 @@ class NodeParams:
     plot: PlotParams = field(default_factory=PlotParams)
     # How the store and the registry the node owns are probed and recovered (issue 11 §5).
     supervision: SupervisionParams = field(default_factory=SupervisionParams)
+    # Recallable lessons the Postgres store keeps in memory for recall's search (issue 17 §1).
+    recall_index: RecallIndexParams = field(default_factory=RecallIndexParams)
 
 
 def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> NodeParams:

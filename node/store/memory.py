@@ -40,6 +40,7 @@ from lamarck.node.store.port import (
     check_event_kinds,
     lesson_sort_key,
 )
+from lamarck.node.store.recall_index import exact_top_k
 
 __all__ = [
     "QUARANTINE_STATES",
@@ -351,16 +352,11 @@ class InMemoryLessonStore(LessonStore):
             return []
         matrix = np.stack([r.embedding for r in rows if r.embedding is not None])
         norms = np.linalg.norm(matrix, axis=1)
-        # A zero vector has no direction: Postgres returns NaN distance for it; rank it last.
+        # A zero vector has no direction: Postgres returns NaN distance for it; never a hit.
         with np.errstate(divide="ignore", invalid="ignore"):
             sims = (matrix @ q) / norms
-        sims = np.where(np.isfinite(sims), sims, -np.inf)
-        order = sorted(range(len(rows)), key=lambda i: (-float(sims[i]), rows[i].id))[:k]
-        hits = [ScoredLesson(rows[i], float(sims[i])) for i in order if np.isfinite(float(sims[i]))]
-        if floor is None or not hits:
-            return hits
-        cut = floor.cut(hits[0].similarity)
-        return [h for h in hits if h.similarity >= cut]
+        ranked = exact_top_k(sims, [r.id for r in rows], k, floor)
+        return [ScoredLesson(rows[i], s) for i, s in ranked]
 
     async def count_lessons(self, flt: LessonFilter) -> int:
         """How many lessons match the filter (ignores limit/offset)."""

@@ -9,6 +9,12 @@ Search uses the HNSW cosine index with ``hnsw.ef_search`` (default 100, raised t
 ``ef_search`` candidates: the adapter then re-runs the query as an exact scan, so a filter
 never hides a matching lesson.
 
+Recall's searches (recallable lessons by scope: ``recall_index.covers``) are answered from
+memory while those lessons are few (``recall_index``, on in the node): exact cosine over a
+copy of the rows that every write through this adapter keeps true. The adapter must then be
+its database's only writer, as a node is (one node, one database): a row changed behind its
+back is seen after the next ``reconnect()``.
+
 Bulk loads: ``insert_lessons`` uses binary COPY in one transaction (~66k rows/s into a table
 without a vector index). With the HNSW index present every row costs an index insertion
 (~300 rows/s at 100k rows), so wrap large loads in ``async with store.bulk_load():`` which
@@ -22,7 +28,8 @@ import asyncio
 import contextlib
 import contextvars
 import json
-from collections.abc import AsyncIterator, Sequence
+import logging
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Self
 
@@ -52,11 +59,14 @@ from lamarck.node.store.port import (
     Vector,
     check_event_kinds,
 )
+from lamarck.node.store.recall_index import RecallIndex, RecallIndexParams, covers
 
 __all__ = ["VECTOR_INDEX", "PostgresLessonStore", "translate_error"]
 
 #: Name of the HNSW index created by migration 0001.
 VECTOR_INDEX = "lessons_embedding_hnsw"
+
+_log = logging.getLogger(__name__)
 
 # pgvector refuses hnsw.ef_search above 1000.
 _MAX_EF_SEARCH = 1000
@@ -104,6 +114,9 @@ _SELECT_LESSON = (
     + ", ARRAY(SELECT ROW(p.source_node_id, p.via_node_id, p.received_at, p.content_hash)"
     " FROM lesson_provenance p WHERE p.lesson_id = l.id ORDER BY p.id) AS provenance"
 )
+#: The rows the recall index holds (``recall_index.is_covered``), as SQL on alias ``l``.
+_COVERED = "l.embedding IS NOT NULL AND l.category = 'lesson' AND l.status IN ('active', 'claimed')"
+
 _INSERT_LESSON = "INSERT INTO lessons ({}) VALUES ({})".format(
     ", ".join(_LESSON_COLUMNS), ", ".join(f"${i}" for i in range(1, len(_LESSON_COLUMNS) + 1))
 )
@@ -241,6 +254,8 @@ class _JoinedPool:
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn
+        #: Lessons the unit wrote: the recall index re-reads them once it has ended.
+        self.touched: set[str] = set()
 
     @contextlib.asynccontextmanager
     async def acquire(self) -> AsyncIterator[Any]:
@@ -517,6 +532,7 @@ class PostgresLessonStore(LessonStore):
         ef_search: int = 100,
         connect_timeout: float = 10.0,
         index_build_memory: str = "1GB",
+        recall_index: RecallIndexParams | None = None,
     ) -> None:
         self.dsn = dsn
         self.dim = dim
@@ -533,6 +549,14 @@ class PostgresLessonStore(LessonStore):
         # Lessons inserted through this store since it last analysed the table
         # (``refresh_statistics``).
         self._inserted = 0
+        # Recallable lessons in memory (``recall_index``): recall's search without a round
+        # trip. None: every search goes to Postgres.
+        self._index = (
+            RecallIndex(recall_index, dim)
+            if recall_index is not None and recall_index.max_rows > 0
+            else None
+        )
+        self._index_lock = asyncio.Lock()
 
     @classmethod
     async def connect(cls, dsn: str, dim: int, **options: Any) -> Self:
@@ -550,6 +574,7 @@ class PostgresLessonStore(LessonStore):
 
     async def migrate(self) -> None:
         """Apply pending migrations (vector extension first), then open the pool if needed."""
+        self._forget_index()
         conn = await self._connect_one()
         try:
             async with _guard():
@@ -607,6 +632,8 @@ class PostgresLessonStore(LessonStore):
         """Drop every pooled connection (they died with the server) and prove the database
         answers again; with a new ``dsn`` (a restarted embedded server may move its socket),
         open a new pool there. ``StoreUnavailable`` while it still does not answer."""
+        # Whatever happened to the server meanwhile, the rows are read again.
+        self._forget_index()
         if dsn is not None and dsn != self.dsn:
             self.dsn = dsn
             old, self._pool = self._pool, None
@@ -625,6 +652,7 @@ class PostgresLessonStore(LessonStore):
 
     async def close(self) -> None:
         """Close the pool; the store can be reopened with ``migrate()``."""
+        self._forget_index()
         pool, self._pool = self._pool, None
         if pool is not None:
             async with _guard():
@@ -642,12 +670,21 @@ class PostgresLessonStore(LessonStore):
         if held is not None and held[0] is self:
             yield
             return
-        async with _guard(), self.pool.acquire() as conn, conn.transaction():
-            token = _UNIT.set((self, _JoinedPool(conn)))
-            try:
-                yield
-            finally:
-                _UNIT.reset(token)
+        touched: set[str] = set()
+        try:
+            async with _guard(), self.pool.acquire() as conn, conn.transaction():
+                unit = _JoinedPool(conn)
+                token = _UNIT.set((self, unit))
+                try:
+                    yield
+                finally:
+                    touched = unit.touched
+                    _UNIT.reset(token)
+        finally:
+            # Committed or rolled back, the unit's rows are read again: a search meanwhile
+            # read them as they were before it.
+            if touched and self._index is not None:
+                self._index.touch(touched)
 
     @property
     def pool(self) -> Any:
@@ -831,6 +868,7 @@ class PostgresLessonStore(LessonStore):
                 )
             else:
                 await self.pool.execute(_INSERT_LESSON, *_lesson_args(lesson))
+        self._touch([lesson.id])
         self._inserted += 1
 
     async def insert_lessons(self, lessons: Sequence[LessonRow]) -> int:
@@ -850,6 +888,7 @@ class PostgresLessonStore(LessonStore):
                 await conn.copy_records_to_table(
                     "lesson_provenance", records=provenance, columns=list(_PROVENANCE_COLUMNS)
                 )
+        self._touch(row.id for row in lessons)
         self._inserted += len(records)
         return len(records)
 
@@ -888,6 +927,7 @@ class PostgresLessonStore(LessonStore):
             )
         if not updated:
             raise NotFound(f"lesson {lesson.id} not found", id=lesson.id)
+        self._touch([lesson.id])
 
     async def supersede(self, old_id: str, new: LessonRow) -> None:
         """Insert ``new`` (its ``supersedes`` set to ``old_id``) and mark the old row superseded.
@@ -919,6 +959,7 @@ class PostgresLessonStore(LessonStore):
                 new.id,
                 new.updated_at,
             )
+        self._touch([old_id, new.id])
         self._inserted += 1
 
     async def history(self, lesson_id: str) -> list[LessonRow]:
@@ -1029,6 +1070,10 @@ class PostgresLessonStore(LessonStore):
         if k <= 0:
             return []
         q = _query_vector(query, self.dim)
+        if self._index is not None and covers(flt) and _UNIT.get() is None:
+            index = await self._current_index()
+            if index is not None:
+                return index.search(q, k, flt, floor)
         async with _guard(), self.pool.acquire() as conn:
             if _selective(flt):
                 # An indexed key selects a few rows: ranking them exactly is cheaper than an
@@ -1048,6 +1093,57 @@ class PostgresLessonStore(LessonStore):
                 # selective filter it can miss matches. Exact is cheap exactly then.
                 _, hits = await self._search_once(conn, q, k, flt, floor, exact=True)
         return hits
+
+    # -- the recall index ------------------------------------------------------------------
+    def _touch(self, ids: Iterable[str]) -> None:
+        """These lessons were written: the recall index re-reads them before its next search
+        (and, inside a unit of work, once more after the unit has ended)."""
+        if self._index is None or not self._index.enabled:
+            return
+        ids = list(ids)
+        self._index.touch(ids)
+        held = _UNIT.get()
+        if held is not None and held[0] is self:
+            held[1].touched.update(ids)
+
+    def _forget_index(self) -> None:
+        if self._index is not None:
+            self._index.reset()
+
+    async def _current_index(self) -> RecallIndex | None:
+        """The recall index with every write so far read in, or None once it is off.
+
+        Outside any unit of work only: its reads go to the pool and see committed rows.
+        """
+        index = self._index
+        if index is None:
+            return None
+        async with self._index_lock, _guard():
+            pool = self.pool
+            if index.enabled and not index.loaded:
+                since = index.generation
+                count = await pool.fetchval(f"SELECT count(*) FROM lessons l WHERE {_COVERED}")
+                if count > index.params.max_rows:
+                    index.disable()
+                    _log.info(
+                        "recall index off: %d recallable lessons, more than max_rows %d;"
+                        " searches go to the HNSW index",
+                        count,
+                        index.params.max_rows,
+                    )
+                else:
+                    recs = await pool.fetch(
+                        f"SELECT {_SELECT_LESSON} FROM lessons l WHERE {_COVERED}"
+                    )
+                    index.load((_to_lesson(r) for r in recs), since)
+            dirty = index.dirty() if index.enabled and index.loaded else {}
+            if dirty:
+                recs = await pool.fetch(
+                    f"SELECT {_SELECT_LESSON} FROM lessons l WHERE l.id = ANY($1::text[])",
+                    list(dirty),
+                )
+                index.refresh(dirty, [_to_lesson(r) for r in recs])
+        return index if index.enabled and index.loaded else None
 
     async def count_lessons(self, flt: LessonFilter) -> int:
         """How many lessons match the filter (ignores limit/offset)."""
@@ -1197,6 +1293,7 @@ class PostgresLessonStore(LessonStore):
             return
         async with _guard():
             await self.pool.executemany("UPDATE lessons SET embedding = $2 WHERE id = $1", rows)
+        self._touch(i for i, _ in rows)
 
     async def unembedded(self, limit: int) -> list[tuple[str, str]]:
         """Claimed or active lessons with no embedding, oldest first."""
@@ -1222,6 +1319,7 @@ class PostgresLessonStore(LessonStore):
         if not counts:
             return
         ids = list(counts)
+        reads = self._index.reads if self._index is not None else 0
         async with _guard():
             await self.pool.execute(
                 # The latest use wins: a use mark written behind a reply may arrive after a
@@ -1234,12 +1332,25 @@ class PostgresLessonStore(LessonStore):
                 [counts[i] for i in ids],
                 [latest[i] for i in ids],
             )
+        index = self._index
+        if (
+            index is not None
+            and _UNIT.get() is None
+            and index.reads == reads
+            and not self._index_lock.locked()
+        ):
+            # Committed, and no read of rows overlapped it: the same change in place, where
+            # re-reading the rows would cost the next recall the round trip the index saves.
+            index.apply_uses(counts, latest)
+        else:
+            self._touch(ids)
 
     async def hard_delete(self, lesson_id: str) -> None:
         """Remove a lesson, its provenance and pending outbox rows; ``NotFound`` if absent."""
         async with _guard(), self.pool.acquire() as conn, conn.transaction():
             status = await conn.execute("DELETE FROM lessons WHERE id = $1", lesson_id)
             await conn.execute("DELETE FROM lesson_events WHERE lesson_id = $1", lesson_id)
+        self._touch([lesson_id])
         if status == "DELETE 0":
             raise NotFound(f"lesson {lesson_id} not found", id=lesson_id)
 

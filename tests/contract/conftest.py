@@ -23,6 +23,7 @@ from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.migrate import run_migrations
 from lamarck.node.store.port import LessonStore
 from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.node.store.recall_index import RecallIndexParams
 
 #: Embedding dimension used by the contract suite.
 DIM = 8
@@ -125,11 +126,18 @@ _TABLES = (
 )
 
 
-@pytest.fixture(params=["memory", pytest.param("postgres", marks=pytest.mark.integration)])
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("postgres", marks=pytest.mark.integration),
+        pytest.param("postgres-indexed", marks=pytest.mark.integration),
+    ]
+)
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[LessonStore]:
-    """Each adapter in turn: the contract suite runs once per adapter.
+    """Each adapter in turn: the contract suite runs once per adapter, and once more on
+    Postgres with its recall index on (recall's searches answered from memory).
 
-    The Postgres run shares one migrated database, emptied before each test: TRUNCATE takes
+    The Postgres runs share one migrated database, emptied before each test: TRUNCATE takes
     milliseconds where a CREATE DATABASE per test takes ~0.4 s.
     """
     adapter: LessonStore
@@ -139,7 +147,10 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[LessonStore]:
     else:
         # Requested lazily so a memory-only run (-k memory) never starts PostgreSQL.
         server: EmbeddedPostgres = request.getfixturevalue("embedded_pg")
-        pg = await PostgresLessonStore.connect(server.dsn_for(SHARED), DIM, max_size=4)
+        index = RecallIndexParams() if request.param == "postgres-indexed" else None
+        pg = await PostgresLessonStore.connect(
+            server.dsn_for(SHARED), DIM, max_size=4, recall_index=index
+        )
         await pg.pool.execute(f"TRUNCATE {_TABLES} RESTART IDENTITY")
         adapter = pg
     try:
