@@ -42,7 +42,9 @@ Quality is measured two ways, both against exact (brute-force cosine) search:
   threshold.
 * ``ann_recall_at_5``: the raw index, ``PostgresLessonStore.search`` top-5 against the exact
   top-5 over the very vectors the node stored (no floor, no re-rank): what the HNSW index
-  loses, and nothing else.
+  loses, and nothing else. The node itself answers Recall from its recall index (exact
+  cosine in memory, ``RecallIndexParams``) while it holds at most ``max_rows`` recallable
+  lessons, as here: this is the quality of the search it falls back to past that.
 
 **Spaced queries** (shown, not judged): the same measure on other novel queries, each followed
 by ``--gap`` seconds of idle time (untimed), as an agent calls Recall between plans; the
