@@ -625,8 +625,14 @@ class PostgresLessonStore(LessonStore):
         # A timeout is translated like any other outage (StoreUnavailable). asyncio.timeout,
         # not wait_for: on Python 3.11 wait_for returns the query's result instead of raising
         # when a cancel arrives as the query ends, and the supervisor's loop then never stops.
-        async with _guard(), asyncio.timeout(timeout_s):
-            await self.pool.fetchval("SELECT 1")
+        try:
+            async with _guard(), asyncio.timeout(timeout_s):
+                await self.pool.fetchval("SELECT 1")
+        except StoreUnavailable:
+            # Down: recall stops answering from the rows in memory, which nothing can keep
+            # true meanwhile; its next search reads them again, and fails while it is down.
+            self._forget_index()
+            raise
 
     async def reconnect(self, dsn: str | None = None) -> None:
         """Drop every pooled connection (they died with the server) and prove the database
