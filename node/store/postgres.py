@@ -1101,6 +1101,12 @@ class PostgresLessonStore(LessonStore):
         return hits
 
     # -- the recall index ------------------------------------------------------------------
+    @property
+    def recall_index_lessons(self) -> int:
+        """Lessons the recall index holds now: 0 while it is off, or not read yet."""
+        index = self._index
+        return len(index) if index is not None and index.enabled and index.loaded else 0
+
     def _touch(self, ids: Iterable[str]) -> None:
         """These lessons were written: the recall index re-reads them before its next search
         (and, inside a unit of work, once more after the unit has ended)."""

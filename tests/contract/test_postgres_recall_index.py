@@ -126,7 +126,11 @@ async def test_a_search_after_the_first_costs_no_round_trip(stores: Any) -> None
     rng = random.Random(1)
     await indexed.insert_lessons([_lesson(i, rng, scope="global") for i in range(30)])
     q = _vector(rng)
+    assert indexed.recall_index_lessons == 0  # not read yet
     first = await indexed.search(q, 5, RECALL, FLOOR)
+    assert indexed.recall_index_lessons == await indexed.count_lessons(
+        dataclasses.replace(WITH_CLAIMS, scopes=None)
+    )
     counting = _Counting(indexed._pool)
     indexed._pool = counting
     again = await indexed.search(q, 5, RECALL, FLOOR)
@@ -236,6 +240,7 @@ async def test_past_max_rows_the_index_turns_off_and_search_stays_right(pg_dsn: 
         await small.insert_lessons(more)
         assert len(await small.search(q, 20, RECALL)) == 13
         assert small._index is not None and not small._index.enabled
+        assert small.recall_index_lessons == 0
         counting = _Counting(small._pool)
         small._pool = counting
         await small.search(q, 20, RECALL)

@@ -150,6 +150,8 @@ def test_metrics_endpoint_serves_lamarck_metrics(node: Any) -> None:
     assert 'lamarck_lessons{status="active"}' in text
     size = [line for line in text.splitlines() if line.startswith("lamarck_store_size_bytes ")]
     assert size and float(size[0].split()[1]) > 0
+    # Whether recall searches in memory, and over how many lessons (none read yet here).
+    assert 'lamarck_store_records{kind="recall_index_lessons"} 0.0' in text
 
 
 def test_second_start_on_the_same_home_is_refused_naming_the_pid(node: Any, node_cli: Any) -> None:
