@@ -59,7 +59,12 @@ from lamarck.node.store.port import (
     Vector,
     check_event_kinds,
 )
-from lamarck.node.store.recall_index import RecallIndex, RecallIndexParams, covers
+from lamarck.node.store.recall_index import (
+    COVERED_STATUSES,
+    RecallIndex,
+    RecallIndexParams,
+    covers,
+)
 
 __all__ = ["VECTOR_INDEX", "PostgresLessonStore", "translate_error"]
 
@@ -114,8 +119,12 @@ _SELECT_LESSON = (
     + ", ARRAY(SELECT ROW(p.source_node_id, p.via_node_id, p.received_at, p.content_hash)"
     " FROM lesson_provenance p WHERE p.lesson_id = l.id ORDER BY p.id) AS provenance"
 )
-#: The rows the recall index holds (``recall_index.is_covered``), as SQL on alias ``l``.
-_COVERED = "l.embedding IS NOT NULL AND l.category = 'lesson' AND l.status IN ('active', 'claimed')"
+#: The rows the recall index holds (``recall_index.is_covered``), as SQL on alias ``l``: built
+#: from the same statuses and category, so the two cannot drift apart.
+_COVERED = (
+    f"l.embedding IS NOT NULL AND l.category = '{Category.LESSON.value}'"
+    f" AND l.status IN ({', '.join(repr(s.value) for s in COVERED_STATUSES)})"
+)
 
 _INSERT_LESSON = "INSERT INTO lessons ({}) VALUES ({})".format(
     ", ".join(_LESSON_COLUMNS), ", ".join(f"${i}" for i in range(1, len(_LESSON_COLUMNS) + 1))

@@ -71,7 +71,8 @@ class RecallIndexParams:
 
 
 def is_covered(row: LessonRow) -> bool:
-    """Whether the index holds ``row``: a recallable lesson with a vector."""
+    """Whether the index holds ``row``: a recallable lesson with a vector (the Postgres
+    adapter's ``_COVERED`` says the same in SQL)."""
     return (
         row.category is Category.LESSON and row.status in _STATUS_CODE and row.embedding is not None
     )

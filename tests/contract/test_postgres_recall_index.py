@@ -36,8 +36,9 @@ pytestmark = pytest.mark.integration
 DIM = 8  # the conftest's template dimension
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 SCOPES = ("global", "project:aa", "project:bb")
-RECALL = LessonFilter(statuses=(LessonStatus.ACTIVE,), scopes=("global", "project:aa"))
-RECALL = dataclasses.replace(RECALL, category=Category.LESSON)
+RECALL = LessonFilter(
+    statuses=(LessonStatus.ACTIVE,), scopes=("global", "project:aa"), category=Category.LESSON
+)
 WITH_CLAIMS = dataclasses.replace(RECALL, statuses=(LessonStatus.ACTIVE, LessonStatus.CLAIMED))
 FLOOR = RelevanceFloor(0.1, 0.5)
 
