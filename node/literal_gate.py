@@ -12,10 +12,14 @@ them is answered at once, as a regex engine's literal prefilter does (RE2's, Hyp
 ``re`` module compiles from) for a set of strings such that every match contains at least one
 of them; ``GatedPattern`` asks ``str.__contains__`` for them before the regex runs. Only a
 necessary condition is checked, so a gated pattern finds exactly what the pattern finds (the
-test suite compares both over the autonomy corpus and the lesson corpus). The check compares
-lower-cased text, so it holds for ``re.IGNORECASE`` patterns on ASCII text; a text with any
-other character runs the pattern unchecked (Unicode case folding maps a few non-ASCII letters
-onto ASCII ones: U+017F LATIN SMALL LETTER LONG S matches ``s``).
+test suite compares both over the autonomy corpus and the lesson corpus).
+
+A case-sensitive pattern (the autonomy grammar's: it reads lower-cased text) keeps its literals
+as written and looks for them in the text as given, any text. A ``re.IGNORECASE`` pattern's
+literals are lower-cased and looked for in the lower-cased text, so that check holds on ASCII
+text only; a text with any other character runs the pattern unchecked (Unicode case folding
+maps a few non-ASCII letters onto ASCII ones: U+017F LATIN SMALL LETTER LONG S matches ``s``).
+A group that turns case folding on or off inside a pattern (``(?i:...)``) gives no literal.
 """
 
 from __future__ import annotations
@@ -41,8 +45,11 @@ _REPEATS: frozenset[Any] = frozenset()
 if _c is not None:
     _REPEATS = frozenset({_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT})
 
-# A candidate: strings one of which every match holds (lower-cased), or None.
-_Needed = frozenset[str] | None
+#: A literal: its text and whether it is compared case-folded (lower-cased, in the
+#: lower-cased text) or as written.
+_Literal = tuple[str, bool]
+# A candidate: literals one of which every match holds, or None.
+_Needed = frozenset[_Literal] | None
 
 
 def _better(a: _Needed, b: _Needed) -> _Needed:
@@ -51,20 +58,24 @@ def _better(a: _Needed, b: _Needed) -> _Needed:
         return b
     if b is None:
         return a
-    key_a = (min(map(len, a)), -len(a))
-    key_b = (min(map(len, b)), -len(b))
+    key_a = (min(len(t) for t, _ in a), -len(a))
+    key_b = (min(len(t) for t, _ in b), -len(b))
     return a if key_a >= key_b else b
 
 
-def _needed(items: Any) -> _Needed:
-    """The best candidate of a parsed sequence (``SubPattern`` or list of (op, arg))."""
+def _needed(items: Any, fold: bool) -> _Needed:
+    """The best candidate of a parsed sequence (``SubPattern`` or list of (op, arg));
+    ``fold``: case is ignored here (the literals are lower-cased)."""
     best: _Needed = None
     run: list[str] = []
+
+    def literal(text: str) -> _Literal:
+        return (text.lower(), True) if fold else (text, False)
 
     def end_run() -> None:
         nonlocal best
         if run:
-            best = _better(best, frozenset({"".join(run).lower()}))
+            best = _better(best, frozenset({literal("".join(run))}))
             run.clear()
 
     for op, arg in items:
@@ -74,16 +85,19 @@ def _needed(items: Any) -> _Needed:
         end_run()
         found: _Needed = None
         if op is _c.SUBPATTERN:
-            found = _needed(arg[-1])
+            # A scoped flag group, (?i:...) or (?-i:...), turns folding on or off inside it.
+            _, add_flags, del_flags, body = arg
+            inner = (fold or bool(add_flags & re.IGNORECASE)) and not del_flags & re.IGNORECASE
+            found = _needed(body, inner)
         elif op is _c.BRANCH:
-            found = _union([_needed(branch) for branch in arg[1]])
+            found = _union([_needed(branch, fold) for branch in arg[1]])
         elif op in _REPEATS:
             low, _, item = arg
-            found = _needed(item) if low >= 1 else None
+            found = _needed(item, fold) if low >= 1 else None
         elif op is _c.ATOMIC_GROUP:
-            found = _needed(arg)
+            found = _needed(arg, fold)
         elif op is _c.IN and arg and all(kind is _c.LITERAL for kind, _ in arg):
-            found = frozenset(chr(code).lower() for _, code in arg)
+            found = frozenset(literal(chr(code)) for _, code in arg)
         # Anything else (a class, a category, any character, an anchor, a look-around, a
         # back-reference) names no literal that a match must hold.
         best = _better(best, found)
@@ -93,7 +107,7 @@ def _needed(items: Any) -> _Needed:
 
 def _union(options: list[_Needed]) -> _Needed:
     """Every alternative must hold one: the union, or None if one holds none."""
-    out: set[str] = set()
+    out: set[_Literal] = set()
     for option in options:
         if option is None:
             return None
@@ -101,35 +115,46 @@ def _union(options: list[_Needed]) -> _Needed:
     return frozenset(out)
 
 
-def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
-    """Lower-cased strings one of which every match of ``pattern`` contains (shortest
-    first), or None when no such set was found (a class, a look-around or an empty
-    alternative everywhere)."""
+def _literals(pattern: re.Pattern[str]) -> tuple[_Literal, ...] | None:
+    """``required_literals`` with each literal's comparison (shortest first)."""
     if _p is None or pattern.flags & re.LOCALE or isinstance(pattern.pattern, bytes):
         return None
     try:
         tree = _p.parse(pattern.pattern, pattern.flags)
     except re.error:  # pragma: no cover - it compiled, so it parses
         return None
-    found = _needed(tree)
-    # A literal still non-ASCII once lower-cased may match an ASCII letter under IGNORECASE
-    # (U+017F LATIN SMALL LETTER LONG S matches "s"), which the lower-cased text would not
-    # show: no gate then.
-    if found is None or "" in found or not all(s.isascii() for s in found):
+    found = _needed(tree, bool(pattern.flags & re.IGNORECASE))
+    if found is None or any(not text for text, _ in found):
         return None
-    return tuple(sorted(found, key=lambda s: (len(s), s)))
+    # A folded literal still non-ASCII once lower-cased may match an ASCII letter (U+017F
+    # LATIN SMALL LETTER LONG S matches "s" under IGNORECASE), which the lower-cased text
+    # would not show: no gate then. A literal compared as written is exact for any text.
+    if not all(text.isascii() for text, folded in found if folded):
+        return None
+    return tuple(sorted(found, key=lambda lit: (len(lit[0]), lit[0], lit[1])))
+
+
+def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    """Strings one of which every match of ``pattern`` contains (shortest first; lower-cased
+    where the pattern ignores case, as written elsewhere), or None when no such set was
+    found (a class, a look-around or an empty alternative everywhere)."""
+    found = _literals(pattern)
+    return None if found is None else tuple(dict.fromkeys(text for text, _ in found))
 
 
 class GatedPattern:
     """A compiled pattern whose ``search`` and ``finditer`` first check ``required_literals``
-    on ASCII text; everything else, and any other text, goes to the pattern itself."""
+    (of a case-folding pattern, on ASCII text only); everything else goes to the pattern."""
 
-    __slots__ = ("_gate", "_re", "pattern")
+    __slots__ = ("_exact", "_folded", "_gate", "_re", "pattern")
 
     def __init__(self, compiled: re.Pattern[str]) -> None:
         """Wrap ``compiled``; its literals are found once, here."""
         self._re = compiled
-        self._gate = required_literals(compiled)
+        found = _literals(compiled)
+        self._gate = None if found is None else tuple(dict.fromkeys(t for t, _ in found))
+        self._exact = tuple(t for t, folded in found or () if not folded)
+        self._folded = tuple(t for t, folded in found or () if folded)
         #: The pattern's source (as ``re.Pattern.pattern``).
         self.pattern: str = compiled.pattern
 
@@ -144,11 +169,19 @@ class GatedPattern:
         return self._gate
 
     def _may_match(self, text: str) -> bool:
-        gate = self._gate
-        if gate is None or not text.isascii():
+        if self._gate is None:
+            return True
+        # Literals compared as written are looked for in the text as given: no lower-cased
+        # copy of the text per pattern (the autonomy grammar asks ~80 patterns of each
+        # sentence, all case-sensitive).
+        if any(s in text for s in self._exact):
+            return True
+        if not self._folded:
+            return False
+        if not text.isascii():
             return True
         lowered = text.lower()
-        return any(s in lowered for s in gate)
+        return any(s in lowered for s in self._folded)
 
     def search(self, text: str) -> re.Match[str] | None:
         """``re.Pattern.search`` over the whole text."""

@@ -57,6 +57,41 @@ def test_a_gated_pattern_skips_only_texts_without_its_literals() -> None:
     assert gated.sub("x", "be granted") == "x"
 
 
+@pytest.mark.parametrize(
+    "pattern, literals",
+    [
+        (r"Approve|grant", ("grant", "Approve")),  # as written: no folding
+        (r"\u017fkip", ("\u017fkip",)),  # non-ASCII is exact without IGNORECASE
+        (r"(?i:SKIP)ped", ("skip",)),  # a group that folds case: lower-cased
+        (r"(?i)a(?-i:Mend)", ("Mend",)),  # and one that stops folding: as written
+    ],
+)
+def test_a_case_sensitive_pattern_keeps_its_literals_as_written(
+    pattern: str, literals: tuple[str, ...] | None
+) -> None:
+    assert required_literals(re.compile(pattern)) == literals
+
+
+def test_a_case_sensitive_gate_looks_in_the_text_as_given() -> None:
+    gated = GatedPattern(re.compile(r"Approve\s+it"))
+    assert gated.search("Approve it") is not None
+    # The pattern would not match these: the gate answers as the pattern does.
+    assert gated.search("approve it") is None
+    assert gated.search("APPROVE IT") is None
+    # Any text is checked as given, non-ASCII included (no folding can match "s").
+    sensitive = GatedPattern(re.compile(r"\bskip\b"))
+    assert sensitive.literals == ("skip",)
+    assert sensitive.search("\u017fkip") is None
+    assert sensitive.search("please skip \u00e9") is not None
+    # A scoped (?i:...) group's literal is looked for case-folded, the rest as written.
+    scoped = GatedPattern(re.compile(r"(?i:SKIP) it|Approve"))
+    assert scoped.literals == ("skip", "Approve")
+    assert scoped.search("Skip it") is not None
+    assert scoped.search("skip IT") is None
+    assert scoped.search("approve") is None
+    assert scoped.search("Approve") is not None
+
+
 def test_without_re_s_parser_nothing_is_gated(monkeypatch: pytest.MonkeyPatch) -> None:
     """``re._parser`` is private: a Python without it gets patterns that run on every text."""
     monkeypatch.setattr(literal_gate, "_p", None)
