@@ -23,6 +23,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from lamarck.node.health.figures import Finding
+from lamarck.node.store.recall_index import RecallIndexState, RecallIndexStatus
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.table import ReputationRow
@@ -148,6 +149,8 @@ class NodeStatus:
     rejections: Mapping[str, int]
     warnings: tuple[Finding, ...] = ()
     reputation_top: tuple[ReputationTop, ...] = ()
+    #: Where recall searches (None: a store without the index, the in-memory adapter).
+    recall_index: RecallIndexState | None = None
 
     @property
     def peer_serving(self) -> bool:
@@ -173,10 +176,11 @@ def build_status(
     warnings: Sequence[Finding] = (),
     reputation: Sequence[ReputationRow] = (),
     top: int = 0,
+    recall_index: RecallIndexState | None = None,
 ) -> NodeStatus:
     """The status from plain values: the pending quarantine rows per set of reasons, the rejection
-    log's reasons, import counts by result and reason, the health warnings, and the
-    reputation book (its ``top`` highest scores, ties by id)."""
+    log's reasons, import counts by result and reason, the health warnings, the
+    reputation book (its ``top`` highest scores, ties by id) and the recall index's state."""
     held: Counter[str] = Counter()
     for reasons, count in pending_reasons.items():
         for reason in set(reasons):
@@ -192,6 +196,7 @@ def build_status(
         rejections=dict(sorted(Counter(rejection_reasons).items())),
         warnings=tuple(warnings),
         reputation_top=tuple(ReputationTop(r.peer, r.score, r.band.value) for r in best),
+        recall_index=recall_index,
     )
 
 
@@ -248,7 +253,24 @@ def status_to_json(status: NodeStatus) -> dict[str, Any]:
         "reputation_top": [
             {"node_id": r.node_id, "score": r.score, "band": r.band} for r in status.reputation_top
         ],
+        "recall_index": (
+            None
+            if (index := status.recall_index) is None
+            else {"state": index.status.value, "lessons": index.lessons, "max_rows": index.max_rows}
+        ),
     }
+
+
+def _recall_index_row(index: Mapping[str, Any]) -> str:
+    """Where recall searches, in words."""
+    state, lessons, most = index["state"], index["lessons"], index["max_rows"]
+    if state == RecallIndexStatus.ON:
+        return f"in memory: {lessons} lessons (up to {most})"
+    if state == RecallIndexStatus.NOT_READ:
+        return f"not read yet: the next recall reads it (up to {most} lessons)"
+    if state == RecallIndexStatus.OUTGROWN:
+        return f"in Postgres: more than {most} lessons, the index gave its memory back"
+    return "in Postgres: the index is off (max_rows 0)"
 
 
 def _counts(counts: Mapping[str, Any]) -> str:
@@ -302,4 +324,7 @@ def status_rows(status: Mapping[str, Any]) -> dict[str, str]:
         )
         or "-"
     )
+    index = status.get("recall_index")  # absent from an older node's status
+    if index:
+        rows["recall search"] = _recall_index_row(index)
     return rows

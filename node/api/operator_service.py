@@ -57,6 +57,7 @@ from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.sharing.taint import TaintSweeper, is_taint_row
 from lamarck.node.store.port import LessonEvent, LessonStore, QuarantineRow, RejectionRow
+from lamarck.node.store.recall_index import HasRecallIndex
 from lamarck.proto.clock import Clock
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
@@ -412,6 +413,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         warnings = await self._warnings()
         book = self._reputation()
         table = await book.rows() if book is not None else []
+        index = store.recall_index_state if isinstance(store, HasRecallIndex) else None
         status = build_status(
             node_id=self._node_id,
             now=now,
@@ -422,6 +424,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             warnings=warnings,
             reputation=table,
             top=REPUTATION_TOP,
+            recall_index=index,
         )
         return status_to_json(status)
 

@@ -63,6 +63,8 @@ from lamarck.node.store.recall_index import (
     COVERED_STATUSES,
     RecallIndex,
     RecallIndexParams,
+    RecallIndexState,
+    RecallIndexStatus,
     covers,
 )
 
@@ -1113,8 +1115,14 @@ class PostgresLessonStore(LessonStore):
     @property
     def recall_index_lessons(self) -> int:
         """Lessons the recall index holds now: 0 while it is off, or not read yet."""
-        index = self._index
-        return len(index) if index is not None and index.enabled and index.loaded else 0
+        return self.recall_index_state.lessons
+
+    @property
+    def recall_index_state(self) -> RecallIndexState:
+        """Whether recall searches in memory, and over how many lessons (``HasRecallIndex``)."""
+        if self._index is None:
+            return RecallIndexState(RecallIndexStatus.OFF, 0, 0)
+        return self._index.state
 
     def _touch(self, ids: Iterable[str]) -> None:
         """These lessons were written: the recall index re-reads them before its next search

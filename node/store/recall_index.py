@@ -25,6 +25,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -42,8 +44,11 @@ from lamarck.node.store.port import (
 
 __all__ = [
     "COVERED_STATUSES",
+    "HasRecallIndex",
     "RecallIndex",
     "RecallIndexParams",
+    "RecallIndexState",
+    "RecallIndexStatus",
     "covers",
     "exact_top_k",
     "is_covered",
@@ -122,6 +127,38 @@ def exact_top_k(
         return hits
     cut = floor.cut(hits[0][1])
     return [(i, s) for i, s in hits if s >= cut]
+
+
+class RecallIndexStatus(StrEnum):
+    """Where recall's search is answered."""
+
+    #: From memory, over ``RecallIndexState.lessons`` lessons.
+    ON = "on"
+    #: Not read since the node started or the store reconnected: the next recall reads it.
+    NOT_READ = "not_read"
+    #: More than ``max_rows`` lessons: in Postgres, for the rest of the process's life.
+    OUTGROWN = "outgrown"
+    #: Configured off (``max_rows`` 0): in Postgres.
+    OFF = "off"
+
+
+@dataclass(frozen=True, slots=True)
+class RecallIndexState:
+    """What an operator is told of the index (``lamarck node status``, the console)."""
+
+    status: RecallIndexStatus
+    lessons: int
+    max_rows: int
+
+
+@runtime_checkable
+class HasRecallIndex(Protocol):
+    """A lesson store that may answer recall's search from memory (the Postgres adapter)."""
+
+    @property
+    def recall_index_state(self) -> RecallIndexState:
+        """The index's state now."""
+        ...
 
 
 class RecallIndex:
@@ -232,6 +269,18 @@ class RecallIndex:
     # -- search ----------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self._ids)
+
+    @property
+    def state(self) -> RecallIndexState:
+        """On (and over how many lessons), not read yet, outgrown or configured off."""
+        max_rows = self.params.max_rows
+        if max_rows == 0:
+            return RecallIndexState(RecallIndexStatus.OFF, 0, 0)
+        if not self.enabled:
+            return RecallIndexState(RecallIndexStatus.OUTGROWN, 0, max_rows)
+        if not self.loaded:
+            return RecallIndexState(RecallIndexStatus.NOT_READ, 0, max_rows)
+        return RecallIndexState(RecallIndexStatus.ON, len(self), max_rows)
 
     def search(
         self, query: Vector, k: int, flt: LessonFilter, floor: RelevanceFloor | None

@@ -29,7 +29,12 @@ from lamarck.node.store.port import (
     ScoredLesson,
 )
 from lamarck.node.store.postgres import PostgresLessonStore
-from lamarck.node.store.recall_index import RecallIndexParams
+from lamarck.node.store.recall_index import (
+    HasRecallIndex,
+    RecallIndexParams,
+    RecallIndexState,
+    RecallIndexStatus,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -123,15 +128,19 @@ async def _agree(indexed: PostgresLessonStore, plain: PostgresLessonStore, q: np
 
 
 async def test_a_search_after_the_first_costs_no_round_trip(stores: Any) -> None:
-    indexed, _ = stores
+    indexed, plain = stores
     rng = random.Random(1)
     await indexed.insert_lessons([_lesson(i, rng, scope="global") for i in range(30)])
     q = _vector(rng)
     assert indexed.recall_index_lessons == 0  # not read yet
+    assert indexed.recall_index_state.status is RecallIndexStatus.NOT_READ
     first = await indexed.search(q, 5, RECALL, FLOOR)
-    assert indexed.recall_index_lessons == await indexed.count_lessons(
-        dataclasses.replace(WITH_CLAIMS, scopes=None)
-    )
+    held = await indexed.count_lessons(dataclasses.replace(WITH_CLAIMS, scopes=None))
+    assert indexed.recall_index_lessons == held
+    assert indexed.recall_index_state == RecallIndexState(RecallIndexStatus.ON, held, 500)
+    # The operator's status reads it through the protocol; a store without it says off.
+    assert isinstance(indexed, HasRecallIndex)
+    assert plain.recall_index_state == RecallIndexState(RecallIndexStatus.OFF, 0, 0)
     counting = _Counting(indexed._pool)
     indexed._pool = counting
     again = await indexed.search(q, 5, RECALL, FLOOR)
@@ -242,6 +251,7 @@ async def test_past_max_rows_the_index_turns_off_and_search_stays_right(pg_dsn: 
         assert len(await small.search(q, 20, RECALL)) == 13
         assert small._index is not None and not small._index.enabled
         assert small.recall_index_lessons == 0
+        assert small.recall_index_state == RecallIndexState(RecallIndexStatus.OUTGROWN, 0, 10)
         counting = _Counting(small._pool)
         small._pool = counting
         await small.search(q, 20, RECALL)

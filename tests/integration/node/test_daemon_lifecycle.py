@@ -14,6 +14,7 @@ import json
 import os
 import secrets
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,19 @@ def test_metrics_endpoint_serves_lamarck_metrics(node: Any) -> None:
     assert size and float(size[0].split()[1]) > 0
     # Whether recall searches in memory, and over how many lessons (none read yet here).
     assert 'lamarck_store_records{kind="recall_index_lessons"} 0.0' in text
+
+
+def test_node_status_says_where_recall_searches(node: Any) -> None:
+    """``lamarck node status --json`` carries the recall index's state (nothing recalled yet
+    on this node: not read), as the console and the CLI's table show it."""
+    argv = [sys.executable, "-m", "lamarck.node.cli", "node", "status", "--home", str(node.home)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAMARCK_")}
+    done = subprocess.run([*argv, "--json"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    index = json.loads(done.stdout)["status"]["recall_index"]
+    assert index == {"state": "not_read", "lessons": 0, "max_rows": 5000}
+    table = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert "not read yet: the next recall reads it (up to 5000 lessons)" in table.stdout
 
 
 def test_second_start_on_the_same_home_is_refused_naming_the_pid(node: Any, node_cli: Any) -> None:

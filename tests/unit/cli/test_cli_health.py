@@ -33,8 +33,10 @@ from lamarck.node.api.node_status import (
     AdmissionState,
     CatchUpProgress,
     NetworkSnapshot,
+    build_status,
     peer_serving,
     status_rows,
+    status_to_json,
 )
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.cli import app
@@ -48,6 +50,7 @@ from lamarck.node.store.port import (
     QuarantineRow,
     RejectionRow,
 )
+from lamarck.node.store.recall_index import RecallIndexState, RecallIndexStatus
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
 from lamarck.reputation.book import ReputationBook, TrustConfig, table_rows
@@ -318,6 +321,37 @@ def test_a_long_pull_shows_how_far_it_got(node: FakeNode) -> None:
     )
     node.network[0] = NetworkSnapshot(Admission(AdmissionState.ADMITTED, mode="open"))
     assert "catching up" not in status_rows(_status(node))
+
+
+def test_the_status_says_where_recall_searches() -> None:
+    """The recall index's state is in the JSON and in the rows the CLI and the console show;
+    a store without one (the in-memory adapter, an older node) shows no row."""
+
+    def rows(state: RecallIndexState | None) -> dict[str, str]:
+        status = build_status(
+            node_id="lmk1me",
+            now=NOW,
+            network=None,
+            pending_reasons={},
+            rejection_reasons=[],
+            imports={},
+            recall_index=state,
+        )
+        return status_rows(status_to_json(status))
+
+    on = RecallIndexState(RecallIndexStatus.ON, 1987, 5000)
+    assert rows(on)["recall search"] == "in memory: 1987 lessons (up to 5000)"
+    outgrown = RecallIndexState(RecallIndexStatus.OUTGROWN, 0, 5000)
+    assert rows(outgrown)["recall search"].startswith("in Postgres: more than 5000 lessons")
+    not_read = RecallIndexState(RecallIndexStatus.NOT_READ, 0, 5000)
+    assert rows(not_read)["recall search"].startswith("not read yet")
+    off = RecallIndexState(RecallIndexStatus.OFF, 0, 0)
+    assert rows(off)["recall search"] == "in Postgres: the index is off (max_rows 0)"
+    assert "recall search" not in rows(None)
+
+
+def test_an_in_memory_store_has_no_recall_index_in_the_status(node: FakeNode) -> None:
+    assert _status(node)["recall_index"] is None
 
 
 def test_degraded_admission_still_serves_peers_from_the_cache() -> None:

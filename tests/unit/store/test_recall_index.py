@@ -23,6 +23,8 @@ from lamarck.node.store.port import (
 from lamarck.node.store.recall_index import (
     RecallIndex,
     RecallIndexParams,
+    RecallIndexState,
+    RecallIndexStatus,
     covers,
     exact_top_k,
     is_covered,
@@ -151,6 +153,20 @@ def test_outgrowing_max_rows_turns_it_off_for_good() -> None:
     assert not index.enabled and len(index) == 0
     index.touch(["d"])
     assert index.dirty() == {}
+
+
+def test_its_state_says_where_recall_searches() -> None:
+    """What ``lamarck node status`` shows: not read, on over n lessons, outgrown, off."""
+    index = RecallIndex(RecallIndexParams(max_rows=2), DIM)
+    assert index.state == RecallIndexState(RecallIndexStatus.NOT_READ, 0, 2)
+    index.load([row("a", 1)], index.generation)
+    assert index.state == RecallIndexState(RecallIndexStatus.ON, 1, 2)
+    index.reset()  # a reconnect: read again on the next search
+    assert index.state.status is RecallIndexStatus.NOT_READ
+    index.load([row("a", 1), row("b", 1), row("c", 1)], index.generation)
+    assert index.state == RecallIndexState(RecallIndexStatus.OUTGROWN, 0, 2)
+    off = RecallIndex(RecallIndexParams(max_rows=0), DIM)
+    assert off.state == RecallIndexState(RecallIndexStatus.OFF, 0, 0)
 
 
 def test_exact_top_k_breaks_ties_by_id_drops_non_finite_and_applies_the_floor() -> None:
