@@ -19,7 +19,8 @@ as written and looks for them in the text as given, any text. A ``re.IGNORECASE`
 literals are lower-cased and looked for in the lower-cased text, so that check holds on ASCII
 text only; a text with any other character runs the pattern unchecked (Unicode case folding
 maps a few non-ASCII letters onto ASCII ones: U+017F LATIN SMALL LETTER LONG S matches ``s``).
-A group that turns case folding on or off inside a pattern (``(?i:...)``) gives no literal.
+A group that turns case folding on or off inside a pattern (``(?i:...)``, ``(?-i:...)``) has
+its literals compared the way that group matches them (the secret scan's rules are such groups).
 """
 
 from __future__ import annotations
@@ -134,12 +135,16 @@ def _literals(pattern: re.Pattern[str]) -> tuple[_Literal, ...] | None:
     return tuple(sorted(found, key=lambda lit: (len(lit[0]), lit[0], lit[1])))
 
 
+def _texts(found: tuple[_Literal, ...] | None) -> tuple[str, ...] | None:
+    """The literals' strings, in their order, each once."""
+    return None if found is None else tuple(dict.fromkeys(text for text, _ in found))
+
+
 def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     """Strings one of which every match of ``pattern`` contains (shortest first; lower-cased
     where the pattern ignores case, as written elsewhere), or None when no such set was
     found (a class, a look-around or an empty alternative everywhere)."""
-    found = _literals(pattern)
-    return None if found is None else tuple(dict.fromkeys(text for text, _ in found))
+    return _texts(_literals(pattern))
 
 
 class GatedPattern:
@@ -152,7 +157,7 @@ class GatedPattern:
         """Wrap ``compiled``; its literals are found once, here."""
         self._re = compiled
         found = _literals(compiled)
-        self._gate = None if found is None else tuple(dict.fromkeys(t for t, _ in found))
+        self._gate = _texts(found)
         self._exact = tuple(t for t, folded in found or () if not folded)
         self._folded = tuple(t for t, folded in found or () if folded)
         #: The pattern's source (as ``re.Pattern.pattern``).
