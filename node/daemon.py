@@ -458,7 +458,7 @@ class Node:
         stats[metrics.DATABASE_BYTES_KEY] = await store.database_bytes()
         # lamarck_store_records{kind="recall_index_lessons"}: whether recall searches in
         # memory (and over how many lessons) or in Postgres (0).
-        stats["recall_index_lessons"] = store.recall_index_lessons
+        stats["recall_index_lessons"] = store.recall_index_state.lessons
         return stats
 
     def _write_node_file(self) -> None:

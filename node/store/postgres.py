@@ -1113,11 +1113,6 @@ class PostgresLessonStore(LessonStore):
 
     # -- the recall index ------------------------------------------------------------------
     @property
-    def recall_index_lessons(self) -> int:
-        """Lessons the recall index holds now: 0 while it is off, or not read yet."""
-        return self.recall_index_state.lessons
-
-    @property
     def recall_index_state(self) -> RecallIndexState:
         """Whether recall searches in memory, and over how many lessons (``HasRecallIndex``)."""
         if self._index is None:

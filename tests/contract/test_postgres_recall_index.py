@@ -132,11 +132,11 @@ async def test_a_search_after_the_first_costs_no_round_trip(stores: Any) -> None
     rng = random.Random(1)
     await indexed.insert_lessons([_lesson(i, rng, scope="global") for i in range(30)])
     q = _vector(rng)
-    assert indexed.recall_index_lessons == 0  # not read yet
+    assert indexed.recall_index_state.lessons == 0  # not read yet
     assert indexed.recall_index_state.status is RecallIndexStatus.NOT_READ
     first = await indexed.search(q, 5, RECALL, FLOOR)
     held = await indexed.count_lessons(dataclasses.replace(WITH_CLAIMS, scopes=None))
-    assert indexed.recall_index_lessons == held
+    assert indexed.recall_index_state.lessons == held
     assert indexed.recall_index_state == RecallIndexState(RecallIndexStatus.ON, held, 500)
     # The operator's status reads it through the protocol; a store without it says off.
     assert isinstance(indexed, HasRecallIndex)
@@ -250,7 +250,7 @@ async def test_past_max_rows_the_index_turns_off_and_search_stays_right(pg_dsn: 
         await small.insert_lessons(more)
         assert len(await small.search(q, 20, RECALL)) == 13
         assert small._index is not None and not small._index.enabled
-        assert small.recall_index_lessons == 0
+        assert small.recall_index_state.lessons == 0
         assert small.recall_index_state == RecallIndexState(RecallIndexStatus.OUTGROWN, 0, 10)
         counting = _Counting(small._pool)
         small._pool = counting
