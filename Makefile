@@ -30,7 +30,7 @@ bench: venv
 	$(BIN)/python -m bench $(if $(FULL),--full,)
 
 test: venv
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -rs -p no:cacheprovider
 
 lint: venv
 	$(BIN)/ruff check .

@@ -14,6 +14,7 @@ under ``tests/artifacts/console/`` (ignored by git; the path is printed).
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import re
 import shutil
@@ -364,7 +365,12 @@ async def console() -> AsyncIterator[Console]:
 @pytest.fixture
 async def page() -> AsyncIterator[Any]:
     if not HAVE_CHROMIUM:
-        pytest.fail("Debian's chromium is not installed (apt-get install -y chromium)")
+        # CI installs the browser (.ci/run), so there its absence is a failure; on a fresh
+        # developer machine the README's test command still passes and says what it skipped.
+        missing = "Debian's chromium is not installed (apt-get install -y chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(f"console browser tests skipped: {missing}")
     async with playwright_api.async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
