@@ -38,6 +38,7 @@ import signal
 import sys
 import time
 import typing
+import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -562,13 +563,28 @@ class Node:
             _log.error("stopping %s failed", part, exc_info=error, extra={"part": part})
 
 
+def database_where(dsn: str) -> str:
+    """Which PostgreSQL database a DSN names, for people: database, host or socket folder and
+    port; never the user's password."""
+    parts = urllib.parse.urlsplit(dsn)
+    query = urllib.parse.parse_qs(parts.query)
+    name = parts.path.lstrip("/") or (query.get("dbname") or ["(default)"])[0]
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    host = parts.hostname or (query.get("host") or ["localhost"])[0]
+    at = f"{host}:{port}" if port else host
+    return f"PostgreSQL database {name} at {at}"
+
+
 def _summary(node: Node) -> str:
     info = node.describe()
     token = f" (bearer token in {info['agent_token_file']})" if info["agent_token_file"] else ""
     database = (
         f"embedded PostgreSQL in {node.home / 'pgdata'}"
         if info["database"] == "embedded"
-        else "external PostgreSQL (LAMARCK_DATABASE_URL)"
+        else f"{database_where(node.settings.database_url)} (database URL)"
     )
     lines = [
         f"lamarck node {info['node_id']} (pid {info['pid']}, home {node.home})",

@@ -387,7 +387,8 @@ def status(
         emit_json(facts)
     else:
         console = Console()
-        console.print(f"fleet in {where}: {facts['state']} (supervisor {pid})")
+        running = f" (supervisor pid {pid})" if pid is not None else ""
+        console.print(f"fleet in {where}: {facts['state']}{running}")
         if rows:
             from rich.table import Table
 
