@@ -228,3 +228,19 @@ def test_a_lone_node_on_a_fresh_home_logs_no_error_and_says_how_to_join(node: An
     lines = [json.loads(line) for line in node.stderr().splitlines() if line.startswith("{")]
     assert [x["msg"] for x in lines if x["level"] == "ERROR"] == []
     assert any("shares nothing until it joins a network" in x["msg"] for x in lines)
+
+
+def test_with_json_logs_every_line_the_node_printed_is_json(node: Any) -> None:
+    """A log collector reading both streams of a node logging JSON finds no plain-text
+    banner; the start line carries the banner's facts (addresses, console, database)."""
+    lines = [
+        line
+        for path in (node.stdout_path, node.stderr_path)
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    records = [json.loads(line) for line in lines]
+    started = [r for r in records if r.get("msg") == "node started"]
+    assert len(started) == 1
+    assert started[0]["node_id"] == node.node_id
+    assert "console_url" in started[0] and "database" in started[0]
