@@ -49,17 +49,26 @@ class EigenTrustResult:
 
 @dataclass(frozen=True, slots=True)
 class GlobalTrust:
-    """Global trust per peer id (sums to 1), with the anchors used and the convergence record."""
+    """Global trust per peer id (sums to 1), with the anchors used and the convergence record.
+
+    ``judged`` holds the peers some row rated (with a finite value) and the anchors: for any
+    other peer nobody has an opinion, and :meth:`known` says so (``None``, shown "unknown").
+    """
 
     values: Mapping[str, float]
     anchors: tuple[str, ...]
     iterations: int
     converged: bool
     residual: float
+    judged: frozenset[str] = frozenset()
 
     def of(self, node_id: str) -> float:
-        """A peer's global trust; 0 for a peer nobody named."""
+        """A peer's share of the trust vector; 0 for a peer nobody named."""
         return self.values.get(node_id, 0.0)
+
+    def known(self, node_id: str) -> float | None:
+        """A peer's global trust, or ``None`` when no row rated it and it is no anchor."""
+        return self.values.get(node_id, 0.0) if node_id in self.judged else None
 
 
 def eigentrust(
@@ -111,6 +120,10 @@ def eigentrust(
     )
 
 
+def _finite(value: object) -> bool:
+    return isinstance(value, float | int) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _floored(value: float, floor: float) -> float:
     # A non-finite or out-of-range claim (a broken or hostile summary) lends nothing.
     if not math.isfinite(value):
@@ -126,12 +139,17 @@ def global_trust(
 ) -> GlobalTrust:
     """Global trust over every peer named in ``local``, the anchors and ``self_id``.
 
-    ``pretrusted`` are the operator-configured peers; if it is empty, ``self_id`` is the sole
-    anchor (this node trusts the network as far as its own observations reach, no further).
+    ``local[i]`` is row ``i``: this node's own pairwise trust for ``self_id``, a peer's
+    verified summary for the others. ``pretrusted`` are the operator-configured peers; if it
+    is empty, ``self_id`` is the sole anchor. Each row is floored and normalised here, so what
+    a row gives away sums to 1 whatever its scale, and the power iteration weighs it by its
+    signer's own global trust (``C^T t``): a signer nobody trusts moves nothing.
     """
     if not self_id:
         raise ValueError("global_trust needs this node's id")
     anchors = tuple(sorted(set(pretrusted))) or (self_id,)
+    # Rated by someone other than itself, with a value that means something.
+    judged = {j for i, row in local.items() for j, v in row.items() if j != i and _finite(v)}
     names = set(local) | {j for row in local.values() for j in row} | set(anchors) | {self_id}
     peers = sorted(names)
     index = {peer: k for k, peer in enumerate(peers)}
@@ -161,4 +179,5 @@ def global_trust(
         iterations=result.iterations,
         converged=result.converged,
         residual=result.residual,
+        judged=frozenset(judged | set(anchors)),
     )
