@@ -77,6 +77,8 @@ class TrustSummaries:
         self._params = params
         self._self_id = self_id
         self._held: dict[str, HeldSummary] = {}
+        # The exact bytes held, so a copy relayed again is known before any verification.
+        self._raws: set[bytes] = set()
         self._own: bytes | None = None
 
     @property
@@ -95,11 +97,18 @@ class TrustSummaries:
         )
         if reason is not None:
             return SummaryOutcome.REFUSED, reason
+        if held is not None:
+            self._raws.discard(held.raw)
         self._held[summary.signer_id] = HeldSummary(summary, raw)
+        self._raws.add(raw)
         if len(self._held) > self._params.max_signers:
             oldest = min(self._held.values(), key=lambda h: (h.summary.issued, h.summary.signer_id))
-            del self._held[oldest.summary.signer_id]
+            self._drop(oldest.summary.signer_id)
         return SummaryOutcome.ACCEPTED, ""
+
+    def holds(self, raw: bytes) -> bool:
+        """Whether these exact bytes are a summary held now (a relayed copy: nothing to do)."""
+        return raw in self._raws
 
     def held(self, signer_id: str) -> TrustSummary | None:
         """The summary held for ``signer_id`` (``None``: none)."""
@@ -140,4 +149,7 @@ class TrustSummaries:
     def _drop_expired(self, now: datetime) -> None:
         age = timedelta(seconds=self._params.max_age_s)
         for signer in [s for s, h in self._held.items() if h.summary.issued + age < now]:
-            del self._held[signer]
+            self._drop(signer)
+
+    def _drop(self, signer: str) -> None:
+        self._raws.discard(self._held.pop(signer).raw)

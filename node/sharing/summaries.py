@@ -7,6 +7,7 @@ verify is the channel's fault (the peer that handed the bytes over is charged
 (charged ``rejected``); (2) the signer's standing: registered with this key and not revoked
 (``registry.pins``), and not graylisted in this node's book; a summary refused for standing
 charges nobody (a relay cannot know this node's view); (3) newest per signer
+(bytes already held are a duplicate before any of this: every Sync answer relays them)
 (``lamarck.reputation.summaries``). ``rows`` gives what counts at a recomputation: held
 summaries of signers not graylisted and not revoked *now*.
 """
@@ -74,6 +75,9 @@ class SummaryIntake:
         tally = SummaryTally()
         now = self._clock.now()
         for raw in raws:
+            if self.held.holds(raw):
+                tally.duplicate += 1
+                continue
             try:
                 summary = read_summary(raw)
             except TrustSummaryRefused as e:

@@ -125,3 +125,17 @@ def test_summary_params_are_validated() -> None:
     ):
         with pytest.raises(ConfigError):
             SummaryParams(**bad)
+
+
+def test_held_bytes_are_known_until_replaced_or_expired() -> None:
+    held = TrustSummaries(PARAMS, ME.node_id)
+    old, old_raw = summary(SIGNERS[0], T0)
+    new, new_raw = summary(SIGNERS[0], T0 + timedelta(seconds=30), 0.4)
+    held.offer(old, old_raw, T0)
+    assert held.holds(old_raw)
+    held.offer(new, new_raw, T0 + timedelta(seconds=30))
+    assert not held.holds(old_raw) and held.holds(new_raw)
+    # The replaced bytes replayed are judged again, and refused as stale.
+    assert held.offer(old, old_raw, T0 + timedelta(seconds=31))[1] == "stale_summary"
+    held.rows(T0 + timedelta(seconds=700))
+    assert not held.holds(new_raw)

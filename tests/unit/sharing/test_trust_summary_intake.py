@@ -69,8 +69,9 @@ def kinds(book: InMemoryReputation, node: str) -> dict[EventKind, int]:
 
 def test_a_valid_summary_from_an_admitted_signer_is_kept_and_counts() -> None:
     summaries, _ = intake(Pins(HONEST))
-    tally = asyncio.run(summaries.receive(RELAY, [make_summary(HONEST, {PEER: 0.8}, T0)]))
-    assert (tally.accepted, tally.refused) == (1, {})
+    raw = make_summary(HONEST, {PEER: 0.8}, T0)
+    tally = asyncio.run(summaries.receive(RELAY, [raw, raw]))
+    assert (tally.accepted, tally.duplicate, tally.refused) == (1, 1, {})
     assert summaries.rows(T0, revoked=()) == {HONEST.node_id: {PEER: 0.8}}
 
 
