@@ -17,9 +17,9 @@ it no extra weight). ``issued_at`` orders one signer's summaries: the newest win
 
 :func:`read_summary` checks in this order, so that a fault is charged to whoever made it:
 (1) the bytes are a JSON object with a string ``signer_id`` and a signature block that
-verifies for that id (else ``TrustSummaryRefused(fault="channel")``: anyone can write any
-signer id, so only the peer that handed the bytes over is known); (2) the signed content is a
-well-formed summary (else ``fault="signer"``: the signer signed garbage).
+verifies for that id (else ``InvalidRecord`` whose :func:`summary_fault` is the channel:
+anyone can write any signer id, so only the peer that handed the bytes over is known); (2) the
+signed content is a well-formed summary (else the signer's fault: it signed garbage).
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ __all__ = [
     "SummaryFault",
     "TrustEntry",
     "TrustSummary",
-    "TrustSummaryRefused",
     "make_summary",
     "read_summary",
+    "summary_fault",
 ]
 
 #: Where a summary names its signer; verification binds that id to the signing key.
@@ -63,14 +63,15 @@ SIGNER_ID_PATH: tuple[str, ...] = ("signer_id",)
 SummaryFault = Literal["channel", "signer"]
 
 
-class TrustSummaryRefused(InvalidRecord):
-    """A received summary that cannot be read; ``fault`` says who is to blame for it."""
+def _refused(message: str, reason: str, fault: SummaryFault, signer: str = "") -> InvalidRecord:
+    return InvalidRecord(message, reason=reason, fault=fault, signer=signer)
 
-    def __init__(self, message: str, *, reason: str, fault: SummaryFault, signer: str = "") -> None:
-        super().__init__(message, reason=reason, fault=fault)
-        self.fault: SummaryFault = fault
-        #: The verified signer when it is the signer's fault ("" for the channel's).
-        self.signer = signer
+
+def summary_fault(error: InvalidRecord) -> tuple[SummaryFault, str]:
+    """Whose fault a :func:`read_summary` refusal is, and the verified signer when it is the
+    signer's ("" when it is the channel's)."""
+    fault: SummaryFault = "signer" if error.details.get("fault") == "signer" else "channel"
+    return fault, str(error.details.get("signer", "")) if fault == "signer" else ""
 
 
 class TrustEntry(RecordBlock):
@@ -150,22 +151,20 @@ def make_summary(
 
 
 def read_summary(raw: bytes, *, limits: RecordLimits = DEFAULT_LIMITS) -> TrustSummary:
-    """Verify and parse received summary bytes; ``TrustSummaryRefused`` says why not and
-    whose fault it is (see the module docstring for the order of the checks)."""
+    """Verify and parse received summary bytes; ``InvalidRecord`` says why not, and
+    :func:`summary_fault` whose fault it is (the module docstring gives the order of checks)."""
     if len(raw) > limits.max_record_bytes:
-        raise TrustSummaryRefused(
-            f"summary is {len(raw)} bytes, limit {limits.max_record_bytes}",
-            reason="too_large",
-            fault="channel",
+        raise _refused(
+            f"summary is {len(raw)} bytes, limit {limits.max_record_bytes}", "too_large", "channel"
         )
     # (1) The signature, over the exact bytes, by the key of the id the record names.
     try:
         obj = verify_raw(RecordKind.trust_summary, raw, signer_id_path=SIGNER_ID_PATH)
     except VerificationError as e:
-        raise TrustSummaryRefused(str(e), reason=e.reason, fault="channel") from None
+        raise _refused(str(e), e.reason, "channel") from None
     # (2) The signer signed it: anything wrong with its content is the signer's.
     try:
         return TrustSummary.from_json(raw, limits=limits)
     except InvalidRecord as e:
         signer = str(obj["signer_id"])  # bound to the verified key by (1)
-        raise TrustSummaryRefused(str(e), reason=e.reason, fault="signer", signer=signer) from None
+        raise _refused(str(e), e.reason, "signer", signer) from None

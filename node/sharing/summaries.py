@@ -19,11 +19,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from lamarck.errors import InvalidRecord
 from lamarck.node.gossip.audience import BandOf
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.trust_summary import TrustSummaryRefused, make_summary, read_summary
+from lamarck.proto.trust_summary import make_summary, read_summary, summary_fault
 from lamarck.registry.pins import KeyPins, pin_refusal
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.port import ReputationSink
@@ -80,10 +81,11 @@ class SummaryIntake:
                 continue
             try:
                 summary = read_summary(raw)
-            except TrustSummaryRefused as e:
+            except InvalidRecord as e:
                 tally.refuse(e.reason)
-                culprit = via if e.fault == "channel" else e.signer
-                kind = EventKind.BAD_SIGNATURE if e.fault == "channel" else EventKind.REJECTED
+                fault, signer = summary_fault(e)
+                culprit = via if fault == "channel" else signer
+                kind = EventKind.BAD_SIGNATURE if fault == "channel" else EventKind.REJECTED
                 if culprit and culprit != self._identity.node_id:
                     self._reputation.emit(
                         ReputationEvent(

@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lamarck.errors import InvalidRecord
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.limits import RecordLimits
 from lamarck.proto.signing import RecordKind, sign_object
-from lamarck.proto.trust_summary import TrustSummaryRefused, make_summary, read_summary
+from lamarck.proto.trust_summary import make_summary, read_summary, summary_fault
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ALICE = NodeIdentity.from_seed(bytes([1]) * 32)
@@ -35,10 +36,18 @@ def signed(identity: NodeIdentity, **over: Any) -> bytes:
     return canonical_bytes(sign_object(RecordKind.trust_summary, obj, identity))
 
 
-def refusal(raw: bytes) -> TrustSummaryRefused:
-    with pytest.raises(TrustSummaryRefused) as caught:
-        read_summary(raw)
-    return caught.value
+class Refusal:
+    """A refusal as the tests read it: reason, whose fault, the signer blamed."""
+
+    def __init__(self, error: InvalidRecord) -> None:
+        self.reason = error.reason
+        self.fault, self.signer = summary_fault(error)
+
+
+def refusal(raw: bytes, limits: RecordLimits | None = None) -> Refusal:
+    with pytest.raises(InvalidRecord) as caught:
+        read_summary(raw, limits=limits or RecordLimits())
+    return Refusal(caught.value)
 
 
 def test_a_summary_round_trips_signed_sorted_and_without_its_signer() -> None:
@@ -123,6 +132,5 @@ def test_malformed_content_under_a_valid_signature_is_the_signers_fault(
 def test_more_entries_than_the_cap_is_the_signers_fault() -> None:
     limits = RecordLimits(max_list_items=2)
     raw = signed(ALICE, trust=[{"peer": p, "value": 0.6} for p in sorted(PEERS[:3])])
-    with pytest.raises(TrustSummaryRefused) as caught:
-        read_summary(raw, limits=limits)
-    assert caught.value.fault == "signer" and caught.value.reason == "too_many_items"
+    e = refusal(raw, limits)
+    assert e.fault == "signer" and e.reason == "too_many_items"
