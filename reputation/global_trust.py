@@ -120,10 +120,6 @@ def eigentrust(
     )
 
 
-def _finite(value: object) -> bool:
-    return isinstance(value, float | int) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _floored(value: float, floor: float) -> float:
     # A non-finite or out-of-range claim (a broken or hostile summary) lends nothing.
     if not math.isfinite(value):
@@ -148,18 +144,21 @@ def global_trust(
     if not self_id:
         raise ValueError("global_trust needs this node's id")
     anchors = tuple(sorted(set(pretrusted))) or (self_id,)
-    # Rated by someone other than itself, with a value that means something.
-    judged = {j for i, row in local.items() for j, v in row.items() if j != i and _finite(v)}
     names = set(local) | {j for row in local.values() for j in row} | set(anchors) | {self_id}
     peers = sorted(names)
     index = {peer: k for k, peer in enumerate(peers)}
     src: list[int] = []
     dst: list[int] = []
     weight: list[float] = []
+    judged: set[str] = set()
     for truster in sorted(local):
         row = local[truster]
         for trustee in sorted(row):
-            value = _floored(row[trustee], params.local_floor)
+            claim = row[trustee]
+            # Judged: rated by someone other than itself, with a value that means something.
+            if trustee != truster and math.isfinite(claim):
+                judged.add(trustee)
+            value = _floored(claim, params.local_floor)
             if value > 0.0:
                 src.append(index[truster])
                 dst.append(index[trustee])
