@@ -13,8 +13,10 @@ ports) that also keeps, per peer and from the same events:
 Nothing here is stored on its own: a persistent adapter replays the events and gets all of it
 back (``lamarck.node.store.reputation``). **Global trust** is recomputed on demand
 (:meth:`ReputationBook.recompute_global_trust`, on a schedule the node sets) by EigenTrust over
-this node's own pairwise row, anchored in this node and the operator's pre-trusted peers
-(never a uniform vector). :func:`table_rows` turns the book into the table's rows (pure).
+this node's own pairwise row (the peers it has judged) and the rows of the peers' verified
+trust summaries it is handed, anchored in the operator's pre-trusted peers, or this node when
+there are none (never a uniform vector). A peer no row rates is unknown (``None``), never 0.
+:func:`table_rows` turns the book into the table's rows (pure).
 """
 
 from __future__ import annotations
