@@ -12,8 +12,14 @@ from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.trust_summary import make_summary, read_summary
+from lamarck.reputation.book import ReputationBook, TrustConfig
 from lamarck.reputation.events import EventKind, ReputationEvent
-from lamarck.reputation.params import ReputationParams, SummaryParams
+from lamarck.reputation.params import (
+    GlobalTrustParams,
+    PairwiseParams,
+    ReputationParams,
+    SummaryParams,
+)
 from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.summaries import TrustSummaries
 
@@ -40,10 +46,12 @@ class Pins:
         return node_id in self.revoked
 
 
-def intake(pins: Pins | None) -> tuple[SummaryIntake, InMemoryReputation]:
+def intake(
+    pins: Pins | None, book: InMemoryReputation | None = None
+) -> tuple[SummaryIntake, InMemoryReputation]:
     clock = FixedClock(T0)
     params = ReputationParams()
-    book = InMemoryReputation(params, clock)
+    book = book if book is not None else InMemoryReputation(params, clock)
     return (
         SummaryIntake(
             TrustSummaries(SummaryParams(), ME.node_id),
@@ -143,3 +151,40 @@ def test_this_nodes_own_signed_summary_is_served_first() -> None:
     served = summaries.served(T0 + timedelta(seconds=1))
     assert served[0] == own and read_summary(own).values() == {PEER: 0.7}
     assert [read_summary(r).signer_id for r in served[1:]] == [HONEST.node_id]
+
+
+def test_three_admitted_colluders_do_not_move_the_honest_peers_out_of_their_band() -> None:
+    # End to end over signed summaries: this node confirmed lessons of h1..h3, the honest peers
+    # judged each other, h1 was fooled once by c1; three admitted colluders praise each other
+    # and slander everyone honest.
+    honest = [NodeIdentity.from_seed(bytes([40 + k]) * 32) for k in range(4)]
+    colluders = [NodeIdentity.from_seed(bytes([60 + k]) * 32) for k in range(3)]
+    h = [i.node_id for i in honest]
+    c = [i.node_id for i in colluders]
+    clock = FixedClock(T0)
+    book = ReputationBook(
+        ReputationParams(), clock, TrustConfig(ME.node_id, PairwiseParams(), GlobalTrustParams())
+    )
+    for k, (peer, times) in enumerate(((h[0], 6), (h[1], 4), (h[2], 2))):
+        for n in range(times):
+            at = T0 - timedelta(minutes=10 * k + n)
+            book.emit(ReputationEvent(EventKind.LESSON_CONFIRMED, peer, at))
+    honest_rows = {
+        h[0]: {h[1]: 0.8, h[2]: 0.7, h[3]: 0.7, ME.node_id: 0.8, c[0]: 0.6},
+        h[1]: {h[0]: 0.8, h[2]: 0.6, h[3]: 0.75},
+        h[2]: {h[0]: 0.7, h[3]: 0.7},
+        h[3]: {h[1]: 0.8, h[2]: 0.65},
+    }
+    slander = {x: 0.0 for x in (*h, ME.node_id)}
+    raws = [make_summary(i, honest_rows[i.node_id], T0) for i in honest]
+    attack = [make_summary(i, {**slander, **{x: 1.0 for x in c}}, T0) for i in colluders]
+    summaries, _ = intake(Pins(*honest, *colluders), book)
+    asyncio.run(summaries.receive(RELAY, raws))
+    without = book.recompute_global_trust(T0, summaries.rows(T0, revoked=()))
+    tally = asyncio.run(summaries.receive(RELAY, attack))
+    assert tally.accepted == 3  # admitted, well-formed: they count, weighed by their trust
+    attacked = book.recompute_global_trust(T0, summaries.rows(T0, revoked=()))
+    top_colluder = max(attacked.of(x) for x in c)
+    for peer in h:
+        assert attacked.of(peer) >= 0.75 * without.of(peer)
+        assert attacked.of(peer) > top_colluder
