@@ -159,7 +159,7 @@ def _reputation_row(r: operator_pb2.ReputationRow) -> ReputationRow:
         correct=r.correct,
         weighted_accuracy=r.weighted_accuracy if r.HasField("weighted_accuracy") else None,
         pairwise=r.pairwise_trust,
-        global_trust=r.global_trust,
+        global_trust=r.global_trust if r.HasField("global_trust") else None,
         accepted=r.records_accepted,
         rejected=dict(r.records_rejected),
         votes_right=r.votes_right,

@@ -151,8 +151,9 @@ class NodeSettings(BaseSettings):
     # Up to this many allowed peers the node pushes its lessons to each itself (one hop,
     # nobody forwards); beyond, down a per-lesson tree of fanout 6. 0: always the tree.
     direct_push_max: int = Field(default=32, ge=0, le=100_000)
-    # Peers the operator pre-trusts (node ids): the anchors of global trust besides this node
-    # (EigenTrust never anchors in a uniform vector: that lets Sybils in; docs/trust.md).
+    # Peers the operator pre-trusts (node ids): the anchors of global trust; none: this node is
+    # the anchor (EigenTrust never anchors in a uniform vector: that lets Sybils in;
+    # docs/trust.md).
     pretrusted_peers: tuple[str, ...] = ()
     # Most identities one endorser may admit in `endorsed` mode, >= 1.
     max_identities_per_endorser: int = Field(default=8, ge=1, le=1_000_000)

@@ -184,10 +184,12 @@ def apply_health(values: Mapping[str, float]) -> None:
 
 
 def apply_reputation(
-    peers: Sequence[tuple[str, float, str, float]], limit: int = REPUTATION_PEERS_MAX
+    peers: Sequence[tuple[str, float, str, float | None]], limit: int = REPUTATION_PEERS_MAX
 ) -> None:
     """Replace the reputation gauges by ``peers`` (peer, score, band, global trust): bands
-    counted over all, per-peer series for the ``limit`` lowest scores (ties by peer id)."""
+    counted over all, per-peer series for the ``limit`` lowest scores (ties by peer id). A
+    peer nobody has judged yet (global trust ``None``, unknown) has no global-trust series:
+    it is omitted, never exported as 0."""
     PEERS_BY_BAND.clear()
     counts = dict.fromkeys(_BANDS, 0)
     for _, _, band, _ in peers:
@@ -198,7 +200,8 @@ def apply_reputation(
         gauge.clear()
     for peer, score, band, global_trust in sorted(peers, key=lambda p: (p[1], p[0]))[:limit]:
         PEER_SCORE.labels(peer=peer).set(score)
-        PEER_GLOBAL_TRUST.labels(peer=peer).set(global_trust)
+        if global_trust is not None:
+            PEER_GLOBAL_TRUST.labels(peer=peer).set(global_trust)
         for name in _BANDS:
             PEER_BAND.labels(peer=peer, band=name).set(1 if name == band else 0)
 

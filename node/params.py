@@ -38,6 +38,7 @@ from lamarck.reputation.params import (
     PairwiseParams,
     PrincipalParams,
     ReputationParams,
+    SummaryParams,
 )
 from lamarck.reputation.transfer import TransferParams
 
@@ -104,8 +105,10 @@ class NodeParams:
     pairwise: PairwiseParams = field(default_factory=PairwiseParams)
     global_trust: GlobalTrustParams = field(default_factory=GlobalTrustParams)
     principals: PrincipalParams = field(default_factory=PrincipalParams)
-    # The operator's pre-trusted peers: global trust's anchors besides this node.
+    # The operator's pre-trusted peers: global trust's anchors (this node alone when none).
     pretrusted: tuple[str, ...] = ()
+    # Which peers' signed local-trust summaries count, and for how long.
+    summaries: SummaryParams = field(default_factory=SummaryParams)
     importing: ImportParams = field(default_factory=ImportParams)
     # The import chain's autonomy filter and its other filters (issue 11 §1): built into
     # ``importing.filters`` by ``node_params``.

@@ -75,6 +75,7 @@ class RecordKind(enum.Enum):
     enrollment = "enrollment"
     outcome = "outcome"
     peer_auth = "peer_auth"
+    trust_summary = "trust_summary"
 
     @property
     def prefix(self) -> bytes:

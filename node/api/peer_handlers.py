@@ -328,9 +328,12 @@ async def handle_sync(
     held: dict[str, bytes],
     params: GossipParams,
     certificate_of: CertificateOf | None = None,
+    summaries: Sequence[bytes] = (),
 ) -> AsyncIterator[peer_pb2.SyncResponse]:
     """Stream the records the requester lacks, in pages of at most ``batch_size``; a memory
-    this node holds a quorum certificate for is followed by it (``certificate_of``)."""
+    this node holds a quorum certificate for is followed by it (``certificate_of``). The
+    first page carries ``summaries`` (signed trust summaries: this node's own, then the
+    newest it relays)."""
     cap = params.batch_size * 16
     limit = min(request.max_records or cap, cap)
     buckets = (
@@ -367,7 +370,14 @@ async def handle_sync(
             records=out,
             cursor=page.cursor,
             more=page.more,
+            trust_summaries=[
+                records_pb2.SignedRecord(
+                    kind=records_pb2.RECORD_KIND_TRUST_SUMMARY, canonical_json=raw
+                )
+                for raw in summaries
+            ],
         )
+        summaries = ()
         if not more:
             return
         cursor = page.cursor

@@ -160,13 +160,18 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
     async def Sync(
         self, request: peer_pb2.SyncRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[peer_pb2.SyncResponse]:
-        """Anti-entropy pull: the shareable records the requester lacks, in pages."""
+        """Anti-entropy pull: the shareable records the requester lacks, in pages, the first
+        with the signed trust summaries this node serves."""
         sharing = self._sharing()
         # Access levels are decided for the requester: it must prove who it is.
         await sharing.authenticate(context.invocation_metadata(), request.requester_node_id)
         held = await sharing.shareable(request.requester_node_id, request.projects)
         async for page in handle_sync(
-            request, held, sharing.params, certificate_of=sharing.quorum.certificate_bytes
+            request,
+            held,
+            sharing.params,
+            certificate_of=sharing.quorum.certificate_bytes,
+            summaries=sharing.trust_summaries(),
         ):
             yield page
 

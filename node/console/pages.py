@@ -24,7 +24,7 @@ from lamarck.node.health.figures import Finding, HealthReport
 from lamarck.node.store.port import LessonEvent, LessonRow, QuarantineRow
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.events import ReputationEvent
-from lamarck.reputation.table import ReputationRow
+from lamarck.reputation.table import ReputationRow, global_text
 
 __all__ = [
     "CSRF_FIELD",
@@ -234,6 +234,10 @@ def reputation_page(rows: Sequence[ReputationRow]) -> Markup:
     def num(value: float, shown: str) -> Markup:
         return el("td", shown, data_sort=f"{value:.6f}")
 
+    def _global_cell(value: float | None) -> Markup:
+        # Unknown (nobody has judged the peer) sorts below every known value, even 0.
+        return num(-1.0 if value is None else value, global_text(value))
+
     body = el(
         "tbody",
         *(
@@ -244,7 +248,7 @@ def reputation_page(rows: Sequence[ReputationRow]) -> Markup:
                 el("td", r.band.value, data_sort=r.band.value),
                 num(r.score, f"{r.score:.3f}"),
                 num(r.pairwise, f"{r.pairwise:.2f}"),
-                num(r.global_trust, f"{r.global_trust:.4f}"),
+                _global_cell(r.global_trust),
                 num(r.accepted, str(r.accepted)),
                 num(sum(r.rejected.values()), str(sum(r.rejected.values()))),
                 el("td", ", ".join(sorted(r.domains)) or "–"),
@@ -291,7 +295,7 @@ def peer_page(row: ReputationRow, events: Sequence[ReputationEvent]) -> Markup:
         ("band", row.band.value),
         ("principal", row.principal or "–"),
         ("pairwise trust", f"{row.pairwise:.3f}"),
-        ("global trust", f"{row.global_trust:.4f}"),
+        ("global trust", global_text(row.global_trust)),
         ("predictions correct", f"{row.correct} / {row.predictions} (weighted {accuracy})"),
         ("records accepted", str(row.accepted)),
         ("records rejected", ", ".join(f"{k} {v}" for k, v in sorted(row.rejected.items()))),

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from prometheus_client.parser import text_string_to_metric_families
 from rich.table import Table
 
-from lamarck.reputation.table import ReputationRow
+from lamarck.reputation.table import ReputationRow, global_text
 
 __all__ = [
     "ArmFigures",
@@ -237,7 +237,7 @@ def reputation_rows(
                 "peer": names.get(r.peer, r.peer[:12]),
                 "band": str(r.band),
                 "score": f"{r.score:.2f}",
-                "global trust": f"{r.global_trust:.3f}",
+                "global trust": global_text(r.global_trust, 3),
                 "accepted": r.accepted,
                 "refused": refused or "-",
             }

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -35,7 +35,10 @@ from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 
-__all__ = ["AntiEntropy", "CatchUp", "sync_sample"]
+__all__ = ["AntiEntropy", "CatchUp", "SummarySink", "sync_sample"]
+
+#: Takes the trust summaries one peer's Sync answer carried (``SummaryIntake.receive``).
+SummarySink = Callable[[str, Sequence[bytes]], Awaitable[object]]
 
 _log = logging.getLogger("lamarck.node.sharing")
 
@@ -81,10 +84,13 @@ class AntiEntropy:
         rng: random.Random,
         primed: PrimedEmbedder | None = None,
         batch: BatchImportParams | None = None,
+        summaries: SummarySink | None = None,
     ) -> None:
         """``primed`` (the pipeline's own embedder) turns on catch-up prefetching and
         progress lines, cut by ``batch`` (default: the primed embedder's); without it a pull
-        imports one record at a time."""
+        imports one record at a time. ``summaries`` takes the signed trust summaries a
+        peer's answer carried (``summaries.py``), with that peer's id."""
+        self._summaries = summaries
         self._clock = clock
         self._rng = rng
         self._primed = primed
@@ -149,6 +155,8 @@ class AntiEntropy:
 
         async def fetch(query: SyncQuery) -> SyncPage:
             page = await self._client.sync_page(peer, query, certificates, declared)
+            if page.summaries and self._summaries is not None:
+                await self._summaries(peer, page.summaries)
             fresh = [raw for h, raw in page.records if h not in mine]
             progress.offered += len(fresh)
             ahead.add(fresh)

@@ -162,7 +162,8 @@ class PeerClient:
         projects: Sequence[str] = (),
     ) -> SyncPage:
         """One Sync call to ``peer``: the records it holds that the query says we lack; the
-        quorum certificates that came with them go into ``certificates`` (by record hash)."""
+        quorum certificates that came with them go into ``certificates`` (by record hash),
+        the trust summaries into the page's ``summaries``."""
         request = peer_pb2.SyncRequest(
             requester_node_id=self._node_id,
             cursor=query.cursor,
@@ -175,6 +176,7 @@ class PeerClient:
             projects=list(projects),
         )
         records: list[tuple[str, bytes]] = []
+        summaries: list[bytes] = []
         cursor, more = query.cursor, False
         try:
             calls = self._stub(peer).Sync(
@@ -188,10 +190,17 @@ class PeerClient:
                             _file_certificate(raw, certificates)
                         continue
                     records.append((sha256_hex(raw), raw))
+                summaries.extend(
+                    bytes(s.canonical_json)
+                    for s in page.trust_summaries
+                    if s.kind == records_pb2.RECORD_KIND_TRUST_SUMMARY
+                )
                 cursor, more = page.cursor, page.more
         except grpc.aio.AioRpcError as e:
             raise DeliveryFailed(f"Sync from {peer}: {e.code().name}", reason="rpc_failed") from e
-        return SyncPage(records=tuple(records), cursor=cursor, more=more)
+        return SyncPage(
+            records=tuple(records), cursor=cursor, more=more, summaries=tuple(summaries)
+        )
 
 
 def _file_certificate(raw: bytes, into: MutableMapping[str, bytes]) -> None:

@@ -13,6 +13,8 @@ Built by the daemon once the store is ready (``start``), stopped before the stor
   certificates that travel with the records a quorum accepted;
 * ``TaintSweeper`` (``taint.py``): lessons of revoked or graylisted sources out of every
   prompt, re-quarantined ``tainted_source``;
+* ``SummaryIntake`` (``summaries.py``): peers' signed local-trust summaries taken in from
+  Sync, this node's own signed at each global-trust recomputation and served in Sync;
 
 over the ports the daemon hands it: the ``LessonStore``, the ``Outbox`` and the reputation
 book (already loaded, so a reality event from an outcome recorded before sharing started is
@@ -31,11 +33,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lamarck.consensus.voters import Candidate
-from lamarck.errors import DeliveryFailed, StoreError
+from lamarck.errors import DeliveryFailed, RegistryError, StoreError
 from lamarck.node.api.node_status import CatchUpProgress, NetworkSnapshot
 from lamarck.node.api.peer_auth import PeerTokens
 from lamarck.node.api.peer_handlers import PublishDeps, shareable_records
-from lamarck.node.api.reputation import GlobalTrustBook, recompute_global_trust
+from lamarck.node.api.reputation import GlobalTrustBook, HasBook, recompute_global_trust
 from lamarck.node.gossip.audience import band_reader
 from lamarck.node.gossip.outbox import Outbox
 from lamarck.node.gossip.router import GossipRouter
@@ -57,11 +59,13 @@ from lamarck.node.sharing.quorum import (
     peer_candidates,
     vote_from_wire,
 )
+from lamarck.node.sharing.summaries import SummaryIntake
 from lamarck.node.sharing.taint import TaintSweeper
 from lamarck.node.store.port import LessonStore
 from lamarck.proto.vote import Vote
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import ReputationSink, ReputationView
+from lamarck.reputation.summaries import TrustSummaries
 
 if TYPE_CHECKING:
     from lamarck.node.api.server import NodeContext
@@ -171,6 +175,15 @@ class Sharing:
             band_of=self.band_of,
             directory=lambda: self.membership.directory,
         )
+        #: Peers' signed local-trust summaries and this node's own (``summaries.py``).
+        self.summaries = SummaryIntake(
+            TrustSummaries(params.summaries, self._identity.node_id),
+            identity=self._identity,
+            pins=lambda: self.membership.directory,
+            band_of=self.band_of,
+            reputation=reputation,
+            clock=self._clock,
+        )
         self._loops: list[Periodic] = []
         self._forwards: set[asyncio.Task[None]] = set()
 
@@ -224,6 +237,7 @@ class Sharing:
             rng=self._rng,
             primed=primed,
             batch=self._node_params.batch_import,
+            summaries=self.summaries.receive,
         )
         await self.view.load()
         # One round now, so the peer list is there before the first publish scan; the loop
@@ -436,9 +450,27 @@ class Sharing:
         return await self.collector.once()
 
     async def recompute_global_trust(self) -> None:
-        """Recompute global trust over the book (pure, ~10 ms for 1,000 peers) and refresh the
-        reputation gauges."""
-        recompute_global_trust(self.reputation, self._clock.now())
+        """Recompute global trust over this node's row and the summaries of signers in good
+        standing now (pure, ~10 ms for 1,000 peers), refresh the reputation gauges, and sign
+        this node's new summary for the Sync answers it serves."""
+        now = self._clock.now()
+        try:
+            rows = self.summaries.rows(now, revoked=await self._revoked())
+        except RegistryError as e:
+            # Whose summaries still count cannot be told: this round counts none (fail closed).
+            _log.warning("global trust from this node's own row only: %s", e)
+            rows = {}
+        recompute_global_trust(self.reputation, now, rows)
+        book = self.reputation
+        if isinstance(book, HasBook):
+            self.summaries.sign_own(book.book.local_trust(), now)
+
+    def trust_summaries(self) -> list[bytes]:
+        """The signed trust summaries a Sync answer carries (none when incognito: whom this
+        node trusts says whom it deals with)."""
+        if self.incognito:
+            return []
+        return list(self.summaries.served(self._clock.now()))
 
     async def network_snapshot(self) -> NetworkSnapshot:
         """The network side at a glance: admission, live peers, last syncs, the outbox."""
