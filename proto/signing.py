@@ -75,6 +75,7 @@ class RecordKind(enum.Enum):
     enrollment = "enrollment"
     outcome = "outcome"
     peer_auth = "peer_auth"
+    attestation = "attestation"
 
     @property
     def prefix(self) -> bytes:
