@@ -13,6 +13,8 @@ Built by the daemon once the store is ready (``start``), stopped before the stor
   certificates that travel with the records a quorum accepted;
 * ``TaintSweeper`` (``taint.py``): lessons of revoked or graylisted sources out of every
   prompt, re-quarantined ``tainted_source``;
+* ``Attestations`` (``attestations.py``): this node's signed outcome attestations on the
+  lessons it imported, and the ones its peers sent, verified, kept, pushed and expired;
 
 over the ports the daemon hands it: the ``LessonStore``, the ``Outbox`` and the reputation
 book (already loaded, so a reality event from an outcome recorded before sharing started is
@@ -45,6 +47,7 @@ from lamarck.node.importing.view import StoreImportView
 from lamarck.node.params import NodeParams
 from lamarck.node.periodic import Periodic, cancel_and_wait
 from lamarck.node.sharing.anti_entropy import AntiEntropy
+from lamarck.node.sharing.attestations import Attestations
 from lamarck.node.sharing.membership import Membership
 from lamarck.node.sharing.peer_client import PeerClient
 from lamarck.node.sharing.projects import ProjectPeers
@@ -58,6 +61,7 @@ from lamarck.node.sharing.quorum import (
     vote_from_wire,
 )
 from lamarck.node.sharing.taint import TaintSweeper
+from lamarck.node.store.attestations import attestations_for
 from lamarck.node.store.port import LessonStore
 from lamarck.proto.vote import Vote
 from lamarck.reputation.params import ReputationParams
@@ -130,6 +134,16 @@ class Sharing:
         )
         #: Quorum rounds and the certificates held, kept in the home (``quorum.py``).
         self.quorum = QuorumLedger(settings.home / QUORUM_DIR)
+        #: Outcome attestations: this node's and its peers' (``attestations.py``).
+        self.attestations = Attestations(
+            attestations_for(store, params.attestation),
+            store,
+            self._identity,
+            principals=self.principals,
+            sink=reputation,
+            clock=self._clock,
+            rng=rng,
+        )
         self.client = PeerClient(
             self._identity.node_id,
             self.tokens,
@@ -137,6 +151,7 @@ class Sharing:
             hop_limit=self.params.hop_limit,
             max_message_bytes=settings.max_message_bytes,
             certificate_of=self.quorum.certificate_bytes,
+            attestations_of=self.attestations.of_records,
         )
         self.view = StoreImportView(store, reputation, self._identity.node_id)
         self.router = GossipRouter(self.params, self._identity.node_id)
@@ -224,6 +239,7 @@ class Sharing:
             rng=self._rng,
             primed=primed,
             batch=self._node_params.batch_import,
+            attestations=self.attestations,
         )
         await self.view.load()
         # One round now, so the peer list is there before the first publish scan; the loop
@@ -244,6 +260,7 @@ class Sharing:
         )
         self._spawn("quorum", self.quorum_once, self._node_params.quorum.collect_interval_s)
         self._spawn("taint", self.taint.once, self._node_params.taint.sweep_interval_s)
+        self._spawn("attestations", self.attestations_once, settings.gossip_interval_s)
         self._spawn(
             "global-trust",
             self.recompute_global_trust,
@@ -338,6 +355,7 @@ class Sharing:
             live_peers=self.live_peers,
             forward_send=None if self.incognito else self.publisher.forward,
             spawn=self._background,
+            attestations=self.attestations,
         )
 
     def _background(self, work: Awaitable[object]) -> None:
@@ -367,6 +385,22 @@ class Sharing:
     async def publish_once(self) -> int:
         """Enqueue new publishable lesson versions, then drain the outbox (deliveries made)."""
         return await self.publisher.publish_once(self._clock.now())
+
+    async def attestations_once(self) -> int:
+        """Push this node's new attestations to the live peers (Sync carries them to the
+        others), then drop the expired ones; returns how many peers took the push."""
+        await self.attestations.expire_once()
+        pending = self.attestations.take_pending()
+        if not pending or self.incognito:
+            return 0
+        delivered = 0
+        for peer in self.membership.live_peers():
+            try:
+                await self.client.push_attestations(peer, pending)
+                delivered += 1
+            except DeliveryFailed as e:
+                _log.info("attestations not pushed to %s (Sync carries them): %s", peer, e)
+        return delivered
 
     async def anti_entropy_once(self) -> int:
         """Pull what this node lacks from every live peer; returns records received."""
