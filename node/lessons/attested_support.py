@@ -5,6 +5,9 @@ attestations kept for the lesson's current version (its content hash), in this n
 registry view at the time of reading (so an attester revoked since counts for nothing), the
 source's principal excluded; ``certified`` when this node holds a verified quorum certificate
 for that version. Local lessons are proven here and need none; they are left out.
+
+``SharingSupportReader`` is the reader a daemon builds before its sharing side runs: it asks
+the sharing side's reader at each call, and answers no support while there is none.
 """
 
 from __future__ import annotations
@@ -13,11 +16,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from lamarck.consensus.attestation import count_support
 from lamarck.consensus.corroboration import NO_SUPPORT, Support
+from lamarck.node.lessons.support import SupportReader
 from lamarck.node.store.attestations import AttestationStore
 from lamarck.node.store.port import LessonRow
 from lamarck.proto.clock import Clock
 
-__all__ = ["AttestedSupportReader", "PrincipalLookup"]
+__all__ = ["AttestedSupportReader", "PrincipalLookup", "SharingSupportReader"]
 
 PrincipalLookup = Callable[[Sequence[str]], Awaitable[Mapping[str, str]]]
 """This node's registry view: the principal of each admitted, unrevoked id among those asked."""
@@ -68,3 +72,16 @@ class AttestedSupportReader:
             if support != NO_SUPPORT:
                 out[row.id] = support
         return out
+
+
+class SharingSupportReader:
+    """The support reader of whatever sharing side runs now (none: no lesson has support)."""
+
+    def __init__(self, current: Callable[[], SupportReader | None]) -> None:
+        """``current`` returns the running sharing side's reader, or None."""
+        self._current = current
+
+    async def support_for(self, lessons: Sequence[LessonRow]) -> Mapping[str, Support]:
+        """The running reader's answer, or no support."""
+        reader = self._current()
+        return {} if reader is None else await reader.support_for(lessons)

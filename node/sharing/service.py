@@ -44,6 +44,7 @@ from lamarck.node.gossip.router import GossipRouter
 from lamarck.node.importing.batch import PrimedEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
+from lamarck.node.lessons.attested_support import AttestedSupportReader
 from lamarck.node.params import NodeParams
 from lamarck.node.periodic import Periodic, cancel_and_wait
 from lamarck.node.sharing.anti_entropy import AntiEntropy
@@ -143,6 +144,14 @@ class Sharing:
             sink=reputation,
             clock=self._clock,
             rng=rng,
+        )
+        #: Each lesson's independent support as this node counts it: the attestations above
+        #: and the quorum certificates it holds (the ``SupportReader`` recall reads).
+        self.support = AttestedSupportReader(
+            self.attestations.store,
+            principals=self.principals,
+            certified=lambda content_hash: self.quorum.certificate(content_hash) is not None,
+            clock=self._clock,
         )
         self.client = PeerClient(
             self._identity.node_id,

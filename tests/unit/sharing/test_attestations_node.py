@@ -30,7 +30,7 @@ from lamarck.node.gossip.publisher import GossipParams, sign_lesson
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.learning.scopes import project_scope
-from lamarck.node.lessons.attested_support import AttestedSupportReader
+from lamarck.node.lessons.attested_support import AttestedSupportReader, SharingSupportReader
 from lamarck.node.sharing.attestations import Attestations
 from lamarck.node.sharing.peer_client import sort_sync_records
 from lamarck.node.store.attestations import InMemoryAttestationStore
@@ -411,3 +411,56 @@ async def test_an_attestation_of_an_earlier_version_is_stale_and_never_counts() 
     await carol.store.supersede(old.id, newer)
     acks = await carol.publish(ATTESTATION, attested)
     assert [a.reason for a in acks] == ["stale_attestation"]
+
+
+async def test_a_verified_certificate_corroborates_and_local_lessons_need_no_support() -> None:
+    _, _, _, carol = await network()
+    row = await carol.copy()
+    reader = AttestedSupportReader(
+        carol.attestations.store,
+        principals=principals,
+        certified=lambda content_hash: content_hash == row.content_hash,
+        clock=carol.clock,
+    )
+    local = dataclasses.replace(row, id="local", imported_from=None)
+    support = await reader.support_for([row, local])
+    assert set(support) == {row.id}
+    assert support[row.id].certified and support[row.id].independent == 0
+    assert (
+        evidence_class(
+            imported=True, local_confirmations=0, support=support[row.id], params=CORROBORATION
+        )
+        is EvidenceClass.CORROBORATED
+    )
+
+
+async def test_an_attester_revoked_since_counts_for_nothing_when_read() -> None:
+    _, alice, bob, carol = await network()
+    for node, session in ((alice, "a1"), (bob, "b1")):
+        await node.use_and_judge(session, works=True)
+        await carol.publish(ATTESTATION, *node.attestations.take_pending())
+    assert await carol.evidence() is EvidenceClass.CORROBORATED
+
+    async def without_bob(ids: Sequence[str]) -> dict[str, str]:
+        return {i: p for i, p in (await principals(ids)).items() if i != BOB.node_id}
+
+    reader = AttestedSupportReader(
+        carol.attestations.store,
+        principals=without_bob,
+        certified=lambda _: False,
+        clock=carol.clock,
+    )
+    row = await carol.copy()
+    assert (await reader.support_for([row]))[row.id].confirming == frozenset({"alice"})
+
+
+async def test_before_sharing_runs_no_lesson_has_support() -> None:
+    _, alice, _, carol = await network()
+    await alice.use_and_judge("a1", works=True)
+    await carol.publish(ATTESTATION, *alice.attestations.take_pending())
+    row = await carol.copy()
+    running: list[AttestedSupportReader] = []
+    reader = SharingSupportReader(lambda: running[0] if running else None)
+    assert await reader.support_for([row]) == {}
+    running.append(carol.reader)
+    assert (await reader.support_for([row]))[row.id].confirming == frozenset({"alice"})
