@@ -37,6 +37,7 @@ from lamarck.consensus.attestation import (
 )
 from lamarck.errors import InvalidRecord, PolicyRejected, VerificationError
 from lamarck.node.lessons.attested_support import PrincipalLookup
+from lamarck.node.metrics import ATTESTATIONS
 from lamarck.node.store.attestations import AttestationRow, AttestationStore
 from lamarck.node.store.port import LessonStore
 from lamarck.proto.canonical import sha256_hex
@@ -138,6 +139,7 @@ class Attestations:
             raw = attestation_bytes(made)
             if await self.store.put(AttestationRow(raw, made)):
                 self._pending.append(raw)
+                ATTESTATIONS.labels(result="made", reason=made.verdict).inc()
         return tuple(events)
 
     def take_pending(self) -> list[bytes]:
@@ -148,7 +150,11 @@ class Attestations:
     # -- from peers -------------------------------------------------------------------------
     async def receive(self, raws: Sequence[bytes]) -> list[Received]:
         """Verify, admit and keep each of ``raws``; one answer each, in order."""
-        return [await self._receive_one(raw) for raw in raws]
+        results = [await self._receive_one(raw) for raw in raws]
+        for r in results:
+            result = "kept" if r.kept else "refused" if r.reason else "duplicate"
+            ATTESTATIONS.labels(result=result, reason=r.reason).inc()
+        return results
 
     async def _receive_one(self, raw: bytes) -> Received:
         content_hash = sha256_hex(raw)
