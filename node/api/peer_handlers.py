@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from lamarck.consensus.evidence import OutcomeFacts, own_evidence
 from lamarck.consensus.params import QuorumParams
 from lamarck.consensus.votes import make_vote
-from lamarck.errors import InvalidRecord, StoreUnavailable
+from lamarck.errors import InvalidRecord, StoreError, StoreUnavailable
 from lamarck.node.gossip.audience import BandOf, may_receive, scope_audience
 from lamarck.node.gossip.publisher import (
     PUBLISHED_STATUSES,
@@ -193,7 +193,7 @@ async def _attestation_acks(
 ) -> list[records_pb2.RecordAck]:
     """The acks of a batch's attestation records: ACCEPTED when kept here, DUPLICATE when held
     already (or older than its attester's held one), REJECTED with the reason it was refused
-    for; DEFERRED for them all while the store is down."""
+    for; DEFERRED for them all when the store fails."""
     found = [
         (index, bytes(r.canonical_json))
         for index, r in enumerate(records)
@@ -210,7 +210,7 @@ async def _attestation_acks(
         ]
     try:
         results = await attestations.receive([raw for _, raw in found])
-    except StoreUnavailable as e:
+    except StoreError as e:  # nothing of them was decided: the sender retries
         return [
             records_pb2.RecordAck(
                 index=index, status=records_pb2.ACK_STATUS_DEFERRED, reason=e.reason

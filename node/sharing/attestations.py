@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from lamarck.consensus.attestation import (
@@ -39,7 +39,8 @@ from lamarck.errors import InvalidRecord, PolicyRejected, VerificationError
 from lamarck.node.lessons.attested_support import PrincipalLookup
 from lamarck.node.metrics import ATTESTATIONS
 from lamarck.node.store.attestations import AttestationRow, AttestationStore
-from lamarck.node.store.port import LessonStore
+from lamarck.node.store.port import LessonRow, LessonStore
+from lamarck.proto.attestation import Attestation
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
@@ -149,35 +150,57 @@ class Attestations:
 
     # -- from peers -------------------------------------------------------------------------
     async def receive(self, raws: Sequence[bytes]) -> list[Received]:
-        """Verify, admit and keep each of ``raws``; one answer each, in order."""
-        results = [await self._receive_one(raw) for raw in raws]
-        for r in results:
+        """Verify, admit and keep each of ``raws``; one answer each, in order.
+
+        The lessons they name and the registry view of their attesters and sources are read
+        once for the whole batch."""
+        now = self._clock.now()
+        results: list[Received | None] = []
+        verified: list[tuple[int, bytes, Attestation]] = []
+        for raw in raws:
+            try:
+                attestation = verify_attestation(
+                    raw, now=now, params=self.params, max_future_skew_s=self._skew
+                )
+            except (InvalidRecord, VerificationError) as e:
+                results.append(Received(sha256_hex(raw), kept=False, reason=e.reason))
+                continue
+            verified.append((len(results), raw, attestation))
+            results.append(None)
+        if verified:
+            held = {a.memory_hash for _, _, a in verified}
+            lessons = {h: await self._lessons.find_by_content_hash(h) for h in sorted(held)}
+            ids = {a.attester_id for _, _, a in verified}
+            ids.update(row.imported_from for row in lessons.values() if row and row.imported_from)
+            found = await self._principals(sorted(ids))
+            for index, raw, attestation in verified:
+                lesson = lessons[attestation.memory_hash]
+                results[index] = await self._admit_and_keep(raw, attestation, lesson, found)
+        done = [r for r in results if r is not None]
+        for r in done:
             result = "kept" if r.kept else "refused" if r.reason else "duplicate"
             ATTESTATIONS.labels(result=result, reason=r.reason).inc()
-        return results
+        return done
 
-    async def _receive_one(self, raw: bytes) -> Received:
+    async def _admit_and_keep(
+        self,
+        raw: bytes,
+        attestation: Attestation,
+        lesson: LessonRow | None,
+        principals: Mapping[str, str],
+    ) -> Received:
         content_hash = sha256_hex(raw)
-        now = self._clock.now()
-        try:
-            attestation = verify_attestation(
-                raw, now=now, params=self.params, max_future_skew_s=self._skew
-            )
-        except (InvalidRecord, VerificationError) as e:
-            return Received(content_hash, kept=False, reason=e.reason)
-        lesson = await self._lessons.find_by_content_hash(attestation.memory_hash)
         source = lesson.imported_from if lesson is not None else None
         current: str | None = None
         if lesson is not None and source:
             # A superseded version's copy is still found by its hash: it is stale ("").
             current = lesson.content_hash if lesson.superseded_by is None else ""
-        found = await self._principals([attestation.attester_id, *([source] if source else [])])
         try:
             admit_attestation(
                 attestation,
                 current_hash=current,
-                attester_principal=found.get(attestation.attester_id),
-                source_principal=found.get(source, "") if source else "",
+                attester_principal=principals.get(attestation.attester_id),
+                source_principal=principals.get(source, "") if source else "",
             )
         except PolicyRejected as e:
             return Received(content_hash, kept=False, reason=e.reason)

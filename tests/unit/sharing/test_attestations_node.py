@@ -24,7 +24,9 @@ from lamarck.consensus.corroboration import (
     Support,
     evidence_class,
 )
+from lamarck.errors import StoreUnavailable
 from lamarck.node.api.agent_service import AgentServicer
+from lamarck.node.api.peer_auth import PeerTokens
 from lamarck.node.api.peer_handlers import PublishDeps, handle_publish, handle_sync
 from lamarck.node.gossip.publisher import GossipParams, sign_lesson
 from lamarck.node.importing.pipeline import ImportPipeline
@@ -32,7 +34,7 @@ from lamarck.node.importing.view import StoreImportView
 from lamarck.node.learning.scopes import project_scope
 from lamarck.node.lessons.attested_support import AttestedSupportReader, SharingSupportReader
 from lamarck.node.sharing.attestations import Attestations
-from lamarck.node.sharing.peer_client import sort_sync_records
+from lamarck.node.sharing.peer_client import PeerClient, sort_sync_records
 from lamarck.node.store.attestations import InMemoryAttestationStore
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter, LessonRow
@@ -40,6 +42,7 @@ from lamarck.node.store.service import LessonService
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2, peer_pb2, records_pb2
 from lamarck.reputation.events import EventKind, ReputationEvent
@@ -464,3 +467,63 @@ async def test_before_sharing_runs_no_lesson_has_support() -> None:
     assert await reader.support_for([row]) == {}
     running.append(carol.reader)
     assert (await reader.support_for([row]))[row.id].confirming == frozenset({"alice"})
+
+
+class _Stub:
+    """A PeerService stub that keeps the Publish requests and acks every record."""
+
+    def __init__(self) -> None:
+        self.requests: list[peer_pb2.PublishRequest] = []
+
+    async def Publish(
+        self, request: peer_pb2.PublishRequest, **call: object
+    ) -> peer_pb2.PublishResponse:
+        self.requests.append(request)
+        return peer_pb2.PublishResponse(
+            acks=[
+                records_pb2.RecordAck(index=i, status=records_pb2.ACK_STATUS_ACCEPTED)
+                for i in range(len(request.records))
+            ]
+        )
+
+
+def _client(attestations_of: Any) -> tuple[PeerClient, _Stub]:
+    stub = _Stub()
+    client = PeerClient(
+        ALICE.node_id,
+        PeerTokens(ALICE, FixedClock(), PeerAuthParams()),
+        lambda _: "127.0.0.1:1",
+        hop_limit=3,
+        max_message_bytes=1 << 20,
+        certificate_of=lambda _: None,
+        attestations_of=attestations_of,
+    )
+    client._stub = lambda _target: stub  # type: ignore[method-assign]
+    return client, stub
+
+
+async def test_a_publish_carries_each_memorys_attestations_right_after_it() -> None:
+    raw, alice, _, _ = await network()
+    await alice.use_and_judge("a1", works=True)
+    [attested] = alice.attestations.take_pending()
+    client, stub = _client(alice.attestations.of_records)
+    await client.publish(BOB.node_id, [raw], 1)
+    [request] = stub.requests
+    assert [(r.kind, bytes(r.canonical_json)) for r in request.records] == [
+        (MEMORY, raw),
+        (ATTESTATION, attested),
+    ]
+    await client.push_attestations(BOB.node_id, [attested])
+    alone = stub.requests[-1]
+    assert [r.kind for r in alone.records] == [ATTESTATION] and alone.hop_limit == 1
+
+
+async def test_a_publish_still_sends_its_memories_when_attestations_cannot_be_read() -> None:
+    raw = await source_lesson()
+
+    async def down(_: Sequence[str]) -> dict[str, list[bytes]]:
+        raise StoreUnavailable("store down")
+
+    client, stub = _client(down)
+    await client.publish(BOB.node_id, [raw], 0)
+    assert [r.kind for r in stub.requests[0].records] == [MEMORY]
