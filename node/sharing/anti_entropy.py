@@ -130,7 +130,9 @@ class AntiEntropy:
         held = await shareable_records(
             self._store, self._identity, self._params, self._band_of, self._identity.node_id
         )
-        attested = await self._attestations.shareable(held) if self._attestations else {}
+        attestations = self._attestations
+        me = self._identity.node_id
+        attested = await attestations.shareable(held, me) if attestations is not None else {}
         return {*held, *attested}
 
     async def own_projects(self) -> list[str]:

@@ -20,6 +20,7 @@ A node keeps its own attestations too: its Syncs serve them until they expire.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -232,10 +233,21 @@ class Attestations:
         held = await self.store.for_memories(record_hashes)
         return {h: [r.raw for r in rows] for h, rows in held.items()}
 
-    async def shareable(self, record_hashes: Iterable[str]) -> dict[str, bytes]:
-        """The attestations of the memories a Sync offers, by their own content hash."""
-        held = await self.store.for_memories(list(record_hashes))
-        return {r.content_hash: r.raw for rows in held.values() for r in rows}
+    async def shareable(self, offered: Mapping[str, bytes], requester: str) -> dict[str, bytes]:
+        """The attestations of the memories a Sync offers ``requester`` (``offered``: their
+        bytes by content hash), by the attestations' own content hash.
+
+        None about a memory ``requester`` signed: its source keeps no attestations about its
+        own lessons (they are proven there), so offering them would make the two nodes' hash
+        summaries differ at every pull and resend them each round.
+        """
+        held = await self.store.for_memories(list(offered))
+        return {
+            r.content_hash: r.raw
+            for memory_hash, rows in held.items()
+            if _source_of(offered[memory_hash]) != requester
+            for r in rows
+        }
 
     async def expire_once(self) -> int:
         """Drop the attestations older than ``max_age_days``; returns how many."""
@@ -246,3 +258,14 @@ class Attestations:
         for r in results:
             if r.reason:
                 _log.debug("attestation %s from %s refused: %s", r.content_hash[:16], via, r.reason)
+
+
+def _source_of(raw: bytes) -> str:
+    """The node id a memory's bytes name as its author ("" when they do not say)."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    provenance = obj.get("provenance") if isinstance(obj, dict) else None
+    source = provenance.get("source_agent_id") if isinstance(provenance, dict) else None
+    return source if isinstance(source, str) else ""

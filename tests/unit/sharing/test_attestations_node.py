@@ -386,8 +386,10 @@ async def test_anti_entropy_carries_attestations_about_lessons_the_puller_holds(
     alice.attestations.take_pending()  # the push is lost: only Sync can carry it now
     content_hash = (await alice.copy()).content_hash or ""
     held = {content_hash: raw}
-    attested = await alice.attestations.shareable(held)
+    attested = await alice.attestations.shareable(held, CAROL.node_id)
     assert len(attested) == 1
+    # Never offered to the lesson's own source, which keeps none about its own lessons.
+    assert await alice.attestations.shareable(held, SOURCE.node_id) == {}
     # Carol holds the lesson and tells alice so: only the attestation is missing.
     mine = {content_hash}
     request = peer_pb2.SyncRequest(requester_node_id=CAROL.node_id, known_hashes=sorted(mine))
