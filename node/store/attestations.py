@@ -21,6 +21,7 @@ from typing import Any
 import asyncpg
 
 from lamarck.consensus.attestation import AttestationParams, created_at, placement
+from lamarck.node.lru import Lru
 from lamarck.node.store.port import LessonStore
 from lamarck.node.store.postgres import PostgresLessonStore, translate_error
 from lamarck.proto.attestation import Attestation
@@ -51,11 +52,6 @@ class AttestationRow:
     def memory_hash(self) -> str:
         """The lesson version it attests."""
         return self.attestation.memory_hash
-
-    @classmethod
-    def of(cls, raw: bytes) -> AttestationRow:
-        """A row from bytes this node stored after verifying them."""
-        return cls(raw, Attestation.from_json(raw))
 
 
 class AttestationStore(abc.ABC):
@@ -147,10 +143,19 @@ class PostgresAttestationStore(AttestationStore):
     version decide placement one after the other.
     """
 
-    def __init__(self, pool: Callable[[], Any], params: AttestationParams) -> None:
-        """Over ``pool``."""
+    def __init__(
+        self, pool: Callable[[], Any], params: AttestationParams, *, parsed: int = 4096
+    ) -> None:
+        """Over ``pool``; the last ``parsed`` records read are kept parsed (recall reads the
+        same lessons' attestations again and again, and parsing is most of a read's cost)."""
         super().__init__(params)
         self._pool = pool
+        self._parsed: Lru[str, Attestation] = Lru(parsed)
+
+    def _row(self, raw: bytes, content_hash: str) -> AttestationRow:
+        return AttestationRow(
+            raw, self._parsed.get_or_put(content_hash, lambda: Attestation.from_json(raw))
+        )
 
     async def put(self, row: AttestationRow) -> bool:
         """Keep ``row`` as ``placement`` rules, in one transaction."""
@@ -158,9 +163,10 @@ class PostgresAttestationStore(AttestationStore):
         async with _guard(), self._pool().acquire() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", a.memory_hash)
             recs = await conn.fetch(
-                "SELECT raw FROM attestations WHERE memory_hash = $1", a.memory_hash
+                "SELECT raw, content_hash FROM attestations WHERE memory_hash = $1",
+                a.memory_hash,
             )
-            held = [Attestation.from_json(bytes(r["raw"])) for r in recs]
+            held = [self._row(bytes(r["raw"]), r["content_hash"]).attestation for r in recs]
             decided = placement(held, a, self.params)
             if not decided.keep:
                 return False
@@ -188,13 +194,13 @@ class PostgresAttestationStore(AttestationStore):
             return {}
         async with _guard():
             recs = await self._pool().fetch(
-                "SELECT raw FROM attestations WHERE memory_hash = ANY($1)"
+                "SELECT raw, content_hash FROM attestations WHERE memory_hash = ANY($1)"
                 " ORDER BY memory_hash, attester_id",
                 list(dict.fromkeys(memory_hashes)),
             )
         out: dict[str, list[AttestationRow]] = {}
         for rec in recs:
-            row = AttestationRow.of(bytes(rec["raw"]))
+            row = self._row(bytes(rec["raw"]), rec["content_hash"])
             out.setdefault(row.memory_hash, []).append(row)
         return out
 
