@@ -23,6 +23,7 @@ import grpc
 import grpc.aio
 
 from lamarck.errors import DeliveryFailed, StoreError
+from lamarck.node.api.limits import PeerLimits
 from lamarck.node.api.peer_auth import PeerTokens
 from lamarck.node.gossip.sync import SyncPage, SyncQuery
 from lamarck.node.importing.view import REGISTRY_DEPENDENT_REASONS
@@ -78,8 +79,12 @@ class PeerClient:
         max_message_bytes: int,
         certificate_of: Callable[[str], bytes | None] | None = None,
         attestations_of: AttestationsOf | None = None,
+        max_records: int = PeerLimits().publish_max_records,
     ) -> None:
         self._node_id = node_id
+        #: Records one Publish may carry (the receivers' cap): attestations fill what the
+        #: memories and their certificates leave, the rest travel by Sync.
+        self._max_records = max_records
         #: The outcome attestations kept for records, by content hash (sent along with them).
         self.attestations_of = attestations_of
         #: The quorum certificate held for a record, by content hash (sent along with it).
@@ -113,30 +118,37 @@ class PeerClient:
                 attested = await self.attestations_of(hashes)
             except StoreError as e:  # the memories still go; Sync carries the attestations
                 _log.info("attestations not read for a publish to %s: %s", target, e)
-        for raw, content_hash in zip(raws, hashes, strict=True):
+        certs = [self.certificate_of(h) for h in hashes]
+        room = self._max_records - len(raws) - sum(c is not None for c in certs)
+        for raw, content_hash, cert in zip(raws, hashes, certs, strict=True):
             records.append(
                 records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=raw)
             )
-            cert = self.certificate_of(content_hash)
             if cert is not None:
                 records.append(
                     records_pb2.SignedRecord(
                         kind=records_pb2.RECORD_KIND_QUORUM_CERTIFICATE, canonical_json=cert
                     )
                 )
+            along = list(attested.get(content_hash, ()))[: max(room, 0)]
+            room -= len(along)
             records.extend(
                 records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_ATTESTATION, canonical_json=a)
-                for a in attested.get(content_hash, ())
+                for a in along
             )
         await self._send(target, records, hop_count, hop_limit)
 
     async def push_attestations(self, target: str, raws: Sequence[bytes]) -> None:
-        """Publish attestations alone (about records ``target`` may hold), one hop."""
-        records = [
-            records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_ATTESTATION, canonical_json=raw)
-            for raw in raws
-        ]
-        await self._send(target, records, 0, 1)
+        """Publish attestations alone (about records ``target`` may hold), one hop, in as
+        many calls as the record cap needs."""
+        for start in range(0, len(raws), self._max_records):
+            records = [
+                records_pb2.SignedRecord(
+                    kind=records_pb2.RECORD_KIND_ATTESTATION, canonical_json=raw
+                )
+                for raw in raws[start : start + self._max_records]
+            ]
+            await self._send(target, records, 0, 1)
 
     async def _send(
         self,

@@ -161,6 +161,7 @@ class Sharing:
             max_message_bytes=settings.max_message_bytes,
             certificate_of=self.quorum.certificate_bytes,
             attestations_of=self.attestations.of_records,
+            max_records=params.peer_limits.publish_max_records,
         )
         self.view = StoreImportView(store, reputation, self._identity.node_id)
         self.router = GossipRouter(self.params, self._identity.node_id)

@@ -39,7 +39,7 @@ from lamarck.node.store.attestations import InMemoryAttestationStore
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter, LessonRow
 from lamarck.node.store.service import LessonService
-from lamarck.proto.canonical import canonical_bytes
+from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.peer_auth import PeerAuthParams
@@ -489,7 +489,7 @@ class _Stub:
         )
 
 
-def _client(attestations_of: Any) -> tuple[PeerClient, _Stub]:
+def _client(attestations_of: Any, max_records: int = 256) -> tuple[PeerClient, _Stub]:
     stub = _Stub()
     client = PeerClient(
         ALICE.node_id,
@@ -499,6 +499,7 @@ def _client(attestations_of: Any) -> tuple[PeerClient, _Stub]:
         max_message_bytes=1 << 20,
         certificate_of=lambda _: None,
         attestations_of=attestations_of,
+        max_records=max_records,
     )
     client._stub = lambda _target: stub  # type: ignore[method-assign]
     return client, stub
@@ -529,3 +530,18 @@ async def test_a_publish_still_sends_its_memories_when_attestations_cannot_be_re
     client, stub = _client(down)
     await client.publish(BOB.node_id, [raw], 0)
     assert [r.kind for r in stub.requests[0].records] == [MEMORY]
+
+
+async def test_attestations_never_push_a_publish_past_the_record_cap() -> None:
+    raw = await source_lesson()
+    content_hash = sha256_hex(raw)
+    many = [_attestation(who, content_hash) for who in (ALICE, ALICE_TWIN, BOB, CAROL, STRANGER)]
+
+    async def attestations_of(hashes: Sequence[str]) -> dict[str, list[bytes]]:
+        return {content_hash: many}
+
+    client, stub = _client(attestations_of, max_records=3)
+    await client.publish(BOB.node_id, [raw], 0)
+    assert [r.kind for r in stub.requests[0].records] == [MEMORY, ATTESTATION, ATTESTATION]
+    await client.push_attestations(BOB.node_id, many)
+    assert [len(r.records) for r in stub.requests[1:]] == [3, 2]
