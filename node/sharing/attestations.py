@@ -225,7 +225,8 @@ class Attestations:
             now=self._clock.now(),
             params=self.params,
         ):
-            self._sink.emit(event)
+            if event.node_id != self._identity.node_id:  # a node keeps no score of itself
+                self._sink.emit(event)
 
     # -- what travels -----------------------------------------------------------------------
     async def of_records(self, record_hashes: Sequence[str]) -> dict[str, list[bytes]]:

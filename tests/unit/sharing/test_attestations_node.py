@@ -545,3 +545,19 @@ async def test_attestations_never_push_a_publish_past_the_record_cap() -> None:
     assert [r.kind for r in stub.requests[0].records] == [MEMORY, ATTESTATION, ATTESTATION]
     await client.push_attestations(BOB.node_id, many)
     assert [len(r.records) for r in stub.requests[1:]] == [3, 2]
+
+
+async def test_a_node_without_attestations_refuses_them_as_an_unsupported_kind() -> None:
+    _, alice, _, carol = await network()
+    await alice.use_and_judge("a1", works=True)
+    request = peer_pb2.PublishRequest(
+        records=[
+            records_pb2.SignedRecord(kind=ATTESTATION, canonical_json=raw)
+            for raw in alice.attestations.take_pending()
+        ],
+        sender_node_id=ALICE.node_id,
+    )
+    reply = await handle_publish(request, PublishDeps(pipeline=carol.pipeline))
+    assert [(a.status, a.reason) for a in reply.acks] == [
+        (records_pb2.ACK_STATUS_REJECTED, "unsupported_kind")
+    ]
