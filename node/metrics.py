@@ -21,6 +21,7 @@ from lamarck.node.periodic import Periodic
 
 __all__ = [
     "ADMISSION",
+    "ATTESTATIONS",
     "DATABASE_BYTES_KEY",
     "HEALTH",
     "IMPORTS",
@@ -72,6 +73,12 @@ RPC_DURATION = Histogram(
 IMPORTS = Counter(
     "lamarck_imports",
     "Records offered for import by result and reason.",
+    ["result", "reason"],
+)
+#: Outcome attestations: made here, or received and kept / refused (by reason).
+ATTESTATIONS = Counter(
+    "lamarck_attestations",
+    "Outcome attestations made here or received from peers, by result and reason.",
     ["result", "reason"],
 )
 #: Calls refused by the per-peer limits, by reason (rate_limited, too_many_concurrent).

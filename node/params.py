@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lamarck.consensus.attestation import AttestationParams
 from lamarck.consensus.params import HighStakesParams, QuorumParams, TaintParams
 from lamarck.errors import ConfigError
 from lamarck.node.api.limits import PeerLimits
@@ -116,6 +117,8 @@ class NodeParams:
     filters: FilterParams = field(default_factory=FilterParams)
     # How high-stakes records are put to a quorum (voters, timeouts, retries).
     quorum: QuorumParams = field(default_factory=QuorumParams)
+    # How long outcome attestations count and how many are kept per lesson version.
+    attestation: AttestationParams = field(default_factory=AttestationParams)
     # How lessons of revoked or graylisted sources are swept out (issue 12 §3.1).
     taint: TaintParams = field(default_factory=TaintParams)
     gossip: GossipParams = field(default_factory=GossipParams)

@@ -76,6 +76,7 @@ class RecordKind(enum.Enum):
     outcome = "outcome"
     peer_auth = "peer_auth"
     trust_summary = "trust_summary"
+    attestation = "attestation"
 
     @property
     def prefix(self) -> bytes:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2
@@ -29,6 +29,7 @@ from lamarck.errors import (
     InvalidRecord,
     LamarckError,
     NotFound,
+    StoreError,
     StoreUnavailable,
 )
 from lamarck.node.api.server import NodeContext, Provider, provider_of
@@ -91,6 +92,9 @@ _NOTE_KEYS = NoteKeyParams()
 
 #: The voters' reputation events for an outcome's reality events (issue 12 §2.6).
 VoterJudge = Callable[[Sequence[ReputationEvent]], Sequence[ReputationEvent]]
+#: This node's attestations on the imported lessons an outcome judged (signed, kept, queued to
+#: travel), returning the other attesters' events for that outcome's reality events.
+Attester = Callable[[Outcome, Sequence[ReputationEvent]], Awaitable[Sequence[ReputationEvent]]]
 
 # -- enum maps ---------------------------------------------------------------------------
 
@@ -252,6 +256,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         notes: NoteKeyParams = _NOTE_KEYS,
         voters: VoterJudge | None = None,
         primed: PrimedEmbedder | None = None,
+        attester: Attester | None = None,
     ) -> None:
         self._service = provider_of(service, LessonService)
         self._store = provider_of(store, LessonStore)
@@ -266,6 +271,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self._notes = notes
         # The voters' events for an outcome's reality events (none before sharing starts).
         self._voters: VoterJudge = voters or (lambda _: ())
+        # This node's attestations and the attesters' events (none before sharing starts).
+        self._attester = attester
         # The pipeline's own embedder, when it primes: a bundle's lines are embedded a chunk
         # at a time ahead of the pipeline (issue 17 §4).
         self._primed = primed
@@ -358,6 +365,22 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         return project_scope(project_digest) if project_digest else GLOBAL
 
     # -- RecordOutcome -----------------------------------------------------------------------
+    async def _attest(
+        self, outcome: Outcome, reality: Sequence[ReputationEvent]
+    ) -> Sequence[ReputationEvent]:
+        """Attest what the outcome judged; the attesters' events. The outcome is stored
+        already, so a store failure here is logged, never the call's failure (the agent
+        would resend an outcome held already)."""
+        if self._attester is None or not reality:
+            return ()
+        try:
+            return await self._attester(outcome, reality)
+        except StoreError as e:
+            _log.warning(
+                "outcome %s judged imported lessons but was not attested: %s", outcome.id, e
+            )
+            return ()
+
     async def RecordOutcome(
         self, request: agent_pb2.RecordOutcomeRequest, context: Any
     ) -> agent_pb2.RecordOutcomeResponse:
@@ -380,7 +403,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if sink is not None:
             # The sources of the lessons reality judged, then the voters of any a quorum
             # accepted (issue 12 §2.6).
-            for event in (*result.reality, *self._voters(result.reality)):
+            attesters = await self._attest(outcome, result.reality)
+            for event in (*result.reality, *self._voters(result.reality), *attesters):
                 sink.emit(event)
         ids = list(dict.fromkeys(c.lesson_id for c in result.changes))
         # The rows the outcome wrote whole come with it; only the others are read.
@@ -928,5 +952,15 @@ def make_agent_servicer(ctx: NodeContext) -> AgentServicer:
         voters=lambda reality: voter_reality_events(
             reality, ctx.sharing.quorum if ctx.sharing is not None else None
         ),
+        attester=lambda outcome, reality: _attest_on(ctx, outcome, reality),
         primed=ctx.embedder if isinstance(ctx.embedder, PrimedEmbedder) else None,
     )
+
+
+async def _attest_on(
+    ctx: NodeContext, outcome: Outcome, reality: Sequence[ReputationEvent]
+) -> Sequence[ReputationEvent]:
+    """The daemon's attester: its sharing side's, once sharing started (else nothing)."""
+    if ctx.sharing is None:
+        return ()
+    return await ctx.sharing.attestations.on_outcome(outcome, reality)

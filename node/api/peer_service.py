@@ -166,12 +166,14 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
         # Access levels are decided for the requester: it must prove who it is.
         await sharing.authenticate(context.invocation_metadata(), request.requester_node_id)
         held = await sharing.shareable(request.requester_node_id, request.projects)
+        attested = await sharing.attestations.shareable(held, request.requester_node_id)
         async for page in handle_sync(
             request,
             held,
             sharing.params,
             certificate_of=sharing.quorum.certificate_bytes,
             summaries=sharing.trust_summaries(),
+            attestations=attested,
         ):
             yield page
 

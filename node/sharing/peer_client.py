@@ -7,25 +7,35 @@ anything that did not land (transport error, or acks saying "try again later").
 A record this node holds a quorum certificate for (``certificate_of``) is sent with it: the
 certificate record follows the memory in a Publish batch, so the receiver need not ask
 voters again. Certificates in a Sync page are handed back beside the page's memories.
+The outcome attestations this node keeps for a record (``attestations_of``) follow it the same
+way, and ``push_attestations`` sends attestations alone (for records the peer holds already);
+attestations in a Sync page are handed back beside its memories too.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, MutableMapping, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import grpc
 import grpc.aio
 
-from lamarck.errors import DeliveryFailed
+from lamarck.errors import DeliveryFailed, StoreError
+from lamarck.node.api.limits import PeerLimits
 from lamarck.node.api.peer_auth import PeerTokens
 from lamarck.node.gossip.sync import SyncPage, SyncQuery
 from lamarck.node.importing.view import REGISTRY_DEPENDENT_REASONS
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
 
-__all__ = ["RPC_TIMEOUT_S", "ChannelPool", "PeerClient"]
+__all__ = ["RPC_TIMEOUT_S", "AttestationsOf", "ChannelPool", "PeerClient", "sort_sync_records"]
+
+AttestationsOf = Callable[[Sequence[str]], Awaitable[Mapping[str, Sequence[bytes]]]]
+"""The attestations kept for each of some records, by the record's content hash."""
+
+_log = logging.getLogger("lamarck.node.sharing")
 
 # Bound on one Publish or Sync RPC to a peer.
 RPC_TIMEOUT_S = 10.0
@@ -68,8 +78,15 @@ class PeerClient:
         hop_limit: int,
         max_message_bytes: int,
         certificate_of: Callable[[str], bytes | None] | None = None,
+        attestations_of: AttestationsOf | None = None,
+        max_records: int = PeerLimits().publish_max_records,
     ) -> None:
         self._node_id = node_id
+        #: Records one Publish may carry (the receivers' cap): attestations fill what the
+        #: memories and their certificates leave, the rest travel by Sync.
+        self._max_records = max_records
+        #: The outcome attestations kept for records, by content hash (sent along with them).
+        self.attestations_of = attestations_of
         #: The quorum certificate held for a record, by content hash (sent along with it).
         self.certificate_of: Callable[[str], bytes | None] = certificate_of or (lambda _: None)
         self._tokens = tokens
@@ -94,17 +111,52 @@ class PeerClient:
     ) -> None:
         """One Publish RPC; raises ``DeliveryFailed`` unless every record was decided."""
         records: list[records_pb2.SignedRecord] = []
-        for raw in raws:
+        hashes = [sha256_hex(raw) for raw in raws]
+        attested: Mapping[str, Sequence[bytes]] = {}
+        if self.attestations_of is not None:
+            try:
+                attested = await self.attestations_of(hashes)
+            except StoreError as e:  # the memories still go; Sync carries the attestations
+                _log.info("attestations not read for a publish to %s: %s", target, e)
+        certs = [self.certificate_of(h) for h in hashes]
+        room = self._max_records - len(raws) - sum(c is not None for c in certs)
+        for raw, content_hash, cert in zip(raws, hashes, certs, strict=True):
             records.append(
                 records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=raw)
             )
-            cert = self.certificate_of(sha256_hex(raw))
             if cert is not None:
                 records.append(
                     records_pb2.SignedRecord(
                         kind=records_pb2.RECORD_KIND_QUORUM_CERTIFICATE, canonical_json=cert
                     )
                 )
+            along = list(attested.get(content_hash, ()))[: max(room, 0)]
+            room -= len(along)
+            records.extend(
+                records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_ATTESTATION, canonical_json=a)
+                for a in along
+            )
+        await self._send(target, records, hop_count, hop_limit)
+
+    async def push_attestations(self, target: str, raws: Sequence[bytes]) -> None:
+        """Publish attestations alone (about records ``target`` may hold), one hop, in as
+        many calls as the record cap needs."""
+        for start in range(0, len(raws), self._max_records):
+            records = [
+                records_pb2.SignedRecord(
+                    kind=records_pb2.RECORD_KIND_ATTESTATION, canonical_json=raw
+                )
+                for raw in raws[start : start + self._max_records]
+            ]
+            await self._send(target, records, 0, 1)
+
+    async def _send(
+        self,
+        target: str,
+        records: Sequence[records_pb2.SignedRecord],
+        hop_count: int,
+        hop_limit: int | None,
+    ) -> None:
         request = peer_pb2.PublishRequest(
             records=records,
             sender_node_id=self._node_id,
@@ -160,10 +212,12 @@ class PeerClient:
         query: SyncQuery,
         certificates: MutableMapping[str, bytes] | None = None,
         projects: Sequence[str] = (),
+        attestations: MutableMapping[str, bytes] | None = None,
     ) -> SyncPage:
         """One Sync call to ``peer``: the records it holds that the query says we lack; the
-        quorum certificates that came with them go into ``certificates`` (by record hash),
-        the trust summaries into the page's ``summaries``."""
+        quorum certificates that came with them go into ``certificates`` (by record hash), the
+        attestations into ``attestations`` (by their own content hash), the trust summaries
+        into the page's ``summaries``."""
         request = peer_pb2.SyncRequest(
             requester_node_id=self._node_id,
             cursor=query.cursor,
@@ -183,13 +237,7 @@ class PeerClient:
                 request, timeout=RPC_TIMEOUT_S, metadata=self._tokens.metadata(peer)
             )
             async for page in calls:
-                for r in page.records:
-                    raw = bytes(r.canonical_json)
-                    if r.kind == records_pb2.RECORD_KIND_QUORUM_CERTIFICATE:
-                        if certificates is not None:
-                            _file_certificate(raw, certificates)
-                        continue
-                    records.append((sha256_hex(raw), raw))
+                records.extend(sort_sync_records(page.records, certificates, attestations))
                 summaries.extend(
                     bytes(s.canonical_json)
                     for s in page.trust_summaries
@@ -201,6 +249,28 @@ class PeerClient:
         return SyncPage(
             records=tuple(records), cursor=cursor, more=more, summaries=tuple(summaries)
         )
+
+
+def sort_sync_records(
+    received: Iterable[records_pb2.SignedRecord],
+    certificates: MutableMapping[str, bytes] | None = None,
+    attestations: MutableMapping[str, bytes] | None = None,
+) -> list[tuple[str, bytes]]:
+    """A Sync page's memories as (content hash, bytes); its quorum certificates filed into
+    ``certificates`` by the record hash each names, its attestations into ``attestations``
+    by their own content hash (each dropped when no mapping is given)."""
+    memories: list[tuple[str, bytes]] = []
+    for r in received:
+        raw = bytes(r.canonical_json)
+        if r.kind == records_pb2.RECORD_KIND_QUORUM_CERTIFICATE:
+            if certificates is not None:
+                _file_certificate(raw, certificates)
+        elif r.kind == records_pb2.RECORD_KIND_ATTESTATION:
+            if attestations is not None:
+                attestations.setdefault(sha256_hex(raw), raw)
+        else:
+            memories.append((sha256_hex(raw), raw))
+    return memories
 
 
 def _file_certificate(raw: bytes, into: MutableMapping[str, bytes]) -> None:

@@ -15,6 +15,8 @@ Built by the daemon once the store is ready (``start``), stopped before the stor
   prompt, re-quarantined ``tainted_source``;
 * ``SummaryIntake`` (``summaries.py``): peers' signed local-trust summaries taken in from
   Sync, this node's own signed at each global-trust recomputation and served in Sync;
+* ``Attestations`` (``attestations.py``): this node's signed outcome attestations on the
+  lessons it imported, and the ones its peers sent, verified, kept, pushed and expired;
 
 over the ports the daemon hands it: the ``LessonStore``, the ``Outbox`` and the reputation
 book (already loaded, so a reality event from an outcome recorded before sharing started is
@@ -44,9 +46,11 @@ from lamarck.node.gossip.router import GossipRouter
 from lamarck.node.importing.batch import PrimedEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
+from lamarck.node.lessons.attested_support import AttestedSupportReader
 from lamarck.node.params import NodeParams
 from lamarck.node.periodic import Periodic, cancel_and_wait
 from lamarck.node.sharing.anti_entropy import AntiEntropy
+from lamarck.node.sharing.attestations import Attestations
 from lamarck.node.sharing.membership import Membership
 from lamarck.node.sharing.peer_client import PeerClient
 from lamarck.node.sharing.projects import ProjectPeers
@@ -61,6 +65,7 @@ from lamarck.node.sharing.quorum import (
 )
 from lamarck.node.sharing.summaries import SummaryIntake
 from lamarck.node.sharing.taint import TaintSweeper
+from lamarck.node.store.attestations import attestations_for
 from lamarck.node.store.port import LessonStore
 from lamarck.proto.vote import Vote
 from lamarck.reputation.params import ReputationParams
@@ -134,6 +139,24 @@ class Sharing:
         )
         #: Quorum rounds and the certificates held, kept in the home (``quorum.py``).
         self.quorum = QuorumLedger(settings.home / QUORUM_DIR)
+        #: Outcome attestations: this node's and its peers' (``attestations.py``).
+        self.attestations = Attestations(
+            attestations_for(store, params.attestation),
+            store,
+            self._identity,
+            principals=self.principals,
+            sink=reputation,
+            clock=self._clock,
+            rng=rng,
+        )
+        #: Each lesson's independent support as this node counts it: the attestations above
+        #: and the quorum certificates it holds (the ``SupportReader`` recall reads).
+        self.support = AttestedSupportReader(
+            self.attestations.store,
+            principals=self.principals,
+            certified=lambda content_hash: self.quorum.certificate(content_hash) is not None,
+            clock=self._clock,
+        )
         self.client = PeerClient(
             self._identity.node_id,
             self.tokens,
@@ -141,6 +164,8 @@ class Sharing:
             hop_limit=self.params.hop_limit,
             max_message_bytes=settings.max_message_bytes,
             certificate_of=self.quorum.certificate_bytes,
+            attestations_of=self.attestations.of_records,
+            max_records=params.peer_limits.publish_max_records,
         )
         self.view = StoreImportView(store, reputation, self._identity.node_id)
         self.router = GossipRouter(self.params, self._identity.node_id)
@@ -238,6 +263,7 @@ class Sharing:
             primed=primed,
             batch=self._node_params.batch_import,
             summaries=self.summaries.receive,
+            attestations=self.attestations,
         )
         await self.view.load()
         # One round now, so the peer list is there before the first publish scan; the loop
@@ -258,6 +284,7 @@ class Sharing:
         )
         self._spawn("quorum", self.quorum_once, self._node_params.quorum.collect_interval_s)
         self._spawn("taint", self.taint.once, self._node_params.taint.sweep_interval_s)
+        self._spawn("attestations", self.attestations_once, settings.gossip_interval_s)
         self._spawn(
             "global-trust",
             self.recompute_global_trust,
@@ -352,6 +379,7 @@ class Sharing:
             live_peers=self.live_peers,
             forward_send=None if self.incognito else self.publisher.forward,
             spawn=self._background,
+            attestations=self.attestations,
         )
 
     def _background(self, work: Awaitable[object]) -> None:
@@ -381,6 +409,22 @@ class Sharing:
     async def publish_once(self) -> int:
         """Enqueue new publishable lesson versions, then drain the outbox (deliveries made)."""
         return await self.publisher.publish_once(self._clock.now())
+
+    async def attestations_once(self) -> int:
+        """Push this node's new attestations to the live peers (Sync carries them to the
+        others), then drop the expired ones; returns how many peers took the push."""
+        await self.attestations.expire_once()
+        pending = self.attestations.take_pending()
+        if not pending or self.incognito:
+            return 0
+        delivered = 0
+        for peer in self.membership.live_peers():
+            try:
+                await self.client.push_attestations(peer, pending)
+                delivered += 1
+            except DeliveryFailed as e:
+                _log.info("attestations not pushed to %s (Sync carries them): %s", peer, e)
+        return delivered
 
     async def anti_entropy_once(self) -> int:
         """Pull what this node lacks from every live peer; returns records received."""

@@ -74,7 +74,12 @@ class _Peer:
         self._size = size
 
     async def sync_page(
-        self, peer: str, query: SyncQuery, certificates: dict[str, bytes], declared: object
+        self,
+        peer: str,
+        query: SyncQuery,
+        certificates: dict[str, bytes],
+        declared: object,
+        attestations: object = None,
     ) -> SyncPage:
         start = int(query.cursor or 0)
         end = start + self._size

@@ -159,6 +159,7 @@ def test_record_kinds_mirror_the_signing_kinds() -> None:
         "nonce",
         "outcome",
         "trust_summary",
+        "attestation",
     }
 
 
