@@ -9,6 +9,7 @@ reputation, quarantine, fleet) join the same way. Every command takes ``--home``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import typer
 import typer.core
@@ -33,7 +34,7 @@ from lamarck.node.cli.errors import LamarckGroup
 __all__ = ["app", "main"]
 
 
-def _flag_type_hidden(option: typer.core.TyperOption, ctx: typer.Context) -> str | None:
+def _flag_type_hidden(option: typer.core.TyperOption, ctx: Any) -> str | None:
     """The type column of an option's help: empty for an on/off flag (no value to type)."""
     if option.is_flag:
         return None
@@ -42,7 +43,7 @@ def _flag_type_hidden(option: typer.core.TyperOption, ctx: typer.Context) -> str
 
 # typer prints every flag's type as ``<bool>`` (``--json <bool>``), which reads as if the flag
 # took a value; a flag takes none.
-typer.core.TyperOption.display_type_rich = _flag_type_hidden  # type: ignore[method-assign]
+typer.core.TyperOption.display_type_rich = _flag_type_hidden  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     name="lamarck",
