@@ -22,7 +22,8 @@ import pytest
 from importing_helpers import NOW, record_obj
 
 from lamarck.consensus.certificate import QuorumCertificate, certificate_bytes, parse_certificate
-from lamarck.consensus.params import QuorumParams
+from lamarck.consensus.high_stakes import HighStakesRule
+from lamarck.consensus.params import HighStakesParams, QuorumParams
 from lamarck.consensus.votes import Verdict
 from lamarck.errors import InvalidRecord, VerificationError
 from lamarck.node.api.peer_handlers import PublishDeps, handle_publish, handle_request_vote
@@ -783,3 +784,29 @@ def test_in_a_small_network_one_contradiction_rejects() -> None:
     run(node.collector.once())
     [row] = run(node.store.list_quarantine(state=None))
     assert row.state == "rejected"
+
+
+def test_a_lesson_high_stakes_by_its_confidence_alone_is_decided_in_a_small_network() -> None:
+    # A lesson its source grew surer of (0.9, an ordinary domain) waits for a quorum: in a
+    # network of four principals the three besides the source's decide it.
+    obj = record_obj(
+        id=uid(78),
+        content="Run the staged vault rotation before the deploy.",
+        confidence=0.9,
+        context={"domain": "build", "environment": "prod"},
+        provenance={"source_agent_id": SOURCE.node_id},
+        lesson={"operation": OPERATION, "scope": "global", "status": "active"},
+    )
+    raw = SignedMemory.sign(MemoryV2.from_obj(obj), SOURCE).raw
+    assert HighStakesRule(HighStakesParams()).reasons(MemoryV2.from_obj(obj)) == (
+        "high_confidence",
+    )
+    node = Node(SELF)
+    node.principals.groups = {SOURCE.node_id: "A", VOTERS[0].node_id: "B", SELF.node_id: "B"}
+    node.principals.groups |= {VOTERS[1].node_id: "C", VOTERS[2].node_id: "D"}
+    node.peers = [v.node_id for v in VOTERS[:3]] + [SOURCE.node_id]
+    run(quarantined(node, raw))
+    _collect(node, [Voter(v, [True]) for v in VOTERS[:3]], {})
+    run(node.collector.once())
+    [row] = run(node.store.list_quarantine(state=None))
+    assert row.state == "approved"
