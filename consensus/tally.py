@@ -17,8 +17,10 @@ ABSTAIN votes count for neither side.
 
 An electorate smaller than the quorum it needs (``Electorate.needed``: ``min_voters``, or
 fewer where the network holds fewer independent voters, ``NetworkView.needed``) is pending.
-An electorate smaller than ``min_voters`` tolerates no fault (f = 0): it accepts only with a
-VALIDATE from every voter, and one CONTRADICT rejects.
+An electorate smaller than ``min_voters`` tolerates no fault: one liar must decide nothing, so
+it accepts only with a VALIDATE from every voter and rejects only with a CONTRADICT from every
+voter; a split round stays pending (the record is not believed, and its source is not charged
+on one voter's word).
 """
 
 from __future__ import annotations
@@ -203,9 +205,10 @@ def tally(
         ignored.extend(IgnoredVote(v, IgnoreReason.DUPLICATE) for v in cast[1:])
     n = electorate.n
     needed = params.min_voters if electorate.needed is None else electorate.needed
-    # A round smaller than min_voters tolerates no fault: every voter must validate.
-    accept_at = (accept_threshold(n) if n >= params.min_voters else n) if n else 1
-    reject_at = reject_threshold(n) if n else 1
+    # A round smaller than min_voters tolerates no fault: either side needs every voter.
+    small = n < params.min_voters
+    accept_at = (n if small else accept_threshold(n)) if n else 1
+    reject_at = (n if small else reject_threshold(n)) if n else 1
     validate_count = _independent(counted[Verdict.VALIDATE], electorate)
     contradict_count = _independent(counted[Verdict.CONTRADICT], electorate)
     kind: type[Pending] | type[Accepted] | type[Rejected] = Pending

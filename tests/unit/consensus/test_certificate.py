@@ -222,7 +222,8 @@ def test_four_principals_certify_with_the_other_three_unanimous() -> None:
     view = network_of(4)
     assert verify(round_of([1, 2, 3], [V, V, V]), view).validate_count == 3
     assert refusal(round_of([1, 2, 3], [V, V, A]), view) == "too_few_votes"
-    assert refusal(round_of([1, 2, 3], [V, V, C]), view) == "contradicted"
+    assert refusal(round_of([1, 2, 3], [V, V, C]), view) == "too_few_votes"
+    assert refusal(round_of([1, 2, 3], [C, C, C]), view) == "contradicted"
     assert refusal(round_of([1, 2], [V, V]), view) == "too_few_voters"
 
 

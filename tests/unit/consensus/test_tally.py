@@ -121,9 +121,10 @@ def test_a_round_as_small_as_the_network_allows_accepts_only_unanimously() -> No
     assert isinstance(tally(electorate(3, needed=3), votes(V, V, V), PARAMS), Accepted)
     two_of_three = tally(electorate(3, needed=3), votes(V, V, A), PARAMS)
     assert isinstance(two_of_three, Pending) and two_of_three.accept_at == 3
-    # No fault is tolerated: one contradiction rejects.
+    # No fault is tolerated: one voter against the others decides nothing either way.
     one_no = tally(electorate(3, needed=3), votes(V, V, C), PARAMS)
-    assert isinstance(one_no, Rejected) and one_no.reject_at == 1
+    assert isinstance(one_no, Pending) and one_no.reject_at == 3
+    assert isinstance(tally(electorate(3, needed=3), votes(C, C, C), PARAMS), Rejected)
     # Where the network holds four or more, three voters are too few.
     assert tally(electorate(3, needed=4), votes(V, V, V), PARAMS).reason == "too_few_voters"
 
@@ -153,9 +154,11 @@ def _brute_force(
     n = len(voters)
     if n < needed:
         return "pending"
-    # Below min_voters no fault is tolerated: every voter must validate.
-    f = (n - 1) // 3 if n >= PARAMS.min_voters else 0
-    accept_at = 2 * f + 1 if n >= PARAMS.min_voters else n
+    # Below min_voters no fault is tolerated: either side needs every voter.
+    f = (n - 1) // 3
+    small = n < PARAMS.min_voters
+    accept_at = n if small else 2 * f + 1
+    reject_at = n if small else f + 1
     said: dict[int, set[Verdict]] = {}
     for who, verdict, kind, _ in specs:
         if kind == OK and who in voters:
@@ -169,7 +172,7 @@ def _brute_force(
     def some_set_of(size: int, pool: set[str]) -> bool:
         return any(True for _ in itertools.combinations(sorted(pool), size))
 
-    if some_set_of(f + 1, independent(C)):
+    if some_set_of(reject_at, independent(C)):
         return "rejected"
     if some_set_of(accept_at, independent(V)):
         return "accepted"

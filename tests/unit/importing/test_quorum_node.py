@@ -773,16 +773,28 @@ def test_a_quorum_decides_in_a_network_of_four_principals(tmp_path: Path) -> Non
     assert again.outcome is ImportOutcome.ACCEPT and again.certified
 
 
-def test_in_a_small_network_one_contradiction_rejects() -> None:
+def test_in_a_small_network_one_voter_against_the_others_decides_nothing() -> None:
     node = Node(SELF)
     groups = {SOURCE.node_id: "A", VOTERS[0].node_id: "B", VOTERS[1].node_id: "C"}
     node.principals.groups = groups | {VOTERS[2].node_id: "D", SELF.node_id: "D"}
     node.peers = [v.node_id for v in VOTERS[:3]] + [SOURCE.node_id]
     raw = high_stakes_record()
     run(quarantined(node, raw))
-    _collect(node, [Voter(v, [True]) for v in VOTERS[:2]] + [Voter(VOTERS[2], [False])], {})
+    # Two voters' outcomes confirm, a third contradicts (a liar, or its own bad luck): the
+    # round tolerates no fault, so it stays pending and the source is not charged.
+    _collect(node, [Voter(v, [True]) for v in VOTERS[:2]], {VOTERS[2].node_id: Verdict.CONTRADICT})
     run(node.collector.once())
     [row] = run(node.store.list_quarantine(state=None))
+    assert row.state == "pending"
+    assert node.events.events == []
+    # All three contradicting reject it.
+    other = Node(SELF)
+    other.principals.groups = node.principals.groups
+    other.peers = node.peers
+    run(quarantined(other, raw))
+    _collect(other, [Voter(v, [False]) for v in VOTERS[:3]], {})
+    run(other.collector.once())
+    [row] = run(other.store.list_quarantine(state=None))
     assert row.state == "rejected"
 
 
