@@ -185,6 +185,10 @@ class QuorumLedger:
         """The entry for ``content_hash``, if a quorum was ever asked or a certificate kept."""
         return self._entries.get(content_hash)
 
+    def entries(self) -> tuple[RoundEntry, ...]:
+        """Every entry, by record hash."""
+        return tuple(self._entries[h] for h in sorted(self._entries))
+
     def due(self, content_hash: str, now: datetime) -> bool:
         """Whether a round on ``content_hash`` should run now (never asked, or retry due)."""
         entry = self._entries.get(content_hash)
