@@ -8,10 +8,12 @@ one principal (one operator admitted every node), that operator is the trust roo
 its identities other than the source is a voter.
 
 **How many a quorum needs** (``NetworkView.needed``): ``min_voters`` independent voters, or,
-where the network holds fewer eligible ones, all of them, but never fewer than
-``min_independent`` (2): a network without two independent voters besides the source cannot
-certify anything, and its high-stakes lessons wait for an operator. A round smaller than
-``min_voters`` accepts only unanimously (``lamarck.consensus.tally``).
+where the network holds fewer available ones (eligible, and not graylisted by this node), all
+of them, but never fewer than ``min_independent`` (2): a network without two independent
+voters besides the source cannot certify anything, and its high-stakes lessons wait for an
+operator. Graylisting takes voters out of the count, never principals out of the network: it
+cannot turn a network of several principals into a one-principal one. A round smaller than
+``min_voters`` decides only unanimously (``lamarck.consensus.tally``).
 
 Eligible: admitted, not the record's source, not graylisted, with a known principal; where the
 network has more than one principal, not of the source's principal, and one voter per principal
@@ -73,10 +75,14 @@ class NetworkView:
     """
 
     principal_of: Mapping[str, str]
+    # Ids this node would not ask to vote (graylisted here): they count toward the network's
+    # principals, not toward the voters a quorum can have.
+    unavailable: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         known = {i: p for i, p in self.principal_of.items() if i and p}
         object.__setattr__(self, "principal_of", MappingProxyType(known))
+        object.__setattr__(self, "unavailable", frozenset(self.unavailable))
 
     @property
     def principals(self) -> frozenset[str]:
@@ -106,13 +112,15 @@ class NetworkView:
         return frozenset(keys)
 
     def eligible(self, source_id: str) -> int:
-        """How many independent voters this network holds for a record of ``source_id``."""
+        """How many independent voters this network holds for a record of ``source_id`` (its
+        graylisted identities left out)."""
         out = self.excluded(source_id)
-        return len({self.voter_key(i) for i in self.principal_of if i != source_id} - out)
+        ids = (i for i in self.principal_of if i != source_id and i not in self.unavailable)
+        return len({self.voter_key(i) for i in ids} - out)
 
     def needed(self, source_id: str, params: QuorumParams) -> int:
         """The fewest voters a quorum on a record of ``source_id`` needs here: ``min_voters``,
-        or every eligible voter where fewer exist, never fewer than ``min_independent``."""
+        or every available voter where fewer exist, never fewer than ``min_independent``."""
         return max(params.min_independent, min(params.min_voters, self.eligible(source_id)))
 
 

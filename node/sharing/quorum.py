@@ -454,11 +454,21 @@ class QuorumCollector:
 
 
 async def network_view(
-    peers: Sequence[str], also: Sequence[str], principals: PrincipalSource
+    peers: Sequence[str],
+    also: Sequence[str],
+    principals: PrincipalSource,
+    band_of: Callable[[str], PeerBand] | None = None,
 ) -> NetworkView:
     """This node's view of the network: the registry's principals of ``peers`` (this node and
-    its live peers) and of the ids in ``also`` (a record's source, a certificate's voters)."""
-    return NetworkView(await principals([*dict.fromkeys([*peers, *also])]))
+    its live peers) and of the ids in ``also`` (a record's source, a certificate's voters);
+    those ``band_of`` says are graylisted here are not available as voters."""
+    found = await principals([*dict.fromkeys([*peers, *also])])
+    graylisted = (
+        frozenset(i for i in found if band_of(i) is PeerBand.GRAYLISTED)
+        if band_of is not None
+        else frozenset()
+    )
+    return NetworkView(found, graylisted)
 
 
 async def peer_candidates(
@@ -471,7 +481,7 @@ async def peer_candidates(
     """Candidates among ``peers`` (this node and its live peers) for a record of ``source``:
     each with its principal from the registry (none: not admitted), its band and expertise;
     and the network view they were read from (the source among it)."""
-    view = await network_view(peers, [source], principals)
+    view = await network_view(peers, [source], principals, band_of)
     found = view.principal_of
     candidates = [
         Candidate(

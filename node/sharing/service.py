@@ -398,9 +398,10 @@ class Sharing:
 
     async def network_view(self, also: Sequence[str] = ()) -> NetworkView:
         """This node's view of the whole network (the registry's principals of itself and its
-        live peers), with the ids in ``also`` looked up too: certificates are verified and
-        voters counted over it, never over the principals of a certificate's members alone."""
-        return await network_view(self._network_ids(), also, self.principals)
+        live peers, the graylisted ones not available as voters), with the ids in ``also``
+        looked up too: certificates are verified and voters counted over it, never over the
+        principals of a certificate's members alone."""
+        return await network_view(self._network_ids(), also, self.principals, self.band_of)
 
     async def _vote_candidates(
         self, source: str, domain: str

@@ -161,3 +161,21 @@ def test_a_source_with_no_known_principal_leaves_only_its_own_key_out() -> None:
 def test_a_single_principal_network_chooses_among_identities() -> None:
     cands = [cand(k, principal="operator") for k in range(6)]
     assert len(choose(cands, source_principal="operator")) == 4
+
+
+def test_graylisted_voters_leave_the_count_of_voters_but_not_of_principals() -> None:
+    # One operator, five nodes: the source, three honest, one graylisted here. The three
+    # honest identities are a quorum (unanimous) instead of waiting for a fourth.
+    cands, _ = network(1, keys_each=4)
+    bad = cands[-1].node_id
+    cands[-1] = cand(3, node_id=bad, principal="op0", band=PeerBand.GRAYLISTED)
+    view = NetworkView(view_of(cands, "op0").principal_of, frozenset({bad}))
+    chosen, enough = select(cands, view)
+    assert enough and len(chosen) == 3 and bad not in chosen
+    # Two principals, the other one graylisted: still counted by principal, so the source's
+    # own principal's keys never become voters; nothing can be certified.
+    two, two_view = network(2, keys_each=3)
+    gray = frozenset(c.node_id for c in two if c.principal == "op1")
+    two_view = NetworkView(two_view.principal_of, gray)
+    assert two_view.by_principal and two_view.eligible(SOURCE) == 0
+    assert not select(two, two_view)[1]
