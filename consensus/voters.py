@@ -169,8 +169,13 @@ def select_voters(
     rng: random.Random,
     quorum: QuorumParams,
     reputation: ReputationParams,
+    self_id: str = "",
 ) -> VoterSelection:
     """Choose up to ``quorum.voters`` voters for a record signed by ``source_id``.
+
+    ``self_id`` is the choosing node, a candidate asked last (after every other candidate, and
+    after any other identity of its principal): it holds the record because it has no proof
+    of it yet, so it takes a seat only where its peers alone are too few.
 
     ``view`` is this node's view of the whole network (``NetworkView``): it says whether
     voters are principals and how many a quorum needs (``NetworkView.needed``). ``enough`` is
@@ -199,15 +204,19 @@ def select_voters(
         for c in unique:
             held = best.get(c.principal)
             # The most expert identity speaks for its principal; ties keep the shuffled first.
-            if held is None or _level(c) > _level(held):
+            if held is None or _level(c, self_id) > _level(held, self_id):
                 best[c.principal] = c
         unique = [c for c in unique if best[c.principal] is c]
+    mine = [c for c in unique if c.node_id == self_id]
+    unique = [c for c in unique if c.node_id != self_id]
     experts = [c for c in unique if c.expertise is not None and is_expert(c.expertise, reputation)]
     expert_ids = {c.node_id for c in experts}
     others = [c for c in unique if c.node_id not in expert_ids]
-    chosen = tuple((experts + others)[: quorum.voters])
+    chosen = tuple((experts + others + mine)[: quorum.voters])
     return VoterSelection(voters=chosen, enough=len(chosen) >= view.needed(source_id, quorum))
 
 
-def _level(c: Candidate) -> float:
+def _level(c: Candidate, self_id: str) -> float:
+    if c.node_id == self_id:
+        return -2.0  # below any peer of its principal, known expertise or not
     return -1.0 if c.expertise is None else c.expertise

@@ -16,7 +16,7 @@ The import pipeline holds a high-stakes record as ``awaiting_quorum`` (issue 12 
 * :class:`QuorumCollector` runs the rounds: for every pending ``awaiting_quorum`` row that is
   due, choose voters (``consensus.voters.select_voters`` over the same view: admitted, not the
   source, not graylisted, one per principal, experts first, seeded RNG; this node itself is a
-  candidate, voting from its own outcomes like any other), ask them all at once over
+  candidate, voting from its own outcomes like any other, asked last), ask them all at once over
   ``PeerService.RequestVote``, tally (``consensus.tally``). Accepted: the record is stored with
   its certificate through the one way in (``ImportPipeline.certify``) and pushed, with the
   certificate, to the live peers. Rejected: the row is marked rejected (``quorum``,
@@ -325,8 +325,11 @@ class QuorumCollector:
         candidates: CandidateSource,
         sink: ReputationSink,
         announce: Callable[[bytes], Awaitable[object]] | None = None,
+        node_id: str = "",
     ) -> None:
         self._store = store
+        #: This node: a candidate of its own rounds, asked last.
+        self._node_id = node_id
         self._pipeline = pipeline
         self.ledger = ledger
         self._clock = clock
@@ -376,6 +379,7 @@ class QuorumCollector:
             rng=self._rng,
             quorum=self.params,
             reputation=self._reputation,
+            self_id=self._node_id,
         )
         if not selection.enough:
             self.ledger.note_round(

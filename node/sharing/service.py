@@ -212,6 +212,7 @@ class Sharing:
             candidates=self._vote_candidates,
             sink=self.reputation,
             announce=self._announce,
+            node_id=self._identity.node_id,
         )
         # Catch-up embeds a chunk ahead of the pipeline when the node's embedder allows it.
         embedder = self._ctx.embedder

@@ -179,3 +179,43 @@ def test_graylisted_voters_leave_the_count_of_voters_but_not_of_principals() -> 
     two_view = NetworkView(two_view.principal_of, gray)
     assert two_view.by_principal and two_view.eligible(SOURCE) == 0
     assert not select(two, two_view)[1]
+
+
+def test_the_choosing_node_is_asked_last_and_only_where_its_peers_are_too_few() -> None:
+    me = cand(99, principal="op_me", expertise=0.95)
+    wide = QuorumParams(voters=4)
+    peers = [cand(k) for k in range(6)]
+    for seed in range(10):
+        picked = select_voters(
+            [me, *peers],
+            source_id=SOURCE,
+            view=view_of([me, *peers]),
+            rng=random.Random(seed),
+            quorum=wide,
+            reputation=REP,
+            self_id=me.node_id,
+        )
+        assert me not in picked.voters and picked.n == 4
+    few = [cand(k) for k in range(3)]
+    picked = select_voters(
+        [me, *few],
+        source_id=SOURCE,
+        view=view_of([me, *few]),
+        rng=random.Random(0),
+        quorum=wide,
+        reputation=REP,
+        self_id=me.node_id,
+    )
+    assert picked.voters[-1] == me and picked.n == 4 and picked.enough
+    # Another identity of its principal speaks for it before it does.
+    twin = cand(98, principal="op_me")
+    picked = select_voters(
+        [me, twin, *few],
+        source_id=SOURCE,
+        view=view_of([me, twin, *few]),
+        rng=random.Random(0),
+        quorum=wide,
+        reputation=REP,
+        self_id=me.node_id,
+    )
+    assert twin in picked.voters and me not in picked.voters
