@@ -37,6 +37,7 @@ from lamarck.node.sharing.quorum import (
     CertificateChecker,
     QuorumCollector,
     QuorumLedger,
+    network_view,
     peer_candidates,
     vote_from_wire,
 )
@@ -181,6 +182,7 @@ class GrpcQuorumRunner:
             return {i: i for i in node_ids if i in known}
 
         ledger = QuorumLedger()
+        peers = [v.node_id for v in self._voters[:n]]
         view = StoreImportView(store, _Scores(), self._origin.node_id)
         pipeline = ImportPipeline(
             store=store,
@@ -191,7 +193,9 @@ class GrpcQuorumRunner:
             clock=clock,
             rng=random.Random(1),
             params=ImportParams(),
-            certificates=CertificateChecker(principals, params, ledger),
+            certificates=CertificateChecker(
+                lambda also: network_view(peers, also, principals), params, ledger
+            ),
         )
         client = PeerClient(
             self._origin.node_id,
@@ -200,7 +204,6 @@ class GrpcQuorumRunner:
             hop_limit=3,
             max_message_bytes=4 * 1024 * 1024,
         )
-        peers = [v.node_id for v in self._voters[:n]]
 
         async def ask(voter: str, raw: bytes, round_id: str) -> Vote | None:
             answer = await client.request_vote(voter, raw, round_id, timeout_s=5.0)

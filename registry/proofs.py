@@ -34,10 +34,13 @@ registration's ``created_at``:
 
 A revocation counts only if ``revocation_holds``: the operator signed it, for this id.
 
-A verified proof also names the id's **principal** (``VerifiedProof.principal``): the operator
-key whose token admitted it, the root of its endorsement chain for an endorsed id (so the
-identities a node mints count as its root's), or the id itself in ``open`` mode. Quorums and
-corroboration count principals, not keys (``lamarck.reputation.principals``).
+A verified proof also names the id's **principal** (``VerifiedProof.principal``): in
+``operator`` mode the operator key whose token admitted it (one operator admitted every node:
+it is the one principal); in ``endorsed`` mode the token-admitted id at the root of its
+endorsement chain, itself for a token-admitted id (each identity the operator's tokens let in
+answers for itself and for every identity it mints down its chain, so a root and its endorsees
+are one principal, never two); in ``open`` mode the id itself. Quorums and corroboration
+count principals, not keys (``lamarck.reputation.principals``).
 
 Everything here is pure: values in (``IdFacts`` as fetched, an explicit ``now``), a verdict
 out. ``ProofMemo`` remembers verdicts for ``memo_ttl_s`` (keyed by the exact records, so a
@@ -183,9 +186,10 @@ class VerifiedProof:
     #: Endorsement hops to a root admitted by a token (or in ``open`` mode): 0 for a root.
     height: int
     #: Who stands behind this identity (independence is counted by principal, not by key):
-    #: the operator key whose enrollment token admitted it; for an endorsed identity, the root
-    #: of its endorsement chain (the token-admitted id every endorsement leads back to), so
-    #: every identity a node mints counts as that root's; in ``open`` mode, the id itself.
+    #: in ``operator`` mode the operator key whose enrollment token admitted it; in
+    #: ``endorsed`` mode the root of its endorsement chain (the token-admitted id every
+    #: endorsement leads back to; itself for a token-admitted id), so every identity a node
+    #: mints counts as its endorser's principal; in ``open`` mode, the id itself.
     principal: str = ""
 
     @property
@@ -495,7 +499,11 @@ def _check_material(
             )
         except AdmissionRefused as e:
             raise ProofInvalid(str(e), reason=e.reason) from e
-        # check_enrollment verified the token against this very key.
+        # check_enrollment verified the token against this very key. In an endorsed network a
+        # token admits a root that answers for itself and for what it mints; in an operator
+        # network the operator admitted every node and is their one principal.
+        if policy.mode is AdmissionMode.ENDORSED:
+            return AdmittedVia.ENROLLMENT, 0, node_id
         return AdmittedVia.ENROLLMENT, 0, policy.operator_public_key or ""
     if policy.mode is AdmissionMode.OPERATOR:
         raise ProofInvalid("operator admission needs an enrollment token", reason="bad_enrollment")
@@ -568,9 +576,8 @@ def _check_material(
         )
     except AdmissionRefused as e:
         raise ProofInvalid(str(e), reason=e.reason) from e
-    # The chain's root: the endorser itself when it holds a token, else its own root.
-    root = endorsing.principal if endorsing.via is AdmittedVia.ENDORSEMENT else endorser
-    return AdmittedVia.ENDORSEMENT, endorsing.height + 1, root
+    # An endorser's minted identities are its principal's: the chain's root.
+    return AdmittedVia.ENDORSEMENT, endorsing.height + 1, endorsing.principal
 
 
 _NONE: Collection[str] = frozenset()

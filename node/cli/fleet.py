@@ -40,6 +40,8 @@ from lamarck.node.fleet.report import (
     learning_table,
     mean_and_spread,
     nodes_table,
+    quorum_figures,
+    quorum_table,
     reputation_rows,
     reputation_table,
     scenario_table,
@@ -62,6 +64,7 @@ from lamarck.node.fleet.supervisor import (
     down as fleet_down,
 )
 from lamarck.node.fleet.workloads import Workload, WorkloadParams, make_workload
+from lamarck.node.sharing.quorum import QUORUM_DIR, QuorumLedger
 
 __all__ = ["DEFAULT_DIR", "app", "down", "register", "status", "up"]
 
@@ -121,6 +124,16 @@ def up(
             "(default 0; a scenario: its own share).",
         ),
     ] = None,
+    operators: Annotated[
+        int,
+        typer.Option(
+            "--operators",
+            min=1,
+            help="Operators (principals) the nodes are admitted under: each endorses its "
+            "share round-robin, the Byzantine nodes under their own (default 1: one operator, "
+            "its identities are the voters).",
+        ),
+    ] = 1,
     workload: Annotated[
         str, typer.Option("--workload", help=f"One of: {', '.join(workload_names())}.")
     ] = "pitfalls",
@@ -179,6 +192,7 @@ def up(
         directory=directory,
         nodes=nodes,
         byzantine=byzantine,
+        operators=operators,
         embedder=embedder,
         database_url=database_url,
         redis_url=redis_url,
@@ -208,8 +222,10 @@ def up(
         else:
             assert work is not None
             figures = _run_workload(console, fleet, work, seed)
+        figures.update(_show_quorums(console, fleet))
         figures["fleet_nodes"] = float(nodes)
         figures["fleet_byzantine"] = float(byzantine)
+        figures["fleet_operators"] = float(operators)
         figures["fleet_total_s"] = round(time.monotonic() - t0, 1)
         console.print(f"fleet run end to end in {figures['fleet_total_s']:.0f} s")
         _point_your_agent(console, fleet)
@@ -273,6 +289,18 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
         console.print(nodes_table(names, roles, driver.counts(), driver.learned, "per node"))
     _show_reputation(console, fleet)
     console.print(learning_table(figures, byzantine=fleet.spec.byzantine))
+    return figures
+
+
+def _show_quorums(console: Console, fleet: Fleet) -> dict[str, float]:
+    """How the quorums on held high-stakes records ended, from every node's ledger."""
+    entries: list[tuple[str, str]] = []
+    for node in fleet.nodes:
+        ledger = QuorumLedger(node.home / QUORUM_DIR)
+        ledger.load()
+        entries += [(e.state, e.reason) for e in ledger.entries()]
+    figures = quorum_figures(entries)
+    console.print(quorum_table(figures))
     return figures
 
 

@@ -34,11 +34,17 @@ import random
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lamarck.consensus.voters import Candidate
-from lamarck.errors import DeliveryFailed, RegistryError, StoreError
+from lamarck.consensus.voters import Candidate, NetworkView
+from lamarck.errors import (
+    DeliveryFailed,
+    InvalidRecord,
+    RegistryError,
+    StoreError,
+    VerificationError,
+)
 from lamarck.node.api.node_status import CatchUpProgress, NetworkSnapshot
 from lamarck.node.api.peer_auth import PeerTokens
-from lamarck.node.api.peer_handlers import PublishDeps, shareable_records
+from lamarck.node.api.peer_handlers import PublishDeps, handle_request_vote, shareable_records
 from lamarck.node.api.reputation import GlobalTrustBook, HasBook, recompute_global_trust
 from lamarck.node.gossip.audience import band_reader
 from lamarck.node.gossip.outbox import Outbox
@@ -60,6 +66,7 @@ from lamarck.node.sharing.quorum import (
     CertificateChecker,
     QuorumCollector,
     QuorumLedger,
+    network_view,
     peer_candidates,
     vote_from_wire,
 )
@@ -67,6 +74,7 @@ from lamarck.node.sharing.summaries import SummaryIntake
 from lamarck.node.sharing.taint import TaintSweeper
 from lamarck.node.store.attestations import attestations_for
 from lamarck.node.store.port import LessonStore
+from lamarck.proto.v1 import peer_pb2, records_pb2
 from lamarck.proto.vote import Vote
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import ReputationSink, ReputationView
@@ -231,7 +239,9 @@ class Sharing:
             params=self._node_params.importing,
             on_stored=self._ctx.lessons.contest_new,
             on_expected=self._ctx.lessons.expect_imports,
-            certificates=CertificateChecker(self.principals, self._node_params.quorum, self.quorum),
+            certificates=CertificateChecker(
+                self.network_view, self._node_params.quorum, self.quorum
+            ),
         )
         self.quorum.load()
         self.collector = QuorumCollector(
@@ -246,6 +256,7 @@ class Sharing:
             candidates=self._vote_candidates,
             sink=self.reputation,
             announce=self._announce,
+            node_id=self._identity.node_id,
         )
         # Catch-up embeds a chunk ahead of the pipeline when the node's embedder allows it.
         embedder = self._ctx.embedder
@@ -446,18 +457,56 @@ class Sharing:
         found: dict[str, str] = await directory.principals(list(node_ids))
         return found
 
-    async def _vote_candidates(self, source: str, domain: str) -> tuple[list[Candidate], str]:
+    def _network_ids(self) -> list[str]:
+        """This node and its live peers: the network as this node sees it."""
+        return [self._identity.node_id, *self.membership.live_peers()]
+
+    async def network_view(self, also: Sequence[str] = ()) -> NetworkView:
+        """This node's view of the whole network (the registry's principals of itself and its
+        live peers, the graylisted ones not available as voters), with the ids in ``also``
+        looked up too: certificates are verified and voters counted over it, never over the
+        principals of a certificate's members alone."""
+        return await network_view(self._network_ids(), also, self.principals, self.band_of)
+
+    async def _vote_candidates(
+        self, source: str, domain: str
+    ) -> tuple[list[Candidate], NetworkView]:
         book = self.reputation
 
         def expertise(peer: str) -> float | None:
             # No domain on the record: nobody is an expert in it, the choice is by chance.
             return book.expertise(peer, domain) if domain else None
 
+        # This node is a candidate too: it votes from its own outcomes like any peer.
         return await peer_candidates(
-            self.membership.live_peers(), source, self.principals, self.band_of, expertise
+            self._network_ids(), source, self.principals, self.band_of, expertise
         )
 
+    async def _own_vote(self, raw: bytes) -> Vote | None:
+        """This node's vote on ``raw``, by the RequestVote handler over its own outcomes."""
+        try:
+            reply = await handle_request_vote(
+                peer_pb2.RequestVoteRequest(
+                    memory=records_pb2.SignedRecord(
+                        kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=raw
+                    ),
+                    requester_node_id=self._identity.node_id,
+                ),
+                store=self._store,
+                identity=self._identity,
+                now=self._clock.now(),
+                rng=self._rng,
+                params=self._node_params.quorum,
+                max_future_skew_s=self._node_params.importing.max_future_skew_s,
+            )
+        except (InvalidRecord, VerificationError, StoreError) as e:
+            _log.info("no vote of our own: %s", e)
+            return None
+        return vote_from_wire(bytes(reply.vote.canonical_json))
+
     async def _ask_vote(self, voter: str, raw: bytes, round_id: str) -> Vote | None:
+        if voter == self._identity.node_id:
+            return await self._own_vote(raw)
         try:
             answer = await self.client.request_vote(
                 voter, raw, round_id, timeout_s=self._node_params.quorum.vote_timeout_s

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lamarck.errors import ConfigError
@@ -14,7 +16,15 @@ from lamarck.node.fleet.agents import (
     remember_turn,
     run_attempts,
 )
-from lamarck.node.fleet.report import TurnRecord, arm_figures, learning_figures, node_counts
+from lamarck.node.fleet.report import (
+    TurnRecord,
+    arm_figures,
+    learning_figures,
+    node_counts,
+    quorum_figures,
+    quorum_table,
+)
+from lamarck.node.fleet.supervisor import FleetSpec
 from lamarck.node.fleet.workloads import (
     WorkloadParams,
     isolated_pitfall,
@@ -164,3 +174,37 @@ def test_reputation_rows_name_peers_by_fleet_name_and_list_refusals() -> None:
     assert shown["peer"] == "node5"
     assert shown["band"] == "graylisted"
     assert shown["refused"] == "bad_signature 3"
+
+
+def test_operators_take_the_honest_nodes_round_robin_and_the_byzantine_their_own(
+    tmp_path: Path,
+) -> None:
+    spec = FleetSpec(directory=tmp_path, nodes=5, byzantine=1, operators=3)
+    assert [spec.operator_of(i) for i in range(5)] == [0, 1, 0, 1, 2]
+    honest = FleetSpec(directory=tmp_path, nodes=5, operators=2)
+    assert [honest.operator_of(i) for i in range(5)] == [0, 1, 0, 1, 0]
+    one = FleetSpec(directory=tmp_path, nodes=5, byzantine=1)
+    assert {one.operator_of(i) for i in range(5)} == {0}
+    for bad in (0, 6):
+        with pytest.raises(ConfigError):
+            FleetSpec(directory=tmp_path, nodes=5, operators=bad)
+
+
+def test_quorum_figures_count_decisions_and_pending_rounds_by_reason() -> None:
+    figures = quorum_figures(
+        [
+            ("accepted", "accepted"),
+            ("rejected", "contradicted"),
+            ("certified", ""),
+            ("pending", "too_few_voters"),
+            ("pending", "too_few_voters"),
+            ("pending", "awaiting_votes"),
+        ]
+    )
+    assert figures["quorum_records"] == 6
+    assert (figures["quorum_accepted"], figures["quorum_rejected"]) == (1, 1)
+    assert figures["quorum_certified"] == 1 and figures["quorum_pending"] == 3
+    assert figures["quorum_pending_too_few_voters"] == 2
+    assert figures["quorum_pending_awaiting_votes"] == 1
+    table = quorum_table(figures)
+    assert table.caption == "2 of 6 decided by a quorum (1 more taken on a peer's certificate)"
