@@ -1,8 +1,8 @@
 """Benchmark of exposure before proof (issue 12 §3.2): what caution with unproven imports costs.
 
 An imported lesson that no outcome of this node has confirmed yet enters at most
-``exposure_plan_share`` of plan-time prompts (recall's "Lessons:" section); the decision-time
-preamble (``CheckOperation``) still shows it (``node/learning/exposure.py``). This bench runs
+``unverified_plan_share`` of plan-time prompts (recall's "Lessons:" section); the decision-time
+preamble (``CheckOperation``) never shows it as advice (``node/learning/influence.py``). This bench runs
 the fleet learning curve of ``tests/integration/fleet/test_scenarios.py`` on real fleets, one
 fresh fleet per share and arm (4 admitted nodes, hashing embedder, every node started with the
 share in its home's ``lamarck.toml``), for each share in ``--shares`` (default 1.0, 0.5, 0.25,
@@ -78,7 +78,7 @@ def _say(text: str) -> None:
 
 
 class ExposureFleet(Fleet):
-    """A fleet whose every node reads ``exposure_plan_share`` from its home's config file."""
+    """A fleet whose every node reads ``unverified_plan_share`` from its home's config file."""
 
     def __init__(self, spec: FleetSpec, plan_share: float) -> None:
         super().__init__(spec)
@@ -89,8 +89,8 @@ class ExposureFleet(Fleet):
         # such flag and strips LAMARCK_* from the environment, so the file is what it reads.
         home = self.dir / "nodes" / f"node{i + 1}"
         home.mkdir(parents=True, exist_ok=True)
-        (home / CONFIG_FILE).write_text(f"exposure_plan_share = {self.plan_share!r}\n")
-        got = load_settings(home=home).exposure_plan_share
+        (home / CONFIG_FILE).write_text(f"unverified_plan_share = {self.plan_share!r}\n")
+        got = load_settings(home=home).unverified_plan_share
         if got != self.plan_share:
             raise ConfigError(f"node{i + 1} would run with share {got}, not {self.plan_share}")
         return super()._spawn(i)

@@ -229,7 +229,9 @@ async def test_mechanical_outcome_teaches_a_lesson_that_recall_shows(node: Node)
     assert lesson.scope == project_scope(PROJECT) and lesson.category == "operation"
     assert lesson.source_node_id == node.identity.node_id
     assert lesson.evidence_outcome_ids == (result.outcome_id,)
-    assert recalled.section.startswith("Lessons:\n- Prefer `shell:pytest`")
+    assert recalled.section.startswith(
+        "Lessons:\n- [proven here, confidence 0.50] Prefer `shell:pytest`"
+    )
     # A real score (similarity x context x confidence x recency), not a rank position.
     [score] = recalled.scores
     assert 0.0 < score < 1.0
