@@ -104,7 +104,10 @@ AUTHORITY_TERMS: tuple[str, ...] = (
     "keyring",
     # privilege
     "sudo",
-    "root",
+    "as root",
+    "root user",
+    "root access",
+    "root shell",
     "privileg",
     "escalat",
     "admin",
@@ -142,6 +145,7 @@ AUTHORITY_TERMS: tuple[str, ...] = (
     "contraseña",
     "mot de passe",
     "autoriz",
+    "autoris",
     "aprob",
     "approbation",
     "conferm",
@@ -280,7 +284,8 @@ def authority_by_lexicon(
     together. The operation and the tags are read like the text.
     """
     text = _folded((operation.replace(":", " "), *tags, content))
-    words = _WORDS.findall(text)
+    found = _WORDS.findall(text)
+    words = [*found, *(w.lstrip("-.") for w in found if w[0] in "-.")]
     for term in params.authority_terms:
         if " " in term or not term.isascii() or term.startswith((".", "-")):
             if term in text:
