@@ -454,6 +454,7 @@ class Node:
             csrf_token=new_csrf_token(),
             token=token,
             loopback_only=token is None,
+            evidence=lambda rows: ctx.lessons.evidence(rows),
         )
         self._console = await start_console(
             app, settings.console_listen, params=params.console, token=token
