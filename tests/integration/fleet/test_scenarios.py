@@ -26,10 +26,18 @@ pytestmark = pytest.mark.integration
 REPEATS = 3
 
 
+# These scenarios measure what one agent's lesson does for another: with no attestations
+# read yet, an import stays unverified at the receiver, never advice; every node here offers
+# it as a labelled hint in every plan-time prompt (share 1), which a scripted agent tries
+# first when nothing contradicts it (the canary). The gate's default share is measured by
+# ``lamarck fleet up``.
+SHARE = 1.0
+
+
 @pytest.fixture(scope="module")
 def fleet(module_fleet: Callable[..., Fleet]) -> Fleet:
     """The scripted scenarios' fleet (they run one after another on it)."""
-    return module_fleet(nodes=4)
+    return module_fleet(nodes=4, unverified_plan_share=SHARE)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +45,7 @@ def curve_fleet(module_fleet: Callable[..., Fleet]) -> Fleet:
     """A fresh fleet for the learning curves: the unlearn scenario before them leaves its
     nodes' reputations lowered by reality (a flipped environment contradicts an honest
     source), and the curves must measure sharing, not the order the tests ran in."""
-    return module_fleet(nodes=4)
+    return module_fleet(nodes=4, unverified_plan_share=SHARE)
 
 
 def _run(
@@ -69,7 +77,7 @@ def test_seed_a_mistake_b_never_issues_the_failing_form_and_sees_the_lesson(flee
         _, records = _run(fleet, "seed-mistake", k)
         b = _agent(records, SHARED, 1)
         assert all(r.mistakes == 0 for r in b), b  # B never issues the failing form
-        assert b[0].advised  # the node put A's lesson before B's call
+        assert b[0].advised  # the node offered A's lesson to B (a labelled hint)
         shared_steps.append(float(sum(len(r.operations) for r in b)))
         isolated_steps.append(float(sum(len(r.operations) for r in _agent(records, ISOLATED, 1))))
     _spread("seed-mistake: B's steps with sharing", shared_steps)
