@@ -109,12 +109,14 @@ def conflict_line(
     sides: Sequence[tuple[str, str]],
     holds: str | None,
     settled_by: Sequence[str] = (),
+    target: str = "",
 ) -> str:
     """One conflict: ``sides`` as ``(label, content)`` strongest first; ``holds`` names the
     class of the side that holds, or None when the conflict is unresolved; ``settled_by``
-    the operations whose next run settles it."""
+    the operations whose next run (on ``target``, for a mechanical pair) settles it."""
     shown = " vs ".join(f"[{label}] “{' '.join(text.split())}”" for label, text in sides)
     runs = " or ".join(f"`{op}`" for op in (settled_by or (operation,)))
+    runs += f" on {target}" if target else ""
     if holds is not None:
         verdict = f"The {holds} side holds; the next run of {runs} tests it."
     else:

@@ -87,8 +87,9 @@ class ShownConflict:
     operation: str
     sides: tuple[LessonRow, ...]
     leader: str | None
-    #: The operations whose next attributed run settles it.
+    #: The operations whose next attributed run settles it, and its mechanical target.
     settled_by: tuple[str, ...] = ()
+    target: str = ""
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -252,6 +253,7 @@ class Recall:
                     sides,
                     None if lead is None else sides[lead].id,
                     settled_by or (normalise_operation(sides[0].operation),),
+                    found.target if found is not None else "",
                 )
             )
         return out
@@ -267,6 +269,7 @@ class Recall:
             [(evidence_label(evidence[s.id], s.confidence), s.content) for s in conflict.sides],
             holds,
             conflict.settled_by,
+            conflict.target,
         )
 
     # -- plan time -----------------------------------------------------------------------------
