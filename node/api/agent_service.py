@@ -521,7 +521,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if request.session_id:
             for lesson_id in lesson_ids:
                 await service.report_use(lesson_id, request.session_id)
-        advice = conflicts = []
+        advice: list[lessons_pb2.LessonView] = []
+        conflicts: list[agent_pb2.LessonConflict] = []
         if found is not None:
             advice = [await self._view(r, found.evidence.get(r.id)) for r in found.lessons]
             conflicts = [await self._conflict(c, found.evidence) for c in found.conflicts]
