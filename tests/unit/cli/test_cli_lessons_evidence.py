@@ -1,4 +1,5 @@
-"""``lamarck lessons list`` and ``show`` print each lesson's evidence class and support."""
+"""``lamarck lessons list`` / ``show`` and ``recall`` / ``check`` print each lesson's evidence
+class and support."""
 
 from __future__ import annotations
 
@@ -12,8 +13,16 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from lamarck.client import Evidence, HistoryEntry, Lesson, LessonPage
-from lamarck.node.cli import app
+from lamarck.client import (
+    CheckResult,
+    Conflict,
+    Evidence,
+    HistoryEntry,
+    Lesson,
+    LessonPage,
+    RecallResult,
+)
+from lamarck.node.cli import agent_cmds, app
 from lamarck.node.cli import lessons as lessons_cli
 
 runner = CliRunner()
@@ -119,3 +128,33 @@ def test_show_names_the_class(tmp_path: Path) -> None:
         runner.invoke(app, ["lessons", "show", "u1", "--home", str(tmp_path), "--json"]).output
     )
     assert facts["evidence"]["class"] == "unverified" and facts["evidence"]["peers"] == 1
+
+
+class FakeAgentClient:
+    def recall(self, task: str, context: Any = None, **kw: Any) -> RecallResult:
+        return RecallResult((CORROBORATED,), "Lessons:", (0.5,), (UNVERIFIED,))
+
+    def check_operation(self, operation: str, **kw: Any) -> CheckResult:
+        conflict = Conflict(operation, (CORROBORATED, UNVERIFIED), holds="c1")
+        return CheckResult(
+            "A lesson on file ...", "", "", ("c1", "u1"), (CORROBORATED,), (conflict,)
+        )
+
+
+def test_recall_and_check_json_carry_each_lessons_evidence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    @contextmanager
+    def client_for(home: Path) -> Iterator[FakeAgentClient]:
+        yield FakeAgentClient()
+
+    monkeypatch.setattr(agent_cmds, "client_for", client_for)
+    home = ["--home", str(tmp_path), "--json"]
+    recalled = json.loads(runner.invoke(app, ["recall", "build the docs", *home]).output)
+    assert [x["evidence"] for x in recalled["lessons"]] == ["corroborated"]
+    assert recalled["unverified_hints"][0]["label"].startswith("unverified, from 1 peer")
+    checked = json.loads(runner.invoke(app, ["check", "shell:make docs", *home]).output)
+    assert checked["lessons"][0]["independent_principals"] == 2
+    [conflict] = checked["conflicts"]
+    assert conflict["holds"] == "c1"
+    assert [s["evidence"] for s in conflict["sides"]] == ["corroborated", "unverified"]
