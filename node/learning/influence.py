@@ -86,6 +86,15 @@ AUTHORITY_TERMS: tuple[str, ...] = (
     "autoaccept",
     "yolo",
     "dangerously",
+    "grant",
+    "review",
+    "push directly",
+    "push to main",
+    "force-push",
+    "force push",
+    "write access",
+    "read access",
+    "service account",
     # credentials and secrets
     "credential",
     "secret",
@@ -122,7 +131,8 @@ AUTHORITY_TERMS: tuple[str, ...] = (
     "outbound",
     "exfiltrat",
     "network access",
-    "internet access",
+    "internet",
+    "open port",
     "external host",
     # safety
     "safety",
@@ -133,6 +143,7 @@ AUTHORITY_TERMS: tuple[str, ...] = (
     "skip-checks",
     "skip-tests",
     "--force",
+    "expected to fail",
     # other languages: permission, approval, confirmation, password, credentials
     "permis",
     "permess",
@@ -236,9 +247,12 @@ class InfluenceParams:
     authority_actions: tuple[str, ...] = AUTHORITY_ACTIONS
     authority_objects: tuple[str, ...] = AUTHORITY_OBJECTS
     # Sentences of the authority topic for a semantic embedder, and the cosine to the nearest
-    # at which a lesson's vector is about authority, in (0, 1]. Provisional.
+    # at which a lesson's vector is about authority, in (0, 1]. Provisional: with MiniLM, 24
+    # authority lessons in several styles and languages reach 0.06-0.77 (median 0.49), 12
+    # ordinary build lessons at most 0.38; 0.40 gates 14 of the 24 and none of the 12 (the
+    # lexicon reads most of the rest).
     authority_prototypes: tuple[str, ...] = AUTHORITY_PROTOTYPES
-    authority_similarity: float = 0.45
+    authority_similarity: float = 0.40
     # Embedders whose vectors carry meaning (the prototypes are compared only in their space;
     # the hashing embedder's are lexical, so the lexicon alone speaks there).
     semantic_embedders: tuple[str, ...] = ("all-MiniLM-L6-v2",)
