@@ -357,20 +357,20 @@ class Recall:
             for r in active
             if evidence[r.id].decides and (r.id not in in_conflict or r.id in leaders)
         ]
-        # Hints: unverified lessons in no conflict, each by its own draw; a conflict of
-        # unverified sides only is shown when a draw for one of its sides passes.
-        hints: list[LessonRow] = []
-        shown_conflicts: list[ShownConflict] = []
-        for c in conflicts:
-            if any(evidence[s.id].decides for s in c.sides) or any(
-                plan_hint(evidence[s.id], core.rng.random(), influence) for s in c.sides
-            ):
-                shown_conflicts.append(c)
-        for r in active:
-            if r.id in in_conflict or evidence[r.id].decides:
-                continue
-            if plan_hint(evidence[r.id], core.rng.random(), influence):
-                hints.append(r)
+        # One draw of the node's RNG per unverified lesson per recall (rule 2). Hints:
+        # unverified lessons in no conflict whose draw passes; a conflict of unverified
+        # sides only is shown when the draw of one of its sides passes.
+        drawn = {
+            r.id: plan_hint(evidence[r.id], core.rng.random(), influence)
+            for r in active
+            if not evidence[r.id].decides
+        }
+        shown_conflicts = [
+            c
+            for c in conflicts
+            if any(evidence[s.id].decides or drawn.get(s.id, False) for s in c.sides)
+        ]
+        hints = [r for r in active if drawn.get(r.id) and r.id not in in_conflict]
         hints = hints[: influence.max_unverified_hints]
         wanted = lp.recall_limit if limit is None else max(1, min(limit, lp.recall_limit))
 
@@ -394,7 +394,7 @@ class Recall:
         for c in conflicts:
             held.update((s.id, s) for s in c.sides)
         contested = [
-            held[i] for i in dict.fromkeys(in_conflict_ordered(conflicts)) if i not in leaders
+            held[i] for i in dict.fromkeys(_sides_in_order(conflicts)) if i not in leaders
         ][: 2 * wanted]
         if not incognito:
             session = core.session(session_id)
@@ -415,7 +415,7 @@ class Recall:
             scored,
             tuple(contested),
             hints=hint_scores,
-            conflicts=tuple(c for c in shown_conflicts),
+            conflicts=tuple(shown_conflicts),
             evidence={
                 i: evidence[i]
                 for i in (
@@ -499,6 +499,6 @@ class Recall:
         return None if found is None else found.preamble
 
 
-def in_conflict_ordered(conflicts: Sequence[ShownConflict]) -> list[str]:
+def _sides_in_order(conflicts: Sequence[ShownConflict]) -> list[str]:
     """The sides of ``conflicts`` in order, each once."""
     return list(dict.fromkeys(i for c in conflicts for i in c.ids))
