@@ -4,9 +4,10 @@ An imported lesson that no outcome of this node has confirmed yet (and nobody in
 has corroborated) enters at most ``unverified_plan_share`` of plan-time prompts, as a labelled
 hint; the decision-time preamble (``CheckOperation``) never shows it as advice
 (``node/learning/influence.py``). This bench runs the fleet learning curve of
-``tests/integration/fleet/test_scenarios.py`` on real fleets, one fresh fleet per share and arm (4 admitted nodes, hashing embedder, every node started with the
-share in its home's ``lamarck.toml``), for each share in ``--shares`` (default 1.0, 0.5, 0.25,
-0.0; 1.0 offers every unverified import as a hint in every prompt):
+``tests/integration/fleet/test_scenarios.py`` on real fleets, one fresh fleet per share and
+arm (4 admitted nodes, hashing embedder, every node started with the share in its home's
+``lamarck.toml``), for each share in ``--shares`` (default 1.0, 0.5, 0.25, 0.0; 1.0 offers
+every unverified import as a hint in every prompt):
 
 * **honest**: the ``fleet-learning-curve`` workload (8 agents, 4 rounds, seeds 0, 1, 2), the
   shared arm against the same agents isolated;
