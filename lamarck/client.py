@@ -62,10 +62,13 @@ from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, records_pb2
 __all__ = [
     "DEFAULT_PACING",
     "DEFAULT_TIMEOUT_S",
+    "EVIDENCE_CLASSES",
     "AsyncClient",
     "AsyncServiceClient",
     "CheckResult",
     "Client",
+    "Conflict",
+    "Evidence",
     "HistoryEntry",
     "ImportAck",
     "ImportPacing",
@@ -111,6 +114,44 @@ class Situation:
     source: str
 
 
+#: What each evidence class means (the node's words; ``Evidence.evidence_class``).
+EVIDENCE_CLASSES = {
+    "proven_here": "learned here, or confirmed by this node's own outcomes: may drive decisions",
+    "corroborated": (
+        "confirmed by signed outcome attestations of enough independent principals (the "
+        "source's excluded), or accepted by a quorum certificate: may drive decisions"
+    ),
+    "unverified": ("from peers and confirmed by nobody independent: a hint at most, never advice"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """How far a lesson is proven for the node that shows it, counted by principal."""
+
+    evidence_class: str  # proven_here | corroborated | unverified | unspecified (older node)
+    independent_principals: int = 0  # independent principals whose attestations confirm it
+    contradicting_principals: int = 0
+    certified: bool = False  # a quorum certificate the node verified accepted it
+    peers: int = 0  # principals behind an import: its source and those confirming it
+    authority: bool = False  # a peer lesson about the agent's authority
+    approved: bool = False  # an operator approved the record on this node
+    label: str = ""  # e.g. "unverified, from 1 peer, confidence 0.29"
+
+    @property
+    def decides(self) -> bool:
+        """Whether the lesson may drive a decision (proven here or corroborated)."""
+        return self.evidence_class in ("proven_here", "corroborated")
+
+    @property
+    def rank(self) -> int:
+        """0 for the strongest class; what conflicts are ordered by first."""
+        return {"proven_here": 0, "corroborated": 1}.get(self.evidence_class, 2)
+
+
+UNKNOWN_EVIDENCE = Evidence("unspecified")
+
+
 @dataclass(frozen=True, slots=True)
 class Lesson:
     """A lesson as the node shows it (see ``LessonView`` in lessons.proto)."""
@@ -151,6 +192,8 @@ class Lesson:
     contested_with: tuple[str, ...] = ()
     #: Lessons it beat in a settled conflict.
     verified_against: tuple[str, ...] = ()
+    #: Its evidence class, independent support and label for the node that showed it.
+    evidence: Evidence = UNKNOWN_EVIDENCE
 
     @property
     def contested(self) -> bool:
@@ -165,12 +208,28 @@ class Lesson:
 
 
 @dataclass(frozen=True, slots=True)
+class Conflict:
+    """Lessons that disagree about an operation, strongest evidence first; ``holds`` is the
+    id of the side that holds (a strictly stronger class), "" while unresolved."""
+
+    operation: str
+    sides: tuple[Lesson, ...]
+    holds: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class RecallResult:
-    """Plan-time recall: lessons best first (with their scores) and the "Lessons:" section."""
+    """Plan-time recall: the advice best first (with their scores) and the "Lessons:" section.
+
+    ``lessons`` are proven here or corroborated; ``hints`` unverified peer lessons the section
+    shows under their own label (never advice); ``conflicts`` the disagreements it shows.
+    """
 
     lessons: tuple[Lesson, ...]
     section: str
     scores: tuple[float, ...] = ()
+    hints: tuple[Lesson, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,12 +262,18 @@ class OutcomeResult:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """What is on file for an operation about to run (advice only)."""
+    """What is on file for an operation about to run (advice only).
+
+    ``lessons`` are the advice (proven here or corroborated), strongest first; an unverified
+    lesson is never among them. ``conflicts`` are the disagreements on file about it.
+    """
 
     preamble: str
     probe: str
     unblock: str
     lesson_ids: tuple[str, ...]
+    lessons: tuple[Lesson, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,6 +460,23 @@ def _context_dict(ctx: lessons_pb2.MemoryContext) -> dict[str, Any]:
     }
 
 
+def _evidence(v: lessons_pb2.Evidence) -> Evidence:
+    return Evidence(
+        evidence_class=_name(lessons_pb2.EvidenceClass, v.evidence_class, "EVIDENCE_CLASS_"),
+        independent_principals=v.independent_principals,
+        contradicting_principals=v.contradicting_principals,
+        certified=v.certified,
+        peers=v.peers,
+        authority=v.authority,
+        approved=v.approved,
+        label=v.label,
+    )
+
+
+def _conflict(v: agent_pb2.LessonConflict) -> Conflict:
+    return Conflict(v.operation, tuple(_lesson(x) for x in v.sides), v.holds)
+
+
 def _lesson(v: lessons_pb2.LessonView) -> Lesson:
     return Lesson(
         id=v.id,
@@ -427,6 +509,7 @@ def _lesson(v: lessons_pb2.LessonView) -> Lesson:
         state=v.lifecycle_state,
         contested_with=tuple(v.contested_with),
         verified_against=tuple(v.verified_against),
+        evidence=_evidence(v.evidence) if v.HasField("evidence") else UNKNOWN_EVIDENCE,
     )
 
 
@@ -1033,6 +1116,8 @@ class AsyncClient(AsyncServiceClient):
             tuple(_lesson(x.lesson) for x in r.lessons),
             r.prompt_section,
             tuple(x.score for x in r.lessons),
+            tuple(_lesson(x.lesson) for x in r.hints),
+            tuple(_conflict(c) for c in r.conflicts),
         )
 
     async def check_operation(
@@ -1055,7 +1140,14 @@ class AsyncClient(AsyncServiceClient):
             subject=subject,
         )
         r = await self._unary("CheckOperation", request)
-        return CheckResult(r.preamble, r.probe, r.unblock, tuple(r.lesson_ids))
+        return CheckResult(
+            r.preamble,
+            r.probe,
+            r.unblock,
+            tuple(r.lesson_ids),
+            tuple(_lesson(x) for x in r.lessons),
+            tuple(_conflict(c) for c in r.conflicts),
+        )
 
     async def remember(
         self,

@@ -159,12 +159,11 @@ class NodeSettings(BaseSettings):
     max_identities_per_endorser: int = Field(default=8, ge=1, le=1_000_000)
     # Seconds between two recomputations of global trust, > 0.
     global_trust_interval_s: float = Field(default=60.0, gt=0, le=86_400)
-    # Share of plan-time prompts (recall's "Lessons:" section) an imported lesson no outcome of
-    # this node has confirmed yet may enter, in [0, 1]; 0: only decision-time preambles until a
-    # local outcome confirms it, 1: no caution (issue 12 §3.2, docs/trust.md "Exposure before
-    # proof": 0.25 cost the honest fleet no measured steps and cut the honest imports that
-    # poisoners' outcomes contradict from 4.0 to 1.3 per run).
-    exposure_plan_share: float = Field(default=1.0, ge=0, le=1)
+    # Share of plan-time prompts (recall's "Lessons:" section) an unverified peer lesson (not
+    # proven here, not corroborated) may enter as a labelled hint, in [0, 1]; it never drives
+    # a decision and is never advice in a decision-time preamble (docs/trust.md "Influence
+    # follows evidence"; provisional until the scenarios measure it).
+    unverified_plan_share: float = Field(default=0.25, ge=0, le=1)
     # The tools this node's agents use, each with the remedies its code declares: a situation
     # lesson (a remembered blocker, seed 002) about a tool not listed is refused on import
     # (`unused_tool`), one whose unblock/probe is not one listed too (`undeclared_situation`,

@@ -64,6 +64,8 @@ from lamarck.node.gossip.outbox import outbox_for
 from lamarck.node.health.render import gauge_values
 from lamarck.node.heap import limit_malloc_arenas
 from lamarck.node.importing.batch import PrimedEmbedder
+from lamarck.node.lessons.recall import authority_prototypes
+from lamarck.node.lessons.support import NoSupportReader
 from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging
 from lamarck.node.maintenance import MaintenanceLoop
@@ -304,6 +306,14 @@ class Node:
             token_counter=token_counter(params.learning.lesson.token_count_cache),
             transfer=params.transfer,
             max_future_skew_s=params.importing.max_future_skew_s,
+            # No attestations or certificates are read yet: every import is unverified
+            # until an outcome here confirms it.
+            support=NoSupportReader(),
+            # The authority topic in the embedder's space, where its vectors carry meaning
+            # (embedded once, off the loop); the lexicon reads it everywhere.
+            topics=await asyncio.to_thread(
+                authority_prototypes, embedder, embedder.name, params.learning.influence
+            ),
         )
         # The reputation book is loaded before the node serves: a reality event from the
         # first outcome goes into it even while the network side is still starting.
@@ -445,6 +455,7 @@ class Node:
             csrf_token=new_csrf_token(),
             token=token,
             loopback_only=token is None,
+            evidence=lambda rows: ctx.lessons.evidence(rows),
         )
         self._console = await start_console(
             app, settings.console_listen, params=params.console, token=token

@@ -25,7 +25,7 @@ from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, mean
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.importing.decision import ConservativeHighStakesRule, ImportParams
 from lamarck.node.importing.filters import DeclaredTool, FilterParams, default_filters
-from lamarck.node.learning.exposure import ExposureParams
+from lamarck.node.learning.influence import InfluenceParams
 from lamarck.node.learning.params import EvidenceParams, LearningParams
 from lamarck.node.learning.write_behind import WriteBehindParams
 from lamarck.node.store.recall_index import RecallIndexParams
@@ -147,7 +147,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
     by structure alone otherwise (also when no embedder is given).
     """
     learning = LearningParams(
-        exposure=ExposureParams(plan_share=settings.exposure_plan_share),
+        influence=InfluenceParams(unverified_plan_share=settings.unverified_plan_share),
         # The agent waits for no new lesson's vector and no recall's use marks (issue 17 §2).
         # They are written once the queue has been quiet for 0.1 s (or 256 vectors wait): in
         # a burst, the model embedding meanwhile took the agent's cores from its next calls.

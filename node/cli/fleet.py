@@ -169,6 +169,16 @@ def up(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the figures as one JSON line at the end.")
     ] = False,
+    unverified_plan_share: Annotated[
+        float | None,
+        typer.Option(
+            "--unverified-plan-share",
+            min=0.0,
+            max=1.0,
+            help="Every node's share of plan-time prompts an unverified lesson enters as a "
+            "hint (default: the node's own).",
+        ),
+    ] = None,
 ) -> None:
     """Start a fleet, run a workload with live progress, print the report; Ctrl-C stops it."""
     console = Console(stderr=as_json)
@@ -198,6 +208,7 @@ def up(
         redis_url=redis_url,
         base_port=base_port,
         declared_tools=plan.scenario.declared_tools if plan is not None else (),
+        unverified_plan_share=unverified_plan_share,
     )
     if plan is None:
         byz_nodes = tuple(i for i in range(nodes) if spec.is_byzantine(i))

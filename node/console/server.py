@@ -30,7 +30,7 @@ import hmac
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,8 +63,9 @@ from lamarck.node.console.markup import Markup, el, void
 from lamarck.node.console.plots import PlotParams
 from lamarck.node.health.figures import Finding, Severity
 from lamarck.node.health.render import report_from_json
+from lamarck.node.learning.influence import LessonEvidence
 from lamarck.node.net import is_loopback_host
-from lamarck.node.store.port import LessonFilter, LessonStore, QuarantineRow
+from lamarck.node.store.port import LessonFilter, LessonRow, LessonStore, QuarantineRow
 from lamarck.proto.timefmt import parse_ts
 from lamarck.proto.v1 import operator_pb2
 
@@ -78,6 +79,9 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+#: Reads lessons' evidence by id (``LessonService.evidence``).
+EvidenceOf = Callable[[Sequence[LessonRow]], Awaitable[Mapping[str, LessonEvidence]]]
 
 #: The cookie carrying the operator token after ``/login`` (off-loopback consoles).
 COOKIE = "lamarck_console"
@@ -137,7 +141,10 @@ class ConsoleApp:
         csrf_token: str,
         token: str | None = None,
         loopback_only: bool = True,
+        evidence: EvidenceOf | None = None,
     ) -> None:
+        """``evidence`` reads the lessons' evidence classes (the lesson service's; None: the
+        pages show none)."""
         if not csrf_token:
             raise ConfigError("the console needs an anti-forgery token", reason="no_csrf_token")
         self._op = operator
@@ -148,6 +155,7 @@ class ConsoleApp:
         self._csrf = csrf_token
         self._token = token
         self._loopback_only = loopback_only
+        self._evidence = evidence
 
     # -- entry point -------------------------------------------------------------------------
     async def handle(self, request: Request) -> Response:
@@ -316,13 +324,15 @@ class ConsoleApp:
     async def _lessons(self) -> Response:
         flt = LessonFilter(statuses=None, limit=self._p.lessons_shown)
         rows = await self._store().list_lessons(flt)
-        return self._html("Lessons", "lessons", pages.lessons_page(rows))
+        evidence = await self._evidence(rows) if self._evidence is not None else {}
+        return self._html("Lessons", "lessons", pages.lessons_page(rows, evidence))
 
     async def _lesson(self, lesson_id: str) -> Response:
         store = self._store()
         row = await store.get_lesson(lesson_id)
         events = await store.lesson_events([lesson_id])
-        return self._html("Lesson", "lessons", pages.lesson_page(row, events))
+        evidence = await self._evidence([row]) if self._evidence is not None else {}
+        return self._html("Lesson", "lessons", pages.lesson_page(row, events, evidence.get(row.id)))
 
     async def _health(self) -> Response:
         reply = await self._op.GetHealth(operator_pb2.GetHealthRequest(), None)

@@ -105,9 +105,18 @@ class FleetSpec:
     # Every node's ``declared_tools`` setting (one JSON object per tool): the tools its agents
     # use, the only ones a situation lesson from a peer may be about (the blocker scenario's).
     declared_tools: tuple[str, ...] = ()
+    # Every node's ``unverified_plan_share`` (None: the node's own default): the share of
+    # plan-time prompts an unverified peer lesson enters as a labelled hint.
+    unverified_plan_share: float | None = None
 
     def __post_init__(self) -> None:
         """Refuse sizes and values the nodes would refuse later."""
+        share = self.unverified_plan_share
+        if share is not None and not (isinstance(share, int | float) and 0.0 <= share <= 1.0):
+            raise ConfigError(
+                f"invalid unverified_plan_share={share!r}: must be in [0, 1]",
+                field="unverified_plan_share",
+            )
         if not isinstance(self.nodes, int) or not 1 <= self.nodes <= 100:
             raise ConfigError(f"invalid nodes={self.nodes}: must be in [1, 100]", field="nodes")
         if not 0 <= self.byzantine < self.nodes:
@@ -392,6 +401,8 @@ class Fleet:
             "log_level": self.spec.log_level,
             "declared_tools": self.spec.declared_tools,
         }
+        if self.spec.unverified_plan_share is not None:
+            flags["unverified_plan_share"] = self.spec.unverified_plan_share
         return spawn_node(name, home, flags, log_path=self.dir / "logs" / f"{name}.log")
 
     def _save_nodes(self) -> None:

@@ -191,7 +191,8 @@ def test_an_operator_retraction_of_one_record_takes_only_its_lesson_out(
         f'operator_public_key = "{operator.public_key_b64}"\n'
     )
     source = net.start(operator_public_key=operator.public_key_b64)
-    receiver = net.start(operator_public_key=operator.public_key_b64)
+    # Every unverified import in every plan-time prompt (as a hint): what leaves is visible.
+    receiver = net.start(operator_public_key=operator.public_key_b64, unverified_plan_share=1.0)
     wrong = _lesson(source.home, "shell:make wrong", "Run make wrong before the build.")
     right = _lesson(source.home, "shell:make right", "Run make right before the build.")
     with Client(receiver.agent_addr, timeout=30) as client:
@@ -222,3 +223,4 @@ def test_an_operator_retraction_of_one_record_takes_only_its_lesson_out(
     with Client(receiver.agent_addr, timeout=20) as client:
         recalled = client.recall("run make before the build", project_digest="ab" * 32)
     assert "make wrong" not in recalled.section
+    assert wrong_id not in {x.record["id"] for x in recalled.hints}

@@ -21,7 +21,9 @@ pytestmark = pytest.mark.integration
 
 
 def test_a_lesson_learned_on_a_reaches_b_with_the_transferred_confidence(net: Any) -> None:
-    a, b = net.start(), net.start()
+    # B shows an unverified import in every plan-time prompt (as a labelled hint, never
+    # advice), so the test sees it without drawing for it.
+    a, b = net.start(), net.start(unverified_plan_share=1.0)
     target = f"docs-{uuid.uuid4().hex[:8]}"
     lesson = net.learn(a, target)
 
@@ -32,7 +34,13 @@ def test_a_lesson_learned_on_a_reaches_b_with_the_transferred_confidence(net: An
     assert copy.confidence == pytest.approx(expected_transfer(lesson.confidence))
     with Client(b.agent_addr, timeout=20) as client:
         recalled = client.recall(f"build {target}", session_id="b-1")
-    assert copy.id in [x.id for x in recalled.lessons]
+        check = client.check_operation(copy.operation, session_id="b-1")
+    # Unverified at B: a labelled hint at plan time, never advice, never in the preamble.
+    assert copy.id not in [x.id for x in recalled.lessons]
+    [hint] = [x for x in recalled.hints if x.id == copy.id]
+    assert hint.evidence.evidence_class == "unverified" and hint.evidence.peers == 1
+    assert f"[{hint.evidence.label}] {copy.content}" in recalled.section
+    assert copy.id not in check.lesson_ids and copy.content not in check.preamble
 
 
 def test_a_node_stopped_before_the_publish_gets_the_lesson_after_restart(net: Any) -> None:
