@@ -64,8 +64,8 @@ from lamarck.node.gossip.outbox import outbox_for
 from lamarck.node.health.render import gauge_values
 from lamarck.node.heap import limit_malloc_arenas
 from lamarck.node.importing.batch import PrimedEmbedder
+from lamarck.node.lessons.attested_support import SharingSupportReader
 from lamarck.node.lessons.recall import authority_prototypes
-from lamarck.node.lessons.support import NoSupportReader
 from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging
 from lamarck.node.maintenance import MaintenanceLoop
@@ -306,9 +306,11 @@ class Node:
             token_counter=token_counter(params.learning.lesson.token_count_cache),
             transfer=params.transfer,
             max_future_skew_s=params.importing.max_future_skew_s,
-            # No attestations or certificates are read yet: every import is unverified
-            # until an outcome here confirms it.
-            support=NoSupportReader(),
+            # Attestations kept and quorum certificates held, counted by principal in the
+            # registry's view; no support until the sharing side runs.
+            support=SharingSupportReader(
+                lambda: self._sharing.support if self._sharing is not None else None
+            ),
             # The authority topic in the embedder's space, where its vectors carry meaning
             # (embedded once, off the loop); the lexicon reads it everywhere.
             topics=await asyncio.to_thread(

@@ -31,6 +31,8 @@ from lamarck.node.api.peer_handlers import PublishDeps, handle_publish, handle_s
 from lamarck.node.gossip.publisher import GossipParams, sign_lesson
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
+from lamarck.node.learning.influence import InfluenceParams
+from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.scopes import project_scope
 from lamarck.node.lessons.attested_support import AttestedSupportReader, SharingSupportReader
 from lamarck.node.sharing.attestations import Attestations
@@ -114,8 +116,10 @@ class Node:
         self.identity = identity
         self.clock = FixedClock()
         self.store = InMemoryLessonStore(dim=DIM)
+        # Every recall shows the unverified import (as a hint), so each outcome judges it.
+        shown = LearningParams(influence=InfluenceParams(unverified_plan_share=1.0))
         self.service = LessonService(
-            self.store, TinyEmbedder(), self.clock, rng=random.Random(seed)
+            self.store, TinyEmbedder(), self.clock, shown, rng=random.Random(seed)
         )
         book = InMemoryReputation(ReputationParams(), self.clock)
         self.pipeline = ImportPipeline(
