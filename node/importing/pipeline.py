@@ -440,7 +440,9 @@ def version_events(
                 source,
                 row.confidence,
                 row.confidence,
-                reason=_end_reason(kind, record) + why,
+                # A retirement's reason is the record's; a superseded record's reason is the
+                # one of the version it was (its edit says why it was superseded).
+                reason=_end_reason(kind, record) + (why if kind == "retired" else ""),
                 version=version,
             )
         )
@@ -448,7 +450,8 @@ def version_events(
 
 
 def _end_reason(kind: str, record: MemoryV2) -> str:
-    """ "retired by <who> at its source", "superseded by its source with <id>"..."""
+    """Who ended the copy, as the record says: by ``<who>`` at its source (a retirement), by its
+    source with ``<successor id>`` (an edit), or by its source."""
     ended_by = record.metadata.superseded_by or ""
     if ended_by.startswith("retired:") and ended_by != "retired:":
         return f"{kind} by {ended_by.removeprefix('retired:')} at its source"
