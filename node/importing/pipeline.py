@@ -1098,9 +1098,11 @@ class ImportPipeline:
         assert decision.confidence is not None  # set for every accept
         older = await self._older_copy(record.id)
         past: LessonRow | None = None
+        edited: str | None = None  # the bytes an edit moves the copy past
         if older is None:
             # The source's edit of a lesson held here: a new version of the same lesson.
             older = await self._edited_copy(record)
+            edited = older.content_hash if older is not None else None
             past = None if older is not None else await self._successor_copy(record)
         elif held_record_id(older) not in (None, record.id):
             past, older = older, None
@@ -1108,6 +1110,7 @@ class ImportPipeline:
             # A version of a record whose copy here has moved on to the source's edit of it
             # (or one naming a successor held here): history, the copy stays as it is.
             self._view.note_held(record, signed.content_hash, lesson_id=past.id)
+            self._view.held.keep_history(signed.content_hash)
             if not counted:
                 self._count(record, now)
             IMPORTS.labels(result="accepted", reason="").inc()
@@ -1155,6 +1158,8 @@ class ImportPipeline:
             IMPORTS.labels(result="duplicate", reason="").inc()
             return dataclasses.replace(base, lesson_id=lesson_id)
         self._view.note_held(record, signed.content_hash, lesson_id=row.id)
+        if edited is not None:
+            self._view.held.keep_history(edited)
         if not counted:
             self._count(record, now)
         IMPORTS.labels(result="accepted", reason="").inc()

@@ -120,11 +120,14 @@ class AntiEntropy:
         return received
 
     async def held_hashes(self) -> set[str]:
-        """What this node holds, by the same selection a Sync serves (also when incognito)."""
+        """What this node holds, by the same selection a Sync serves (also when incognito),
+        and the versions it judged and kept as history only (a copy that moved on to its
+        source's edit holds the edit's bytes, not the superseded record's: pulled again each
+        round, it would be judged again each round)."""
         held = await shareable_records(
             self._store, self._identity, self._params, self._band_of, self._identity.node_id
         )
-        return set(held)
+        return set(held) | self._pipeline.view.held.history_hashes()
 
     async def own_projects(self) -> list[str]:
         """The project scopes this node works on, declared in every Sync it sends."""

@@ -39,6 +39,7 @@ from lamarck.node.importing.pipeline import ImportSource
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter, LessonStatus
 from lamarck.node.store.service import LessonService
+from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.signed import SignedMemory
@@ -340,6 +341,9 @@ async def test_an_edit_at_the_source_is_a_new_version_of_the_holders_copy_eviden
     assert edit.reason == (
         f"edited by its source: record {edited.id} supersedes {a.lesson_id}: clearer"
     )
+    # The superseded record is history here: a Sync does not pull it again each round.
+    superseded = next(raw for raw in shared if b'"status":"superseded"' in raw)
+    assert sha256_hex(superseded) in b.pipeline.view.held.history_hashes()
     # Re-pushes of either record change nothing more.
     for raw in shared:
         assert (await b.offer(raw, via=SOURCE)).outcome is ImportOutcome.DUPLICATE
