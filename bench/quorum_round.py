@@ -19,6 +19,7 @@ import asyncio
 import random
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -127,6 +128,9 @@ class _Pins:
 
     async def is_revoked(self, node_id: str) -> bool:
         return False
+
+    async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
+        return {}
 
 
 class _Sink:

@@ -82,6 +82,8 @@ class CachedDirectory(PeerDirectory):
         # Principals seen while the registry answered (in memory only: re-learnt after a restart).
         self._principals: dict[str, str] = {}
         self._revoked: set[str] = set()
+        # Ids admitted through a revoked identity, with it, as last answered (in memory only).
+        self._through: dict[str, str] = {}
         # Every operator-signed retraction seen, by the content hash it retracts.
         self._retractions: dict[str, Retraction] = {}
         # Per id, the keys a verified rotation retired: never believed again as its pin.
@@ -222,6 +224,22 @@ class CachedDirectory(PeerDirectory):
             else:
                 self._principals.pop(node_id, None)
         return found
+
+    async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """The registry's answer (remembered), or the remembered one while it is down; an id
+        this node saw revoked is revoked through itself, here as in the registry."""
+        found = {i: i for i in node_ids if i in self._revoked}
+        wanted = [i for i in node_ids if i not in found]
+        answer = await self._try(lambda: self._inner.revoked_through(wanted))
+        if isinstance(answer, _Down):
+            return found | {i: self._through[i] for i in wanted if i in self._through}
+        for node_id in wanted:
+            if node_id in answer:
+                self._through[node_id] = answer[node_id]
+            else:
+                # Registered again with new material: its chain no longer runs there.
+                self._through.pop(node_id, None)
+        return found | answer
 
     async def endorsement_for(self, node_id: str) -> Endorsement | None:
         """Pass-through (endorsements are not cached: they only matter for admission)."""

@@ -156,6 +156,12 @@ class PeerDirectory(abc.ABC):
         that admitted it, or the root of its endorsement chain (ids it cannot vouch for are
         absent, and count for nothing)."""
 
+    @abc.abstractmethod
+    async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """For each of ``node_ids`` that is revoked or admitted through a revoked identity
+        (an endorser anywhere on its admission chain), that identity; the others are absent.
+        Revoking an identity reaches everyone it admitted (``lamarck.registry.proofs``)."""
+
     async def principal_of(self, node_id: str) -> str | None:
         """``node_id``'s principal, or ``None`` (unknown, unproven or revoked)."""
         return (await self.principals([node_id])).get(node_id)

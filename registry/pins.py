@@ -2,11 +2,13 @@
 
 ``KeyPins`` is what the check needs from a directory (``CachedDirectory`` implements it); the
 decision itself is ``lamarck.registry.rules.pin_decision``. An unreachable registry is a
-refusal (``registry_unavailable``): fail closed.
+refusal (``registry_unavailable``): fail closed. An id admitted through a revoked identity (an
+endorser anywhere on its chain) is refused as revoked (``revoked_source``), naming it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from lamarck.errors import RegistryError
@@ -26,12 +28,21 @@ class KeyPins(Protocol):
         """Whether ``node_id`` was revoked."""
         ...
 
+    async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """For each of ``node_ids`` admitted through a revoked identity, that identity."""
+        ...
+
 
 async def pin_refusal(pins: KeyPins, node_id: str, key: str | None) -> tuple[PinReason, str] | None:
     """Why ``key`` is not the registered, unrevoked key of ``node_id``, or None when it is."""
     try:
         revoked = await pins.is_revoked(node_id)
         pinned = None if revoked else await pins.pinned_key(node_id)
+        # An id whose admission no longer verifies may have been admitted through a revoked
+        # identity: then it is revoked too, and says so (asked only then: one more read).
+        via = None
+        if not revoked and pinned is None:
+            via = (await pins.revoked_through([node_id])).get(node_id)
     except RegistryError as e:
         return PinReason.REGISTRY_UNAVAILABLE, f"{node_id} cannot be checked: {e}"
-    return pin_decision(node_id, key, revoked=revoked, pinned=pinned)
+    return pin_decision(node_id, key, revoked=revoked, pinned=pinned, revoked_via=via)

@@ -40,7 +40,19 @@ it is the one principal); in ``endorsed`` mode the token-admitted id at the root
 endorsement chain, itself for a token-admitted id (each identity the operator's tokens let in
 answers for itself and for every identity it mints down its chain, so a root and its endorsees
 are one principal, never two); in ``open`` mode the id itself. Quorums and corroboration
-count principals, not keys (``lamarck.reputation.principals``).
+count principals, not keys (``lamarck.reputation.principals``). It also names
+the id's **chain** (``VerifiedProof.chain``): the endorsers its admission runs through,
+nearest first.
+
+``revoked_through`` is the chain rule of revocation: an id is revoked *through* a revoked
+identity when it is that identity or that identity is on its admission chain. The chain is
+the one its proof shows once revocations are set aside (every link still verified: the
+registration signed by the id's own key chain, each endorsement by a key its endorser held),
+so a revoked endorser's endorsees are known for what they are, however deep, and nobody
+else is: records a writer forged name no chain. Revoking an identity thereby reaches every
+identity it admitted, directly or through others; the taint sweep takes their lessons out
+and the import pipeline refuses their records (``revoked_source``). An endorsee that
+registers again with new material (another endorser, a token) has a new chain.
 
 Everything here is pure: values in (``IdFacts`` as fetched, an explicit ``now``), a verdict
 out. ``ProofMemo`` remembers verdicts for ``memo_ttl_s`` (keyed by the exact records, so a
@@ -59,7 +71,7 @@ import json
 import logging
 import math
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -93,6 +105,7 @@ __all__ = [
     "VerifiedProof",
     "endorser_to_fetch",
     "revocation_holds",
+    "revoked_through",
     "verify_admission",
 ]
 
@@ -191,6 +204,8 @@ class VerifiedProof:
     #: endorsement leads back to; itself for a token-admitted id), so every identity a node
     #: mints counts as its endorser's principal; in ``open`` mode, the id itself.
     principal: str = ""
+    #: The endorsers this admission runs through, nearest first (empty for a root).
+    chain: tuple[str, ...] = ()
 
     @property
     def pinned_key(self) -> str:
@@ -421,10 +436,10 @@ def _verify_uncached(
     except (LamarckError, ValueError) as e:
         raise ProofInvalid(f"proof signature: {e}", reason="bad_proof") from e
     # (4) The admission material admits this id and key, in the reader's mode.
-    via, height, principal = _check_material(
+    via, height, principal, chain = _check_material(
         reg, created, facts, policy=policy, now=now, memo=memo, budget=budget, path=path
     )
-    return VerifiedProof(node_id, keys, retired_at, via, height, principal)
+    return VerifiedProof(node_id, keys, retired_at, via, height, principal, chain)
 
 
 def _check_chain(
@@ -478,12 +493,13 @@ def _check_material(
     memo: ProofMemo | None,
     budget: int,
     path: frozenset[str],
-) -> tuple[AdmittedVia, int, str]:
-    """On what grounds ``reg`` admits its id, its endorsement height, and its principal."""
+) -> tuple[AdmittedVia, int, str, tuple[str, ...]]:
+    """On what grounds ``reg`` admits its id, its endorsement height, its principal and the
+    endorsers it runs through (nearest first)."""
     node_id = reg.node_id
     if policy.mode is AdmissionMode.OPEN:
         # Nobody admitted it: each identity answers only for itself.
-        return AdmittedVia.OPEN, 0, node_id
+        return AdmittedVia.OPEN, 0, node_id, ()
     token = reg.admission.enrollment_token
     endorsement = reg.admission.endorsement
     if token is not None:
@@ -503,8 +519,8 @@ def _check_material(
         # token admits a root that answers for itself and for what it mints; in an operator
         # network the operator admitted every node and is their one principal.
         if policy.mode is AdmissionMode.ENDORSED:
-            return AdmittedVia.ENROLLMENT, 0, node_id
-        return AdmittedVia.ENROLLMENT, 0, policy.operator_public_key or ""
+            return AdmittedVia.ENROLLMENT, 0, node_id, ()
+        return AdmittedVia.ENROLLMENT, 0, policy.operator_public_key or "", ()
     if policy.mode is AdmissionMode.OPERATOR:
         raise ProofInvalid("operator admission needs an enrollment token", reason="bad_enrollment")
     if endorsement is None:
@@ -577,7 +593,56 @@ def _check_material(
     except AdmissionRefused as e:
         raise ProofInvalid(str(e), reason=e.reason) from e
     # An endorser's minted identities are its principal's: the chain's root.
-    return AdmittedVia.ENDORSEMENT, endorsing.height + 1, endorsing.principal
+    return (
+        AdmittedVia.ENDORSEMENT,
+        endorsing.height + 1,
+        endorsing.principal,
+        (
+            endorser,
+            *endorsing.chain,
+        ),
+    )
 
 
 _NONE: Collection[str] = frozenset()
+
+
+def revoked_through(
+    node_id: str,
+    facts: Mapping[str, IdFacts],
+    *,
+    policy: ProofPolicy,
+    now: datetime,
+    memo: ProofMemo | None = None,
+    chain_memo: ProofMemo | None = None,
+) -> str | None:
+    """The revoked identity ``node_id``'s admission runs through: itself if it is revoked,
+    else the nearest revoked endorser of its chain; ``None`` when there is none (see the
+    module doc).
+
+    ``facts`` holds the records of ``node_id`` and of its chain (``endorser_to_fetch``).
+    ``memo`` remembers verified revocations; ``chain_memo`` the proofs verified with
+    revocations set aside, which must never mix with the verdicts of ``verify_admission``
+    (a proof refused for a revoked endorser verifies there). An id whose proof does not
+    verify even so has no chain: ``None`` unless it is revoked itself.
+    """
+    if node_id in facts and revocation_holds(facts[node_id], policy, now, memo):
+        return node_id
+    unrevoked = {i: replace(f, revocation=None) for i, f in facts.items()}
+    try:
+        proof = _verify(
+            node_id,
+            unrevoked,
+            policy=policy,
+            now=now,
+            memo=chain_memo,
+            budget=policy.proof_params.max_endorsement_depth,
+            path=frozenset(),
+        )
+    except ProofInvalid:
+        return None
+    for endorser in proof.chain:
+        own = facts.get(endorser)
+        if own is not None and revocation_holds(own, policy, now, memo):
+            return endorser
+    return None

@@ -66,6 +66,7 @@ from lamarck.registry.proofs import (
     VerifiedProof,
     endorser_to_fetch,
     revocation_holds,
+    revoked_through,
     verify_admission,
 )
 from lamarck.registry.records import (
@@ -258,6 +259,8 @@ class RecordDirectory(PeerDirectory):
         self._policy = ProofPolicy.of(params, operator_public_key, proof_params)
         # Per directory: verdicts hold for this policy only, for proof_params.memo_ttl_s.
         self._memo = ProofMemo(self._policy.proof_params)
+        # Proofs verified with revocations set aside (``revoked_through``): kept apart.
+        self._chain_memo = ProofMemo(self._policy.proof_params)
 
     @property
     def params(self) -> RegistryParams:
@@ -303,6 +306,22 @@ class RecordDirectory(PeerDirectory):
         ``memo`` defaults to the directory's (reads); writes pass a fresh one.
         """
         memo = self._memo if memo is None else memo
+        await self._fetch_endorsers(facts, node_ids, now, memo)
+        verdicts: dict[str, VerifiedProof | ProofInvalid] = {}
+        for node_id in node_ids:
+            try:
+                verdicts[node_id] = verify_admission(
+                    node_id, facts, policy=self._policy, now=now, memo=memo
+                )
+            except ProofInvalid as e:
+                verdicts[node_id] = e  # logged by verify_admission when first judged
+        return verdicts
+
+    async def _fetch_endorsers(
+        self, facts: dict[str, IdFacts], node_ids: Collection[str], now: datetime, memo: ProofMemo
+    ) -> None:
+        """Fetch into ``facts`` the records of the endorsers ``node_ids``' proofs lean on, one
+        read per level, stopping wherever ``memo`` answers."""
         frontier, seen = set(node_ids), set(node_ids)
         for _ in range(self._policy.proof_params.max_endorsement_depth):
             wanted: set[str] = set()
@@ -320,15 +339,6 @@ class RecordDirectory(PeerDirectory):
             if missing:
                 facts.update(await self._records.facts(missing))
             frontier = wanted
-        verdicts: dict[str, VerifiedProof | ProofInvalid] = {}
-        for node_id in node_ids:
-            try:
-                verdicts[node_id] = verify_admission(
-                    node_id, facts, policy=self._policy, now=now, memo=memo
-                )
-            except ProofInvalid as e:
-                verdicts[node_id] = e  # logged by verify_admission when first judged
-        return verdicts
 
     async def _admitted(
         self,
@@ -585,6 +595,29 @@ class RecordDirectory(PeerDirectory):
             for i, proof in admitted.items()
             if proof.principal and not self._revoked(facts[i], now)
         }
+
+    async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """For each of ``node_ids`` revoked or admitted through a revoked identity, that
+        identity (``lamarck.registry.proofs.revoked_through``); the others are absent."""
+        if not node_ids:
+            return {}
+        facts = await self._records.facts(sorted(set(node_ids)))
+        now = self._clock.now()
+        # Every link's records, whatever a memo knows: each endorser's revocation is read.
+        await self._fetch_endorsers(facts, list(facts), now, self._fresh_memo())
+        found: dict[str, str] = {}
+        for node_id in facts:
+            via = revoked_through(
+                node_id,
+                facts,
+                policy=self._policy,
+                now=now,
+                memo=self._memo,
+                chain_memo=self._chain_memo,
+            )
+            if via is not None:
+                found[node_id] = via
+        return found
 
     async def endorsees(self, endorser_id: str) -> frozenset[str]:
         """The identities ``endorser_id`` admitted by endorsement (revoked ones included)."""

@@ -386,13 +386,24 @@ class PinReason(StrEnum):
 
 
 def pin_decision(
-    node_id: str, key: str | None, *, revoked: bool, pinned: str | None
+    node_id: str,
+    key: str | None,
+    *,
+    revoked: bool,
+    pinned: str | None,
+    revoked_via: str | None = None,
 ) -> tuple[PinReason, str] | None:
     """Why ``key`` is not the registered, unrevoked key of ``node_id`` (a reason and a phrase
     about ``node_id``), or None when it is; ``revoked`` and ``pinned`` are the registry's
-    facts about ``node_id`` (``pinned`` None: it never registered)."""
+    facts about ``node_id`` (``pinned`` None: it never registered), ``revoked_via`` the
+    revoked identity its admission ran through, if any."""
     if revoked:
         return PinReason.REVOKED_SOURCE, f"{node_id} is revoked"
+    if revoked_via is not None and revoked_via != node_id:
+        return (
+            PinReason.REVOKED_SOURCE,
+            f"{node_id} was admitted through {revoked_via}, which is revoked",
+        )
     if pinned is None:
         return PinReason.UNREGISTERED_SOURCE, f"{node_id} is not registered"
     if key != pinned:

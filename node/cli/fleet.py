@@ -233,7 +233,8 @@ def up(
         else:
             assert work is not None
             figures = _run_workload(console, fleet, work, seed)
-        figures.update(_show_quorums(console, fleet))
+        # Whole-fleet totals from every ledger at the end, not per-run figures: named fleet_*.
+        figures.update({f"fleet_{k}": v for k, v in _show_quorums(console, fleet).items()})
         figures["fleet_nodes"] = float(nodes)
         figures["fleet_byzantine"] = float(byzantine)
         figures["fleet_operators"] = float(operators)

@@ -110,6 +110,7 @@ _LESSON_COLUMNS = (
     "recipients",
     "contested_with",
     "verified_against",
+    "change_reason",
     "embedding",
 )
 _PROVENANCE_COLUMNS = ("lesson_id", "source_node_id", "via_node_id", "received_at", "content_hash")
@@ -369,6 +370,7 @@ def _lesson_args(row: LessonRow) -> list[Any]:
         list(row.recipients),
         list(row.contested_with),
         list(row.verified_against),
+        row.change_reason,
         None if row.embedding is None else np.asarray(row.embedding, dtype=np.float32),
     ]
 
@@ -467,6 +469,7 @@ def _to_lesson(rec: Any) -> LessonRow:
         recipients=tuple(rec["recipients"]),
         contested_with=tuple(rec["contested_with"]),
         verified_against=tuple(rec["verified_against"]),
+        change_reason=rec["change_reason"],
         provenance=tuple(
             ProvenanceEntry(src, via, at.astimezone(UTC), digest)
             for src, via, at, digest in rec["provenance"]

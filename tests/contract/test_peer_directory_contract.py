@@ -566,6 +566,30 @@ async def test_revoking_an_endorser_withdraws_the_admissions_it_granted(
     assert await directory.pinned_key(b) == net.b.public_key_b64
 
 
+async def test_a_revocation_reaches_every_identity_admitted_through_the_revoked_one(
+    directory: PeerDirectory, net: Net
+) -> None:
+    a, b, c = net.a.node_id, net.b.node_id, net.c.node_id
+    await directory.register(await net.registration(directory, net.a))
+    await directory.register(
+        await net.registration(
+            directory, net.b, token=False, endorsement=net.endorsement(net.a, net.b), port=7001
+        )
+    )
+    await directory.register(
+        await net.registration(
+            directory, net.c, token=False, endorsement=net.endorsement(net.b, net.c), port=7002
+        )
+    )
+    assert await directory.revoked_through([a, b, c]) == {}
+    await directory.revoke(
+        sign_revocation(net.operator, node_id=a, reason="sybil farm", created_at=net.clock.now())
+    )
+    # At once (no memo in the way): a itself, b endorsed by a, c endorsed by b.
+    assert await directory.revoked_through([a, b, c]) == {a: a, b: a, c: a}
+    assert await directory.revoked_through([]) == {}
+
+
 async def test_an_operator_retraction_reaches_every_reader_even_one_opened_later(
     registry: Registry, directory: PeerDirectory, net: Net
 ) -> None:

@@ -47,6 +47,9 @@ class _Pins:
     async def is_revoked(self, node_id: str) -> bool:
         return False
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 class _Counting(Embedder):
     def __init__(self) -> None:

@@ -71,6 +71,9 @@ class Pins:
     async def is_revoked(self, node_id: str) -> bool:
         return node_id in self.revoked
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 class Events:
     """A ``ReputationSink`` that keeps what it is told."""

@@ -111,6 +111,9 @@ class Pins:
     async def is_revoked(self, node_id: str) -> bool:
         return False
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 class Principals:
     """Open admission: every known id is its own principal, unless grouped."""

@@ -145,6 +145,9 @@ class Registry:
     async def is_revoked(self, node_id: str) -> bool:
         return False
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 async def start_node(seed: int, known: Sequence[NodeIdentity] | None = None) -> Node:
     """Build a node around a fresh in-memory store and serve it on loopback; ``known`` are

@@ -457,6 +457,9 @@ class FakePins:
     async def is_revoked(self, node_id: str) -> bool:
         return node_id in self.revoked
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 async def _serve(servicer: OperatorServicer) -> tuple[grpc.aio.Server, AsyncOperatorClient]:
     server = grpc.aio.server(interceptors=[ErrorInterceptor()])

@@ -39,6 +39,9 @@ class Pins:
             raise RegistryError("redis is down", reason="unavailable")
         return node_id in self.revoked
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 def _setup(pins: Pins) -> tuple[FixedClock, PeerTokens, PeerAuthenticator]:
     clock = FixedClock(T0)

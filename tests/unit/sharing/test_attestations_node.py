@@ -95,6 +95,9 @@ class Pins:
     async def is_revoked(self, node_id: str) -> bool:
         return False
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 class Sink:
     """A reputation sink that keeps what it is told."""
