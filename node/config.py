@@ -92,8 +92,12 @@ class NodeSettings(BaseSettings):
     # in node.json and `lamarck node status`); empty disables.
     metrics_listen: str = "127.0.0.1:0"
     # The operator console over HTTP, on loopback by default (port 0: one is picked, shown at
-    # start and by `lamarck node status`); off loopback it needs the agent token. Empty disables.
+    # start and by `lamarck node status`); always behind the operator's login (a one-time URL
+    # printed at start and kept in node.json, or <home>/operator.token). Empty disables.
     console_listen: str = "127.0.0.1:0"
+    # Host names the console answers besides the loopback names and its listen host, exactly
+    # (no prefixes, no wildcards): a name the operator browses it by off loopback.
+    console_hosts: tuple[str, ...] = ()
     # Seconds between two refreshes of the health and status gauges (and of the peer
     # service's health, which follows admission), > 0.
     health_refresh_s: float = Field(default=30.0, gt=0, le=86_400)

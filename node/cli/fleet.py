@@ -83,11 +83,14 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _reputation_rows(addr: str, names: Mapping[str, str]) -> list[dict[str, object]] | None:
-    """A node's reputation table through the operator SDK (None when it serves none)."""
+def _reputation_rows(
+    addr: str, home: Path, names: Mapping[str, str]
+) -> list[dict[str, object]] | None:
+    """A node's reputation table through the operator SDK, on the operator token of its
+    ``home`` (None when it serves none)."""
     from lamarck.operator import OperatorClient
 
-    with OperatorClient(addr, timeout=10) as op:
+    with OperatorClient(addr, home=home, timeout=10) as op:
         try:
             table = op.reputation()
         except LamarckError:
@@ -282,7 +285,7 @@ def _show_reputation(console: Console, fleet: Fleet) -> None:
     for i, node in enumerate(fleet.nodes):
         if fleet.spec.is_byzantine(i):
             continue
-        rows = _reputation_rows(node.agent_addr, names)
+        rows = _reputation_rows(node.agent_addr, node.home, names)
         if rows is None:
             console.print("[dim]reputation: this node version serves no reputation table[/dim]")
             return

@@ -328,7 +328,7 @@ def _check(
             for lesson in active:
                 if _has_mark(lesson.content):
                     report.poisoned_active.append(f"{node.name}: {lesson.id}")
-        with OperatorClient(node.agent_addr, timeout=60) as op:
+        with OperatorClient(node.agent_addr, home=node.home, timeout=60) as op:
             try:
                 rows = {r.peer: r for r in op.reputation().rows}
             except LamarckError:

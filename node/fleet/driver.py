@@ -121,7 +121,8 @@ class FleetDriver:
             Client(n.agent_addr, timeout=self.params.rpc_timeout_s) for n in self.nodes
         ]
         self._operators = [
-            OperatorClient(n.agent_addr, timeout=self.params.rpc_timeout_s) for n in self.nodes
+            OperatorClient(n.agent_addr, home=n.home, timeout=self.params.rpc_timeout_s)
+            for n in self.nodes
         ]
         return self
 
