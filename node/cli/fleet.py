@@ -244,7 +244,13 @@ def _live(console: Console, renderable: Group) -> Iterator[Live]:
 
 def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[str, float]:
     handles = [
-        NodeHandle(n.name, n.agent_addr, n.metrics_url, byzantine=fleet.spec.is_byzantine(i))
+        NodeHandle(
+            n.name,
+            n.agent_addr,
+            n.metrics_url,
+            byzantine=fleet.spec.is_byzantine(i),
+            home=n.home,
+        )
         for i, n in enumerate(fleet.nodes)
     ]
     roles = ["byzantine" if h.byzantine else "honest" for h in handles]

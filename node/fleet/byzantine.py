@@ -274,7 +274,12 @@ def run_byzantine(
     report = ByzantineReport()
     work = _honest_workload(seed, honest, tag or f"-byz{seed}")
     handles = [
-        NodeHandle(fleet.nodes[i].name, fleet.nodes[i].agent_addr, fleet.nodes[i].metrics_url)
+        NodeHandle(
+            fleet.nodes[i].name,
+            fleet.nodes[i].agent_addr,
+            fleet.nodes[i].metrics_url,
+            home=fleet.nodes[i].home,
+        )
         for i in honest
     ]
     say(f"honest phase: {len(honest)} agents learn one pitfall each")
