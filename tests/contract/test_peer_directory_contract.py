@@ -426,6 +426,23 @@ async def test_key_substitution_is_refused_and_rotation_by_the_old_key_accepted(
         await directory.register(await net.registration(directory, net.a))
 
 
+async def test_a_rotation_signed_by_the_old_key_alone_moves_no_pin(
+    directory: PeerDirectory, net: Net
+) -> None:
+    # The old key's signature proves who moves the identity, not that the mover holds the
+    # new key: without the new key's countersignature the pin stays.
+    await directory.register(await net.registration(directory, net.a))
+    body = {k: v for k, v in make_rotation(net.a, net.c, net.clock.now()).items()}
+    body.pop("countersignature")
+    with pytest.raises(AdmissionRefused):
+        await directory.rotate_key(sign_object(RecordKind.key_rotation, body, net.a))
+    stranger = make_rotation(net.a, net.c, net.clock.now())
+    stranger["countersignature"] = make_rotation(net.a, net.b, net.clock.now())["countersignature"]
+    with pytest.raises(AdmissionRefused):
+        await directory.rotate_key(sign_object(RecordKind.key_rotation, stranger, net.a))
+    assert await directory.pinned_key(net.a.node_id) == net.a.public_key_b64
+
+
 async def test_rotating_an_unknown_id_is_refused(directory: PeerDirectory, net: Net) -> None:
     with pytest.raises(AdmissionRefused) as e:
         await directory.rotate_key(make_rotation(net.a, net.b, net.clock.now()))
