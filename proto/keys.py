@@ -61,6 +61,7 @@ __all__ = [
     "KeyRotation",
     "identity_path",
     "init_keys",
+    "latest_rotation",
     "load_private_key",
     "make_rotation",
     "rotate_keys",
@@ -326,6 +327,24 @@ def show_keys(home: Path) -> KeyInfo:
         rotations=len(_rotation_numbers(directory)),
         original_node_id=_original_node_id(directory, identity),
     )
+
+
+def latest_rotation(home: Path, identity: NodeIdentity) -> dict[str, Any] | None:
+    """The home's last rotation record if it moved to ``identity``'s key (what the node
+    presents when it registers: the registry admits the new key's id as the successor of the
+    rotated one); ``None`` for a key never rotated to."""
+    directory = _keys_dir(home, create=False)
+    numbers = _rotation_numbers(directory)
+    if not numbers:
+        return None
+    path = directory / f"rotation.{numbers[-1]}.json"
+    try:
+        _, record = load_json_object(path.read_bytes())
+    except (OSError, InvalidRecord) as exc:
+        raise KeyFileError(f"{path} is not a rotation record", reason="malformed") from exc
+    if record.get("new_public_key") != identity.public_key_b64:
+        return None
+    return record
 
 
 def rotate_keys(

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lamarck.errors import InvalidRecord
+from lamarck.proto.timefmt import parse_ts
 from lamarck.registry.records import (
     AdmissionProof,
     Endorsement,
@@ -159,6 +161,21 @@ class PeerDirectory(abc.ABC):
     async def principal_of(self, node_id: str) -> str | None:
         """``node_id``'s principal, or ``None`` (unknown, unproven or revoked)."""
         return (await self.principals([node_id])).get(node_id)
+
+    async def key_valid_at(self, node_id: str, key: str, at: datetime) -> bool:
+        """Whether ``key`` was ``node_id``'s key at ``at``: its admission proof (verified by
+        the directory serving it) has a rotation retiring ``key`` dated no earlier than
+        ``at``. The current key is not asked here (``pinned_key``)."""
+        proof = await self.admission_proof(node_id)
+        if proof is None:
+            return False
+        for rotation in proof.rotations:
+            if rotation.get("old_public_key") == key:
+                try:
+                    return at <= parse_ts(str(rotation.get("created_at")))
+                except InvalidRecord:
+                    return False
+        return False
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most adapters hold nothing
         """Release connections; the default holds none."""

@@ -83,6 +83,7 @@ from lamarck.registry.rules import (
     check_registration,
     check_retraction,
     check_revocation,
+    lineage_ids,
     verify_signed_by,
 )
 from lamarck.reputation.params import PrincipalParams
@@ -100,6 +101,19 @@ def check_namespace(namespace: str) -> str:
     if not namespace or any(c in namespace for c in ":{} \n"):
         raise RegistryError(f"invalid namespace {namespace!r}", reason="invalid_namespace")
     return namespace
+
+
+@dataclass(frozen=True, slots=True)
+class _Successor:
+    """A registration's lineage: the id whose key rotated to the registering key."""
+
+    lineage: str
+    proof: VerifiedProof
+    facts: IdFacts
+    #: The key the rotation must move (the lineage's pin, or the one before on a retry).
+    predecessor_key: str
+    #: The lineage already moved to the new key (a retry): only the successor is pinned.
+    moved: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,7 +409,7 @@ class RecordDirectory(PeerDirectory):
     ) -> VerifiedProof:
         """``kept`` verified as ``reg``'s id's stored proof would be, with ``reg``'s key as the
         pin (its chain must end there); else ``AdmissionRefused`` with the proof's reason."""
-        if kept.registration.node_id != reg.node_id:
+        if reg.node_id not in lineage_ids(kept.keys):
             raise AdmissionRefused("the kept admission proof is not this id's", reason="wrong_id")
         view = {**facts, reg.node_id: _kept_facts(reg.node_id, reg.public_key, kept)}
         verdict = (await self._verdicts(view, [reg.node_id], now, memo))[reg.node_id]
@@ -456,6 +470,7 @@ class RecordDirectory(PeerDirectory):
         memo = self._fresh_memo()
         # The index or a verified record: at admission either is reason enough to refuse.
         revoked = {i for i in ids if i in indexed or self._revoked(facts[i], now)}
+        successor = await self._successor_of(reg, facts, revoked, now, memo)
         admitted_ids: dict[str, str] = {}
         if endorser and endorser in facts:
             # An endorser counts as admitted only if its own proof verifies, not for a pin.
@@ -474,6 +489,7 @@ class RecordDirectory(PeerDirectory):
                 operator_public_key=self._operator_key,
                 params=params,
                 now=now,
+                predecessor_key=successor.predecessor_key if successor else None,
             )
 
         restored: AdmissionProof | None = None
@@ -498,6 +514,9 @@ class RecordDirectory(PeerDirectory):
                 proven_keys=verified.keys,
             )
             restored = kept_proof
+        if admitted.lineage is not None and successor is not None:
+            await self._admit_successor(reg, admitted, successor)
+            return await self._list(reg, now)
         if restored is None:
             proof = await self._proof_to_write(reg, admitted, facts, now, memo)
         else:
@@ -513,7 +532,9 @@ class RecordDirectory(PeerDirectory):
         if charged is not None:
             # Before the pin: a refused endorsee must not end up pinned. A pin lost to a race
             # below keeps the slot (fail closed: the cap is never exceeded).
-            await self._charge_endorser(charged, reg.node_id)
+            # The slot is the admitted identity's: after a key rotation, its lineage's.
+            endorsee = reg.node_id if restored is None else restored.registration.node_id
+            await self._charge_endorser(charged, endorsee)
         if admitted.new_pin:
             # A new pin's proof is always this registration (_proof_to_write returns it).
             first = proof if proof is not None else json.dumps(reg.wire())
@@ -533,10 +554,81 @@ class RecordDirectory(PeerDirectory):
                 log.info("key rotated", extra={"node_id": reg.node_id})
             else:
                 log.info("admission proof replaced", extra={"node_id": reg.node_id})
+        return await self._list(reg, now)
+
+    async def _list(self, reg: Registration, now: datetime) -> PeerInfo:
+        """List an admitted registration for ``heartbeat_ttl_s``."""
         listing = json.dumps({"registration": reg.wire(), "registered_at": format_ts(now)})
         if not await self._records.list_peer(reg.node_id, listing, self._params.heartbeat_ttl_s):
             raise AdmissionRefused("this node id is revoked", reason="revoked")
         return PeerInfo.from_registration(reg, now)
+
+    async def _successor_of(
+        self,
+        reg: Registration,
+        facts: dict[str, IdFacts],
+        revoked: set[str],
+        now: datetime,
+        memo: ProofMemo,
+    ) -> _Successor | None:
+        """For a new id registering with a rotation of another id's key (its lineage): the
+        lineage's verified proof and the key the rotation must start from. The lineage is
+        added to ``facts`` and, when revoked, to ``revoked``; ``None`` for any other
+        registration, or when the lineage is not admitted here (the rules then refuse)."""
+        rotation = reg.rotation
+        lineage = rotation.get("node_id") if rotation is not None else None
+        if not isinstance(lineage, str) or lineage == reg.node_id:
+            return None
+        if facts[reg.node_id].pin is not None:
+            return None  # a known id: the rotation names its own key or nothing (rules)
+        more, indexed = await self._records.facts_and_revoked([lineage])
+        facts.update(more)
+        if lineage in indexed or self._revoked(facts[lineage], now):
+            revoked.add(lineage)
+            return None
+        verdict = (await self._verdicts(facts, [lineage], now, memo))[lineage]
+        if not isinstance(verdict, VerifiedProof):
+            return None
+        own = facts[lineage]
+        assert rotation is not None and own.admission is not None  # a verified proof has one
+        # A retry after the lineage moved to this key but before this id was pinned: the
+        # rotation is already the chain's last link, and it starts from the key before.
+        moved = (
+            verdict.pinned_key == reg.public_key
+            and len(verdict.keys) >= 2
+            and bool(own.rotations)
+            and json.loads(own.rotations[-1]) == dict(rotation)
+        )
+        start = verdict.keys[-2] if moved else verdict.pinned_key
+        return _Successor(lineage, verdict, own, start, moved)
+
+    async def _admit_successor(
+        self, reg: Registration, admitted: Admitted, successor: _Successor
+    ) -> None:
+        """Move every id of the lineage from the old key to the new (compare-and-set, each
+        with the rotation appended), then pin the successor with the lineage's admission
+        and chain, and unlist the old ids (their listings carry the retired key)."""
+        old, new = successor.predecessor_key, admitted.pin_key
+        rotation = json.dumps(reg.rotation)
+        own = successor.facts
+        chain = own.rotations if successor.moved else (*own.rotations, rotation)
+        lineage = sorted(lineage_ids(successor.proof.keys) - {reg.node_id})
+        if not successor.moved:
+            current = await self._records.facts(lineage)
+            for node_id in lineage:
+                if current[node_id].pin != old:
+                    continue  # an id of the chain never registered, or already moved
+                if not await self._records.move_pin(node_id, old, new, rotation, None):
+                    raise AdmissionRefused("pin moved concurrently", reason="key_pinned")
+        assert own.admission is not None  # a verified proof has one
+        if not await self._records.new_pin(reg.node_id, new, own.admission, chain):
+            raise AdmissionRefused("id pinned concurrently", reason="key_pinned")
+        for node_id in lineage:
+            await self._records.unlist(node_id)
+        log.info(
+            "key rotated: successor admitted",
+            extra={"node_id": reg.node_id, "lineage": successor.lineage},
+        )
 
     def _cap(self) -> int | None:
         params = self._principal_params

@@ -61,6 +61,7 @@ __all__ = [
     "check_registration",
     "check_retraction",
     "check_revocation",
+    "lineage_ids",
     "pin_decision",
     "verify_signed_by",
 ]
@@ -90,10 +91,20 @@ class Admitted:
     new_pin: bool
     #: The id's pin moves from this key to ``pin_key`` (compare-and-set on the old key).
     rotated_from: str | None = None
+    #: A successor: the id whose key rotated to ``pin_key`` (the rotation record's
+    #: ``node_id``); this new id, derived from the new key, is admitted on that id's
+    #: admission and every id of that lineage moves to the new key.
+    lineage: str | None = None
 
 
 def _refuse(reason: str, message: str, **details: Any) -> AdmissionRefused:
     return AdmissionRefused(message, reason=reason, **details)
+
+
+def lineage_ids(keys: Sequence[str]) -> frozenset[str]:
+    """The ids of a key chain's lineage: each derived from one of its keys (the first is the
+    id the chain was admitted as; each later one a successor a rotation admitted)."""
+    return frozenset(node_id_for(b64u_decode(k)) for k in keys)
 
 
 def verify_signed_by(kind: RecordKind, record: RegistryRecord, expected_key: str) -> None:
@@ -118,6 +129,7 @@ def check_registration(
     params: RegistryParams,
     now: datetime,
     proven_keys: Sequence[str] | None = None,
+    predecessor_key: str | None = None,
 ) -> Admitted:
     """Decide a registration; return ``Admitted`` or raise ``AdmissionRefused(reason=...)``.
 
@@ -131,6 +143,14 @@ def check_registration(
     admission proof the node kept, which the caller verified (``verify_admission``). The id
     was admitted before, so (5) is skipped (and nothing is logged as open admission); the
     chain stands for the id's derivation from the key and for any rotation presented.
+
+    ``predecessor_key``: for a new id whose registration carries a rotation of another id
+    (the rotation's ``node_id``, its **lineage**), the key that id is pinned to now, as the
+    caller verified it (``None``: not admitted, unknown, or revoked). The rotation must move
+    exactly that key to the key registering, signed by both; then the new id — the one its
+    key derives, so every record it signs binds to it as any other — is admitted as the
+    lineage's successor, without new admission material (it is the same node). ``revoked``
+    must hold the lineage's id when it is revoked.
     """
     # (1) Revoked ids are refused before anything else, whatever they present.
     if reg.node_id in revoked:
@@ -155,7 +175,7 @@ def check_registration(
         # key registered now (verified by the caller; the ends are re-checked here).
         if not proven_keys or proven_keys[-1] != reg.public_key:
             raise _refuse("key_mismatch", "the kept proof's key chain ends at another key")
-        if reg.node_id != node_id_for(b64u_decode(proven_keys[0])):
+        if reg.node_id not in lineage_ids(proven_keys):
             raise _refuse("key_mismatch", "the kept proof's key chain is not this id's")
         return Admitted(reg.node_id, reg.public_key, AdmittedVia.KEPT_PROOF, new_pin=True)
     else:
@@ -163,7 +183,7 @@ def check_registration(
         if reg.node_id != node_id_for(b64u_decode(reg.public_key)):
             raise _refuse("key_mismatch", "node id is not derived from the public key")
         if reg.rotation is not None:
-            raise _refuse("key_mismatch", "rotation presented for an id with no pinned key")
+            return _check_successor(reg, predecessor_key, revoked=revoked, params=params, now=now)
         # (5) Admission: only a new identity passes the Sybil gate; a pinned one did already.
         via = _check_admission(
             reg,
@@ -177,6 +197,43 @@ def check_registration(
     if params.admission is AdmissionMode.OPEN:
         log.warning("UNSAFE: open admission", extra={"node_id": reg.node_id})
     return admitted
+
+
+def _check_successor(
+    reg: Registration,
+    predecessor_key: str | None,
+    *,
+    revoked: Collection[str],
+    params: RegistryParams,
+    now: datetime,
+) -> Admitted:
+    """A new id registering with a rotation of its lineage's key to its own (see
+    ``check_registration``)."""
+    assert reg.rotation is not None
+    lineage = reg.rotation.get("node_id")
+    if not isinstance(lineage, str) or lineage == reg.node_id or predecessor_key is None:
+        raise _refuse("key_mismatch", "rotation presented for an id with no pinned key")
+    if lineage in revoked:
+        raise _refuse("revoked", "the id this key rotated from is revoked", node_id=lineage)
+    try:
+        check_rotation_record(
+            reg.rotation,
+            node_id=lineage,
+            old_key=predecessor_key,
+            new_key=reg.public_key,
+            now=now,
+            max_future_skew_s=params.max_future_skew_s,
+        )
+    except RotationInvalid as e:
+        raise _refuse("key_pinned", f"rotation refused: {e}", cause=e.reason) from e
+    return Admitted(
+        reg.node_id,
+        reg.public_key,
+        AdmittedVia.ROTATION,
+        new_pin=True,
+        rotated_from=predecessor_key,
+        lineage=lineage,
+    )
 
 
 def _check_pinned(
@@ -386,15 +443,24 @@ class PinReason(StrEnum):
 
 
 def pin_decision(
-    node_id: str, key: str | None, *, revoked: bool, pinned: str | None
+    node_id: str,
+    key: str | None,
+    *,
+    revoked: bool,
+    pinned: str | None,
+    key_then: bool = False,
 ) -> tuple[PinReason, str] | None:
     """Why ``key`` is not the registered, unrevoked key of ``node_id`` (a reason and a phrase
     about ``node_id``), or None when it is; ``revoked`` and ``pinned`` are the registry's
-    facts about ``node_id`` (``pinned`` None: it never registered)."""
+    facts about ``node_id`` (``pinned`` None: it never registered).
+
+    ``key_then``: ``key`` was ``node_id``'s key when the record was signed (a key its verified
+    rotation chain retired after the record's date). Such a record keeps verifying after the
+    rotation; anything new from a retired key is refused like any other key."""
     if revoked:
         return PinReason.REVOKED_SOURCE, f"{node_id} is revoked"
     if pinned is None:
         return PinReason.UNREGISTERED_SOURCE, f"{node_id} is not registered"
-    if key != pinned:
+    if key != pinned and not key_then:
         return PinReason.KEY_NOT_PINNED, f"{node_id} is pinned to another key"
     return None
