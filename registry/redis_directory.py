@@ -142,18 +142,36 @@ return 1
 _FACT_REPLIES = 4
 
 
-def connect_redis(url: str, *, timeout_s: float = 2.0) -> aioredis.Redis:
+def connect_redis(
+    url: str, *, timeout_s: float = 2.0, password: str = "", ca_file: str = ""
+) -> aioredis.Redis:
     """A client for ``url`` (``redis://``, ``rediss://`` or ``unix://``) tuned to fail fast.
+
+    ``password`` authenticates (AUTH, or the URL's ACL user: ``redis://user@host``) without
+    being spliced into the URL; ``ca_file`` is the CA bundle a ``rediss://`` server's
+    certificate is verified against (the system's when empty). A ``rediss://`` connection
+    always verifies the server's certificate and host name.
 
     One quick retry re-dials a connection that went stale while Redis restarted; more would
     only delay the switch to the local cache during an outage.
     """
+    options: dict[str, Any] = {}
+    if password:
+        options["password"] = password
+    if url.startswith("rediss://"):
+        options["ssl_cert_reqs"] = "required"
+        options["ssl_check_hostname"] = True
+        if ca_file:
+            options["ssl_ca_certs"] = ca_file
+    elif ca_file:
+        raise RegistryError("redis_ca_file needs a rediss:// URL", reason="invalid_config")
     return aioredis.Redis.from_url(
         url,
         socket_timeout=timeout_s,
         socket_connect_timeout=timeout_s,
         retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
         decode_responses=True,
+        **options,
     )
 
 
@@ -447,10 +465,13 @@ class RedisPeerDirectory(RecordDirectory):
         rng: random.Random | None = None,
         proof_params: ProofParams | None = None,
         principal_params: PrincipalParams | None = None,
+        password: str = "",
+        ca_file: str = "",
     ) -> RedisPeerDirectory:
-        """A directory with its own client for ``url`` (closed by ``aclose``)."""
+        """A directory with its own client for ``url`` (closed by ``aclose``; ``password`` and
+        ``ca_file``: see ``connect_redis``)."""
         return cls(
-            connect_redis(url),
+            connect_redis(url, password=password, ca_file=ca_file),
             namespace=namespace,
             params=params,
             clock=clock,

@@ -247,6 +247,8 @@ def _run_on_registry(
             params=RegistryParams(admission=AdmissionMode(settings.admission)),
             clock=SystemClock(),
             operator_public_key=settings.operator_public_key or None,
+            password=settings.redis_password.get_secret_value() if settings.redis_url else "",
+            ca_file=settings.redis_ca_file if settings.redis_url else "",
         )
         try:
             return await work(directory)

@@ -133,6 +133,8 @@ class Membership:
             clock=self._clock,
             operator_public_key=settings.operator_public_key or None,
             principal_params=self._principals,
+            password=settings.redis_password.get_secret_value() if settings.redis_url else "",
+            ca_file=settings.redis_ca_file if settings.redis_url else "",
         )
         self.directory = CachedDirectory(
             inner, clock=self._clock, path=settings.home / PEER_CACHE_FILE
