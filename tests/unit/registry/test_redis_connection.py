@@ -4,6 +4,8 @@ No server is dialled: the client's connection settings are read as built."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from redis.asyncio.connection import SSLConnection
 
@@ -38,7 +40,7 @@ def test_a_ca_file_without_tls_is_a_configuration_error() -> None:
     assert e.value.reason == "invalid_config"
 
 
-def test_the_redis_password_setting_is_secret_and_sslmode_is_checked(tmp_path: object) -> None:
+def test_the_redis_password_setting_is_secret_and_sslmode_is_checked(tmp_path: Path) -> None:
     settings = load_settings(home=tmp_path, redis_password="s3cret")
     assert "s3cret" not in repr(settings) and "s3cret" not in str(settings.model_dump())
     assert settings.redis_password.get_secret_value() == "s3cret"
@@ -46,3 +48,17 @@ def test_the_redis_password_setting_is_secret_and_sslmode_is_checked(tmp_path: o
     assert load_settings(home=tmp_path, database_url=url).database_url == url
     with pytest.raises(Exception, match="sslmode"):
         load_settings(home=tmp_path, database_url="postgresql://db/n1?sslmode=sometimes")
+
+
+def test_passwords_can_come_from_mounted_secret_files(tmp_path: Path) -> None:
+    (tmp_path / "redis").write_text("r3dis\n")
+    (tmp_path / "pg").write_text("p0stgres\n")
+    settings = load_settings(
+        home=tmp_path,
+        redis_password_file=str(tmp_path / "redis"),
+        database_password_file=str(tmp_path / "pg"),
+    )
+    assert settings.redis_password.get_secret_value() == "r3dis"
+    assert settings.database_password.get_secret_value() == "p0stgres"
+    with pytest.raises(Exception, match="redis_password_file"):
+        load_settings(home=tmp_path, redis_password_file=str(tmp_path / "missing"))
