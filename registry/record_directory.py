@@ -72,6 +72,7 @@ from lamarck.registry.records import (
     AdmissionProof,
     Endorsement,
     Registration,
+    RegistrySeal,
     Retraction,
     Revocation,
     parse_record_ts,
@@ -83,6 +84,7 @@ from lamarck.registry.rules import (
     check_registration,
     check_retraction,
     check_revocation,
+    check_seal,
     lineage_ids,
     verify_signed_by,
 )
@@ -229,6 +231,17 @@ class DirectoryRecords(abc.ABC):
         """Record that ``endorser_id`` admitted ``endorsee_id``, atomically; False (nothing
         recorded) if it already admitted ``cap`` others (``None``: no cap). An endorsee already
         recorded is True: re-registering takes no second slot."""
+
+    #: The network's namespace: a seal must name it.
+    namespace: str = "default"
+
+    @abc.abstractmethod
+    async def put_seal(self, record: str) -> None:
+        """Keep ``record`` as the operator's current seal (replacing the one kept)."""
+
+    @abc.abstractmethod
+    async def seal_record(self) -> str | None:
+        """The seal kept, or ``None``."""
 
     @abc.abstractmethod
     async def clear(self) -> int:
@@ -470,6 +483,10 @@ class RecordDirectory(PeerDirectory):
         memo = self._fresh_memo()
         # The index or a verified record: at admission either is reason enough to refuse.
         revoked = {i for i in ids if i in indexed or self._revoked(facts[i], now)}
+        sealed = await self.seal()
+        if sealed is not None:
+            # A revocation the operator sealed holds even if its record was deleted.
+            revoked |= set(ids) & set(sealed.revoked)
         successor = await self._successor_of(reg, facts, revoked, now, memo)
         admitted_ids: dict[str, str] = {}
         if endorser and endorser in facts:
@@ -640,6 +657,10 @@ class RecordDirectory(PeerDirectory):
         if params is None:
             return
         known = await self._records.endorsees(endorser_id)
+        seal = await self.seal()
+        if seal is not None:
+            # Who the operator sealed as this endorser's stays counted, whatever Redis says.
+            known = known | frozenset(seal.endorsees.get(endorser_id, ()))
         if endorsee_id in known:
             return  # re-admitting an identity it already admitted takes no new slot
         refusal = endorsement_refusal(endorser_id, len(known), params)
@@ -701,9 +722,11 @@ class RecordDirectory(PeerDirectory):
         listed = {row.facts.node_id: row.raw for row in rows}
         facts = {row.facts.node_id: row.facts for row in rows}
         admitted = await self._admitted(facts, list(listed), now)
+        seal = await self.seal()
+        sealed = frozenset(seal.revoked if seal is not None else ())
         peers = []
         for node_id, proof in admitted.items():
-            if self._revoked(facts[node_id], now):
+            if node_id in sealed or self._revoked(facts[node_id], now):
                 continue
             peer = _verified_peer(listed[node_id], proof.pinned_key)
             if peer is not None and peer.node_id == node_id:
@@ -721,6 +744,9 @@ class RecordDirectory(PeerDirectory):
         proof = (await self._admitted(facts, [node_id], now)).get(node_id)
         if proof is None or self._revoked(facts[node_id], now):
             return None
+        seal = await self.seal()
+        if seal is not None and node_id in seal.revoked:
+            return None
         peer = _verified_peer(row.raw, proof.pinned_key)
         return peer if peer is not None and peer.node_id == node_id else None
 
@@ -734,7 +760,25 @@ class RecordDirectory(PeerDirectory):
             return {}
         facts = await self._records.facts(sorted(set(node_ids)))
         admitted = await self._admitted(facts, list(facts), self._clock.now())
-        return {i: admitted[i].pinned_key for i in node_ids if i in admitted}
+        pins = {i: admitted[i].pinned_key for i in node_ids if i in admitted}
+        dropped = [i for i in node_ids if i not in pins and facts[i].pin is None]
+        if dropped:
+            pins.update(await self._sealed_pins(dropped))
+        return pins
+
+    async def _sealed_pins(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """The pins the operator's seal holds for ``node_ids`` (ids whose records are gone
+        from Redis): records deleted from Redis do not un-admit a sealed id."""
+        seal = await self.seal()
+        if seal is None:
+            return {}
+        found = {i: seal.pins[i] for i in node_ids if i in seal.pins and i not in seal.revoked}
+        for node_id in found:
+            log.warning(
+                "registry lost an admitted id's records; pin served from the seal",
+                extra={"node_id": node_id},
+            )
+        return found
 
     async def rotate_key(self, rotation: Mapping[str, Any]) -> None:
         """Move a pin to a new key if the pinned (old) key signed ``rotation``.
@@ -789,7 +833,10 @@ class RecordDirectory(PeerDirectory):
         consulted: removing an id from it un-revokes nobody, adding one revokes nobody)."""
         raw = await self._records.revocation(node_id)
         own = IdFacts(node_id, None, None, revocation=raw)
-        return self._revoked(own, self._clock.now())
+        if self._revoked(own, self._clock.now()):
+            return True
+        seal = await self.seal()
+        return seal is not None and node_id in seal.revoked
 
     async def revoked_ids(self) -> frozenset[str]:
         """The ids of the revoked index whose revocation record verifies.
@@ -799,11 +846,59 @@ class RecordDirectory(PeerDirectory):
         """
         index = await self._records.revoked_index()
         now = self._clock.now()
+        seal = await self.seal()
         return frozenset(
             i
             for i, raw in index
             if raw is not None and self._revoked(IdFacts(i, None, None, revocation=raw), now)
+        ) | frozenset(seal.revoked if seal is not None else ())
+
+    async def seal(self) -> RegistrySeal | None:
+        """The operator's seal kept here if it is the operator's, for this network (a seal
+        that does not verify seals nothing, logged once per memo lifetime)."""
+        raw = await self._records.seal_record()
+        if raw is None:
+            return None
+        now = self._clock.now()
+        key = ("seal", raw, self._operator_key)
+        known = self._memo.get(key, now)
+        if known is False:
+            return None
+        try:
+            seal = RegistrySeal.from_wire(json.loads(raw))
+            if known is not True:
+                check_seal(
+                    seal,
+                    namespace=self._records.namespace,
+                    operator_public_key=self._operator_key,
+                    params=self._params,
+                    now=now,
+                )
+        except (ValueError, InvalidRecord, RegistryError) as e:
+            log.warning("ignoring a seal that does not verify", extra={"error": str(e)})
+            self._memo.put(key, False, now)
+            return None
+        if known is not True:
+            self._memo.put(key, True, now)
+        return seal
+
+    async def publish_seal(self, seal: RegistrySeal) -> None:
+        """Publish the operator's next seal: checked (``bad_seal``), and its ``seq`` above the
+        kept one's (``stale_seal``: a seal never goes back)."""
+        check_seal(
+            seal,
+            namespace=self._records.namespace,
+            operator_public_key=self._operator_key,
+            params=self._params,
+            now=self._clock.now(),
         )
+        kept = await self.seal()
+        if kept is not None and seal.seq <= kept.seq:
+            raise RegistryError(
+                f"seal {seal.seq} is not newer than the kept seal {kept.seq}", reason="stale_seal"
+            )
+        await self._records.put_seal(json.dumps(seal.wire()))
+        log.info("registry sealed", extra={"seq": seal.seq})
 
     async def retract(self, retraction: Retraction) -> None:
         """Publish an operator-signed retraction (checked first, ``bad_retraction``)."""

@@ -17,6 +17,8 @@ Key layout, all under ``lamarck:{namespace}:`` so deployments (and tests) never 
   refreshed by ``heartbeat``. ``peers`` is the set of ids that may be live (an index, pruned).
 - ``revoked`` → set of revoked ids, an index only; ``revocation:<id>`` → the operator's
   signed record, which is what counts.
+- ``seal`` → the operator's signed, sequence-numbered seal of what the registry must keep
+  (``lamarck.registry.records.RegistrySeal``)
 - ``retractions`` → a hash: content hash → the operator's signed retraction of that record
   (``lamarck registry retract``). Never expires: a node offline when it was made reads it
   when it is back. Only a record the reader's operator key signed retracts anything.
@@ -203,6 +205,7 @@ class RedisRecords(DirectoryRecords):
     def __init__(self, client: aioredis.Redis, *, namespace: str, owns_client: bool) -> None:
         self._r = client
         self._prefix = f"lamarck:{check_namespace(namespace)}:"
+        self.namespace = namespace
         self._owns_client = owns_client
         self._register_script = client.register_script(_REGISTER_LUA)
         self._heartbeat_script = client.register_script(_HEARTBEAT_LUA)
@@ -373,6 +376,16 @@ class RedisRecords(DirectoryRecords):
                 await self._r.mget([self._key("revocation", i) for i in members]) if members else []
             )
         return [(i, _opt_text(raw)) for i, raw in zip(members, records, strict=True)]
+
+    async def put_seal(self, record: str) -> None:
+        """SET the ``seal`` key."""
+        async with _translated():
+            await self._r.set(self._key("seal"), record)
+
+    async def seal_record(self) -> str | None:
+        """GET the ``seal`` key."""
+        async with _translated():
+            return _opt_text(await self._r.get(self._key("seal")))
 
     async def put_retraction(self, content_hash: str, record: str) -> None:
         """HSET in the ``retractions`` hash."""

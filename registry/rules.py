@@ -46,6 +46,7 @@ from lamarck.registry.records import (
     EnrollmentToken,
     Registration,
     RegistryRecord,
+    RegistrySeal,
     Retraction,
     Revocation,
     parse_record_ts,
@@ -61,6 +62,7 @@ __all__ = [
     "check_registration",
     "check_retraction",
     "check_revocation",
+    "check_seal",
     "lineage_ids",
     "pin_decision",
     "verify_signed_by",
@@ -379,7 +381,7 @@ def check_enrollment(
 
 def _operator_statement_refusal(
     what: str,
-    record: Revocation | Retraction,
+    record: Revocation | Retraction | RegistrySeal,
     *,
     operator_public_key: str | None,
     params: RegistryParams,
@@ -412,6 +414,24 @@ def check_revocation(
     )
     if why is not None:
         raise RegistryError(why, reason="bad_revocation")
+
+
+def check_seal(
+    seal: RegistrySeal,
+    *,
+    namespace: str,
+    operator_public_key: str | None,
+    params: RegistryParams,
+    now: datetime,
+) -> None:
+    """Check a seal is the operator's, for this network; ``RegistryError(reason="bad_seal")``."""
+    why = _operator_statement_refusal(
+        "seal", seal, operator_public_key=operator_public_key, params=params, now=now
+    )
+    if why is None and seal.namespace != namespace:
+        why = f"seal of namespace {seal.namespace!r}, not {namespace!r}"
+    if why is not None:
+        raise RegistryError(why, reason="bad_seal")
 
 
 def check_retraction(

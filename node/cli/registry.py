@@ -54,6 +54,7 @@ from lamarck.registry.records import (
     sign_enrollment,
     sign_retraction,
     sign_revocation,
+    sign_seal,
 )
 
 __all__ = [
@@ -496,20 +497,79 @@ def revoke(
         operator, node_id=node_id, reason=reason, created_at=SystemClock().now()
     )
 
-    async def publish(directory: Any) -> None:
+    async def publish(directory: Any) -> int:
         await directory.revoke(revocation)
+        # Sealed at once: deleting the revocation from Redis then un-revokes nobody.
+        return await _publish_next_seal(directory, operator, settings.redis_namespace)
 
-    _run_on_registry(where, settings, publish)
+    seq = _run_on_registry(where, settings, publish)
     facts = {
         "node_id": revocation.node_id,
         "reason": revocation.reason,
         "created_at": revocation.created_at,
         "namespace": settings.redis_namespace,
+        "seal": seq,
     }
     if as_json:
         emit_json(facts)
     else:
         key_value_table("revoked", facts)
+
+
+# -- seal ---------------------------------------------------------------------------------
+
+
+async def _publish_next_seal(directory: Any, operator: NodeIdentity, namespace: str) -> int:
+    """Seal what the registry serves now, on top of the kept seal (never dropping what it
+    sealed), as the next ``seq``; return that ``seq``."""
+    kept = await directory.seal()
+    revoked = set(await directory.revoked_ids()) | set(kept.revoked if kept else ())
+    pins = dict(kept.pins) if kept is not None else {}
+    for peer in await directory.live_peers():
+        pins[peer.node_id] = peer.public_key
+    for node_id in list(pins):
+        current = await directory.pinned_key(node_id)
+        if current is not None:
+            pins[node_id] = current  # a rotation since moved it
+    endorsees = {e: set(ids) for e, ids in (kept.endorsees if kept else {}).items()}
+    for node_id in sorted(set(pins) | revoked):
+        admitted = await directory.endorsees(node_id)
+        if admitted:
+            endorsees.setdefault(node_id, set()).update(admitted)
+    seal = sign_seal(
+        operator,
+        namespace=namespace,
+        seq=(kept.seq if kept is not None else 0) + 1,
+        created_at=SystemClock().now(),
+        revoked=revoked,
+        endorsees=endorsees,
+        pins={i: k for i, k in pins.items() if i not in revoked},
+    )
+    await directory.publish_seal(seal)
+    return seal.seq
+
+
+@app.command()
+def seal(
+    operator_key: _OperatorKeyOption,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Seal the registry: sign what it must keep (revocations, endorsees, admitted pins) as the
+    next sequence number; every node holds the registry to the highest seal it has seen."""
+    where = resolve_home(home)
+    settings = load_settings(home=where)
+    operator = _network_operator(where, settings, operator_key)
+
+    async def publish(directory: Any) -> int:
+        return await _publish_next_seal(directory, operator, settings.redis_namespace)
+
+    seq = _run_on_registry(where, settings, publish)
+    facts = {"seal": seq, "namespace": settings.redis_namespace}
+    if as_json:
+        emit_json(facts)
+    else:
+        key_value_table("sealed", facts)
 
 
 # -- retract ------------------------------------------------------------------------------
