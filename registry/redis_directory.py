@@ -52,7 +52,7 @@ from redis.asyncio.client import Pipeline
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
-from lamarck.errors import RegistryError
+from lamarck.errors import ConfigError, RegistryError
 from lamarck.proto.clock import Clock
 from lamarck.registry.params import RegistryParams
 from lamarck.registry.proofs import IdFacts, ProofParams
@@ -166,7 +166,9 @@ def connect_redis(
         if ca_file:
             options["ssl_ca_certs"] = ca_file
     elif ca_file:
-        raise RegistryError("redis_ca_file needs a rediss:// URL", reason="invalid_config")
+        raise ConfigError(
+            "redis_ca_file needs a rediss:// URL", reason="invalid_config", field="redis_ca_file"
+        )
     return aioredis.Redis.from_url(
         url,
         socket_timeout=timeout_s,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio.connection import SSLConnection
 
-from lamarck.errors import RegistryError
+from lamarck.errors import ConfigError
 from lamarck.node.config import load_settings
 from lamarck.registry.redis_directory import connect_redis
 
@@ -35,7 +35,7 @@ def test_rediss_verifies_the_server_certificate_and_name_against_the_given_ca() 
 
 
 def test_a_ca_file_without_tls_is_a_configuration_error() -> None:
-    with pytest.raises(RegistryError) as e:
+    with pytest.raises(ConfigError) as e:
         connect_redis("redis://redis:6379/0", ca_file="/etc/ca.pem")
     assert e.value.reason == "invalid_config"
 
