@@ -10,6 +10,9 @@ Reasons: ``revoked``, ``unknown_nonce``, ``stale_nonce``, ``bad_proof``, ``key_m
 never refused for want of material, but every admission it grants is logged at WARNING as
 ``UNSAFE: open admission``. An id the registry lost may be re-admitted on the admission proof
 it kept (``proven_keys``, ``AdmittedVia.KEPT_PROOF``): every rule but the material's applies.
+A new id registering with a rotation of another id's pinned key to its own (signed by both
+keys) is that id's **successor** (``AdmittedVia.ROTATION`` with ``lineage``): admitted on the
+lineage's admission, since it is the same node under the id its new key derives.
 
 These rules judge a registration once, in the registering node's process. Every reader judges
 the stored admission proof again with its own mode and operator key
@@ -18,8 +21,9 @@ the stored admission proof again with its own mode and operator key
 the registry's keys itself is admitted by nobody.
 
 ``pin_decision`` is the one key-pin refusal: whether a key is the registered, unrevoked key of
-a node id. The import pipeline's stage (3) and the peer authentication of every PeerService
-call both ask it (through ``lamarck.registry.pins.pin_refusal``, which fetches the facts).
+a node id (or, for a record, the key it had when the record was signed). The import
+pipeline's stage (3) and the peer authentication of every PeerService call both ask it
+(through ``lamarck.registry.pins.pin_refusal``, which fetches the facts).
 """
 
 from __future__ import annotations
