@@ -389,6 +389,12 @@ class CachedDirectory(PeerDirectory):
         self._hold_seal(seal)
         self._save()
 
+    async def key_revoked_since(self, key: str) -> datetime | None:
+        """Since when the held seal revokes ``key`` as compromised (``None``: never)."""
+        seal = self._seal
+        since = seal.revoked_keys.get(key) if seal is not None else None
+        return parse_ts(since) if since is not None else None
+
     def _sealed_pin(self, node_id: str) -> str | None:
         """The held seal's pin for ``node_id`` (its records lost by the registry), logged."""
         seal = self._seal

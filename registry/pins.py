@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 from lamarck.errors import RegistryError
 from lamarck.registry.rules import PinReason, pin_decision
 
-__all__ = ["KeyHistory", "KeyPins", "pin_refusal"]
+__all__ = ["KeyHistory", "KeyPins", "KeyRevocations", "pin_refusal"]
 
 
 class KeyPins(Protocol):
@@ -39,6 +39,15 @@ class KeyHistory(Protocol):
         ...
 
 
+@runtime_checkable
+class KeyRevocations(Protocol):
+    """Pins that also know the keys the operator revoked as compromised (its seal)."""
+
+    async def key_revoked_since(self, key: str) -> datetime | None:
+        """Since when ``key`` is revoked as compromised (``None``: it is not)."""
+        ...
+
+
 async def pin_refusal(
     pins: KeyPins, node_id: str, key: str | None, signed_at: datetime | None = None
 ) -> tuple[PinReason, str] | None:
@@ -49,6 +58,14 @@ async def pin_refusal(
     (``None``) needs the current key."""
     try:
         revoked = await pins.is_revoked(node_id)
+        since = (
+            await pins.key_revoked_since(key)
+            if key is not None and not revoked and isinstance(pins, KeyRevocations)
+            else None
+        )
+        if since is not None and (signed_at is None or signed_at >= since):
+            # A compromised key: nothing it signs from then on counts; before, its history.
+            return PinReason.REVOKED_KEY, f"{node_id}'s key was revoked as compromised"
         pinned = None if revoked else await pins.pinned_key(node_id)
         key_then = (
             key is not None

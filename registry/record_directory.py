@@ -487,6 +487,8 @@ class RecordDirectory(PeerDirectory):
         if sealed is not None:
             # A revocation the operator sealed holds even if its record was deleted.
             revoked |= set(ids) & set(sealed.revoked)
+            if reg.public_key in sealed.revoked_keys:
+                raise AdmissionRefused("this key was revoked as compromised", reason="revoked_key")
         successor = await self._successor_of(reg, facts, revoked, now, memo)
         admitted_ids: dict[str, str] = {}
         if endorser and endorser in facts:
@@ -595,6 +597,15 @@ class RecordDirectory(PeerDirectory):
         rotation = reg.rotation
         lineage = rotation.get("node_id") if rotation is not None else None
         if not isinstance(lineage, str) or lineage == reg.node_id:
+            return None
+        sealed = await self.seal()
+        if (
+            sealed is not None
+            and rotation is not None
+            and rotation.get("old_public_key") in sealed.revoked_keys
+        ):
+            # Its signature proves nothing now (the key's thief could have made it): the
+            # registration is judged as a new id's, on its own admission material.
             return None
         if facts[reg.node_id].pin is not None:
             return None  # a known id: the rotation names its own key or nothing (rules)
@@ -881,6 +892,12 @@ class RecordDirectory(PeerDirectory):
         if known is not True:
             self._memo.put(key, True, now)
         return seal
+
+    async def key_revoked_since(self, key: str) -> datetime | None:
+        """Since when the operator's seal revokes ``key`` as compromised (``None``: never)."""
+        seal = await self.seal()
+        since = seal.revoked_keys.get(key) if seal is not None else None
+        return parse_record_ts(since) if since is not None else None
 
     async def publish_seal(self, seal: RegistrySeal) -> None:
         """Publish the operator's next seal: checked (``bad_seal``), and its ``seq`` above the

@@ -213,6 +213,9 @@ class RegistrySeal(RegistryRecord):
     endorsees: dict[str, tuple[NodeId, ...]] = Field(default_factory=dict)
     #: Admitted id -> its pinned key.
     pins: dict[str, PublicKeyB64] = Field(default_factory=dict)
+    #: Compromised keys -> since when: whatever such a key signed at or after that instant is
+    #: refused everywhere, what it signed before keeps verifying (the node's history).
+    revoked_keys: dict[str, Timestamp] = Field(default_factory=dict)
 
 
 class Admission(_Model):
@@ -436,6 +439,7 @@ def sign_seal(
     revoked: Iterable[str] = (),
     endorsees: Mapping[str, Iterable[str]] | None = None,
     pins: Mapping[str, str] | None = None,
+    revoked_keys: Mapping[str, datetime] | None = None,
 ) -> RegistrySeal:
     """Build and sign the operator's seal ``seq`` of ``namespace``'s registry."""
     body = {
@@ -446,6 +450,7 @@ def sign_seal(
         "revoked": sorted(set(revoked)),
         "endorsees": {e: sorted(set(ids)) for e, ids in sorted((endorsees or {}).items())},
         "pins": dict(sorted((pins or {}).items())),
+        "revoked_keys": {k: format_ts(t) for k, t in sorted((revoked_keys or {}).items())},
     }
     seal: RegistrySeal = _signed(RegistrySeal, RecordKind.enrollment, body, operator)
     return seal

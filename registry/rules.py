@@ -188,8 +188,12 @@ def check_registration(
         # A new id must be the one derived from the key: ids are computed, never chosen.
         if reg.node_id != node_id_for(b64u_decode(reg.public_key)):
             raise _refuse("key_mismatch", "node id is not derived from the public key")
-        if reg.rotation is not None:
+        if reg.rotation is not None and reg.rotation.get("node_id") in revoked:
+            raise _refuse("revoked", "the id this key rotated from is revoked")
+        if reg.rotation is not None and predecessor_key is not None:
             return _check_successor(reg, predecessor_key, revoked=revoked, params=params, now=now)
+        # A rotation from no key this registry believes (unknown, or revoked as compromised)
+        # admits nothing by itself: the new id is judged on its own material.
         # (5) Admission: only a new identity passes the Sybil gate; a pinned one did already.
         via = _check_admission(
             reg,
@@ -207,7 +211,7 @@ def check_registration(
 
 def _check_successor(
     reg: Registration,
-    predecessor_key: str | None,
+    predecessor_key: str,
     *,
     revoked: Collection[str],
     params: RegistryParams,
@@ -217,7 +221,7 @@ def _check_successor(
     ``check_registration``)."""
     assert reg.rotation is not None
     lineage = reg.rotation.get("node_id")
-    if not isinstance(lineage, str) or lineage == reg.node_id or predecessor_key is None:
+    if not isinstance(lineage, str) or lineage == reg.node_id:
         raise _refuse("key_mismatch", "rotation presented for an id with no pinned key")
     if lineage in revoked:
         raise _refuse("revoked", "the id this key rotated from is revoked", node_id=lineage)
@@ -463,6 +467,8 @@ class PinReason(StrEnum):
     UNREGISTERED_SOURCE = "unregistered_source"
     REVOKED_SOURCE = "revoked_source"
     KEY_NOT_PINNED = "key_not_pinned"
+    #: The operator revoked the signing key as compromised (its seal), from before the record.
+    REVOKED_KEY = "revoked_key"
     REGISTRY_UNAVAILABLE = "registry_unavailable"
 
 

@@ -31,7 +31,7 @@ import json
 import os
 import tempfile
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -43,9 +43,15 @@ from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table, print_table
 from lamarck.node.config import NodeSettings, load_settings
 from lamarck.proto.clock import SystemClock
-from lamarck.proto.identity import NodeIdentity, b64u_decode, is_node_id, node_id_for
+from lamarck.proto.identity import (
+    NodeIdentity,
+    b64u_decode,
+    is_node_id,
+    node_id_for,
+    public_key_from_b64,
+)
 from lamarck.proto.keys import load_private_key, save_private_key, show_keys
-from lamarck.proto.timefmt import format_ts
+from lamarck.proto.timefmt import format_ts, parse_ts
 from lamarck.registry.directory import PeerInfo
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.records import (
@@ -519,10 +525,18 @@ def revoke(
 # -- seal ---------------------------------------------------------------------------------
 
 
-async def _publish_next_seal(directory: Any, operator: NodeIdentity, namespace: str) -> int:
+async def _publish_next_seal(
+    directory: Any,
+    operator: NodeIdentity,
+    namespace: str,
+    revoked_keys: dict[str, datetime] | None = None,
+) -> int:
     """Seal what the registry serves now, on top of the kept seal (never dropping what it
-    sealed), as the next ``seq``; return that ``seq``."""
+    sealed), with ``revoked_keys`` added, as the next ``seq``; return that ``seq``."""
     kept = await directory.seal()
+    keys = {k: parse_ts(t) for k, t in (kept.revoked_keys if kept else {}).items()}
+    for key, since in (revoked_keys or {}).items():
+        keys[key] = min(since, keys.get(key, since))  # the earliest compromise counts
     revoked = set(await directory.revoked_ids()) | set(kept.revoked if kept else ())
     pins = dict(kept.pins) if kept is not None else {}
     for peer in await directory.live_peers():
@@ -544,6 +558,7 @@ async def _publish_next_seal(directory: Any, operator: NodeIdentity, namespace: 
         revoked=revoked,
         endorsees=endorsees,
         pins={i: k for i, k in pins.items() if i not in revoked},
+        revoked_keys=keys,
     )
     await directory.publish_seal(seal)
     return seal.seq
@@ -570,6 +585,47 @@ def seal(
         emit_json(facts)
     else:
         key_value_table("sealed", facts)
+
+
+@app.command("revoke-key")
+def revoke_key(
+    public_key: Annotated[
+        str, typer.Argument(metavar="PUBLIC_KEY", help="The compromised key (base64url).")
+    ],
+    operator_key: _OperatorKeyOption,
+    since: Annotated[
+        str,
+        typer.Option(
+            "--since",
+            help="RFC 3339 UTC instant from which the key counts as compromised; what it "
+            "signed before stays valid (default: now).",
+        ),
+    ] = "",
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Revoke a compromised key (sealed): whatever it signed from --since on is refused
+    everywhere, what it signed before keeps verifying; the node re-joins with a new key."""
+    where = resolve_home(home)
+    settings = load_settings(home=where)
+    operator = _network_operator(where, settings, operator_key)
+    try:
+        public_key_from_b64(public_key)
+        at = parse_ts(since) if since else SystemClock().now()
+    except (InvalidRecord, ValueError) as e:
+        raise ConfigError(f"bad key or --since: {e}", reason="invalid_public_key") from e
+
+    async def publish(directory: Any) -> int:
+        return await _publish_next_seal(
+            directory, operator, settings.redis_namespace, revoked_keys={public_key: at}
+        )
+
+    seq = _run_on_registry(where, settings, publish)
+    facts = {"public_key": public_key, "since": format_ts(at), "seal": seq}
+    if as_json:
+        emit_json(facts)
+    else:
+        key_value_table("key revoked", facts)
 
 
 # -- retract ------------------------------------------------------------------------------

@@ -192,6 +192,8 @@ PIN_CHARGES: dict[PinReason, EventKind | None] = {
     PinReason.REVOKED_SOURCE: EventKind.REJECTED,
     PinReason.UNREGISTERED_SOURCE: EventKind.REJECTED,
     PinReason.KEY_NOT_PINNED: EventKind.BAD_SIGNATURE,
+    # A compromised key's records are its thief's, not the relay's fault.
+    PinReason.REVOKED_KEY: None,
 }
 
 

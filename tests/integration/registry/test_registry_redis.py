@@ -40,6 +40,7 @@ from lamarck.registry.client import RegistryClient, TickResult
 from lamarck.registry.directory import PeerDirectory
 from lamarck.registry.embedded import EmbeddedRedis
 from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.pins import pin_refusal
 from lamarck.registry.proofs import ProofParams
 from lamarck.registry.records import (
     Admission,
@@ -52,6 +53,7 @@ from lamarck.registry.records import (
     sign_seal,
 )
 from lamarck.registry.redis_directory import RedisPeerDirectory, connect_redis
+from lamarck.registry.rules import PinReason
 from lamarck.reputation.params import PrincipalParams, ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 
@@ -1064,6 +1066,40 @@ async def test_a_replayed_stale_registration_and_a_rolled_back_seal_are_refused(
         with pytest.raises(RegistryError) as e:
             await directory.publish_seal(_seal(net, namespace, 2))
         assert e.value.reason == "stale_seal"
+    finally:
+        await directory.clear_namespace()
+        await directory.aclose()
+        await cache.aclose()
+
+
+async def test_a_compromised_key_revoked_by_the_operator_keeps_the_nodes_history(
+    redis_url: str, net: Net, namespace: str
+) -> None:
+    directory = make_directory(redis_url, net, namespace=namespace)
+    cache = CachedDirectory(make_directory(redis_url, net, namespace=namespace), clock=CLOCK)
+    a, key = net.a.node_id, net.a.public_key_b64
+    try:
+        await directory.register(await net.registration(directory, net.a))
+        since = CLOCK.now()
+        await directory.publish_seal(_seal(net, namespace, 1, revoked_keys={key: since}))
+        assert await cache.refresh()
+        for pins in (directory, cache):
+            # What the key signed before the compromise keeps verifying; nothing after it.
+            assert await pin_refusal(pins, a, key, since - HOUR) is None
+            late = await pin_refusal(pins, a, key, since + timedelta(seconds=1))
+            assert late is not None and late[0] is PinReason.REVOKED_KEY
+            live = await pin_refusal(pins, a, key)
+            assert live is not None and live[0] is PinReason.REVOKED_KEY
+        with pytest.raises(AdmissionRefused) as e:
+            await directory.register(await net.registration(directory, net.a, token=False))
+        assert e.value.reason == "revoked_key"
+        # A rotation the stolen key signed moves nothing: the node's new key joins on its own
+        # enrollment, as a new id.
+        rotation = make_rotation(net.a, net.b, CLOCK.now())
+        reg = await net.registration(directory, net.b, rotation=rotation, port=7001)
+        assert (await directory.register(reg)).node_id == net.b.node_id
+        assert await directory.pinned_key(a) == key
+        assert await directory.pinned_key(net.b.node_id) == net.b.public_key_b64
     finally:
         await directory.clear_namespace()
         await directory.aclose()
