@@ -808,6 +808,11 @@ class RecordDirectory(PeerDirectory):
         if own.pin is None:
             raise AdmissionRefused("no pinned key to rotate from", reason="key_mismatch")
         old_key = own.pin
+        seal = await self.seal()
+        if seal is not None and old_key in seal.revoked_keys:
+            raise AdmissionRefused(
+                "the pinned key was revoked as compromised", reason="revoked_key"
+            )
         try:
             check_rotation_record(
                 rotation,

@@ -1093,6 +1093,9 @@ async def test_a_compromised_key_revoked_by_the_operator_keeps_the_nodes_history
         with pytest.raises(AdmissionRefused) as e:
             await directory.register(await net.registration(directory, net.a, token=False))
         assert e.value.reason == "revoked_key"
+        with pytest.raises(AdmissionRefused) as moved:
+            await directory.rotate_key(make_rotation(net.a, net.c, CLOCK.now()))
+        assert moved.value.reason == "revoked_key"
         # A rotation the stolen key signed moves nothing: the node's new key joins on its own
         # enrollment, as a new id.
         rotation = make_rotation(net.a, net.b, CLOCK.now())
