@@ -203,9 +203,10 @@ class ConsoleApp:
             return Response(200, asset(name), CONTENT_TYPES[name])
         if path == "/login":
             return await self._login(request)
+        # A POST from another site is refused as such (403) before its credentials are asked.
+        form = self._check_forgery(request) if request.method == "POST" else {}
         self._check_session(request)
         if request.method == "POST":
-            form = self._check_forgery(request)
             if path == "/logout":
                 return self._logout(request)
             return await self._post(request, form)

@@ -139,6 +139,9 @@ async def test_every_page_needs_the_operator_login_on_loopback_too() -> None:
     await store.quarantine(QuarantineRow("q1", "h", "lmk1src", ("outlier",), NOW, b"{}"))
     decided = await app(store).handle(post("/quarantine/q1/reject", f"csrf_token={CSRF}&note=x"))
     assert decided.status == 401
+    # Another site's form is refused as such, whatever credentials it lacks.
+    forged = post("/quarantine/q1/reject", "note=x", origin="http://evil.example")
+    assert (await app(store).handle(forged)).status == 403
     assert [r.state for r in await store.list_quarantine(None)] == ["pending"]
 
 
