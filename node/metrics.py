@@ -49,6 +49,7 @@ __all__ = [
     "apply_reputation",
     "apply_status",
     "apply_store_stats",
+    "export_peer_scores",
     "import_counts",
     "start_metrics_server",
 ]
@@ -136,6 +137,10 @@ PEER_GLOBAL_TRUST = Gauge("lamarck_peer_global_trust", "A peer's global trust.",
 PEER_BAND = Gauge("lamarck_peer_band", "A peer's reputation band.", ["peer", "band"])
 #: Bound on the peers the per-peer gauges label.
 REPUTATION_PEERS_MAX = 50
+# Whether the per-peer gauges are exported at all (``metrics_peer_scores``, off by default:
+# who this node trusts is the operator's business, not every scraper's). Set once by the
+# daemon at start (``export_peer_scores``); the registry of series is process-wide anyway.
+_peer_series = {"enabled": False}
 _BANDS = ("trusted", "neutral", "graylisted")
 
 _LESSON_PREFIX = "lessons_"
@@ -190,13 +195,20 @@ def apply_health(values: Mapping[str, float]) -> None:
         HEALTH.labels(figure=figure).set(value)
 
 
+def export_peer_scores(enabled: bool) -> None:
+    """Export the per-peer gauges (score, global trust, band) or not (the default)."""
+    _peer_series["enabled"] = enabled
+
+
 def apply_reputation(
     peers: Sequence[tuple[str, float, str, float | None]], limit: int = REPUTATION_PEERS_MAX
 ) -> None:
     """Replace the reputation gauges by ``peers`` (peer, score, band, global trust): bands
-    counted over all, per-peer series for the ``limit`` lowest scores (ties by peer id). A
-    peer nobody has judged yet (global trust ``None``, unknown) has no global-trust series:
-    it is omitted, never exported as 0."""
+    counted over all, per-peer series for the ``limit`` lowest scores (ties by peer id), and
+    none unless ``export_peer_scores(True)``. A peer nobody has judged yet (global trust
+    ``None``, unknown) has no global-trust series: it is omitted, never exported as 0."""
+    if not _peer_series["enabled"]:
+        limit = 0
     PEERS_BY_BAND.clear()
     counts = dict.fromkeys(_BANDS, 0)
     for _, _, band, _ in peers:

@@ -33,6 +33,7 @@ from lamarck.registry.records import (
     EnrollmentToken,
     sign_registration,
 )
+from lamarck.registry.rules import lineage_ids
 
 __all__ = ["RegistryClient", "TickResult"]
 
@@ -175,8 +176,9 @@ class RegistryClient:
 
     def _is_mine(self, proof: AdmissionProof) -> bool:
         """Whether ``proof`` is this id's and leads to this node's current key."""
+        # After a key rotation this node's id is a successor of the proof's registered id.
         return (
-            proof.registration.node_id == self._node_id
+            self._node_id in lineage_ids(proof.keys)
             and proof.keys[-1] == self._identity.public_key_b64
         )
 

@@ -10,8 +10,11 @@ pins an id it also stores the id's **admission proof**, which never expires:
   retires, so the chain from the id's first key to its pinned key can be followed.
 
 A reader serves an id only if ``verify_admission`` passes with the reader's OWN mode and
-operator key: (1) the registration names the id; (2) the rotation chain starts at the key
-the id is derived from, each link is signed by the key it retires, and it ends at the pin;
+operator key: (1) the registration names the id, or the id is a successor derived from a
+later key of the chain (a rotation admits the id of the new key on its lineage's admission,
+``check_registration``); (2) the rotation chain starts at the key the registered id is
+derived from, each link is signed by the key it retires and countersigned by the key it
+adds, and it ends at the pin;
 (3) the registration is signed by a key of that chain and not dated in the reader's future;
 (4) its admission material admits the id and that key in the reader's mode, judged at the
 registration's ``created_at``:
@@ -94,6 +97,7 @@ from lamarck.registry.rules import (
     check_endorsement,
     check_enrollment,
     check_revocation,
+    lineage_ids,
     verify_signed_by,
 )
 
@@ -419,11 +423,12 @@ def _verify_uncached(
         reg = Registration.from_wire(json.loads(own.admission))
     except (ValueError, InvalidRecord) as e:
         raise ProofInvalid(f"unreadable admission proof: {e}", reason="malformed_proof") from e
-    # (1) It is this id's registration.
-    if reg.node_id != node_id:
+    # (1)-(2) The key chain from the registered id's own key to the pin, and this id is of
+    #     its lineage: the registered id itself, or a successor derived from a later key of
+    #     the chain (admitted by the rotation to that key).
+    if node_id != reg.node_id and node_id not in lineage_ids(_stated_new_keys(own.rotations)):
         raise ProofInvalid("the proof registers another id", reason="wrong_id")
-    # (2) The key chain from the id's own key to the pin.
-    keys, retired_at = _check_chain(node_id, own.rotations, own.pin, policy=policy, now=now)
+    keys, retired_at = _check_chain(reg.node_id, own.rotations, own.pin, policy=policy, now=now)
     # (3) The registration was made by a key of that chain, and not in the reader's future
     #     (its date is the instant the admission material is judged at).
     if reg.public_key not in keys:
@@ -440,6 +445,24 @@ def _verify_uncached(
         reg, created, facts, policy=policy, now=now, memo=memo, budget=budget, path=path
     )
     return VerifiedProof(node_id, keys, retired_at, via, height, principal, chain)
+
+
+def _stated_new_keys(rotations: tuple[str, ...]) -> list[str]:
+    """The keys a chain's records say they rotate to (unverified: ``_check_chain`` checks)."""
+    keys = []
+    for raw in rotations:
+        try:
+            record = json.loads(raw)
+            key = record.get("new_public_key") if isinstance(record, dict) else None
+        except ValueError:
+            continue
+        if isinstance(key, str):
+            try:
+                b64u_decode(key)
+            except InvalidRecord:
+                continue
+            keys.append(key)
+    return keys
 
 
 def _check_chain(

@@ -18,7 +18,7 @@ one can never be presented as another.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
@@ -50,6 +50,7 @@ __all__ = [
     "PublicKeyB64",
     "Registration",
     "RegistryRecord",
+    "RegistrySeal",
     "Retraction",
     "Revocation",
     "SignatureBlock",
@@ -60,6 +61,7 @@ __all__ = [
     "sign_registration",
     "sign_retraction",
     "sign_revocation",
+    "sign_seal",
 ]
 
 #: A node announces at most this many domains; each is at most 64 characters.
@@ -191,6 +193,29 @@ class Retraction(RegistryRecord):
         if not _HEX64_RE.match(v):
             raise ValueError("content_hash is 64 lowercase hex digits (a sha256)")
         return v
+
+
+class RegistrySeal(RegistryRecord):
+    """The operator's sequence-numbered, signed statement of what the registry must keep: the
+    revoked ids, who each endorser admitted (the endorsement caps count them) and the pin of
+    every admitted id. A node keeps the highest ``seq`` it has seen and holds the registry to
+    it: whoever can write Redis can delete records or put old ones back, but cannot forge a
+    seal, nor make a node forget one (``lamarck.registry.seal``)."""
+
+    type: Literal["seal"] = "seal"
+    #: The network's namespace (a seal of another network seals nothing here).
+    namespace: str = Field(min_length=1, max_length=64)
+    #: Strictly increasing: a lower one is a rollback.
+    seq: int = Field(ge=1)
+    created_at: Timestamp
+    revoked: tuple[NodeId, ...] = ()
+    #: Endorser id -> the ids it admitted.
+    endorsees: dict[str, tuple[NodeId, ...]] = Field(default_factory=dict)
+    #: Admitted id -> its pinned key.
+    pins: dict[str, PublicKeyB64] = Field(default_factory=dict)
+    #: Compromised keys -> since when: whatever such a key signed at or after that instant is
+    #: refused everywhere, what it signed before keeps verifying (the node's history).
+    revoked_keys: dict[str, Timestamp] = Field(default_factory=dict)
 
 
 class Admission(_Model):
@@ -403,6 +428,32 @@ def sign_retraction(
     }
     retraction: Retraction = _signed(Retraction, RecordKind.enrollment, body, operator)
     return retraction
+
+
+def sign_seal(
+    operator: NodeIdentity,
+    *,
+    namespace: str,
+    seq: int,
+    created_at: datetime,
+    revoked: Iterable[str] = (),
+    endorsees: Mapping[str, Iterable[str]] | None = None,
+    pins: Mapping[str, str] | None = None,
+    revoked_keys: Mapping[str, datetime] | None = None,
+) -> RegistrySeal:
+    """Build and sign the operator's seal ``seq`` of ``namespace``'s registry."""
+    body = {
+        "type": "seal",
+        "namespace": namespace,
+        "seq": seq,
+        "created_at": format_ts(created_at),
+        "revoked": sorted(set(revoked)),
+        "endorsees": {e: sorted(set(ids)) for e, ids in sorted((endorsees or {}).items())},
+        "pins": dict(sorted((pins or {}).items())),
+        "revoked_keys": {k: format_ts(t) for k, t in sorted((revoked_keys or {}).items())},
+    }
+    seal: RegistrySeal = _signed(RegistrySeal, RecordKind.enrollment, body, operator)
+    return seal
 
 
 def parse_record_ts(value: str) -> datetime:

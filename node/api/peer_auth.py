@@ -40,6 +40,7 @@ _PIN_REASONS: dict[PinReason, str] = {
     PinReason.REVOKED_SOURCE: "revoked_peer",
     PinReason.UNREGISTERED_SOURCE: "unregistered_peer",
     PinReason.KEY_NOT_PINNED: "key_not_pinned",
+    PinReason.REVOKED_KEY: "revoked_key",
 }
 # Verified tokens kept per node; a fleet has at most a few hundred callers, each renewing
 # its token every few minutes.

@@ -2,7 +2,9 @@
 
 * The **peer server** (``listen``) serves ``PeerService`` with per-peer limits.
 * The **agent server** (``agent_listen``) serves ``AgentService``; when it listens beyond
-  loopback every call needs the bearer token (``lamarck.node.token``).
+  loopback every call needs the agent token (``lamarck.node.token``). It also serves
+  ``OperatorService``, whose every call needs the operator token, loopback included: an
+  agent's credential (or its mere locality) never reaches an operator action.
 
 Both also serve the standard ``grpc.health.v1.Health`` service and server reflection, so
 ``grpcurl`` and Kubernetes probes work without lamarck's stubs. They are separate servers
@@ -116,6 +118,9 @@ class NodeContext:
     database: str = ""
     #: The agent API's bearer token when it listens beyond loopback, else ``None``.
     agent_token: str | None = None
+    #: The operator's bearer token (``<home>/operator.token``): every OperatorService call
+    #: and console session needs it. ``None`` only in a context that serves no agent server.
+    operator_token: str | None = None
     #: The network side (registry, gossip, import), once the daemon started it; else ``None``.
     sharing: Sharing | None = None
     #: The operator's reputation table over the node's book, once it is loaded.
@@ -370,10 +375,10 @@ async def build_servers(
             deadline,
         ],
     )
-    agent_chain: list[Any] = [MetricsInterceptor("agent"), ErrorInterceptor()]
-    if ctx.agent_token is not None:
-        agent_chain.append(AuthInterceptor(ctx.agent_token))
-    agent_chain.append(deadline)
+    if ctx.operator_token is None:
+        raise ConfigError("the agent server needs the operator token", reason="no_operator_token")
+    auth = AuthInterceptor(operator_token=ctx.operator_token, agent_token=ctx.agent_token)
+    agent_chain: list[Any] = [MetricsInterceptor("agent"), ErrorInterceptor(), auth, deadline]
     agent = _new_server(settings, agent_chain)
 
     peer_address = _bind(peer, settings.listen, "listen")
@@ -389,7 +394,8 @@ async def build_servers(
         )
     peer_pb2_grpc.add_PeerServiceServicer_to_server(peer_factory(ctx), peer)
     agent_pb2_grpc.add_AgentServiceServicer_to_server(agent_factory(ctx), agent)
-    # The operator's desk shares the agent server (and so its bearer token). Imported here:
+    # The operator's desk shares the agent server's port, on its own credential (the
+    # AuthInterceptor asks OperatorService calls for the operator token). Imported here:
     # the servicer module imports NodeContext from this one.
     from lamarck.node.api.operator_service import make_operator_servicer
 

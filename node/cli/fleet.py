@@ -86,11 +86,14 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _reputation_rows(addr: str, names: Mapping[str, str]) -> list[dict[str, object]] | None:
-    """A node's reputation table through the operator SDK (None when it serves none)."""
+def _reputation_rows(
+    addr: str, home: Path, names: Mapping[str, str]
+) -> list[dict[str, object]] | None:
+    """A node's reputation table through the operator SDK, on the operator token of its
+    ``home`` (None when it serves none)."""
     from lamarck.operator import OperatorClient
 
-    with OperatorClient(addr, timeout=10) as op:
+    with OperatorClient(addr, home=home, timeout=10) as op:
         try:
             table = op.reputation()
         except LamarckError:
@@ -269,7 +272,13 @@ def _live(console: Console, renderable: Group) -> Iterator[Live]:
 
 def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[str, float]:
     handles = [
-        NodeHandle(n.name, n.agent_addr, n.metrics_url, byzantine=fleet.spec.is_byzantine(i))
+        NodeHandle(
+            n.name,
+            n.agent_addr,
+            n.metrics_url,
+            byzantine=fleet.spec.is_byzantine(i),
+            home=n.home,
+        )
         for i, n in enumerate(fleet.nodes)
     ]
     roles = ["byzantine" if h.byzantine else "honest" for h in handles]
@@ -322,7 +331,7 @@ def _show_reputation(console: Console, fleet: Fleet) -> None:
     for i, node in enumerate(fleet.nodes):
         if fleet.spec.is_byzantine(i):
             continue
-        rows = _reputation_rows(node.agent_addr, names)
+        rows = _reputation_rows(node.agent_addr, node.home, names)
         if rows is None:
             console.print("[dim]reputation: this node version serves no reputation table[/dim]")
             return

@@ -67,6 +67,17 @@ def page(title: str, active: str, body: Markup, *, csrf_token: str) -> Markup:
                 )
                 for key, path, label in NAV
             ),
+            el(
+                "li",
+                el(
+                    "form",
+                    void("input", type="hidden", name=CSRF_FIELD, value=csrf_token),
+                    el("button", "Sign out", type="submit"),
+                    method="post",
+                    action="/logout",
+                    class_="logout",
+                ),
+            ),
         ),
     )
     head = el(

@@ -274,7 +274,12 @@ def run_byzantine(
     report = ByzantineReport()
     work = _honest_workload(seed, honest, tag or f"-byz{seed}")
     handles = [
-        NodeHandle(fleet.nodes[i].name, fleet.nodes[i].agent_addr, fleet.nodes[i].metrics_url)
+        NodeHandle(
+            fleet.nodes[i].name,
+            fleet.nodes[i].agent_addr,
+            fleet.nodes[i].metrics_url,
+            home=fleet.nodes[i].home,
+        )
         for i in honest
     ]
     say(f"honest phase: {len(honest)} agents learn one pitfall each")
@@ -328,7 +333,7 @@ def _check(
             for lesson in active:
                 if _has_mark(lesson.content):
                     report.poisoned_active.append(f"{node.name}: {lesson.id}")
-        with OperatorClient(node.agent_addr, timeout=60) as op:
+        with OperatorClient(node.agent_addr, home=node.home, timeout=60) as op:
             try:
                 rows = {r.peer: r for r in op.reputation().rows}
             except LamarckError:

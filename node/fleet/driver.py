@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lamarck.agent.loop import ActContext, LearningLoop, LoopParams, Task
 from lamarck.agent.run import RunParams
@@ -76,6 +77,8 @@ class NodeHandle:
     agent_addr: str
     metrics_url: str
     byzantine: bool = False
+    #: The node's home, where the operator token is read (``None``: no operator token).
+    home: Path | None = None
 
 
 def scrape_counts(url: str, timeout_s: float = 5.0) -> NodeCounts | None:
@@ -123,7 +126,8 @@ class FleetDriver:
             Client(n.agent_addr, timeout=self.params.rpc_timeout_s) for n in self.nodes
         ]
         self._operators = [
-            OperatorClient(n.agent_addr, timeout=self.params.rpc_timeout_s) for n in self.nodes
+            OperatorClient(n.agent_addr, home=n.home, timeout=self.params.rpc_timeout_s)
+            for n in self.nodes
         ]
         return self
 

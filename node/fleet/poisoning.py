@@ -199,7 +199,12 @@ def run_poisoning(
     nodes_of = tuple(k % len(honest) for k in range(params.targets))
     work = Workload("poison-honest", seed, pitfalls, nodes_of, frozenset(), tasks)
     handles = [
-        NodeHandle(fleet.nodes[i].name, fleet.nodes[i].agent_addr, fleet.nodes[i].metrics_url)
+        NodeHandle(
+            fleet.nodes[i].name,
+            fleet.nodes[i].agent_addr,
+            fleet.nodes[i].metrics_url,
+            home=fleet.nodes[i].home,
+        )
         for i in honest
     ]
     dparams = DriverParams(gossip_interval_s=fleet.spec.gossip_interval_s, isolated_arm=False)

@@ -123,6 +123,7 @@ from lamarck.proto.clock import Clock
 from lamarck.proto.limits import DEFAULT_LIMITS, RecordLimits
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
+from lamarck.proto.timefmt import parse_ts
 from lamarck.registry.pins import KeyPins, pin_refusal
 from lamarck.registry.rules import PinReason
 from lamarck.reputation.events import EventKind, ReputationEvent
@@ -196,18 +197,23 @@ PIN_CHARGES: dict[PinReason, EventKind | None] = {
     PinReason.REVOKED_SOURCE: EventKind.REJECTED,
     PinReason.UNREGISTERED_SOURCE: EventKind.REJECTED,
     PinReason.KEY_NOT_PINNED: EventKind.BAD_SIGNATURE,
+    # A compromised key's records are its thief's, not the relay's fault.
+    PinReason.REVOKED_KEY: None,
 }
 
 
 async def check_key_pin(pins: KeyPins, signed: SignedMemory) -> None:
-    """Stage (3): the claimed source is registered, not revoked, and pinned to the signing key.
+    """Stage (3): the claimed source is registered, not revoked, and pinned to the signing key
+    (or the key its verified rotation chain retired after the record was last signed).
 
     Raises ``PolicyRejected`` (unregistered, revoked, registry unavailable: fail closed) or
     ``VerificationError`` (``key_not_pinned``), each with a ``PinReason`` as its reason.
     """
     signature = signed.memory.signature
+    # Signed when last updated: a key retired by a rotation after that still verifies it.
+    signed_at = parse_ts(signed.memory.provenance.updated_at)
     refusal = await pin_refusal(
-        pins, signed.source_agent_id, signature.signed_by if signature else None
+        pins, signed.source_agent_id, signature.signed_by if signature else None, signed_at
     )
     if refusal is not None:
         reason, why = refusal

@@ -29,6 +29,7 @@ from lamarck.node.api.peer_auth import PeerAuthenticator
 from lamarck.node.config import NodeSettings
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.keys import latest_rotation
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.admitted_file import ADMITTED_FILE
 from lamarck.registry.cache import CachedDirectory
@@ -132,6 +133,8 @@ class Membership:
             clock=self._clock,
             operator_public_key=settings.operator_public_key or None,
             principal_params=self._principals,
+            password=settings.redis_password.get_secret_value() if settings.redis_url else "",
+            ca_file=settings.redis_ca_file if settings.redis_url else "",
         )
         self.directory = CachedDirectory(
             inner, clock=self._clock, path=settings.home / PEER_CACHE_FILE
@@ -164,6 +167,12 @@ class Membership:
             # the network's Redis loses it (docs/operating.md).
             kept_path=settings.home / ADMITTED_FILE,
         )
+        # After `lamarck keys rotate` the node is the id of its new key: its registrations
+        # carry the rotation (signed by both keys), on which the registry admits it as the
+        # successor of its old id and moves that id's pin.
+        rotation = latest_rotation(settings.home, self._identity)
+        if rotation is not None:
+            self._client.use_rotation(self._identity, rotation)
 
     async def tick(self) -> None:
         """Heartbeat or (re-)register, then refresh the peer list (outages are logged)."""

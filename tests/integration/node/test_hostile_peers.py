@@ -225,6 +225,7 @@ async def node_servers(tmp_path: Path) -> AsyncIterator[NodeServers]:
         clock=SystemClock(),
         embedder=HashingEmbedder(),
         params=node_params(settings),
+        operator_token="operator-secret",
     )
     servers = await build_servers(
         ctx,

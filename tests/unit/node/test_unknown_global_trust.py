@@ -10,7 +10,7 @@ from prometheus_client import REGISTRY
 
 from lamarck.node.api.reputation import row_to_pb
 from lamarck.node.console.pages import peer_page, reputation_page
-from lamarck.node.metrics import apply_reputation
+from lamarck.node.metrics import apply_reputation, export_peer_scores
 from lamarck.operator import _reputation_row
 from lamarck.proto.clock import FixedClock
 from lamarck.reputation.book import ReputationBook, TrustConfig, table_rows
@@ -68,6 +68,14 @@ def test_the_console_shows_unknown() -> None:
 
 
 def test_the_gauge_has_no_series_for_an_unknown_peer() -> None:
+    export_peer_scores(True)  # per-peer series are off unless the operator asks for them
+    try:
+        _apply_known_and_unknown()
+    finally:
+        export_peer_scores(False)
+
+
+def _apply_known_and_unknown() -> None:
     apply_reputation([("lmk1known", 0.5, "neutral", 0.0), ("lmk1unknown", 0.5, "neutral", None)])
     assert _gauge("lmk1known") == 0.0
     assert _gauge("lmk1unknown") is None
