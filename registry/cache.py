@@ -443,6 +443,7 @@ def _peer_to_json(p: PeerInfo) -> dict[str, Any]:
         "domains": list(p.domains),
         "version": p.version,
         "registered_at": format_ts(p.registered_at),
+        "tls_certificate": p.tls_certificate,
     }
 
 
@@ -454,6 +455,7 @@ def _peer_from_json(d: Mapping[str, Any]) -> PeerInfo:
         domains=tuple(str(x) for x in d["domains"]),
         version=str(d["version"]),
         registered_at=parse_ts(d["registered_at"]),
+        tls_certificate=str(d.get("tls_certificate") or ""),
     )
 
 

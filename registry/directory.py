@@ -53,6 +53,9 @@ class PeerInfo:
     domains: tuple[str, ...]
     version: str
     registered_at: datetime
+    #: The peer's TLS certificate as its signed registration carries it (unpadded base64url
+    #: DER), ``""`` for a peer that registered none.
+    tls_certificate: str = ""
 
     @classmethod
     def from_registration(cls, reg: Registration, registered_at: datetime) -> PeerInfo:
@@ -64,6 +67,7 @@ class PeerInfo:
             domains=reg.domains,
             version=reg.version,
             registered_at=registered_at,
+            tls_certificate=reg.tls_certificate or "",
         )
 
 
