@@ -147,8 +147,12 @@ class PeerTls:
         with self._lock:
             initial = self._configuration()
             self._changed = False
+        # The stubs say the fetcher returns a configuration; gRPC documents None as "keep the
+        # current one", which is what it answers between changes.
         return grpc.dynamic_ssl_server_credentials(
-            initial, self._fetch, require_client_authentication=True
+            initial,
+            self._fetch,  # type: ignore[arg-type]
+            require_client_authentication=True,
         )
 
     def channel(
@@ -156,7 +160,7 @@ class PeerTls:
     ) -> tuple[grpc.ChannelCredentials, tuple[tuple[str, Any], ...]]:
         """Credentials and options to dial ``node_id``, trusting only the certificate its
         registration carries (or the operator CA) and requiring it to name ``node_id``;
-        ``DeliveryFailed(peer_without_certificate)`` when it registered none."""
+        ``DeliveryFailed(no_peer_certificate)`` when it registered none."""
         if self._ca is not None:
             roots = self._ca
         else:
