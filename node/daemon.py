@@ -272,6 +272,7 @@ class Node:
                 home=settings.home,
                 node_id=identity.node_id,
                 clock=self.clock,
+                identity_key=identity.public_key_b64,
                 cert_file=settings.peer_tls_cert_file,
                 key_file=settings.peer_tls_key_file,
                 ca_file=settings.peer_tls_ca_file,

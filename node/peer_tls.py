@@ -208,12 +208,15 @@ def peer_tls_for(
     home: Path,
     node_id: str,
     clock: Clock,
+    identity_key: str = "",
     cert_file: str = "",
     key_file: str = "",
     ca_file: str = "",
 ) -> PeerTls | None:
     """This node's peer TLS from its settings; ``None`` (logged as a warning) when it runs
-    ``off-insecure``. ``ConfigError`` when configured files cannot be used."""
+    ``off-insecure``. The home's certificate names ``node_id`` (the id the node registers as)
+    and is made anew when ``identity_key`` changed. ``ConfigError`` when configured files
+    cannot be used."""
     if mode == "off-insecure":
         _log.warning(
             "peer_tls is off-insecure: the peer port is plaintext, anyone on the path reads "
@@ -224,7 +227,7 @@ def peer_tls_for(
         if cert_file or key_file:
             material = load_tls(Path(key_file), Path(cert_file))
         else:
-            material = load_or_create_tls(home, node_id, clock.now())
+            material = load_or_create_tls(home, node_id, clock.now(), identity_key)
         ca = Path(ca_file).read_bytes() if ca_file else None
     except (KeyFileError, OSError) as e:
         raise ConfigError(f"cannot use the peer TLS material: {e}", reason="bad_tls") from e

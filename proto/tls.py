@@ -7,14 +7,16 @@ Layout in the node's home, next to the identity key (``lamarck.proto.keys``)::
         tls.crt       self-signed X.509 certificate, PEM
 
 The certificate names the node: its subject common name and its one DNS subject alternative
-name are :func:`tls_name` of the node id (``<node id>.lamarck``). No CA is involved: the
-node's signed registration carries the certificate (``Registration.tls_certificate``), so the
-registry binds it to the node's Ed25519 identity, and peers trust exactly the certificate the
-registry pins for the id they dial. ECDSA P-256 because it is what every TLS stack (gRPC's
-BoringSSL included) accepts.
+name are :func:`tls_name` of the node id (``<node id>.lamarck``); a URI subject alternative
+name, ``urn:lamarck:key:<identity public key>``, records the identity key it was made with.
+No CA is involved: the node's signed registration carries the certificate
+(``Registration.tls_certificate``), so the registry binds it to the node's Ed25519 identity,
+and peers trust exactly the certificate the registry pins for the id they dial. ECDSA P-256
+because every TLS stack (gRPC's BoringSSL included) accepts it.
 
-A certificate is made at the node's first start and replaced with its identity key
-(:func:`rotate_tls`): the node then registers again, and its registration carries the new one.
+A certificate is made at the node's first start and replaced with its identity key: at a
+start whose identity key (or node id) is not the one the certificate records, or at once by
+:func:`rotate_tls`; the node then registers again, and its registration carries the new one.
 """
 
 from __future__ import annotations
@@ -86,9 +88,17 @@ class TlsMaterial:
         return base64.urlsafe_b64encode(certificate_der(self.cert_pem)).rstrip(b"=").decode()
 
 
-def make_tls(node_id: str, now: datetime) -> TlsMaterial:
-    """A new ECDSA P-256 key and a self-signed certificate naming ``node_id``."""
+def _key_uri(identity_key: str) -> str:
+    return f"urn:lamarck:key:{identity_key}"
+
+
+def make_tls(node_id: str, now: datetime, identity_key: str = "") -> TlsMaterial:
+    """A new ECDSA P-256 key and a self-signed certificate naming ``node_id`` (and recording
+    ``identity_key``, the node's Ed25519 public key, when given)."""
     key = ec.generate_private_key(ec.SECP256R1())
+    names: list[x509.GeneralName] = [x509.DNSName(tls_name(node_id))]
+    if identity_key:
+        names.append(x509.UniformResourceIdentifier(_key_uri(identity_key)))
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, tls_name(node_id))])
     cert = (
         x509.CertificateBuilder()
@@ -98,7 +108,7 @@ def make_tls(node_id: str, now: datetime) -> TlsMaterial:
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - _BACKDATE)
         .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(tls_name(node_id))]), False)
+        .add_extension(x509.SubjectAlternativeName(names), False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), True)
         .sign(key, hashes.SHA256())
     )
@@ -179,31 +189,39 @@ def load_tls(key_path: Path, cert_path: Path) -> TlsMaterial:
 
 
 def _names(cert_pem: bytes) -> list[str]:
+    """The certificate's DNS and URI subject alternative names."""
     cert = x509.load_pem_x509_certificate(cert_pem)
     try:
-        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
         return []
-    return list(san.value.get_values_for_type(x509.DNSName))
+    return [
+        *san.get_values_for_type(x509.DNSName),
+        *san.get_values_for_type(x509.UniformResourceIdentifier),
+    ]
 
 
-def load_or_create_tls(home: Path, node_id: str, now: datetime) -> TlsMaterial:
-    """The home's TLS material, made on first start; a certificate that no longer names
-    ``node_id`` (a copied home) is replaced, with its key."""
+def load_or_create_tls(
+    home: Path, node_id: str, now: datetime, identity_key: str = ""
+) -> TlsMaterial:
+    """The home's TLS material, made on first start; a certificate that does not name
+    ``node_id`` or record ``identity_key`` (the identity key rotated, or a copied home) is
+    replaced, with its key."""
     key_path, cert_path = _paths(home)
     if key_path.exists() or cert_path.exists():
         material = load_tls(key_path, cert_path)
-        if tls_name(node_id) in _names(material.cert_pem):
+        names = _names(material.cert_pem)
+        if tls_name(node_id) in names and (not identity_key or _key_uri(identity_key) in names):
             return material
-    return rotate_tls(home, node_id, now)
+    return rotate_tls(home, node_id, now, identity_key)
 
 
-def rotate_tls(home: Path, node_id: str, now: datetime) -> TlsMaterial:
+def rotate_tls(home: Path, node_id: str, now: datetime, identity_key: str = "") -> TlsMaterial:
     """Replace the home's TLS key and certificate with new ones (at key rotation, or when the
     TLS key may have leaked); the node's next registration carries the new certificate."""
     key_path, cert_path = _paths(home)
     key_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    material = make_tls(node_id, now)
+    material = make_tls(node_id, now, identity_key)
     _replace(key_path, material.key_pem, 0o600)
     _replace(cert_path, material.cert_pem, 0o644)
     return material

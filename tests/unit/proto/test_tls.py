@@ -46,6 +46,13 @@ def test_the_home_keeps_one_certificate_until_it_is_rotated(tmp_path: Path) -> N
     rotated = rotate_tls(tmp_path, ALICE.node_id, T0)
     assert rotated.fingerprint != first.fingerprint
     assert load_or_create_tls(tmp_path, ALICE.node_id, T0) == rotated
+    # After the identity key rotates, the next start makes a new certificate (it records
+    # the key it was made with).
+    keyed = load_or_create_tls(tmp_path, ALICE.node_id, T0, ALICE.public_key_b64)
+    assert keyed.fingerprint != rotated.fingerprint
+    assert load_or_create_tls(tmp_path, ALICE.node_id, T0, ALICE.public_key_b64) == keyed
+    new_key = NodeIdentity.from_seed(b"n" * 32).public_key_b64
+    assert load_or_create_tls(tmp_path, ALICE.node_id, T0, new_key).fingerprint != keyed.fingerprint
     # A home copied to another id gets a certificate naming the new id.
     other = NodeIdentity.from_seed(b"o" * 32)
     assert load_or_create_tls(tmp_path, other.node_id, T0).fingerprint != rotated.fingerprint
