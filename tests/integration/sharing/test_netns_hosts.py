@@ -59,7 +59,7 @@ from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.records import sign_revocation
 from lamarck.registry.redis_directory import RedisPeerDirectory
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(170)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(120)]
 
 NODES = 3
 PEER_PORT = 7700
