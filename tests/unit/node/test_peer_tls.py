@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -26,6 +27,8 @@ from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc
 SERVER = NodeIdentity.from_seed(b"s" * 32)
 CLIENT = NodeIdentity.from_seed(b"c" * 32)
 T0 = datetime.now(UTC)
+#: The container's health probe (deploy files are not a package).
+PROBE = Path(__file__).resolve().parents[3] / "deploy" / "healthcheck.py"
 
 
 class _Echo(peer_pb2_grpc.PeerServiceServicer):
@@ -176,3 +179,36 @@ def test_plaintext_is_only_by_setting_and_warned_at_every_start(
             peer_tls_for("off-insecure", home=tmp_path, node_id=SERVER.node_id, clock=clock) is None
         )
     assert "off-insecure" in caplog.text and "plaintext" in caplog.text
+
+
+async def test_the_container_probe_dials_the_peer_port_with_the_homes_own_certificate(
+    tmp_path: Path,
+) -> None:
+    import importlib.util
+    import json
+
+    from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+    tls = peer_tls_for("on", home=tmp_path, node_id=SERVER.node_id, clock=FixedClock(T0))
+    assert tls is not None
+    (tmp_path / "node.json").write_text(json.dumps({"node_id": SERVER.node_id, "peer_tls": "on"}))
+    server = grpc.aio.server()
+    servicer = health.aio.HealthServicer()
+    await servicer.set("lamarck.v1.PeerService", health_pb2.HealthCheckResponse.SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_secure_port("127.0.0.1:0", tls.server_credentials())
+    await server.start()
+    spec = importlib.util.spec_from_file_location("lamarck_probe", PROBE)
+    assert spec is not None and spec.loader is not None
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    try:
+        address = f"127.0.0.1:{port}"
+        assert (
+            await asyncio.to_thread(probe.main, ["--address", address, "--home", str(tmp_path)])
+            == 0
+        )
+        # Without the home's certificate the mutual-TLS port does not answer the probe.
+        assert await asyncio.to_thread(probe.main, ["--address", address, "--home", ""]) == 1
+    finally:
+        await server.stop(None)
