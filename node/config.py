@@ -90,6 +90,21 @@ class NodeSettings(BaseSettings):
     home: Path = Field(default_factory=default_home)
     # Peer-facing gRPC (PeerService). host:port.
     listen: str = "127.0.0.1:7700"
+    # What this node registers as its peer address (host:port) instead of the bound one: the
+    # address peers on other machines reach it at (needed when it binds 0.0.0.0, or behind
+    # NAT or a load balancer). Empty: the bound address.
+    advertise_address: str = ""
+    # Mutual TLS on the peer port: "on" (certificates bound to node ids by the registry,
+    # docs/operating.md "Running a multi-machine network securely"), or "off-insecure"
+    # (plaintext, for tests only: logged as a warning at every start).
+    peer_tls: Literal["on", "off-insecure"] = "on"
+    # The peer TLS key and certificate (PEM files). Empty: <home>/keys/tls.key and tls.crt,
+    # made at first start (self-signed, naming the node id).
+    peer_tls_cert_file: str = ""
+    peer_tls_key_file: str = ""
+    # An operator CA bundle (PEM): when set, peer certificates must chain to it instead of
+    # being the ones registered; each must still name its node (<node id>.lamarck).
+    peer_tls_ca_file: str = ""
     # Agent-facing gRPC (AgentService). Loopback or unix: by default; elsewhere needs a token.
     agent_listen: str = "127.0.0.1:7701"
     # Prometheus metrics over HTTP, on by default on loopback (port 0: one is picked, and shown
@@ -214,6 +229,24 @@ class NodeSettings(BaseSettings):
         if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
             raise ValueError("must be host:port (port 0-65535) or unix:/path")
         return value
+
+    @field_validator("advertise_address")
+    @classmethod
+    def _advertised(cls, value: str) -> str:
+        if not value:
+            return value
+        host, sep, port = value.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+            raise ValueError("must be host:port (port 1-65535), the address peers dial")
+        if host.strip("[]") in ("0.0.0.0", "::"):
+            raise ValueError("must be an address peers can dial, not a wildcard")
+        return value
+
+    @model_validator(mode="after")
+    def _tls_files(self) -> NodeSettings:
+        if bool(self.peer_tls_cert_file) != bool(self.peer_tls_key_file):
+            raise ValueError("peer_tls_cert_file and peer_tls_key_file go together")
+        return self
 
     @field_validator("metrics_listen", "console_listen")
     @classmethod

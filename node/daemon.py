@@ -78,6 +78,7 @@ from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging
 from lamarck.node.maintenance import MaintenanceLoop
 from lamarck.node.params import EmbedderParams, node_params, trust_config
+from lamarck.node.peer_tls import peer_tls_for
 from lamarck.node.sharing import Sharing
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
@@ -223,6 +224,8 @@ class Node:
             "node_id": ctx.identity.node_id,
             "version": lamarck.__version__,
             "listen": ctx.peer_addresses[0] if ctx.peer_addresses else "",
+            "advertise_address": ctx.settings.advertise_address,
+            "peer_tls": "on" if ctx.peer_tls is not None else "off-insecure",
             "agent_listen": ctx.agent_address,
             "agent_token_file": str(self.home / TOKEN_FILE) if ctx.agent_token else "",
             "operator_token_file": str(self.home / OPERATOR_TOKEN_FILE),
@@ -288,6 +291,18 @@ class Node:
             database=database,
             agent_token=token,
             operator_token=operator_token,
+            # The peer port's TLS key and certificate, made at first start next to the
+            # identity key (warned at every start when off-insecure).
+            peer_tls=peer_tls_for(
+                settings.peer_tls,
+                home=settings.home,
+                node_id=identity.node_id,
+                clock=self.clock,
+                identity_key=identity.public_key_b64,
+                cert_file=settings.peer_tls_cert_file,
+                key_file=settings.peer_tls_key_file,
+                ca_file=settings.peer_tls_ca_file,
+            ),
         )
         metrics.export_peer_scores(settings.metrics_peer_scores)
         if settings.metrics_listen:

@@ -568,6 +568,7 @@ def _peer_to_json(p: PeerInfo) -> dict[str, Any]:
         "version": p.version,
         "registered_at": format_ts(p.registered_at),
         "signed_at": format_ts(p.signed_at) if p.signed_at is not None else None,
+        "tls_certificate": p.tls_certificate,
     }
 
 
@@ -581,6 +582,7 @@ def _peer_from_json(d: Mapping[str, Any]) -> PeerInfo:
         registered_at=parse_ts(d["registered_at"]),
         # Absent from files written before registration times were kept.
         signed_at=parse_ts(d["signed_at"]) if d.get("signed_at") else None,
+        tls_certificate=str(d.get("tls_certificate") or ""),
     )
 
 

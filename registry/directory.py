@@ -59,6 +59,9 @@ class PeerInfo:
     #: When the peer signed this registration (its ``created_at``): a node keeps the latest
     #: it has seen per peer and refuses an older one replayed into the registry.
     signed_at: datetime | None = None
+    #: The peer's TLS certificate as its signed registration carries it (unpadded base64url
+    #: DER), ``""`` for a peer that registered none.
+    tls_certificate: str = ""
 
     @classmethod
     def from_registration(cls, reg: Registration, registered_at: datetime) -> PeerInfo:
@@ -71,6 +74,7 @@ class PeerInfo:
             version=reg.version,
             registered_at=registered_at,
             signed_at=parse_ts(reg.created_at),
+            tls_certificate=reg.tls_certificate or "",
         )
 
 

@@ -38,6 +38,7 @@ from lamarck.proto.identity import NodeIdentity, b64u_decode, is_node_id
 from lamarck.proto.keys import KeyRotation
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts, is_canonical_ts, parse_ts
+from lamarck.proto.tls import certificate_pem
 from lamarck.registry.params import AdmissionMode
 
 __all__ = [
@@ -230,7 +231,10 @@ class Registration(RegistryRecord):
     """A node announces itself: id, key, gRPC address, domains; signed over a registry nonce.
 
     ``rotation`` carries a key-rotation record (signed by the old key) when the node
-    registers a new key for an id already pinned to its old one.
+    registers a new key for an id already pinned to its old one. ``tls_certificate`` is the
+    node's peer-port TLS certificate (unpadded base64url DER, ``lamarck.proto.tls``): signed
+    here with the identity key, it is what peers pin for this id when they dial it and what
+    this node's calls may present (absent: a plaintext node, reachable by none that run TLS).
     """
 
     node_id: NodeId
@@ -242,6 +246,17 @@ class Registration(RegistryRecord):
     admission: Admission
     created_at: Timestamp
     rotation: dict[str, Any] | None = None
+    tls_certificate: str | None = Field(default=None, max_length=8192)
+
+    @field_validator("tls_certificate")
+    @classmethod
+    def _certificate(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                certificate_pem(v)
+            except InvalidRecord as e:
+                raise ValueError(str(e)) from e
+        return v
 
     @field_validator("address")
     @classmethod
@@ -344,6 +359,7 @@ def sign_registration(
     created_at: datetime,
     node_id: str | None = None,
     rotation: dict[str, Any] | None = None,
+    tls_certificate: str | None = None,
 ) -> Registration:
     """Build and sign a registration for ``identity`` (``node_id`` differs only after rotation)."""
     body = {
@@ -356,6 +372,7 @@ def sign_registration(
         "admission": admission.model_dump(mode="json", exclude_none=True),
         "created_at": format_ts(created_at),
         "rotation": rotation,
+        "tls_certificate": tls_certificate,
     }
     reg: Registration = _signed(Registration, RecordKind.registration, body, identity)
     return reg

@@ -42,6 +42,7 @@ from lamarck.node.api.node_status import ReputationSource
 from lamarck.node.config import NodeSettings
 from lamarck.node.embedding import Embedder
 from lamarck.node.params import NodeParams
+from lamarck.node.peer_tls import PeerTls
 from lamarck.node.store.port import LessonStore
 from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import Clock
@@ -114,6 +115,8 @@ class NodeContext:
     peer_addresses: list[str] = field(default_factory=list)
     #: Actual agent-facing address.
     agent_address: str = ""
+    #: The peer port's mutual TLS; ``None`` when the node runs ``off-insecure``.
+    peer_tls: PeerTls | None = None
     #: ``embedded`` or ``external`` (never the DSN: it may hold a password).
     database: str = ""
     #: The agent API's bearer token when it listens beyond loopback, else ``None``.
@@ -269,10 +272,19 @@ def server_options(settings: NodeSettings) -> list[tuple[str, Any]]:
     ]
 
 
-def _bind(server: grpc.aio.Server, address: str, what: str) -> str:
-    """Bind ``address`` and return it with the actual port (for ``:0``)."""
+def _bind(
+    server: grpc.aio.Server,
+    address: str,
+    what: str,
+    credentials: grpc.ServerCredentials | None = None,
+) -> str:
+    """Bind ``address`` (with TLS when ``credentials`` are given) and return it with the
+    actual port (for ``:0``)."""
     try:
-        port = server.add_insecure_port(address)
+        if credentials is not None:
+            port = server.add_secure_port(address, credentials)
+        else:
+            port = server.add_insecure_port(address)
     except RuntimeError as e:
         raise ConfigError(f"cannot listen on {address} ({what}): {e}", reason="bind_failed") from e
     if address.startswith("unix:"):
@@ -381,7 +393,9 @@ async def build_servers(
     agent_chain: list[Any] = [MetricsInterceptor("agent"), ErrorInterceptor(), auth, deadline]
     agent = _new_server(settings, agent_chain)
 
-    peer_address = _bind(peer, settings.listen, "listen")
+    # Mutual TLS unless the node runs off-insecure (lamarck.node.peer_tls).
+    tls = ctx.peer_tls.server_credentials() if ctx.peer_tls is not None else None
+    peer_address = _bind(peer, settings.listen, "listen", tls)
     agent_address = _bind(agent, settings.agent_listen, "agent_listen")
     ctx.peer_addresses = [peer_address]
     ctx.agent_address = agent_address

@@ -291,7 +291,13 @@ def run_byzantine(
         say(f"attack phase: {len(byz)} Byzantine nodes push to {len(honest)} honest nodes")
         for b, key in zip(byz, keys, strict=True):
             others = [k for k in keys if k is not key]
-            pusher = PeerPusher(key, SystemClock(), params.attacks)
+            pusher = PeerPusher(
+                key,
+                SystemClock(),
+                params.attacks,
+                home=fleet.nodes[b].home,
+                peer_homes={node.node_id: node.home for node in fleet.nodes},
+            )
             try:
                 for h in honest:
                     target = fleet.nodes[h]

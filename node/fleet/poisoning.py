@@ -223,7 +223,13 @@ def run_poisoning(
                     poison_texts.append(text)
                     spec = LessonSpec(text, p.working, confidence=0.8)
                     raws.append(signed_lesson(spec, key, now, params.attacks))
-            pusher = PeerPusher(key, SystemClock(), params.attacks)
+            pusher = PeerPusher(
+                key,
+                SystemClock(),
+                params.attacks,
+                home=fleet.nodes[a].home,
+                peer_homes={node.node_id: node.home for node in fleet.nodes},
+            )
             try:
                 for h in honest:
                     target = fleet.nodes[h]

@@ -1,8 +1,11 @@
 """The peer client: this node's outgoing PeerService calls (Publish, Sync pages, RequestVote).
 
-One ``grpc.aio`` channel per peer address (``ChannelPool``), our peer token on every call
-(``PeerTokens``), a bound on each RPC, and one typed failure, ``DeliveryFailed``, for
-anything that did not land (transport error, or acks saying "try again later").
+One ``grpc.aio`` channel per peer address and pinned certificate (``ChannelPool``): mutual
+TLS trusting only the certificate the peer's registration carries (``lamarck.node.peer_tls``)
+unless the node runs off-insecure; our peer token on every call (``PeerTokens``), a bound on
+each RPC, and one typed failure, ``DeliveryFailed``, for anything that did not land
+(transport error, a peer without a registered certificate, or acks saying "try again
+later").
 
 A record this node holds a quorum certificate for (``certificate_of``) is sent with it: the
 certificate record follows the memory in a Publish batch, so the receiver need not ask
@@ -27,6 +30,7 @@ from lamarck.node.api.limits import PeerLimits
 from lamarck.node.api.peer_auth import PeerTokens
 from lamarck.node.gossip.sync import SyncPage, SyncQuery
 from lamarck.node.importing.view import REGISTRY_DEPENDENT_REASONS
+from lamarck.node.peer_tls import PeerTls
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
 
@@ -42,26 +46,45 @@ RPC_TIMEOUT_S = 10.0
 
 
 class ChannelPool:
-    """One ``grpc.aio`` channel per peer address, reused across calls, closed together."""
+    """One ``grpc.aio`` channel per peer address (and pinned certificate), reused across calls,
+    closed together."""
 
     def __init__(self, options: Sequence[tuple[str, Any]] = ()) -> None:
         self._options = list(options)
-        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._channels: dict[tuple[str, str], grpc.aio.Channel] = {}
+        self._retired: list[grpc.aio.Channel] = []
 
-    def stub(self, address: str) -> Any:
-        """A PeerService stub over the (possibly new) channel to ``address``.
+    def stub(
+        self, address: str, tls: PeerTls | None = None, node_id: str = "", pin: str = ""
+    ) -> Any:
+        """A PeerService stub over the (possibly new) channel to ``address``: mutual TLS with
+        ``tls`` trusting the certificate ``pin`` registered for ``node_id``, else plaintext.
 
         Typed ``Any``: the generated stubs are typed for sync channels, not ``grpc.aio``.
         """
-        channel = self._channels.get(address)
+        key = (address, pin)
+        channel = self._channels.get(key)
         if channel is None:
-            channel = grpc.aio.insecure_channel(address, options=self._options)
-            self._channels[address] = channel
+            if tls is None:
+                channel = grpc.aio.insecure_channel(address, options=self._options)
+            else:
+                credentials, options = tls.channel(node_id, pin)
+                channel = grpc.aio.secure_channel(
+                    address, credentials, options=[*self._options, *options]
+                )
+            self._channels[key] = channel
         return peer_pb2_grpc.PeerServiceStub(channel)
+
+    def reset(self) -> None:
+        """New calls open new channels (this node's certificate changed); the old ones are
+        closed with the pool."""
+        self._retired.extend(self._channels.values())
+        self._channels = {}
 
     async def close(self) -> None:
         """Close every channel."""
-        channels, self._channels = list(self._channels.values()), {}
+        channels, self._channels = [*self._retired, *self._channels.values()], {}
+        self._retired = []
         for channel in channels:
             await channel.close(None)
 
@@ -80,6 +103,8 @@ class PeerClient:
         certificate_of: Callable[[str], bytes | None] | None = None,
         attestations_of: AttestationsOf | None = None,
         max_records: int = PeerLimits().publish_max_records,
+        tls: PeerTls | None = None,
+        certificate_of_peer: Callable[[str], str] | None = None,
     ) -> None:
         self._node_id = node_id
         #: Records one Publish may carry (the receivers' cap): attestations fill what the
@@ -87,6 +112,9 @@ class PeerClient:
         self._max_records = max_records
         #: The outcome attestations kept for records, by content hash (sent along with them).
         self.attestations_of = attestations_of
+        # Mutual TLS (None: plaintext) and the TLS certificate each peer registered.
+        self._tls = tls
+        self._pin_of: Callable[[str], str] = certificate_of_peer or (lambda _: "")
         #: The quorum certificate held for a record, by content hash (sent along with it).
         self.certificate_of: Callable[[str], bytes | None] = certificate_of or (lambda _: None)
         self._tokens = tokens
@@ -103,8 +131,15 @@ class PeerClient:
         """Close every channel."""
         await self._pool.close()
 
+    def reset_channels(self) -> None:
+        """Dial anew from now on (this node's TLS certificate changed)."""
+        self._pool.reset()
+
     def _stub(self, target: str) -> Any:
-        return self._pool.stub(self._address_of(target))
+        address = self._address_of(target)
+        if self._tls is None:
+            return self._pool.stub(address)
+        return self._pool.stub(address, self._tls, target, self._pin_of(target))
 
     async def publish(
         self, target: str, raws: Sequence[bytes], hop_count: int, *, hop_limit: int | None = None

@@ -74,6 +74,7 @@ from lamarck.node.sharing.summaries import SummaryIntake
 from lamarck.node.sharing.taint import TaintSweeper
 from lamarck.node.store.attestations import attestations_for
 from lamarck.node.store.port import LessonStore
+from lamarck.proto.tls import TlsMaterial
 from lamarck.proto.v1 import peer_pb2, records_pb2
 from lamarck.proto.vote import Vote
 from lamarck.reputation.params import ReputationParams
@@ -135,7 +136,14 @@ class Sharing:
         self.reputation = reputation
         self.band_of = band_reader(reputation, reputation.params)
         #: Our peer tokens (caller side); the callee side needs the registry's pins.
-        self.tokens = PeerTokens(self._identity, self._clock, params.peer_auth)
+        # Bound to this node's TLS certificate: a token is good only on its connections.
+        tls = ctx.peer_tls
+        self.tokens = PeerTokens(
+            self._identity,
+            self._clock,
+            params.peer_auth,
+            channel=tls.fingerprint if tls is not None else "",
+        )
         self.membership = Membership(
             settings,
             self._identity,
@@ -143,7 +151,10 @@ class Sharing:
             params=params.registry,
             auth=params.peer_auth,
             principals=params.principals,
-            address=ctx.peer_addresses[0] if ctx.peer_addresses else "",
+            # Peers on other machines dial the advertised address, not the bound one.
+            address=settings.advertise_address
+            or (ctx.peer_addresses[0] if ctx.peer_addresses else ""),
+            tls=tls,
         )
         #: Quorum rounds and the certificates held, kept in the home (``quorum.py``).
         self.quorum = QuorumLedger(settings.home / QUORUM_DIR)
@@ -169,6 +180,8 @@ class Sharing:
             self._identity.node_id,
             self.tokens,
             self.membership.address_of,
+            tls=tls,
+            certificate_of_peer=self.membership.certificate_of,
             hop_limit=self.params.hop_limit,
             max_message_bytes=settings.max_message_bytes,
             certificate_of=self.quorum.certificate_bytes,
@@ -365,9 +378,22 @@ class Sharing:
         return self.membership.live_peers()
 
     # -- intake ---------------------------------------------------------------------------
-    async def authenticate(self, metadata: Any, claimed: str) -> str:
-        """The proven id of a PeerService caller naming itself ``claimed`` (see ``peer_auth``)."""
-        return await self.membership.authenticate(metadata, claimed)
+    async def authenticate(self, metadata: Any, claimed: str, channel: str | None) -> str:
+        """The proven id of a PeerService caller naming itself ``claimed`` whose connection was
+        made with the certificate ``channel`` (``None`` without TLS; see ``peer_auth``)."""
+        return await self.membership.authenticate(metadata, claimed, channel)
+
+    def rotate_tls(self, material: TlsMaterial) -> None:
+        """Serve, dial, bind tokens and register with new TLS material (after
+        ``lamarck.proto.tls.rotate_tls``, e.g. with a key rotation): the next registry round
+        registers the new certificate, and peers pin it at their next refresh."""
+        tls = self._ctx.peer_tls
+        if tls is None:
+            return
+        tls.rotate(material)
+        self.tokens.bind(tls.fingerprint)
+        self.membership.use_tls_certificate(tls.certificate)
+        self.client.reset_channels()
 
     def known_peer(self, metadata: Any) -> str | None:
         """The node a call's peer token already proved (cached), else None (rate limits)."""

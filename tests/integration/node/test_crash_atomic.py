@@ -166,7 +166,7 @@ def crashing_node(
             except (FileNotFoundError, json.JSONDecodeError):
                 info = {}
             mine = info.get("pid") == process.pid and info.get("serving")
-            if mine and _serving(dial_address(info["listen"])):
+            if mine and _serving(dial_address(info["agent_listen"])):
                 return _Crashing(process, home, dial_address(info["agent_listen"]))
             time.sleep(_POLL_S)  # bounded poll of the node's own report
 

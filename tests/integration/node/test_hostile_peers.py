@@ -143,7 +143,7 @@ class _Sharing:
 
         return PublishDeps(pipeline=self.pipeline)  # type: ignore[arg-type]
 
-    async def authenticate(self, metadata: Any, claimed: str) -> str:
+    async def authenticate(self, metadata: Any, claimed: str, channel: str | None) -> str:
         self.authenticated += 1
         return claimed
 

@@ -312,7 +312,7 @@ async def test_a_sybil_refused_admission_can_neither_call_peers_nor_get_a_record
     auth = PeerAuthenticator(net.b.node_id, directory, CLOCK, PeerAuthParams())
     token = PeerTokens(net.c, CLOCK, PeerAuthParams()).metadata(net.b.node_id)
     with pytest.raises(Unauthenticated) as unauthenticated:
-        await auth.authenticate(token, net.c.node_id)
+        await auth.authenticate(token, net.c.node_id, None)
     assert unauthenticated.value.reason == "unregistered_peer"
 
 
@@ -661,7 +661,9 @@ async def test_sybil_writing_pin_peer_and_a_forged_proof_into_redis_is_not_admit
     auth = PeerAuthenticator(net.a.node_id, directory, CLOCK, PeerAuthParams())
     with pytest.raises(Unauthenticated) as e:
         await auth.authenticate(
-            PeerTokens(net.c, CLOCK, PeerAuthParams()).metadata(net.a.node_id), net.c.node_id
+            PeerTokens(net.c, CLOCK, PeerAuthParams()).metadata(net.a.node_id),
+            net.c.node_id,
+            None,
         )
     assert e.value.reason == "unregistered_peer"
     # The honest peer is untouched.

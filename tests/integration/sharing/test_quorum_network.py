@@ -48,6 +48,7 @@ from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
+from lamarck.proto.tls import make_tls
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
 from lamarck.registry.client import RegistryClient
 from lamarck.registry.params import AdmissionMode, RegistryParams
@@ -157,7 +158,12 @@ class ByzantineNet:
         for voter in self.voters:
             server = grpc.aio.server()
             peer_pb2_grpc.add_PeerServiceServicer_to_server(voter, server)
-            port = server.add_insecure_port("127.0.0.1:0")
+            # Over TLS with a certificate of its own, registered as a node's is (a liar
+            # need not check who calls it).
+            tls = make_tls(voter.identity.node_id, datetime.now(UTC))
+            port = server.add_secure_port(
+                "127.0.0.1:0", grpc.ssl_server_credentials([(tls.key_pem, tls.cert_pem)])
+            )
             await server.start()
             self._servers.append(server)
             endorsement = None
@@ -172,6 +178,7 @@ class ByzantineNet:
                 mode=mode,
                 clock=SystemClock(),
                 endorsement=endorsement,
+                tls_certificate=tls.cert_b64,
             )
             await client.tick()
             clients.append(client)

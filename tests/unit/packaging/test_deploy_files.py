@@ -48,9 +48,6 @@ POD_FACTS["POD_NAMESPACE"] = "lamarck"
 SECRET_SAMPLE = "s3cret"
 #: The whole node's grpc.health.v1 entry: the process is up (liveness).
 NODE_HEALTH = ""
-#: Settings the deploy files use that another change adds to the node (the advertise address
-#: comes with the peer port's TLS): accepted here until the node has them.
-PENDING_SETTINGS = frozenset({"advertise_address"}) - set(NodeSettings.model_fields)
 
 runner = CliRunner()
 
@@ -65,9 +62,7 @@ def _settings_of(
     unknown = [
         k
         for k in env
-        if k.startswith("LAMARCK_")
-        and k[8:].lower() not in NodeSettings.model_fields
-        and k[8:].lower() not in PENDING_SETTINGS
+        if k.startswith("LAMARCK_") and k[8:].lower() not in NodeSettings.model_fields
     ]
     assert unknown == [], f"not node settings: {unknown}"
     captured: list[NodeSettings] = []
@@ -415,11 +410,13 @@ def test_the_node_container_passes_real_settings_with_valid_values(
 
 
 def test_the_node_container_is_alive_when_its_process_is_and_ready_when_admitted() -> None:
+    """The kubelet's gRPC probe speaks no TLS: it asks the agent port's health service,
+    which serves the same health as the peer port (mutual TLS)."""
     (node,) = _one("StatefulSet")["spec"]["template"]["spec"]["containers"]
-    peer_port = next(p["containerPort"] for p in node["ports"] if p["name"] == "peer")
+    agent_port = next(p["containerPort"] for p in node["ports"] if p["name"] == "agent")
     for probe in ("startupProbe", "livenessProbe"):
-        assert node[probe]["grpc"] == {"port": peer_port, "service": NODE_HEALTH}, probe
-    assert node["readinessProbe"]["grpc"] == {"port": peer_port, "service": PEER_SERVICE}
+        assert node[probe]["grpc"] == {"port": agent_port, "service": NODE_HEALTH}, probe
+    assert node["readinessProbe"]["grpc"] == {"port": agent_port, "service": PEER_SERVICE}
 
 
 def test_no_manifest_holds_a_password_or_a_url_carrying_one() -> None:
