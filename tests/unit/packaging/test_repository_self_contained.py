@@ -39,3 +39,12 @@ def test_tests_and_benchmarks_read_no_data_outside_the_repository() -> None:
     readers = [str(p.relative_to(REPO)) for p in sources if OUTSIDE.search(p.read_text())]
     assert readers == []
     assert (REPO / "tests" / "data" / "rfc8032-ed25519.json").is_file()
+
+
+def test_no_two_test_modules_share_a_basename() -> None:
+    """The test folders are not packages: pytest imports each module by its basename, so two
+    modules of one name stop the whole suite at collection."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((REPO / "tests").rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(REPO)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
