@@ -75,7 +75,7 @@ from lamarck.node.importing.batch import PrimedEmbedder
 from lamarck.node.lessons.attested_support import SharingSupportReader
 from lamarck.node.lessons.recall import authority_prototypes
 from lamarck.node.lock import HomeLock
-from lamarck.node.logs import configure_logging
+from lamarck.node.logs import configure_logging, logs_are_json
 from lamarck.node.maintenance import MaintenanceLoop
 from lamarck.node.params import EmbedderParams, node_params, trust_config
 from lamarck.node.peer_tls import peer_tls_for
@@ -677,7 +677,11 @@ async def serve(
         # ~93,000 objects with MiniLM (bench/peers: its one full collection 60 -> 5.5 ms, a
         # pause any call in flight waits out).
         gc.freeze()
-        print(_summary(node), flush=True)
+        if logs_are_json():
+            # One stream, one format: a log collector reads the banner as a JSON line too.
+            _log.info("node started", extra=node.describe())
+        else:
+            print(_summary(node), flush=True)
         if ready is not None:
             ready(node)
         await stop.wait()

@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-__all__ = ["JsonFormatter", "configure_logging"]
+__all__ = ["JsonFormatter", "configure_logging", "logs_are_json"]
 
 # Attributes every LogRecord has; anything else was passed through ``extra=`` and is kept.
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
@@ -45,3 +45,8 @@ def configure_logging(fmt: Literal["auto", "json", "text"] = "auto", level: str 
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+
+
+def logs_are_json() -> bool:
+    """Whether the root logger writes JSON lines (then every line a node prints is JSON)."""
+    return any(isinstance(h.formatter, JsonFormatter) for h in logging.getLogger().handlers)
