@@ -21,15 +21,25 @@ Stages, numbered as in issue 5 §3:
     record names it as a recipient (``not_a_recipient``), and refuses an unproven ``claimed``
     lesson (``unproven_claim``: only active lessons may leave a node). Only ``public`` records
     are forwarded: a forwarder cannot apply the publisher's ``trusted`` threshold.
-(7) anti-poisoning filters (``filters.py``): a hard reject, or red flags for quarantine.
+(7) anti-poisoning filters (``filters.py``): an injection or autonomy hit, or red flags, hold
+    the record for review (quarantine); any other hard hit refuses it; none charges anyone.
 (8) confidence transfer (``transfer.py``).
 (9) high-stakes check — if ``params.high_stakes(record)`` and no verified quorum certificate
     exists → quarantine ``awaiting_quorum`` (the trust issue supplies the quorum).
 
-Who an event is about: content the signer wrote (poison, equivocation, a future timestamp, a
-stolen id) is the signer's doing; staleness and misrouting (replay, rollback, expired,
-not_a_recipient) are the delivering peer's (``via_node_id``), because the signer legitimately
-signed that record once. Quarantine emits nothing: suspicion is not proof.
+Who is charged (``docs/trust.md``, "Who is charged"): only what the charged node provably did
+itself.
+
+* A fault in what the signer signed (equivocation, a future timestamp, an id bound to another
+  signer) is the signer's: the valid signature proves it wrote it, whoever delivered it.
+* A record that is stale or misrouted (replay of a hash judged before, rollback, expired,
+  not_a_recipient, an unproven claim sent on) is the *sender's* doing only when the sender is
+  its signer (:func:`charged_sender`): a relay forwarding what it received did not make it, and
+  the signer legitimately signed that record once. Otherwise it is refused without charge.
+* A filter verdict (injected instruction, autonomy claim, a secret, an undeclared situation,
+  the red flags) is a guess about text, never proof: injection and autonomy hits are held for
+  review (quarantine), the others refused, and neither charges anyone. Reality judges lessons.
+* Quarantine emits nothing: suspicion is not proof.
 """
 
 from __future__ import annotations
@@ -74,6 +84,7 @@ from lamarck.reputation.transfer import (
 )
 
 __all__ = [
+    "HELD_FILTER_REASONS",
     "ConservativeHighStakesRule",
     "DecisionReason",
     "HighStakesParams",
@@ -82,6 +93,7 @@ __all__ = [
     "ImportOutcome",
     "ImportParams",
     "Incoming",
+    "charged_sender",
     "decide_import",
     "error_for",
 ]
@@ -234,8 +246,23 @@ class _Ctx:
             ),
         )
 
+    def sender_event(self, kind: EventKind) -> tuple[ReputationEvent, ...]:
+        """``kind`` charged to the delivering peer, only where it provably originated the
+        record (:func:`charged_sender`); nothing otherwise."""
+        return self.event(kind, charged_sender(self.incoming.via_node_id, self.source))
+
     def reject(self, reason: str, events: tuple[ReputationEvent, ...] = ()) -> ImportDecision:
         return ImportDecision(outcome=ImportOutcome.REJECT, reasons=(reason,), events=events)
+
+
+def charged_sender(via_node_id: str, signer: str) -> str:
+    """Who a broken, stale or misrouted record is charged to: the delivering peer when it is
+    the record's signer (it provably originated it), else nobody ("").
+
+    A relay forwarding what it received did not make it, and bytes changed on the way prove
+    nothing about who sent them; only a sender vouching for its own record owns its faults.
+    """
+    return via_node_id if via_node_id and via_node_id == signer else ""
 
 
 def _timestamps(ctx: _Ctx, params: ImportParams) -> ImportDecision | None:
@@ -251,19 +278,17 @@ def _timestamps(ctx: _Ctx, params: ImportParams) -> ImportDecision | None:
             DecisionReason.FUTURE_TIMESTAMP, ctx.event(EventKind.REJECTED, ctx.source)
         )
     if parse_ts(prov.updated_at) < ctx.now - timedelta(days=params.max_age_days):
-        return ctx.reject(
-            DecisionReason.EXPIRED, ctx.event(EventKind.REPLAY, ctx.incoming.via_node_id)
-        )
+        return ctx.reject(DecisionReason.EXPIRED, ctx.sender_event(EventKind.REPLAY))
     return None
 
 
 def _history(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
     incoming = ctx.incoming
     record = incoming.record
-    via = incoming.via_node_id
     if view.previously_rejected(incoming.content_hash) is not None:
-        # Already judged (and its signer already penalised once): only the relay is told.
-        return ctx.reject(DecisionReason.REPLAY, ctx.event(EventKind.REPLAY, via))
+        # Already judged here: refused again. A relay forwarding what it accepted is not
+        # replaying (its view differs from ours); only the signer sending it again is.
+        return ctx.reject(DecisionReason.REPLAY, ctx.sender_event(EventKind.REPLAY))
     known = view.known_versions(record.id)
     if any(k.content_hash == incoming.content_hash for k in known):
         return ImportDecision(outcome=ImportOutcome.DUPLICATE)
@@ -279,19 +304,17 @@ def _history(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
             DecisionReason.EQUIVOCATION, ctx.event(EventKind.EQUIVOCATION, ctx.source, detail)
         )
     if known and version < max(k.version for k in known):
-        return ctx.reject(DecisionReason.ROLLBACK, ctx.event(EventKind.REPLAY, via))
+        return ctx.reject(DecisionReason.ROLLBACK, ctx.sender_event(EventKind.REPLAY))
     return None
 
 
 def _access(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
     record = ctx.incoming.record
     if record.access_level == "private" and view.self_node_id not in record.recipients:
-        return ctx.reject(
-            DecisionReason.NOT_A_RECIPIENT,
-            ctx.event(EventKind.REJECTED, ctx.incoming.via_node_id),
-        )
+        return ctx.reject(DecisionReason.NOT_A_RECIPIENT, ctx.sender_event(EventKind.REJECTED))
     if record.lesson is not None and record.lesson.status == "claimed":
-        return ctx.reject(DecisionReason.UNPROVEN_CLAIM, ctx.event(EventKind.REJECTED, ctx.source))
+        # Signing a claimed lesson is no fault (a node signs its own); sending it on is.
+        return ctx.reject(DecisionReason.UNPROVEN_CLAIM, ctx.sender_event(EventKind.REJECTED))
     return None
 
 
@@ -305,22 +328,12 @@ def _graylisted(ctx: _Ctx, view: ImportView, params: ImportParams) -> ImportDeci
     return None
 
 
-def _filter_event_kind(reason: str, record: MemoryV2) -> EventKind:
-    if reason in (
-        FilterReason.INJECTED_INSTRUCTION,
-        FilterReason.AUTONOMY_CLAIM,
-        FilterReason.SECRET_DETECTED,
-    ):
-        # A secret or an autonomy claim costs its source as much as poisoning (issue 11 §1).
-        return EventKind.POISONED
-    sit = record.situation
-    if reason == FilterReason.UNDECLARED_SITUATION and sit is not None:
-        # A free-text remedy for a tool this node uses is an attempt to teach a command; an
-        # inferred blocker is a mistake. (A tool this node does not use at all is
-        # ``unused_tool``: the sender may use it honestly, so it costs no more than any refusal.)
-        has_remedy = sit.unblock is not None or sit.probe is not None
-        return EventKind.POISONED if has_remedy else EventKind.REJECTED
-    return EventKind.REJECTED
+#: Filter hits held for an operator's review rather than refused: text aimed at the agent or
+#: claiming authority is a guess about meaning (honest lessons trip it too), so a person
+#: looks; it never reaches a prompt meanwhile.
+HELD_FILTER_REASONS: frozenset[str] = frozenset(
+    {FilterReason.INJECTED_INSTRUCTION, FilterReason.AUTONOMY_CLAIM}
+)
 
 
 def _transfer(
@@ -361,11 +374,10 @@ def decide_import(
     )
     if early is not None:
         return early
-    # (7) anti-poisoning filters.
+    # (7) anti-poisoning filters: held or refused, never charged (a verdict is not proof).
     verdict = params.filters.check(record, view)
-    if verdict.kind is VerdictKind.REJECT:
-        kind = _filter_event_kind(verdict.reason, record)
-        return ctx.reject(verdict.reason, ctx.event(kind, ctx.source))
+    if verdict.kind is VerdictKind.REJECT and verdict.reason not in HELD_FILTER_REASONS:
+        return ctx.reject(verdict.reason)
     held = list(verdict.reasons)
     # (8) confidence transfer.
     corr = view.corroboration(record)
