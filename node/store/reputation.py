@@ -79,17 +79,17 @@ UNANCHORED = TrustConfig("", PairwiseParams(), GlobalTrustParams())
 
 _INSERT = (
     "INSERT INTO reputation_events (key, kind, node_id, at, at_offset_s, weight, record_hash,"
-    " domain, detail, emitted_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+    " domain, detail, emitted_at, cause) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
     " ON CONFLICT (key) DO NOTHING"
 )
 _SELECT = (
     "SELECT seq, key, kind, node_id, at, at_offset_s, weight, record_hash, domain, detail,"
-    " emitted_at FROM reputation_events ORDER BY seq"
+    " emitted_at, cause FROM reputation_events ORDER BY seq"
 )
 # reputation_events_node_idx (node_id, seq) serves it.
 _HISTORY = (
     "SELECT seq, key, kind, node_id, at, at_offset_s, weight, record_hash, domain, detail,"
-    " emitted_at FROM reputation_events WHERE node_id = $1 ORDER BY seq DESC LIMIT $2"
+    " emitted_at, cause FROM reputation_events WHERE node_id = $1 ORDER BY seq DESC LIMIT $2"
 )
 
 
@@ -122,6 +122,7 @@ def _row(event: ReputationEvent, emitted_at: datetime) -> tuple[Any, ...]:
         event.domain,
         event.detail,
         emitted_at,
+        event.cause,
     )
 
 
@@ -138,6 +139,7 @@ def _event(rec: Any) -> ReputationEvent:
             record_hash=rec["record_hash"],
             domain=rec["domain"],
             detail=rec["detail"],
+            cause=rec["cause"],
         )
     except ValueError as e:
         # An unknown kind (a downgrade after a newer version added one) or a broken row: start
