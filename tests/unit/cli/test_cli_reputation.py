@@ -1,8 +1,7 @@
 """`lamarck reputation [--json] [--sort] [--domain]` and `reputation show PEER` against an
 in-process node: OperatorService.GetReputation / GetPeerReputation on a real grpc.aio server
 over a reputation book, an in-memory store (import tallies) and a registry's principals; the
-SDK's ``reputation()`` / ``peer_reputation()`` read the same. PeerService's view (``peer_view``)
-is checked as the pure function it is.
+SDK's ``reputation()`` / ``peer_reputation()`` read the same.
 """
 
 from __future__ import annotations
@@ -25,14 +24,14 @@ from typer.testing import CliRunner
 from lamarck.errors import InvalidRecord, NotFound
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.operator_service import OperatorServicer
-from lamarck.node.api.reputation import NodeReputation, peer_view, store_tallies
+from lamarck.node.api.reputation import NodeReputation, store_tallies
 from lamarck.node.cli import app
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import RejectionRow
 from lamarck.operator import OperatorClient
 from lamarck.proto.clock import FixedClock
-from lamarck.proto.v1 import operator_pb2_grpc, peer_pb2
+from lamarck.proto.v1 import operator_pb2_grpc
 from lamarck.reputation.book import ReputationBook, TrustConfig
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
@@ -239,22 +238,3 @@ def test_the_sdk_reads_the_same_table_and_history(node: FakeNode) -> None:
         "outcome o7 passed",
         "outcome o6 passed",
     ]
-
-
-def test_a_peer_asking_gets_scores_with_parts_or_expertise_paged() -> None:
-    table = MemoryTableBook(FixedClock(NOW + timedelta(hours=1)))
-    _history(table)
-    first = peer_view(table.book, SELF, peer_pb2.GetReputationRequest(page_size=1), NOW)
-    assert first.observer_node_id == SELF and [e.node_id for e in first.entries] == [ALICE]
-    assert {p.name for p in first.entries[0].parts} >= {"p0_admission", "p1_reality_confirmed"}
-    second = peer_view(
-        table.book,
-        SELF,
-        peer_pb2.GetReputationRequest(page_size=1, page_token=first.next_page_token),
-        NOW,
-    )
-    assert [e.node_id for e in second.entries] == [BOB] and second.next_page_token == ""
-    expert = peer_view(
-        table.book, SELF, peer_pb2.GetReputationRequest(node_ids=[ALICE], domain="postgres"), NOW
-    )
-    assert expert.entries[0].score == pytest.approx(table.book.expertise(ALICE, "postgres"))
