@@ -352,6 +352,7 @@ def _transfer(
         contradicting_votes=corr.contradicting_votes,
         quorum_certified=corr.quorum_certified,
         same_agent=ctx.source == view.self_node_id,
+        track=view.track_record(ctx.source),
     )
     return imported_confidence(inputs, params.transfer)
 

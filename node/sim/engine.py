@@ -394,6 +394,7 @@ class SimNetwork:
         snapshot = ImportSnapshot(
             self_id=peer.node_id,
             source_reputation=(source, book.score(source)),
+            source_track=book.track_record(source),
             corr=Corroboration(),
             established=tuple(peer.established.get(operation, ())),
             history=peer.history.stats(source, now),

@@ -56,6 +56,7 @@ from lamarck.reputation.global_trust import GlobalTrust
 from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
 from lamarck.reputation.scores import ScoreBreakdown, TrustBand
 from lamarck.reputation.table import ReputationRow
+from lamarck.reputation.transfer import TrackRecord
 
 __all__ = [
     "FLUSH_BATCH",
@@ -218,6 +219,10 @@ class PostgresReputation:
     def band(self, node_id: str) -> TrustBand:
         """The node's transfer-table band now."""
         return self._book.band(node_id)
+
+    def track_record(self, node_id: str) -> TrackRecord:
+        """The node's lessons this node's outcomes confirmed and contradicted."""
+        return self._book.track_record(node_id)
 
     def explain(self, node_id: str) -> ScoreBreakdown:
         """The node's score now with its labelled parts."""

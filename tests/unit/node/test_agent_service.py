@@ -609,7 +609,7 @@ async def test_a_bundle_signed_by_a_key_no_registry_knows_is_held_as_unknown_sig
         assert row.source_node_id == node.identity.node_id
         # The decision is kept with the row, for an operator's approval.
         assert row.confidence is not None and 0 < row.confidence < 0.5
-        assert row.transfer_rule == "medium_reputation"
+        assert row.transfer_rule == "probation"  # a source never judged here
         # Offered again: the same held record, not a second row.
         [again] = (await stranger.client.import_bundle(bundle)).acks
         assert again.status == "duplicate"
