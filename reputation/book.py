@@ -103,10 +103,14 @@ class ReputationBook(InMemoryReputation):
             if event.kind is EventKind.LESSON_CONFIRMED:
                 confirmed += event.weight
         seen = ledger.last_seen
+        pairwise = update_pairwise(
+            ledger.pairwise, interaction_of(event.kind), self._trust.pairwise
+        )
+        if event.kind is EventKind.OPERATOR_RESET:
+            # The operator's reset restores direct trust with the score: a newcomer's.
+            pairwise = self._trust.pairwise.initial
         self._ledgers[node] = PeerLedger(
-            pairwise=update_pairwise(
-                ledger.pairwise, interaction_of(event.kind), self._trust.pairwise
-            ),
+            pairwise=pairwise,
             last_seen=event.at if seen is None or event.at > seen else seen,
             tested_weight=tested,
             confirmed_weight=confirmed,

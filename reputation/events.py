@@ -67,6 +67,10 @@ class EventKind(StrEnum):
     POISONED = "poisoned"
     # Any other policy rejection attributable to the subject.
     REJECTED = "rejected"
+    # This node's operator reset the subject's score to an admitted newcomer's (lifting a
+    # graylisting), with a note: not a score step but a human decision, kept in history. What
+    # reality judged of its lessons (the track record confidence transfer reads) stays.
+    OPERATOR_RESET = "operator_reset"
 
     @property
     def is_reality(self) -> bool:
@@ -95,6 +99,7 @@ _SOURCE_OF: dict[EventKind, ValidationSource] = {
     EventKind.VOTE_RIGHT: ValidationSource.REALITY,
     EventKind.VOTE_WRONG: ValidationSource.REALITY,
     EventKind.OPERATOR_CONTRADICTED: ValidationSource.OPERATOR,
+    EventKind.OPERATOR_RESET: ValidationSource.OPERATOR,
     EventKind.PEER_CONTRADICTED: ValidationSource.OTHER_AGENT,
     EventKind.DOC_CONTRADICTED: ValidationSource.DOCUMENTATION,
     EventKind.INTERNAL_AGREEMENT: ValidationSource.INTERNAL,

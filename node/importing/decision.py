@@ -321,7 +321,7 @@ def _access(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
 def _graylisted(ctx: _Ctx, view: ImportView, params: ImportParams) -> ImportDecision | None:
     """A graylisted source's records are not imported (issue 12 §1.4): its band is the one
     threshold set transfer, gossip and voter choice read. No new charge: it is down already,
-    and only reality lifts it."""
+    and only reality or its operator's reset (``lamarck reputation reset``) lifts it."""
     source = ctx.source
     if source and peer_band(view.reputation(source), params.reputation) is PeerBand.GRAYLISTED:
         return ctx.reject(DecisionReason.GRAYLISTED_SOURCE)

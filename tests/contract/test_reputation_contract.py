@@ -268,6 +268,31 @@ async def test_one_outcome_judging_one_record_counts_once_whenever_each_path_rep
     assert book.explain("lmk1x").counts[EventKind.LESSON_CONTRADICTED] == 2
 
 
+async def test_an_operator_reset_survives_a_restart_and_keeps_reality_s_counts(
+    harness: Harness,
+) -> None:
+    clock = FixedClock(T0)
+    book = harness.new(clock)
+    for k in range(3):
+        book.emit(
+            ReputationEvent(
+                EventKind.LESSON_CONTRADICTED,
+                "lmk1x",
+                T0 + timedelta(minutes=k),
+                cause=f"o{k}",
+                record_hash=f"h{k}",
+            )
+        )
+    assert book.band("lmk1x") is TrustBand.LOW and book.score("lmk1x") < PARAMS.graylist_threshold
+    reset = ReputationEvent(
+        EventKind.OPERATOR_RESET, "lmk1x", T0 + timedelta(hours=1), detail="operator reset: ok"
+    )
+    book.emit(reset)
+    book = await harness.restart(book, clock)
+    assert book.score("lmk1x") == pytest.approx(PARAMS.initial_score)
+    assert book.explain("lmk1x").counts[EventKind.LESSON_CONTRADICTED] == 3
+
+
 async def test_an_unknown_node_scores_the_admitted_newcomer_default(harness: Harness) -> None:
     book = await harness.restart(harness.new(FixedClock(T0)), FixedClock(T0))
     assert book.score("lmk1new") == PARAMS.initial_score

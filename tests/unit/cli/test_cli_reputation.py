@@ -1,7 +1,8 @@
-"""`lamarck reputation [--json] [--sort] [--domain]` and `reputation show PEER` against an
-in-process node: OperatorService.GetReputation / GetPeerReputation on a real grpc.aio server
-over a reputation book, an in-memory store (import tallies) and a registry's principals; the
-SDK's ``reputation()`` / ``peer_reputation()`` read the same.
+"""`lamarck reputation [--json] [--sort] [--domain]`, `reputation show PEER` and `reputation
+reset PEER --note` against an in-process node: OperatorService.GetReputation /
+GetPeerReputation / ResetReputation on a real grpc.aio server over a reputation book, an
+in-memory store (import tallies) and a registry's principals; the SDK's ``reputation()`` /
+``peer_reputation()`` / ``reset_reputation()`` read the same.
 """
 
 from __future__ import annotations
@@ -150,7 +151,12 @@ def node(tmp_path: Path) -> Iterator[FakeNode]:
             tallies=lambda: store_tallies(store),
         )
         servicer = OperatorServicer(
-            store, clock, pipeline=_no_pipeline, node_id=SELF, reputation=lambda: source
+            store,
+            clock,
+            pipeline=_no_pipeline,
+            node_id=SELF,
+            reputation=lambda: source,
+            sink=lambda: table,
         )
         server = grpc.aio.server(interceptors=[ErrorInterceptor()])
         operator_pb2_grpc.add_OperatorServiceServicer_to_server(servicer, server)
@@ -238,3 +244,35 @@ def test_the_sdk_reads_the_same_table_and_history(node: FakeNode) -> None:
         "outcome o7 passed",
         "outcome o6 passed",
     ]
+
+
+def test_reset_lifts_a_graylisting_and_keeps_the_note_in_the_peer_s_history(
+    node: FakeNode,
+) -> None:
+    before = json.loads(node.cli("show", BOB, "--json").stdout)
+    assert before["band"] == "graylisted"
+    result = node.cli("reset", BOB, "--note", "its operator rotated a leaked key")
+    assert result.exit_code == 0, result.stderr
+    assert f"reset {BOB}: score 0.500, band neutral" in result.stdout
+    after = json.loads(node.cli("show", BOB, "--json").stdout)
+    assert after["band"] == "neutral" and after["score"] == pytest.approx(0.5)
+    newest = after["events"][0]
+    assert (newest["kind"], newest["source"]) == ("operator_reset", "operator")
+    assert newest["detail"] == "operator reset: its operator rotated a leaked key"
+    # Nothing of what reality judged is erased: the earlier events and counts stay.
+    assert [e["kind"] for e in after["events"][1:]] == [e["kind"] for e in before["events"]]
+    assert (after["predictions"], after["correct"]) == (3, 0)
+
+
+def test_reset_needs_a_note_and_a_known_peer(node: FakeNode) -> None:
+    missing = node.cli("reset", BOB)
+    assert missing.exit_code != 0 and "--note" in missing.stderr
+    blank = node.cli("reset", BOB, "--note", "  ")
+    assert blank.exit_code == 1 and "missing_note" in blank.stderr
+    unknown = node.cli("reset", "lmk1nobody", "--note", "why not")
+    assert unknown.exit_code == 1 and "not_found" in unknown.stderr
+    with OperatorClient(node.address) as op:
+        assert op.peer_reputation(BOB).row.band is PeerBand.GRAYLISTED
+        done = op.reset_reputation(BOB, note="reviewed")
+    assert done.row.band is PeerBand.NEUTRAL
+    assert [e.kind for e in done.events] == ["operator_reset"]
