@@ -266,10 +266,11 @@ class ProbationParams:
     """
 
     # Reality-judged interactions that end probation, integer >= 0 (0: no probation, and the
-    # ceiling is the bare confirmed share once judged). 5: a source whose claims are capped at
-    # 0.5 and always wrong loses 0.075 per contradicted lesson and is graylisted on the fifth
-    # (0.5 -> 0.125), so nobody leaves probation sooner than reality could have caught it
-    # lying every time; an honest source leaves it claiming up to 0.75 (5 of 5 confirmed).
+    # ceiling is the bare confirmed share once judged). 5: a contradiction costs 0.15 x the
+    # claimed confidence, so a source claiming 0.5 and always wrong is graylisted on its fifth
+    # contradicted lesson (0.5 -> 0.125), one claiming more sooner: nobody leaves probation
+    # sooner than reality could have caught it lying every time. An honest source leaves it
+    # claiming up to 0.75 (5 of 5 confirmed).
     interactions: int = 5
     # The most a source with no record here may claim, in (0, 1]: a lesson born of one real
     # outcome starts at 0.5 (ConfidenceParams.birth), and a stranger's word is worth no more.
