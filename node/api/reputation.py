@@ -36,7 +36,6 @@ __all__ = [
     "TALLY_MAX_ROWS",
     "GlobalTrustBook",
     "GlobalTrustClock",
-    "HasBook",
     "ImportTallies",
     "NodeReputation",
     "ReputationTable",
@@ -76,16 +75,6 @@ class TableBook(Protocol):
 
     async def history(self, node_id: str, limit: int = 100) -> list[ReputationEvent]:
         """``node_id``'s events, newest first."""
-        ...
-
-
-@runtime_checkable
-class HasBook(Protocol):
-    """A reputation adapter exposing its in-memory book (``PostgresReputation``)."""
-
-    @property
-    def book(self) -> ReputationBook:
-        """The in-memory book."""
         ...
 
 
