@@ -30,8 +30,9 @@ Stages, numbered as in issue 5 §3:
 Who is charged (``docs/trust.md``, "Who is charged"): only what the charged node provably did
 itself.
 
-* A fault in what the signer signed (equivocation, a future timestamp, an id bound to another
-  signer) is the signer's: the valid signature proves it wrote it, whoever delivered it.
+* A fault in what the signer signed (equivocation, a future timestamp) is the signer's: the
+  valid signature proves it wrote it, whoever delivered it. An id already bound to another
+  signer (``id_conflict``) is refused uncharged: who copied whose id is not provable.
 * A record that is stale or misrouted (replay of a hash judged before, rollback, expired,
   not_a_recipient, an unproven claim sent on) is the *sender's* doing only when the sender is
   its signer (:func:`charged_sender`): a relay forwarding what it received did not make it, and
@@ -293,8 +294,10 @@ def _history(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
     if any(k.content_hash == incoming.content_hash for k in known):
         return ImportDecision(outcome=ImportOutcome.DUPLICATE)
     if any(k.source_id != ctx.source for k in known):
-        # Ids are bound to their first signer; a uuid4 collision is deliberate.
-        return ctx.reject(DecisionReason.ID_CONFLICT, ctx.event(EventKind.REJECTED, ctx.source))
+        # Ids are bound to their first signer; a uuid4 collision is deliberate, but by whom is
+        # not provable: whoever saw a record first can sign its id under another key to make
+        # the real one look like the copy. Refused, nobody charged.
+        return ctx.reject(DecisionReason.ID_CONFLICT)
     # A memory without a lesson block is never edited in place: it is its own first version.
     version = record.lesson.version if record.lesson is not None else 1
     same = [k for k in known if k.version == version]
