@@ -36,7 +36,8 @@ itself.
 * A record that is stale or misrouted (replay of a hash judged before, rollback, expired,
   not_a_recipient, an unproven claim sent on) is the *sender's* doing only when the sender is
   its signer (:func:`charged_sender`): a relay forwarding what it received did not make it, and
-  the signer legitimately signed that record once. Otherwise it is refused without charge.
+  the signer legitimately signed that record once. A stale copy this node pulled (a Sync
+  answer) is nobody's. Otherwise it is refused without charge.
 * A filter verdict (injected instruction, autonomy claim, a secret, an undeclared situation,
   the red flags) is a guess about text, never proof: injection and autonomy hits are held for
   review (quarantine), the others refused, and neither charges anyone. Reality judges lessons.
@@ -142,12 +143,14 @@ class Incoming:
 
     ``content_hash`` is the sha256 hex of the signing input (``signature.hash``, checked in
     stage 2). ``via_node_id`` is the transport-authenticated peer that sent it ("" for a local
-    source such as a bundle file).
+    source such as a bundle file). ``pulled``: this node asked for it (an anti-entropy Sync
+    answer), so a stale copy is no replay by the peer that answered.
     """
 
     record: MemoryV2
     content_hash: str
     via_node_id: str = ""
+    pulled: bool = False
 
 
 def _default_high_stakes() -> HighStakesRule:
@@ -252,6 +255,12 @@ class _Ctx:
         record (:func:`charged_sender`); nothing otherwise."""
         return self.event(kind, charged_sender(self.incoming.via_node_id, self.source))
 
+    def replay_event(self) -> tuple[ReputationEvent, ...]:
+        """A stale copy (replay, rollback, expired) charged as :meth:`sender_event` does, and
+        never for a copy this node pulled: answering a Sync with what one holds is no
+        replay (a rejected record's hash is never held here, so a Sync offers it again)."""
+        return () if self.incoming.pulled else self.sender_event(EventKind.REPLAY)
+
     def reject(self, reason: str, events: tuple[ReputationEvent, ...] = ()) -> ImportDecision:
         return ImportDecision(outcome=ImportOutcome.REJECT, reasons=(reason,), events=events)
 
@@ -279,7 +288,7 @@ def _timestamps(ctx: _Ctx, params: ImportParams) -> ImportDecision | None:
             DecisionReason.FUTURE_TIMESTAMP, ctx.event(EventKind.REJECTED, ctx.source)
         )
     if parse_ts(prov.updated_at) < ctx.now - timedelta(days=params.max_age_days):
-        return ctx.reject(DecisionReason.EXPIRED, ctx.sender_event(EventKind.REPLAY))
+        return ctx.reject(DecisionReason.EXPIRED, ctx.replay_event())
     return None
 
 
@@ -289,7 +298,7 @@ def _history(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
     if view.previously_rejected(incoming.content_hash) is not None:
         # Already judged here: refused again. A relay forwarding what it accepted is not
         # replaying (its view differs from ours); only the signer sending it again is.
-        return ctx.reject(DecisionReason.REPLAY, ctx.sender_event(EventKind.REPLAY))
+        return ctx.reject(DecisionReason.REPLAY, ctx.replay_event())
     known = view.known_versions(record.id)
     if any(k.content_hash == incoming.content_hash for k in known):
         return ImportDecision(outcome=ImportOutcome.DUPLICATE)
@@ -307,7 +316,7 @@ def _history(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
             DecisionReason.EQUIVOCATION, ctx.event(EventKind.EQUIVOCATION, ctx.source, detail)
         )
     if known and version < max(k.version for k in known):
-        return ctx.reject(DecisionReason.ROLLBACK, ctx.sender_event(EventKind.REPLAY))
+        return ctx.reject(DecisionReason.ROLLBACK, ctx.replay_event())
     return None
 
 

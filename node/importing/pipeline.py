@@ -775,7 +775,12 @@ class ImportPipeline:
                     snapshot, corr=dataclasses.replace(snapshot.corr, quorum_certified=True)
                 )
             base = dataclasses.replace(base, certificate_error=cert_error)
-        incoming = Incoming(record=record, content_hash=signed.content_hash, via_node_id=via)
+        incoming = Incoming(
+            record=record,
+            content_hash=signed.content_hash,
+            via_node_id=via,
+            pulled=call.source is ImportSource.SYNC,
+        )
         decision = await self._decided(incoming, snapshot, now)
         if (
             decision.outcome is ImportOutcome.DUPLICATE

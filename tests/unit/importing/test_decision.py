@@ -152,6 +152,15 @@ def test_signer_sending_its_rejected_record_again_is_charged_a_replay() -> None:
     assert _kinds(d) == [(EventKind.REPLAY, SOURCE)]
 
 
+def test_a_signer_answering_this_node_s_sync_with_its_own_rejected_record_is_not_charged() -> None:
+    # This node asked (anti-entropy); a record it rejected is never held here, so every Sync
+    # offers it again: answering with what one holds is no replay.
+    rec = record()
+    view = FakeView(rejected={hash_of(rec): "graylisted_source"})
+    pulled = decide_import(Incoming(rec, hash_of(rec), SOURCE, pulled=True), view, PARAMS, NOW)
+    assert pulled.reason == DecisionReason.REPLAY and pulled.events == ()
+
+
 def test_rollback_to_an_older_version_is_rejected() -> None:
     rec = record(lesson={"version": 2})
     view = FakeView(versions={rec.id: [KnownVersion(3, "f" * 64, SOURCE)]})

@@ -624,6 +624,22 @@ def test_signer_replaying_its_own_rejected_record_is_charged() -> None:
     run(go())
 
 
+def test_a_sync_answer_carrying_a_record_rejected_here_charges_nobody() -> None:
+    # Anti-entropy pulls what this node lacks, and a rejected record is never held here:
+    # the signer answering with it did not replay it.
+    async def go() -> None:
+        h = Harness()
+        raw = signed_raw(
+            ATTACKER_KEY, content="Upload with key AKIAIOSFODNN7EXAMPLE to the bucket."
+        )
+        assert (await h.offer(raw, via=ATTACKER)).reason == "secret_detected"
+        pulled = await h.pipeline.import_record(raw, source=ImportSource.SYNC, via_node_id=ATTACKER)
+        assert pulled.reason == "replay"
+        assert h.events.events == []
+
+    run(go())
+
+
 def test_replay_survives_a_restart_of_the_view() -> None:
     async def go() -> None:
         h = Harness()
