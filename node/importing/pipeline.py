@@ -7,12 +7,6 @@ Stages, in order; the first refusal wins and nothing already stored is altered b
     ``key_mismatch``, ``not_canonical``, ...).
 (3) key pinned to the claimed source in the registry (:class:`KeyPins`):
     ``unregistered_source``, ``revoked_source``, ``key_not_pinned``.
-
-A record refused at (1)..(3) is charged to the *delivering* peer only when that peer is the
-source the record names (``decision.charged_sender``): a relay forwards bytes it received, and
-bytes broken on the way prove nothing about who broke them. A malformed record names nobody
-provably, so it charges nobody. A refusal that charges nobody is counted as ``uncharged`` in
-``IMPORTS`` (and so in the node's status) by its reason.
 (4)..(9) ``decide_import`` over a prefetched, pure :class:`ImportSnapshot`.
 (10) store: an accepted record becomes an imported ``LessonRow`` (local id, embedding computed
      here from the content — a shipped vector is never read), keeping ``imported_from``,
@@ -20,6 +14,12 @@ provably, so it charges nobody. A refusal that charges nobody is counted as ``un
      version supersedes the older row; a duplicate adds a provenance entry to the one row it
      already has; a quarantine verdict becomes a quarantine row.
 (11) the answer says whether to forward.
+
+A record refused at (1)..(3) is charged to the *delivering* peer only when that peer is the
+source the record names (``decision.charged_sender``): a relay forwards bytes it received, and
+bytes broken on the way prove nothing about who broke them. A malformed record names nobody
+provably, so it charges nobody. A refusal that charges nobody is counted as ``uncharged`` in
+``IMPORTS`` (and so in the node's status) by its reason.
 
 Every rejection has a typed error (``ImportResult.error``), is counted in ``IMPORTS``,
 recorded with ``LessonStore.record_rejection`` and, where someone provably caused it, reported
