@@ -19,18 +19,19 @@ $(BIN)/.installed: pyproject.toml setup.py
 
 venv: $(BIN)/.installed
 
-# The main job: a small fleet (5 nodes, 1 Byzantine) learning the pitfalls workload, then its
-# report; the fleet keeps running (point an agent at node1) until Ctrl-C.
+# The main job: a small fleet (5 nodes, 1 Byzantine, under 4 operators: the Byzantine node under
+# its own) learning the pitfalls workload, then its report (quorums decided among them); the
+# fleet keeps running (point an agent at node1) until Ctrl-C.
 FLEET_DIR ?= $(HOME)/.lamarck-fleet
 run: venv
-	$(BIN)/lamarck fleet up --nodes 5 --byzantine 1 --workload pitfalls --embedder hashing --dir $(FLEET_DIR)
+	$(BIN)/lamarck fleet up --nodes 5 --byzantine 1 --operators 4 --workload pitfalls --embedder hashing --dir $(FLEET_DIR)
 
 # Every bench/*.py in --quick mode (FULL=1: full sizes); bench/results.json and one table.
 bench: venv
 	$(BIN)/python -m bench $(if $(FULL),--full,)
 
 test: venv
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -rs -p no:cacheprovider
 
 lint: venv
 	$(BIN)/ruff check .

@@ -16,20 +16,24 @@ ROOTS = {
     "lamarck.reputation": "reputation",
 }
 
+#: Folders that hold only data files shipped inside a package (no ``__init__.py``): listed as
+#: packages of their own so that setuptools installs their files without warning about them.
+DATA_PACKAGES = {
+    "lamarck.node.store.migrations": ["*.sql"],
+    "lamarck.node.console.static": ["*.css", "*.js"],
+}
+
 packages: list[str] = []
 package_dir: dict[str, str] = {}
 for package, folder in ROOTS.items():
     package_dir[package] = folder
     packages.append(package)
     packages.extend(f"{package}.{sub}" for sub in find_packages(folder))
+packages.extend(DATA_PACKAGES)
 
 setup(
     packages=packages,
     package_dir=package_dir,
-    package_data={
-        "": ["py.typed", "*.proto", "*.sql", "migrations/*.sql", "*.pyi", "*.json"],
-        # The operator console's stylesheet and script (lamarck/node/console/static/).
-        "lamarck.node.console": ["static/*.css", "static/*.js"],
-    },
+    package_data={"": ["py.typed", "*.proto", "*.pyi", "*.json"], **DATA_PACKAGES},
     include_package_data=True,
 )

@@ -43,7 +43,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -104,6 +104,9 @@ class _Pins:
 
     async def is_revoked(self, node_id: str) -> bool:
         return False
+
+    async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
+        return {}
 
 
 def _records(

@@ -1,12 +1,13 @@
 """Benchmark of exposure before proof (issue 12 §3.2): what caution with unproven imports costs.
 
-An imported lesson that no outcome of this node has confirmed yet enters at most
-``exposure_plan_share`` of plan-time prompts (recall's "Lessons:" section); the decision-time
-preamble (``CheckOperation``) still shows it (``node/learning/exposure.py``). This bench runs
-the fleet learning curve of ``tests/integration/fleet/test_scenarios.py`` on real fleets, one
-fresh fleet per share and arm (4 admitted nodes, hashing embedder, every node started with the
-share in its home's ``lamarck.toml``), for each share in ``--shares`` (default 1.0, 0.5, 0.25,
-0.0; 1.0 is the baseline: no caution):
+An imported lesson that no outcome of this node has confirmed yet (and nobody independent
+has corroborated) enters at most ``unverified_plan_share`` of plan-time prompts, as a labelled
+hint; the decision-time preamble (``CheckOperation``) never shows it as advice
+(``node/learning/influence.py``). This bench runs the fleet learning curve of
+``tests/integration/fleet/test_scenarios.py`` on real fleets, one fresh fleet per share and
+arm (4 admitted nodes, hashing embedder, every node started with the share in its home's
+``lamarck.toml``), for each share in ``--shares`` (default 1.0, 0.5, 0.25, 0.0; 1.0 offers
+every unverified import as a hint in every prompt):
 
 * **honest**: the ``fleet-learning-curve`` workload (8 agents, 4 rounds, seeds 0, 1, 2), the
   shared arm against the same agents isolated;
@@ -78,7 +79,7 @@ def _say(text: str) -> None:
 
 
 class ExposureFleet(Fleet):
-    """A fleet whose every node reads ``exposure_plan_share`` from its home's config file."""
+    """A fleet whose every node reads ``unverified_plan_share`` from its home's config file."""
 
     def __init__(self, spec: FleetSpec, plan_share: float) -> None:
         super().__init__(spec)
@@ -89,8 +90,8 @@ class ExposureFleet(Fleet):
         # such flag and strips LAMARCK_* from the environment, so the file is what it reads.
         home = self.dir / "nodes" / f"node{i + 1}"
         home.mkdir(parents=True, exist_ok=True)
-        (home / CONFIG_FILE).write_text(f"exposure_plan_share = {self.plan_share!r}\n")
-        got = load_settings(home=home).exposure_plan_share
+        (home / CONFIG_FILE).write_text(f"unverified_plan_share = {self.plan_share!r}\n")
+        got = load_settings(home=home).unverified_plan_share
         if got != self.plan_share:
             raise ConfigError(f"node{i + 1} would run with share {got}, not {self.plan_share}")
         return super()._spawn(i)
@@ -172,7 +173,8 @@ class ExposureTally:
         if not self.honest_shared(session_id):
             return
         self.plan_prompts += 1
-        for lesson in result.lessons:
+        # Advice and the labelled unverified hints alike: both reach the prompt.
+        for lesson in (*result.lessons, *result.hints):
             imported = lesson.origin == "imported"
             unproven = imported and lesson.success_count <= 0
             self.imported_shown += imported
@@ -187,12 +189,12 @@ class ExposureTally:
         if not self.honest_shared(session_id):
             return
         self.checks += 1
-        # A contested lesson is no advice: the preamble names both sides (the agent then
+        # An unresolved conflict is no advice: the preamble names both sides (the agent then
         # keeps its habit), so it is counted apart from poisoned advice.
-        if result.preamble.startswith("Contested:"):
+        if result.conflicts and not result.lessons:
             self.contested_checks += 1
         else:
-            self.poisoned_checks += self.poisoned(result.preamble)
+            self.poisoned_checks += any(self.poisoned(x.content) for x in result.lessons)
 
     def outcome(self, session_id: str, contradicted: Sequence[Lesson]) -> None:
         agent = self.shared_agent(session_id)

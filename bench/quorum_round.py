@@ -19,6 +19,7 @@ import asyncio
 import random
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,6 +38,7 @@ from lamarck.node.sharing.quorum import (
     CertificateChecker,
     QuorumCollector,
     QuorumLedger,
+    network_view,
     peer_candidates,
     vote_from_wire,
 )
@@ -127,6 +129,9 @@ class _Pins:
     async def is_revoked(self, node_id: str) -> bool:
         return False
 
+    async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
+        return {}
+
 
 class _Sink:
     def emit(self, event: object) -> None:
@@ -181,6 +186,7 @@ class GrpcQuorumRunner:
             return {i: i for i in node_ids if i in known}
 
         ledger = QuorumLedger()
+        peers = [v.node_id for v in self._voters[:n]]
         view = StoreImportView(store, _Scores(), self._origin.node_id)
         pipeline = ImportPipeline(
             store=store,
@@ -191,7 +197,9 @@ class GrpcQuorumRunner:
             clock=clock,
             rng=random.Random(1),
             params=ImportParams(),
-            certificates=CertificateChecker(principals, params, ledger),
+            certificates=CertificateChecker(
+                lambda also: network_view(peers, also, principals), params, ledger
+            ),
         )
         client = PeerClient(
             self._origin.node_id,
@@ -200,7 +208,6 @@ class GrpcQuorumRunner:
             hop_limit=3,
             max_message_bytes=4 * 1024 * 1024,
         )
-        peers = [v.node_id for v in self._voters[:n]]
 
         async def ask(voter: str, raw: bytes, round_id: str) -> Vote | None:
             answer = await client.request_vote(voter, raw, round_id, timeout_s=5.0)

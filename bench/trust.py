@@ -13,6 +13,9 @@ Parts, in one run, all pure (no node, no network):
   tallies per second. Baseline side by side: checking the same 7 signatures alone
   (``verify_vote``); ``tally_vs_verify_ratio`` is tally time / signature time (the count
   itself should cost next to nothing beyond the signatures).
+* **Trust summaries** — signing (``make_summary``) and verifying + parsing (``read_summary``)
+  one summary of 256 entries, the most a summary holds: what a node pays per summary a Sync
+  answer carries that it did not hold yet (milliseconds).
 * **Reputation table** — ``render_table`` for 1,000 peers (seconds).
 * **Quorum latency over gRPC** (n = 4, 7, 10; goal: n = 7 p99 <= 100 ms): one real round on
   loopback per sample (``bench/quorum_round.py``: n voters serving RequestVote with the
@@ -44,6 +47,7 @@ from lamarck.consensus.params import QuorumParams
 from lamarck.consensus.tally import Electorate, tally
 from lamarck.consensus.votes import OwnOutcome, make_vote, verify_vote
 from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.trust_summary import make_summary, read_summary
 from lamarck.reputation.global_trust import eigentrust, global_trust
 from lamarck.reputation.params import GlobalTrustParams
 from lamarck.reputation.scores import PeerBand
@@ -192,6 +196,24 @@ def bench_tally(repeat: int) -> dict[str, float]:
 # -- Reputation table -----------------------------------------------------------------------
 
 
+def bench_summaries(repeat: int, entries: int = 256) -> dict[str, float]:
+    """Milliseconds to sign, and to verify and parse, one summary of ``entries`` peers."""
+    signer = NodeIdentity.from_seed(bytes(32))
+    rng = random.Random(entries)
+    trust = {
+        NodeIdentity.from_seed(k.to_bytes(32, "big")).node_id: rng.random()
+        for k in range(1, entries + 1)
+    }
+    raw = make_summary(signer, trust, NOW)
+    sign_s = _best_of(repeat * 5, partial(make_summary, signer, trust, NOW))
+    read_s = _best_of(repeat * 5, partial(read_summary, raw))
+    _log(
+        f"trust summary, {entries} entries ({len(raw)} bytes): sign {sign_s * 1e3:.2f} ms, "
+        f"verify and parse {read_s * 1e3:.2f} ms"
+    )
+    return {f"summary_{entries}_sign_ms": sign_s * 1e3, f"summary_{entries}_read_ms": read_s * 1e3}
+
+
 def bench_table(peers: int, repeat: int) -> dict[str, float]:
     """Seconds to render the reputation table of ``peers`` peers."""
     rng = random.Random(1)
@@ -274,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, float] = {}
     figures |= bench_global(args.peers, args.degree, args.anchors, repeat)
     figures |= bench_tally(repeat)
+    figures |= bench_summaries(repeat)
     figures |= bench_table(args.table_peers, repeat)
     from bench.quorum_round import GrpcQuorumRunner
 

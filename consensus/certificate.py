@@ -3,17 +3,21 @@
 A certificate carries the round (record hash, voter ids, when it opened and closed) and the
 votes that counted. Any node verifies it on its own, without asking a voter again:
 ``verify_certificate`` re-checks every vote's signature and re-runs the same ``tally`` with
-*its own* view of who is admitted and under which principal, so a certificate made of keys the
-verifier does not know, or of many keys of one principal, does not verify.
+*its own* view of the whole network (``NetworkView``: every admitted identity its registry
+knows, with its principal, and so how many principals the network holds). Never with a map
+built from the certificate's own voters and source: four keys of one principal would then
+look like a one-principal network, where identities count. So a certificate made of keys the
+verifier does not know, of many keys of one principal, or of keys of the source's principal,
+does not verify.
 
 Checks, numbered as in the code; the first that fails raises
 ``VerificationError(reason=...)``:
 
 (1) ``wrong_record``: the certificate is for another record;
-(2) ``too_few_voters``: fewer voters than ``min_voters``; ``duplicate_voter``: a voter listed
-    twice;
-(3) ``source_voted``: the record's source (or, where the network has several principals, its
-    principal) is among the voters;
+(2) ``too_few_voters``: fewer voters than a quorum needs in the verifier's view
+    (``NetworkView.needed``); ``duplicate_voter``: a voter listed twice;
+(3) ``source_voted``: the record's source is among the voters, or, where the network has
+    several principals, an identity of the source's principal;
 (4) ``unknown_voter``: a voter this node does not know as admitted; ``shared_principal``: two
     voters of one principal where the network has several;
 (5) ``contradicted`` / ``too_few_votes``: the tally over the valid, distinct votes is not
@@ -30,11 +34,11 @@ from typing import Any
 
 from lamarck.consensus.params import QuorumParams
 from lamarck.consensus.tally import Accepted, Electorate, Rejected, tally
+from lamarck.consensus.voters import NetworkView
 from lamarck.errors import InvalidRecord, VerificationError
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.timefmt import format_ts, parse_ts
 from lamarck.proto.vote import Vote
-from lamarck.reputation.principals import counts_by_principal
 
 __all__ = [
     "QuorumCertificate",
@@ -134,34 +138,34 @@ def verify_certificate(
     *,
     record_hash: str,
     source_id: str,
-    principal_of: Mapping[str, str],
+    view: NetworkView,
     params: QuorumParams,
 ) -> Accepted:
     """Verify ``cert`` for the record ``record_hash`` signed by ``source_id``.
 
-    ``principal_of`` is this node's own view: every admitted id it knows -> its principal.
-    Returns the ``Accepted`` tally; raises ``VerificationError`` with the reasons above.
+    ``view`` is this node's own view of the whole network (its registry's principals of every
+    admitted id it knows, the certificate's voters and source among them). Returns the
+    ``Accepted`` tally; raises ``VerificationError`` with the reasons above.
     """
     # (1) The certificate is about this very record.
     if cert.record_hash != record_hash:
         raise _refuse("wrong_record", "it names another record")
-    # (2) Enough voters, each listed once.
-    if len(cert.voters) < params.min_voters:
-        raise _refuse("too_few_voters", f"{len(cert.voters)} voters, need {params.min_voters}")
+    # (2) Enough voters for this network, each listed once.
+    needed = view.needed(source_id, params)
+    if len(cert.voters) < needed:
+        raise _refuse("too_few_voters", f"{len(cert.voters)} voters, need {needed}")
     if len(set(cert.voters)) != len(cert.voters):
         raise _refuse("duplicate_voter", "a voter is listed twice")
-    by_principal = counts_by_principal(principal_of)
-    source_principal = principal_of.get(source_id, "")
+    by_principal = view.by_principal
+    excluded = view.excluded(source_id)
     # (3) Nobody judges their own record (nor, across principals, their principal's).
     for voter in cert.voters:
-        if voter == source_id or (
-            by_principal and source_principal and principal_of.get(voter) == source_principal
-        ):
+        if voter == source_id or (by_principal and view.voter_key(voter) in excluded):
             raise _refuse("source_voted", f"{voter} is the record's source or its principal")
     # (4) Every voter is admitted as far as this node knows, one per principal.
     principals: dict[str, str] = {}
     for voter in cert.voters:
-        principal = principal_of.get(voter)
+        principal = view.principal_of.get(voter)
         if not principal:
             raise _refuse("unknown_voter", f"{voter} is not an admitted identity here")
         principals[voter] = principal
@@ -175,6 +179,7 @@ def verify_certificate(
             opened_at=cert.opened_at,
             closes_at=cert.closes_at,
             by_principal=by_principal,
+            needed=needed,
         )
     except ValueError as exc:
         raise _refuse("bad_certificate", str(exc)) from None

@@ -87,15 +87,22 @@ class HighStakesParams:
 class QuorumParams:
     """How a quorum is formed and counted.
 
-    ``voters`` are asked per round; they tolerate ``f = (n - 1) // 3`` faulty ones. Fewer than
-    ``min_voters`` eligible voters form no quorum at all (the lesson stays pending): with three
-    voters f is 0 and one liar would decide.
+    ``voters`` are asked per round; they tolerate ``f = (n - 1) // 3`` faulty ones. A quorum
+    needs ``min_voters`` independent voters, or where the network holds fewer eligible ones
+    (few principals), all of them but never fewer than ``min_independent``; such a small round
+    accepts only unanimously, as with three voters f is 0 and one liar would otherwise decide
+    (``lamarck.consensus.voters.NetworkView.needed``).
     """
 
     # Voters asked per round, >= min_voters.
     voters: int = 7
-    # Fewest voters a round (or a certificate) may have, >= 4 (so that f >= 1).
+    # Voters a round (or a certificate) needs where the network holds that many eligible
+    # ones, >= 4 (so that f >= 1).
     min_voters: int = 4
+    # Fewest independent voters (principals, or identities in a one-principal network) other
+    # than the source's a quorum may have where fewer than min_voters exist; such a round
+    # accepts only unanimously. In [2, min_voters]: a certificate is never one voter's word.
+    min_independent: int = 2
     # A round is open this long from its start; a vote created later is late, seconds > 0.
     vote_timeout_s: float = 30.0
     # A pending lesson is asked again after this long, seconds >= vote_timeout_s.
@@ -114,6 +121,9 @@ class QuorumParams:
         """Raise ``ConfigError`` naming the first field that breaks its rule."""
         _whole("min_voters", self.min_voters, 4)
         _whole("voters", self.voters, self.min_voters)
+        _whole("min_independent", self.min_independent, 2)
+        if self.min_independent > self.min_voters:
+            raise ConfigError("invalid min_independent: must be at most min_voters")
         _whole("min_outcomes_for_verdict", self.min_outcomes_for_verdict, 1)
         _whole("evidence_window", self.evidence_window, 1)
         _finite("vote_timeout_s", self.vote_timeout_s)

@@ -1,10 +1,12 @@
 """Taint: which lessons leave every prompt when their source is revoked or graylisted, or the
 operator retracts their record.
 
-Issue 12 §3.1. A source is tainted when the registry revoked it (an operator-signed
-revocation) or this node's reputation book has it graylisted. A record is retracted when the
-registry holds an operator-signed retraction of its content hash (``lamarck registry
-retract``). Then:
+A source is tainted when the registry revoked it (an operator-signed revocation), when its
+admission runs through a revoked identity (an endorser anywhere on its endorsement chain:
+``lamarck.registry.proofs.revoked_through``; revoking a node reaches every identity it
+admitted, directly or through others), or when this node's reputation book has it
+graylisted. A record is retracted when the registry holds an operator-signed retraction of
+its content hash (``lamarck registry retract``). Then:
 
 * every live lesson a tainted source signed (an imported copy whose ``imported_from`` is the
   source) is taken out, reason ``tainted_source``;
@@ -97,7 +99,8 @@ class TaintPlan:
 def tainted_sources(
     sources: Iterable[str], *, revoked: Iterable[str], band_of: Mapping[str, PeerBand]
 ) -> frozenset[str]:
-    """The sources among ``sources`` that are revoked or graylisted."""
+    """The sources among ``sources`` that are revoked or graylisted; ``revoked`` holds the
+    revoked ids and every id admitted through one."""
     gone = set(revoked)
     return frozenset(s for s in sources if s in gone or band_of.get(s) is PeerBand.GRAYLISTED)
 

@@ -13,7 +13,14 @@ one verdict count once. Then, over ``n`` voters tolerating ``f = (n - 1) // 3`` 
 Both are counted in independent voters: distinct principals where the network has more than
 one (``Electorate.by_principal``), distinct voter ids otherwise. Rejection is checked first:
 when honest evidence is split on a high-stakes claim, it is not believed (fail closed).
-ABSTAIN votes count for neither side. An electorate smaller than ``min_voters`` is pending.
+ABSTAIN votes count for neither side.
+
+An electorate smaller than the quorum it needs (``Electorate.needed``: ``min_voters``, or
+fewer where the network holds fewer independent voters, ``NetworkView.needed``) is pending.
+An electorate smaller than ``min_voters`` tolerates no fault: one liar must decide nothing, so
+it accepts only with a VALIDATE from every voter and rejects only with a CONTRADICT from every
+voter; a split round stays pending (the record is not believed, and its source is not charged
+on one voter's word).
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ class Electorate:
     opened_at: datetime
     closes_at: datetime
     by_principal: bool
+    # The fewest voters this round needs (``NetworkView.needed``); None: ``min_voters``.
+    needed: int | None = None
 
     def __post_init__(self) -> None:
         if not self.record_hash:
@@ -62,6 +71,8 @@ class Electorate:
             raise ValueError("Electorate.closes_at must not be before opened_at")
         if any(not v or not p for v, p in self.voters.items()):
             raise ValueError("every voter needs an id and a principal")
+        if self.needed is not None and self.needed < 1:
+            raise ValueError("Electorate.needed must be at least 1")
         object.__setattr__(self, "voters", MappingProxyType(dict(self.voters)))
 
     @classmethod
@@ -73,6 +84,7 @@ class Electorate:
         now: datetime,
         by_principal: bool,
         params: QuorumParams,
+        needed: int | None = None,
     ) -> Electorate:
         """A round opening ``now`` and closing ``params.vote_timeout_s`` later."""
         return cls(
@@ -81,6 +93,7 @@ class Electorate:
             opened_at=now,
             closes_at=now + timedelta(seconds=params.vote_timeout_s),
             by_principal=by_principal,
+            needed=needed,
         )
 
     @property
@@ -191,13 +204,16 @@ def tally(
         counted[verdict_of(cast[0])].append(cast[0])
         ignored.extend(IgnoredVote(v, IgnoreReason.DUPLICATE) for v in cast[1:])
     n = electorate.n
-    accept_at = accept_threshold(n) if n else 1
-    reject_at = reject_threshold(n) if n else 1
+    needed = params.min_voters if electorate.needed is None else electorate.needed
+    # A round smaller than min_voters tolerates no fault: either side needs every voter.
+    small = n < params.min_voters
+    accept_at = (n if small else accept_threshold(n)) if n else 1
+    reject_at = (n if small else reject_threshold(n)) if n else 1
     validate_count = _independent(counted[Verdict.VALIDATE], electorate)
     contradict_count = _independent(counted[Verdict.CONTRADICT], electorate)
     kind: type[Pending] | type[Accepted] | type[Rejected] = Pending
     reason = "awaiting_votes"
-    if n < params.min_voters:
+    if n < needed:
         reason = "too_few_voters"
     elif contradict_count >= reject_at:
         kind, reason = Rejected, "contradicted"

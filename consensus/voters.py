@@ -1,4 +1,19 @@
-"""Voter selection: who is asked to vote on a high-stakes record.
+"""Voter selection, and the one rule of who counts as an independent voter.
+
+**Who counts** (``NetworkView``, this node's own view of the whole network: every admitted
+identity it knows, from its registry, with its principal; never a map built from a round's or
+a certificate's own members). Where the view holds more than one principal, a voter is a
+principal: one voter per principal, and the source's principal never counts. Where it holds
+one principal (one operator admitted every node), that operator is the trust root and each of
+its identities other than the source is a voter.
+
+**How many a quorum needs** (``NetworkView.needed``): ``min_voters`` independent voters, or,
+where the network holds fewer available ones (eligible, and not graylisted by this node), all
+of them, but never fewer than ``min_independent`` (2): a network without two independent
+voters besides the source cannot certify anything, and its high-stakes lessons wait for an
+operator. Graylisting takes voters out of the count, never principals out of the network: it
+cannot turn a network of several principals into a one-principal one. A round smaller than
+``min_voters`` decides only unanimously (``lamarck.consensus.tally``).
 
 Eligible: admitted, not the record's source, not graylisted, with a known principal; where the
 network has more than one principal, not of the source's principal, and one voter per principal
@@ -13,8 +28,9 @@ VALIDATE and rejected with ``f + 1`` CONTRADICT (``lamarck.consensus.tally``).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from lamarck.consensus.params import QuorumParams
 from lamarck.reputation.params import ReputationParams
@@ -22,6 +38,7 @@ from lamarck.reputation.scores import PeerBand, is_expert
 
 __all__ = [
     "Candidate",
+    "NetworkView",
     "VoterSelection",
     "accept_threshold",
     "fault_tolerance",
@@ -45,6 +62,66 @@ def accept_threshold(n: int) -> int:
 def reject_threshold(n: int) -> int:
     """CONTRADICT votes that reject: ``f + 1`` (at least one of them honest)."""
     return fault_tolerance(n) + 1
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkView:
+    """This node's own view of the network: every admitted identity it knows -> its principal.
+
+    Built from the node's registry (its live peers, itself, and any id it is asked about);
+    unknown or revoked ids are absent and count for nothing. Counting by principal, which
+    identities are one voter, and how large a quorum must be are all read from here, so that
+    voter choice, the tally and certificate verification apply one rule.
+    """
+
+    principal_of: Mapping[str, str]
+    # Ids this node would not ask to vote (graylisted here): they count toward the network's
+    # principals, not toward the voters a quorum can have.
+    unavailable: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        known = {i: p for i, p in self.principal_of.items() if i and p}
+        object.__setattr__(self, "principal_of", MappingProxyType(known))
+        object.__setattr__(self, "unavailable", frozenset(self.unavailable))
+
+    @property
+    def principals(self) -> frozenset[str]:
+        """The distinct principals the network holds, as far as this node knows."""
+        return frozenset(self.principal_of.values())
+
+    @property
+    def by_principal(self) -> bool:
+        """Whether voters are principals (more than one) rather than identities (one)."""
+        return len(self.principals) > 1
+
+    def voter_key(self, node_id: str) -> str:
+        """What ``node_id`` counts as: its principal, or itself in a one-principal network
+        ("" when this node does not know it as admitted)."""
+        principal = self.principal_of.get(node_id, "")
+        if not principal:
+            return ""
+        return principal if self.by_principal else node_id
+
+    def excluded(self, source_id: str) -> frozenset[str]:
+        """The voter keys that may not judge a record of ``source_id``: the source itself and,
+        across principals, every identity of its principal."""
+        keys = {source_id}
+        source_key = self.voter_key(source_id)
+        if source_key:
+            keys.add(source_key)
+        return frozenset(keys)
+
+    def eligible(self, source_id: str) -> int:
+        """How many independent voters this network holds for a record of ``source_id`` (its
+        graylisted identities left out)."""
+        out = self.excluded(source_id)
+        ids = (i for i in self.principal_of if i != source_id and i not in self.unavailable)
+        return len({self.voter_key(i) for i in ids} - out)
+
+    def needed(self, source_id: str, params: QuorumParams) -> int:
+        """The fewest voters a quorum on a record of ``source_id`` needs here: ``min_voters``,
+        or every available voter where fewer exist, never fewer than ``min_independent``."""
+        return max(params.min_independent, min(params.min_voters, self.eligible(source_id)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,19 +165,25 @@ def select_voters(
     candidates: Iterable[Candidate],
     *,
     source_id: str,
-    source_principal: str,
-    by_principal: bool,
+    view: NetworkView,
     rng: random.Random,
     quorum: QuorumParams,
     reputation: ReputationParams,
+    self_id: str = "",
 ) -> VoterSelection:
     """Choose up to ``quorum.voters`` voters for a record signed by ``source_id``.
 
-    ``by_principal`` is true where the network has more than one principal
-    (``lamarck.reputation.principals.counts_by_principal``). ``enough`` is false when fewer
-    than ``quorum.min_voters`` are eligible: no quorum can be formed and the record stays
+    ``self_id`` is the choosing node, a candidate asked last (after every other candidate, and
+    after any other identity of its principal): it holds the record because it has no proof
+    of it yet, so it takes a seat only where its peers alone are too few.
+
+    ``view`` is this node's view of the whole network (``NetworkView``): it says whether
+    voters are principals and how many a quorum needs (``NetworkView.needed``). ``enough`` is
+    false when fewer than that are eligible: no quorum can be formed and the record stays
     pending. The answer depends only on the candidates (not their order) and the RNG state.
     """
+    by_principal = view.by_principal
+    source_principal = view.principal_of.get(source_id, "")
     eligible = sorted(
         (
             c
@@ -109,7 +192,7 @@ def select_voters(
             and c.node_id != source_id
             and c.band is not PeerBand.GRAYLISTED
             and c.principal
-            and not (by_principal and c.principal == source_principal)
+            and not (by_principal and source_principal and c.principal == source_principal)
         ),
         key=lambda c: c.node_id,
     )
@@ -121,15 +204,19 @@ def select_voters(
         for c in unique:
             held = best.get(c.principal)
             # The most expert identity speaks for its principal; ties keep the shuffled first.
-            if held is None or _level(c) > _level(held):
+            if held is None or _level(c, self_id) > _level(held, self_id):
                 best[c.principal] = c
         unique = [c for c in unique if best[c.principal] is c]
+    mine = [c for c in unique if c.node_id == self_id]
+    unique = [c for c in unique if c.node_id != self_id]
     experts = [c for c in unique if c.expertise is not None and is_expert(c.expertise, reputation)]
     expert_ids = {c.node_id for c in experts}
     others = [c for c in unique if c.node_id not in expert_ids]
-    chosen = tuple((experts + others)[: quorum.voters])
-    return VoterSelection(voters=chosen, enough=len(chosen) >= quorum.min_voters)
+    chosen = tuple((experts + others + mine)[: quorum.voters])
+    return VoterSelection(voters=chosen, enough=len(chosen) >= view.needed(source_id, quorum))
 
 
-def _level(c: Candidate) -> float:
+def _level(c: Candidate, self_id: str) -> float:
+    if c.node_id == self_id:
+        return -2.0  # below any peer of its principal, known expertise or not
     return -1.0 if c.expertise is None else c.expertise

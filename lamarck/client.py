@@ -62,10 +62,13 @@ from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, records_pb2
 __all__ = [
     "DEFAULT_PACING",
     "DEFAULT_TIMEOUT_S",
+    "EVIDENCE_CLASSES",
     "AsyncClient",
     "AsyncServiceClient",
     "CheckResult",
     "Client",
+    "Conflict",
+    "Evidence",
     "HistoryEntry",
     "ImportAck",
     "ImportPacing",
@@ -111,6 +114,44 @@ class Situation:
     source: str
 
 
+#: What each evidence class means (the node's words; ``Evidence.evidence_class``).
+EVIDENCE_CLASSES = {
+    "proven_here": "learned here, or confirmed by this node's own outcomes: may drive decisions",
+    "corroborated": (
+        "confirmed by signed outcome attestations of enough independent principals (the "
+        "source's excluded), or accepted by a quorum certificate: may drive decisions"
+    ),
+    "unverified": ("from peers and confirmed by nobody independent: a hint at most, never advice"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """How far a lesson is proven for the node that shows it, counted by principal."""
+
+    evidence_class: str  # proven_here | corroborated | unverified | unspecified (older node)
+    independent_principals: int = 0  # independent principals whose attestations confirm it
+    contradicting_principals: int = 0
+    certified: bool = False  # a quorum certificate the node verified accepted it
+    peers: int = 0  # principals behind an import: its source and those confirming it
+    authority: bool = False  # a peer lesson about the agent's authority
+    approved: bool = False  # an operator approved the record on this node
+    label: str = ""  # e.g. "unverified, from 1 peer, confidence 0.29"
+
+    @property
+    def decides(self) -> bool:
+        """Whether the lesson may drive a decision (proven here or corroborated)."""
+        return self.evidence_class in ("proven_here", "corroborated")
+
+    @property
+    def rank(self) -> int:
+        """0 for the strongest class; what conflicts are ordered by first."""
+        return {"proven_here": 0, "corroborated": 1}.get(self.evidence_class, 2)
+
+
+UNKNOWN_EVIDENCE = Evidence("unspecified")
+
+
 @dataclass(frozen=True, slots=True)
 class Lesson:
     """A lesson as the node shows it (see ``LessonView`` in lessons.proto)."""
@@ -151,6 +192,8 @@ class Lesson:
     contested_with: tuple[str, ...] = ()
     #: Lessons it beat in a settled conflict.
     verified_against: tuple[str, ...] = ()
+    #: Its evidence class, independent support and label for the node that showed it.
+    evidence: Evidence = UNKNOWN_EVIDENCE
 
     @property
     def contested(self) -> bool:
@@ -165,12 +208,28 @@ class Lesson:
 
 
 @dataclass(frozen=True, slots=True)
+class Conflict:
+    """Lessons that disagree about an operation, strongest evidence first; ``holds`` is the
+    id of the side that holds (a strictly stronger class), "" while unresolved."""
+
+    operation: str
+    sides: tuple[Lesson, ...]
+    holds: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class RecallResult:
-    """Plan-time recall: lessons best first (with their scores) and the "Lessons:" section."""
+    """Plan-time recall: the advice best first (with their scores) and the "Lessons:" section.
+
+    ``lessons`` are proven here or corroborated; ``hints`` unverified peer lessons the section
+    shows under their own label (never advice); ``conflicts`` the disagreements it shows.
+    """
 
     lessons: tuple[Lesson, ...]
     section: str
     scores: tuple[float, ...] = ()
+    hints: tuple[Lesson, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,12 +262,18 @@ class OutcomeResult:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """What is on file for an operation about to run (advice only)."""
+    """What is on file for an operation about to run (advice only).
+
+    ``lessons`` are the advice (proven here or corroborated), strongest first; an unverified
+    lesson is never among them. ``conflicts`` are the disagreements on file about it.
+    """
 
     preamble: str
     probe: str
     unblock: str
     lesson_ids: tuple[str, ...]
+    lessons: tuple[Lesson, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,6 +460,23 @@ def _context_dict(ctx: lessons_pb2.MemoryContext) -> dict[str, Any]:
     }
 
 
+def _evidence(v: lessons_pb2.Evidence) -> Evidence:
+    return Evidence(
+        evidence_class=_name(lessons_pb2.EvidenceClass, v.evidence_class, "EVIDENCE_CLASS_"),
+        independent_principals=v.independent_principals,
+        contradicting_principals=v.contradicting_principals,
+        certified=v.certified,
+        peers=v.peers,
+        authority=v.authority,
+        approved=v.approved,
+        label=v.label,
+    )
+
+
+def _conflict(v: agent_pb2.LessonConflict) -> Conflict:
+    return Conflict(v.operation, tuple(_lesson(x) for x in v.sides), v.holds)
+
+
 def _lesson(v: lessons_pb2.LessonView) -> Lesson:
     return Lesson(
         id=v.id,
@@ -427,6 +509,7 @@ def _lesson(v: lessons_pb2.LessonView) -> Lesson:
         state=v.lifecycle_state,
         contested_with=tuple(v.contested_with),
         verified_against=tuple(v.verified_against),
+        evidence=_evidence(v.evidence) if v.HasField("evidence") else UNKNOWN_EVIDENCE,
     )
 
 
@@ -640,10 +723,12 @@ def error_from_rpc(err: grpc.RpcError) -> LamarckError:
 # -- addresses and homes --------------------------------------------------------------------
 
 
-def node_address(home: str | Path) -> tuple[str, str | None]:
+def node_address(home: str | Path, token_field: str = "agent_token_file") -> tuple[str, str | None]:
     """``(agent address, token)`` of the node running on ``home``, from its ``node.json``.
 
-    Raises ``ConfigError(reason="node_not_running")`` when there is no ``node.json``.
+    ``token_field`` names the ``node.json`` entry holding the token file's path
+    (``operator_token_file`` for the operator's credential). Raises
+    ``ConfigError(reason="node_not_running")`` when there is no ``node.json``.
     """
     root = Path(home).expanduser()
     try:
@@ -656,7 +741,7 @@ def node_address(home: str | Path) -> tuple[str, str | None]:
     if not address:
         raise ConfigError(f"{root / _NODE_FILE} names no agent address", reason="node_not_running")
     address = dial_address(address)
-    token_file = str(info.get("agent_token_file") or "")
+    token_file = str(info.get(token_field) or "")
     return address, _read_token(Path(token_file)) if token_file else None
 
 
@@ -674,16 +759,16 @@ def _read_token(path: Path) -> str:
     try:
         token = path.read_text(encoding="ascii").strip()
     except OSError as e:
-        raise ConfigError(f"cannot read the agent token {path}: {e}", reason="key_file") from e
+        raise ConfigError(f"cannot read the token {path}: {e}", reason="key_file") from e
     if not token:
         raise ConfigError(f"{path} is empty", reason="key_file")
     return token
 
 
-def _token_for(token: str | None, home: str | Path | None) -> str | None:
+def _token_for(token: str | None, home: str | Path | None, name: str = _TOKEN_FILE) -> str | None:
     if token is not None or home is None:
         return token
-    path = Path(home).expanduser() / _TOKEN_FILE
+    path = Path(home).expanduser() / name
     return _read_token(path) if path.exists() else None
 
 
@@ -852,6 +937,10 @@ class AsyncServiceClient:
     """
 
     stub_type: ClassVar[type[Any]]
+    #: The token file in a node's home this client presents (the operator's client its own).
+    token_file: ClassVar[str] = _TOKEN_FILE
+    #: The ``node.json`` entry naming that file.
+    token_field: ClassVar[str] = "agent_token_file"
 
     def __init__(
         self,
@@ -864,10 +953,11 @@ class AsyncServiceClient:
     ) -> None:
         """Connect to ``address`` (``host:port`` or ``unix:path``).
 
-        ``token`` is the bearer token; without one, ``<home>/agent.token`` is used if
-        ``home`` is given and the file exists.
+        ``token`` is the bearer token; without one, ``<home>/agent.token`` (the operator
+        client: ``<home>/operator.token``) is used if ``home`` is given and the file exists.
         """
-        self._attach(address, _token_for(token, home), timeout, _AioTransport, options)
+        token = _token_for(token, home, self.token_file)
+        self._attach(address, token, timeout, _AioTransport, options)
 
     def _attach(
         self,
@@ -898,7 +988,7 @@ class AsyncServiceClient:
     @classmethod
     def from_home(cls, home: str | Path, **kwargs: Any) -> Self:
         """A client for the node running on ``home`` (its ``node.json``)."""
-        address, token = node_address(home)
+        address, token = node_address(home, cls.token_field)
         return cls(address, token=token, **kwargs)
 
     async def close(self) -> None:
@@ -957,7 +1047,8 @@ class ServiceClient(Generic[_A]):
         options: Sequence[tuple[str, Any]] = (),
     ) -> None:
         """Connect to ``address`` (see :class:`AsyncServiceClient`)."""
-        engine = self.async_type._blocking(address, _token_for(token, home), timeout, options)
+        token = _token_for(token, home, self.async_type.token_file)
+        engine = self.async_type._blocking(address, token, timeout, options)
         # async_type is a ClassVar, which cannot name the type variable.
         self._async: _A = cast(_A, engine)
 
@@ -978,7 +1069,7 @@ class ServiceClient(Generic[_A]):
     @classmethod
     def from_home(cls, home: str | Path, **kwargs: Any) -> Self:
         """A client for the node running on ``home`` (its ``node.json``)."""
-        address, token = node_address(home)
+        address, token = node_address(home, cls.async_type.token_field)
         return cls(address, token=token, **kwargs)
 
     def close(self) -> None:
@@ -1033,6 +1124,8 @@ class AsyncClient(AsyncServiceClient):
             tuple(_lesson(x.lesson) for x in r.lessons),
             r.prompt_section,
             tuple(x.score for x in r.lessons),
+            tuple(_lesson(x.lesson) for x in r.hints),
+            tuple(_conflict(c) for c in r.conflicts),
         )
 
     async def check_operation(
@@ -1055,7 +1148,14 @@ class AsyncClient(AsyncServiceClient):
             subject=subject,
         )
         r = await self._unary("CheckOperation", request)
-        return CheckResult(r.preamble, r.probe, r.unblock, tuple(r.lesson_ids))
+        return CheckResult(
+            r.preamble,
+            r.probe,
+            r.unblock,
+            tuple(r.lesson_ids),
+            tuple(_lesson(x) for x in r.lessons),
+            tuple(_conflict(c) for c in r.conflicts),
+        )
 
     async def remember(
         self,

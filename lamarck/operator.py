@@ -12,8 +12,9 @@ An operator writes::
 ``AsyncOperatorClient`` is the same API for asyncio; each call is written once there and
 ``OperatorClient`` runs it over a blocking channel (see :class:`lamarck.client.ServiceClient`).
 Results are frozen dataclasses; states are lower-case strings (``"pending"``, ``"approved"``,
-``"rejected"``). Addresses, the bearer token and the typed errors are those of
-:mod:`lamarck.client`: an unknown id raises ``NotFound``, deciding a decided row
+``"rejected"``). Addresses and the typed errors are those of :mod:`lamarck.client`; the
+bearer token is the operator's (``<home>/operator.token``, found through ``node.json`` by
+``from_home``), never the agent token: an unknown id raises ``NotFound``, deciding a decided row
 ``ConflictError`` (reason ``already_decided``), approving a record whose stored bytes no longer
 verify ``VerificationError``.
 """
@@ -159,7 +160,7 @@ def _reputation_row(r: operator_pb2.ReputationRow) -> ReputationRow:
         correct=r.correct,
         weighted_accuracy=r.weighted_accuracy if r.HasField("weighted_accuracy") else None,
         pairwise=r.pairwise_trust,
-        global_trust=r.global_trust,
+        global_trust=r.global_trust if r.HasField("global_trust") else None,
         accepted=r.records_accepted,
         rejected=dict(r.records_rejected),
         votes_right=r.votes_right,
@@ -267,6 +268,10 @@ class AsyncOperatorClient(AsyncServiceClient):
     """OperatorService for asyncio; use as ``async with AsyncOperatorClient(address) as op``."""
 
     stub_type = operator_pb2_grpc.OperatorServiceStub
+    # The operator's credential, never the agent's: the node refuses OperatorService calls
+    # that carry the agent token (PERMISSION_DENIED, ``operator_credential_required``).
+    token_file = "operator.token"
+    token_field = "operator_token_file"
 
     async def list_page(
         self, state: str | None = "pending", *, page_size: int = 0, page_token: str = ""

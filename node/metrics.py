@@ -21,6 +21,7 @@ from lamarck.node.periodic import Periodic
 
 __all__ = [
     "ADMISSION",
+    "ATTESTATIONS",
     "DATABASE_BYTES_KEY",
     "HEALTH",
     "IMPORTS",
@@ -48,6 +49,7 @@ __all__ = [
     "apply_reputation",
     "apply_status",
     "apply_store_stats",
+    "export_peer_scores",
     "import_counts",
     "start_metrics_server",
 ]
@@ -72,6 +74,12 @@ RPC_DURATION = Histogram(
 IMPORTS = Counter(
     "lamarck_imports",
     "Records offered for import by result and reason.",
+    ["result", "reason"],
+)
+#: Outcome attestations: made here, or received and kept / refused (by reason).
+ATTESTATIONS = Counter(
+    "lamarck_attestations",
+    "Outcome attestations made here or received from peers, by result and reason.",
     ["result", "reason"],
 )
 #: Calls refused by the per-peer limits, by reason (rate_limited, too_many_concurrent).
@@ -129,6 +137,10 @@ PEER_GLOBAL_TRUST = Gauge("lamarck_peer_global_trust", "A peer's global trust.",
 PEER_BAND = Gauge("lamarck_peer_band", "A peer's reputation band.", ["peer", "band"])
 #: Bound on the peers the per-peer gauges label.
 REPUTATION_PEERS_MAX = 50
+# Whether the per-peer gauges are exported at all (``metrics_peer_scores``, off by default:
+# who this node trusts is the operator's business, not every scraper's). Set once by the
+# daemon at start (``export_peer_scores``); the registry of series is process-wide anyway.
+_peer_series = {"enabled": False}
 _BANDS = ("trusted", "neutral", "graylisted")
 
 _LESSON_PREFIX = "lessons_"
@@ -183,11 +195,20 @@ def apply_health(values: Mapping[str, float]) -> None:
         HEALTH.labels(figure=figure).set(value)
 
 
+def export_peer_scores(enabled: bool) -> None:
+    """Export the per-peer gauges (score, global trust, band) or not (the default)."""
+    _peer_series["enabled"] = enabled
+
+
 def apply_reputation(
-    peers: Sequence[tuple[str, float, str, float]], limit: int = REPUTATION_PEERS_MAX
+    peers: Sequence[tuple[str, float, str, float | None]], limit: int = REPUTATION_PEERS_MAX
 ) -> None:
     """Replace the reputation gauges by ``peers`` (peer, score, band, global trust): bands
-    counted over all, per-peer series for the ``limit`` lowest scores (ties by peer id)."""
+    counted over all, per-peer series for the ``limit`` lowest scores (ties by peer id), and
+    none unless ``export_peer_scores(True)``. A peer nobody has judged yet (global trust
+    ``None``, unknown) has no global-trust series: it is omitted, never exported as 0."""
+    if not _peer_series["enabled"]:
+        limit = 0
     PEERS_BY_BAND.clear()
     counts = dict.fromkeys(_BANDS, 0)
     for _, _, band, _ in peers:
@@ -198,7 +219,8 @@ def apply_reputation(
         gauge.clear()
     for peer, score, band, global_trust in sorted(peers, key=lambda p: (p[1], p[0]))[:limit]:
         PEER_SCORE.labels(peer=peer).set(score)
-        PEER_GLOBAL_TRUST.labels(peer=peer).set(global_trust)
+        if global_trust is not None:
+            PEER_GLOBAL_TRUST.labels(peer=peer).set(global_trust)
         for name in _BANDS:
             PEER_BAND.labels(peer=peer, band=name).set(1 if name == band else 0)
 

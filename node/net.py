@@ -6,17 +6,26 @@ One rule for every listener that relaxes authentication on loopback: the agent A
 
 from __future__ import annotations
 
+import ipaddress
+
 __all__ = ["LOOPBACK_NAMES", "is_loopback_address", "is_loopback_host"]
 
-#: Host names and addresses that only this machine can reach (plus every ``127.*``).
+#: Host names and addresses that only this machine can reach (plus every address in
+#: 127.0.0.0/8).
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def is_loopback_host(host: str) -> bool:
-    """True for a loopback host name or address: ``127.*``, ``::1`` (bracketed or not),
-    ``localhost``."""
+    """True for a loopback host name or address: an IP address in 127.0.0.0/8, ``::1``
+    (bracketed or not), ``localhost``. A DNS name that merely starts with ``127.``
+    (``127.0.0.1.nip.io``) resolves wherever its owner likes: not loopback."""
     name = host.strip().strip("[]").lower()
-    return name in LOOPBACK_NAMES or name.startswith("127.")
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def is_loopback_address(address: str) -> bool:

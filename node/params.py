@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lamarck.consensus.attestation import AttestationParams
 from lamarck.consensus.params import HighStakesParams, QuorumParams, TaintParams
 from lamarck.errors import ConfigError
 from lamarck.node.api.limits import PeerLimits
@@ -24,7 +25,7 @@ from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, mean
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.importing.decision import ConservativeHighStakesRule, ImportParams
 from lamarck.node.importing.filters import DeclaredTool, FilterParams, default_filters
-from lamarck.node.learning.exposure import ExposureParams
+from lamarck.node.learning.influence import InfluenceParams
 from lamarck.node.learning.params import EvidenceParams, LearningParams
 from lamarck.node.learning.write_behind import WriteBehindParams
 from lamarck.node.store.recall_index import RecallIndexParams
@@ -39,6 +40,7 @@ from lamarck.reputation.params import (
     PrincipalParams,
     ProbationParams,
     ReputationParams,
+    SummaryParams,
 )
 from lamarck.reputation.transfer import TransferParams
 
@@ -105,8 +107,10 @@ class NodeParams:
     pairwise: PairwiseParams = field(default_factory=PairwiseParams)
     global_trust: GlobalTrustParams = field(default_factory=GlobalTrustParams)
     principals: PrincipalParams = field(default_factory=PrincipalParams)
-    # The operator's pre-trusted peers: global trust's anchors besides this node.
+    # The operator's pre-trusted peers: global trust's anchors (this node alone when none).
     pretrusted: tuple[str, ...] = ()
+    # Which peers' signed local-trust summaries count, and for how long.
+    summaries: SummaryParams = field(default_factory=SummaryParams)
     importing: ImportParams = field(default_factory=ImportParams)
     # The import chain's autonomy filter and its other filters (issue 11 §1): built into
     # ``importing.filters`` by ``node_params``.
@@ -114,6 +118,8 @@ class NodeParams:
     filters: FilterParams = field(default_factory=FilterParams)
     # How high-stakes records are put to a quorum (voters, timeouts, retries).
     quorum: QuorumParams = field(default_factory=QuorumParams)
+    # How long outcome attestations count and how many are kept per lesson version.
+    attestation: AttestationParams = field(default_factory=AttestationParams)
     # How lessons of revoked or graylisted sources are swept out (issue 12 §3.1).
     taint: TaintParams = field(default_factory=TaintParams)
     gossip: GossipParams = field(default_factory=GossipParams)
@@ -142,7 +148,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
     by structure alone otherwise (also when no embedder is given).
     """
     learning = LearningParams(
-        exposure=ExposureParams(plan_share=settings.exposure_plan_share),
+        influence=InfluenceParams(unverified_plan_share=settings.unverified_plan_share),
         # The agent waits for no new lesson's vector and no recall's use marks (issue 17 §2).
         # They are written once the queue has been quiet for 0.1 s (or 256 vectors wait): in
         # a burst, the model embedding meanwhile took the agent's cores from its next calls.

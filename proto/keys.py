@@ -5,7 +5,7 @@ Layout in the node's home::
     <home>/keys/                  mode 0700
         identity.pem              the current private key, PKCS#8 PEM, mode 0600
         identity.<n>.pem.old      the key replaced by rotation n (kept: history is not deleted)
-        rotation.<n>.json         rotation n, canonical JSON, signed by the old key
+        rotation.<n>.json         rotation n, canonical JSON, signed by both keys
 
 A key file is created with ``O_CREAT | O_EXCL`` and mode 0600 in the same call, so there is
 no moment at which it exists with wider permissions, and an existing key is never
@@ -16,7 +16,14 @@ The rotation record (``KeyRotation``)::
 
     {"kind": "key_rotation", "node_id": <the id whose key moves>,
      "old_public_key": ..., "new_public_key": ..., "new_node_id": node_id_for(new key),
-     "created_at": RFC 3339 UTC, "signature": {... signed_by: the OLD key}}
+     "created_at": RFC 3339 UTC,
+     "countersignature": {... signed_by: the NEW key},
+     "signature": {... signed_by: the OLD key}}
+
+It proves possession of both keys: the new key countersigns the record's body (everything but
+the two signatures; domain ``key_rotation_accept``), so nobody can move an identity to a key
+it does not hold (or onto somebody else's key); the old key signs the body with that
+countersignature (domain ``key_rotation``), so only the identity's holder can move it.
 
 ``node_id`` is the id being rotated. For a first rotation it is ``node_id_for(old key)``;
 after that the registry keeps the original id pinned to the current key, so ``rotate_keys``
@@ -44,7 +51,7 @@ from lamarck.errors import InvalidRecord, KeyFileError, VerificationError
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.identity import NodeIdentity, b64u_decode, node_id_for
 from lamarck.proto.memory import NodeId, RecordBlock, Signature, Timestamp, load_json_object
-from lamarck.proto.signing import RecordKind, sign_object, verify_object
+from lamarck.proto.signing import SIGNATURE_FIELD, RecordKind, sign_object, verify_object
 from lamarck.proto.timefmt import format_ts
 
 __all__ = [
@@ -54,6 +61,7 @@ __all__ = [
     "KeyRotation",
     "identity_path",
     "init_keys",
+    "latest_rotation",
     "load_private_key",
     "make_rotation",
     "rotate_keys",
@@ -65,6 +73,7 @@ __all__ = [
 KEYS_DIR = "keys"
 IDENTITY_FILE = "identity.pem"
 _ROTATION_RE = re.compile(r"^rotation\.([1-9][0-9]*)\.json$")
+_COUNTERSIGNATURE = "countersignature"
 # An Ed25519 public key: 32 bytes are 43 unpadded base64url characters.
 _PublicKeyB64 = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{43}$")]
 
@@ -148,7 +157,8 @@ def load_private_key(path: Path) -> NodeIdentity:
 
 
 class KeyRotation(RecordBlock):
-    """A signed statement by a node's old key that its key is now ``new_public_key``."""
+    """A statement by a node's old key, countersigned by the new, that its key is now
+    ``new_public_key``."""
 
     kind: Literal["key_rotation"] = "key_rotation"
     node_id: NodeId = Field(description="the id whose key moves")
@@ -156,6 +166,7 @@ class KeyRotation(RecordBlock):
     new_public_key: _PublicKeyB64 = Field(description="base64url; the key from now on")
     new_node_id: NodeId = Field(description="node_id_for(new_public_key)")
     created_at: Timestamp
+    countersignature: Signature = Field(description="by the new key, over the body")
     signature: Signature
 
     @classmethod
@@ -187,13 +198,14 @@ def make_rotation(
     *,
     node_id: str | None = None,
 ) -> dict[str, Any]:
-    """Build and sign (with the OLD key) the record moving ``node_id`` to the new key.
+    """Build the record moving ``node_id`` to the new key: countersigned by the NEW key,
+    then signed by the OLD (both keys proven held).
 
     ``node_id`` defaults to the old key's id (a first rotation).
     """
     if old_identity == new_identity:
         raise InvalidRecord("a rotation needs a different key", reason="same_key")
-    record = {
+    body = {
         "kind": "key_rotation",
         "node_id": node_id if node_id is not None else old_identity.node_id,
         "old_public_key": old_identity.public_key_b64,
@@ -201,6 +213,8 @@ def make_rotation(
         "new_node_id": new_identity.node_id,
         "created_at": format_ts(now),
     }
+    accepted = sign_object(RecordKind.key_rotation_accept, body, new_identity)
+    record = {**body, _COUNTERSIGNATURE: accepted[SIGNATURE_FIELD]}
     signed = sign_object(RecordKind.key_rotation, record, old_identity)
     KeyRotation.from_obj(signed)  # what we emit must parse: fail here, not at the registry
     return signed
@@ -212,7 +226,9 @@ def verify_rotation(obj: Any) -> KeyRotation:
     Raises ``InvalidRecord`` if it is not a rotation record, and ``VerificationError`` if:
     (1) ``signed_by`` is not ``old_public_key`` (``key_mismatch``); (2) ``new_node_id`` is
     not derived from ``new_public_key`` (``key_mismatch``); (3) old and new keys are equal
-    (``malformed``); (4) the signature does not hold (its own reason).
+    (``malformed``); (4) the signature does not hold (its own reason); (5) the
+    countersignature is not the new key's (``key_mismatch``) or does not hold
+    (``countersignature``, with the signature's reason as ``cause``).
     """
     rotation = KeyRotation.from_obj(obj)
     # (1) Signed by the key being retired: only its holder may move the identity.
@@ -229,6 +245,25 @@ def verify_rotation(obj: Any) -> KeyRotation:
     # (4) The signature over the record (domain: key_rotation). No id binding here: after a
     #     first rotation node_id is no longer derived from the old key (see the module doc).
     verify_object(RecordKind.key_rotation, obj, signer_id_path=None)
+    # (5) The new key countersigned the body: the rotating node holds it (a rotation signed
+    #     by the old key alone could hand the identity to a key somebody else holds).
+    if rotation.countersignature.signed_by != rotation.new_public_key:
+        raise VerificationError(
+            "rotation is not countersigned by the new key", reason="key_mismatch"
+        )
+    body = {k: v for k, v in obj.items() if k not in (SIGNATURE_FIELD, _COUNTERSIGNATURE)}
+    try:
+        verify_object(
+            RecordKind.key_rotation_accept,
+            {**body, SIGNATURE_FIELD: obj[_COUNTERSIGNATURE]},
+            signer_id_path=None,
+        )
+    except VerificationError as e:
+        raise VerificationError(
+            f"the new key's countersignature does not verify: {e}",
+            reason="countersignature",
+            cause=e.reason,
+        ) from e
     return rotation
 
 
@@ -292,6 +327,24 @@ def show_keys(home: Path) -> KeyInfo:
         rotations=len(_rotation_numbers(directory)),
         original_node_id=_original_node_id(directory, identity),
     )
+
+
+def latest_rotation(home: Path, identity: NodeIdentity) -> dict[str, Any] | None:
+    """The home's last rotation record if it moved to ``identity``'s key (what the node
+    presents when it registers: the registry admits the new key's id as the successor of the
+    rotated one); ``None`` for a key never rotated to."""
+    directory = _keys_dir(home, create=False)
+    numbers = _rotation_numbers(directory)
+    if not numbers:
+        return None
+    path = directory / f"rotation.{numbers[-1]}.json"
+    try:
+        _, record = load_json_object(path.read_bytes())
+    except (OSError, InvalidRecord) as exc:
+        raise KeyFileError(f"{path} is not a rotation record", reason="malformed") from exc
+    if record.get("new_public_key") != identity.public_key_b64:
+        return None
+    return record
 
 
 def rotate_keys(

@@ -546,6 +546,10 @@ class Metadata(RecordBlock):
     superseded_by: Annotated[str, StringConstraints(pattern=_SUPERSEDED_PATTERN)] | None = Field(
         default=None, description="the successor's id, or 'retired:<who>' (e.g. retired:user)"
     )
+    supersedes: Uuid4 | None = Field(
+        default=None,
+        description="the id of the signer's own record this one is an edit of (its successor)",
+    )
     tags: Annotated[tuple[_Tag, ...], AfterValidator(max_items("max_tags", "too_many_tags"))] = ()
 
 
@@ -559,6 +563,10 @@ class Lesson(RecordBlock):
     status: Literal["claimed", "active", "superseded", "retired"]
     version: Annotated[int, Field(ge=1, le=MAX_SAFE_INT)] = Field(
         default=1, description="bumps on each edit of the same id"
+    )
+    reason: _LongText | None = Field(
+        default=None,
+        description="why its source made this version: an edit's or a retirement's reason",
     )
 
 

@@ -7,21 +7,25 @@ receiver charges the sender for bad bytes and decides from the requester's reput
 canonical JSON of a record signed as kind ``peer_auth``::
 
     {"kind": "peer_auth", "node_id": <caller>, "audience": <callee's node id>,
+     "channel": <SHA-256 hex of the caller's TLS certificate, "" without TLS>,
      "issued_at": RFC 3339 UTC, "expires_at": RFC 3339 UTC, "signature": {...}}
 
 The callee (1) decodes it and verifies the signature, whose key must be the one ``node_id``
 is derived from; (2) checks that ``audience`` is itself; (3) checks that it is already issued
 (allowing ``clock_skew_s``), not expired, and not valid for longer than ``max_lifetime_s``.
 The node then (4) checks that the key is the one the registry pins to ``node_id`` and that
-the id is not revoked (``lamarck.node.api.peer_auth``), and (5) that the id the request names
-is the token's.
+the id is not revoked, (5) that the id the request names is the token's, and (6) that
+``channel`` is the certificate the call's TLS connection was made with
+(``lamarck.node.api.peer_auth``).
 
 Why one token per (caller, callee) reused until near its expiry rather than a signature per
 call: verification is cached by the callee, so an authenticated call costs a dictionary
 lookup. The audience binding means a peer that receives a token cannot replay it to a third
-node; within its lifetime it can be replayed only by someone who reads the channel, who on a
-plaintext channel could alter the call anyway: integrity against an on-path attacker needs
-TLS on the peer port, which this layer does not replace.
+node, and the channel binding means nobody can replay it to the callee either: a call is
+accepted only on a mutual-TLS connection whose client proved it holds the private key of the
+certificate the token names, which the token's signer alone holds. The token states, under
+the caller's identity key, which certificate speaks for it: that is what maps a connection's
+certificate to an admitted id.
 """
 
 from __future__ import annotations
@@ -54,7 +58,10 @@ PEER_TOKEN_METADATA_KEY = "lamarck-peer-token"
 PEER_TOKEN_KIND = "peer_auth"
 # A token is a few hundred bytes; anything much larger is not one.
 _MAX_TOKEN_CHARS = 2048
-_FIELDS = frozenset({"kind", "node_id", "audience", "issued_at", "expires_at", "signature"})
+_FIELDS = frozenset(
+    {"kind", "node_id", "audience", "channel", "issued_at", "expires_at", "signature"}
+)
+_HEX64 = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,18 +96,27 @@ class PeerToken:
     node_id: str
     public_key_b64: str
     audience: str
+    #: SHA-256 (hex) of the TLS certificate the caller's calls come with; "" without TLS.
+    channel: str
     issued_at: datetime
     expires_at: datetime
 
 
 def issue_token(
-    identity: NodeIdentity, audience: str, now: datetime, params: PeerAuthParams
+    identity: NodeIdentity,
+    audience: str,
+    now: datetime,
+    params: PeerAuthParams,
+    *,
+    channel: str = "",
 ) -> str:
-    """A peer token by ``identity`` for calls to ``audience``, valid from ``now``."""
+    """A peer token by ``identity`` for calls to ``audience`` over connections made with the
+    TLS certificate whose fingerprint is ``channel`` ("" without TLS), valid from ``now``."""
     record = {
         "kind": PEER_TOKEN_KIND,
         "node_id": identity.node_id,
         "audience": audience,
+        "channel": channel,
         "issued_at": format_ts(now),
         "expires_at": format_ts(now + timedelta(seconds=params.lifetime_s)),
     }
@@ -145,6 +161,7 @@ def read_token(token: str, *, audience: str, now: datetime, params: PeerAuthPara
         node_id=obj["node_id"],
         public_key_b64=obj["signature"]["signed_by"],
         audience=audience,
+        channel=obj["channel"],
         issued_at=issued_at,
         expires_at=expires_at,
     )
@@ -156,6 +173,11 @@ def _shape(obj: dict[str, Any]) -> tuple[datetime, datetime]:
         raise Unauthenticated("not a peer token record", reason="token_malformed")
     if not is_node_id(obj["node_id"]) or not isinstance(obj["audience"], str):
         raise Unauthenticated("peer token ids are malformed", reason="token_malformed")
+    channel = obj["channel"]
+    if not isinstance(channel, str) or (
+        channel and (len(channel) != 64 or not set(channel) <= _HEX64)
+    ):
+        raise Unauthenticated("peer token channel is malformed", reason="token_malformed")
     try:
         issued_at, expires_at = parse_ts(obj["issued_at"]), parse_ts(obj["expires_at"])
     except (InvalidRecord, TypeError) as e:

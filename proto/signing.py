@@ -69,12 +69,16 @@ class RecordKind(enum.Enum):
     memory = "memory"
     vote = "vote"
     key_rotation = "key_rotation"
+    #: The new key's countersignature of a rotation (proof it is held by the rotating node).
+    key_rotation_accept = "key_rotation_accept"
     registration = "registration"
     endorsement = "endorsement"
     registry_nonce = "registry_nonce"
     enrollment = "enrollment"
     outcome = "outcome"
     peer_auth = "peer_auth"
+    trust_summary = "trust_summary"
+    attestation = "attestation"
 
     @property
     def prefix(self) -> bytes:

@@ -16,6 +16,13 @@ operator signed, and the copy keeps the union of every one it has been told of (
 and in the file), so somebody deleting Redis keys later cannot un-revoke an id for this node.
 Retractions of records likewise: each operator-signed retraction seen is kept for good.
 
+The operator's seal (``RegistrySeal``) is held to: the copy keeps the highest ``seq`` it has
+seen (in the file too) and never goes back. A registry that serves an older seal, another seal
+of the same ``seq``, or none, rolled back (logged once per seal, copy kept); the held seal's
+revocations are learnt for good and its pins answer for ids whose records Redis lost. Each
+peer's registration is held to the latest one seen (its signed ``created_at``, kept in the file):
+an older one replayed into the registry is refused (logged), the peer keeps its last address.
+
 Retired keys are never believed again. When the registry serves an id a pin other than the
 cached one (or, on first sight, a key the id is not derived from), the copy reads the id's
 verified admission proof (``admission_proof``): every key of its rotation chain before the
@@ -47,6 +54,7 @@ from lamarck.registry.records import (
     AdmissionProof,
     Endorsement,
     Registration,
+    RegistrySeal,
     Retraction,
     Revocation,
 )
@@ -82,12 +90,20 @@ class CachedDirectory(PeerDirectory):
         # Principals seen while the registry answered (in memory only: re-learnt after a restart).
         self._principals: dict[str, str] = {}
         self._revoked: set[str] = set()
+        # Ids admitted through a revoked identity, with it, as last answered (in memory only).
+        self._through: dict[str, str] = {}
         # Every operator-signed retraction seen, by the content hash it retracts.
         self._retractions: dict[str, Retraction] = {}
         # Per id, the keys a verified rotation retired: never believed again as its pin.
         self._retired: dict[str, set[str]] = {}
         # (id, key) pairs already logged as a retired key served as the pin.
         self._refusals_logged: set[tuple[str, str]] = set()
+        # The operator's seal with the highest seq seen (never replaced by a lower one).
+        self._seal: RegistrySeal | None = None
+        # Rollbacks already logged, by the seq the registry served (-1: none served).
+        self._rollbacks_logged: set[int] = set()
+        # Per peer, the newest registration signing time seen: an older one is a replay.
+        self._signed_at: dict[str, datetime] = {}
         self._refreshed_at: datetime | None = None
         #: False from the first failed call until the next successful one.
         self.available = True
@@ -111,12 +127,16 @@ class CachedDirectory(PeerDirectory):
             peers = await self._inner.live_peers()
             revoked = await self._inner.revoked_ids()
             retractions = await self._inner.retractions()
+            seal = await self._inner.seal()
         except RegistryError as e:
             if not _is_outage(e):
                 raise
             self._mark_down(e)
             return False
         self._mark_up()
+        self._hold_seal(seal)
+        if self._seal is not None:
+            revoked = revoked | frozenset(self._seal.revoked)
         # Pins are kept for peers that went quiet: their lessons still need verifying.
         peers = await self._believed(peers)
         self._peers = {p.node_id: p for p in peers}
@@ -161,7 +181,9 @@ class CachedDirectory(PeerDirectory):
         peer = await self._try(lambda: self._inner.get_peer(node_id))
         if isinstance(peer, _Down):
             return self._peers.get(node_id)
-        if peer is not None and not await self._believe(node_id, peer.public_key):
+        if peer is not None and not (
+            self._fresh(peer) and await self._believe(node_id, peer.public_key)
+        ):
             peer = None
         if peer is None:
             self._peers.pop(node_id, None)
@@ -175,6 +197,9 @@ class CachedDirectory(PeerDirectory):
         if isinstance(key, _Down):
             return self._pins.get(node_id)
         if key is None:
+            sealed = self._sealed_pin(node_id)
+            if sealed is not None:
+                return sealed
             # Unknown to the registry, or its admission no longer verifies (an endorser
             # revoked, say): the outage copy must not keep serving it either.
             self._pins.pop(node_id, None)
@@ -222,6 +247,22 @@ class CachedDirectory(PeerDirectory):
             else:
                 self._principals.pop(node_id, None)
         return found
+
+    async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """The registry's answer (remembered), or the remembered one while it is down; an id
+        this node saw revoked is revoked through itself, here as in the registry."""
+        found = {i: i for i in node_ids if i in self._revoked}
+        wanted = [i for i in node_ids if i not in found]
+        answer = await self._try(lambda: self._inner.revoked_through(wanted))
+        if isinstance(answer, _Down):
+            return found | {i: self._through[i] for i in wanted if i in self._through}
+        for node_id in wanted:
+            if node_id in answer:
+                self._through[node_id] = answer[node_id]
+            else:
+                # Registered again with new material: its chain no longer runs there.
+                self._through.pop(node_id, None)
+        return found | answer
 
     async def endorsement_for(self, node_id: str) -> Endorsement | None:
         """Pass-through (endorsements are not cached: they only matter for admission)."""
@@ -303,8 +344,85 @@ class CachedDirectory(PeerDirectory):
     # -- state -----------------------------------------------------------------------------
 
     async def _believed(self, peers: Sequence[PeerInfo]) -> list[PeerInfo]:
-        """Those of ``peers`` whose key this node believes as their pin (see ``_believe``)."""
-        return [p for p in peers if await self._believe(p.node_id, p.public_key)]
+        """Those of ``peers`` whose registration is not older than the latest seen and whose
+        key this node believes as their pin (see ``_believe``)."""
+        believed = []
+        for peer in peers:
+            if not self._fresh(peer):
+                # A replayed older registration: the peer keeps the newer one this node saw.
+                kept = self._peers.get(peer.node_id)
+                if kept is None or kept.signed_at != self._signed_at.get(peer.node_id):
+                    continue
+                peer = kept
+            if await self._believe(peer.node_id, peer.public_key):
+                believed.append(peer)
+        return believed
+
+    def _fresh(self, peer: PeerInfo) -> bool:
+        """Whether ``peer``'s registration is the newest seen for it (remembered if newer)."""
+        if peer.signed_at is None:
+            return True
+        seen = self._signed_at.get(peer.node_id)
+        if seen is not None and peer.signed_at < seen:
+            log.error(
+                "registry serves a registration older than one already seen; refused (replayed)",
+                extra={"node_id": peer.node_id, "signed_at": format_ts(peer.signed_at)},
+            )
+            return False
+        if seen != peer.signed_at:
+            self._signed_at[peer.node_id] = peer.signed_at
+        return True
+
+    def _hold_seal(self, served: RegistrySeal | None) -> None:
+        """Adopt a newer seal (its revocations learnt for good); log a rollback once."""
+        held = self._seal
+        if served is not None and (held is None or served.seq > held.seq):
+            self._seal = served
+            self._learn_revoked(set(served.revoked))
+            return
+        if held is None or served == held:
+            return
+        at = -1 if served is None else served.seq
+        if at not in self._rollbacks_logged:
+            self._rollbacks_logged.add(at)
+            log.error(
+                "registry rolled back the operator's seal; holding seal %d (served: %s)",
+                held.seq,
+                "none" if served is None else f"seal {served.seq}",
+                extra={"held_seq": held.seq, "served_seq": at},
+            )
+
+    @property
+    def seal_seq(self) -> int:
+        """The highest seal seq this node holds (0: none)."""
+        return self._seal.seq if self._seal is not None else 0
+
+    async def seal(self) -> RegistrySeal | None:
+        """The seal this node holds (the highest seen; never an older one the registry serves)."""
+        return self._seal
+
+    async def publish_seal(self, seal: RegistrySeal) -> None:
+        """Pass-through; held at once."""
+        await self._write(self._inner.publish_seal(seal))
+        self._hold_seal(seal)
+        self._save()
+
+    async def key_revoked_since(self, key: str) -> datetime | None:
+        """Since when the held seal revokes ``key`` as compromised (``None``: never)."""
+        seal = self._seal
+        since = seal.revoked_keys.get(key) if seal is not None else None
+        return parse_ts(since) if since is not None else None
+
+    def _sealed_pin(self, node_id: str) -> str | None:
+        """The held seal's pin for ``node_id`` (its records lost by the registry), logged."""
+        seal = self._seal
+        if seal is None or node_id not in seal.pins or node_id in self._revoked:
+            return None
+        log.warning(
+            "registry lost an admitted id's records; pin served from the held seal",
+            extra={"node_id": node_id},
+        )
+        return seal.pins[node_id]
 
     async def _believe(self, node_id: str, key: str) -> bool:
         """Whether ``key``, served by the registry as ``node_id``'s pin, is believed; a new
@@ -384,6 +502,8 @@ class CachedDirectory(PeerDirectory):
             "revoked": sorted(self._revoked),
             "retractions": [self._retractions[h].wire() for h in sorted(self._retractions)],
             "retired": {i: sorted(keys) for i, keys in sorted(self._retired.items())},
+            "seal": self._seal.wire() if self._seal is not None else None,
+            "signed_at": {i: format_ts(t) for i, t in sorted(self._signed_at.items())},
         }
         tmp = self._path.with_name(self._path.name + ".tmp")
         try:
@@ -410,6 +530,9 @@ class CachedDirectory(PeerDirectory):
             retired = {str(i): {str(k) for k in ks} for i, ks in data.get("retired", {}).items()}
             # Absent from files written before retractions were kept.
             retractions = [Retraction.from_wire(r) for r in data.get("retractions", [])]
+            # Absent from files written before seals and registration times were kept.
+            seal = RegistrySeal.from_wire(data["seal"]) if data.get("seal") else None
+            signed_at = {str(i): parse_ts(t) for i, t in data.get("signed_at", {}).items()}
             refreshed = parse_ts(data["refreshed_at"]) if data["refreshed_at"] else None
         except FileNotFoundError:
             return
@@ -423,6 +546,7 @@ class CachedDirectory(PeerDirectory):
         self._retractions.update((r.content_hash, r) for r in retractions)
         for node_id, keys in retired.items():
             self._retired.setdefault(node_id, set()).update(keys)
+        self._seal, self._signed_at = seal, signed_at
         self._peers = {p.node_id: p for p in peers if p.node_id not in self._revoked}
         self._pins, self._refreshed_at = pins, refreshed
 
@@ -443,6 +567,8 @@ def _peer_to_json(p: PeerInfo) -> dict[str, Any]:
         "domains": list(p.domains),
         "version": p.version,
         "registered_at": format_ts(p.registered_at),
+        "signed_at": format_ts(p.signed_at) if p.signed_at is not None else None,
+        "tls_certificate": p.tls_certificate,
     }
 
 
@@ -454,6 +580,9 @@ def _peer_from_json(d: Mapping[str, Any]) -> PeerInfo:
         domains=tuple(str(x) for x in d["domains"]),
         version=str(d["version"]),
         registered_at=parse_ts(d["registered_at"]),
+        # Absent from files written before registration times were kept.
+        signed_at=parse_ts(d["signed_at"]) if d.get("signed_at") else None,
+        tls_certificate=str(d.get("tls_certificate") or ""),
     )
 
 

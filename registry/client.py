@@ -33,6 +33,7 @@ from lamarck.registry.records import (
     EnrollmentToken,
     sign_registration,
 )
+from lamarck.registry.rules import lineage_ids
 
 __all__ = ["RegistryClient", "TickResult"]
 
@@ -64,6 +65,7 @@ class RegistryClient:
         endorsement: Endorsement | None = None,
         node_id: str | None = None,
         kept_path: Path | None = None,
+        tls_certificate: str | None = None,
     ) -> None:
         self._directory = directory
         self._identity = identity
@@ -85,6 +87,8 @@ class RegistryClient:
         self._node_id = node_id or identity.node_id
         self._rotation: Mapping[str, Any] | None = None
         self._registered = False
+        # The peer-port certificate the registration binds to this id (None: plaintext).
+        self._tls_certificate = tls_certificate
 
     @property
     def node_id(self) -> str:
@@ -100,6 +104,12 @@ class RegistryClient:
         """Switch to a new key; the next registration carries ``rotation`` (signed by the old)."""
         self._identity = identity
         self._rotation = rotation
+        self._registered = False
+
+    def use_tls_certificate(self, certificate: str) -> None:
+        """Switch to a new TLS certificate (base64url DER); registers again at the next tick,
+        so peers pin the new one."""
+        self._tls_certificate = certificate
         self._registered = False
 
     async def register(self) -> PeerInfo:
@@ -128,6 +138,7 @@ class RegistryClient:
             ),
             created_at=self._clock.now(),
             rotation=dict(self._rotation) if self._rotation is not None else None,
+            tls_certificate=self._tls_certificate,
         )
         kept = self._kept
         if kept is not None and self._rotation is not None:
@@ -175,8 +186,9 @@ class RegistryClient:
 
     def _is_mine(self, proof: AdmissionProof) -> bool:
         """Whether ``proof`` is this id's and leads to this node's current key."""
+        # After a key rotation this node's id is a successor of the proof's registered id.
         return (
-            proof.registration.node_id == self._node_id
+            self._node_id in lineage_ids(proof.keys)
             and proof.keys[-1] == self._identity.public_key_b64
         )
 

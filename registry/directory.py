@@ -32,10 +32,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lamarck.errors import InvalidRecord, RegistryError
+from lamarck.proto.timefmt import parse_ts
 from lamarck.registry.records import (
     AdmissionProof,
     Endorsement,
     Registration,
+    RegistrySeal,
     Retraction,
     Revocation,
 )
@@ -53,6 +56,12 @@ class PeerInfo:
     domains: tuple[str, ...]
     version: str
     registered_at: datetime
+    #: When the peer signed this registration (its ``created_at``): a node keeps the latest
+    #: it has seen per peer and refuses an older one replayed into the registry.
+    signed_at: datetime | None = None
+    #: The peer's TLS certificate as its signed registration carries it (unpadded base64url
+    #: DER), ``""`` for a peer that registered none.
+    tls_certificate: str = ""
 
     @classmethod
     def from_registration(cls, reg: Registration, registered_at: datetime) -> PeerInfo:
@@ -64,6 +73,8 @@ class PeerInfo:
             domains=reg.domains,
             version=reg.version,
             registered_at=registered_at,
+            signed_at=parse_ts(reg.created_at),
+            tls_certificate=reg.tls_certificate or "",
         )
 
 
@@ -156,9 +167,39 @@ class PeerDirectory(abc.ABC):
         that admitted it, or the root of its endorsement chain (ids it cannot vouch for are
         absent, and count for nothing)."""
 
+    @abc.abstractmethod
+    async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """For each of ``node_ids`` that is revoked or admitted through a revoked identity
+        (an endorser anywhere on its admission chain), that identity; the others are absent.
+        Revoking an identity reaches everyone it admitted (``lamarck.registry.proofs``)."""
+
     async def principal_of(self, node_id: str) -> str | None:
         """``node_id``'s principal, or ``None`` (unknown, unproven or revoked)."""
         return (await self.principals([node_id])).get(node_id)
+
+    async def seal(self) -> RegistrySeal | None:
+        """The operator's current seal, verified (``None``: none, or this directory keeps
+        none)."""
+        return None
+
+    async def publish_seal(self, seal: RegistrySeal) -> None:
+        """Publish a newer operator seal (``RegistryError``: not supported here)."""
+        raise RegistryError("this directory keeps no seal", reason="unsupported")
+
+    async def key_valid_at(self, node_id: str, key: str, at: datetime) -> bool:
+        """Whether ``key`` was ``node_id``'s key at ``at``: its admission proof (verified by
+        the directory serving it) has a rotation retiring ``key`` dated no earlier than
+        ``at``. The current key is not asked here (``pinned_key``)."""
+        proof = await self.admission_proof(node_id)
+        if proof is None:
+            return False
+        for rotation in proof.rotations:
+            if rotation.get("old_public_key") == key:
+                try:
+                    return at <= parse_ts(str(rotation.get("created_at")))
+                except InvalidRecord:
+                    return False
+        return False
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most adapters hold nothing
         """Release connections; the default holds none."""

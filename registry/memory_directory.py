@@ -50,6 +50,8 @@ class _Records:
     endorsements: dict[str, _Expiring] = field(default_factory=dict)
     #: Per endorser, the ids it admitted (the Redis ``endorsees:<id>`` sets).
     endorsees: dict[str, set[str]] = field(default_factory=dict)
+    #: The operator's current seal (the Redis ``seal`` key).
+    seal: str | None = None
 
     def count(self) -> int:
         """How many keys the Redis layout would hold for these records."""
@@ -63,7 +65,8 @@ class _Records:
             self.endorsements,
         )
         sets = sum(1 for ids in (self.index, self.revoked, *self.endorsees.values()) if ids)
-        return sets + sum(len(m) for m in maps) + (1 if self.retractions else 0)
+        singles = (1 if self.retractions else 0) + (1 if self.seal is not None else 0)
+        return sets + sum(len(m) for m in maps) + singles
 
 
 class InMemoryRecords(DirectoryRecords):
@@ -199,6 +202,14 @@ class InMemoryRecords(DirectoryRecords):
     async def revoked_index(self) -> list[tuple[str, str | None]]:
         """The revoked index, sorted, with each id's record."""
         return [(i, self._r.revocations.get(i)) for i in sorted(self._r.revoked)]
+
+    async def put_seal(self, record: str) -> None:
+        """Replace the seal kept."""
+        self._r.seal = record
+
+    async def seal_record(self) -> str | None:
+        """The seal kept."""
+        return self._r.seal
 
     async def put_retraction(self, content_hash: str, record: str) -> None:
         """Keep (for good)."""

@@ -10,8 +10,11 @@ pins an id it also stores the id's **admission proof**, which never expires:
   retires, so the chain from the id's first key to its pinned key can be followed.
 
 A reader serves an id only if ``verify_admission`` passes with the reader's OWN mode and
-operator key: (1) the registration names the id; (2) the rotation chain starts at the key
-the id is derived from, each link is signed by the key it retires, and it ends at the pin;
+operator key: (1) the registration names the id, or the id is a successor derived from a
+later key of the chain (a rotation admits the id of the new key on its lineage's admission,
+``check_registration``); (2) the rotation chain starts at the key the registered id is
+derived from, each link is signed by the key it retires and countersigned by the key it
+adds, and it ends at the pin;
 (3) the registration is signed by a key of that chain and not dated in the reader's future;
 (4) its admission material admits the id and that key in the reader's mode, judged at the
 registration's ``created_at``:
@@ -34,10 +37,25 @@ registration's ``created_at``:
 
 A revocation counts only if ``revocation_holds``: the operator signed it, for this id.
 
-A verified proof also names the id's **principal** (``VerifiedProof.principal``): the operator
-key whose token admitted it, the root of its endorsement chain for an endorsed id (so the
-identities a node mints count as its root's), or the id itself in ``open`` mode. Quorums and
-corroboration count principals, not keys (``lamarck.reputation.principals``).
+A verified proof also names the id's **principal** (``VerifiedProof.principal``): in
+``operator`` mode the operator key whose token admitted it (one operator admitted every node:
+it is the one principal); in ``endorsed`` mode the token-admitted id at the root of its
+endorsement chain, itself for a token-admitted id (each identity the operator's tokens let in
+answers for itself and for every identity it mints down its chain, so a root and its endorsees
+are one principal, never two); in ``open`` mode the id itself. Quorums and corroboration
+count principals, not keys (``lamarck.reputation.principals``). It also names
+the id's **chain** (``VerifiedProof.chain``): the endorsers its admission runs through,
+nearest first.
+
+``revoked_through`` is the chain rule of revocation: an id is revoked *through* a revoked
+identity when it is that identity or that identity is on its admission chain. The chain is
+the one its proof shows once revocations are set aside (every link still verified: the
+registration signed by the id's own key chain, each endorsement by a key its endorser held),
+so a revoked endorser's endorsees are known for what they are, however deep, and nobody
+else is: records a writer forged name no chain. Revoking an identity thereby reaches every
+identity it admitted, directly or through others; the taint sweep takes their lessons out
+and the import pipeline refuses their records (``revoked_source``). An endorsee that
+registers again with new material (another endorser, a token) has a new chain.
 
 Everything here is pure: values in (``IdFacts`` as fetched, an explicit ``now``), a verdict
 out. ``ProofMemo`` remembers verdicts for ``memo_ttl_s`` (keyed by the exact records, so a
@@ -56,7 +74,7 @@ import json
 import logging
 import math
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -79,6 +97,7 @@ from lamarck.registry.rules import (
     check_endorsement,
     check_enrollment,
     check_revocation,
+    lineage_ids,
     verify_signed_by,
 )
 
@@ -90,6 +109,7 @@ __all__ = [
     "VerifiedProof",
     "endorser_to_fetch",
     "revocation_holds",
+    "revoked_through",
     "verify_admission",
 ]
 
@@ -183,10 +203,13 @@ class VerifiedProof:
     #: Endorsement hops to a root admitted by a token (or in ``open`` mode): 0 for a root.
     height: int
     #: Who stands behind this identity (independence is counted by principal, not by key):
-    #: the operator key whose enrollment token admitted it; for an endorsed identity, the root
-    #: of its endorsement chain (the token-admitted id every endorsement leads back to), so
-    #: every identity a node mints counts as that root's; in ``open`` mode, the id itself.
+    #: in ``operator`` mode the operator key whose enrollment token admitted it; in
+    #: ``endorsed`` mode the root of its endorsement chain (the token-admitted id every
+    #: endorsement leads back to; itself for a token-admitted id), so every identity a node
+    #: mints counts as its endorser's principal; in ``open`` mode, the id itself.
     principal: str = ""
+    #: The endorsers this admission runs through, nearest first (empty for a root).
+    chain: tuple[str, ...] = ()
 
     @property
     def pinned_key(self) -> str:
@@ -400,11 +423,12 @@ def _verify_uncached(
         reg = Registration.from_wire(json.loads(own.admission))
     except (ValueError, InvalidRecord) as e:
         raise ProofInvalid(f"unreadable admission proof: {e}", reason="malformed_proof") from e
-    # (1) It is this id's registration.
-    if reg.node_id != node_id:
+    # (1)-(2) The key chain from the registered id's own key to the pin, and this id is of
+    #     its lineage: the registered id itself, or a successor derived from a later key of
+    #     the chain (admitted by the rotation to that key).
+    if node_id != reg.node_id and node_id not in lineage_ids(_stated_new_keys(own.rotations)):
         raise ProofInvalid("the proof registers another id", reason="wrong_id")
-    # (2) The key chain from the id's own key to the pin.
-    keys, retired_at = _check_chain(node_id, own.rotations, own.pin, policy=policy, now=now)
+    keys, retired_at = _check_chain(reg.node_id, own.rotations, own.pin, policy=policy, now=now)
     # (3) The registration was made by a key of that chain, and not in the reader's future
     #     (its date is the instant the admission material is judged at).
     if reg.public_key not in keys:
@@ -417,10 +441,28 @@ def _verify_uncached(
     except (LamarckError, ValueError) as e:
         raise ProofInvalid(f"proof signature: {e}", reason="bad_proof") from e
     # (4) The admission material admits this id and key, in the reader's mode.
-    via, height, principal = _check_material(
+    via, height, principal, chain = _check_material(
         reg, created, facts, policy=policy, now=now, memo=memo, budget=budget, path=path
     )
-    return VerifiedProof(node_id, keys, retired_at, via, height, principal)
+    return VerifiedProof(node_id, keys, retired_at, via, height, principal, chain)
+
+
+def _stated_new_keys(rotations: tuple[str, ...]) -> list[str]:
+    """The keys a chain's records say they rotate to (unverified: ``_check_chain`` checks)."""
+    keys = []
+    for raw in rotations:
+        try:
+            record = json.loads(raw)
+            key = record.get("new_public_key") if isinstance(record, dict) else None
+        except ValueError:
+            continue
+        if isinstance(key, str):
+            try:
+                b64u_decode(key)
+            except InvalidRecord:
+                continue
+            keys.append(key)
+    return keys
 
 
 def _check_chain(
@@ -474,12 +516,13 @@ def _check_material(
     memo: ProofMemo | None,
     budget: int,
     path: frozenset[str],
-) -> tuple[AdmittedVia, int, str]:
-    """On what grounds ``reg`` admits its id, its endorsement height, and its principal."""
+) -> tuple[AdmittedVia, int, str, tuple[str, ...]]:
+    """On what grounds ``reg`` admits its id, its endorsement height, its principal and the
+    endorsers it runs through (nearest first)."""
     node_id = reg.node_id
     if policy.mode is AdmissionMode.OPEN:
         # Nobody admitted it: each identity answers only for itself.
-        return AdmittedVia.OPEN, 0, node_id
+        return AdmittedVia.OPEN, 0, node_id, ()
     token = reg.admission.enrollment_token
     endorsement = reg.admission.endorsement
     if token is not None:
@@ -495,8 +538,12 @@ def _check_material(
             )
         except AdmissionRefused as e:
             raise ProofInvalid(str(e), reason=e.reason) from e
-        # check_enrollment verified the token against this very key.
-        return AdmittedVia.ENROLLMENT, 0, policy.operator_public_key or ""
+        # check_enrollment verified the token against this very key. In an endorsed network a
+        # token admits a root that answers for itself and for what it mints; in an operator
+        # network the operator admitted every node and is their one principal.
+        if policy.mode is AdmissionMode.ENDORSED:
+            return AdmittedVia.ENROLLMENT, 0, node_id, ()
+        return AdmittedVia.ENROLLMENT, 0, policy.operator_public_key or "", ()
     if policy.mode is AdmissionMode.OPERATOR:
         raise ProofInvalid("operator admission needs an enrollment token", reason="bad_enrollment")
     if endorsement is None:
@@ -568,9 +615,57 @@ def _check_material(
         )
     except AdmissionRefused as e:
         raise ProofInvalid(str(e), reason=e.reason) from e
-    # The chain's root: the endorser itself when it holds a token, else its own root.
-    root = endorsing.principal if endorsing.via is AdmittedVia.ENDORSEMENT else endorser
-    return AdmittedVia.ENDORSEMENT, endorsing.height + 1, root
+    # An endorser's minted identities are its principal's: the chain's root.
+    return (
+        AdmittedVia.ENDORSEMENT,
+        endorsing.height + 1,
+        endorsing.principal,
+        (
+            endorser,
+            *endorsing.chain,
+        ),
+    )
 
 
 _NONE: Collection[str] = frozenset()
+
+
+def revoked_through(
+    node_id: str,
+    facts: Mapping[str, IdFacts],
+    *,
+    policy: ProofPolicy,
+    now: datetime,
+    memo: ProofMemo | None = None,
+    chain_memo: ProofMemo | None = None,
+) -> str | None:
+    """The revoked identity ``node_id``'s admission runs through: itself if it is revoked,
+    else the nearest revoked endorser of its chain; ``None`` when there is none (see the
+    module doc).
+
+    ``facts`` holds the records of ``node_id`` and of its chain (``endorser_to_fetch``).
+    ``memo`` remembers verified revocations; ``chain_memo`` the proofs verified with
+    revocations set aside, which must never mix with the verdicts of ``verify_admission``
+    (a proof refused for a revoked endorser verifies there). An id whose proof does not
+    verify even so has no chain: ``None`` unless it is revoked itself.
+    """
+    if node_id in facts and revocation_holds(facts[node_id], policy, now, memo):
+        return node_id
+    unrevoked = {i: replace(f, revocation=None) for i, f in facts.items()}
+    try:
+        proof = _verify(
+            node_id,
+            unrevoked,
+            policy=policy,
+            now=now,
+            memo=chain_memo,
+            budget=policy.proof_params.max_endorsement_depth,
+            path=frozenset(),
+        )
+    except ProofInvalid:
+        return None
+    for endorser in proof.chain:
+        own = facts.get(endorser)
+        if own is not None and revocation_holds(own, policy, now, memo):
+            return endorser
+    return None

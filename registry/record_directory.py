@@ -66,12 +66,14 @@ from lamarck.registry.proofs import (
     VerifiedProof,
     endorser_to_fetch,
     revocation_holds,
+    revoked_through,
     verify_admission,
 )
 from lamarck.registry.records import (
     AdmissionProof,
     Endorsement,
     Registration,
+    RegistrySeal,
     Retraction,
     Revocation,
     parse_record_ts,
@@ -83,6 +85,8 @@ from lamarck.registry.rules import (
     check_registration,
     check_retraction,
     check_revocation,
+    check_seal,
+    lineage_ids,
     verify_signed_by,
 )
 from lamarck.reputation.params import PrincipalParams
@@ -100,6 +104,19 @@ def check_namespace(namespace: str) -> str:
     if not namespace or any(c in namespace for c in ":{} \n"):
         raise RegistryError(f"invalid namespace {namespace!r}", reason="invalid_namespace")
     return namespace
+
+
+@dataclass(frozen=True, slots=True)
+class _Successor:
+    """A registration's lineage: the id whose key rotated to the registering key."""
+
+    lineage: str
+    proof: VerifiedProof
+    facts: IdFacts
+    #: The key the rotation must move (the lineage's pin, or the one before on a retry).
+    predecessor_key: str
+    #: The lineage already moved to the new key (a retry): only the successor is pinned.
+    moved: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +233,17 @@ class DirectoryRecords(abc.ABC):
         recorded) if it already admitted ``cap`` others (``None``: no cap). An endorsee already
         recorded is True: re-registering takes no second slot."""
 
+    #: The network's namespace: a seal must name it.
+    namespace: str = "default"
+
+    @abc.abstractmethod
+    async def put_seal(self, record: str) -> None:
+        """Keep ``record`` as the operator's current seal (replacing the one kept)."""
+
+    @abc.abstractmethod
+    async def seal_record(self) -> str | None:
+        """The seal kept, or ``None``."""
+
     @abc.abstractmethod
     async def clear(self) -> int:
         """Delete every record; returns how many were held."""
@@ -258,6 +286,8 @@ class RecordDirectory(PeerDirectory):
         self._policy = ProofPolicy.of(params, operator_public_key, proof_params)
         # Per directory: verdicts hold for this policy only, for proof_params.memo_ttl_s.
         self._memo = ProofMemo(self._policy.proof_params)
+        # Proofs verified with revocations set aside (``revoked_through``): kept apart.
+        self._chain_memo = ProofMemo(self._policy.proof_params)
 
     @property
     def params(self) -> RegistryParams:
@@ -303,6 +333,22 @@ class RecordDirectory(PeerDirectory):
         ``memo`` defaults to the directory's (reads); writes pass a fresh one.
         """
         memo = self._memo if memo is None else memo
+        await self._fetch_endorsers(facts, node_ids, now, memo)
+        verdicts: dict[str, VerifiedProof | ProofInvalid] = {}
+        for node_id in node_ids:
+            try:
+                verdicts[node_id] = verify_admission(
+                    node_id, facts, policy=self._policy, now=now, memo=memo
+                )
+            except ProofInvalid as e:
+                verdicts[node_id] = e  # logged by verify_admission when first judged
+        return verdicts
+
+    async def _fetch_endorsers(
+        self, facts: dict[str, IdFacts], node_ids: Collection[str], now: datetime, memo: ProofMemo
+    ) -> None:
+        """Fetch into ``facts`` the records of the endorsers ``node_ids``' proofs lean on, one
+        read per level, stopping wherever ``memo`` answers."""
         frontier, seen = set(node_ids), set(node_ids)
         for _ in range(self._policy.proof_params.max_endorsement_depth):
             wanted: set[str] = set()
@@ -320,15 +366,6 @@ class RecordDirectory(PeerDirectory):
             if missing:
                 facts.update(await self._records.facts(missing))
             frontier = wanted
-        verdicts: dict[str, VerifiedProof | ProofInvalid] = {}
-        for node_id in node_ids:
-            try:
-                verdicts[node_id] = verify_admission(
-                    node_id, facts, policy=self._policy, now=now, memo=memo
-                )
-            except ProofInvalid as e:
-                verdicts[node_id] = e  # logged by verify_admission when first judged
-        return verdicts
 
     async def _admitted(
         self,
@@ -395,7 +432,7 @@ class RecordDirectory(PeerDirectory):
     ) -> VerifiedProof:
         """``kept`` verified as ``reg``'s id's stored proof would be, with ``reg``'s key as the
         pin (its chain must end there); else ``AdmissionRefused`` with the proof's reason."""
-        if kept.registration.node_id != reg.node_id:
+        if reg.node_id not in lineage_ids(kept.keys):
             raise AdmissionRefused("the kept admission proof is not this id's", reason="wrong_id")
         view = {**facts, reg.node_id: _kept_facts(reg.node_id, reg.public_key, kept)}
         verdict = (await self._verdicts(view, [reg.node_id], now, memo))[reg.node_id]
@@ -456,6 +493,13 @@ class RecordDirectory(PeerDirectory):
         memo = self._fresh_memo()
         # The index or a verified record: at admission either is reason enough to refuse.
         revoked = {i for i in ids if i in indexed or self._revoked(facts[i], now)}
+        sealed = await self.seal()
+        if sealed is not None:
+            # A revocation the operator sealed holds even if its record was deleted.
+            revoked |= set(ids) & set(sealed.revoked)
+            if reg.public_key in sealed.revoked_keys:
+                raise AdmissionRefused("this key was revoked as compromised", reason="revoked_key")
+        successor = await self._successor_of(reg, facts, revoked, now, memo)
         admitted_ids: dict[str, str] = {}
         if endorser and endorser in facts:
             # An endorser counts as admitted only if its own proof verifies, not for a pin.
@@ -474,6 +518,7 @@ class RecordDirectory(PeerDirectory):
                 operator_public_key=self._operator_key,
                 params=params,
                 now=now,
+                predecessor_key=successor.predecessor_key if successor else None,
             )
 
         restored: AdmissionProof | None = None
@@ -498,6 +543,9 @@ class RecordDirectory(PeerDirectory):
                 proven_keys=verified.keys,
             )
             restored = kept_proof
+        if admitted.lineage is not None and successor is not None:
+            await self._admit_successor(reg, admitted, successor)
+            return await self._list(reg, now)
         if restored is None:
             proof = await self._proof_to_write(reg, admitted, facts, now, memo)
         else:
@@ -513,7 +561,9 @@ class RecordDirectory(PeerDirectory):
         if charged is not None:
             # Before the pin: a refused endorsee must not end up pinned. A pin lost to a race
             # below keeps the slot (fail closed: the cap is never exceeded).
-            await self._charge_endorser(charged, reg.node_id)
+            # The slot is the admitted identity's: after a key rotation, its lineage's.
+            endorsee = reg.node_id if restored is None else restored.registration.node_id
+            await self._charge_endorser(charged, endorsee)
         if admitted.new_pin:
             # A new pin's proof is always this registration (_proof_to_write returns it).
             first = proof if proof is not None else json.dumps(reg.wire())
@@ -533,10 +583,90 @@ class RecordDirectory(PeerDirectory):
                 log.info("key rotated", extra={"node_id": reg.node_id})
             else:
                 log.info("admission proof replaced", extra={"node_id": reg.node_id})
+        return await self._list(reg, now)
+
+    async def _list(self, reg: Registration, now: datetime) -> PeerInfo:
+        """List an admitted registration for ``heartbeat_ttl_s``."""
         listing = json.dumps({"registration": reg.wire(), "registered_at": format_ts(now)})
         if not await self._records.list_peer(reg.node_id, listing, self._params.heartbeat_ttl_s):
             raise AdmissionRefused("this node id is revoked", reason="revoked")
         return PeerInfo.from_registration(reg, now)
+
+    async def _successor_of(
+        self,
+        reg: Registration,
+        facts: dict[str, IdFacts],
+        revoked: set[str],
+        now: datetime,
+        memo: ProofMemo,
+    ) -> _Successor | None:
+        """For a new id registering with a rotation of another id's key (its lineage): the
+        lineage's verified proof and the key the rotation must start from. The lineage is
+        added to ``facts`` and, when revoked, to ``revoked``; ``None`` for any other
+        registration, or when the lineage is not admitted here (the rules then refuse)."""
+        rotation = reg.rotation
+        lineage = rotation.get("node_id") if rotation is not None else None
+        if not isinstance(lineage, str) or lineage == reg.node_id:
+            return None
+        sealed = await self.seal()
+        if (
+            sealed is not None
+            and rotation is not None
+            and rotation.get("old_public_key") in sealed.revoked_keys
+        ):
+            # Its signature proves nothing now (the key's thief could have made it): the
+            # registration is judged as a new id's, on its own admission material.
+            return None
+        if facts[reg.node_id].pin is not None:
+            return None  # a known id: the rotation names its own key or nothing (rules)
+        more, indexed = await self._records.facts_and_revoked([lineage])
+        facts.update(more)
+        if lineage in indexed or self._revoked(facts[lineage], now):
+            revoked.add(lineage)
+            return None
+        verdict = (await self._verdicts(facts, [lineage], now, memo))[lineage]
+        if not isinstance(verdict, VerifiedProof):
+            return None
+        own = facts[lineage]
+        assert rotation is not None and own.admission is not None  # a verified proof has one
+        # A retry after the lineage moved to this key but before this id was pinned: the
+        # rotation is already the chain's last link, and it starts from the key before.
+        moved = (
+            verdict.pinned_key == reg.public_key
+            and len(verdict.keys) >= 2
+            and bool(own.rotations)
+            and json.loads(own.rotations[-1]) == dict(rotation)
+        )
+        start = verdict.keys[-2] if moved else verdict.pinned_key
+        return _Successor(lineage, verdict, own, start, moved)
+
+    async def _admit_successor(
+        self, reg: Registration, admitted: Admitted, successor: _Successor
+    ) -> None:
+        """Move every id of the lineage from the old key to the new (compare-and-set, each
+        with the rotation appended), then pin the successor with the lineage's admission
+        and chain, and unlist the old ids (their listings carry the retired key)."""
+        old, new = successor.predecessor_key, admitted.pin_key
+        rotation = json.dumps(reg.rotation)
+        own = successor.facts
+        chain = own.rotations if successor.moved else (*own.rotations, rotation)
+        lineage = sorted(lineage_ids(successor.proof.keys) - {reg.node_id})
+        if not successor.moved:
+            current = await self._records.facts(lineage)
+            for node_id in lineage:
+                if current[node_id].pin != old:
+                    continue  # an id of the chain never registered, or already moved
+                if not await self._records.move_pin(node_id, old, new, rotation, None):
+                    raise AdmissionRefused("pin moved concurrently", reason="key_pinned")
+        assert own.admission is not None  # a verified proof has one
+        if not await self._records.new_pin(reg.node_id, new, own.admission, chain):
+            raise AdmissionRefused("id pinned concurrently", reason="key_pinned")
+        for node_id in lineage:
+            await self._records.unlist(node_id)
+        log.info(
+            "key rotated: successor admitted",
+            extra={"node_id": reg.node_id, "lineage": successor.lineage},
+        )
 
     def _cap(self) -> int | None:
         params = self._principal_params
@@ -548,6 +678,10 @@ class RecordDirectory(PeerDirectory):
         if params is None:
             return
         known = await self._records.endorsees(endorser_id)
+        seal = await self.seal()
+        if seal is not None:
+            # Who the operator sealed as this endorser's stays counted, whatever Redis says.
+            known = known | frozenset(seal.endorsees.get(endorser_id, ()))
         if endorsee_id in known:
             return  # re-admitting an identity it already admitted takes no new slot
         refusal = endorsement_refusal(endorser_id, len(known), params)
@@ -586,6 +720,29 @@ class RecordDirectory(PeerDirectory):
             if proof.principal and not self._revoked(facts[i], now)
         }
 
+    async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """For each of ``node_ids`` revoked or admitted through a revoked identity, that
+        identity (``lamarck.registry.proofs.revoked_through``); the others are absent."""
+        if not node_ids:
+            return {}
+        facts = await self._records.facts(sorted(set(node_ids)))
+        now = self._clock.now()
+        # Every link's records, whatever a memo knows: each endorser's revocation is read.
+        await self._fetch_endorsers(facts, list(facts), now, self._fresh_memo())
+        found: dict[str, str] = {}
+        for node_id in facts:
+            via = revoked_through(
+                node_id,
+                facts,
+                policy=self._policy,
+                now=now,
+                memo=self._memo,
+                chain_memo=self._chain_memo,
+            )
+            if via is not None:
+                found[node_id] = via
+        return found
+
     async def endorsees(self, endorser_id: str) -> frozenset[str]:
         """The identities ``endorser_id`` admitted by endorsement (revoked ones included)."""
         return await self._records.endorsees(endorser_id)
@@ -609,9 +766,11 @@ class RecordDirectory(PeerDirectory):
         listed = {row.facts.node_id: row.raw for row in rows}
         facts = {row.facts.node_id: row.facts for row in rows}
         admitted = await self._admitted(facts, list(listed), now)
+        seal = await self.seal()
+        sealed = frozenset(seal.revoked if seal is not None else ())
         peers = []
         for node_id, proof in admitted.items():
-            if self._revoked(facts[node_id], now):
+            if node_id in sealed or self._revoked(facts[node_id], now):
                 continue
             peer = _verified_peer(listed[node_id], proof.pinned_key)
             if peer is not None and peer.node_id == node_id:
@@ -629,6 +788,9 @@ class RecordDirectory(PeerDirectory):
         proof = (await self._admitted(facts, [node_id], now)).get(node_id)
         if proof is None or self._revoked(facts[node_id], now):
             return None
+        seal = await self.seal()
+        if seal is not None and node_id in seal.revoked:
+            return None
         peer = _verified_peer(row.raw, proof.pinned_key)
         return peer if peer is not None and peer.node_id == node_id else None
 
@@ -642,7 +804,25 @@ class RecordDirectory(PeerDirectory):
             return {}
         facts = await self._records.facts(sorted(set(node_ids)))
         admitted = await self._admitted(facts, list(facts), self._clock.now())
-        return {i: admitted[i].pinned_key for i in node_ids if i in admitted}
+        pins = {i: admitted[i].pinned_key for i in node_ids if i in admitted}
+        dropped = [i for i in node_ids if i not in pins and facts[i].pin is None]
+        if dropped:
+            pins.update(await self._sealed_pins(dropped))
+        return pins
+
+    async def _sealed_pins(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """The pins the operator's seal holds for ``node_ids`` (ids whose records are gone
+        from Redis): records deleted from Redis do not un-admit a sealed id."""
+        seal = await self.seal()
+        if seal is None:
+            return {}
+        found = {i: seal.pins[i] for i in node_ids if i in seal.pins and i not in seal.revoked}
+        for node_id in found:
+            log.warning(
+                "registry lost an admitted id's records; pin served from the seal",
+                extra={"node_id": node_id},
+            )
+        return found
 
     async def rotate_key(self, rotation: Mapping[str, Any]) -> None:
         """Move a pin to a new key if the pinned (old) key signed ``rotation``.
@@ -661,6 +841,11 @@ class RecordDirectory(PeerDirectory):
         if own.pin is None:
             raise AdmissionRefused("no pinned key to rotate from", reason="key_mismatch")
         old_key = own.pin
+        seal = await self.seal()
+        if seal is not None and old_key in seal.revoked_keys:
+            raise AdmissionRefused(
+                "the pinned key was revoked as compromised", reason="revoked_key"
+            )
         try:
             check_rotation_record(
                 rotation,
@@ -697,7 +882,10 @@ class RecordDirectory(PeerDirectory):
         consulted: removing an id from it un-revokes nobody, adding one revokes nobody)."""
         raw = await self._records.revocation(node_id)
         own = IdFacts(node_id, None, None, revocation=raw)
-        return self._revoked(own, self._clock.now())
+        if self._revoked(own, self._clock.now()):
+            return True
+        seal = await self.seal()
+        return seal is not None and node_id in seal.revoked
 
     async def revoked_ids(self) -> frozenset[str]:
         """The ids of the revoked index whose revocation record verifies.
@@ -707,11 +895,65 @@ class RecordDirectory(PeerDirectory):
         """
         index = await self._records.revoked_index()
         now = self._clock.now()
+        seal = await self.seal()
         return frozenset(
             i
             for i, raw in index
             if raw is not None and self._revoked(IdFacts(i, None, None, revocation=raw), now)
+        ) | frozenset(seal.revoked if seal is not None else ())
+
+    async def seal(self) -> RegistrySeal | None:
+        """The operator's seal kept here if it is the operator's, for this network (a seal
+        that does not verify seals nothing, logged once per memo lifetime)."""
+        raw = await self._records.seal_record()
+        if raw is None:
+            return None
+        now = self._clock.now()
+        key = ("seal", raw, self._operator_key)
+        known = self._memo.get(key, now)
+        if known is False:
+            return None
+        try:
+            seal = RegistrySeal.from_wire(json.loads(raw))
+            if known is not True:
+                check_seal(
+                    seal,
+                    namespace=self._records.namespace,
+                    operator_public_key=self._operator_key,
+                    params=self._params,
+                    now=now,
+                )
+        except (ValueError, InvalidRecord, RegistryError) as e:
+            log.warning("ignoring a seal that does not verify", extra={"error": str(e)})
+            self._memo.put(key, False, now)
+            return None
+        if known is not True:
+            self._memo.put(key, True, now)
+        return seal
+
+    async def key_revoked_since(self, key: str) -> datetime | None:
+        """Since when the operator's seal revokes ``key`` as compromised (``None``: never)."""
+        seal = await self.seal()
+        since = seal.revoked_keys.get(key) if seal is not None else None
+        return parse_record_ts(since) if since is not None else None
+
+    async def publish_seal(self, seal: RegistrySeal) -> None:
+        """Publish the operator's next seal: checked (``bad_seal``), and its ``seq`` above the
+        kept one's (``stale_seal``: a seal never goes back)."""
+        check_seal(
+            seal,
+            namespace=self._records.namespace,
+            operator_public_key=self._operator_key,
+            params=self._params,
+            now=self._clock.now(),
         )
+        kept = await self.seal()
+        if kept is not None and seal.seq <= kept.seq:
+            raise RegistryError(
+                f"seal {seal.seq} is not newer than the kept seal {kept.seq}", reason="stale_seal"
+            )
+        await self._records.put_seal(json.dumps(seal.wire()))
+        log.info("registry sealed", extra={"seq": seal.seq})
 
     async def retract(self, retraction: Retraction) -> None:
         """Publish an operator-signed retraction (checked first, ``bad_retraction``)."""

@@ -18,7 +18,7 @@ one can never be presented as another.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
@@ -38,6 +38,7 @@ from lamarck.proto.identity import NodeIdentity, b64u_decode, is_node_id
 from lamarck.proto.keys import KeyRotation
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts, is_canonical_ts, parse_ts
+from lamarck.proto.tls import certificate_pem
 from lamarck.registry.params import AdmissionMode
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "PublicKeyB64",
     "Registration",
     "RegistryRecord",
+    "RegistrySeal",
     "Retraction",
     "Revocation",
     "SignatureBlock",
@@ -60,6 +62,7 @@ __all__ = [
     "sign_registration",
     "sign_retraction",
     "sign_revocation",
+    "sign_seal",
 ]
 
 #: A node announces at most this many domains; each is at most 64 characters.
@@ -193,6 +196,29 @@ class Retraction(RegistryRecord):
         return v
 
 
+class RegistrySeal(RegistryRecord):
+    """The operator's sequence-numbered, signed statement of what the registry must keep: the
+    revoked ids, who each endorser admitted (the endorsement caps count them) and the pin of
+    every admitted id. A node keeps the highest ``seq`` it has seen and holds the registry to
+    it: whoever can write Redis can delete records or put old ones back, but cannot forge a
+    seal, nor make a node forget one (``lamarck.registry.seal``)."""
+
+    type: Literal["seal"] = "seal"
+    #: The network's namespace (a seal of another network seals nothing here).
+    namespace: str = Field(min_length=1, max_length=64)
+    #: Strictly increasing: a lower one is a rollback.
+    seq: int = Field(ge=1)
+    created_at: Timestamp
+    revoked: tuple[NodeId, ...] = ()
+    #: Endorser id -> the ids it admitted.
+    endorsees: dict[str, tuple[NodeId, ...]] = Field(default_factory=dict)
+    #: Admitted id -> its pinned key.
+    pins: dict[str, PublicKeyB64] = Field(default_factory=dict)
+    #: Compromised keys -> since when: whatever such a key signed at or after that instant is
+    #: refused everywhere, what it signed before keeps verifying (the node's history).
+    revoked_keys: dict[str, Timestamp] = Field(default_factory=dict)
+
+
 class Admission(_Model):
     """The admission material a registration carries (which one depends on the mode)."""
 
@@ -205,7 +231,10 @@ class Registration(RegistryRecord):
     """A node announces itself: id, key, gRPC address, domains; signed over a registry nonce.
 
     ``rotation`` carries a key-rotation record (signed by the old key) when the node
-    registers a new key for an id already pinned to its old one.
+    registers a new key for an id already pinned to its old one. ``tls_certificate`` is the
+    node's peer-port TLS certificate (unpadded base64url DER, ``lamarck.proto.tls``): signed
+    here with the identity key, it is what peers pin for this id when they dial it and what
+    this node's calls may present (absent: a plaintext node, reachable by none that run TLS).
     """
 
     node_id: NodeId
@@ -217,6 +246,17 @@ class Registration(RegistryRecord):
     admission: Admission
     created_at: Timestamp
     rotation: dict[str, Any] | None = None
+    tls_certificate: str | None = Field(default=None, max_length=8192)
+
+    @field_validator("tls_certificate")
+    @classmethod
+    def _certificate(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                certificate_pem(v)
+            except InvalidRecord as e:
+                raise ValueError(str(e)) from e
+        return v
 
     @field_validator("address")
     @classmethod
@@ -319,6 +359,7 @@ def sign_registration(
     created_at: datetime,
     node_id: str | None = None,
     rotation: dict[str, Any] | None = None,
+    tls_certificate: str | None = None,
 ) -> Registration:
     """Build and sign a registration for ``identity`` (``node_id`` differs only after rotation)."""
     body = {
@@ -331,6 +372,7 @@ def sign_registration(
         "admission": admission.model_dump(mode="json", exclude_none=True),
         "created_at": format_ts(created_at),
         "rotation": rotation,
+        "tls_certificate": tls_certificate,
     }
     reg: Registration = _signed(Registration, RecordKind.registration, body, identity)
     return reg
@@ -403,6 +445,32 @@ def sign_retraction(
     }
     retraction: Retraction = _signed(Retraction, RecordKind.enrollment, body, operator)
     return retraction
+
+
+def sign_seal(
+    operator: NodeIdentity,
+    *,
+    namespace: str,
+    seq: int,
+    created_at: datetime,
+    revoked: Iterable[str] = (),
+    endorsees: Mapping[str, Iterable[str]] | None = None,
+    pins: Mapping[str, str] | None = None,
+    revoked_keys: Mapping[str, datetime] | None = None,
+) -> RegistrySeal:
+    """Build and sign the operator's seal ``seq`` of ``namespace``'s registry."""
+    body = {
+        "type": "seal",
+        "namespace": namespace,
+        "seq": seq,
+        "created_at": format_ts(created_at),
+        "revoked": sorted(set(revoked)),
+        "endorsees": {e: sorted(set(ids)) for e, ids in sorted((endorsees or {}).items())},
+        "pins": dict(sorted((pins or {}).items())),
+        "revoked_keys": {k: format_ts(t) for k, t in sorted((revoked_keys or {}).items())},
+    }
+    seal: RegistrySeal = _signed(RegistrySeal, RecordKind.enrollment, body, operator)
+    return seal
 
 
 def parse_record_ts(value: str) -> datetime:

@@ -17,6 +17,8 @@ Key layout, all under ``lamarck:{namespace}:`` so deployments (and tests) never 
   refreshed by ``heartbeat``. ``peers`` is the set of ids that may be live (an index, pruned).
 - ``revoked`` → set of revoked ids, an index only; ``revocation:<id>`` → the operator's
   signed record, which is what counts.
+- ``seal`` → the operator's signed, sequence-numbered seal of what the registry must keep
+  (``lamarck.registry.records.RegistrySeal``)
 - ``retractions`` → a hash: content hash → the operator's signed retraction of that record
   (``lamarck registry retract``). Never expires: a node offline when it was made reads it
   when it is back. Only a record the reader's operator key signed retracts anything.
@@ -50,7 +52,7 @@ from redis.asyncio.client import Pipeline
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
-from lamarck.errors import RegistryError
+from lamarck.errors import ConfigError, RegistryError
 from lamarck.proto.clock import Clock
 from lamarck.registry.params import RegistryParams
 from lamarck.registry.proofs import IdFacts, ProofParams
@@ -142,18 +144,38 @@ return 1
 _FACT_REPLIES = 4
 
 
-def connect_redis(url: str, *, timeout_s: float = 2.0) -> aioredis.Redis:
+def connect_redis(
+    url: str, *, timeout_s: float = 2.0, password: str = "", ca_file: str = ""
+) -> aioredis.Redis:
     """A client for ``url`` (``redis://``, ``rediss://`` or ``unix://``) tuned to fail fast.
+
+    ``password`` authenticates (AUTH, or the URL's ACL user: ``redis://user@host``) without
+    being spliced into the URL; ``ca_file`` is the CA bundle a ``rediss://`` server's
+    certificate is verified against (the system's when empty). A ``rediss://`` connection
+    always verifies the server's certificate and host name.
 
     One quick retry re-dials a connection that went stale while Redis restarted; more would
     only delay the switch to the local cache during an outage.
     """
+    options: dict[str, Any] = {}
+    if password:
+        options["password"] = password
+    if url.startswith("rediss://"):
+        options["ssl_cert_reqs"] = "required"
+        options["ssl_check_hostname"] = True
+        if ca_file:
+            options["ssl_ca_certs"] = ca_file
+    elif ca_file:
+        raise ConfigError(
+            "redis_ca_file needs a rediss:// URL", reason="invalid_config", field="redis_ca_file"
+        )
     return aioredis.Redis.from_url(
         url,
         socket_timeout=timeout_s,
         socket_connect_timeout=timeout_s,
         retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
         decode_responses=True,
+        **options,
     )
 
 
@@ -185,6 +207,7 @@ class RedisRecords(DirectoryRecords):
     def __init__(self, client: aioredis.Redis, *, namespace: str, owns_client: bool) -> None:
         self._r = client
         self._prefix = f"lamarck:{check_namespace(namespace)}:"
+        self.namespace = namespace
         self._owns_client = owns_client
         self._register_script = client.register_script(_REGISTER_LUA)
         self._heartbeat_script = client.register_script(_HEARTBEAT_LUA)
@@ -356,6 +379,16 @@ class RedisRecords(DirectoryRecords):
             )
         return [(i, _opt_text(raw)) for i, raw in zip(members, records, strict=True)]
 
+    async def put_seal(self, record: str) -> None:
+        """SET the ``seal`` key."""
+        async with _translated():
+            await self._r.set(self._key("seal"), record)
+
+    async def seal_record(self) -> str | None:
+        """GET the ``seal`` key."""
+        async with _translated():
+            return _opt_text(await self._r.get(self._key("seal")))
+
     async def put_retraction(self, content_hash: str, record: str) -> None:
         """HSET in the ``retractions`` hash."""
         async with _translated():
@@ -447,10 +480,13 @@ class RedisPeerDirectory(RecordDirectory):
         rng: random.Random | None = None,
         proof_params: ProofParams | None = None,
         principal_params: PrincipalParams | None = None,
+        password: str = "",
+        ca_file: str = "",
     ) -> RedisPeerDirectory:
-        """A directory with its own client for ``url`` (closed by ``aclose``)."""
+        """A directory with its own client for ``url`` (closed by ``aclose``; ``password`` and
+        ``ca_file``: see ``connect_redis``)."""
         return cls(
-            connect_redis(url),
+            connect_redis(url, password=password, ca_file=ca_file),
             namespace=namespace,
             params=params,
             clock=clock,

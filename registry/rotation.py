@@ -1,8 +1,9 @@
 """Key rotation as the registry sees it: may this id's pin move from the old key to the new?
 
-The rotation record and its signature check are ``lamarck.proto.keys`` (``KeyRotation``,
-``verify_rotation``: signed by the old key); this module adds what only the registry knows —
-that it moves exactly this id from exactly its pinned key to the key being registered. No I/O.
+The rotation record and its signature checks are ``lamarck.proto.keys`` (``KeyRotation``,
+``verify_rotation``: signed by the old key, countersigned by the new); this module adds what
+only the registry knows — that it moves exactly this id from exactly its pinned key to the key
+being registered. No I/O.
 """
 
 from __future__ import annotations

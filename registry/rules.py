@@ -10,6 +10,9 @@ Reasons: ``revoked``, ``unknown_nonce``, ``stale_nonce``, ``bad_proof``, ``key_m
 never refused for want of material, but every admission it grants is logged at WARNING as
 ``UNSAFE: open admission``. An id the registry lost may be re-admitted on the admission proof
 it kept (``proven_keys``, ``AdmittedVia.KEPT_PROOF``): every rule but the material's applies.
+A new id registering with a rotation of another id's pinned key to its own (signed by both
+keys) is that id's **successor** (``AdmittedVia.ROTATION`` with ``lineage``): admitted on the
+lineage's admission, since it is the same node under the id its new key derives.
 
 These rules judge a registration once, in the registering node's process. Every reader judges
 the stored admission proof again with its own mode and operator key
@@ -18,8 +21,9 @@ the stored admission proof again with its own mode and operator key
 the registry's keys itself is admitted by nobody.
 
 ``pin_decision`` is the one key-pin refusal: whether a key is the registered, unrevoked key of
-a node id. The import pipeline's stage (3) and the peer authentication of every PeerService
-call both ask it (through ``lamarck.registry.pins.pin_refusal``, which fetches the facts).
+a node id (or, for a record, the key it had when the record was signed). The import
+pipeline's stage (3) and the peer authentication of every PeerService call both ask it
+(through ``lamarck.registry.pins.pin_refusal``, which fetches the facts).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from lamarck.registry.records import (
     EnrollmentToken,
     Registration,
     RegistryRecord,
+    RegistrySeal,
     Retraction,
     Revocation,
     parse_record_ts,
@@ -61,6 +66,8 @@ __all__ = [
     "check_registration",
     "check_retraction",
     "check_revocation",
+    "check_seal",
+    "lineage_ids",
     "pin_decision",
     "verify_signed_by",
 ]
@@ -90,10 +97,20 @@ class Admitted:
     new_pin: bool
     #: The id's pin moves from this key to ``pin_key`` (compare-and-set on the old key).
     rotated_from: str | None = None
+    #: A successor: the id whose key rotated to ``pin_key`` (the rotation record's
+    #: ``node_id``); this new id, derived from the new key, is admitted on that id's
+    #: admission and every id of that lineage moves to the new key.
+    lineage: str | None = None
 
 
 def _refuse(reason: str, message: str, **details: Any) -> AdmissionRefused:
     return AdmissionRefused(message, reason=reason, **details)
+
+
+def lineage_ids(keys: Sequence[str]) -> frozenset[str]:
+    """The ids of a key chain's lineage: each derived from one of its keys (the first is the
+    id the chain was admitted as; each later one a successor a rotation admitted)."""
+    return frozenset(node_id_for(b64u_decode(k)) for k in keys)
 
 
 def verify_signed_by(kind: RecordKind, record: RegistryRecord, expected_key: str) -> None:
@@ -118,6 +135,7 @@ def check_registration(
     params: RegistryParams,
     now: datetime,
     proven_keys: Sequence[str] | None = None,
+    predecessor_key: str | None = None,
 ) -> Admitted:
     """Decide a registration; return ``Admitted`` or raise ``AdmissionRefused(reason=...)``.
 
@@ -131,6 +149,14 @@ def check_registration(
     admission proof the node kept, which the caller verified (``verify_admission``). The id
     was admitted before, so (5) is skipped (and nothing is logged as open admission); the
     chain stands for the id's derivation from the key and for any rotation presented.
+
+    ``predecessor_key``: for a new id whose registration carries a rotation of another id
+    (the rotation's ``node_id``, its **lineage**), the key that id is pinned to now, as the
+    caller verified it (``None``: not admitted, unknown, or revoked). The rotation must move
+    exactly that key to the key registering, signed by both; then the new id — the one its
+    key derives, so every record it signs binds to it as any other — is admitted as the
+    lineage's successor, without new admission material (it is the same node). ``revoked``
+    must hold the lineage's id when it is revoked.
     """
     # (1) Revoked ids are refused before anything else, whatever they present.
     if reg.node_id in revoked:
@@ -155,15 +181,19 @@ def check_registration(
         # key registered now (verified by the caller; the ends are re-checked here).
         if not proven_keys or proven_keys[-1] != reg.public_key:
             raise _refuse("key_mismatch", "the kept proof's key chain ends at another key")
-        if reg.node_id != node_id_for(b64u_decode(proven_keys[0])):
+        if reg.node_id not in lineage_ids(proven_keys):
             raise _refuse("key_mismatch", "the kept proof's key chain is not this id's")
         return Admitted(reg.node_id, reg.public_key, AdmittedVia.KEPT_PROOF, new_pin=True)
     else:
         # A new id must be the one derived from the key: ids are computed, never chosen.
         if reg.node_id != node_id_for(b64u_decode(reg.public_key)):
             raise _refuse("key_mismatch", "node id is not derived from the public key")
-        if reg.rotation is not None:
-            raise _refuse("key_mismatch", "rotation presented for an id with no pinned key")
+        if reg.rotation is not None and reg.rotation.get("node_id") in revoked:
+            raise _refuse("revoked", "the id this key rotated from is revoked")
+        if reg.rotation is not None and predecessor_key is not None:
+            return _check_successor(reg, predecessor_key, revoked=revoked, params=params, now=now)
+        # A rotation from no key this registry believes (unknown, or revoked as compromised)
+        # admits nothing by itself: the new id is judged on its own material.
         # (5) Admission: only a new identity passes the Sybil gate; a pinned one did already.
         via = _check_admission(
             reg,
@@ -177,6 +207,43 @@ def check_registration(
     if params.admission is AdmissionMode.OPEN:
         log.warning("UNSAFE: open admission", extra={"node_id": reg.node_id})
     return admitted
+
+
+def _check_successor(
+    reg: Registration,
+    predecessor_key: str,
+    *,
+    revoked: Collection[str],
+    params: RegistryParams,
+    now: datetime,
+) -> Admitted:
+    """A new id registering with a rotation of its lineage's key to its own (see
+    ``check_registration``)."""
+    assert reg.rotation is not None
+    lineage = reg.rotation.get("node_id")
+    if not isinstance(lineage, str) or lineage == reg.node_id:
+        raise _refuse("key_mismatch", "rotation presented for an id with no pinned key")
+    if lineage in revoked:
+        raise _refuse("revoked", "the id this key rotated from is revoked", node_id=lineage)
+    try:
+        check_rotation_record(
+            reg.rotation,
+            node_id=lineage,
+            old_key=predecessor_key,
+            new_key=reg.public_key,
+            now=now,
+            max_future_skew_s=params.max_future_skew_s,
+        )
+    except RotationInvalid as e:
+        raise _refuse("key_pinned", f"rotation refused: {e}", cause=e.reason) from e
+    return Admitted(
+        reg.node_id,
+        reg.public_key,
+        AdmittedVia.ROTATION,
+        new_pin=True,
+        rotated_from=predecessor_key,
+        lineage=lineage,
+    )
 
 
 def _check_pinned(
@@ -322,7 +389,7 @@ def check_enrollment(
 
 def _operator_statement_refusal(
     what: str,
-    record: Revocation | Retraction,
+    record: Revocation | Retraction | RegistrySeal,
     *,
     operator_public_key: str | None,
     params: RegistryParams,
@@ -357,6 +424,24 @@ def check_revocation(
         raise RegistryError(why, reason="bad_revocation")
 
 
+def check_seal(
+    seal: RegistrySeal,
+    *,
+    namespace: str,
+    operator_public_key: str | None,
+    params: RegistryParams,
+    now: datetime,
+) -> None:
+    """Check a seal is the operator's, for this network; ``RegistryError(reason="bad_seal")``."""
+    why = _operator_statement_refusal(
+        "seal", seal, operator_public_key=operator_public_key, params=params, now=now
+    )
+    if why is None and seal.namespace != namespace:
+        why = f"seal of namespace {seal.namespace!r}, not {namespace!r}"
+    if why is not None:
+        raise RegistryError(why, reason="bad_seal")
+
+
 def check_retraction(
     retraction: Retraction,
     *,
@@ -382,19 +467,37 @@ class PinReason(StrEnum):
     UNREGISTERED_SOURCE = "unregistered_source"
     REVOKED_SOURCE = "revoked_source"
     KEY_NOT_PINNED = "key_not_pinned"
+    #: The operator revoked the signing key as compromised (its seal), from before the record.
+    REVOKED_KEY = "revoked_key"
     REGISTRY_UNAVAILABLE = "registry_unavailable"
 
 
 def pin_decision(
-    node_id: str, key: str | None, *, revoked: bool, pinned: str | None
+    node_id: str,
+    key: str | None,
+    *,
+    revoked: bool,
+    pinned: str | None,
+    revoked_via: str | None = None,
+    key_then: bool = False,
 ) -> tuple[PinReason, str] | None:
     """Why ``key`` is not the registered, unrevoked key of ``node_id`` (a reason and a phrase
     about ``node_id``), or None when it is; ``revoked`` and ``pinned`` are the registry's
-    facts about ``node_id`` (``pinned`` None: it never registered)."""
+    facts about ``node_id`` (``pinned`` None: it never registered), ``revoked_via`` the
+    revoked identity its admission ran through, if any.
+
+    ``key_then``: ``key`` was ``node_id``'s key when the record was signed (a key its verified
+    rotation chain retired after the record's date). Such a record keeps verifying after the
+    rotation; anything new from a retired key is refused like any other key."""
     if revoked:
         return PinReason.REVOKED_SOURCE, f"{node_id} is revoked"
+    if revoked_via is not None and revoked_via != node_id:
+        return (
+            PinReason.REVOKED_SOURCE,
+            f"{node_id} was admitted through {revoked_via}, which is revoked",
+        )
     if pinned is None:
         return PinReason.UNREGISTERED_SOURCE, f"{node_id} is not registered"
-    if key != pinned:
+    if key != pinned and not key_then:
         return PinReason.KEY_NOT_PINNED, f"{node_id} is pinned to another key"
     return None

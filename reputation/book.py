@@ -13,8 +13,10 @@ ports) that also keeps, per peer and from the same events:
 Nothing here is stored on its own: a persistent adapter replays the events and gets all of it
 back (``lamarck.node.store.reputation``). **Global trust** is recomputed on demand
 (:meth:`ReputationBook.recompute_global_trust`, on a schedule the node sets) by EigenTrust over
-this node's own pairwise row, anchored in this node and the operator's pre-trusted peers
-(never a uniform vector). :func:`table_rows` turns the book into the table's rows (pure).
+this node's own pairwise row (the peers it has judged) and the rows of the peers' verified
+trust summaries it is handed, anchored in the operator's pre-trusted peers, or this node when
+there are none (never a uniform vector). A peer no row rates is unknown (``None``), never 0.
+:func:`table_rows` turns the book into the table's rows (pure).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from lamarck.proto.clock import Clock
 from lamarck.reputation import scores
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.global_trust import GlobalTrust, global_trust
-from lamarck.reputation.pairwise import interaction_of, update_pairwise
+from lamarck.reputation.pairwise import Interaction, interaction_of, update_pairwise
 from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.scores import ReputationState
@@ -63,6 +65,9 @@ class PeerLedger:
 
     pairwise: float
     last_seen: datetime | None = None
+    # Whether this node has judged the peer: at least one positive or negative interaction
+    # (internal agreement alone proves nothing about it).
+    judged: bool = False
     # Sum of the weights of reality events, and of those that confirmed.
     tested_weight: float = 0.0
     confirmed_weight: float = 0.0
@@ -103,9 +108,8 @@ class ReputationBook(InMemoryReputation):
             if event.kind is EventKind.LESSON_CONFIRMED:
                 confirmed += event.weight
         seen = ledger.last_seen
-        pairwise = update_pairwise(
-            ledger.pairwise, interaction_of(event.kind), self._trust.pairwise
-        )
+        interaction = interaction_of(event.kind)
+        pairwise = update_pairwise(ledger.pairwise, interaction, self._trust.pairwise)
         if event.kind is EventKind.OPERATOR_RESET:
             # The operator's reset restores direct trust with the score: a newcomer's.
             pairwise = self._trust.pairwise.initial
@@ -114,6 +118,7 @@ class ReputationBook(InMemoryReputation):
             last_seen=event.at if seen is None or event.at > seen else seen,
             tested_weight=tested,
             confirmed_weight=confirmed,
+            judged=ledger.judged or interaction is not Interaction.NEUTRAL,
         )
 
     # -- reads ------------------------------------------------------------------------------
@@ -138,21 +143,32 @@ class ReputationBook(InMemoryReputation):
         return self.ledger(node_id).pairwise
 
     def local_trust(self) -> dict[str, float]:
-        """This node's row of local trust: its pairwise trust in every peer it has met."""
-        return {node: ledger.pairwise for node, ledger in sorted(self._ledgers.items())}
+        """This node's row of local trust: its pairwise trust in every peer it has judged
+        (what its signed summary says, and its own row of the matrix)."""
+        return {
+            node: ledger.pairwise
+            for node, ledger in sorted(self._ledgers.items())
+            if ledger.judged and node != self._trust.self_id
+        }
 
     # -- global trust -------------------------------------------------------------------------
-    def recompute_global_trust(self, now: datetime) -> GlobalTrust:
-        """EigenTrust over this node's observations, anchored in this node and the operator's
-        pre-trusted peers; kept until the next recomputation (``now`` is when)."""
+    def recompute_global_trust(
+        self, now: datetime, summaries: Mapping[str, Mapping[str, float]] | None = None
+    ) -> GlobalTrust:
+        """EigenTrust over this node's own row and ``summaries`` (peers' verified rows by
+        signer, already cut to signers in good standing), anchored in the operator's
+        pre-trusted peers, or this node when there are none; kept until the next
+        recomputation (``now`` is when)."""
         trust = self._trust
         if not trust.self_id:
             raise ConfigError(
                 "global trust needs this node's id (TrustConfig.self_id)", reason="no_self_id"
             )
-        anchors = {trust.self_id, *trust.pretrusted}
-        local = {trust.self_id: self.local_trust()}
-        self._global = global_trust(local, sorted(anchors), trust.self_id, trust.global_trust)
+        local: dict[str, Mapping[str, float]] = {
+            signer: row for signer, row in (summaries or {}).items() if signer != trust.self_id
+        }
+        local[trust.self_id] = self.local_trust()
+        self._global = global_trust(local, trust.pretrusted, trust.self_id, trust.global_trust)
         self._global_at = now
         return self._global
 
@@ -166,9 +182,10 @@ class ReputationBook(InMemoryReputation):
         """When global trust was last recomputed."""
         return self._global_at
 
-    def global_of(self, node_id: str) -> float:
-        """``node_id``'s global trust as last computed (0 before any, or if nobody named it)."""
-        return 0.0 if self._global is None else self._global.of(node_id)
+    def global_of(self, node_id: str) -> float | None:
+        """``node_id``'s global trust as last computed; ``None`` (unknown) before any, or when
+        no row rated it and it is no anchor."""
+        return None if self._global is None else self._global.known(node_id)
 
 
 def table_rows(

@@ -46,6 +46,13 @@ class EventKind(StrEnum):
     VOTE_WRONG = "vote_wrong"
     # The subject's signed vote was proved right by this node's outcomes (fed by consensus).
     VOTE_RIGHT = "vote_right"
+    # The subject's signed outcome attestation on a lesson was proved right / wrong by this
+    # node's own later outcome on it (scored as a vote: an attestation is a vote from reality).
+    ATTESTATION_RIGHT = "attestation_right"
+    ATTESTATION_WRONG = "attestation_wrong"
+    # Identities of the subject's principal signed both verdicts on one exact lesson version:
+    # a principal speaks with one voice, so it counts for nothing there and is charged.
+    ATTESTATION_EQUIVOCATION = "attestation_equivocation"
     # An operator of this node judged a lesson the subject signed to be wrong (rejected it as
     # false or signed a retraction of it): human contradiction, below reality.
     OPERATOR_CONTRADICTED = "operator_contradicted"
@@ -98,6 +105,9 @@ _SOURCE_OF: dict[EventKind, ValidationSource] = {
     # A vote is judged by this node's own later outcome: reality decides who was right.
     EventKind.VOTE_RIGHT: ValidationSource.REALITY,
     EventKind.VOTE_WRONG: ValidationSource.REALITY,
+    # An attestation too: this node's own later outcome decides who was right.
+    EventKind.ATTESTATION_RIGHT: ValidationSource.REALITY,
+    EventKind.ATTESTATION_WRONG: ValidationSource.REALITY,
     EventKind.OPERATOR_CONTRADICTED: ValidationSource.OPERATOR,
     EventKind.OPERATOR_RESET: ValidationSource.OPERATOR,
     EventKind.PEER_CONTRADICTED: ValidationSource.OTHER_AGENT,
@@ -105,8 +115,10 @@ _SOURCE_OF: dict[EventKind, ValidationSource] = {
     EventKind.INTERNAL_AGREEMENT: ValidationSource.INTERNAL,
 }
 
-RAISING_KINDS: frozenset[EventKind] = frozenset({EventKind.LESSON_CONFIRMED, EventKind.VOTE_RIGHT})
-"""The only kinds that can move a score up: both are judged by this node's own outcomes."""
+RAISING_KINDS: frozenset[EventKind] = frozenset(
+    {EventKind.LESSON_CONFIRMED, EventKind.VOTE_RIGHT, EventKind.ATTESTATION_RIGHT}
+)
+"""The only kinds that can move a score up: all are judged by this node's own outcomes."""
 
 
 @dataclass(frozen=True, slots=True)

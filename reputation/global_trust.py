@@ -49,17 +49,26 @@ class EigenTrustResult:
 
 @dataclass(frozen=True, slots=True)
 class GlobalTrust:
-    """Global trust per peer id (sums to 1), with the anchors used and the convergence record."""
+    """Global trust per peer id (sums to 1), with the anchors used and the convergence record.
+
+    ``judged`` holds the peers some row rated (with a finite value) and the anchors: for any
+    other peer nobody has an opinion, and :meth:`known` says so (``None``, shown "unknown").
+    """
 
     values: Mapping[str, float]
     anchors: tuple[str, ...]
     iterations: int
     converged: bool
     residual: float
+    judged: frozenset[str] = frozenset()
 
     def of(self, node_id: str) -> float:
-        """A peer's global trust; 0 for a peer nobody named."""
+        """A peer's share of the trust vector; 0 for a peer nobody named."""
         return self.values.get(node_id, 0.0)
+
+    def known(self, node_id: str) -> float | None:
+        """A peer's global trust, or ``None`` when no row rated it and it is no anchor."""
+        return self.values.get(node_id, 0.0) if node_id in self.judged else None
 
 
 def eigentrust(
@@ -126,8 +135,11 @@ def global_trust(
 ) -> GlobalTrust:
     """Global trust over every peer named in ``local``, the anchors and ``self_id``.
 
-    ``pretrusted`` are the operator-configured peers; if it is empty, ``self_id`` is the sole
-    anchor (this node trusts the network as far as its own observations reach, no further).
+    ``local[i]`` is row ``i``: this node's own pairwise trust for ``self_id``, a peer's
+    verified summary for the others. ``pretrusted`` are the operator-configured peers; if it
+    is empty, ``self_id`` is the sole anchor. Each row is floored and normalised here, so what
+    a row gives away sums to 1 whatever its scale, and the power iteration weighs it by its
+    signer's own global trust (``C^T t``): a signer nobody trusts moves nothing.
     """
     if not self_id:
         raise ValueError("global_trust needs this node's id")
@@ -138,10 +150,15 @@ def global_trust(
     src: list[int] = []
     dst: list[int] = []
     weight: list[float] = []
+    judged: set[str] = set()
     for truster in sorted(local):
         row = local[truster]
         for trustee in sorted(row):
-            value = _floored(row[trustee], params.local_floor)
+            claim = row[trustee]
+            # Judged: rated by someone other than itself, with a value that means something.
+            if trustee != truster and math.isfinite(claim):
+                judged.add(trustee)
+            value = _floored(claim, params.local_floor)
             if value > 0.0:
                 src.append(index[truster])
                 dst.append(index[trustee])
@@ -161,4 +178,5 @@ def global_trust(
         iterations=result.iterations,
         converged=result.converged,
         residual=result.residual,
+        judged=frozenset(judged | set(anchors)),
     )

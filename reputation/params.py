@@ -45,6 +45,7 @@ __all__ = [
     "PrincipalParams",
     "ProbationParams",
     "ReputationParams",
+    "SummaryParams",
 ]
 
 
@@ -250,6 +251,43 @@ class GlobalTrustParams:
             raise ConfigError("invalid max_iterations: must be an integer")
         if self.max_iterations < 1:
             raise ConfigError("invalid max_iterations: must be at least 1")
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryParams:
+    """Which peers' signed local-trust summaries count, and for how long; validated.
+
+    A summary is fresh from its ``issued_at`` until ``max_age_s`` later; one dated more than
+    ``max_future_s`` ahead of this node's clock is refused. Per signer the newest wins.
+    """
+
+    # A summary older than this (seconds after its issued_at) no longer counts, > 0. Signers
+    # re-sign on every global-trust recomputation (60 s by default), so an hour is many rounds.
+    max_age_s: float = 3600.0
+    # Clock skew tolerated on issued_at, seconds, >= 0 (the same bound as records' dates).
+    max_future_s: float = 300.0
+    # Other signers' summaries a Sync answer relays besides this node's own, >= 0.
+    served: int = 64
+    # Signers whose newest summary is held at once, >= 1; past it the oldest summary goes.
+    max_signers: int = 10_000
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first field that breaks its rule."""
+        for name in ("max_age_s", "max_future_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(f"invalid {name}: must be a number, got {value!r}")
+            if not math.isfinite(value) or value < 0:
+                raise ConfigError(f"invalid {name}: must be finite and >= 0, got {value!r}")
+        if self.max_age_s <= 0:
+            raise ConfigError("invalid max_age_s: must be above 0")
+        for name, least in (("served", 0), ("max_signers", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ConfigError(f"invalid {name}: must be an integer >= {least}, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,8 @@ day, which is the same as the whole score decaying toward neutral.
 
 Steps are computed from the current score so the sum never leaves [0, 1]:
 
-* up (reality only: ``lesson_confirmed``, ``vote_right``): ``gain * weight * (1 - score)`` —
-  slow, saturating;
+* up (reality only: ``lesson_confirmed``, ``vote_right``, ``attestation_right``):
+  ``gain * weight * (1 - score)`` — slow, saturating;
 * down (everything else): ``min(score, penalty * weight * level)`` — fixed, fast, where
   ``level`` is the validation-hierarchy weight of who established the contradiction
   (reality 1 > operator > other agent > documentation > internal consistency 0).
@@ -88,6 +88,10 @@ PART_OF: Mapping[EventKind, ScorePart] = MappingProxyType(
         EventKind.REPLAY: ScorePart.P7_REPLAY,
         EventKind.EQUIVOCATION: ScorePart.P8_EQUIVOCATION,
         EventKind.VOTE_RIGHT: ScorePart.P9_VOTES_RIGHT,
+        # An outcome attestation is a vote from reality: judged and scored as one.
+        EventKind.ATTESTATION_RIGHT: ScorePart.P9_VOTES_RIGHT,
+        EventKind.ATTESTATION_WRONG: ScorePart.P3_VOTES_WRONG,
+        EventKind.ATTESTATION_EQUIVOCATION: ScorePart.P8_EQUIVOCATION,
         EventKind.OPERATOR_CONTRADICTED: ScorePart.P10_OPERATOR_CONTRADICTED,
         EventKind.PEER_CONTRADICTED: ScorePart.P11_PEERS_CONTRADICTED,
         EventKind.DOC_CONTRADICTED: ScorePart.P12_DOCS_CONTRADICTED,
@@ -218,6 +222,8 @@ def _penalty(kind: EventKind, params: ReputationParams) -> float:
         EventKind.DOC_CONTRADICTED: params.contradict_loss,
         EventKind.INTERNAL_AGREEMENT: 0.0,
         EventKind.VOTE_WRONG: params.vote_wrong_penalty,
+        EventKind.ATTESTATION_WRONG: params.vote_wrong_penalty,
+        EventKind.ATTESTATION_EQUIVOCATION: params.equivocation_penalty,
         EventKind.BAD_SIGNATURE: params.bad_signature_penalty,
         EventKind.EQUIVOCATION: params.equivocation_penalty,
         EventKind.REPLAY: params.replay_penalty,
@@ -231,7 +237,7 @@ def _step(kind: EventKind, weight: float, current: float, params: ReputationPara
     if kind is EventKind.LESSON_CONFIRMED:
         # Saturating: the closer to 1, the less one more success adds.
         return params.confirm_gain * weight * (1.0 - current)
-    if kind is EventKind.VOTE_RIGHT:
+    if kind in (EventKind.VOTE_RIGHT, EventKind.ATTESTATION_RIGHT):
         return params.vote_right_gain * weight * (1.0 - current)
     # A fixed step down, but never below zero.
     return -min(current, _penalty(kind, params) * weight)

@@ -17,7 +17,23 @@ from typing import Any
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.scores import PeerBand
 
-__all__ = ["ReputationRow", "SortKey", "render_table", "row_to_obj", "select_rows"]
+__all__ = [
+    "UNKNOWN",
+    "ReputationRow",
+    "SortKey",
+    "global_text",
+    "render_table",
+    "row_to_obj",
+    "select_rows",
+]
+
+#: How a global trust nobody has an opinion on is shown (never as 0).
+UNKNOWN = "unknown"
+
+
+def global_text(value: float | None, digits: int = 4) -> str:
+    """A global trust as the operator reads it: ``digits`` decimals, or "unknown"."""
+    return UNKNOWN if value is None else f"{value:.{digits}f}"
 
 
 class SortKey(StrEnum):
@@ -44,7 +60,8 @@ class ReputationRow:
     # Accuracy weighted by the confidence of each prediction; None with no predictions.
     weighted_accuracy: float | None = None
     pairwise: float = 0.5
-    global_trust: float = 0.0
+    # None: nobody (this node, or a summary it holds) has judged the peer: shown "unknown".
+    global_trust: float | None = None
     accepted: int = 0
     rejected: Mapping[str, int] = field(default_factory=dict)
     votes_right: int = 0
@@ -61,7 +78,7 @@ def _sort_value(row: ReputationRow, key: SortKey) -> Any:
     if key is SortKey.LAST_SEEN:
         return row.last_seen.timestamp() if row.last_seen else -math.inf
     if key is SortKey.GLOBAL:
-        return row.global_trust
+        return -math.inf if row.global_trust is None else row.global_trust
     if key is SortKey.PAIRWISE:
         return row.pairwise
     return row.score
@@ -104,7 +121,7 @@ def _cells(row: ReputationRow, domain: str) -> list[str]:
         accuracy,
         f"{row.correct}/{row.predictions}",
         f"{row.pairwise:.2f}",
-        f"{row.global_trust:.4f}",
+        global_text(row.global_trust),
         str(row.accepted),
         _rejected_text(row.rejected),
         f"{row.votes_right}/{row.votes_wrong}",
@@ -157,7 +174,7 @@ def row_to_obj(row: ReputationRow) -> dict[str, Any]:
         "predictions": row.predictions,
         "correct": row.correct,
         "pairwise_trust": row.pairwise,
-        "global_trust": row.global_trust,
+        "global_trust": row.global_trust,  # null: unknown
         "records_accepted": row.accepted,
         "records_rejected": dict(row.rejected),
         "votes_right": row.votes_right,

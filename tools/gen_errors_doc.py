@@ -39,6 +39,8 @@ OVERRIDE_NOTES: dict[str, str] = {
     "records_rate_limited": "a peer's Publish would exceed its records-per-second budget "
     "(`records_per_s`, `records_burst`); retry later",
     "too_large": "a record or batch is over its size limit",
+    "operator_credential_required": "an OperatorService call without the operator token "
+    "(`<home>/operator.token`): the agent token, or none on loopback, grants no operator power",
     "unauthenticated": "an agent API listening beyond loopback got no (or a wrong) "
     "`authorization: Bearer <token>`",
     "future_timestamp": "a signed record, or an outcome given to RecordOutcome, is dated "

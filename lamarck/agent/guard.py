@@ -122,7 +122,9 @@ class NodeSituationMemory:
     """Situation lessons on a node, through the SDK client.
 
     Reading, storing and retiring go through ``List``, ``RecordSituation`` and ``Retire``.
-    A stored blocker is scoped to ``project_digest``'s project (global when empty).
+    A stored blocker is scoped to ``project_digest``'s project (global when empty). Only
+    lessons that may drive a decision are loaded: an unverified peer situation lesson (its
+    evidence class ``unverified``) never makes the agent probe, refuse or stop.
     """
 
     client: Client
@@ -141,6 +143,8 @@ class NodeSituationMemory:
                 page_token=token,
             )
             for lesson in page.lessons:
+                if lesson.evidence.evidence_class == "unverified":
+                    continue
                 situation = _situation_of(lesson)
                 if situation is not None:
                     out.append(SituationLesson(lesson.id, situation))

@@ -8,7 +8,9 @@ OBSERVE → UPDATE → EXTRACT.
     report = loop.run(Task("fix the failing test", context={"domain": "python"}),
                       act=my_agent, session_id=session)
 
-* **REMEMBER** — ``client.recall`` (the lessons become in play for the session).
+* **REMEMBER** — ``client.recall`` (the lessons become in play for the session). Only its
+  advice (proven here or corroborated lessons) is assessed and may shape the prediction; its
+  unverified hints and conflicts reach ACT labelled, never as a basis.
 * **ASSESS** — each lesson's confidence adjusted by how alike its context is to the task's
   (the node's ``context_similarity``), and the critical dimensions that differ (seed 004
   "Context-Aware Knowledge Transfer": a critical difference means *do not transfer*).
@@ -35,7 +37,7 @@ from typing import Any, Literal, Protocol
 
 from lamarck.agent.recorder import RunRecorder
 from lamarck.agent.run import RunParams, RunResult
-from lamarck.client import Lesson, OutcomeResult, RecallResult
+from lamarck.client import Conflict, Lesson, OutcomeResult, RecallResult
 from lamarck.node.learning.context_match import (
     context_similarity,
     critical_differences,
@@ -280,6 +282,12 @@ class ActContext:
     engagement: Engagement
     hypothesis: Hypothesis
     recorder: RunRecorder
+    #: Unverified peer lessons the section shows as hints: never advice, never assessed;
+    #: at most something to try where a wrong try is cheap.
+    hints: tuple[Lesson, ...] = ()
+    #: Lessons that disagree, strongest evidence first (``Conflict.holds``: the side that
+    #: holds, "" while unresolved: then the agent keeps its own habit).
+    conflicts: tuple[Conflict, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,7 +507,16 @@ class LearningLoop:
         recorder.predict(guess.expected, guess.confidence)
         # ACT
         phases.append(Phase.ACT)
-        ctx = ActContext(task, recalled.section, assessments, engagement, guess, recorder)
+        ctx = ActContext(
+            task,
+            recalled.section,
+            assessments,
+            engagement,
+            guess,
+            recorder,
+            recalled.hints,
+            recalled.conflicts,
+        )
         report = act(ctx) or ActReport()
         dismissed = set(report.dismissed)
         recorder.lessons_in_play(x.id for x in recalled.lessons if x.id not in dismissed)

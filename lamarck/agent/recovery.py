@@ -39,7 +39,9 @@ and the call goes on; a lesson without a probe becomes a one-line note. Lessons 
 agent ask sooner: nothing here skips a call silently, adds a command or grants anything.
 
 Nothing here does I/O: probes, dispatch, loading and storing lessons are the caller's
-(see :mod:`lamarck.agent.guard`).
+(see :mod:`lamarck.agent.guard`). The lessons it is given must be ones that may drive a
+decision (proven here or corroborated): the guard's loader never passes an unverified peer
+situation lesson.
 """
 
 from __future__ import annotations

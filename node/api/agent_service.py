@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
+from lamarck.consensus.corroboration import EvidenceClass
 from lamarck.errors import (
     ConflictError,
     InvalidRecord,
     LamarckError,
     NotFound,
+    StoreError,
     StoreUnavailable,
 )
 from lamarck.node.api.server import NodeContext, Provider, provider_of
@@ -37,11 +39,14 @@ from lamarck.node.gossip.share_reason import SharingState, share_status
 from lamarck.node.importing.batch import Prefetch, PrimedEmbedder
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
+from lamarck.node.learning.influence import LessonEvidence, evidence_label
 from lamarck.node.learning.lifecycle import state_of
 from lamarck.node.learning.notes import NoteKeyParams, note_operation
 from lamarck.node.learning.scopes import GLOBAL, project_scope, validate_scope
 from lamarck.node.learning.situations import Situation, SituationSource
 from lamarck.node.learning.why import NothingLearned
+from lamarck.node.lessons.core import RecalledLesson
+from lamarck.node.lessons.recall import ShownConflict
 from lamarck.node.sharing.quorum import voter_reality_events
 from lamarck.node.store.port import (
     Category,
@@ -69,6 +74,7 @@ __all__ = [
     "MAX_PAGE_SIZE",
     "AgentServicer",
     "context_from_proto",
+    "evidence_to_proto",
     "make_agent_servicer",
 ]
 
@@ -91,6 +97,9 @@ _NOTE_KEYS = NoteKeyParams()
 
 #: The voters' reputation events for an outcome's reality events (issue 12 §2.6).
 VoterJudge = Callable[[Sequence[ReputationEvent]], Sequence[ReputationEvent]]
+#: This node's attestations on the imported lessons an outcome judged (signed, kept, queued to
+#: travel), returning the other attesters' events for that outcome's reality events.
+Attester = Callable[[Outcome, Sequence[ReputationEvent]], Awaitable[Sequence[ReputationEvent]]]
 
 # -- enum maps ---------------------------------------------------------------------------
 
@@ -134,6 +143,27 @@ _IMPORT_TO_ACK = {
     ImportOutcome.QUARANTINE: records_pb2.ACK_STATUS_QUARANTINED,
     ImportOutcome.REJECT: records_pb2.ACK_STATUS_REJECTED,
 }
+
+
+_CLASS_TO_PB = {
+    EvidenceClass.PROVEN_HERE: lessons_pb2.EVIDENCE_CLASS_PROVEN_HERE,
+    EvidenceClass.CORROBORATED: lessons_pb2.EVIDENCE_CLASS_CORROBORATED,
+    EvidenceClass.UNVERIFIED: lessons_pb2.EVIDENCE_CLASS_UNVERIFIED,
+}
+
+
+def evidence_to_proto(evidence: LessonEvidence, confidence: float) -> lessons_pb2.Evidence:
+    """A lesson's evidence on the wire, with the label every surface shows."""
+    return lessons_pb2.Evidence(
+        evidence_class=_CLASS_TO_PB[evidence.evidence_class],
+        independent_principals=evidence.independent,
+        contradicting_principals=len(evidence.support.contradicting),
+        certified=evidence.support.certified,
+        peers=evidence.peers,
+        authority=evidence.authority,
+        approved=evidence.approved,
+        label=evidence_label(evidence, confidence),
+    )
 
 
 # -- context ------------------------------------------------------------------------------
@@ -252,6 +282,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         notes: NoteKeyParams = _NOTE_KEYS,
         voters: VoterJudge | None = None,
         primed: PrimedEmbedder | None = None,
+        attester: Attester | None = None,
     ) -> None:
         self._service = provider_of(service, LessonService)
         self._store = provider_of(store, LessonStore)
@@ -266,6 +297,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self._notes = notes
         # The voters' events for an outcome's reality events (none before sharing starts).
         self._voters: VoterJudge = voters or (lambda _: ())
+        # This node's attestations and the attesters' events (none before sharing starts).
+        self._attester = attester
         # The pipeline's own embedder, when it primes: a bundle's lines are embedded a chunk
         # at a time ahead of the pipeline (issue 17 §4).
         self._primed = primed
@@ -284,12 +317,33 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         ids = [r.id for r in chain]
         return ids.index(row.id) + 1 if row.id in ids else 1
 
-    async def _view(self, row: LessonRow) -> lessons_pb2.LessonView:
-        """A stored lesson as the agent sees it."""
+    async def _view(
+        self, row: LessonRow, evidence: LessonEvidence | None = None
+    ) -> lessons_pb2.LessonView:
+        """A stored lesson as the agent sees it, with its evidence for this node."""
         version = await self._version(row)
-        return self._view_at(row, version)
+        if evidence is None:
+            evidence = (await self._service().evidence([row]))[row.id]
+        return self._view_at(row, version, evidence)
 
-    def _view_at(self, row: LessonRow, version: int) -> lessons_pb2.LessonView:
+    async def _views(self, rows: Sequence[LessonRow]) -> list[lessons_pb2.LessonView]:
+        """Several lessons, their evidence read at once."""
+        evidence = await self._service().evidence(rows)
+        return [await self._view(r, evidence[r.id]) for r in rows]
+
+    async def _conflict(
+        self, conflict: ShownConflict, evidence: Mapping[str, LessonEvidence]
+    ) -> agent_pb2.LessonConflict:
+        """A conflict on the wire: its sides in order, each with its evidence."""
+        return agent_pb2.LessonConflict(
+            operation=conflict.operation,
+            sides=[await self._view(s, evidence.get(s.id)) for s in conflict.sides],
+            holds=conflict.leader or "",
+        )
+
+    def _view_at(
+        self, row: LessonRow, version: int, evidence: LessonEvidence | None = None
+    ) -> lessons_pb2.LessonView:
         imported = row.imported_from is not None
         sources = [p.source_node_id for p in row.provenance] or (
             [row.imported_from] if row.imported_from else []
@@ -330,6 +384,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         )
         if row.situation is not None:
             view.situation.CopyFrom(_situation_to_proto(row.situation))
+        if evidence is not None:
+            view.evidence.CopyFrom(evidence_to_proto(evidence, row.confidence))
         if row.original_confidence is not None:
             view.original_confidence = row.original_confidence
         # The publisher's own rule (node/gossip/share_reason.py mirrors may_publish).
@@ -358,6 +414,22 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         return project_scope(project_digest) if project_digest else GLOBAL
 
     # -- RecordOutcome -----------------------------------------------------------------------
+    async def _attest(
+        self, outcome: Outcome, reality: Sequence[ReputationEvent]
+    ) -> Sequence[ReputationEvent]:
+        """Attest what the outcome judged; the attesters' events. The outcome is stored
+        already, so a store failure here is logged, never the call's failure (the agent
+        would resend an outcome held already)."""
+        if self._attester is None or not reality:
+            return ()
+        try:
+            return await self._attester(outcome, reality)
+        except StoreError as e:
+            _log.warning(
+                "outcome %s judged imported lessons but was not attested: %s", outcome.id, e
+            )
+            return ()
+
     async def RecordOutcome(
         self, request: agent_pb2.RecordOutcomeRequest, context: Any
     ) -> agent_pb2.RecordOutcomeResponse:
@@ -380,7 +452,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if sink is not None:
             # The sources of the lessons reality judged, then the voters of any a quorum
             # accepted (issue 12 §2.6).
-            for event in (*result.reality, *self._voters(result.reality)):
+            attesters = await self._attest(outcome, result.reality)
+            for event in (*result.reality, *self._voters(result.reality), *attesters):
                 sink.emit(event)
         ids = list(dict.fromkeys(c.lesson_id for c in result.changes))
         # The rows the outcome wrote whole come with it; only the others are read.
@@ -427,17 +500,25 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             incognito=not request.session_id,
             limit=request.limit or None,
         )
-        lessons = [
-            agent_pb2.RecalledLesson(
-                lesson=await self._view(hit.lesson), score=hit.score, similarity=hit.similarity
-            )
-            for hit in result.scored
-        ]
+        evidence = result.evidence
+
+        async def recalled(hits: Sequence[RecalledLesson]) -> list[agent_pb2.RecalledLesson]:
+            return [
+                agent_pb2.RecalledLesson(
+                    lesson=await self._view(hit.lesson, evidence.get(hit.lesson.id)),
+                    score=hit.score,
+                    similarity=hit.similarity,
+                )
+                for hit in hits
+            ]
+
         section = result.section
         return agent_pb2.RecallResponse(
-            lessons=lessons,
+            lessons=await recalled(result.scored),
             prompt_section=section.text,
             omitted_lesson_ids=list(section.omitted),
+            hints=await recalled(result.hints),
+            conflicts=[await self._conflict(c, evidence) for c in result.conflicts],
         )
 
     # -- CheckOperation ----------------------------------------------------------------------
@@ -449,7 +530,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         scope = self._scope(request.project_digest)
         found = await service.check(request.operation, scope)
         preamble = None if found is None else found.preamble
-        lesson_ids = [] if found is None else [found.lesson.id]
+        lesson_ids = [] if found is None else list(found.lesson_ids)
         probe = unblock = ""
         if request.tool and request.subject:
             for lesson in await service.situation_lessons(scope):
@@ -464,8 +545,18 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if request.session_id:
             for lesson_id in lesson_ids:
                 await service.report_use(lesson_id, request.session_id)
+        advice: list[lessons_pb2.LessonView] = []
+        conflicts: list[agent_pb2.LessonConflict] = []
+        if found is not None:
+            advice = [await self._view(r, found.evidence.get(r.id)) for r in found.lessons]
+            conflicts = [await self._conflict(c, found.evidence) for c in found.conflicts]
         return agent_pb2.CheckOperationResponse(
-            preamble=preamble or "", probe=probe, unblock=unblock, lesson_ids=lesson_ids
+            preamble=preamble or "",
+            probe=probe,
+            unblock=unblock,
+            lesson_ids=lesson_ids,
+            lessons=advice,
+            conflicts=conflicts,
         )
 
     # -- Remember --------------------------------------------------------------------------
@@ -755,7 +846,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             self._filter(request.filter, limit=size + 1, offset=offset)
         )
         more = len(rows) > size
-        views = [await self._view(r) for r in rows[:size]]
+        views = await self._views(rows[:size])
         return agent_pb2.ListResponse(
             lessons=views, next_page_token=str(offset + size) if more else ""
         )
@@ -928,5 +1019,15 @@ def make_agent_servicer(ctx: NodeContext) -> AgentServicer:
         voters=lambda reality: voter_reality_events(
             reality, ctx.sharing.quorum if ctx.sharing is not None else None
         ),
+        attester=lambda outcome, reality: _attest_on(ctx, outcome, reality),
         primed=ctx.embedder if isinstance(ctx.embedder, PrimedEmbedder) else None,
     )
+
+
+async def _attest_on(
+    ctx: NodeContext, outcome: Outcome, reality: Sequence[ReputationEvent]
+) -> Sequence[ReputationEvent]:
+    """The daemon's attester: its sharing side's, once sharing started (else nothing)."""
+    if ctx.sharing is None:
+        return ()
+    return await ctx.sharing.attestations.on_outcome(outcome, reality)

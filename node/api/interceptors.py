@@ -7,7 +7,8 @@ the node uses is::
 
     MetricsInterceptor      sees the final status of every call, refusals included
     ErrorInterceptor        turns a LamarckError from anything inside into a status
-    AuthInterceptor         (agent server) refuses calls without the bearer token
+    AuthInterceptor         (agent server) the agent token, and the operator token for
+                            OperatorService calls
     PeerLimitInterceptor    (peer server) per-peer concurrency and token-bucket rate
     DeadlineInterceptor     a server-side deadline when the client set none
 
@@ -34,7 +35,7 @@ import grpc
 import grpc.aio
 from google.protobuf.message import DecodeError
 
-from lamarck.errors import InvalidRecord, LamarckError, PolicyRejected
+from lamarck.errors import InvalidRecord, LamarckError, PolicyRejected, Unauthenticated
 from lamarck.node import metrics
 from lamarck.node.api.status import REASON_METADATA_KEY, status_for, to_rich_status
 from lamarck.node.lru import Lru
@@ -43,6 +44,8 @@ from lamarck.node.token import presented_token, token_matches
 __all__ = [
     "GRPC_DETAILS_METADATA_KEY",
     "NODE_ID_METADATA_KEY",
+    "OPERATOR_CREDENTIAL_REASON",
+    "OPERATOR_SERVICE_PREFIX",
     "PEER_SERVICE_PREFIX",
     "UNDECODABLE_REASON",
     "AuthInterceptor",
@@ -374,21 +377,46 @@ class ErrorInterceptor(GuardInterceptor):
             )
 
 
-class AuthInterceptor(GuardInterceptor):
-    """Refuses calls that do not carry ``authorization: Bearer <token>`` (UNAUTHENTICATED)."""
+#: Full method names of OperatorService start with this: they need the operator token.
+OPERATOR_SERVICE_PREFIX = "/lamarck.v1.OperatorService/"
+#: The reason an operator call without the operator's credential is refused with
+#: (PERMISSION_DENIED: holding the agent token, or reaching the port, grants no operator power).
+OPERATOR_CREDENTIAL_REASON = "operator_credential_required"
 
-    def __init__(self, token: str) -> None:
-        if not token:
+
+class AuthInterceptor(GuardInterceptor):
+    """The agent server's two credentials: the agent token and the operator token.
+
+    ``OperatorService`` calls must carry ``authorization: Bearer <operator token>`` wherever
+    the server listens, loopback included; anything else (no token, the agent token) is
+    refused PERMISSION_DENIED with the reason ``operator_credential_required``. Every other
+    call needs the agent token when one is set (``agent_token``: the agent API listens beyond
+    loopback), else UNAUTHENTICATED; the operator token is not an agent's credential.
+    """
+
+    def __init__(self, *, operator_token: str, agent_token: str | None = None) -> None:
+        if not operator_token or agent_token == "":
             raise ValueError("an empty token would let anyone in")
-        self._token = token
+        if agent_token is not None and token_matches(agent_token, operator_token):
+            raise ValueError("the operator token must differ from the agent token")
+        self._agent = agent_token
+        self._operator = operator_token
 
     @asynccontextmanager
     async def guard(
         self, method: str, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[None]:
-        """Check the bearer token before the handler runs."""
+        """Check the credential the method needs before the handler runs."""
         metadata: Any = context.invocation_metadata()
-        if not token_matches(self._token, presented_token(metadata)):
+        given = presented_token(metadata)
+        if method.startswith(OPERATOR_SERVICE_PREFIX):
+            if not token_matches(self._operator, given):
+                raise Unauthenticated(
+                    f"{method} is an operator action: it needs the operator token "
+                    "(<home>/operator.token), never the agent's",
+                    reason=OPERATOR_CREDENTIAL_REASON,
+                )
+        elif self._agent is not None and not token_matches(self._agent, given):
             raise PolicyRejected(
                 "this agent API requires a bearer token (see <home>/agent.token)",
                 reason="unauthenticated",

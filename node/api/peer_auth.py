@@ -2,12 +2,15 @@
 
 The token format and its checks (1)-(3) live in :mod:`lamarck.proto.peer_auth`. Here:
 
-* :class:`PeerTokens` — the caller side: one token per callee, reused until
-  ``renew_fraction`` of its lifetime is left, so a Publish or Sync costs no signature;
+* :class:`PeerTokens` — the caller side: one token per callee, bound to this node's TLS
+  certificate, reused until ``renew_fraction`` of its lifetime is left, so a Publish or Sync
+  costs no signature;
 * :class:`PeerAuthenticator` — the callee side: reads ``lamarck-peer-token`` from the call
   metadata, caches checks (1)-(3) per token (they are what costs an Ed25519 verification),
   and on every call runs (4) the registry pin and revocation check, so a revocation takes
-  effect at once, and (5) compares the id the request names with the token's.
+  effect at once, (5) compares the id the request names with the token's, and (6) compares
+  the certificate the token names with the one the call's TLS connection was made with, so a
+  token captured from one connection is refused on any other (``channel_mismatch``).
 
 Every refusal raises :class:`~lamarck.errors.Unauthenticated` (gRPC ``UNAUTHENTICATED``) with
 its reason; nothing is charged to reputation, since an unproven caller has no identity to
@@ -40,6 +43,7 @@ _PIN_REASONS: dict[PinReason, str] = {
     PinReason.REVOKED_SOURCE: "revoked_peer",
     PinReason.UNREGISTERED_SOURCE: "unregistered_peer",
     PinReason.KEY_NOT_PINNED: "key_not_pinned",
+    PinReason.REVOKED_KEY: "revoked_key",
 }
 # Verified tokens kept per node; a fleet has at most a few hundred callers, each renewing
 # its token every few minutes.
@@ -49,11 +53,26 @@ _CACHE_MAX = 4096
 class PeerTokens:
     """This node's peer tokens, one per callee, renewed before they run out."""
 
-    def __init__(self, identity: NodeIdentity, clock: Clock, params: PeerAuthParams) -> None:
+    def __init__(
+        self,
+        identity: NodeIdentity,
+        clock: Clock,
+        params: PeerAuthParams,
+        *,
+        channel: str = "",
+    ) -> None:
         self._identity = identity
         self._clock = clock
         self._params = params
+        self._channel = channel
         self._tokens: dict[str, tuple[str, datetime]] = {}
+
+    def bind(self, channel: str) -> None:
+        """Bind the tokens issued from now on to the TLS certificate ``channel`` (its SHA-256
+        hex; "" without TLS): after the certificate rotates, tokens held are dropped."""
+        if channel != self._channel:
+            self._channel = channel
+            self._tokens.clear()
 
     def metadata(self, audience: str) -> tuple[tuple[str, str], ...]:
         """The call metadata proving this node to ``audience``."""
@@ -65,7 +84,7 @@ class PeerTokens:
         held = self._tokens.get(audience)
         if held is not None and now < held[1]:
             return held[0]
-        token = issue_token(self._identity, audience, now, self._params)
+        token = issue_token(self._identity, audience, now, self._params, channel=self._channel)
         renew_after = self._params.lifetime_s * (1 - self._params.renew_fraction)
         self._tokens[audience] = (token, now + timedelta(seconds=renew_after))
         return token
@@ -82,9 +101,16 @@ class PeerAuthenticator:
         self._verified: dict[str, PeerToken] = {}
 
     async def authenticate(
-        self, metadata: Iterable[tuple[str, str | bytes]] | None, claimed: str
+        self,
+        metadata: Iterable[tuple[str, str | bytes]] | None,
+        claimed: str,
+        channel: str | None,
     ) -> str:
-        """The authenticated caller's id, which equals ``claimed``; else ``Unauthenticated``."""
+        """The authenticated caller's id, which equals ``claimed``; else ``Unauthenticated``.
+
+        ``channel``: the SHA-256 (hex) of the client certificate the call's TLS connection was
+        made with, ``None`` for a connection without TLS (a node run ``off-insecure``).
+        """
         token = _token_from(metadata)
         now = self._clock.now()
         peer = self._verified.get(token)
@@ -102,6 +128,14 @@ class PeerAuthenticator:
             raise Unauthenticated(
                 f"the request names {claimed or 'no node'} but comes from {peer.node_id}",
                 reason="sender_mismatch",
+            )
+        # (6) The call comes over a connection made with the certificate the token names:
+        # a token read off one connection proves nothing on another.
+        if channel is not None and channel != peer.channel:
+            raise Unauthenticated(
+                f"the peer token of {peer.node_id} is bound to another TLS certificate than "
+                "this connection's",
+                reason="channel_mismatch",
             )
         return peer.node_id
 

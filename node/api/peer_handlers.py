@@ -6,21 +6,26 @@ gRPC server.
 
 Quorum certificates travel as their own records (``RECORD_KIND_QUORUM_CERTIFICATE``) right
 after the memory they certify, in a Publish batch and in a Sync page; Publish hands each to
-the pipeline with its memory (the pipeline verifies it) and acks it on its own.
+the pipeline with its memory (the pipeline verifies it) and acks it on its own. Outcome
+attestations (``RECORD_KIND_ATTESTATION``) travel the same way after their memory, or alone
+for a memory the receiver holds already: Publish hands them, once the batch's memories are
+decided, to ``node/sharing/attestations.py``, which verifies and keeps them, and acks each;
+a Sync page carries the attestations of the memories it offers as records of their own.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from lamarck.consensus.evidence import OutcomeFacts, own_evidence
 from lamarck.consensus.params import QuorumParams
 from lamarck.consensus.votes import make_vote
-from lamarck.errors import InvalidRecord, StoreUnavailable
+from lamarck.errors import InvalidRecord, StoreError, StoreUnavailable
 from lamarck.node.gossip.audience import BandOf, may_receive, scope_audience
 from lamarck.node.gossip.publisher import (
     PUBLISHED_STATUSES,
@@ -46,6 +51,9 @@ from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.v1 import peer_pb2, records_pb2
 from lamarck.reputation.scores import PeerBand
+
+if TYPE_CHECKING:
+    from lamarck.node.sharing.attestations import Attestations
 
 __all__ = [
     "ACK_FOR",
@@ -84,6 +92,9 @@ class PublishDeps:
     #: Runs the forwarding after the answer (so the sender is not held for our fanout);
     #: None awaits it before answering.
     spawn: Callable[[Awaitable[object]], None] | None = None
+    #: Where received outcome attestations are verified and kept (None: refused as
+    #: ``unsupported_kind``).
+    attestations: Attestations | None = None
 
 
 async def handle_publish(
@@ -103,8 +114,8 @@ async def handle_publish(
     used: dict[str, ImportResult] = {}
     for index, record in enumerate(request.records):
         raw = bytes(record.canonical_json)
-        if record.kind == records_pb2.RECORD_KIND_QUORUM_CERTIFICATE:
-            continue  # acked below, once its memory was decided
+        if record.kind in _AFTER_MEMORIES:
+            continue  # acked below, once the memories were decided
         if record.kind != records_pb2.RECORD_KIND_MEMORY:
             IMPORTS.labels(result="rejected", reason="unsupported_kind").inc()
             acks.append(
@@ -145,6 +156,7 @@ async def handle_publish(
     for index, record in enumerate(request.records):
         if record.kind == records_pb2.RECORD_KIND_QUORUM_CERTIFICATE:
             acks.append(certificate_ack(index, bytes(record.canonical_json), used))
+    acks.extend(await _attestation_acks(request.records, deps.attestations))
     acks.sort(key=lambda a: a.index)
     router = deps.router
     if (
@@ -167,6 +179,58 @@ async def handle_publish(
         else:
             deps.spawn(forwarding)
     return peer_pb2.PublishResponse(acks=acks)
+
+
+#: Kinds acked after the batch's memories were decided (they are about those memories).
+_AFTER_MEMORIES = (
+    records_pb2.RECORD_KIND_QUORUM_CERTIFICATE,
+    records_pb2.RECORD_KIND_ATTESTATION,
+)
+
+
+async def _attestation_acks(
+    records: Sequence[records_pb2.SignedRecord], attestations: Attestations | None
+) -> list[records_pb2.RecordAck]:
+    """The acks of a batch's attestation records: ACCEPTED when kept here, DUPLICATE when held
+    already (or older than its attester's held one), REJECTED with the reason it was refused
+    for; DEFERRED for them all when the store fails."""
+    found = [
+        (index, bytes(r.canonical_json))
+        for index, r in enumerate(records)
+        if r.kind == records_pb2.RECORD_KIND_ATTESTATION
+    ]
+    if not found:
+        return []
+    if attestations is None:
+        return [
+            records_pb2.RecordAck(
+                index=index, status=records_pb2.ACK_STATUS_REJECTED, reason="unsupported_kind"
+            )
+            for index, _ in found
+        ]
+    try:
+        results = await attestations.receive([raw for _, raw in found])
+    except StoreError as e:  # nothing of them was decided: the sender retries
+        return [
+            records_pb2.RecordAck(
+                index=index, status=records_pb2.ACK_STATUS_DEFERRED, reason=e.reason
+            )
+            for index, _ in found
+        ]
+    acks: list[records_pb2.RecordAck] = []
+    for (index, _), result in zip(found, results, strict=True):
+        if result.kept:
+            status = records_pb2.ACK_STATUS_ACCEPTED
+        elif result.reason:
+            status = records_pb2.ACK_STATUS_REJECTED
+        else:
+            status = records_pb2.ACK_STATUS_DUPLICATE
+        acks.append(
+            records_pb2.RecordAck(
+                index=index, record_hash=result.content_hash, status=status, reason=result.reason
+            )
+        )
+    return acks
 
 
 def _certificate_target(raw: bytes) -> str:
@@ -328,9 +392,18 @@ async def handle_sync(
     held: dict[str, bytes],
     params: GossipParams,
     certificate_of: CertificateOf | None = None,
+    summaries: Sequence[bytes] = (),
+    attestations: Mapping[str, bytes] | None = None,
 ) -> AsyncIterator[peer_pb2.SyncResponse]:
     """Stream the records the requester lacks, in pages of at most ``batch_size``; a memory
-    this node holds a quorum certificate for is followed by it (``certificate_of``)."""
+    this node holds a quorum certificate for is followed by it (``certificate_of``). The
+    first page carries ``summaries`` (signed trust summaries: this node's own, then the
+    newest it relays).
+
+    ``attestations`` (by their own content hash: the attestations of the memories in
+    ``held``) are reconciled like memories and sent as attestation records."""
+    if attestations:
+        held = {**held, **attestations}
     cap = params.batch_size * 16
     limit = min(request.max_records or cap, cap)
     buckets = (
@@ -353,6 +426,13 @@ async def handle_sync(
         more = page.more and sent < limit
         out: list[records_pb2.SignedRecord] = []
         for content_hash, raw in page.records:
+            if attestations and content_hash in attestations:
+                out.append(
+                    records_pb2.SignedRecord(
+                        kind=records_pb2.RECORD_KIND_ATTESTATION, canonical_json=raw
+                    )
+                )
+                continue
             out.append(
                 records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=raw)
             )
@@ -367,7 +447,14 @@ async def handle_sync(
             records=out,
             cursor=page.cursor,
             more=page.more,
+            trust_summaries=[
+                records_pb2.SignedRecord(
+                    kind=records_pb2.RECORD_KIND_TRUST_SUMMARY, canonical_json=raw
+                )
+                for raw in summaries
+            ],
         )
+        summaries = ()
         if not more:
             return
         cursor = page.cursor

@@ -37,6 +37,7 @@ import lamarck
 from lamarck.errors import InvalidRecord, PolicyRejected, StoreUnavailable
 from lamarck.node.api.limits import RecordBudget, check_batch
 from lamarck.node.api.peer_handlers import handle_publish, handle_request_vote, handle_sync
+from lamarck.node.peer_tls import connection_fingerprint
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.identity import b64u_encode
 from lamarck.proto.keys import KEYS_DIR
@@ -125,7 +126,11 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
         response = peer_pb2.GetIdentityResponse(
             node_id=ctx.identity.node_id,
             public_key=ctx.identity.public_key_bytes,
-            addresses=list(ctx.peer_addresses),
+            # The address peers reach it at first (the advertised one, when set).
+            addresses=[
+                *([ctx.settings.advertise_address] if ctx.settings.advertise_address else []),
+                *ctx.peer_addresses,
+            ],
             version=lamarck.__version__,
             schema_versions=list(SCHEMA_VERSIONS),
             domains=list(ctx.settings.domains),
@@ -155,20 +160,33 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
         deps = sharing.publish_deps
         if deps is None:
             raise StoreUnavailable("no registry: imports are paused", reason="registry_unavailable")
-        sender = await sharing.authenticate(context.invocation_metadata(), request.sender_node_id)
+        sender = await sharing.authenticate(
+            context.invocation_metadata(), request.sender_node_id, connection_fingerprint(context)
+        )
         self._records.spend(sender, len(request.records))
         return await handle_publish(request, deps)
 
     async def Sync(
         self, request: peer_pb2.SyncRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[peer_pb2.SyncResponse]:
-        """Anti-entropy pull: the shareable records the requester lacks, in pages."""
+        """Anti-entropy pull: the shareable records the requester lacks, in pages, the first
+        with the signed trust summaries this node serves."""
         sharing = self._sharing()
         # Access levels are decided for the requester: it must prove who it is.
-        await sharing.authenticate(context.invocation_metadata(), request.requester_node_id)
+        await sharing.authenticate(
+            context.invocation_metadata(),
+            request.requester_node_id,
+            connection_fingerprint(context),
+        )
         held = await sharing.shareable(request.requester_node_id, request.projects)
+        attested = await sharing.attestations.shareable(held, request.requester_node_id)
         async for page in handle_sync(
-            request, held, sharing.params, certificate_of=sharing.quorum.certificate_bytes
+            request,
+            held,
+            sharing.params,
+            certificate_of=sharing.quorum.certificate_bytes,
+            summaries=sharing.trust_summaries(),
+            attestations=attested,
         ):
             yield page
 
@@ -178,7 +196,11 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
         """This node's signed vote on a memory, from its own outcomes, for an authenticated
         peer (as in Sync)."""
         sharing = self._sharing()
-        await sharing.authenticate(context.invocation_metadata(), request.requester_node_id)
+        await sharing.authenticate(
+            context.invocation_metadata(),
+            request.requester_node_id,
+            connection_fingerprint(context),
+        )
         ctx = self._ctx
         return await handle_request_vote(
             request,
@@ -197,7 +219,11 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
         operators. The caller is authenticated first, as for Sync, so an anonymous one is
         told UNAUTHENTICATED as before."""
         sharing = self._sharing()
-        await sharing.authenticate(context.invocation_metadata(), request.requester_node_id)
+        await sharing.authenticate(
+            context.invocation_metadata(),
+            request.requester_node_id,
+            connection_fingerprint(context),
+        )
         raise PolicyRejected(
             "this node's opinions of its peers are for its operators (OperatorService)",
             reason="reputation_private",

@@ -36,6 +36,7 @@ __all__ = [
     "TALLY_MAX_ROWS",
     "GlobalTrustBook",
     "GlobalTrustClock",
+    "HasBook",
     "ImportTallies",
     "NodeReputation",
     "ReputationTable",
@@ -79,11 +80,24 @@ class TableBook(Protocol):
 
 
 @runtime_checkable
+class HasBook(Protocol):
+    """A reputation adapter exposing its in-memory book (``PostgresReputation``)."""
+
+    @property
+    def book(self) -> ReputationBook:
+        """The in-memory book."""
+        ...
+
+
+@runtime_checkable
 class GlobalTrustBook(Protocol):
     """A book that recomputes global trust (``PostgresReputation``)."""
 
-    def recompute_global_trust(self, now: datetime) -> GlobalTrust:
-        """EigenTrust from this node's observations and the pre-trusted peers."""
+    def recompute_global_trust(
+        self, now: datetime, summaries: Mapping[str, Mapping[str, float]] | None = None
+    ) -> GlobalTrust:
+        """EigenTrust over this node's own row and peers' verified summaries, anchored in the
+        pre-trusted peers."""
         ...
 
     def rows(
@@ -213,7 +227,6 @@ def row_to_pb(row: ReputationRow) -> operator_pb2.ReputationRow:
         predictions=row.predictions,
         correct=row.correct,
         pairwise_trust=row.pairwise,
-        global_trust=row.global_trust,
         records_accepted=row.accepted,
         records_rejected=dict(row.rejected),
         votes_right=row.votes_right,
@@ -224,6 +237,8 @@ def row_to_pb(row: ReputationRow) -> operator_pb2.ReputationRow:
     )
     if row.weighted_accuracy is not None:
         pb.weighted_accuracy = row.weighted_accuracy
+    if row.global_trust is not None:  # unset: nobody has judged the peer yet
+        pb.global_trust = row.global_trust
     return pb
 
 
@@ -253,9 +268,14 @@ def publish_metrics(rows: Sequence[ReputationRow]) -> None:
     )
 
 
-def recompute_global_trust(book: GlobalTrustBook, now: datetime) -> GlobalTrust:
-    """What the node's timer runs: recompute global trust, then refresh the gauges."""
-    result = book.recompute_global_trust(now)
+def recompute_global_trust(
+    book: GlobalTrustBook,
+    now: datetime,
+    summaries: Mapping[str, Mapping[str, float]] | None = None,
+) -> GlobalTrust:
+    """What the node's timer runs: recompute global trust over this node's row and the
+    peers' ``summaries`` (by signer, in good standing), then refresh the gauges."""
+    result = book.recompute_global_trust(now, summaries)
     if not result.converged:
         _log.warning(
             "global trust did not converge in %d iterations (residual %.3g)",

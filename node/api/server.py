@@ -2,7 +2,9 @@
 
 * The **peer server** (``listen``) serves ``PeerService`` with per-peer limits.
 * The **agent server** (``agent_listen``) serves ``AgentService``; when it listens beyond
-  loopback every call needs the bearer token (``lamarck.node.token``).
+  loopback every call needs the agent token (``lamarck.node.token``). It also serves
+  ``OperatorService``, whose every call needs the operator token, loopback included: an
+  agent's credential (or its mere locality) never reaches an operator action.
 
 Both also serve the standard ``grpc.health.v1.Health`` service and server reflection, so
 ``grpcurl`` and Kubernetes probes work without lamarck's stubs. They are separate servers
@@ -40,6 +42,7 @@ from lamarck.node.api.node_status import ReputationSource
 from lamarck.node.config import NodeSettings
 from lamarck.node.embedding import Embedder
 from lamarck.node.params import NodeParams
+from lamarck.node.peer_tls import PeerTls
 from lamarck.node.store.port import LessonStore
 from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import Clock
@@ -112,10 +115,15 @@ class NodeContext:
     peer_addresses: list[str] = field(default_factory=list)
     #: Actual agent-facing address.
     agent_address: str = ""
+    #: The peer port's mutual TLS; ``None`` when the node runs ``off-insecure``.
+    peer_tls: PeerTls | None = None
     #: ``embedded`` or ``external`` (never the DSN: it may hold a password).
     database: str = ""
     #: The agent API's bearer token when it listens beyond loopback, else ``None``.
     agent_token: str | None = None
+    #: The operator's bearer token (``<home>/operator.token``): every OperatorService call
+    #: and console session needs it. ``None`` only in a context that serves no agent server.
+    operator_token: str | None = None
     #: The network side (registry, gossip, import), once the daemon started it; else ``None``.
     sharing: Sharing | None = None
     #: The operator's reputation table over the node's book, once it is loaded.
@@ -264,10 +272,19 @@ def server_options(settings: NodeSettings) -> list[tuple[str, Any]]:
     ]
 
 
-def _bind(server: grpc.aio.Server, address: str, what: str) -> str:
-    """Bind ``address`` and return it with the actual port (for ``:0``)."""
+def _bind(
+    server: grpc.aio.Server,
+    address: str,
+    what: str,
+    credentials: grpc.ServerCredentials | None = None,
+) -> str:
+    """Bind ``address`` (with TLS when ``credentials`` are given) and return it with the
+    actual port (for ``:0``)."""
     try:
-        port = server.add_insecure_port(address)
+        if credentials is not None:
+            port = server.add_secure_port(address, credentials)
+        else:
+            port = server.add_insecure_port(address)
     except RuntimeError as e:
         raise ConfigError(f"cannot listen on {address} ({what}): {e}", reason="bind_failed") from e
     if address.startswith("unix:"):
@@ -370,13 +387,15 @@ async def build_servers(
             deadline,
         ],
     )
-    agent_chain: list[Any] = [MetricsInterceptor("agent"), ErrorInterceptor()]
-    if ctx.agent_token is not None:
-        agent_chain.append(AuthInterceptor(ctx.agent_token))
-    agent_chain.append(deadline)
+    if ctx.operator_token is None:
+        raise ConfigError("the agent server needs the operator token", reason="no_operator_token")
+    auth = AuthInterceptor(operator_token=ctx.operator_token, agent_token=ctx.agent_token)
+    agent_chain: list[Any] = [MetricsInterceptor("agent"), ErrorInterceptor(), auth, deadline]
     agent = _new_server(settings, agent_chain)
 
-    peer_address = _bind(peer, settings.listen, "listen")
+    # Mutual TLS unless the node runs off-insecure (lamarck.node.peer_tls).
+    tls = ctx.peer_tls.server_credentials() if ctx.peer_tls is not None else None
+    peer_address = _bind(peer, settings.listen, "listen", tls)
     agent_address = _bind(agent, settings.agent_listen, "agent_listen")
     ctx.peer_addresses = [peer_address]
     ctx.agent_address = agent_address
@@ -389,7 +408,8 @@ async def build_servers(
         )
     peer_pb2_grpc.add_PeerServiceServicer_to_server(peer_factory(ctx), peer)
     agent_pb2_grpc.add_AgentServiceServicer_to_server(agent_factory(ctx), agent)
-    # The operator's desk shares the agent server (and so its bearer token). Imported here:
+    # The operator's desk shares the agent server's port, on its own credential (the
+    # AuthInterceptor asks OperatorService calls for the operator token). Imported here:
     # the servicer module imports NodeContext from this one.
     from lamarck.node.api.operator_service import make_operator_servicer
 

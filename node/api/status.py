@@ -61,6 +61,8 @@ REASON_OVERRIDES: dict[str, grpc.StatusCode] = {
     "records_rate_limited": grpc.StatusCode.RESOURCE_EXHAUSTED,
     "too_large": grpc.StatusCode.RESOURCE_EXHAUSTED,
     "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
+    # An operator action asked without the operator's credential (the agent token included).
+    "operator_credential_required": grpc.StatusCode.PERMISSION_DENIED,
     "future_timestamp": grpc.StatusCode.INVALID_ARGUMENT,
     "expired": grpc.StatusCode.INVALID_ARGUMENT,
 }

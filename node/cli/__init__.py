@@ -9,8 +9,10 @@ reputation, quarantine, fleet) join the same way. Every command takes ``--home``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import typer
+import typer.core
 
 from lamarck.node.cli import (
     agent_cmds,
@@ -31,6 +33,18 @@ from lamarck.node.cli.errors import LamarckGroup
 
 __all__ = ["app", "main"]
 
+
+def _flag_type_hidden(option: typer.core.TyperOption, ctx: Any) -> str | None:
+    """The type column of an option's help: empty for an on/off flag (no value to type)."""
+    if option.is_flag:
+        return None
+    return option.display_type(ctx)
+
+
+# typer prints every flag's type as ``<bool>`` (``--json <bool>``), which reads as if the flag
+# took a value; a flag takes none.
+typer.core.TyperOption.display_type_rich = _flag_type_hidden  # type: ignore[method-assign,assignment]
+
 app = typer.Typer(
     name="lamarck",
     cls=LamarckGroup,
@@ -38,6 +52,9 @@ app = typer.Typer(
     no_args_is_help=True,
     # Failures are reported by LamarckGroup as one line; never a rich traceback.
     pretty_exceptions_enable=False,
+    # Help texts are Markdown: ``code`` renders as code and "[default: x]" stays text (rich
+    # markup would read it as a tag and drop it, leaving "Peer API address .").
+    rich_markup_mode="markdown",
     add_completion=False,
 )
 

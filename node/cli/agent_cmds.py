@@ -23,7 +23,7 @@ import typer
 
 from lamarck.agent.project import project_digest
 from lamarck.agent.run import RunParams, outcome_from_document
-from lamarck.client import AsyncClient
+from lamarck.client import AsyncClient, Conflict, Lesson
 from lamarck.errors import CliError
 from lamarck.node.cli.connect import client_for
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
@@ -58,6 +58,26 @@ def _project(path: Path | None) -> str:
     return project_digest(path if path is not None else Path.cwd())
 
 
+def _shown(lesson: Lesson) -> dict[str, Any]:
+    """A lesson as ``recall`` and ``check`` print it: text, confidence and evidence."""
+    return {
+        "id": lesson.id,
+        "content": lesson.content,
+        "confidence": lesson.confidence,
+        "evidence": lesson.evidence.evidence_class,
+        "independent_principals": lesson.evidence.independent_principals,
+        "label": lesson.evidence.label,
+    }
+
+
+def _conflict(conflict: Conflict) -> dict[str, Any]:
+    return {
+        "operation": conflict.operation,
+        "sides": [_shown(x) for x in conflict.sides],
+        "holds": conflict.holds or None,
+    }
+
+
 def recall(
     task: Annotated[str, typer.Argument(help="The task, in words.", show_default=False)],
     project: ProjectOption = None,
@@ -81,10 +101,9 @@ def recall(
         emit_json(
             {
                 "section": result.section,
-                "lessons": [
-                    {"id": x.id, "content": x.content, "confidence": x.confidence}
-                    for x in result.lessons
-                ],
+                "lessons": [_shown(x) for x in result.lessons],
+                "unverified_hints": [_shown(x) for x in result.hints],
+                "conflicts": [_conflict(c) for c in result.conflicts],
             }
         )
     elif result.section:
@@ -113,6 +132,8 @@ def check(
                 "probe": result.probe,
                 "unblock": result.unblock,
                 "lesson_ids": list(result.lesson_ids),
+                "lessons": [_shown(x) for x in result.lessons],
+                "conflicts": [_conflict(c) for c in result.conflicts],
             }
         )
     elif result.preamble:

@@ -40,6 +40,8 @@ from lamarck.node.fleet.report import (
     learning_table,
     mean_and_spread,
     nodes_table,
+    quorum_figures,
+    quorum_table,
     reputation_rows,
     reputation_table,
     scenario_table,
@@ -62,6 +64,7 @@ from lamarck.node.fleet.supervisor import (
     down as fleet_down,
 )
 from lamarck.node.fleet.workloads import Workload, WorkloadParams, make_workload
+from lamarck.node.sharing.quorum import QUORUM_DIR, QuorumLedger
 
 __all__ = ["DEFAULT_DIR", "app", "down", "register", "status", "up"]
 
@@ -83,11 +86,14 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _reputation_rows(addr: str, names: Mapping[str, str]) -> list[dict[str, object]] | None:
-    """A node's reputation table through the operator SDK (None when it serves none)."""
+def _reputation_rows(
+    addr: str, home: Path, names: Mapping[str, str]
+) -> list[dict[str, object]] | None:
+    """A node's reputation table through the operator SDK, on the operator token of its
+    ``home`` (None when it serves none)."""
     from lamarck.operator import OperatorClient
 
-    with OperatorClient(addr, timeout=10) as op:
+    with OperatorClient(addr, home=home, timeout=10) as op:
         try:
             table = op.reputation()
         except LamarckError:
@@ -121,6 +127,16 @@ def up(
             "(default 0; a scenario: its own share).",
         ),
     ] = None,
+    operators: Annotated[
+        int,
+        typer.Option(
+            "--operators",
+            min=1,
+            help="Operators (principals) the nodes are admitted under: each endorses its "
+            "share round-robin, the Byzantine nodes under their own (default 1: one operator, "
+            "its identities are the voters).",
+        ),
+    ] = 1,
     workload: Annotated[
         str, typer.Option("--workload", help=f"One of: {', '.join(workload_names())}.")
     ] = "pitfalls",
@@ -156,6 +172,16 @@ def up(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the figures as one JSON line at the end.")
     ] = False,
+    unverified_plan_share: Annotated[
+        float | None,
+        typer.Option(
+            "--unverified-plan-share",
+            min=0.0,
+            max=1.0,
+            help="Every node's share of plan-time prompts an unverified lesson enters as a "
+            "hint (default: the node's own).",
+        ),
+    ] = None,
 ) -> None:
     """Start a fleet, run a workload with live progress, print the report; Ctrl-C stops it."""
     console = Console(stderr=as_json)
@@ -179,11 +205,13 @@ def up(
         directory=directory,
         nodes=nodes,
         byzantine=byzantine,
+        operators=operators,
         embedder=embedder,
         database_url=database_url,
         redis_url=redis_url,
         base_port=base_port,
         declared_tools=plan.scenario.declared_tools if plan is not None else (),
+        unverified_plan_share=unverified_plan_share,
     )
     if plan is None:
         byz_nodes = tuple(i for i in range(nodes) if spec.is_byzantine(i))
@@ -208,8 +236,11 @@ def up(
         else:
             assert work is not None
             figures = _run_workload(console, fleet, work, seed)
+        # Whole-fleet totals from every ledger at the end, not per-run figures: named fleet_*.
+        figures.update({f"fleet_{k}": v for k, v in _show_quorums(console, fleet).items()})
         figures["fleet_nodes"] = float(nodes)
         figures["fleet_byzantine"] = float(byzantine)
+        figures["fleet_operators"] = float(operators)
         figures["fleet_total_s"] = round(time.monotonic() - t0, 1)
         console.print(f"fleet run end to end in {figures['fleet_total_s']:.0f} s")
         _point_your_agent(console, fleet)
@@ -241,7 +272,13 @@ def _live(console: Console, renderable: Group) -> Iterator[Live]:
 
 def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[str, float]:
     handles = [
-        NodeHandle(n.name, n.agent_addr, n.metrics_url, byzantine=fleet.spec.is_byzantine(i))
+        NodeHandle(
+            n.name,
+            n.agent_addr,
+            n.metrics_url,
+            byzantine=fleet.spec.is_byzantine(i),
+            home=n.home,
+        )
         for i, n in enumerate(fleet.nodes)
     ]
     roles = ["byzantine" if h.byzantine else "honest" for h in handles]
@@ -276,13 +313,25 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
     return figures
 
 
+def _show_quorums(console: Console, fleet: Fleet) -> dict[str, float]:
+    """How the quorums on held high-stakes records ended, from every node's ledger."""
+    entries: list[tuple[str, str]] = []
+    for node in fleet.nodes:
+        ledger = QuorumLedger(node.home / QUORUM_DIR)
+        ledger.load()
+        entries += [(e.state, e.reason) for e in ledger.entries()]
+    figures = quorum_figures(entries)
+    console.print(quorum_table(figures))
+    return figures
+
+
 def _show_reputation(console: Console, fleet: Fleet) -> None:
     """The reputation table as the first honest node sees its peers."""
     names = {n.node_id: n.name for n in fleet.nodes}
     for i, node in enumerate(fleet.nodes):
         if fleet.spec.is_byzantine(i):
             continue
-        rows = _reputation_rows(node.agent_addr, names)
+        rows = _reputation_rows(node.agent_addr, node.home, names)
         if rows is None:
             console.print("[dim]reputation: this node version serves no reputation table[/dim]")
             return
@@ -387,7 +436,8 @@ def status(
         emit_json(facts)
     else:
         console = Console()
-        console.print(f"fleet in {where}: {facts['state']} (supervisor {pid})")
+        running = f" (supervisor pid {pid})" if pid is not None else ""
+        console.print(f"fleet in {where}: {facts['state']}{running}")
         if rows:
             from rich.table import Table
 

@@ -80,6 +80,27 @@ def iter_pages(client: Client, *, limit: int | None = None, **flt: Any) -> Itera
             return
 
 
+def evidence_json(lesson: Lesson) -> dict[str, Any]:
+    """A lesson's evidence for the node: class, independent principals, peers, label."""
+    e = lesson.evidence
+    return {
+        "class": e.evidence_class,
+        "independent_principals": e.independent_principals,
+        "contradicting_principals": e.contradicting_principals,
+        "certified": e.certified,
+        "peers": e.peers,
+        "authority": e.authority,
+        "approved": e.approved,
+        "label": e.label,
+    }
+
+
+def evidence_cell(lesson: Lesson) -> str:
+    """The evidence column: the class and the principals behind it (the label, without the
+    confidence its own column shows)."""
+    return lesson.evidence.label.rsplit(", confidence", 1)[0] or lesson.evidence.evidence_class
+
+
 def lesson_json(lesson: Lesson) -> dict[str, Any]:
     """A lesson as plain JSON: timestamps RFC 3339, the record as an object, not bytes."""
     return {
@@ -91,6 +112,7 @@ def lesson_json(lesson: Lesson) -> dict[str, Any]:
         "state": lesson.state,
         "contested_with": list(lesson.contested_with),
         "verified_against": list(lesson.verified_against),
+        "evidence": evidence_json(lesson),
         "scope": lesson.scope,
         "operation": lesson.operation,
         "category": lesson.category,
@@ -223,7 +245,7 @@ def list_lessons(
         return
     print_table(
         f"{len(lessons)} lesson(s)",
-        ["id", "v", "status", "state", "conf", "scope", "operation", "content"],
+        ["id", "v", "status", "state", "evidence", "conf", "scope", "operation", "content"],
         (
             (
                 x.id,
@@ -231,6 +253,8 @@ def list_lessons(
                 x.status,
                 # The lifecycle state, and whether an open conflict keeps it out of advice.
                 x.state + (" (contested)" if x.contested else ""),
+                # Proven here / corroborated by N / unverified, from N peer(s).
+                evidence_cell(x),
                 f"{x.confidence:.2f}",
                 x.scope,
                 x.operation,
@@ -260,6 +284,7 @@ def show(lesson_id: _IdArgument, home: HomeOption = None, as_json: JsonOption = 
         "version": last.version,
         "status": last.status,
         "state": latest.state,
+        "evidence": evidence_json(latest),
         "contested_with": list(latest.contested_with),
         "verified_against": list(latest.verified_against),
         "confidence": last.confidence,
@@ -276,6 +301,7 @@ def show(lesson_id: _IdArgument, home: HomeOption = None, as_json: JsonOption = 
         emit_json(facts)
         return
     rows = {k: v for k, v in facts.items() if k not in ("record", "history", "not_shared_reason")}
+    rows["evidence"] = latest.evidence.label or latest.evidence.evidence_class
     rows["confidence"] = f"{last.confidence:.3f}"
     rows["shared"] = "yes" if latest.shared else f"no: {latest.not_shared_reason}"
     rows["contested_with"] = ", ".join(latest.contested_with) or "-"

@@ -17,13 +17,14 @@ import typer
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from lamarck.client import dial_address
-from lamarck.errors import CliError, LamarckError
+from lamarck.errors import CliError, KeyFileError, LamarckError
 from lamarck.node.api.node_status import status_rows
 from lamarck.node.cli.connect import client_for, running_node
 from lamarck.node.cli.lessons import LESSON_STATUSES, iter_pages
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table
 from lamarck.node.config import load_settings
+from lamarck.node.peer_tls import dial_home
 from lamarck.operator import OperatorClient
 from lamarck.proto.v1 import peer_pb2
 
@@ -136,15 +137,17 @@ def start(
     run_node(settings)
 
 
-def _health(address: str, service: str = "") -> str:
-    """The standard health service's status of ``service`` ("" for the whole node) at
-    ``address``, or UNREACHABLE."""
+def _health(home: Path, info: dict[str, Any], service: str = "") -> str:
+    """The standard health service's status of ``service`` ("" for the whole node) on the
+    running node's peer port (dialled with its own TLS certificate), or UNREACHABLE."""
+    address = dial_address(str(info.get("listen", "")))
+    tls = info.get("peer_tls", "on") == "on"
     try:
-        with grpc.insecure_channel(dial_address(address)) as channel:
+        with dial_home(home, str(info.get("node_id", "")), address, tls=tls) as channel:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=service), timeout=HEALTH_TIMEOUT_S
             )
-    except grpc.RpcError:
+    except (grpc.RpcError, KeyFileError):
         return "UNREACHABLE"
     name: str = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     return name
@@ -152,7 +155,7 @@ def _health(address: str, service: str = "") -> str:
 
 def _status_facts(home: Path) -> dict[str, Any]:
     info = running_node(home)
-    health = _health(str(info.get("listen", "")))
+    health = _health(home, info)
     serving = health == "SERVING"
     return {
         "home": str(home),
@@ -160,7 +163,7 @@ def _status_facts(home: Path) -> dict[str, Any]:
         "pid": info.get("pid"),
         "version": info.get("version", ""),
         "health": health,
-        "peer_service": _health(str(info.get("listen", "")), _PEER_SERVICE) if serving else health,
+        "peer_service": _health(home, info, _PEER_SERVICE) if serving else health,
         "listen": info.get("listen", ""),
         "agent_listen": info.get("agent_listen", ""),
         "metrics_listen": info.get("metrics_listen", ""),

@@ -31,7 +31,7 @@ import json
 import os
 import tempfile
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -43,9 +43,15 @@ from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table, print_table
 from lamarck.node.config import NodeSettings, load_settings
 from lamarck.proto.clock import SystemClock
-from lamarck.proto.identity import NodeIdentity, b64u_decode, is_node_id, node_id_for
+from lamarck.proto.identity import (
+    NodeIdentity,
+    b64u_decode,
+    is_node_id,
+    node_id_for,
+    public_key_from_b64,
+)
 from lamarck.proto.keys import load_private_key, save_private_key, show_keys
-from lamarck.proto.timefmt import format_ts
+from lamarck.proto.timefmt import format_ts, parse_ts
 from lamarck.registry.directory import PeerInfo
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.records import (
@@ -54,6 +60,7 @@ from lamarck.registry.records import (
     sign_enrollment,
     sign_retraction,
     sign_revocation,
+    sign_seal,
 )
 
 __all__ = [
@@ -247,6 +254,8 @@ def _run_on_registry(
             params=RegistryParams(admission=AdmissionMode(settings.admission)),
             clock=SystemClock(),
             operator_public_key=settings.operator_public_key or None,
+            password=settings.redis_password.get_secret_value() if settings.redis_url else "",
+            ca_file=settings.redis_ca_file if settings.redis_url else "",
         )
         try:
             return await work(directory)
@@ -494,20 +503,129 @@ def revoke(
         operator, node_id=node_id, reason=reason, created_at=SystemClock().now()
     )
 
-    async def publish(directory: Any) -> None:
+    async def publish(directory: Any) -> int:
         await directory.revoke(revocation)
+        # Sealed at once: deleting the revocation from Redis then un-revokes nobody.
+        return await _publish_next_seal(directory, operator, settings.redis_namespace)
 
-    _run_on_registry(where, settings, publish)
+    seq = _run_on_registry(where, settings, publish)
     facts = {
         "node_id": revocation.node_id,
         "reason": revocation.reason,
         "created_at": revocation.created_at,
         "namespace": settings.redis_namespace,
+        "seal": seq,
     }
     if as_json:
         emit_json(facts)
     else:
         key_value_table("revoked", facts)
+
+
+# -- seal ---------------------------------------------------------------------------------
+
+
+async def _publish_next_seal(
+    directory: Any,
+    operator: NodeIdentity,
+    namespace: str,
+    revoked_keys: dict[str, datetime] | None = None,
+) -> int:
+    """Seal what the registry serves now, on top of the kept seal (never dropping what it
+    sealed), with ``revoked_keys`` added, as the next ``seq``; return that ``seq``."""
+    kept = await directory.seal()
+    keys = {k: parse_ts(t) for k, t in (kept.revoked_keys if kept else {}).items()}
+    for key, since in (revoked_keys or {}).items():
+        keys[key] = min(since, keys.get(key, since))  # the earliest compromise counts
+    revoked = set(await directory.revoked_ids()) | set(kept.revoked if kept else ())
+    pins = dict(kept.pins) if kept is not None else {}
+    for peer in await directory.live_peers():
+        pins[peer.node_id] = peer.public_key
+    for node_id in list(pins):
+        current = await directory.pinned_key(node_id)
+        if current is not None:
+            pins[node_id] = current  # a rotation since moved it
+    endorsees = {e: set(ids) for e, ids in (kept.endorsees if kept else {}).items()}
+    for node_id in sorted(set(pins) | revoked):
+        admitted = await directory.endorsees(node_id)
+        if admitted:
+            endorsees.setdefault(node_id, set()).update(admitted)
+    seal = sign_seal(
+        operator,
+        namespace=namespace,
+        seq=(kept.seq if kept is not None else 0) + 1,
+        created_at=SystemClock().now(),
+        revoked=revoked,
+        endorsees=endorsees,
+        pins={i: k for i, k in pins.items() if i not in revoked},
+        revoked_keys=keys,
+    )
+    await directory.publish_seal(seal)
+    return seal.seq
+
+
+@app.command()
+def seal(
+    operator_key: _OperatorKeyOption,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Seal the registry: sign what it must keep (revocations, endorsees, admitted pins) as the
+    next sequence number; every node holds the registry to the highest seal it has seen."""
+    where = resolve_home(home)
+    settings = load_settings(home=where)
+    operator = _network_operator(where, settings, operator_key)
+
+    async def publish(directory: Any) -> int:
+        return await _publish_next_seal(directory, operator, settings.redis_namespace)
+
+    seq = _run_on_registry(where, settings, publish)
+    facts = {"seal": seq, "namespace": settings.redis_namespace}
+    if as_json:
+        emit_json(facts)
+    else:
+        key_value_table("sealed", facts)
+
+
+@app.command("revoke-key")
+def revoke_key(
+    public_key: Annotated[
+        str, typer.Argument(metavar="PUBLIC_KEY", help="The compromised key (base64url).")
+    ],
+    operator_key: _OperatorKeyOption,
+    since: Annotated[
+        str,
+        typer.Option(
+            "--since",
+            help="RFC 3339 UTC instant from which the key counts as compromised; what it "
+            "signed before stays valid (default: now).",
+        ),
+    ] = "",
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Revoke a compromised key (sealed): whatever it signed from --since on is refused
+    everywhere, what it signed before keeps verifying; the node re-joins with a new key."""
+    where = resolve_home(home)
+    settings = load_settings(home=where)
+    operator = _network_operator(where, settings, operator_key)
+    try:
+        public_key_from_b64(public_key)
+        at = parse_ts(since) if since else SystemClock().now()
+    except (InvalidRecord, ValueError) as e:
+        raise ConfigError(f"bad key or --since: {e}", reason="invalid_public_key") from e
+
+    async def publish(directory: Any) -> int:
+        return await _publish_next_seal(
+            directory, operator, settings.redis_namespace, revoked_keys={public_key: at}
+        )
+
+    seq = _run_on_registry(where, settings, publish)
+    facts = {"public_key": public_key, "since": format_ts(at), "seal": seq}
+    if as_json:
+        emit_json(facts)
+    else:
+        key_value_table("key revoked", facts)
 
 
 # -- retract ------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from lamarck.node.cli.output import emit_json, key_value_table, print_table
 from lamarck.node.cli.quarantine import operator_for
 from lamarck.operator import PeerReputation, ReputationEventEntry, ReputationTable
 from lamarck.proto.timefmt import format_ts
-from lamarck.reputation.table import SortKey, render_table, row_to_obj
+from lamarck.reputation.table import SortKey, global_text, render_table, row_to_obj
 
 __all__ = ["app", "event_json", "register", "reset", "show", "table", "table_json"]
 
@@ -90,6 +90,7 @@ def table(
 
 def _show_text(shown: PeerReputation) -> None:
     facts = row_to_obj(shown.row)
+    facts["global_trust"] = global_text(shown.row.global_trust)
     facts["parts"] = " ".join(f"{k}={v:+.3f}" for k, v in sorted(shown.row.parts.items()) if v)
     facts["domains"] = ", ".join(f"{d}:{v:.2f}" for d, v in sorted(shown.row.domains.items()))
     facts["expert_domains"] = ", ".join(shown.row.expert_domains)

@@ -1,12 +1,12 @@
 """A deliberately small HTTP/1.1 layer for the console, on ``asyncio`` streams.
 
 One request per connection (the response says ``Connection: close``), no chunked bodies, no
-keep-alive, no TLS (the console listens on loopback, or behind the operator's token on a
-network the operator chose). Request lines, headers and bodies are bounded by
-:class:`ConsoleParams`; anything malformed or too large is refused with a typed error the
-server turns into 400 / 413 / 431. Every response carries headers that keep pages from being
-framed, sniffed or cached, and a Content-Security-Policy that allows nothing from outside
-the node.
+keep-alive, no TLS (the console listens on loopback by default; off loopback put it behind a
+TLS proxy on a network the operator chose: its session cookie is as good as the login).
+Request lines, headers and bodies are bounded by :class:`ConsoleParams`; anything malformed
+or too large is refused with a typed error the server turns into 400 / 413 / 431. Every
+response carries headers that keep pages from being framed, sniffed or cached, and a
+Content-Security-Policy that allows nothing from outside the node.
 """
 
 from __future__ import annotations
@@ -64,6 +64,10 @@ class ConsoleParams:
     activity_bin_h: float = 24.0
     activity_max_bins: int = 400
     activity_max_rows: int = 20000
+    # Seconds a console session lasts after its login, and most sessions kept at once (the
+    # oldest is forgotten first).
+    session_ttl_s: float = 43200.0
+    max_sessions: int = 64
 
     def __post_init__(self) -> None:
         for f in fields(self):

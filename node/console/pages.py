@@ -21,10 +21,11 @@ from lamarck.node.console.activity import ActivityTimeline
 from lamarck.node.console.markup import Markup, el, join, void
 from lamarck.node.console.plots import PlotParams, bar_chart, calibration_curve, timeline_chart
 from lamarck.node.health.figures import Finding, HealthReport
+from lamarck.node.learning.influence import LessonEvidence, evidence_label
 from lamarck.node.store.port import LessonEvent, LessonRow, QuarantineRow
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.events import ReputationEvent
-from lamarck.reputation.table import ReputationRow
+from lamarck.reputation.table import ReputationRow, global_text
 
 __all__ = [
     "CSRF_FIELD",
@@ -65,6 +66,17 @@ def page(title: str, active: str, body: Markup, *, csrf_token: str) -> Markup:
                     el("a", label, href=path, aria_current="page" if key == active else None),
                 )
                 for key, path, label in NAV
+            ),
+            el(
+                "li",
+                el(
+                    "form",
+                    void("input", type="hidden", name=CSRF_FIELD, value=csrf_token),
+                    el("button", "Sign out", type="submit"),
+                    method="post",
+                    action="/logout",
+                    class_="logout",
+                ),
             ),
         ),
     )
@@ -234,6 +246,10 @@ def reputation_page(rows: Sequence[ReputationRow]) -> Markup:
     def num(value: float, shown: str) -> Markup:
         return el("td", shown, data_sort=f"{value:.6f}")
 
+    def _global_cell(value: float | None) -> Markup:
+        # Unknown (nobody has judged the peer) sorts below every known value, even 0.
+        return num(-1.0 if value is None else value, global_text(value))
+
     body = el(
         "tbody",
         *(
@@ -244,7 +260,7 @@ def reputation_page(rows: Sequence[ReputationRow]) -> Markup:
                 el("td", r.band.value, data_sort=r.band.value),
                 num(r.score, f"{r.score:.3f}"),
                 num(r.pairwise, f"{r.pairwise:.2f}"),
-                num(r.global_trust, f"{r.global_trust:.4f}"),
+                _global_cell(r.global_trust),
                 num(r.accepted, str(r.accepted)),
                 num(sum(r.rejected.values()), str(sum(r.rejected.values()))),
                 el("td", ", ".join(sorted(r.domains)) or "–"),
@@ -291,7 +307,7 @@ def peer_page(row: ReputationRow, events: Sequence[ReputationEvent]) -> Markup:
         ("band", row.band.value),
         ("principal", row.principal or "–"),
         ("pairwise trust", f"{row.pairwise:.3f}"),
-        ("global trust", f"{row.global_trust:.4f}"),
+        ("global trust", global_text(row.global_trust)),
         ("predictions correct", f"{row.correct} / {row.predictions} (weighted {accuracy})"),
         ("records accepted", str(row.accepted)),
         ("records rejected", ", ".join(f"{k} {v}" for k, v in sorted(row.rejected.items()))),
@@ -493,8 +509,24 @@ def _origin(row: LessonRow) -> str:
     return "local" if row.imported_from is None else "imported"
 
 
-def lessons_page(rows: Sequence[LessonRow]) -> Markup:
-    """Lessons: text search and filters by scope, status and origin; each links to its page."""
+def _evidence_class(evidence: LessonEvidence | None) -> str:
+    """The class a lessons-page row is filtered on ("unknown" when not read)."""
+    return "unknown" if evidence is None else evidence.evidence_class.value
+
+
+def _evidence_text(evidence: LessonEvidence | None, confidence: float) -> str:
+    """The evidence label (its class, the principals behind it), without the confidence."""
+    if evidence is None:
+        return "–"
+    return evidence_label(evidence, confidence).rsplit(", confidence", 1)[0]
+
+
+def lessons_page(
+    rows: Sequence[LessonRow], evidence: Mapping[str, LessonEvidence] | None = None
+) -> Markup:
+    """Lessons: text search and filters by scope, status, origin and evidence class (proven
+    here, corroborated, unverified, with the principals behind it); each links to its page."""
+    ev = evidence or {}
 
     def choice(name: str, values: Sequence[str]) -> Markup:
         return el(
@@ -515,6 +547,7 @@ def lessons_page(rows: Sequence[LessonRow]) -> Markup:
         choice("scope", sorted({r.scope for r in rows})),
         choice("status", sorted({r.status.value for r in rows})),
         choice("origin", ["imported", "local"]),
+        choice("evidence", sorted({_evidence_class(ev.get(r.id)) for r in rows})),
         class_="filters",
     )
     body = el(
@@ -524,6 +557,7 @@ def lessons_page(rows: Sequence[LessonRow]) -> Markup:
                 "tr",
                 el("td", el("a", r.content, href=f"/lessons/{r.id}")),
                 el("td", r.operation),
+                el("td", _evidence_text(ev.get(r.id), r.confidence)),
                 el("td", f"{r.confidence:.2f}", data_sort=f"{r.confidence:.6f}"),
                 el("td", r.status.value),
                 el("td", r.scope),
@@ -531,13 +565,14 @@ def lessons_page(rows: Sequence[LessonRow]) -> Markup:
                 data_scope=r.scope,
                 data_status=r.status.value,
                 data_origin=_origin(r),
+                data_evidence=_evidence_class(ev.get(r.id)),
             )
             for r in rows
         ),
     )
     table = el(
         "table",
-        _sort_header("lesson", "operation", "confidence", "status", "scope", "origin"),
+        _sort_header("lesson", "operation", "evidence", "confidence", "status", "scope", "origin"),
         body,
         id="lessons",
         class_="sortable filterable",
@@ -545,10 +580,13 @@ def lessons_page(rows: Sequence[LessonRow]) -> Markup:
     return join([filters, table])
 
 
-def lesson_page(row: LessonRow, events: Sequence[LessonEvent]) -> Markup:
+def lesson_page(
+    row: LessonRow, events: Sequence[LessonEvent], evidence: LessonEvidence | None = None
+) -> Markup:
     """One lesson: what it says, its evidence, where it came from, and its event history."""
     facts = [
         ("operation", row.operation),
+        ("evidence", _evidence_text(evidence, row.confidence)),
         ("confidence", f"{row.confidence:.2f}"),
         ("status", row.status.value),
         ("scope", row.scope),

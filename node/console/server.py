@@ -7,14 +7,20 @@ actor, time and note, and charged to reputation exactly as ``lamarck quarantine`
 lessons and their history from the store, reputation from a ``ReputationSource``.
 :func:`start_console` serves it on ``asyncio`` streams (``lamarck.node.console.http``).
 
-Who may use it:
+Who may use it: the operator, everywhere, loopback included (any local process may be an
+agent; only who can read the node's home is its operator).
 
-* on loopback (the default) anyone on this machine, as for the agent API; the ``Host``
-  header must name a loopback host, so a web page that rebinds its DNS name to 127.0.0.1
-  cannot read the console;
-* anywhere else only with the operator token: ``Authorization: Bearer <token>`` or the
-  ``lamarck_console`` cookie the ``/login`` form sets (HttpOnly, SameSite=Strict). Starting
-  off loopback without a token is refused.
+* Every page but ``/login`` and ``/static/`` needs a session: the ``lamarck_console`` cookie
+  (HttpOnly, SameSite=Strict, Path=/) holds a random session id, never the operator token;
+  sessions live in the console's memory for ``ConsoleParams.session_ttl_s`` and end with
+  ``POST /logout`` or the node. A script may instead send ``Authorization: Bearer <operator
+  token>`` (a browser never adds that header to a cross-site request).
+* A session is opened by the one-time login URL the node prints at start and writes to its
+  ``node.json`` (``console_login_url``: ``/login?code=...``, good once), or by posting the
+  operator token (``<home>/operator.token``) to the ``/login`` form.
+* The ``Host`` header must be exactly one of the configured host names (the loopback names,
+  the listen host, ``console_hosts``): a page whose DNS name is rebound to this address
+  (``127.0.0.1.nip.io`` included) is refused before anything else.
 
 Every POST must carry the page's anti-forgery token (``csrf_token``, a per-process secret
 only pages of this console contain) and, when the browser sends them, an ``Origin`` equal to
@@ -30,7 +36,8 @@ import hmac
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,8 +70,10 @@ from lamarck.node.console.markup import Markup, el, void
 from lamarck.node.console.plots import PlotParams
 from lamarck.node.health.figures import Finding, Severity
 from lamarck.node.health.render import report_from_json
-from lamarck.node.net import is_loopback_host
-from lamarck.node.store.port import LessonFilter, LessonStore, QuarantineRow
+from lamarck.node.learning.influence import LessonEvidence
+from lamarck.node.lru import Lru
+from lamarck.node.net import LOOPBACK_NAMES
+from lamarck.node.store.port import LessonFilter, LessonRow, LessonStore, QuarantineRow
 from lamarck.proto.timefmt import parse_ts
 from lamarck.proto.v1 import operator_pb2
 
@@ -72,15 +81,21 @@ __all__ = [
     "COOKIE",
     "ConsoleApp",
     "ConsoleServer",
+    "console_hosts",
     "http_status_for",
     "new_csrf_token",
+    "new_secret",
     "start_console",
 ]
 
 _log = logging.getLogger(__name__)
 
-#: The cookie carrying the operator token after ``/login`` (off-loopback consoles).
+#: Reads lessons' evidence by id (``LessonService.evidence``).
+EvidenceOf = Callable[[Sequence[LessonRow]], Awaitable[Mapping[str, LessonEvidence]]]
+
+#: The cookie carrying a console session's random id (never the operator token).
 COOKIE = "lamarck_console"
+_WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 _DECISIONS = {
     "approve": operator_pb2.QUARANTINE_DECISION_APPROVE,
     "reject": operator_pb2.QUARANTINE_DECISION_REJECT,
@@ -113,17 +128,31 @@ def http_status_for(error: LamarckError) -> int:
 
 
 def _host_name(host_header: str) -> str:
-    """The host part of a ``Host`` header (``[::1]:8080`` -> ``::1``)."""
-    if host_header.startswith("["):
-        return host_header[1 : host_header.find("]")] if "]" in host_header else host_header
-    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+    """The host part of a ``Host`` header, lower-cased (``[::1]:8080`` -> ``::1``)."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def console_hosts(listen_host: str, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The exact host names a console on ``listen_host`` answers: the loopback names, the
+    listen host itself (unless a wildcard) and the configured ``extra`` names."""
+    names = {*LOOPBACK_NAMES, *(_host_name(h) for h in extra)}
+    host = listen_host.strip("[]").lower()
+    if host not in _WILDCARDS:
+        names.add(host)
+    return frozenset(names)
 
 
 class ConsoleApp:
     """Routes console requests to the operator service, the store and the reputation book.
 
-    ``token`` is the operator token required off loopback (``None``: loopback only);
-    ``csrf_token`` the anti-forgery secret every page embeds (a fresh one per process).
+    ``token`` is the operator token (a login form takes it; a script may send it as a
+    bearer); ``hosts`` the exact ``Host`` names answered (``console_hosts``); ``login_code``
+    the secret of the one-time login URL (``None``: none); ``csrf_token`` the anti-forgery
+    secret every page embeds (a fresh one per process). ``clock`` (monotonic seconds) and
+    ``new_session`` (a random session id) are injected for tests.
     """
 
     def __init__(
@@ -135,11 +164,19 @@ class ConsoleApp:
         params: ConsoleParams,
         plot: PlotParams,
         csrf_token: str,
-        token: str | None = None,
-        loopback_only: bool = True,
+        token: str,
+        hosts: Iterable[str] = LOOPBACK_NAMES,
+        login_code: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        new_session: Callable[[], str] | None = None,
+        evidence: EvidenceOf | None = None,
     ) -> None:
+        """``evidence`` reads the lessons' evidence classes (the lesson service's; None: the
+        pages show none)."""
         if not csrf_token:
             raise ConfigError("the console needs an anti-forgery token", reason="no_csrf_token")
+        if not token:
+            raise ConfigError("the console needs the operator token", reason="no_operator_token")
         self._op = operator
         self._store = store
         self._reputation = reputation
@@ -147,7 +184,13 @@ class ConsoleApp:
         self._plot = plot
         self._csrf = csrf_token
         self._token = token
-        self._loopback_only = loopback_only
+        self._hosts = frozenset(_host_name(h) for h in hosts)
+        self._login_code = login_code or None
+        self._clock = clock
+        self._new_session = new_session or new_secret
+        # Session id -> when it expires (monotonic seconds); the oldest go first when full.
+        self._sessions: Lru[str, float] = Lru(params.max_sessions)
+        self._evidence = evidence
 
     # -- entry point -------------------------------------------------------------------------
     async def handle(self, request: Request) -> Response:
@@ -156,7 +199,7 @@ class ConsoleApp:
             return await self._dispatch(request)
         except LamarckError as e:
             status = http_status_for(e)
-            if status == 401 and request.method == "GET":
+            if status == 401 and request.method == "GET" and request.path != "/login":
                 return _redirect("/login")
             return self._error(status, e)
 
@@ -168,29 +211,40 @@ class ConsoleApp:
             return Response(200, asset(name), CONTENT_TYPES[name])
         if path == "/login":
             return await self._login(request)
-        self._check_token(request)
+        # A POST from another site is refused as such (403) before its credentials are asked.
+        form = self._check_forgery(request) if request.method == "POST" else {}
+        self._check_session(request)
         if request.method == "POST":
-            self._check_forgery(request)
-            return await self._post(request)
+            if path == "/logout":
+                return self._logout(request)
+            return await self._post(request, form)
         if request.method != "GET":
             raise InvalidRecord(f"method {request.method} not allowed", reason="bad_method")
         return await self._get(path)
 
     # -- who may ask -------------------------------------------------------------------------
     def _check_host(self, request: Request) -> None:
-        """On loopback, the Host header must name a loopback host (DNS rebinding)."""
+        """The Host header must name one of the configured hosts exactly (DNS rebinding)."""
         host = _host_name(request.headers.get("host", ""))
-        if self._loopback_only and not is_loopback_host(host):
-            raise Unauthenticated("the console answers loopback hosts only", reason="bad_host")
+        if host not in self._hosts:
+            raise Unauthenticated(
+                f"the console does not answer the host name {host[:100]!r}", reason="bad_host"
+            )
 
-    def _check_token(self, request: Request) -> None:
-        """Off loopback, the operator token (bearer header or login cookie) is required."""
-        if self._token is None:
-            return
-        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        given = given or (request.cookie(COOKIE) or "")
-        if not given or not hmac.compare_digest(given.encode(), self._token.encode()):
-            raise Unauthenticated("the operator token is required", reason="unauthenticated")
+    def _check_session(self, request: Request) -> None:
+        """A live session cookie, or the operator token as a bearer, is required."""
+        given = request.headers.get("authorization", "")
+        if given[:7].lower() == "bearer ":
+            if hmac.compare_digest(given[7:].strip().encode(), self._token.encode()):
+                return
+            raise Unauthenticated("wrong operator token", reason="bad_token")
+        session = request.cookie(COOKIE)
+        expires = self._sessions.get(session) if session else None
+        if expires is None:
+            raise Unauthenticated("sign in as the operator first", reason="unauthenticated")
+        if self._clock() >= expires:
+            self._sessions.pop(session or "")
+            raise Unauthenticated("the console session expired", reason="unauthenticated")
 
     def _check_forgery(self, request: Request) -> dict[str, str]:
         """Refuse a POST from another site: Origin, Sec-Fetch-Site, then the page's token."""
@@ -206,15 +260,40 @@ class ConsoleApp:
             raise Unauthenticated("missing or wrong anti-forgery token", reason="csrf_token")
         return form
 
+    def _open_session(self) -> Response:
+        """A new session: its random id in the cookie, then the overview."""
+        session = self._new_session()
+        ttl = self._p.session_ttl_s
+        self._sessions.put(session, self._clock() + ttl)
+        cookie = f"{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/; Max-Age={int(ttl)}"
+        return _redirect("/", (("Set-Cookie", cookie),))
+
+    def _logout(self, request: Request) -> Response:
+        """End this browser's session (the cookie is cleared too)."""
+        session = request.cookie(COOKIE)
+        if session:
+            self._sessions.pop(session)
+        cleared = f"{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"
+        return _redirect("/login", (("Set-Cookie", cleared),))
+
     async def _login(self, request: Request) -> Response:
-        """``/login``: a form taking the operator token; sets the console cookie."""
+        """``/login``: the one-time code of the login URL, or a form taking the operator
+        token; either opens a session."""
         if request.method == "POST":
             form = self._check_forgery(request)
             token = form.get("token", "")
-            if self._token is None or not hmac.compare_digest(token.encode(), self._token.encode()):
+            if not hmac.compare_digest(token.encode(), self._token.encode()):
                 raise Unauthenticated("wrong operator token", reason="bad_token")
-            cookie = f"{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
-            return _redirect("/", (("Set-Cookie", cookie),))
+            return self._open_session()
+        code = request.query.get("code", "")
+        if code:
+            expected = self._login_code
+            if expected is None or not hmac.compare_digest(code.encode(), expected.encode()):
+                raise Unauthenticated(
+                    "this login URL was used already or is wrong", reason="bad_login_code"
+                )
+            self._login_code = None  # good once
+            return self._open_session()
         body = el(
             "form",
             void("input", type="hidden", name=pages.CSRF_FIELD, value=self._csrf),
@@ -316,13 +395,15 @@ class ConsoleApp:
     async def _lessons(self) -> Response:
         flt = LessonFilter(statuses=None, limit=self._p.lessons_shown)
         rows = await self._store().list_lessons(flt)
-        return self._html("Lessons", "lessons", pages.lessons_page(rows))
+        evidence = await self._evidence(rows) if self._evidence is not None else {}
+        return self._html("Lessons", "lessons", pages.lessons_page(rows, evidence))
 
     async def _lesson(self, lesson_id: str) -> Response:
         store = self._store()
         row = await store.get_lesson(lesson_id)
         events = await store.lesson_events([lesson_id])
-        return self._html("Lesson", "lessons", pages.lesson_page(row, events))
+        evidence = await self._evidence([row]) if self._evidence is not None else {}
+        return self._html("Lesson", "lessons", pages.lesson_page(row, events, evidence.get(row.id)))
 
     async def _health(self) -> Response:
         reply = await self._op.GetHealth(operator_pb2.GetHealthRequest(), None)
@@ -333,11 +414,11 @@ class ConsoleApp:
         return self._html("Health", "health", body)
 
     # -- actions -----------------------------------------------------------------------------
-    async def _post(self, request: Request) -> Response:
+    async def _post(self, request: Request, form: dict[str, str]) -> Response:
         parts = [p for p in request.path.split("/") if p]
         if len(parts) != 3 or parts[0] != "quarantine" or parts[2] not in _DECISIONS:
             raise NotFound(f"nothing to post to at {request.path[:100]}", reason="no_such_page")
-        note = request.form().get("note", "").strip()
+        note = form.get("note", "").strip()
         if len(note) > self._p.note_max_chars:
             raise InvalidRecord(
                 f"a note is at most {self._p.note_max_chars} characters", reason="note_too_long"
@@ -375,9 +456,14 @@ class ConsoleServer:
 
     @property
     def url(self) -> str:
-        """``http://host:port/``."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        """``http://host:port/`` (a wildcard listen host is dialled on loopback)."""
+        name = "127.0.0.1" if self.host in _WILDCARDS else self.host
+        host = f"[{name}]" if ":" in name else name
         return f"http://{host}:{self.port}/"
+
+    def login_url(self, code: str) -> str:
+        """The one-time login URL carrying ``code``."""
+        return f"{self.url}login?code={code}"
 
     async def stop(self) -> None:
         """Stop accepting, and wait for the listener to close."""
@@ -417,24 +503,14 @@ async def start_console(
     listen: str,
     *,
     params: ConsoleParams,
-    token: str | None,
 ) -> ConsoleServer:
-    """Serve ``app`` on ``listen`` (``host:port``; port 0 picks one).
-
-    Off loopback a ``token`` is required (``ConfigError(reason="console_needs_token")``).
-    """
+    """Serve ``app`` on ``listen`` (``host:port``; port 0 picks one)."""
     host, sep, port = listen.rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port.isdigit():
         raise ConfigError(
             f"console_listen must be host:port, got {listen!r}",
             reason="invalid_config",
-            field="console_listen",
-        )
-    if not is_loopback_host(host) and not token:
-        raise ConfigError(
-            "the console listens beyond loopback only with the operator token",
-            reason="console_needs_token",
             field="console_listen",
         )
     handler: Handler = app.handle if isinstance(app, ConsoleApp) else app
@@ -458,6 +534,11 @@ async def start_console(
     return console
 
 
+def new_secret() -> str:
+    """256 random bits, URL-safe: a session id or a one-time login code."""
+    return secrets.token_urlsafe(32)
+
+
 def new_csrf_token() -> str:
     """A fresh anti-forgery secret (one per console process)."""
-    return secrets.token_urlsafe(32)
+    return new_secret()

@@ -3,9 +3,14 @@
 No I/O here (a simulator reuses these): the driver (``lamarck.node.fleet.driver``) asks the
 node, passes the answers in, runs the chosen operations against the simulated environment
 and records the run. The policy is the seeds' default agent: it tries **the form it knows
-first** (the failing one) unless a lesson says otherwise — a lesson on file that says to
-avoid that form (what the node puts before the call: ``CheckOperation``'s preamble), or a
-lesson the agent itself learned earlier in its session.
+first** (the failing one) unless a lesson says otherwise — the agent's own fresh lesson, or
+advice on file (``CheckOperation``'s lessons, each with its evidence class). It follows the
+influence rule: proven here over corroborated over unverified, then more independent
+principals, then more confidence; an exact tie keeps the habit. An unverified lesson is
+never advice: a plan-time hint (recall's labelled hints) is at most tried first when no
+advice speaks and nothing contradicts it (the canary that lets an honest lesson be proven
+here). An unresolved conflict keeps the habit, and both sides go in play, so the outcome
+records which side reality favoured.
 
 A **poisoner** fabricates its runs: it reports the working form failed and the failing form
 worked, so its node learns (and, once proven in a second project, shares) the inverted
@@ -14,7 +19,6 @@ lesson. Its fabricated run is what a lying agent can feed a real node.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -24,23 +28,45 @@ __all__ = [
     "Advice",
     "AgentMemory",
     "Attempt",
+    "Said",
     "attempt_order",
     "fabricated_attempts",
     "remember_turn",
     "run_attempts",
     "says_avoid",
     "says_prefer",
-    "stated_confidence",
 ]
 
 
 @dataclass(frozen=True, slots=True)
+class Said:
+    """One lesson the node showed, with its evidence: the class's rank (0 proven here, 1
+    corroborated, 2 unverified), its independent principals and its confidence."""
+
+    lesson_id: str
+    content: str
+    rank: int
+    independent: int = 0
+    confidence: float = 0.0
+
+    def key(self) -> tuple[int, int, float]:
+        """Strongest first: class, independent support, confidence (never recency)."""
+        return (self.rank, -self.independent, -self.confidence)
+
+
+@dataclass(frozen=True, slots=True)
 class Advice:
-    """What the node said about one operation before it ran (the decision-time check)."""
+    """What the node said about one operation before it ran (the decision-time check).
+
+    ``lessons`` are its advice (proven here or corroborated, and a side that holds in a
+    conflict); ``unresolved`` every side of a conflict on file that no side holds.
+    """
 
     operation: str
     preamble: str  # "" when nothing is on file
     lesson_ids: tuple[str, ...] = ()
+    lessons: tuple[Said, ...] = ()
+    unresolved: tuple[Said, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,44 +94,57 @@ def says_prefer(preamble: str, operation: str) -> bool:
     return f"Prefer `{operation}`" in preamble
 
 
-_CONFIDENCE = re.compile(r"\(confidence ([0-9.]+)\)")
+def _sides(p: Pitfall, said: Sequence[Said]) -> tuple[list[Said], list[Said]]:
+    """The lessons among ``said`` for the working form first, and those for the failing one."""
+    unique = list({s.lesson_id: s for s in said}.values())
+    working = [
+        s for s in unique if says_avoid(s.content, p.failing) or says_prefer(s.content, p.working)
+    ]
+    failing = [
+        s for s in unique if says_avoid(s.content, p.working) or says_prefer(s.content, p.failing)
+    ]
+    return working, failing
 
 
-def stated_confidence(preamble: str) -> float:
-    """The confidence the node's line states for its lesson (0 when it states none)."""
-    found = _CONFIDENCE.search(preamble)
-    return float(found.group(1)) if found else 0.0
+def _ids(*groups: Sequence[Said]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(s.lesson_id for g in groups for s in g))
 
 
 def attempt_order(
-    p: Pitfall, advice: Sequence[Advice], memory: AgentMemory
+    p: Pitfall,
+    advice: Sequence[Advice],
+    memory: AgentMemory,
+    hints: Sequence[Said] = (),
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The forms to try, in order, and the lessons that decided it (to name in play).
 
-    The agent's own fresh lesson wins; else a lesson on file against the known form (and none
-    against the other) moves the other first; when lessons conflict, the more confident side
-    wins (a tie leaves the habit).
+    The agent's own fresh lesson wins. Else the advice on file: the strongest side by
+    evidence (class, independent support, confidence) decides; an exact tie keeps the habit.
+    With no advice, an unresolved conflict (on file, or between plan-time hints) keeps the
+    habit; a lone unverified hint against the known form is tried first (the canary). Every
+    lesson that took part is named, so the outcome judges it.
     """
     habit = (p.failing, p.working)
     own = memory.preferred.get(p.target)
     if own is not None and own[0] in habit:
         first = own[0]
         return (first, *(op for op in habit if op != first)), (own[1],) if own[1] else ()
-    against_failing = [
-        a for a in advice if says_avoid(a.preamble, p.failing) or says_prefer(a.preamble, p.working)
-    ]
-    against_working = [
-        a for a in advice if says_avoid(a.preamble, p.working) or says_prefer(a.preamble, p.failing)
-    ]
-    weight_f = max((stated_confidence(a.preamble) for a in against_failing), default=-1.0)
-    weight_w = max((stated_confidence(a.preamble) for a in against_working), default=-1.0)
-    if against_failing and weight_f > weight_w:
-        return (p.working, p.failing), tuple(
-            dict.fromkeys(i for a in against_failing for i in a.lesson_ids)
-        )
-    if against_working and not against_failing:
-        return habit, tuple(dict.fromkeys(i for a in against_working for i in a.lesson_ids))
-    return habit, ()
+    for_working, for_failing = _sides(p, [s for a in advice for s in a.lessons])
+    if for_working or for_failing:
+        best_w = min((s.key() for s in for_working), default=None)
+        best_f = min((s.key() for s in for_failing), default=None)
+        if best_w is not None and (best_f is None or best_w < best_f):
+            return (p.working, p.failing), _ids(for_working)
+        if best_f is not None and (best_w is None or best_f < best_w):
+            return habit, _ids(for_failing)
+        return habit, _ids(for_working, for_failing)  # an exact tie: the habit
+    open_w, open_f = _sides(p, [s for a in advice for s in a.unresolved])
+    hint_w, hint_f = _sides(p, hints)
+    if open_w or open_f or (hint_w and hint_f):
+        return habit, _ids(open_w, open_f, hint_w, hint_f)
+    if hint_w:
+        return (p.working, p.failing), _ids(hint_w)
+    return habit, _ids(hint_f)
 
 
 def run_attempts(order: Sequence[str], works: Callable[[str], bool]) -> tuple[Attempt, ...]:

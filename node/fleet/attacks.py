@@ -16,9 +16,10 @@ for a poisoned lesson) and Sybil keys (never admitted; registrations refused by 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -29,11 +30,13 @@ from lamarck.node.api.peer_auth import PeerTokens
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.keys import KEYS_DIR
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
+from lamarck.proto.tls import TLS_CERT_FILE, TLS_KEY_FILE, TlsMaterial, load_tls, tls_name
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
 from lamarck.proto.vote import Vote
 
@@ -200,6 +203,14 @@ def false_vote_certificate(raw: bytes, voters: Sequence[NodeIdentity], now: date
     return certificate_bytes(cert)
 
 
+def _home_tls(home: Path) -> TlsMaterial | None:
+    """The peer TLS material in a node's home, or None (a node run off-insecure)."""
+    keys = home / KEYS_DIR
+    if not (keys / TLS_KEY_FILE).exists():
+        return None
+    return load_tls(keys / TLS_KEY_FILE, keys / TLS_CERT_FILE)
+
+
 @dataclass(frozen=True, slots=True)
 class Push:
     """One record (and optionally its certificate) sent, and how the target acked it."""
@@ -213,10 +224,27 @@ class Push:
 class PeerPusher:
     """Sends records to peers as ``identity`` (a real admitted node's key) would."""
 
-    def __init__(self, identity: NodeIdentity, clock: Clock, params: AttackParams) -> None:
+    def __init__(
+        self,
+        identity: NodeIdentity,
+        clock: Clock,
+        params: AttackParams,
+        *,
+        home: Path | None = None,
+        peer_homes: Mapping[str, Path] | None = None,
+    ) -> None:
         self.identity = identity
         self._params = params
-        self._tokens = PeerTokens(identity, clock, PeerAuthParams())
+        # The pushing node's TLS material (from its home), and where each target's
+        # certificate is read: the pusher dials as that node would, over mutual TLS.
+        self._tls = _home_tls(home) if home is not None else None
+        self._peer_homes = dict(peer_homes or {})
+        self._tokens = PeerTokens(
+            identity,
+            clock,
+            PeerAuthParams(),
+            channel=self._tls.fingerprint if self._tls is not None else "",
+        )
         self._channels: dict[str, grpc.Channel] = {}
 
     def close(self) -> None:
@@ -224,6 +252,20 @@ class PeerPusher:
         for ch in self._channels.values():
             ch.close()
         self._channels.clear()
+
+    def _dial(self, target_id: str, address: str) -> grpc.Channel:
+        """A channel to ``target_id``: mutual TLS trusting the certificate in its home when
+        both ends have one, else plaintext (nodes run off-insecure)."""
+        target_home = self._peer_homes.get(target_id)
+        server = _home_tls(target_home) if target_home is not None else None
+        if self._tls is None or server is None:
+            return grpc.insecure_channel(address)
+        credentials = grpc.ssl_channel_credentials(
+            server.cert_pem, self._tls.key_pem, self._tls.cert_pem
+        )
+        return grpc.secure_channel(
+            address, credentials, options=[("grpc.ssl_target_name_override", tls_name(target_id))]
+        )
 
     def push(
         self,
@@ -268,7 +310,7 @@ class PeerPusher:
         )
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = grpc.insecure_channel(address)
+            channel = self._channels[address] = self._dial(target_id, address)
         stub = peer_pb2_grpc.PeerServiceStub(channel)
         try:
             reply = stub.Publish(

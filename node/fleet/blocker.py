@@ -248,7 +248,7 @@ class BlockerReport:
 
 def fleet_settle(fleet: Fleet) -> None:
     """Give gossip its time: two publish scans and an outbox round (bounded by the driver)."""
-    handles = [NodeHandle(n.name, n.agent_addr, n.metrics_url) for n in fleet.nodes]
+    handles = [NodeHandle(n.name, n.agent_addr, n.metrics_url, home=n.home) for n in fleet.nodes]
     params = DriverParams(gossip_interval_s=fleet.spec.gossip_interval_s, isolated_arm=False)
     work = Workload("settle", 0, (), (0,), frozenset(), ())
     with FleetDriver(handles, work, params, random.Random(0)) as driver:

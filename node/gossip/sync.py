@@ -67,11 +67,13 @@ class SyncQuery:
 
 @dataclass(frozen=True, slots=True)
 class SyncPage:
-    """One page of a Sync answer: records (hash, bytes), the cursor after them, more or not."""
+    """One page of a Sync answer: records (hash, bytes), the cursor after them, more or not,
+    and the signed trust summaries the server sent with it (exact bytes, unverified)."""
 
     records: tuple[tuple[str, bytes], ...]
     cursor: str
     more: bool
+    summaries: tuple[bytes, ...] = ()
 
 
 def select_for_sync(held: Mapping[str, bytes], query: SyncQuery, prefix_len: int) -> SyncPage:

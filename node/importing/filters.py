@@ -578,6 +578,8 @@ def record_texts(record: MemoryV2) -> Iterator[str]:
     yield from record.metadata.tags
     if record.lesson is not None:
         yield record.lesson.operation
+        if record.lesson.reason:
+            yield record.lesson.reason  # shown with the lesson's history, MCP included
     sit = record.situation
     if sit is not None:
         yield from (t for t in (sit.tool, sit.subject, sit.unblock, sit.probe) if t)

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import random
 import uuid
@@ -106,7 +107,11 @@ from lamarck.node.importing.view import (
     StoreImportView,
     counts_in_history,
 )
-from lamarck.node.learning.evidence import LocalCopy, confidence_on_new_version
+from lamarck.node.learning.evidence import (
+    LocalCopy,
+    carries_evidence,
+    confidence_on_new_version,
+)
 from lamarck.node.learning.params import EvidenceParams
 from lamarck.node.metrics import IMPORTS
 from lamarck.node.store.port import (
@@ -125,6 +130,7 @@ from lamarck.proto.clock import Clock
 from lamarck.proto.limits import DEFAULT_LIMITS, RecordLimits
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
+from lamarck.proto.timefmt import parse_ts
 from lamarck.registry.pins import KeyPins, pin_refusal
 from lamarck.registry.rules import PinReason
 from lamarck.reputation.events import EventKind, ReputationEvent
@@ -204,18 +210,23 @@ PIN_CHARGES: dict[PinReason, EventKind | None] = {
     PinReason.REVOKED_SOURCE: EventKind.REJECTED,
     PinReason.UNREGISTERED_SOURCE: EventKind.REJECTED,
     PinReason.KEY_NOT_PINNED: EventKind.BAD_SIGNATURE,
+    # A compromised key's records are its thief's, not the relay's fault.
+    PinReason.REVOKED_KEY: None,
 }
 
 
 async def check_key_pin(pins: KeyPins, signed: SignedMemory) -> None:
-    """Stage (3): the claimed source is registered, not revoked, and pinned to the signing key.
+    """Stage (3): the claimed source is registered, not revoked, and pinned to the signing key
+    (or the key its verified rotation chain retired after the record was last signed).
 
     Raises ``PolicyRejected`` (unregistered, revoked, registry unavailable: fail closed) or
     ``VerificationError`` (``key_not_pinned``), each with a ``PinReason`` as its reason.
     """
     signature = signed.memory.signature
+    # Signed when last updated: a key retired by a rotation after that still verifies it.
+    signed_at = parse_ts(signed.memory.provenance.updated_at)
     refusal = await pin_refusal(
-        pins, signed.source_agent_id, signature.signed_by if signature else None
+        pins, signed.source_agent_id, signature.signed_by if signature else None, signed_at
     )
     if refusal is not None:
         reason, why = refusal
@@ -282,6 +293,7 @@ def imported_row(
             else None
         ),
         tags=tuple(record.metadata.tags),
+        change_reason=lesson.reason if lesson is not None else None,
         memory_type=record.type,
         access_level=record.access_level,
         source_node_id=source,
@@ -321,13 +333,19 @@ def newer_version_row(
     params: EvidenceParams,
     embedding: Vector | None,
 ) -> LessonRow:
-    """The held copy ``older`` once a newer signed version of its record is stored.
+    """The held copy ``older`` once a newer signed version of its record, or its source's edit
+    of it (a record whose ``metadata.supersedes`` names the one ``older`` holds), is stored.
 
     The source's part (content, claim, status, signed bytes, access level) comes from the new
-    record; this node's part stays: the local id, the evidence and counts, first arrival,
-    uses, a project scope its outcomes set, and a retirement decided here. Its confidence is
-    ``confidence_on_new_version`` (``node/learning/evidence.py``). ``embedding`` is None when
-    the content did not change (the stored vector is kept).
+    record; this node's part stays: the local id, first arrival, uses, a retirement decided
+    here and, while the lesson's operation is the same, its evidence (outcome ids, counts,
+    confirmed projects, a project scope its outcomes set) and its confidence's local margin
+    (``confidence_on_new_version``, ``node/learning/evidence.py``). A version about another
+    operation is another claim: evidence about the old operation does not confirm it, so the
+    copy starts from the new transferred confidence with no local outcomes (the event log
+    keeps what was there). An end the source signed (retired, superseded) is the source's to
+    lift: a later version or edit from it stands. ``embedding`` is None when the content did
+    not change (the stored vector is kept).
     """
     fresh = imported_row(
         signed,
@@ -336,56 +354,102 @@ def newer_version_row(
         via_node_id=via_node_id,
         now=now,
     )
-    outcomes = older.confirmations + older.contradictions
-    copy = LocalCopy(older.confidence, older.transferred_confidence, outcomes)
-    # A copy this node retired (its own evidence, or its operator) stays retired.
-    local_end = older.status in (LessonStatus.RETIRED, LessonStatus.SUPERSEDED)
     entry = ProvenanceEntry(signed.source_agent_id, via_node_id, now, signed.content_hash)
-    return dataclasses.replace(
+    # A copy this node ended (its own evidence, its operator, taint) stays ended.
+    local_end = older.status in _ENDED and older.status is not _signed_status(older)
+    kept = dataclasses.replace(
         fresh,
         status=older.status if local_end else fresh.status,
-        confidence=confidence_on_new_version(copy, transferred, params),
         created_at=older.created_at,
+        last_used=older.last_used,
+        use_count=older.use_count,
+        superseded_by=older.superseded_by if local_end else None,
+        supersedes=older.supersedes,
+        provenance=(*older.provenance, entry),
+        embedding=embedding,
+    )
+    if not carries_evidence(older.operation, fresh.operation):
+        return kept
+    outcomes = older.confirmations + older.contradictions
+    copy = LocalCopy(older.confidence, older.transferred_confidence, outcomes)
+    return dataclasses.replace(
+        kept,
+        confidence=confidence_on_new_version(copy, transferred, params),
         scope=older.scope if outcomes else fresh.scope,
         evidence=older.evidence,
         confirmations=older.confirmations,
         contradictions=older.contradictions,
         confirmed_projects=older.confirmed_projects,
-        last_used=older.last_used,
-        use_count=older.use_count,
-        superseded_by=older.superseded_by,
-        supersedes=older.supersedes,
-        provenance=(*older.provenance, entry),
-        embedding=embedding,
     )
+
+
+_ENDED = (LessonStatus.RETIRED, LessonStatus.SUPERSEDED)
+
+
+def _signed_status(row: LessonRow) -> LessonStatus | None:
+    """The status the source signed into the record ``row`` holds (None: unreadable)."""
+    if row.signed_record is None:
+        return None
+    try:
+        obj = json.loads(row.signed_record)
+        status = obj["lesson"]["status"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return _RECORD_STATUS.get(status, LessonStatus.ACTIVE) if isinstance(status, str) else None
+
+
+def held_record_id(row: LessonRow) -> str | None:
+    """The id of the signed record an imported copy holds now (None: none readable)."""
+    if row.signed_record is None:
+        return None
+    try:
+        value = json.loads(row.signed_record).get("id")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def version_events(
     older: LessonRow | None, row: LessonRow, record: MemoryV2, now: datetime
 ) -> list[LessonEvent]:
-    """The event-log entries for storing ``row`` (first import, or a newer version of
-    ``older``), and the retirement the source's record announces, if it ends the copy here."""
+    """The event-log entries for storing ``row`` (first import, a newer version of
+    ``older``, or its source's edit of it), and the end the source's record announces, if it
+    ends the copy here; each says who and why, as the source signed it."""
     source = record.provenance.source_agent_id
-    version = record.lesson.version if record.lesson is not None else 1
+    lesson = record.lesson
+    version = lesson.version if lesson is not None else 1
+    why = f": {lesson.reason}" if lesson is not None and lesson.reason else ""
     if older is None:
         events = [
             LessonEvent(row.id, now, "imported", source, None, row.confidence, version=version)
         ]
     else:
+        before = held_record_id(older)
+        if before is not None and before != record.id:
+            said = f"edited by its source: record {record.id} supersedes {before}{why}"
+            kind = "edited"
+        else:
+            said, kind = f"newer version {version} from its source", "version"
+        if not carries_evidence(older.operation, row.operation):
+            outcomes = older.confirmations + older.contradictions
+            said += (
+                f"; operation changed from {older.operation} to {row.operation}: "
+                f"{outcomes} local outcome(s) about the old one no longer count"
+            )
         events = [
             LessonEvent(
                 row.id,
                 now,
-                "version",
+                kind,
                 source,
                 older.confidence,
                 row.confidence,
-                reason=f"newer version {version} from its source",
+                reason=said,
                 version=version,
             )
         ]
     was_live = older is None or older.status in (LessonStatus.ACTIVE, LessonStatus.CLAIMED)
-    if was_live and row.status in (LessonStatus.RETIRED, LessonStatus.SUPERSEDED):
+    if was_live and row.status in _ENDED:
         kind = "retired" if row.status is LessonStatus.RETIRED else "superseded"
         events.append(
             LessonEvent(
@@ -395,11 +459,24 @@ def version_events(
                 source,
                 row.confidence,
                 row.confidence,
-                reason=f"{kind} by its source",
+                # A retirement's reason is the record's; a superseded record's reason is the
+                # one of the version it was (its edit says why it was superseded).
+                reason=_end_reason(kind, record) + (why if kind == "retired" else ""),
                 version=version,
             )
         )
     return events
+
+
+def _end_reason(kind: str, record: MemoryV2) -> str:
+    """Who ended the copy, as the record says: by ``<who>`` at its source (a retirement), by its
+    source with ``<successor id>`` (an edit), or by its source."""
+    ended_by = record.metadata.superseded_by or ""
+    if ended_by.startswith("retired:") and ended_by != "retired:":
+        return f"{kind} by {ended_by.removeprefix('retired:')} at its source"
+    if ended_by and not ended_by.startswith("retired:"):
+        return f"{kind} by its source with {ended_by}"
+    return f"{kind} by its source"
 
 
 class _Refused(Exception):
@@ -1049,6 +1126,26 @@ class ImportPipeline:
         record = signed.memory
         assert decision.confidence is not None  # set for every accept
         older = await self._older_copy(record.id)
+        past: LessonRow | None = None
+        edited: str | None = None  # the bytes an edit moves the copy past
+        if older is None:
+            # The source's edit of a lesson held here: a new version of the same lesson.
+            older = await self._edited_copy(record)
+            edited = older.content_hash if older is not None else None
+            past = None if older is not None else await self._successor_copy(record)
+        elif held_record_id(older) not in (None, record.id):
+            past, older = older, None
+        if past is not None:
+            # A version of a record whose copy here has moved on to the source's edit of it
+            # (or one naming a successor held here): history, the copy stays as it is.
+            self._view.note_held(record, signed.content_hash, lesson_id=past.id)
+            self._view.held.keep_history(signed.content_hash)
+            if not counted:
+                self._count(record, now)
+            IMPORTS.labels(result="accepted", reason="").inc()
+            return dataclasses.replace(
+                base, outcome=ImportOutcome.ACCEPT, lesson_id=past.id, forward=decision.forward
+            )
         # (10) the embedding is computed from the content (before the lock, when it looked
         # new): never a shipped vector; a newer version with unchanged content keeps the
         # stored one.
@@ -1090,6 +1187,8 @@ class ImportPipeline:
             IMPORTS.labels(result="duplicate", reason="").inc()
             return dataclasses.replace(base, lesson_id=lesson_id)
         self._view.note_held(record, signed.content_hash, lesson_id=row.id)
+        if edited is not None:
+            self._view.held.keep_history(edited)
         if not counted:
             self._count(record, now)
         IMPORTS.labels(result="accepted", reason="").inc()
@@ -1103,6 +1202,29 @@ class ImportPipeline:
         return dataclasses.replace(
             base, outcome=ImportOutcome.ACCEPT, lesson_id=row.id, forward=decision.forward
         )
+
+    async def _edited_copy(self, record: MemoryV2) -> LessonRow | None:
+        """The copy held here of the record ``record`` is an edit of (``metadata.supersedes``),
+        if its source signed both and the copy still holds that record (an edit supersedes
+        one version: a second successor of the same record is a lesson of its own)."""
+        previous = record.metadata.supersedes
+        if previous is None:
+            return None
+        copy = await self._older_copy(previous)
+        if copy is None or copy.imported_from != record.provenance.source_agent_id:
+            return None
+        return copy if held_record_id(copy) == previous else None
+
+    async def _successor_copy(self, record: MemoryV2) -> LessonRow | None:
+        """The copy held here of the successor ``record`` names (``metadata.superseded_by``:
+        the source's edit of it), if its source signed both and the copy holds it."""
+        successor = record.metadata.superseded_by
+        if successor is None or successor.startswith("retired:"):
+            return None
+        copy = await self._older_copy(successor)
+        if copy is None or copy.imported_from != record.provenance.source_agent_id:
+            return None
+        return copy if held_record_id(copy) == successor else None
 
     async def _older_copy(self, record_id: str) -> LessonRow | None:
         lesson_id = self._view.held.latest_lesson_id(record_id)

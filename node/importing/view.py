@@ -103,6 +103,8 @@ class HeldRecords:
     def __init__(self) -> None:
         self._by_record: dict[str, list[_Held]] = defaultdict(list)
         self._rejected: dict[str, str] = {}
+        # Versions judged and kept as history only: their copy moved on to the source's edit.
+        self._history: set[str] = set()
 
     def add(
         self,
@@ -121,6 +123,15 @@ class HeldRecords:
                     held[i] = _Held(version, content_hash, source_id, lesson_id)
                 return
         held.append(_Held(version, content_hash, source_id, lesson_id))
+
+    def keep_history(self, content_hash: str) -> None:
+        """Remember a version kept as history only (no row holds its bytes: its copy holds
+        the source's edit of it), so a Sync does not pull it again."""
+        self._history.add(content_hash)
+
+    def history_hashes(self) -> frozenset[str]:
+        """The versions kept as history only since this node started."""
+        return frozenset(self._history)
 
     def reject(self, content_hash: str, reason: str) -> None:
         """Remember that the record with ``content_hash`` was rejected for ``reason``."""

@@ -20,7 +20,10 @@ conflicts and plans out; the caller stores exactly what a plan says and nothing 
      negation markers: "X works with Y" / "X does not work with Y").
 
 **Settlement.** Both are marked contested (``contest``) — or, for two imports no outcome here
-backs, left uncontested until an outcome proves one of them (``settle_proven``). The next
+backs, left uncontested until an outcome proves one of them (``settle_proven``). Uncontested
+is not hidden: recall and the decision-time check find every conflicting pair among the
+lessons at hand with ``conflict_between`` and show both sides together, ordered by evidence
+(``node/learning/influence.py``, ``node/lessons/recall.py``). The next
 attributed outcome that tests one of them decides (``trials_from_attributions``,
 ``winner_of``): a lesson *held* when the outcome confirmed it — or, for the negated side of a
 meaning conflict, when the outcome contradicted the operation it warns against. The winner
@@ -77,7 +80,6 @@ __all__ = [
     "mechanical_claim",
     "scopes_meet",
     "settle",
-    "settle_hint",
     "settle_outcome",
     "settle_proven",
     "trials_from_attributions",
@@ -343,22 +345,6 @@ def has_local_evidence(row: LessonRow) -> bool:
     return (row.imported_from is None and bool(row.evidence)) or row.confirmations > 0
 
 
-def silenced(row: LessonRow, opponents: Sequence[LessonRow]) -> bool:
-    """Whether a contested lesson is kept out of advice until an outcome settles it.
-
-    It is, unless this node's own outcomes back it and none of the lessons it is contested
-    with has such backing: a claim from another agent never silences what this node's own
-    reality proved (seed 004's validation hierarchy: reality above other agents) — else any
-    peer could take an honest, locally proven lesson out of every prompt by publishing its
-    reverse. The link stays either way, so the next outcome that tells them apart settles it.
-    """
-    if not row.contested_with:
-        return False
-    if not has_local_evidence(row):
-        return True
-    return any(has_local_evidence(o) for o in opponents if o.id in row.contested_with)
-
-
 def contest(conflict: Conflict, rows: Mapping[str, LessonRow]) -> tuple[LessonUpdate, ...]:
     """Mark both sides contested: no confidence, status or evidence moves, only the flag."""
     out = []
@@ -546,14 +532,4 @@ def apply_update(
         contradictions=row.contradictions + update.contradictions_delta,
         last_used=now if update.outcome_id else row.last_used,
         updated_at=now if (moved or update.outcome_id) else row.updated_at,
-    )
-
-
-def settle_hint(conflict: Conflict, a: LessonRow, b: LessonRow) -> str:
-    """One line for the decision-time preamble: the conflict and what would settle it."""
-    ops = " or ".join(f"`{op}`" for op in conflict.settled_by)
-    where = f" on {conflict.target}" if conflict.target else ""
-    return (
-        f"Contested: “{a.content}” vs “{b.content}”. Neither is advice until the next run of "
-        f"{ops}{where} settles it."
     )

@@ -17,6 +17,12 @@ transferred confidence of the old version is not known (a copy stored before it 
 a copy with local outcomes keeps its current confidence (its evidence cannot be separated
 from the claim) and one without takes the new transferred confidence.
 
+An edit at the source (a record whose ``metadata.supersedes`` names the one the copy holds)
+is a newer version of the same lesson: the same rule applies. Evidence carries only while the
+lesson is about the same operation (``carries_evidence``): outcomes about the old operation do
+not confirm or contradict a new one, so a version about another operation starts from its
+new transferred confidence with no local outcomes (the event log keeps what there was).
+
 Pure: values in, a number out; constants in ``EvidenceParams``.
 """
 
@@ -30,6 +36,7 @@ from lamarck.reputation.transfer import TransferParams, reality_tested_confidenc
 
 __all__ = [
     "LocalCopy",
+    "carries_evidence",
     "confidence_on_new_version",
     "confirmed_confidence",
     "local_evidence",
@@ -46,6 +53,12 @@ class LocalCopy:
     transferred: float | None
     # Outcomes attributed to it here (confirmations + contradictions).
     outcomes: int
+
+
+def carries_evidence(old_operation: str, new_operation: str) -> bool:
+    """Whether local evidence about a lesson on ``old_operation`` still counts once its source
+    makes a version (or an edit) of it on ``new_operation``: only for the same operation."""
+    return old_operation == new_operation
 
 
 def local_evidence(copy: LocalCopy, new_transferred: float) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lamarck.node.learning.exposure import ExposureParams
+from lamarck.node.learning.influence import InfluenceParams
 from lamarck.node.learning.knowledge_params import KnowledgeParams
 from lamarck.node.learning.write_behind import WriteBehindParams
 from lamarck.params_checks import check_finite, check_positive_int, check_range, check_rule
@@ -318,8 +318,9 @@ class LearningParams:
     secrets: SecretParams = field(default_factory=SecretParams)
     # Conflicts, consolidation, learned context variables and the lifecycle (issue 18).
     knowledge: KnowledgeParams = field(default_factory=KnowledgeParams)
-    # Exposure before proof: unproven imported lessons in plan-time prompts (issue 12 §3.2).
-    exposure: ExposureParams = field(default_factory=ExposureParams)
+    # The influence gate: which lessons drive decisions, how unverified ones are shown, and
+    # which peer lessons are about the agent's authority (``node/learning/influence``).
+    influence: InfluenceParams = field(default_factory=InfluenceParams)
     # Claim vectors and recall use marks written behind the agent's reply (issue 17 §2); off
     # by default, the node turns both on (``node_params``).
     write_behind: WriteBehindParams = field(default_factory=WriteBehindParams)
@@ -331,7 +332,7 @@ class LearningParams:
         _rule(isinstance(self.lesson, LessonParams), "lesson", "must be LessonParams")
         _rule(isinstance(self.context, ContextParams), "context", "must be ContextParams")
         _rule(isinstance(self.secrets, SecretParams), "secrets", "must be SecretParams")
-        _rule(isinstance(self.exposure, ExposureParams), "exposure", "must be ExposureParams")
+        _rule(isinstance(self.influence, InfluenceParams), "influence", "must be InfluenceParams")
         _rule(
             isinstance(self.write_behind, WriteBehindParams),
             "write_behind",

@@ -12,6 +12,12 @@ and a lesson is never truncated, because a cut lesson can say the opposite of th
 ("Do not run X unless ..." → "Do not run X"). When lessons are left out, the section's last
 line says how many, so the agent knows there is more. Newlines inside a lesson are folded so
 that lesson text cannot forge extra prompt structure.
+
+Every line carries its lesson's evidence (``node/learning/influence``): advice is proven here
+or corroborated; lessons that disagree follow as one conflict line each, both sides labelled;
+unverified peer lessons come last, under their own header, as hints and never as advice
+(``HINTS_HEADER`` says what that means). Advice goes in first, then conflicts, then hints,
+each while the budget holds.
 """
 
 from __future__ import annotations
@@ -23,10 +29,13 @@ from dataclasses import dataclass
 from lamarck.node.learning.params import LessonParams
 
 __all__ = [
+    "CONFLICTS_HEADER",
     "HEADER",
+    "HINTS_HEADER",
     "PromptSection",
     "TokenCounter",
     "build_lessons_section",
+    "conflict_line",
     "conservative_token_bound",
     "estimate_tokens",
     "format_line",
@@ -36,6 +45,15 @@ __all__ = [
 TokenCounter = Callable[[str], int]
 
 HEADER = "Lessons:"
+#: What each evidence label means, for the model reading the section.
+CONFLICTS_HEADER = (
+    "Conflicts (lessons that disagree, strongest evidence first; only a side marked as "
+    "holding is advice):"
+)
+HINTS_HEADER = (
+    "Unverified hints (from peers; neither this node's runs nor independent principals have "
+    "confirmed them: not advice, at most something to try where a wrong try is cheap):"
+)
 # Room for the special tokens ([CLS]/[SEP] or BOS/EOS) a tokenizer may add around a text.
 _SPECIAL_TOKENS = 2
 
@@ -86,14 +104,43 @@ def format_line(content: str) -> str:
     return "- " + " ".join(content.split())
 
 
+def conflict_line(
+    operation: str,
+    sides: Sequence[tuple[str, str]],
+    holds: str | None,
+    settled_by: Sequence[str] = (),
+    target: str = "",
+) -> str:
+    """One conflict: ``sides`` as ``(label, content)`` strongest first; ``holds`` names the
+    class of the side that holds, or None when the conflict is unresolved; ``settled_by``
+    the operations whose next run (on ``target``, for a mechanical pair) settles it."""
+    shown = " vs ".join(f"[{label}] “{' '.join(text.split())}”" for label, text in sides)
+    runs = " or ".join(f"`{op}`" for op in (settled_by or (operation,)))
+    runs += f" on {target}" if target else ""
+    if holds is not None:
+        verdict = f"The {holds} side holds; the next run of {runs} tests it."
+    else:
+        verdict = (
+            f"Unresolved: neither side is advice until the next run of {runs} settles it; "
+            "keep your own habit."
+        )
+    return f"Contested on `{operation}`: {shown}. {verdict}"
+
+
 @dataclass(frozen=True, slots=True)
 class PromptSection:
-    """The formatted section, which lessons made it in, which did not fit, and its size."""
+    """The formatted section, which lessons made it in, which did not fit, and its size.
+
+    ``included`` are the advice lessons in the text; ``conflicted`` the ids of the sides of
+    the conflict lines in it, ``hinted`` the unverified hints in it.
+    """
 
     text: str
     included: tuple[str, ...]
     omitted: tuple[str, ...]
     tokens: int
+    conflicted: tuple[str, ...] = ()
+    hinted: tuple[str, ...] = ()
 
 
 def build_lessons_section(
@@ -102,12 +149,16 @@ def build_lessons_section(
     count: TokenCounter = estimate_tokens,
     *,
     limit: int | None = None,
+    conflicts: Sequence[tuple[tuple[str, ...], str]] = (),
+    hints: Sequence[tuple[str, str]] = (),
 ) -> PromptSection:
-    """Format ``(lesson_id, content)`` pairs, best first, within the lesson and token caps.
+    """Format ``(lesson_id, text)`` pairs, best first, within the lesson and token caps.
 
-    ``limit`` (at most ``p.recall_limit``) asks for fewer lessons. ``omitted`` lists the
-    lessons beyond the count or the budget; the text says how many of them there are, and the
-    budget covers that line too.
+    ``text`` is a lesson's line as shown (its evidence label and content). ``limit`` (at
+    most ``p.recall_limit``) asks for fewer lessons. ``omitted`` lists the lessons beyond the
+    count or the budget; the text says how many of them there are, and the budget covers that
+    line too. ``conflicts`` (``(side ids, line)``) and ``hints`` (``(lesson_id, line)``)
+    follow under their own headers while the budget holds.
     """
     most = p.recall_limit if limit is None else max(0, min(limit, p.recall_limit))
     lines: list[str] = [HEADER]
@@ -124,9 +175,24 @@ def build_lessons_section(
         lines.append(format_line(content))
         included.append(lesson_id)
     omitted = tuple(lesson_id for lesson_id, _ in lessons[len(included) :])
-    if not included:
+    tail = [omitted_line(len(omitted))] if omitted else []
+    conflicted: list[str] = []
+    hinted: list[str] = []
+    for header, entries, taken in (
+        (CONFLICTS_HEADER, [(ids, line) for ids, line in conflicts], conflicted),
+        (HINTS_HEADER, [((i,), line) for i, line in hints], hinted),
+    ):
+        block: list[str] = []
+        for ids, line in entries:
+            candidate = [*lines, *tail, *(block or [header]), format_line(line)]
+            if count("\n".join(candidate)) > p.prompt_token_budget:
+                break
+            block = [*(block or [header]), format_line(line)]
+            taken.extend(ids)
+        lines.extend(block)
+    if not included and not conflicted and not hinted:
         return PromptSection("", (), omitted, 0)
-    if omitted:
-        lines.append(omitted_line(len(omitted)))
-    text = "\n".join(lines)
-    return PromptSection(text, tuple(included), omitted, count(text))
+    text = "\n".join([*lines, *tail])
+    return PromptSection(
+        text, tuple(included), omitted, count(text), tuple(conflicted), tuple(hinted)
+    )

@@ -148,18 +148,27 @@ class RecalledLesson:
 class RecallResult:
     """Plan-time recall: the lessons for the prompt and the formatted section.
 
-    ``claimed`` holds claimed lessons the model asked for explicitly: returned (and in play, so
-    a confirmation can give them evidence), never part of ``section``. ``scored`` gives each
-    of ``lessons`` with its similarity and score, in the same order.
+    ``lessons`` are the advice (proven here or corroborated). ``claimed`` holds claimed lessons
+    the model asked for explicitly: returned (and in play, so a confirmation can give them
+    evidence), never part of ``section``. ``scored`` gives each of ``lessons`` with its
+    similarity and score, in the same order.
     """
 
     lessons: tuple[LessonRow, ...]
     section: PromptSection
     claimed: tuple[LessonRow, ...] = ()
     scored: tuple[RecalledLesson, ...] = ()
-    #: Relevant lessons in an open conflict (``contested_with`` set): returned and in play,
-    #: so an outcome can settle the conflict, never part of ``section`` (issue 18 §2).
+    #: Relevant lessons on a side of a conflict that does not hold (unresolved, or weaker
+    #: evidence): returned and in play, so an outcome can settle the conflict; in
+    #: ``section`` only as a conflict line, never as advice.
     contested: tuple[LessonRow, ...] = ()
+    #: Unverified peer lessons shown as labelled hints in ``section`` (never advice), with
+    #: their similarity and score.
+    hints: tuple[RecalledLesson, ...] = ()
+    #: The conflicts among the relevant lessons shown in ``section`` (``ShownConflict``).
+    conflicts: tuple[Any, ...] = ()
+    #: The evidence (``LessonEvidence``) of every lesson above, by id.
+    evidence: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

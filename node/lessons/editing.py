@@ -125,7 +125,8 @@ class LessonEditing:
     async def edit(self, lesson_id: str, new_content: str, who: str, reason: str = "") -> LessonRow:
         """Supersede a lesson with edited content; the new row inherits evidence and confidence.
 
-        ``reason`` (free text) is kept in the event log with ``who``.
+        ``reason`` (free text) is kept in the event log with ``who`` and travels with the new
+        version's signed record (``lesson.reason``, ``metadata.supersedes``).
         """
         old = await self._core.store.get_lesson(lesson_id)
         if old.status not in LIVE:
@@ -143,6 +144,9 @@ class LessonEditing:
             updated_at=now,
             superseded_by=None,
             supersedes=old.id,
+            # Signed into the new version with the id it supersedes, so every node holding a
+            # copy of the old one takes the edit as a new version of the same lesson.
+            change_reason=reason,
             tags=tuple(dict.fromkeys((*old.tags, f"edited-by:{who}"))),
             embedding=await self._core.embed(text),
         )
@@ -228,7 +232,8 @@ class LessonEditing:
     async def retire(self, lesson_id: str, who: str, reason: str = "") -> LessonRow:
         """Retire a lesson (``superseded_by = 'retired:<who>'``): kept, never re-learned.
 
-        ``reason`` (free text) is kept in the event log with ``who``.
+        ``reason`` (free text) is kept in the event log with ``who`` and travels with the
+        signed retirement (``lesson.reason``; ``who`` in ``metadata.superseded_by``).
         """
         who = who.strip()
         if not who or any(c.isspace() for c in who):
@@ -249,6 +254,8 @@ class LessonEditing:
                     row,
                     status=LessonStatus.RETIRED,
                     superseded_by=f"{RETIRED_PREFIX}{who}",
+                    # Signed into the retirement: every node holding a copy says why.
+                    change_reason=reason,
                     updated_at=now,
                     embedding=None,
                 )

@@ -3,24 +3,48 @@
 ``recall`` embeds the task once, asks the store for the nearest in-scope lessons, drops those
 below the relevance floor (``LessonParams.min_similarity``: a query unrelated to every lesson
 gets nothing, never the least unrelated lesson), re-ranks the rest (``node/learning/ranking``)
-and builds the section in rank order within the token budget (``node/learning/prompt``). What
-it returns is recorded as in play for the session and as used, in one store write.
+and builds the section within the token budget (``node/learning/prompt``). What it returns is
+recorded as in play for the session and as used, in one store write.
+
+Both recall and the check apply the influence gate (``node/learning/influence``): each
+lesson's evidence class comes from this node's own outcomes and the independent support the
+injected ``SupportReader`` reads; only proven and corroborated lessons are advice; an
+unverified peer lesson is at most a labelled hint in a bounded share of plan-time prompts and
+never in a preamble as advice; a peer lesson about the agent's authority is shown nowhere
+until it is corroborated or an operator approved it. Lessons that disagree (stored open
+conflicts, and any pair among the lessons at hand that ``conflicts.conflict_between`` finds:
+two imports, an import and a local lesson) are shown together, ordered by evidence, never by
+recency.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from lamarck.node.learning.conflicts import settle_hint, silenced
+from lamarck.consensus.corroboration import NO_SUPPORT, EvidenceClass
+from lamarck.node.learning.attribution import normalise_operation
+from lamarck.node.learning.conflicts import Conflict, conflict_between, detect_conflicts
 from lamarck.node.learning.consolidation import RecallGroup, collapse_groups, plan_consolidation
-from lamarck.node.learning.exposure import plan_time_exposed, unproven_here
-from lamarck.node.learning.prompt import build_lessons_section
+from lamarck.node.learning.influence import (
+    AuthorityPrototypes,
+    InfluenceParams,
+    LessonEvidence,
+    authority_by_lexicon,
+    conflict_leader,
+    evidence_label,
+    evidence_of,
+    evidence_order,
+    plan_hint,
+)
+from lamarck.node.learning.prompt import build_lessons_section, conflict_line
 from lamarck.node.learning.ranking import Candidate, idle_days, rank
 from lamarck.node.learning.scopes import recall_scopes
-from lamarck.node.lessons.core import LessonCore, RecalledLesson, RecallResult
-from lamarck.node.lessons.knowledge import Knowledge, embeddings_of
+from lamarck.node.lessons.core import EmbedderLike, LessonCore, RecalledLesson, RecallResult
+from lamarck.node.lessons.knowledge import embeddings_of
+from lamarck.node.lessons.support import NoSupportReader, SupportReader
 from lamarck.node.store.port import (
     Category,
     LessonFilter,
@@ -29,23 +53,85 @@ from lamarck.node.store.port import (
     RelevanceFloor,
 )
 
-__all__ = ["OperationCheck", "Recall"]
+__all__ = [
+    "OperationCheck",
+    "Recall",
+    "ShownConflict",
+    "authority_prototypes",
+]
+
+#: What a class is called in a conflict's verdict ("The proven here side holds.").
+_CLASS_WORDS = {
+    EvidenceClass.PROVEN_HERE: "proven here",
+    EvidenceClass.CORROBORATED: "corroborated",
+    EvidenceClass.UNVERIFIED: "unverified",
+}
+
+
+def authority_prototypes(
+    embedder: EmbedderLike, name: str, params: InfluenceParams
+) -> AuthorityPrototypes | None:
+    """The authority topic in the node's embedder's space, or None when that embedder's
+    vectors carry no meaning (``params.semantic_embedders``): the lexicon alone reads it."""
+    if name not in params.semantic_embedders or not params.authority_prototypes:
+        return None
+    vectors = embedder.embed(list(params.authority_prototypes))
+    return AuthorityPrototypes.of(vectors, params.authority_similarity)
+
+
+@dataclass(frozen=True, slots=True)
+class ShownConflict:
+    """Lessons that disagree, shown together: ``sides`` strongest first by evidence;
+    ``leader`` the id of the side that holds, or None while unresolved."""
+
+    operation: str
+    sides: tuple[LessonRow, ...]
+    leader: str | None
+    #: The operations whose next attributed run settles it, and its mechanical target.
+    settled_by: tuple[str, ...] = ()
+    target: str = ""
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The sides' lesson ids, strongest first."""
+        return tuple(r.id for r in self.sides)
 
 
 @dataclass(frozen=True, slots=True)
 class OperationCheck:
-    """What is on file for an operation: the lesson and the one line put before the call."""
+    """What is on file for an operation: the advice, the conflicts and the preamble.
 
-    lesson: LessonRow
+    ``lessons`` are the lessons that may drive the decision (proven here or corroborated),
+    strongest first; ``lesson`` the first of them (None when only a conflict is on file).
+    ``evidence`` holds the evidence of every lesson named here.
+    """
+
+    lesson: LessonRow | None
     preamble: str
+    lessons: tuple[LessonRow, ...] = ()
+    conflicts: tuple[ShownConflict, ...] = ()
+    evidence: Mapping[str, LessonEvidence] = field(default_factory=dict)
+
+    @property
+    def lesson_ids(self) -> tuple[str, ...]:
+        """Every lesson behind the preamble: the advice, then each conflict's sides."""
+        ids = [r.id for r in self.lessons]
+        ids.extend(i for c in self.conflicts for i in c.ids)
+        return tuple(dict.fromkeys(ids))
 
 
 class Recall:
     """Plan-time recall and the decision-time check over one ``LessonCore``."""
 
-    def __init__(self, core: LessonCore) -> None:
+    def __init__(
+        self,
+        core: LessonCore,
+        support: SupportReader | None = None,
+        topics: AuthorityPrototypes | None = None,
+    ) -> None:
         self._core = core
-        self._knowledge = Knowledge(core)
+        self._support: SupportReader = support if support is not None else NoSupportReader()
+        self._topics = topics
 
     def _groups(self, rows: list[LessonRow]) -> tuple[RecallGroup, ...]:
         """Near-duplicates among the hits, shown once each: imported claims kept apart
@@ -63,6 +149,130 @@ class Recall:
         merged = (RecallGroup((m.survivor, *m.predecessors)) for m in plan.merges)
         return (*plan.groups, *merged)
 
+    # -- evidence ------------------------------------------------------------------------------
+    async def evidence(self, rows: Sequence[LessonRow]) -> dict[str, LessonEvidence]:
+        """Each lesson's evidence for this node: its class from this node's outcomes and the
+        support the reader counts, and, for a peer lesson, whether it is about the agent's
+        authority (lexicon, or the embedder's prototypes where it reads meaning) and whether
+        an operator approved it here."""
+        if not rows:
+            return {}
+        core = self._core
+        p = core.params.influence
+        support = await self._support.support_for(rows)
+        vectors = await self._vectors(rows)
+        out: dict[str, LessonEvidence] = {}
+        for r in rows:
+            imported = r.imported_from is not None
+            authority = imported and (
+                authority_by_lexicon(r.operation, r.tags, r.content, p)
+                or (self._topics is not None and self._topics.about_authority(vectors.get(r.id)))
+            )
+            out[r.id] = evidence_of(
+                imported=imported,
+                local_confirmations=r.confirmations,
+                support=support.get(r.id, NO_SUPPORT),
+                authority=authority,
+                approved=False,
+                params=p,
+            )
+        for r in rows:
+            ev = out[r.id]
+            if ev.authority and not ev.decides and r.content_hash:
+                held = await core.store.quarantine_of(r.content_hash)
+                if held is not None and held.state == "approved":
+                    out[r.id] = dataclasses.replace(ev, approved=True)
+        return out
+
+    async def _vectors(self, rows: Sequence[LessonRow]) -> dict[str, Any]:
+        """The vectors the topic check reads: stored ones, and the embedder's for a peer
+        lesson stored without one (only when the node's embedder reads meaning)."""
+        if self._topics is None:
+            return {}
+        out: dict[str, Any] = {r.id: r.embedding for r in rows if r.embedding is not None}
+        missing = [r for r in rows if r.imported_from is not None and r.id not in out]
+        if missing:
+            computed = await self._core.embed_many([r.content for r in missing])
+            out.update((r.id, v) for r, v in zip(missing, computed, strict=True))
+        return out
+
+    def _ordered(
+        self, rows: Sequence[LessonRow], evidence: Mapping[str, LessonEvidence]
+    ) -> list[LessonRow]:
+        return sorted(rows, key=lambda r: evidence_order(evidence[r.id], r.confidence, r.id))
+
+    async def _conflicts(
+        self, rows: Sequence[LessonRow], evidence: dict[str, LessonEvidence]
+    ) -> list[ShownConflict]:
+        """The conflicts among ``rows`` and their stored opponents, each pair once, sides
+        ordered by evidence. ``evidence`` gains the opponents read here. Lessons not shown
+        (an unverified peer lesson about authority) are in no conflict."""
+        core = self._core
+        shown = [r for r in rows if evidence[r.id].shown]
+        pairs: dict[tuple[str, str], None] = {}
+        for r in shown:
+            for other in r.contested_with:
+                pairs[(min(r.id, other), max(r.id, other))] = None
+        held = {r.id: r for r in shown}
+        missing = sorted({i for pair in pairs for i in pair if i not in held})
+        if missing:
+            opponents = [
+                o for o in await core.store.get_lessons(missing) if o.status is LessonStatus.ACTIVE
+            ]
+            evidence.update(await self.evidence(opponents))
+            held.update((o.id, o) for o in opponents if evidence[o.id].shown)
+        p = core.params
+        active = [r for r in shown if r.status is LessonStatus.ACTIVE]
+        found_pairs: dict[tuple[str, str], Conflict] = {}
+        for c in detect_conflicts(
+            active,
+            embeddings_of(active),
+            p.knowledge.conflicts,
+            p.context,
+            similarity=core.similarity,
+        ):
+            pairs[c.pair] = None
+            found_pairs[c.pair] = c
+        out: list[ShownConflict] = []
+        for a, b in pairs:
+            if a not in held or b not in held:
+                continue
+            sides = tuple(self._ordered([held[a], held[b]], evidence))
+            lead = conflict_leader([evidence[s.id] for s in sides])
+            found = found_pairs.get((a, b)) or conflict_between(
+                held[a],
+                held[b],
+                embeddings_of((held[a], held[b])),
+                p.knowledge.conflicts,
+                core.similarity,
+            )
+            settled_by = found.settled_by if found is not None else ()
+            out.append(
+                ShownConflict(
+                    sides[0].operation,
+                    sides,
+                    None if lead is None else sides[lead].id,
+                    settled_by or (normalise_operation(sides[0].operation),),
+                    found.target if found is not None else "",
+                )
+            )
+        return out
+
+    def _conflict_text(
+        self, conflict: ShownConflict, evidence: Mapping[str, LessonEvidence]
+    ) -> str:
+        holds = None
+        if conflict.leader is not None:
+            holds = _CLASS_WORDS[evidence[conflict.leader].evidence_class]
+        return conflict_line(
+            conflict.operation,
+            [(evidence_label(evidence[s.id], s.confidence), s.content) for s in conflict.sides],
+            holds,
+            conflict.settled_by,
+            conflict.target,
+        )
+
+    # -- plan time -----------------------------------------------------------------------------
     async def recall(
         self,
         task: str,
@@ -76,12 +286,16 @@ class Recall:
     ) -> RecallResult:
         """Plan-time recall: the best active lessons for ``task`` and the "Lessons:" section.
 
-        Returned lessons are recorded as in play for ``session_id`` (and as used), so the next
-        ``record_outcome`` of that session can attribute them. In incognito nothing is recorded.
-        ``limit`` (at most ``recall_limit``) asks for fewer lessons.
+        Advice (proven here or corroborated) in rank order; conflicts among the relevant
+        lessons, both sides labelled; unverified peer lessons as hints in a bounded share of
+        recalls (one draw of the node's RNG per such lesson). Returned lessons are recorded
+        as in play for ``session_id`` (and as used), so the next ``record_outcome`` of that
+        session can attribute them. In incognito nothing is recorded. ``limit`` (at most
+        ``recall_limit``) asks for fewer lessons.
         """
         core = self._core
         lp = core.params.lesson
+        influence = core.params.influence
         # Read-your-writes: a lesson stored behind its vector is searchable from here on (a
         # claim's only to a recall that includes claims: no other finds it). The use marks
         # may stay behind: ranking reads idle days, which a mark seconds old does not change,
@@ -126,42 +340,93 @@ class Recall:
             [r.key for r in ranked], self._groups([by_id[r.key].lesson for r in ranked])
         )
         rows = [by_id[i].lesson for i in kept]
-        # A contested lesson is not advice (unless this node's own reality backs it against
-        # unproven claims: ``conflicts.silenced``): it is returned marked, and in play, so
-        # the next outcome that tests it can settle the conflict (issue 18 §2).
-        quiet = await self._silenced(rows)
-        active = [r for r in rows if r.status is LessonStatus.ACTIVE and r.id not in quiet]
-        # Exposure before proof (issue 12 §3.2): an imported lesson no outcome here confirmed
-        # enters only a share of plan-time prompts; the decision-time check still shows it.
-        # The RNG is drawn only for an unproven lesson under a share below 1.
-        exposure = core.params.exposure
-        unproven = {r.id: unproven_here(r.imported_from, r.confirmations) for r in active}
-        active = [
+        evidence = await self.evidence(rows)
+        # Shown at all (an unverified peer lesson about authority is not), and the stronger
+        # class first: within a class the re-rank's order stands.
+        rows = sorted(
+            (r for r in rows if evidence[r.id].shown),
+            key=lambda r: evidence[r.id].evidence_class.rank,
+        )
+        active = [r for r in rows if r.status is LessonStatus.ACTIVE]
+        conflicts = await self._conflicts(active, evidence)
+        in_conflict = {i for c in conflicts for i in c.ids}
+        leaders = {c.leader for c in conflicts if c.leader is not None}
+        # Advice: lessons that may drive a decision and are no losing or unresolved side.
+        advice = [
             r
             for r in active
-            if plan_time_exposed(
-                unproven[r.id],
-                core.rng.random() if unproven[r.id] and exposure.plan_share < 1.0 else 0.0,
-                exposure,
-            )
+            if evidence[r.id].decides and (r.id not in in_conflict or r.id in leaders)
         ]
+        # One draw of the node's RNG per unverified lesson per recall (rule 2). Hints:
+        # unverified lessons in no conflict whose draw passes; a conflict of unverified
+        # sides only is shown when the draw of one of its sides passes.
+        drawn = {
+            r.id: plan_hint(evidence[r.id], core.rng.random(), influence)
+            for r in active
+            if not evidence[r.id].decides
+        }
+        shown_conflicts = [
+            c
+            for c in conflicts
+            if any(evidence[s.id].decides or drawn.get(s.id, False) for s in c.sides)
+        ]
+        hints = [r for r in active if drawn.get(r.id) and r.id not in in_conflict]
+        hints = hints[: influence.max_unverified_hints]
         wanted = lp.recall_limit if limit is None else max(1, min(limit, lp.recall_limit))
+
+        def line(r: LessonRow) -> str:
+            return f"[{evidence_label(evidence[r.id], r.confidence)}] {r.content}"
+
         section = build_lessons_section(
-            [(r.id, r.content) for r in active], lp, core.count_tokens, limit=wanted
+            [(r.id, line(r)) for r in advice],
+            lp,
+            core.count_tokens,
+            limit=wanted,
+            conflicts=[(c.ids, self._conflict_text(c, evidence)) for c in shown_conflicts],
+            hints=[(r.id, line(r)) for r in hints],
         )
         chosen = [by_id[i].lesson for i in section.included]
+        hinted = [by_id[i].lesson for i in section.hinted]
         claimed = [r for r in rows if r.status is LessonStatus.CLAIMED][:wanted]
-        contested = [r for r in rows if r.status is LessonStatus.ACTIVE and r.id in quiet][:wanted]
+        # Every side of a relevant conflict is returned and in play (not advice), so the next
+        # outcome that tests one of them records which side reality favoured.
+        held = {r.id: r for r in active}
+        for c in conflicts:
+            held.update((s.id, s) for s in c.sides)
+        contested = [
+            held[i] for i in dict.fromkeys(_sides_in_order(conflicts)) if i not in leaders
+        ][: 2 * wanted]
         if not incognito:
             session = core.session(session_id)
             session.context = dict(context or {})
-            for row in [*chosen, *claimed, *contested]:
+            for row in [*chosen, *hinted, *claimed, *contested]:
                 session.in_play[row.id] = None
-            await core.mark_used([r.id for r in (*chosen, *claimed, *contested)], now)
+            await core.mark_used([r.id for r in (*chosen, *hinted, *claimed, *contested)], now)
         scored = tuple(
             RecalledLesson(row, by_id[row.id].similarity, scores[row.id]) for row in chosen
         )
-        return RecallResult(tuple(chosen), section, tuple(claimed), scored, tuple(contested))
+        hint_scores = tuple(
+            RecalledLesson(row, by_id[row.id].similarity, scores[row.id]) for row in hinted
+        )
+        return RecallResult(
+            tuple(chosen),
+            section,
+            tuple(claimed),
+            scored,
+            tuple(contested),
+            hints=hint_scores,
+            conflicts=tuple(shown_conflicts),
+            evidence={
+                i: evidence[i]
+                for i in (
+                    *section.included,
+                    *section.hinted,
+                    *(r.id for r in contested),
+                    *in_conflict,
+                )
+                if i in evidence
+            },
+        )
 
     async def report_use(self, lesson_id: str, session_id: str | None = None) -> LessonRow:
         """The agent used a lesson (e.g. returned by its own recall tool): in play and used."""
@@ -172,54 +437,68 @@ class Recall:
         await core.store.mark_used([row.id], core.clock.now())
         return await core.store.get_lesson(lesson_id)
 
+    # -- decision time -------------------------------------------------------------------------
     async def check(self, op_key: str, scope: str) -> OperationCheck | None:
-        """Decision-time check: the lesson on file for an operation, and its one line.
+        """Decision-time check: the advice on file for an operation, and its conflicts.
 
         Never blocks: the model keeps the decision, the evidence is put in front of it. The
         lookup is ``LessonFilter.about``: lessons recommending the operation, saying to avoid
-        it, or a situation on that tool; the most confident one is shown.
+        it, or a situation on that tool (at most ``check_pool`` of them). Only lessons that
+        may drive a decision are advice, strongest evidence first (class, independent
+        support, confidence: never recency); lessons that disagree about it are named
+        together, each with its class and support. An unverified lesson in no conflict is
+        not in the preamble at all.
         """
         key = op_key.strip()
         if not key:
             return None
-        rows = await self._core.store.list_lessons(
-            LessonFilter(scopes=recall_scopes(scope), about=key, limit=1)
+        core = self._core
+        rows = await core.store.list_lessons(
+            LessonFilter(
+                scopes=recall_scopes(scope), about=key, limit=core.params.influence.check_pool
+            )
         )
         if not rows:
             return None
-        best = rows[0]  # list order: highest confidence first
-        line = " ".join(best.content.split())
-        preamble = f"A lesson on file for `{key}` (confidence {best.confidence:.2f}): {line}"
-        hints = await self._settle_hints(best) if await self._silenced([best]) else []
-        if hints:
-            # A contested lesson is not advice: the preamble names the conflict instead, and
-            # what would settle it (seed 004).
-            preamble = " ".join(hints)
-        return OperationCheck(best, preamble)
-
-    async def _silenced(self, rows: Sequence[LessonRow]) -> set[str]:
-        """The ids among ``rows`` kept out of advice by their open conflicts (one read of
-        their opponents)."""
-        ids = {o for r in rows for o in r.contested_with}
-        if not ids:
-            return set()
-        opponents = await self._core.store.get_lessons(sorted(ids))
-        return {r.id for r in rows if silenced(r, opponents)}
-
-    async def _settle_hints(self, row: LessonRow) -> list[str]:
-        """One line per open conflict of ``row``: the two claims and what would settle it."""
-        if not row.contested_with:
-            return []
-        await self._core.load_learner()
-        hints: list[str] = []
-        for other in await self._core.store.get_lessons(list(row.contested_with)):
-            found = self._knowledge.conflict(row, other)
-            if found is not None:
-                first, second = (row, other) if found.first == row.id else (other, row)
-                hints.append(settle_hint(found, first, second))
-        return hints
+        await core.load_learner()
+        evidence = await self.evidence(rows)
+        conflicts = await self._conflicts(rows, evidence)
+        in_conflict = {i for c in conflicts for i in c.ids}
+        leaders = {c.leader for c in conflicts if c.leader is not None}
+        advice = self._ordered(
+            [
+                r
+                for r in rows
+                if evidence[r.id].shown
+                and evidence[r.id].decides
+                and (r.id not in in_conflict or r.id in leaders)
+            ],
+            evidence,
+        )
+        if not advice and not conflicts:
+            return None
+        parts: list[str] = []
+        if advice:
+            best = advice[0]
+            line = " ".join(best.content.split())
+            label = evidence_label(evidence[best.id], best.confidence)
+            parts.append(f"A lesson on file for `{key}` ({label}): {line}")
+        if conflicts:
+            parts.extend(self._conflict_text(c, evidence) for c in conflicts)
+        return OperationCheck(
+            advice[0] if advice else None,
+            " ".join(parts),
+            tuple(advice),
+            tuple(conflicts),
+            {i: evidence[i] for i in (*(r.id for r in advice), *in_conflict) if i in evidence},
+        )
 
     async def check_operation(self, op_key: str, scope: str) -> str | None:
         """The decision-time preamble for ``op_key``, or None (see ``check``)."""
         found = await self.check(op_key, scope)
         return None if found is None else found.preamble
+
+
+def _sides_in_order(conflicts: Sequence[ShownConflict]) -> list[str]:
+    """The sides of ``conflicts`` in order, each once."""
+    return list(dict.fromkeys(i for c in conflicts for i in c.ids))

@@ -39,9 +39,12 @@ __all__ = [
 ]
 
 INSTRUCTIONS = (
-    "lamarck is a memory shared by a network of coding agents: lessons proved by real runs. "
-    "Before a task call recall; before a risky command call check_operation; after the task, "
-    "pass or fail, call record_outcome with what ran. Lessons come only from outcomes."
+    "lamarck is a memory shared by a network of coding agents: lessons learned from real "
+    "runs. Each lesson is labelled 'proven here' (this node's runs confirmed it), "
+    "'corroborated' (independent operators' runs confirmed it) or 'unverified' (a peer's "
+    "lesson nobody independent confirmed: a hint, never advice). Before a task call recall; "
+    "before a risky command call check_operation; after the task, pass or fail, call "
+    "record_outcome with what ran. Lessons come only from outcomes."
 )
 
 

@@ -21,14 +21,16 @@ from typing import Any, TypeVar
 from mcp.server.mcpserver.exceptions import ToolError
 
 from lamarck.agent.run import RunParams, outcome_from_document
-from lamarck.client import AsyncClient, HistoryEntry, Lesson
+from lamarck.client import AsyncClient, Conflict, HistoryEntry, Lesson
 from lamarck.errors import InvalidRecord, LamarckError
 from lamarck.proto.clock import Clock
 
 __all__ = [
     "DESCRIPTIONS",
+    "EVIDENCE_TEXT",
     "LamarckTools",
     "NodeLink",
+    "conflict_view",
     "history_view",
     "lamarck_errors",
     "lesson_view",
@@ -38,17 +40,31 @@ _T = TypeVar("_T")
 # Reasons after which the cached channel is dropped: the node may have restarted elsewhere.
 _RECONNECT_REASONS = frozenset({"unavailable", "node_not_running"})
 
+#: What each evidence class means, in every tool text that shows lessons.
+EVIDENCE_TEXT = (
+    "Every lesson carries its evidence: 'proven here' (this node's own runs confirmed it), "
+    "'corroborated' (signed outcome reports from at least two independent operators other "
+    "than its author confirm it, or a quorum of them accepted it), or 'unverified' (from "
+    "peers; nobody independent has confirmed it: a hint at most, never proof and never "
+    "advice), with the number of independent principals behind it and its confidence."
+)
+
 DESCRIPTIONS: dict[str, str] = {
     "recall": (
-        "Call FIRST, before planning any task: returns the lessons this network of agents "
-        "proved for similar work (a ready 'Lessons:' prompt section and the lessons with "
-        "their ids). Lessons returned are 'in play' for this session; when you then call "
-        "record_outcome, they are confirmed or contradicted by what really happened."
+        "Call FIRST, before planning any task: returns the lessons on file for similar work "
+        "(a ready 'Lessons:' prompt section, the advice with ids, unverified hints and "
+        "conflicts). Only proven-here and corroborated lessons are advice; unverified hints "
+        "are labelled as such; lessons that disagree are shown together, strongest evidence "
+        "first. " + EVIDENCE_TEXT + " Lessons returned are 'in play' for this session; when "
+        "you then call record_outcome, they are confirmed or contradicted by what really "
+        "happened."
     ),
     "check_operation": (
         "Call right BEFORE running a command or tool you are unsure about (e.g. "
         "'shell:pytest tests/', 'shell:npm publish'): says what is on file for that operation "
-        "(prefer another route, a known blocker, a probe to try first). Empty when nothing is."
+        "(prefer another route, a known blocker, a probe to try first) and any conflict "
+        "between lessons about it. Only proven-here or corroborated lessons are advice here; "
+        "an unverified lesson never is. " + EVIDENCE_TEXT + " Empty when nothing is on file."
     ),
     "record_outcome": (
         "Call at the END of every task, pass or fail: send the run as JSON {session_id?, goal, "
@@ -71,7 +87,7 @@ DESCRIPTIONS: dict[str, str] = {
     "list_lessons": (
         "Call to browse lessons on file (by scope, status, operation, minimum confidence), "
         "e.g. when the user asks what the agents have learned. Not needed before a task: use "
-        "recall."
+        "recall. " + EVIDENCE_TEXT
     ),
     "lesson_history": (
         "Call to see why a lesson stands where it does: every event (created, confirmed, "
@@ -109,6 +125,13 @@ def lesson_view(lesson: Lesson) -> dict[str, Any]:
         "failure_count": lesson.failure_count,
         "tags": list(lesson.tags),
         "shared": lesson.shared,
+        "evidence": {
+            "class": lesson.evidence.evidence_class,
+            "independent_principals": lesson.evidence.independent_principals,
+            "peers": lesson.evidence.peers,
+            "certified": lesson.evidence.certified,
+            "label": lesson.evidence.label,
+        },
     }
     if not lesson.shared:
         view["not_shared_reason"] = lesson.not_shared_reason
@@ -122,6 +145,15 @@ def lesson_view(lesson: Lesson) -> dict[str, Any]:
             "probe": s.probe,
         }
     return view
+
+
+def conflict_view(conflict: Conflict) -> dict[str, Any]:
+    """Lessons that disagree, as a tool result: sides strongest first, and which holds."""
+    return {
+        "operation": conflict.operation,
+        "sides": [lesson_view(x) for x in conflict.sides],
+        "holds": conflict.holds or None,
+    }
 
 
 def history_view(entry: HistoryEntry) -> dict[str, Any]:
@@ -212,6 +244,8 @@ class LamarckTools:
         return {
             "section": result.section,
             "lessons": [lesson_view(x) for x in result.lessons],
+            "unverified_hints": [lesson_view(x) for x in result.hints],
+            "conflicts": [conflict_view(c) for c in result.conflicts],
             "session_id": session_id or self.session_id,
         }
 
@@ -233,6 +267,8 @@ class LamarckTools:
             "probe": result.probe,
             "unblock": result.unblock,
             "lesson_ids": list(result.lesson_ids),
+            "lessons": [lesson_view(x) for x in result.lessons],
+            "conflicts": [conflict_view(c) for c in result.conflicts],
         }
 
     async def record_outcome(self, run: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 Every ``anti_entropy_interval_s`` (and once at start) a Sync pull from each live peer, so a
 node that was down or partitioned catches up. Pulled records enter by the import pipeline as
 source ``sync``; one bad record is its own REJECT and the round goes on. A quorum
-certificate the peer sent with a memory goes into the pipeline with it.
+certificate the peer sent with a memory goes into the pipeline with it; the outcome
+attestations a page carried are verified and kept once the pull's memories are in (an
+attestation counts only for a lesson held here).
 
 Catch-up (issue 17 §4): with the node's ``PrimedEmbedder`` each page's records are embedded a
 chunk at a time, ahead of the pipeline (``node/importing/batch.py``'s ``Prefetch``), and a long
@@ -16,7 +18,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -29,13 +31,17 @@ from lamarck.node.gossip.sync import SyncPage, SyncQuery, sync_step
 from lamarck.node.importing.batch import BatchImportParams, Prefetch, PrimedEmbedder
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
+from lamarck.node.sharing.attestations import Attestations
 from lamarck.node.sharing.peer_client import PeerClient
 from lamarck.node.store.port import LessonStore
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 
-__all__ = ["AntiEntropy", "CatchUp", "sync_sample"]
+__all__ = ["AntiEntropy", "CatchUp", "SummarySink", "sync_sample"]
+
+#: Takes the trust summaries one peer's Sync answer carried (``SummaryIntake.receive``).
+SummarySink = Callable[[str, Sequence[bytes]], Awaitable[object]]
 
 _log = logging.getLogger("lamarck.node.sharing")
 
@@ -81,10 +87,14 @@ class AntiEntropy:
         rng: random.Random,
         primed: PrimedEmbedder | None = None,
         batch: BatchImportParams | None = None,
+        summaries: SummarySink | None = None,
+        attestations: Attestations | None = None,
     ) -> None:
         """``primed`` (the pipeline's own embedder) turns on catch-up prefetching and
         progress lines, cut by ``batch`` (default: the primed embedder's); without it a pull
-        imports one record at a time."""
+        imports one record at a time. ``summaries`` takes the signed trust summaries a
+        peer's answer carried (``summaries.py``), with that peer's id."""
+        self._summaries = summaries
         self._clock = clock
         self._rng = rng
         self._primed = primed
@@ -96,6 +106,7 @@ class AntiEntropy:
         self._client = client
         self._band_of = band_of
         self._live_peers = live_peers
+        self._attestations = attestations
         #: When each peer last answered a whole pull (the node's status shows it).
         self.last_sync: dict[str, datetime] = {}
         #: The pulls running now, by peer (a long catch-up's progress, for the status).
@@ -120,11 +131,17 @@ class AntiEntropy:
         return received
 
     async def held_hashes(self) -> set[str]:
-        """What this node holds, by the same selection a Sync serves (also when incognito)."""
+        """What this node holds, by the same selection a Sync serves (also when incognito),
+        and the attestations it keeps for those records, and the versions it judged and kept as
+        history only (a copy that moved on to its source's edit holds the edit's bytes, not the
+        superseded record's: pulled again each round, it would be judged again each round)."""
         held = await shareable_records(
             self._store, self._identity, self._params, self._band_of, self._identity.node_id
         )
-        return set(held)
+        attestations = self._attestations
+        me = self._identity.node_id
+        attested = await attestations.shareable(held, me) if attestations is not None else {}
+        return {*held, *attested, *self._pipeline.view.held.history_hashes()}
 
     async def own_projects(self) -> list[str]:
         """The project scopes this node works on, declared in every Sync it sends."""
@@ -140,6 +157,7 @@ class AntiEntropy:
         declared = projects if projects is not None else await self.own_projects()
         pipeline = self._pipeline
         certificates: dict[str, bytes] = {}
+        attested: dict[str, bytes] = {}
         batch = self._batch
         # Each page's new records are embedded a chunk ahead of the pipeline.
         ahead = Prefetch.ahead_of(pipeline, self._primed, batch)
@@ -148,7 +166,9 @@ class AntiEntropy:
         started = time.monotonic()
 
         async def fetch(query: SyncQuery) -> SyncPage:
-            page = await self._client.sync_page(peer, query, certificates, declared)
+            page = await self._client.sync_page(peer, query, certificates, declared, attested)
+            if page.summaries and self._summaries is not None:
+                await self._summaries(peer, page.summaries)
             fresh = [raw for h, raw in page.records if h not in mine]
             progress.offered += len(fresh)
             ahead.add(fresh)
@@ -189,6 +209,11 @@ class AntiEntropy:
         finally:
             await ahead.close()
             self.catching_up.pop(peer, None)
+        if self._attestations is not None and attested:
+            fresh = [raw for h, raw in attested.items() if h not in mine]
+            for result in await self._attestations.receive(fresh):
+                if result.kept or not result.reason:
+                    mine.add(result.content_hash)
         if every and received >= every:
             _log.info(
                 "caught up from %s: %d records in %.1f s",

@@ -27,8 +27,10 @@ from lamarck.node import metrics
 from lamarck.node.api.node_status import Admission, AdmissionState
 from lamarck.node.api.peer_auth import PeerAuthenticator
 from lamarck.node.config import NodeSettings
+from lamarck.node.peer_tls import PeerTls
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.keys import latest_rotation
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.admitted_file import ADMITTED_FILE
 from lamarck.registry.cache import CachedDirectory
@@ -84,8 +86,10 @@ class Membership:
         auth: PeerAuthParams,
         principals: PrincipalParams,
         address: str,
+        tls: PeerTls | None = None,
     ) -> None:
         self._principals = principals
+        self._tls = tls
         self._settings = settings
         self._identity = identity
         self._clock = clock
@@ -132,6 +136,8 @@ class Membership:
             clock=self._clock,
             operator_public_key=settings.operator_public_key or None,
             principal_params=self._principals,
+            password=settings.redis_password.get_secret_value() if settings.redis_url else "",
+            ca_file=settings.redis_ca_file if settings.redis_url else "",
         )
         self.directory = CachedDirectory(
             inner, clock=self._clock, path=settings.home / PEER_CACHE_FILE
@@ -163,7 +169,15 @@ class Membership:
             # The admission proof this node got is kept in its home and presented again if
             # the network's Redis loses it (docs/operating.md).
             kept_path=settings.home / ADMITTED_FILE,
+            # The registration binds this node's TLS certificate to its identity.
+            tls_certificate=self._tls.certificate if self._tls is not None else None,
         )
+        # After `lamarck keys rotate` the node is the id of its new key: its registrations
+        # carry the rotation (signed by both keys), on which the registry admits it as the
+        # successor of its old id and moves that id's pin.
+        rotation = latest_rotation(settings.home, self._identity)
+        if rotation is not None:
+            self._client.use_rotation(self._identity, rotation)
 
     async def tick(self) -> None:
         """Heartbeat or (re-)register, then refresh the peer list (outages are logged)."""
@@ -206,6 +220,9 @@ class Membership:
         metrics.REGISTRY_ROUNDS.labels(result="ok" if ok else "unreachable").inc()
         peers = await self.directory.live_peers()
         self._peers = {p.node_id: p for p in peers if p.node_id != self._identity.node_id}
+        if self._tls is not None:
+            # The peer port accepts client certificates of the listed peers only.
+            self._tls.trust_peers(p.tls_certificate for p in self._peers.values())
 
     @property
     def owns_registry(self) -> bool:
@@ -279,13 +296,27 @@ class Membership:
             raise DeliveryFailed(f"peer {node_id} is not live", reason="peer_not_live")
         return peer.address
 
-    async def authenticate(self, metadata: Any, claimed: str) -> str:
-        """The proven id of a PeerService caller naming itself ``claimed`` (see ``peer_auth``)."""
+    def certificate_of(self, node_id: str) -> str:
+        """The TLS certificate a live peer registered (base64url DER; "" if none);
+        ``DeliveryFailed`` if it is not live."""
+        peer = self._peers.get(node_id)
+        if peer is None:
+            raise DeliveryFailed(f"peer {node_id} is not live", reason="peer_not_live")
+        return peer.tls_certificate
+
+    def use_tls_certificate(self, certificate: str) -> None:
+        """Register the new TLS certificate at the next registry round."""
+        if self._client is not None:
+            self._client.use_tls_certificate(certificate)
+
+    async def authenticate(self, metadata: Any, claimed: str, channel: str | None) -> str:
+        """The proven id of a PeerService caller naming itself ``claimed`` over a connection
+        made with the certificate ``channel`` (see ``peer_auth``)."""
         if self.auth is None:
             raise StoreUnavailable(
                 "no registry: peers cannot be authenticated", reason="registry_unavailable"
             )
-        return await self.auth.authenticate(metadata, claimed)
+        return await self.auth.authenticate(metadata, claimed, channel)
 
     async def close(self) -> None:
         """Leave the live peer list, close the directory and any embedded Redis."""

@@ -9,10 +9,14 @@ The import pipeline holds a high-stakes record as ``awaiting_quorum`` (issue 12 
   quarantine show`` prints an entry (:meth:`QuorumLedger.describe`).
 * :class:`CertificateChecker` is the pipeline's ``CertificateCheck``: a certificate is
   verified with ``consensus.certificate.verify_certificate`` over this node's own view of the
-  voters' principals (the registry's admission proofs), without asking any voter again.
+  whole network (``NetworkView``: the registry's principals of its live peers, of itself, and
+  of the certificate's voters and source), without asking any voter again. Never over the
+  principals of the certificate's members alone: keys all of one principal would look like a
+  one-principal network there.
 * :class:`QuorumCollector` runs the rounds: for every pending ``awaiting_quorum`` row that is
-  due, choose voters (``consensus.voters.select_voters``: admitted, not the source, not
-  graylisted, one per principal, experts first, seeded RNG), ask them all at once over
+  due, choose voters (``consensus.voters.select_voters`` over the same view: admitted, not the
+  source, not graylisted, one per principal, experts first, seeded RNG; this node itself is a
+  candidate, voting from its own outcomes like any other, asked last), ask them all at once over
   ``PeerService.RequestVote``, tally (``consensus.tally``). Accepted: the record is stored with
   its certificate through the one way in (``ImportPipeline.certify``) and pushed, with the
   certificate, to the live peers. Rejected: the row is marked rejected (``quorum``,
@@ -46,7 +50,7 @@ from lamarck.consensus.certificate import (
 )
 from lamarck.consensus.params import QuorumParams
 from lamarck.consensus.tally import Accepted, Electorate, Pending, Rejected, tally
-from lamarck.consensus.voters import Candidate, select_voters
+from lamarck.consensus.voters import Candidate, NetworkView, select_voters
 from lamarck.errors import InvalidRecord, StoreError
 from lamarck.node.importing.decision import DecisionReason
 from lamarck.node.importing.pipeline import QUORUM_ACTOR, ImportPipeline
@@ -59,7 +63,6 @@ from lamarck.proto.vote import Vote
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import ReputationSink
-from lamarck.reputation.principals import counts_by_principal
 from lamarck.reputation.scores import PeerBand
 
 __all__ = [
@@ -67,10 +70,12 @@ __all__ = [
     "AskVote",
     "CandidateSource",
     "CertificateChecker",
+    "NetworkSource",
     "PrincipalSource",
     "QuorumCollector",
     "QuorumLedger",
     "RoundEntry",
+    "network_view",
     "peer_candidates",
     "vote_from_wire",
     "voter_reality_events",
@@ -85,13 +90,17 @@ AskVote = Callable[[str, bytes, str], Awaitable[Vote | None]]
 """Ask ``voter`` to vote on the memory bytes (round id for its logs); None when it did not
 answer (timeout, refusal): a missing vote counts for nothing."""
 
-CandidateSource = Callable[[str, str], Awaitable[tuple[list[Candidate], str]]]
-"""Who might vote on a record of ``source`` in ``domain`` (this node's live peers, with their
-principals, bands and expertise in that domain), and the source's own principal ("" if
-unknown)."""
+CandidateSource = Callable[[str, str], Awaitable[tuple[list[Candidate], NetworkView]]]
+"""Who might vote on a record of ``source`` in ``domain`` (this node and its live peers, with
+their principals, bands and expertise in that domain), and this node's view of the network
+(the source's principal in it)."""
 
 PrincipalSource = Callable[[Sequence[str]], Awaitable[dict[str, str]]]
 """The registry's principals of the admitted, non-revoked ids among those given."""
+
+NetworkSource = Callable[[Sequence[str]], Awaitable[NetworkView]]
+"""This node's view of the whole network (itself and its live peers), with the ids given
+looked up in the registry too."""
 
 
 @dataclass(slots=True)
@@ -175,6 +184,10 @@ class QuorumLedger:
     def entry(self, content_hash: str) -> RoundEntry | None:
         """The entry for ``content_hash``, if a quorum was ever asked or a certificate kept."""
         return self._entries.get(content_hash)
+
+    def entries(self) -> tuple[RoundEntry, ...]:
+        """Every entry, by record hash."""
+        return tuple(self._entries[h] for h in sorted(self._entries))
 
     def due(self, content_hash: str, now: datetime) -> bool:
         """Whether a round on ``content_hash`` should run now (never asked, or retry due)."""
@@ -264,23 +277,21 @@ class QuorumLedger:
 class CertificateChecker:
     """The pipeline's ``CertificateCheck`` over the registry's principals and a ledger."""
 
-    def __init__(
-        self, principals: PrincipalSource, params: QuorumParams, ledger: QuorumLedger
-    ) -> None:
-        self._principals = principals
+    def __init__(self, network: NetworkSource, params: QuorumParams, ledger: QuorumLedger) -> None:
+        self._network = network
         self._params = params
         self._ledger = ledger
 
     async def verify(self, signed: SignedMemory, certificate: bytes) -> int:
-        """Verify ``certificate`` for ``signed`` with this node's own view of the voters;
+        """Verify ``certificate`` for ``signed`` with this node's own view of the network;
         returns how many VALIDATE votes counted (``VerificationError`` / ``InvalidRecord``)."""
         cert = parse_certificate(certificate)
-        principal_of = await self._principals([*cert.voters, signed.source_agent_id])
+        view = await self._network([*cert.voters, signed.source_agent_id])
         accepted = verify_certificate(
             cert,
             record_hash=signed.content_hash,
             source_id=signed.source_agent_id,
-            principal_of=principal_of,
+            view=view,
             params=self._params,
         )
         return accepted.validate_count
@@ -314,8 +325,11 @@ class QuorumCollector:
         candidates: CandidateSource,
         sink: ReputationSink,
         announce: Callable[[bytes], Awaitable[object]] | None = None,
+        node_id: str = "",
     ) -> None:
         self._store = store
+        #: This node: a candidate of its own rounds, asked last.
+        self._node_id = node_id
         self._pipeline = pipeline
         self.ledger = ledger
         self._clock = clock
@@ -357,18 +371,15 @@ class QuorumCollector:
             return None
         source = row.source_node_id
         # The domain as reality events tag expertise with it (the record's own spelling).
-        candidates, source_principal = await self._candidates(source, record.context.domain)
-        principal_of = {c.node_id: c.principal for c in candidates if c.principal}
-        if source_principal:
-            principal_of[source] = source_principal
+        candidates, view = await self._candidates(source, record.context.domain)
         selection = select_voters(
             candidates,
             source_id=source,
-            source_principal=source_principal,
-            by_principal=counts_by_principal(principal_of),
+            view=view,
             rng=self._rng,
             quorum=self.params,
             reputation=self._reputation,
+            self_id=self._node_id,
         )
         if not selection.enough:
             self.ledger.note_round(
@@ -384,8 +395,9 @@ class QuorumCollector:
             row.content_hash,
             selection.principal_of,
             now=now,
-            by_principal=counts_by_principal(principal_of),
+            by_principal=view.by_principal,
             params=self.params,
+            needed=view.needed(source, self.params),
         )
         round_id = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
         answers = await asyncio.gather(
@@ -445,16 +457,36 @@ class QuorumCollector:
         )
 
 
+async def network_view(
+    peers: Sequence[str],
+    also: Sequence[str],
+    principals: PrincipalSource,
+    band_of: Callable[[str], PeerBand] | None = None,
+) -> NetworkView:
+    """This node's view of the network: the registry's principals of ``peers`` (this node and
+    its live peers) and of the ids in ``also`` (a record's source, a certificate's voters);
+    those ``band_of`` says are graylisted here are not available as voters."""
+    found = await principals([*dict.fromkeys([*peers, *also])])
+    graylisted = (
+        frozenset(i for i in found if band_of(i) is PeerBand.GRAYLISTED)
+        if band_of is not None
+        else frozenset()
+    )
+    return NetworkView(found, graylisted)
+
+
 async def peer_candidates(
     peers: Sequence[str],
     source: str,
     principals: PrincipalSource,
     band_of: Callable[[str], PeerBand],
     expertise: Callable[[str], float | None],
-) -> tuple[list[Candidate], str]:
-    """Candidates among ``peers`` for a record of ``source``: each with its principal from the
-    registry (none: not admitted), its band and expertise; and the source's principal."""
-    found = await principals([*peers, source])
+) -> tuple[list[Candidate], NetworkView]:
+    """Candidates among ``peers`` (this node and its live peers) for a record of ``source``:
+    each with its principal from the registry (none: not admitted), its band and expertise;
+    and the network view they were read from (the source among it)."""
+    view = await network_view(peers, [source], principals, band_of)
+    found = view.principal_of
     candidates = [
         Candidate(
             node_id=peer,
@@ -465,7 +497,7 @@ async def peer_candidates(
         )
         for peer in peers
     ]
-    return candidates, found.get(source, "")
+    return candidates, view
 
 
 def voter_reality_events(

@@ -13,6 +13,10 @@ Built by the daemon once the store is ready (``start``), stopped before the stor
   certificates that travel with the records a quorum accepted;
 * ``TaintSweeper`` (``taint.py``): lessons of revoked or graylisted sources out of every
   prompt, re-quarantined ``tainted_source``;
+* ``SummaryIntake`` (``summaries.py``): peers' signed local-trust summaries taken in from
+  Sync, this node's own signed at each global-trust recomputation and served in Sync;
+* ``Attestations`` (``attestations.py``): this node's signed outcome attestations on the
+  lessons it imported, and the ones its peers sent, verified, kept, pushed and expired;
 
 over the ports the daemon hands it: the ``LessonStore``, the ``Outbox`` and the reputation
 book (already loaded, so a reality event from an outcome recorded before sharing started is
@@ -30,21 +34,29 @@ import random
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lamarck.consensus.voters import Candidate
-from lamarck.errors import DeliveryFailed, StoreError
+from lamarck.consensus.voters import Candidate, NetworkView
+from lamarck.errors import (
+    DeliveryFailed,
+    InvalidRecord,
+    RegistryError,
+    StoreError,
+    VerificationError,
+)
 from lamarck.node.api.node_status import CatchUpProgress, NetworkSnapshot
 from lamarck.node.api.peer_auth import PeerTokens
-from lamarck.node.api.peer_handlers import PublishDeps, shareable_records
-from lamarck.node.api.reputation import GlobalTrustBook, recompute_global_trust
+from lamarck.node.api.peer_handlers import PublishDeps, handle_request_vote, shareable_records
+from lamarck.node.api.reputation import GlobalTrustBook, HasBook, recompute_global_trust
 from lamarck.node.gossip.audience import band_reader
 from lamarck.node.gossip.outbox import Outbox
 from lamarck.node.gossip.router import GossipRouter
 from lamarck.node.importing.batch import PrimedEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
+from lamarck.node.lessons.attested_support import AttestedSupportReader
 from lamarck.node.params import NodeParams
 from lamarck.node.periodic import Periodic, cancel_and_wait
 from lamarck.node.sharing.anti_entropy import AntiEntropy
+from lamarck.node.sharing.attestations import Attestations
 from lamarck.node.sharing.membership import Membership
 from lamarck.node.sharing.peer_client import PeerClient
 from lamarck.node.sharing.projects import ProjectPeers
@@ -54,14 +66,20 @@ from lamarck.node.sharing.quorum import (
     CertificateChecker,
     QuorumCollector,
     QuorumLedger,
+    network_view,
     peer_candidates,
     vote_from_wire,
 )
+from lamarck.node.sharing.summaries import SummaryIntake
 from lamarck.node.sharing.taint import TaintSweeper
+from lamarck.node.store.attestations import attestations_for
 from lamarck.node.store.port import LessonStore
+from lamarck.proto.tls import TlsMaterial
+from lamarck.proto.v1 import peer_pb2, records_pb2
 from lamarck.proto.vote import Vote
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import ReputationSink, ReputationView
+from lamarck.reputation.summaries import TrustSummaries
 
 if TYPE_CHECKING:
     from lamarck.node.api.server import NodeContext
@@ -118,7 +136,14 @@ class Sharing:
         self.reputation = reputation
         self.band_of = band_reader(reputation, reputation.params)
         #: Our peer tokens (caller side); the callee side needs the registry's pins.
-        self.tokens = PeerTokens(self._identity, self._clock, params.peer_auth)
+        # Bound to this node's TLS certificate: a token is good only on its connections.
+        tls = ctx.peer_tls
+        self.tokens = PeerTokens(
+            self._identity,
+            self._clock,
+            params.peer_auth,
+            channel=tls.fingerprint if tls is not None else "",
+        )
         self.membership = Membership(
             settings,
             self._identity,
@@ -126,17 +151,42 @@ class Sharing:
             params=params.registry,
             auth=params.peer_auth,
             principals=params.principals,
-            address=ctx.peer_addresses[0] if ctx.peer_addresses else "",
+            # Peers on other machines dial the advertised address, not the bound one.
+            address=settings.advertise_address
+            or (ctx.peer_addresses[0] if ctx.peer_addresses else ""),
+            tls=tls,
         )
         #: Quorum rounds and the certificates held, kept in the home (``quorum.py``).
         self.quorum = QuorumLedger(settings.home / QUORUM_DIR)
+        #: Outcome attestations: this node's and its peers' (``attestations.py``).
+        self.attestations = Attestations(
+            attestations_for(store, params.attestation),
+            store,
+            self._identity,
+            principals=self.principals,
+            sink=reputation,
+            clock=self._clock,
+            rng=rng,
+        )
+        #: Each lesson's independent support as this node counts it: the attestations above
+        #: and the quorum certificates it holds (the ``SupportReader`` recall reads).
+        self.support = AttestedSupportReader(
+            self.attestations.store,
+            principals=self.principals,
+            certified=lambda content_hash: self.quorum.certificate(content_hash) is not None,
+            clock=self._clock,
+        )
         self.client = PeerClient(
             self._identity.node_id,
             self.tokens,
             self.membership.address_of,
+            tls=tls,
+            certificate_of_peer=self.membership.certificate_of,
             hop_limit=self.params.hop_limit,
             max_message_bytes=settings.max_message_bytes,
             certificate_of=self.quorum.certificate_bytes,
+            attestations_of=self.attestations.of_records,
+            max_records=params.peer_limits.publish_max_records,
         )
         self.view = StoreImportView(store, reputation, self._identity.node_id)
         self.router = GossipRouter(self.params, self._identity.node_id)
@@ -171,6 +221,15 @@ class Sharing:
             band_of=self.band_of,
             directory=lambda: self.membership.directory,
         )
+        #: Peers' signed local-trust summaries and this node's own (``summaries.py``).
+        self.summaries = SummaryIntake(
+            TrustSummaries(params.summaries, self._identity.node_id),
+            identity=self._identity,
+            pins=lambda: self.membership.directory,
+            band_of=self.band_of,
+            reputation=reputation,
+            clock=self._clock,
+        )
         self._loops: list[Periodic] = []
         self._forwards: set[asyncio.Task[None]] = set()
 
@@ -193,7 +252,9 @@ class Sharing:
             params=self._node_params.importing,
             on_stored=self._ctx.lessons.contest_new,
             on_expected=self._ctx.lessons.expect_imports,
-            certificates=CertificateChecker(self.principals, self._node_params.quorum, self.quorum),
+            certificates=CertificateChecker(
+                self.network_view, self._node_params.quorum, self.quorum
+            ),
         )
         self.quorum.load()
         self.collector = QuorumCollector(
@@ -208,6 +269,7 @@ class Sharing:
             candidates=self._vote_candidates,
             sink=self.reputation,
             announce=self._announce,
+            node_id=self._identity.node_id,
         )
         # Catch-up embeds a chunk ahead of the pipeline when the node's embedder allows it.
         embedder = self._ctx.embedder
@@ -224,6 +286,8 @@ class Sharing:
             rng=self._rng,
             primed=primed,
             batch=self._node_params.batch_import,
+            summaries=self.summaries.receive,
+            attestations=self.attestations,
         )
         await self.view.load()
         # One round now, so the peer list is there before the first publish scan; the loop
@@ -244,6 +308,7 @@ class Sharing:
         )
         self._spawn("quorum", self.quorum_once, self._node_params.quorum.collect_interval_s)
         self._spawn("taint", self.taint.once, self._node_params.taint.sweep_interval_s)
+        self._spawn("attestations", self.attestations_once, settings.gossip_interval_s)
         self._spawn(
             "global-trust",
             self.recompute_global_trust,
@@ -313,9 +378,22 @@ class Sharing:
         return self.membership.live_peers()
 
     # -- intake ---------------------------------------------------------------------------
-    async def authenticate(self, metadata: Any, claimed: str) -> str:
-        """The proven id of a PeerService caller naming itself ``claimed`` (see ``peer_auth``)."""
-        return await self.membership.authenticate(metadata, claimed)
+    async def authenticate(self, metadata: Any, claimed: str, channel: str | None) -> str:
+        """The proven id of a PeerService caller naming itself ``claimed`` whose connection was
+        made with the certificate ``channel`` (``None`` without TLS; see ``peer_auth``)."""
+        return await self.membership.authenticate(metadata, claimed, channel)
+
+    def rotate_tls(self, material: TlsMaterial) -> None:
+        """Serve, dial, bind tokens and register with new TLS material (after
+        ``lamarck.proto.tls.rotate_tls``, e.g. with a key rotation): the next registry round
+        registers the new certificate, and peers pin it at their next refresh."""
+        tls = self._ctx.peer_tls
+        if tls is None:
+            return
+        tls.rotate(material)
+        self.tokens.bind(tls.fingerprint)
+        self.membership.use_tls_certificate(tls.certificate)
+        self.client.reset_channels()
 
     def known_peer(self, metadata: Any) -> str | None:
         """The node a call's peer token already proved (cached), else None (rate limits)."""
@@ -338,6 +416,7 @@ class Sharing:
             live_peers=self.live_peers,
             forward_send=None if self.incognito else self.publisher.forward,
             spawn=self._background,
+            attestations=self.attestations,
         )
 
     def _background(self, work: Awaitable[object]) -> None:
@@ -368,6 +447,22 @@ class Sharing:
         """Enqueue new publishable lesson versions, then drain the outbox (deliveries made)."""
         return await self.publisher.publish_once(self._clock.now())
 
+    async def attestations_once(self) -> int:
+        """Push this node's new attestations to the live peers (Sync carries them to the
+        others), then drop the expired ones; returns how many peers took the push."""
+        await self.attestations.expire_once()
+        pending = self.attestations.take_pending()
+        if not pending or self.incognito:
+            return 0
+        delivered = 0
+        for peer in self.membership.live_peers():
+            try:
+                await self.client.push_attestations(peer, pending)
+                delivered += 1
+            except DeliveryFailed as e:
+                _log.info("attestations not pushed to %s (Sync carries them): %s", peer, e)
+        return delivered
+
     async def anti_entropy_once(self) -> int:
         """Pull what this node lacks from every live peer; returns records received."""
         if self.anti_entropy is None:
@@ -388,18 +483,56 @@ class Sharing:
         found: dict[str, str] = await directory.principals(list(node_ids))
         return found
 
-    async def _vote_candidates(self, source: str, domain: str) -> tuple[list[Candidate], str]:
+    def _network_ids(self) -> list[str]:
+        """This node and its live peers: the network as this node sees it."""
+        return [self._identity.node_id, *self.membership.live_peers()]
+
+    async def network_view(self, also: Sequence[str] = ()) -> NetworkView:
+        """This node's view of the whole network (the registry's principals of itself and its
+        live peers, the graylisted ones not available as voters), with the ids in ``also``
+        looked up too: certificates are verified and voters counted over it, never over the
+        principals of a certificate's members alone."""
+        return await network_view(self._network_ids(), also, self.principals, self.band_of)
+
+    async def _vote_candidates(
+        self, source: str, domain: str
+    ) -> tuple[list[Candidate], NetworkView]:
         book = self.reputation
 
         def expertise(peer: str) -> float | None:
             # No domain on the record: nobody is an expert in it, the choice is by chance.
             return book.expertise(peer, domain) if domain else None
 
+        # This node is a candidate too: it votes from its own outcomes like any peer.
         return await peer_candidates(
-            self.membership.live_peers(), source, self.principals, self.band_of, expertise
+            self._network_ids(), source, self.principals, self.band_of, expertise
         )
 
+    async def _own_vote(self, raw: bytes) -> Vote | None:
+        """This node's vote on ``raw``, by the RequestVote handler over its own outcomes."""
+        try:
+            reply = await handle_request_vote(
+                peer_pb2.RequestVoteRequest(
+                    memory=records_pb2.SignedRecord(
+                        kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=raw
+                    ),
+                    requester_node_id=self._identity.node_id,
+                ),
+                store=self._store,
+                identity=self._identity,
+                now=self._clock.now(),
+                rng=self._rng,
+                params=self._node_params.quorum,
+                max_future_skew_s=self._node_params.importing.max_future_skew_s,
+            )
+        except (InvalidRecord, VerificationError, StoreError) as e:
+            _log.info("no vote of our own: %s", e)
+            return None
+        return vote_from_wire(bytes(reply.vote.canonical_json))
+
     async def _ask_vote(self, voter: str, raw: bytes, round_id: str) -> Vote | None:
+        if voter == self._identity.node_id:
+            return await self._own_vote(raw)
         try:
             answer = await self.client.request_vote(
                 voter, raw, round_id, timeout_s=self._node_params.quorum.vote_timeout_s
@@ -436,9 +569,27 @@ class Sharing:
         return await self.collector.once()
 
     async def recompute_global_trust(self) -> None:
-        """Recompute global trust over the book (pure, ~10 ms for 1,000 peers) and refresh the
-        reputation gauges."""
-        recompute_global_trust(self.reputation, self._clock.now())
+        """Recompute global trust over this node's row and the summaries of signers in good
+        standing now (pure, ~10 ms for 1,000 peers), refresh the reputation gauges, and sign
+        this node's new summary for the Sync answers it serves."""
+        now = self._clock.now()
+        try:
+            rows = self.summaries.rows(now, revoked=await self._revoked())
+        except RegistryError as e:
+            # Whose summaries still count cannot be told: this round counts none (fail closed).
+            _log.warning("global trust from this node's own row only: %s", e)
+            rows = {}
+        recompute_global_trust(self.reputation, now, rows)
+        book = self.reputation
+        if isinstance(book, HasBook):
+            self.summaries.sign_own(book.book.local_trust(), now)
+
+    def trust_summaries(self) -> list[bytes]:
+        """The signed trust summaries a Sync answer carries (none when incognito: whom this
+        node trusts says whom it deals with)."""
+        if self.incognito:
+            return []
+        return list(self.summaries.served(self._clock.now()))
 
     async def network_snapshot(self) -> NetworkSnapshot:
         """The network side at a glance: admission, live peers, last syncs, the outbox."""

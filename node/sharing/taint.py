@@ -3,11 +3,13 @@ operator retracted, leave every prompt at once.
 
 Every ``sweep_interval_s`` the sweep asks which sources live lessons came from, which are
 tainted (the registry's operator-signed revocations, which every node reads from the shared
-registry and keeps in its cache, and this node's graylist) and which records are retracted
-(the registry's operator-signed retractions, read and kept the same way), and applies the pure
-rule of ``lamarck.consensus.taint``: each lesson it names (imported from a tainted source,
-holding a retracted record, or local and learned only under such lessons) is **retired** (out
-of recall and prompts; the event log says why, actor ``taint``) and **re-quarantined** with
+registry and keeps in its cache; the sources admitted through a revoked identity, an endorser
+anywhere on their admission chain, ``PeerDirectory.revoked_through``; and this node's
+graylist) and which records are retracted (the registry's operator-signed retractions, read
+and kept the same way), and applies the pure rule of ``lamarck.consensus.taint``: each
+lesson it names (imported from a tainted source, holding a retracted record, or local and
+learned only under such lessons) is **retired** (out of recall and prompts; the event log
+says why, actor ``taint``) and **re-quarantined** with
 reason ``tainted_source`` or ``retracted_record``, charged to the source, the record's bytes
 kept (history). An operator then releases (the lesson is active again, and the sweep leaves
 it alone for that reason from then on) or rejects (it stays retired) them, one by one or in
@@ -193,10 +195,17 @@ class TaintSweeper:
         # few seconds, and on a node of 100k imported lessons reading them all was the cost.
         sources = await self._store.import_sources(_LIVE)
         tainted: frozenset[str] = frozenset()
+        through: dict[str, str] = {}
         if sources:
+            revoked = await self._revoked()
+            directory = self._directory()
+            if directory is not None:
+                # Sources admitted through a revoked identity (an endorser on their chain).
+                wanted = sorted(s for s in sources if s not in revoked)
+                through = await directory.revoked_through(wanted)
             tainted = tainted_sources(
                 sources,
-                revoked=await self._revoked(),
+                revoked=revoked | frozenset(through),
                 band_of={s: self._band_of(s) for s in sources},
             )
         rows = await self._live(tainted, retractions)
@@ -247,7 +256,7 @@ class TaintSweeper:
             row = by_id[one.lesson_id]
             if (row.id, one.reason) in released or (row.content_hash or "", one.reason) in released:
                 continue  # an operator released it: its word stands
-            why = _why(row, one, retractions)
+            why = _why(row, one, retractions, through)
             if await self._take_out(row, one, why, keys, now):
                 taken[one.reason] = taken.get(one.reason, 0) + 1
         if taken.get(TAINTED_SOURCE):
@@ -349,8 +358,14 @@ class TaintSweeper:
         return lesson.id
 
 
-def _why(row: LessonRow, taken: Taken, retractions: Mapping[str, Retraction]) -> str:
-    """The retirement event's reason: the rule, and the source or retraction behind it."""
+def _why(
+    row: LessonRow,
+    taken: Taken,
+    retractions: Mapping[str, Retraction],
+    through: Mapping[str, str],
+) -> str:
+    """The retirement event's reason: the rule, and the source or retraction behind it
+    (``through``: the revoked identity a source was admitted through)."""
     if taken.reason == RETRACTED_RECORD:
         retraction = retractions.get(row.content_hash or "")
         if retraction is not None:
@@ -359,6 +374,11 @@ def _why(row: LessonRow, taken: Taken, retractions: Mapping[str, Retraction]) ->
                 f"({retraction.reason})"
             )
         return f"{RETRACTED_RECORD}: learned only under lessons whose records were retracted"
+    if row.imported_from and taken.source in through:
+        return (
+            f"{TAINTED_SOURCE}: source {taken.source} was admitted through "
+            f"{through[taken.source]}, which is revoked"
+        )
     if row.imported_from:
         return f"{TAINTED_SOURCE}: source {taken.source} is revoked or graylisted"
     return f"{TAINTED_SOURCE}: learned only under lessons of {taken.source}"

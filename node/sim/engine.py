@@ -51,7 +51,14 @@ from lamarck.agent.recorder import RunRecorder
 from lamarck.consensus import taint as taint_core
 from lamarck.consensus.params import TaintParams
 from lamarck.errors import DeliveryFailed
-from lamarck.node.fleet.agents import Advice, AgentMemory, Attempt, attempt_order, run_attempts
+from lamarck.node.fleet.agents import (
+    Advice,
+    AgentMemory,
+    Attempt,
+    Said,
+    attempt_order,
+    run_attempts,
+)
 from lamarck.node.fleet.workloads import Pitfall, succeeds
 from lamarck.node.gossip import audience as audience_core
 from lamarck.node.gossip import router as router_core
@@ -534,7 +541,10 @@ class SimNetwork:
         for op in (p.failing, p.working):
             for lesson in peer.established.get(op, ()):
                 line = f"(confidence {lesson.confidence:.2f}) {format_line(lesson.content)}"
-                advice.append(Advice(op, line, (lesson.lesson_id,)))
+                # The simulator does not model evidence classes yet: every lesson it holds
+                # is advice of one class, ordered by its confidence as before.
+                said = Said(lesson.lesson_id, lesson.content, 1, 0, lesson.confidence)
+                advice.append(Advice(op, line, (lesson.lesson_id,), (said,)))
         order, in_play = attempt_order(p, advice, AgentMemory())
         if not in_play:
             return  # no lesson shaped the run: the outcome attributes nothing

@@ -148,6 +148,10 @@ class SimPins:
         """Nobody is revoked in a simulated learning run."""
         return False
 
+    async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """Nobody is admitted through a revoked identity either."""
+        return {}
+
 
 class InProcessTransport(_BlockingTransport):
     """The SDK's blocking transport with the wire replaced by a call to the node's servicer.

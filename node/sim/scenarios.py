@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from lamarck.consensus.params import QuorumParams
-from lamarck.consensus.voters import Candidate, accept_threshold, select_voters
+from lamarck.consensus.voters import Candidate, NetworkView, accept_threshold, select_voters
 from lamarck.node.fleet.workloads import Pitfall, WorkloadParams, make_workload
 from lamarck.node.sim.engine import SimCores, SimNetwork, SimPeer
 from lamarck.node.sim.params import SimParams
@@ -344,8 +344,7 @@ def run_sybil(
     chosen = select_voters(
         candidates,
         source_id="honest0",
-        source_principal="principal0",
-        by_principal=True,
+        view=NetworkView({c.node_id: c.principal for c in candidates}),
         rng=random.Random(seed),
         quorum=quorum,
         reputation=reputation,

@@ -122,6 +122,11 @@ class LessonRow:
     contested_with: tuple[str, ...] = ()
     # The lessons this one beat in a settled conflict (the test that verified it).
     verified_against: tuple[str, ...] = ()
+    # Why the latest edit or the end of this lesson was made, as its author gave it ("": no
+    # reason given). An own lesson's is signed into its record (``lesson.reason``, with
+    # ``metadata.supersedes`` for an edit), an imported copy's is its source's. None for a row
+    # written before reasons were kept: its record stays byte for byte what it was.
+    change_reason: str | None = None
     embedding: Vector | None = field(default=None, compare=False, repr=False)
 
 

@@ -110,6 +110,7 @@ _LESSON_COLUMNS = (
     "recipients",
     "contested_with",
     "verified_against",
+    "change_reason",
     "embedding",
 )
 _PROVENANCE_COLUMNS = ("lesson_id", "source_node_id", "via_node_id", "received_at", "content_hash")
@@ -369,6 +370,7 @@ def _lesson_args(row: LessonRow) -> list[Any]:
         list(row.recipients),
         list(row.contested_with),
         list(row.verified_against),
+        row.change_reason,
         None if row.embedding is None else np.asarray(row.embedding, dtype=np.float32),
     ]
 
@@ -467,6 +469,7 @@ def _to_lesson(rec: Any) -> LessonRow:
         recipients=tuple(rec["recipients"]),
         contested_with=tuple(rec["contested_with"]),
         verified_against=tuple(rec["verified_against"]),
+        change_reason=rec["change_reason"],
         provenance=tuple(
             ProvenanceEntry(src, via, at.astimezone(UTC), digest)
             for src, via, at, digest in rec["provenance"]
@@ -544,9 +547,13 @@ class PostgresLessonStore(LessonStore):
         connect_timeout: float = 10.0,
         index_build_memory: str = "1GB",
         recall_index: RecallIndexParams | None = None,
+        password: str | None = None,
     ) -> None:
         self.dsn = dsn
         self.dim = dim
+        # Given apart from the DSN (from a Secret), so it is never in a URL or a log line;
+        # None: the DSN's, else PGPASSWORD / PGPASSFILE.
+        self._password = password or None
         self.ef_search = max(1, min(ef_search, _MAX_EF_SEARCH))
         self.index_build_memory = index_build_memory
         self._min_size = min_size
@@ -580,7 +587,10 @@ class PostgresLessonStore(LessonStore):
     async def _connect_one(self) -> Any:
         async with _guard():
             return await asyncpg.connect(
-                self.dsn, timeout=self._timeout, server_settings={"application_name": "lamarck"}
+                self.dsn,
+                password=self._password,
+                timeout=self._timeout,
+                server_settings={"application_name": "lamarck"},
             )
 
     async def migrate(self) -> None:
@@ -602,6 +612,7 @@ class PostgresLessonStore(LessonStore):
             async with _guard():
                 self._pool = await asyncpg.create_pool(
                     self.dsn,
+                    password=self._password,
                     min_size=self._min_size,
                     max_size=self._max_size,
                     timeout=self._timeout,

@@ -184,6 +184,8 @@ class PostgresReputation:
         self._trust = trust
         self._replay_clock = _ReplayClock(clock)
         self._book = ReputationBook(params, self._replay_clock, trust)
+        # The peers' summary rows of the last recomputation (a reload recomputes with them).
+        self._summary_rows: dict[str, Mapping[str, float]] = {}
         # Keys applied (stored or queued). Kept here rather than read from the inner book's
         # private set: emit must know whether an event is new to know whether to queue it.
         self._seen: set[str] = set()
@@ -246,15 +248,19 @@ class PostgresReputation:
         """Pairwise trust, predictions and last seen of ``node_id``."""
         return self._book.ledger(node_id)
 
-    def global_of(self, node_id: str) -> float:
-        """``node_id``'s global trust as last recomputed."""
+    def global_of(self, node_id: str) -> float | None:
+        """``node_id``'s global trust as last recomputed (``None``: unknown)."""
         return self._book.global_of(node_id)
 
-    def recompute_global_trust(self, now: datetime) -> GlobalTrust:
-        """Recompute global trust (EigenTrust) from this node's observations, anchored in this
-        node and the operator's pre-trusted peers; call it on a schedule. Pure CPU, no I/O:
-        about 10 ms for 1,000 peers (``bench/trust.py``)."""
-        return self._book.recompute_global_trust(now)
+    def recompute_global_trust(
+        self, now: datetime, summaries: Mapping[str, Mapping[str, float]] | None = None
+    ) -> GlobalTrust:
+        """Recompute global trust (EigenTrust) over this node's own row and the peers' verified
+        ``summaries``, anchored in the operator's pre-trusted peers (this node when none);
+        call it on a schedule. Pure CPU, no I/O: about 10 ms for 1,000 peers
+        (``bench/trust.py``). The rows are kept, so a reload recomputes with them."""
+        self._summary_rows = dict(summaries or {})
+        return self._book.recompute_global_trust(now, self._summary_rows)
 
     def rows(
         self,
@@ -315,7 +321,7 @@ class PostgresReputation:
                 self._apply(book, event, emitted_at)
         self._book, self._seen = book, seen
         if self._trust.self_id:
-            book.recompute_global_trust(self._clock.now())
+            book.recompute_global_trust(self._clock.now(), self._summary_rows)
         return replayed
 
     async def flush(self) -> int:

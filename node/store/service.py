@@ -28,6 +28,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lamarck.node.learning.influence import AuthorityPrototypes, LessonEvidence
 from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.prompt import TokenCounter, estimate_tokens
 from lamarck.node.learning.situations import (
@@ -57,6 +58,7 @@ from lamarck.node.lessons.maintenance import Maintenance
 from lamarck.node.lessons.outcomes import OutcomeLearning
 from lamarck.node.lessons.recall import OperationCheck, Recall
 from lamarck.node.lessons.situations import Situations
+from lamarck.node.lessons.support import SupportReader
 from lamarck.node.store.port import Category, LessonRow, LessonStatus, LessonStore
 from lamarck.proto.clock import Clock
 from lamarck.proto.outcome import Outcome
@@ -97,7 +99,11 @@ class LessonService:
         token_counter: TokenCounter = estimate_tokens,
         transfer: TransferParams = _DEFAULT_TRANSFER,
         max_future_skew_s: float = DEFAULT_MAX_FUTURE_SKEW_S,
+        support: SupportReader | None = None,
+        topics: AuthorityPrototypes | None = None,
     ) -> None:
+        """``support`` reads each lesson's independent support (none: ``NoSupportReader``);
+        ``topics`` is the authority topic in the embedder's space (None: the lexicon alone)."""
         self._core = LessonCore(
             store,
             embedder,
@@ -110,7 +116,7 @@ class LessonService:
         # An outcome dated beyond the skew is refused: its lesson's evidence would be
         # future-dated, and every peer would refuse the record and blame this node.
         self._outcomes = OutcomeLearning(self._core, max_future_skew_s=max_future_skew_s)
-        self._recall = Recall(self._core)
+        self._recall = Recall(self._core, support, topics)
         self._editing = LessonEditing(self._core)
         self._maintenance = Maintenance(self._core)
         self._situations = Situations(self._core)
@@ -198,6 +204,10 @@ class LessonService:
             incognito=incognito,
             limit=limit,
         )
+
+    async def evidence(self, rows: Sequence[LessonRow]) -> dict[str, LessonEvidence]:
+        """Each lesson's evidence class, support and the influence gate's reading, by id."""
+        return await self._recall.evidence(rows)
 
     async def report_use(self, lesson_id: str, session_id: str | None = None) -> LessonRow:
         """The agent used a lesson: in play for the session and counted as used."""

@@ -200,23 +200,71 @@ class RecalledLesson(_message.Message):
 Global___RecalledLesson: _TypeAlias = RecalledLesson  # noqa: Y015
 
 @_typing.final
+class LessonConflict(_message.Message):
+    """Lessons that disagree about an operation, shown together."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OPERATION_FIELD_NUMBER: _builtins.int
+    SIDES_FIELD_NUMBER: _builtins.int
+    HOLDS_FIELD_NUMBER: _builtins.int
+    operation: _builtins.str
+    """The operation they disagree about."""
+    holds: _builtins.str
+    """The id of the side that holds (its class is strictly stronger); empty while unresolved:
+    then no side is advice and the agent keeps its own habit.
+    """
+    @_builtins.property
+    def sides(self) -> _containers.RepeatedCompositeFieldContainer[_lessons_pb2.LessonView]:
+        """Every side, strongest evidence first (class, independent support, confidence; never
+        recency), each with its `evidence`.
+        """
+
+    def __init__(
+        self,
+        *,
+        operation: _builtins.str = ...,
+        sides: _abc.Iterable[_lessons_pb2.LessonView] | None = ...,
+        holds: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["holds", b"holds", "operation", b"operation", "sides", b"sides"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LessonConflict: _TypeAlias = LessonConflict  # noqa: Y015
+
+@_typing.final
 class RecallResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     LESSONS_FIELD_NUMBER: _builtins.int
     PROMPT_SECTION_FIELD_NUMBER: _builtins.int
     OMITTED_LESSON_IDS_FIELD_NUMBER: _builtins.int
+    HINTS_FIELD_NUMBER: _builtins.int
+    CONFLICTS_FIELD_NUMBER: _builtins.int
     prompt_section: _builtins.str
     """The "Lessons:" section for the prompt, <= 300 tokens; empty when no lesson applies.
     When relevant lessons did not fit, its last line says how many.
     """
     @_builtins.property
     def lessons(self) -> _containers.RepeatedCompositeFieldContainer[Global___RecalledLesson]:
-        """Best first; <= 5; only active lessons."""
+        """The advice: proven here or corroborated, best first; <= 5; only active lessons."""
 
     @_builtins.property
     def omitted_lesson_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Relevant lessons left out (over the count asked for or the token budget), best first."""
+
+    @_builtins.property
+    def hints(self) -> _containers.RepeatedCompositeFieldContainer[Global___RecalledLesson]:
+        """Unverified peer lessons shown as labelled hints (a bounded share of recalls): never
+        advice; something to try only where a wrong try is cheap.
+        """
+
+    @_builtins.property
+    def conflicts(self) -> _containers.RepeatedCompositeFieldContainer[Global___LessonConflict]:
+        """Conflicts among the relevant lessons shown in the section."""
 
     def __init__(
         self,
@@ -224,10 +272,12 @@ class RecallResponse(_message.Message):
         lessons: _abc.Iterable[Global___RecalledLesson] | None = ...,
         prompt_section: _builtins.str = ...,
         omitted_lesson_ids: _abc.Iterable[_builtins.str] | None = ...,
+        hints: _abc.Iterable[Global___RecalledLesson] | None = ...,
+        conflicts: _abc.Iterable[Global___LessonConflict] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["lessons", b"lessons", "omitted_lesson_ids", b"omitted_lesson_ids", "prompt_section", b"prompt_section"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conflicts", b"conflicts", "hints", b"hints", "lessons", b"lessons", "omitted_lesson_ids", b"omitted_lesson_ids", "prompt_section", b"prompt_section"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -281,9 +331,12 @@ class CheckOperationResponse(_message.Message):
     PROBE_FIELD_NUMBER: _builtins.int
     UNBLOCK_FIELD_NUMBER: _builtins.int
     LESSON_IDS_FIELD_NUMBER: _builtins.int
+    LESSONS_FIELD_NUMBER: _builtins.int
+    CONFLICTS_FIELD_NUMBER: _builtins.int
     preamble: _builtins.str
-    """One line to put before the tool result ("A previous run of ... failed; the lesson on
-    file says ..."); empty when nothing is on file. Advice only: the model decides.
+    """One line to put before the tool result ("A lesson on file for `op` (proven here,
+    confidence 0.85): ..."), then any conflict on file; empty when nothing is on file.
+    Advice only: the model decides. Unverified lessons are never advice here.
     """
     probe: _builtins.str
     """For a situation lesson with a probe: the command to run first to see if the blocker
@@ -295,6 +348,16 @@ class CheckOperationResponse(_message.Message):
     def lesson_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The lessons behind the preamble."""
 
+    @_builtins.property
+    def lessons(self) -> _containers.RepeatedCompositeFieldContainer[_lessons_pb2.LessonView]:
+        """The advice on file (proven here or corroborated), strongest first, with `evidence`.
+        An unverified lesson is never here.
+        """
+
+    @_builtins.property
+    def conflicts(self) -> _containers.RepeatedCompositeFieldContainer[Global___LessonConflict]:
+        """Lessons on file that disagree about the operation, each side with its evidence."""
+
     def __init__(
         self,
         *,
@@ -302,10 +365,12 @@ class CheckOperationResponse(_message.Message):
         probe: _builtins.str = ...,
         unblock: _builtins.str = ...,
         lesson_ids: _abc.Iterable[_builtins.str] | None = ...,
+        lessons: _abc.Iterable[_lessons_pb2.LessonView] | None = ...,
+        conflicts: _abc.Iterable[Global___LessonConflict] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["lesson_ids", b"lesson_ids", "preamble", b"preamble", "probe", b"probe", "unblock", b"unblock"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conflicts", b"conflicts", "lesson_ids", b"lesson_ids", "lessons", b"lessons", "preamble", b"preamble", "probe", b"probe", "unblock", b"unblock"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

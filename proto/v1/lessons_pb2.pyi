@@ -253,6 +253,40 @@ LESSON_EVENT_KIND_REJECTED: LessonEventKind.ValueType  # 13
 """An operator rejected the held record (note as reason)."""
 Global___LessonEventKind: _TypeAlias = LessonEventKind  # noqa: Y015
 
+class _EvidenceClass:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _EvidenceClassEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EvidenceClass.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    EVIDENCE_CLASS_UNSPECIFIED: _EvidenceClass.ValueType  # 0
+    """Not computed (an older node)."""
+    EVIDENCE_CLASS_PROVEN_HERE: _EvidenceClass.ValueType  # 1
+    """Learned here, or confirmed by this node's own outcomes. May drive decisions."""
+    EVIDENCE_CLASS_CORROBORATED: _EvidenceClass.ValueType  # 2
+    """Confirmed by signed outcome attestations of enough independent principals (the source's
+    excluded), or accepted by a verified quorum certificate. May drive decisions.
+    """
+    EVIDENCE_CLASS_UNVERIFIED: _EvidenceClass.ValueType  # 3
+    """From peers and confirmed by nobody independent: at most a labelled hint, never advice."""
+
+class EvidenceClass(_EvidenceClass, metaclass=_EvidenceClassEnumTypeWrapper):
+    """A lesson as the agent and operator see it.
+    How far a lesson is proven for the node that shows it (influence follows evidence).
+    """
+
+EVIDENCE_CLASS_UNSPECIFIED: EvidenceClass.ValueType  # 0
+"""Not computed (an older node)."""
+EVIDENCE_CLASS_PROVEN_HERE: EvidenceClass.ValueType  # 1
+"""Learned here, or confirmed by this node's own outcomes. May drive decisions."""
+EVIDENCE_CLASS_CORROBORATED: EvidenceClass.ValueType  # 2
+"""Confirmed by signed outcome attestations of enough independent principals (the source's
+excluded), or accepted by a verified quorum certificate. May drive decisions.
+"""
+EVIDENCE_CLASS_UNVERIFIED: EvidenceClass.ValueType  # 3
+"""From peers and confirmed by nobody independent: at most a labelled hint, never advice."""
+Global___EvidenceClass: _TypeAlias = EvidenceClass  # noqa: Y015
+
 @_typing.final
 class MemoryContext(_message.Message):
     """The memory record's `context` block: where a lesson applies."""
@@ -342,9 +376,59 @@ class Situation(_message.Message):
 Global___Situation: _TypeAlias = Situation  # noqa: Y015
 
 @_typing.final
-class LessonView(_message.Message):
-    """A lesson as the agent and operator see it."""
+class Evidence(_message.Message):
+    """What the node holds for one lesson's evidence, counted by principal in its own view."""
 
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVIDENCE_CLASS_FIELD_NUMBER: _builtins.int
+    INDEPENDENT_PRINCIPALS_FIELD_NUMBER: _builtins.int
+    CONTRADICTING_PRINCIPALS_FIELD_NUMBER: _builtins.int
+    CERTIFIED_FIELD_NUMBER: _builtins.int
+    PEERS_FIELD_NUMBER: _builtins.int
+    AUTHORITY_FIELD_NUMBER: _builtins.int
+    APPROVED_FIELD_NUMBER: _builtins.int
+    LABEL_FIELD_NUMBER: _builtins.int
+    evidence_class: Global___EvidenceClass.ValueType
+    """The class."""
+    independent_principals: _builtins.int
+    """Independent principals (not the source's) whose attestations confirm it."""
+    contradicting_principals: _builtins.int
+    """Independent principals whose attestations contradict it."""
+    certified: _builtins.bool
+    """A quorum certificate this node verified accepted it."""
+    peers: _builtins.int
+    """Principals behind an imported lesson: its source and those confirming it (0: local)."""
+    authority: _builtins.bool
+    """A peer lesson about the agent's authority (permissions, approvals, credentials,
+    privilege, egress, disabling checks): shown nowhere until corroborated or approved.
+    """
+    approved: _builtins.bool
+    """An operator approved this record on this node."""
+    label: _builtins.str
+    """The label every surface shows, e.g. "unverified, from 1 peer, confidence 0.29"."""
+    def __init__(
+        self,
+        *,
+        evidence_class: Global___EvidenceClass.ValueType = ...,
+        independent_principals: _builtins.int = ...,
+        contradicting_principals: _builtins.int = ...,
+        certified: _builtins.bool = ...,
+        peers: _builtins.int = ...,
+        authority: _builtins.bool = ...,
+        approved: _builtins.bool = ...,
+        label: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approved", b"approved", "authority", b"authority", "certified", b"certified", "contradicting_principals", b"contradicting_principals", "evidence_class", b"evidence_class", "independent_principals", b"independent_principals", "label", b"label", "peers", b"peers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Evidence: _TypeAlias = Evidence  # noqa: Y015
+
+@_typing.final
+class LessonView(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     ID_FIELD_NUMBER: _builtins.int
@@ -377,6 +461,7 @@ class LessonView(_message.Message):
     LIFECYCLE_STATE_FIELD_NUMBER: _builtins.int
     CONTESTED_WITH_FIELD_NUMBER: _builtins.int
     VERIFIED_AGAINST_FIELD_NUMBER: _builtins.int
+    EVIDENCE_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """The record's id (uuid4); stable across edits."""
     version: _builtins.int
@@ -462,6 +547,10 @@ class LessonView(_message.Message):
     def verified_against(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Lessons it beat in a settled conflict."""
 
+    @_builtins.property
+    def evidence(self) -> Global___Evidence:
+        """Its evidence class, independent support and label for this node."""
+
     def __init__(
         self,
         *,
@@ -495,10 +584,11 @@ class LessonView(_message.Message):
         lifecycle_state: _builtins.str = ...,
         contested_with: _abc.Iterable[_builtins.str] | None = ...,
         verified_against: _abc.Iterable[_builtins.str] | None = ...,
+        evidence: Global___Evidence | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence", "context", b"context", "original_confidence", b"original_confidence", "situation", b"situation"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence", "context", b"context", "evidence", b"evidence", "original_confidence", b"original_confidence", "situation", b"situation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence", "access_level", b"access_level", "category", b"category", "confidence", b"confidence", "content", b"content", "contested_with", b"contested_with", "context", b"context", "created_at", b"created_at", "evidence_outcome_ids", b"evidence_outcome_ids", "failure_count", b"failure_count", "id", b"id", "imported_from", b"imported_from", "lifecycle_state", b"lifecycle_state", "memory_type", b"memory_type", "not_shared_reason", b"not_shared_reason", "operation", b"operation", "origin", b"origin", "original_confidence", b"original_confidence", "recipients", b"recipients", "record_json", b"record_json", "scope", b"scope", "shared", b"shared", "situation", b"situation", "source_node_id", b"source_node_id", "status", b"status", "success_count", b"success_count", "superseded_by", b"superseded_by", "tags", b"tags", "updated_at", b"updated_at", "verified_against", b"verified_against", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence", "access_level", b"access_level", "category", b"category", "confidence", b"confidence", "content", b"content", "contested_with", b"contested_with", "context", b"context", "created_at", b"created_at", "evidence", b"evidence", "evidence_outcome_ids", b"evidence_outcome_ids", "failure_count", b"failure_count", "id", b"id", "imported_from", b"imported_from", "lifecycle_state", b"lifecycle_state", "memory_type", b"memory_type", "not_shared_reason", b"not_shared_reason", "operation", b"operation", "origin", b"origin", "original_confidence", b"original_confidence", "recipients", b"recipients", "record_json", b"record_json", "scope", b"scope", "shared", b"shared", "situation", b"situation", "source_node_id", b"source_node_id", "status", b"status", "success_count", b"success_count", "superseded_by", b"superseded_by", "tags", b"tags", "updated_at", b"updated_at", "verified_against", b"verified_against", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__original_confidence: _TypeAlias = _typing.Literal["original_confidence"]  # noqa: Y015
     _WhichOneofArgType__original_confidence: _TypeAlias = _typing.Literal["_original_confidence", b"_original_confidence"]  # noqa: Y015

@@ -640,7 +640,10 @@ class ReputationRow(_message.Message):
     """Its lessons this node's outcomes tested, and how many were confirmed."""
     correct: _builtins.int
     pairwise_trust: _builtins.float
-    """This node's direct trust in it, and its global trust (EigenTrust, sums to 1 over peers)."""
+    """This node's direct trust in it, and its global trust (EigenTrust over every node's signed
+    local-trust summary, sums to 1 over peers). global_trust is unset when nobody has judged
+    the peer yet ("unknown", never 0).
+    """
     global_trust: _builtins.float
     records_accepted: _builtins.int
     """Its records this node imported, and refused by reason."""
@@ -670,7 +673,7 @@ class ReputationRow(_message.Message):
         predictions: _builtins.int = ...,
         correct: _builtins.int = ...,
         pairwise_trust: _builtins.float = ...,
-        global_trust: _builtins.float = ...,
+        global_trust: _builtins.float | None = ...,
         records_accepted: _builtins.int = ...,
         records_rejected: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
         votes_right: _builtins.int = ...,
@@ -679,12 +682,17 @@ class ReputationRow(_message.Message):
         expert_domains: _abc.Iterable[_builtins.str] | None = ...,
         last_seen: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_weighted_accuracy", b"_weighted_accuracy", "weighted_accuracy", b"weighted_accuracy"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_global_trust", b"_global_trust", "_weighted_accuracy", b"_weighted_accuracy", "global_trust", b"global_trust", "weighted_accuracy", b"weighted_accuracy"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_weighted_accuracy", b"_weighted_accuracy", "band", b"band", "correct", b"correct", "domains", b"domains", "expert_domains", b"expert_domains", "global_trust", b"global_trust", "last_seen", b"last_seen", "pairwise_trust", b"pairwise_trust", "parts", b"parts", "peer", b"peer", "predictions", b"predictions", "principal", b"principal", "records_accepted", b"records_accepted", "records_rejected", b"records_rejected", "score", b"score", "votes_right", b"votes_right", "votes_wrong", b"votes_wrong", "weighted_accuracy", b"weighted_accuracy"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_global_trust", b"_global_trust", "_weighted_accuracy", b"_weighted_accuracy", "band", b"band", "correct", b"correct", "domains", b"domains", "expert_domains", b"expert_domains", "global_trust", b"global_trust", "last_seen", b"last_seen", "pairwise_trust", b"pairwise_trust", "parts", b"parts", "peer", b"peer", "predictions", b"predictions", "principal", b"principal", "records_accepted", b"records_accepted", "records_rejected", b"records_rejected", "score", b"score", "votes_right", b"votes_right", "votes_wrong", b"votes_wrong", "weighted_accuracy", b"weighted_accuracy"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__global_trust: _TypeAlias = _typing.Literal["global_trust"]  # noqa: Y015
+    _WhichOneofArgType__global_trust: _TypeAlias = _typing.Literal["_global_trust", b"_global_trust"]  # noqa: Y015
     _WhichOneofReturnType__weighted_accuracy: _TypeAlias = _typing.Literal["weighted_accuracy"]  # noqa: Y015
     _WhichOneofArgType__weighted_accuracy: _TypeAlias = _typing.Literal["_weighted_accuracy", b"_weighted_accuracy"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__global_trust) -> _WhichOneofReturnType__global_trust | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__weighted_accuracy) -> _WhichOneofReturnType__weighted_accuracy | None: ...
 
 Global___ReputationRow: _TypeAlias = ReputationRow  # noqa: Y015

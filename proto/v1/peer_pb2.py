@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from lamarck.proto.v1 import records_pb2 as lamarck_dot_v1_dot_records__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15lamarck/v1/peer.proto\x12\nlamarck.v1\x1a\x18lamarck/v1/records.proto\"\xa3\x01\n\x0ePublishRequest\x12)\n\x07records\x18\x01 \x03(\x0b\x32\x18.lamarck.v1.SignedRecord\x12\x16\n\x0esender_node_id\x18\x02 \x01(\t\x12\x16\n\x0eorigin_node_id\x18\x03 \x01(\t\x12\x11\n\thop_count\x18\x04 \x01(\r\x12\x11\n\thop_limit\x18\x05 \x01(\r\x12\x10\n\x08\x62\x61tch_id\x18\x06 \x01(\t\"6\n\x0fPublishResponse\x12#\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x15.lamarck.v1.RecordAck\";\n\nHashBucket\x12\x0e\n\x06prefix\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\r\x12\x0e\n\x06\x64igest\x18\x03 \x01(\t\"\xc5\x01\n\x0bSyncRequest\x12\x19\n\x11requester_node_id\x18\x01 \x01(\t\x12\x0e\n\x06\x63ursor\x18\x02 \x01(\t\x12\'\n\x07\x62uckets\x18\x03 \x03(\x0b\x32\x16.lamarck.v1.HashBucket\x12\x14\n\x0cknown_hashes\x18\x04 \x03(\t\x12%\n\x05kinds\x18\x05 \x03(\x0e\x32\x16.lamarck.v1.RecordKind\x12\x13\n\x0bmax_records\x18\x06 \x01(\r\x12\x10\n\x08projects\x18\x07 \x03(\t\"W\n\x0cSyncResponse\x12)\n\x07records\x18\x01 \x03(\x0b\x32\x18.lamarck.v1.SignedRecord\x12\x0e\n\x06\x63ursor\x18\x02 \x01(\t\x12\x0c\n\x04more\x18\x03 \x01(\x08\"k\n\x12RequestVoteRequest\x12(\n\x06memory\x18\x01 \x01(\x0b\x32\x18.lamarck.v1.SignedRecord\x12\x19\n\x11requester_node_id\x18\x02 \x01(\t\x12\x10\n\x08round_id\x18\x03 \x01(\t\"=\n\x13RequestVoteResponse\x12&\n\x04vote\x18\x01 \x01(\x0b\x32\x18.lamarck.v1.SignedRecord\"#\n\x12GetIdentityRequest\x12\r\n\x05nonce\x18\x01 \x01(\x0c\"\xe2\x01\n\x13GetIdentityResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x12\n\npublic_key\x18\x02 \x01(\x0c\x12\x11\n\taddresses\x18\x03 \x03(\t\x12\x0f\n\x07version\x18\x04 \x01(\t\x12\x17\n\x0fschema_versions\x18\x05 \x03(\t\x12\x0f\n\x07\x64omains\x18\x06 \x03(\t\x12/\n\rkey_rotations\x18\x07 \x03(\x0b\x32\x18.lamarck.v1.SignedRecord\x12\'\n\x05proof\x18\x08 \x01(\x0b\x32\x18.lamarck.v1.SignedRecord\"z\n\x14GetReputationRequest\x12\x10\n\x08node_ids\x18\x01 \x03(\t\x12\x0e\n\x06\x64omain\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\r\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x19\n\x11requester_node_id\x18\x05 \x01(\t\"(\n\tScorePart\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01\"W\n\x0fReputationEntry\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12$\n\x05parts\x18\x03 \x03(\x0b\x32\x15.lamarck.v1.ScorePart\"\x8d\x01\n\x15GetReputationResponse\x12\x18\n\x10observer_node_id\x18\x01 \x01(\t\x12\x13\n\x0b\x63omputed_at\x18\x02 \x01(\t\x12,\n\x07\x65ntries\x18\x03 \x03(\x0b\x32\x1b.lamarck.v1.ReputationEntry\x12\x17\n\x0fnext_page_token\x18\x04 \x01(\t2\x84\x03\n\x0bPeerService\x12\x42\n\x07Publish\x12\x1a.lamarck.v1.PublishRequest\x1a\x1b.lamarck.v1.PublishResponse\x12;\n\x04Sync\x12\x17.lamarck.v1.SyncRequest\x1a\x18.lamarck.v1.SyncResponse0\x01\x12N\n\x0bRequestVote\x12\x1e.lamarck.v1.RequestVoteRequest\x1a\x1f.lamarck.v1.RequestVoteResponse\x12N\n\x0bGetIdentity\x12\x1e.lamarck.v1.GetIdentityRequest\x1a\x1f.lamarck.v1.GetIdentityResponse\x12T\n\rGetReputation\x12 .lamarck.v1.GetReputationRequest\x1a!.lamarck.v1.GetReputationResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15lamarck/v1/peer.proto\x12\nlamarck.v1\x1a\x18lamarck/v1/records.proto\"\xa3\x01\n\x0ePublishRequest\x12)\n\x07records\x18\x01 \x03(\x0b\x32\x18.lamarck.v1.SignedRecord\x12\x16\n\x0esender_node_id\x18\x02 \x01(\t\x12\x16\n\x0eorigin_node_id\x18\x03 \x01(\t\x12\x11\n\thop_count\x18\x04 \x01(\r\x12\x11\n\thop_limit\x18\x05 \x01(\r\x12\x10\n\x08\x62\x61tch_id\x18\x06 \x01(\t\"6\n\x0fPublishResponse\x12#\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x15.lamarck.v1.RecordAck\";\n\nHashBucket\x12\x0e\n\x06prefix\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\r\x12\x0e\n\x06\x64igest\x18\x03 \x01(\t\"\xc5\x01\n\x0bSyncRequest\x12\x19\n\x11requester_node_id\x18\x01 \x01(\t\x12\x0e\n\x06\x63ursor\x18\x02 \x01(\t\x12\'\n\x07\x62uckets\x18\x03 \x03(\x0b\x32\x16.lamarck.v1.HashBucket\x12\x14\n\x0cknown_hashes\x18\x04 \x03(\t\x12%\n\x05kinds\x18\x05 \x03(\x0e\x32\x16.lamarck.v1.RecordKind\x12\x13\n\x0bmax_records\x18\x06 \x01(\r\x12\x10\n\x08projects\x18\x07 \x03(\t\"\x8a\x01\n\x0cSyncResponse\x12)\n\x07records\x18\x01 \x03(\x0b\x32\x18.lamarck.v1.SignedRecord\x12\x0e\n\x06\x63ursor\x18\x02 \x01(\t\x12\x0c\n\x04more\x18\x03 \x01(\x08\x12\x31\n\x0ftrust_summaries\x18\x04 \x03(\x0b\x32\x18.lamarck.v1.SignedRecord\"k\n\x12RequestVoteRequest\x12(\n\x06memory\x18\x01 \x01(\x0b\x32\x18.lamarck.v1.SignedRecord\x12\x19\n\x11requester_node_id\x18\x02 \x01(\t\x12\x10\n\x08round_id\x18\x03 \x01(\t\"=\n\x13RequestVoteResponse\x12&\n\x04vote\x18\x01 \x01(\x0b\x32\x18.lamarck.v1.SignedRecord\"#\n\x12GetIdentityRequest\x12\r\n\x05nonce\x18\x01 \x01(\x0c\"\xe2\x01\n\x13GetIdentityResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x12\n\npublic_key\x18\x02 \x01(\x0c\x12\x11\n\taddresses\x18\x03 \x03(\t\x12\x0f\n\x07version\x18\x04 \x01(\t\x12\x17\n\x0fschema_versions\x18\x05 \x03(\t\x12\x0f\n\x07\x64omains\x18\x06 \x03(\t\x12/\n\rkey_rotations\x18\x07 \x03(\x0b\x32\x18.lamarck.v1.SignedRecord\x12\'\n\x05proof\x18\x08 \x01(\x0b\x32\x18.lamarck.v1.SignedRecord\"z\n\x14GetReputationRequest\x12\x10\n\x08node_ids\x18\x01 \x03(\t\x12\x0e\n\x06\x64omain\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\r\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x19\n\x11requester_node_id\x18\x05 \x01(\t\"(\n\tScorePart\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01\"W\n\x0fReputationEntry\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12$\n\x05parts\x18\x03 \x03(\x0b\x32\x15.lamarck.v1.ScorePart\"\x8d\x01\n\x15GetReputationResponse\x12\x18\n\x10observer_node_id\x18\x01 \x01(\t\x12\x13\n\x0b\x63omputed_at\x18\x02 \x01(\t\x12,\n\x07\x65ntries\x18\x03 \x03(\x0b\x32\x1b.lamarck.v1.ReputationEntry\x12\x17\n\x0fnext_page_token\x18\x04 \x01(\t2\x84\x03\n\x0bPeerService\x12\x42\n\x07Publish\x12\x1a.lamarck.v1.PublishRequest\x1a\x1b.lamarck.v1.PublishResponse\x12;\n\x04Sync\x12\x17.lamarck.v1.SyncRequest\x1a\x18.lamarck.v1.SyncResponse0\x01\x12N\n\x0bRequestVote\x12\x1e.lamarck.v1.RequestVoteRequest\x1a\x1f.lamarck.v1.RequestVoteResponse\x12N\n\x0bGetIdentity\x12\x1e.lamarck.v1.GetIdentityRequest\x1a\x1f.lamarck.v1.GetIdentityResponse\x12T\n\rGetReputation\x12 .lamarck.v1.GetReputationRequest\x1a!.lamarck.v1.GetReputationResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,24 +40,24 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HASHBUCKET']._serialized_end=344
   _globals['_SYNCREQUEST']._serialized_start=347
   _globals['_SYNCREQUEST']._serialized_end=544
-  _globals['_SYNCRESPONSE']._serialized_start=546
-  _globals['_SYNCRESPONSE']._serialized_end=633
-  _globals['_REQUESTVOTEREQUEST']._serialized_start=635
-  _globals['_REQUESTVOTEREQUEST']._serialized_end=742
-  _globals['_REQUESTVOTERESPONSE']._serialized_start=744
-  _globals['_REQUESTVOTERESPONSE']._serialized_end=805
-  _globals['_GETIDENTITYREQUEST']._serialized_start=807
-  _globals['_GETIDENTITYREQUEST']._serialized_end=842
-  _globals['_GETIDENTITYRESPONSE']._serialized_start=845
-  _globals['_GETIDENTITYRESPONSE']._serialized_end=1071
-  _globals['_GETREPUTATIONREQUEST']._serialized_start=1073
-  _globals['_GETREPUTATIONREQUEST']._serialized_end=1195
-  _globals['_SCOREPART']._serialized_start=1197
-  _globals['_SCOREPART']._serialized_end=1237
-  _globals['_REPUTATIONENTRY']._serialized_start=1239
-  _globals['_REPUTATIONENTRY']._serialized_end=1326
-  _globals['_GETREPUTATIONRESPONSE']._serialized_start=1329
-  _globals['_GETREPUTATIONRESPONSE']._serialized_end=1470
-  _globals['_PEERSERVICE']._serialized_start=1473
-  _globals['_PEERSERVICE']._serialized_end=1861
+  _globals['_SYNCRESPONSE']._serialized_start=547
+  _globals['_SYNCRESPONSE']._serialized_end=685
+  _globals['_REQUESTVOTEREQUEST']._serialized_start=687
+  _globals['_REQUESTVOTEREQUEST']._serialized_end=794
+  _globals['_REQUESTVOTERESPONSE']._serialized_start=796
+  _globals['_REQUESTVOTERESPONSE']._serialized_end=857
+  _globals['_GETIDENTITYREQUEST']._serialized_start=859
+  _globals['_GETIDENTITYREQUEST']._serialized_end=894
+  _globals['_GETIDENTITYRESPONSE']._serialized_start=897
+  _globals['_GETIDENTITYRESPONSE']._serialized_end=1123
+  _globals['_GETREPUTATIONREQUEST']._serialized_start=1125
+  _globals['_GETREPUTATIONREQUEST']._serialized_end=1247
+  _globals['_SCOREPART']._serialized_start=1249
+  _globals['_SCOREPART']._serialized_end=1289
+  _globals['_REPUTATIONENTRY']._serialized_start=1291
+  _globals['_REPUTATIONENTRY']._serialized_end=1378
+  _globals['_GETREPUTATIONRESPONSE']._serialized_start=1381
+  _globals['_GETREPUTATIONRESPONSE']._serialized_end=1522
+  _globals['_PEERSERVICE']._serialized_start=1525
+  _globals['_PEERSERVICE']._serialized_end=1913
 # @@protoc_insertion_point(module_scope)

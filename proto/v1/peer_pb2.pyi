@@ -210,6 +210,7 @@ class SyncResponse(_message.Message):
     RECORDS_FIELD_NUMBER: _builtins.int
     CURSOR_FIELD_NUMBER: _builtins.int
     MORE_FIELD_NUMBER: _builtins.int
+    TRUST_SUMMARIES_FIELD_NUMBER: _builtins.int
     cursor: _builtins.str
     """Cursor covering everything sent so far in this stream: a broken stream resumes here."""
     more: _builtins.bool
@@ -222,16 +223,24 @@ class SyncResponse(_message.Message):
         followed by its QUORUM_CERTIFICATE record.
         """
 
+    @_builtins.property
+    def trust_summaries(self) -> _containers.RepeatedCompositeFieldContainer[_records_pb2.SignedRecord]:
+        """Signed local-trust summaries (RECORD_KIND_TRUST_SUMMARY), on the first chunk only: the
+        server's own newest, then the newest it holds from other signers (bounded). The receiver
+        verifies each and keeps the newest per signer (docs/trust.md, "Global trust").
+        """
+
     def __init__(
         self,
         *,
         records: _abc.Iterable[_records_pb2.SignedRecord] | None = ...,
         cursor: _builtins.str = ...,
         more: _builtins.bool = ...,
+        trust_summaries: _abc.Iterable[_records_pb2.SignedRecord] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cursor", b"cursor", "more", b"more", "records", b"records"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cursor", b"cursor", "more", b"more", "records", b"records", "trust_summaries", b"trust_summaries"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18lamarck/v1/records.proto\x12\nlamarck.v1\"L\n\x0cSignedRecord\x12$\n\x04kind\x18\x01 \x01(\x0e\x32\x16.lamarck.v1.RecordKind\x12\x16\n\x0e\x63\x61nonical_json\x18\x02 \x01(\x0c\"f\n\tRecordAck\x12\r\n\x05index\x18\x01 \x01(\r\x12\x13\n\x0brecord_hash\x18\x02 \x01(\t\x12%\n\x06status\x18\x03 \x01(\x0e\x32\x15.lamarck.v1.AckStatus\x12\x0e\n\x06reason\x18\x04 \x01(\t*\x84\x02\n\nRecordKind\x12\x1b\n\x17RECORD_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12RECORD_KIND_MEMORY\x10\x01\x12\x14\n\x10RECORD_KIND_VOTE\x10\x02\x12\x1c\n\x18RECORD_KIND_KEY_ROTATION\x10\x03\x12\x1c\n\x18RECORD_KIND_REGISTRATION\x10\x04\x12\x1b\n\x17RECORD_KIND_ENDORSEMENT\x10\x05\x12\x15\n\x11RECORD_KIND_NONCE\x10\x06\x12\x17\n\x13RECORD_KIND_OUTCOME\x10\x07\x12\"\n\x1eRECORD_KIND_QUORUM_CERTIFICATE\x10\x08*\xa8\x01\n\tAckStatus\x12\x1a\n\x16\x41\x43K_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13\x41\x43K_STATUS_ACCEPTED\x10\x01\x12\x18\n\x14\x41\x43K_STATUS_DUPLICATE\x10\x02\x12\x1a\n\x16\x41\x43K_STATUS_QUARANTINED\x10\x03\x12\x17\n\x13\x41\x43K_STATUS_REJECTED\x10\x04\x12\x17\n\x13\x41\x43K_STATUS_DEFERRED\x10\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18lamarck/v1/records.proto\x12\nlamarck.v1\"L\n\x0cSignedRecord\x12$\n\x04kind\x18\x01 \x01(\x0e\x32\x16.lamarck.v1.RecordKind\x12\x16\n\x0e\x63\x61nonical_json\x18\x02 \x01(\x0c\"f\n\tRecordAck\x12\r\n\x05index\x18\x01 \x01(\r\x12\x13\n\x0brecord_hash\x18\x02 \x01(\t\x12%\n\x06status\x18\x03 \x01(\x0e\x32\x15.lamarck.v1.AckStatus\x12\x0e\n\x06reason\x18\x04 \x01(\t*\xc0\x02\n\nRecordKind\x12\x1b\n\x17RECORD_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12RECORD_KIND_MEMORY\x10\x01\x12\x14\n\x10RECORD_KIND_VOTE\x10\x02\x12\x1c\n\x18RECORD_KIND_KEY_ROTATION\x10\x03\x12\x1c\n\x18RECORD_KIND_REGISTRATION\x10\x04\x12\x1b\n\x17RECORD_KIND_ENDORSEMENT\x10\x05\x12\x15\n\x11RECORD_KIND_NONCE\x10\x06\x12\x17\n\x13RECORD_KIND_OUTCOME\x10\x07\x12\"\n\x1eRECORD_KIND_QUORUM_CERTIFICATE\x10\x08\x12\x1d\n\x19RECORD_KIND_TRUST_SUMMARY\x10\t\x12\x1b\n\x17RECORD_KIND_ATTESTATION\x10\n*\xa8\x01\n\tAckStatus\x12\x1a\n\x16\x41\x43K_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13\x41\x43K_STATUS_ACCEPTED\x10\x01\x12\x18\n\x14\x41\x43K_STATUS_DUPLICATE\x10\x02\x12\x1a\n\x16\x41\x43K_STATUS_QUARANTINED\x10\x03\x12\x17\n\x13\x41\x43K_STATUS_REJECTED\x10\x04\x12\x17\n\x13\x41\x43K_STATUS_DEFERRED\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,9 +32,9 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'lamarck.proto.v1.records_pb
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RECORDKIND']._serialized_start=223
-  _globals['_RECORDKIND']._serialized_end=483
-  _globals['_ACKSTATUS']._serialized_start=486
-  _globals['_ACKSTATUS']._serialized_end=654
+  _globals['_RECORDKIND']._serialized_end=543
+  _globals['_ACKSTATUS']._serialized_start=546
+  _globals['_ACKSTATUS']._serialized_end=714
   _globals['_SIGNEDRECORD']._serialized_start=40
   _globals['_SIGNEDRECORD']._serialized_end=116
   _globals['_RECORDACK']._serialized_start=118

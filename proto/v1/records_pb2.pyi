@@ -52,6 +52,15 @@ class _RecordKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RecordKind
     it is signed by its voter, and the receiver re-counts them. Travels right after the
     memory it certifies; its `record_hash` is that memory's content hash.
     """
+    RECORD_KIND_TRUST_SUMMARY: _RecordKind.ValueType  # 9
+    """A node's signed local-trust summary (lamarck.proto.trust_summary): its trust in the
+    peers it has judged, for every node's global trust (EigenTrust). Newest per signer wins.
+    """
+    RECORD_KIND_ATTESTATION: _RecordKind.ValueType  # 10
+    """An outcome attestation (lamarck.consensus.attestation): a node's signed verdict on one
+    exact memory, from one of its own outcomes (confirm or contradict), naming the outcome by
+    digest only. Travels after the memory it judges, or alone for a memory the receiver holds.
+    """
 
 class RecordKind(_RecordKind, metaclass=_RecordKindEnumTypeWrapper):
     """What a signed record is, and so which domain-separation prefix its signature uses.
@@ -83,6 +92,15 @@ RECORD_KIND_QUORUM_CERTIFICATE: RecordKind.ValueType  # 8
 that accepted a high-stakes memory. Unsigned itself (its canonical JSON): every vote in
 it is signed by its voter, and the receiver re-counts them. Travels right after the
 memory it certifies; its `record_hash` is that memory's content hash.
+"""
+RECORD_KIND_TRUST_SUMMARY: RecordKind.ValueType  # 9
+"""A node's signed local-trust summary (lamarck.proto.trust_summary): its trust in the
+peers it has judged, for every node's global trust (EigenTrust). Newest per signer wins.
+"""
+RECORD_KIND_ATTESTATION: RecordKind.ValueType  # 10
+"""An outcome attestation (lamarck.consensus.attestation): a node's signed verdict on one
+exact memory, from one of its own outcomes (confirm or contradict), naming the outcome by
+digest only. Travels after the memory it judges, or alone for a memory the receiver holds.
 """
 Global___RecordKind: _TypeAlias = RecordKind  # noqa: Y015
 

@@ -122,7 +122,7 @@ async def pg_store(pg_dsn: str) -> AsyncIterator[PostgresLessonStore]:
 #: Tables emptied between contract tests (the shared database's schema stays in place).
 _TABLES = (
     "lessons, lesson_provenance, outcomes, quarantine, rejections, outbox, lesson_events,"
-    " node_state, retired_evidence"
+    " node_state, retired_evidence, attestations"
 )
 
 

@@ -43,6 +43,9 @@ class Pins:
     async def is_revoked(self, node_id: str) -> bool:
         return False
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 def _raw(n: int, content: str, **over: Any) -> bytes:
     created = format_ts(NOW - timedelta(days=2))

@@ -117,6 +117,7 @@ def full_lesson() -> LessonRow:
             ProvenanceEntry("lmk1source", "lmk1via", at(5), "a" * 64),
             ProvenanceEntry("lmk1source", "lmk1other", at(6), "a" * 64),
         ),
+        change_reason="the suite moved to nox",
         embedding=vec(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8),
     )
 

@@ -426,6 +426,23 @@ async def test_key_substitution_is_refused_and_rotation_by_the_old_key_accepted(
         await directory.register(await net.registration(directory, net.a))
 
 
+async def test_a_rotation_signed_by_the_old_key_alone_moves_no_pin(
+    directory: PeerDirectory, net: Net
+) -> None:
+    # The old key's signature proves who moves the identity, not that the mover holds the
+    # new key: without the new key's countersignature the pin stays.
+    await directory.register(await net.registration(directory, net.a))
+    body = {k: v for k, v in make_rotation(net.a, net.c, net.clock.now()).items()}
+    body.pop("countersignature")
+    with pytest.raises(AdmissionRefused):
+        await directory.rotate_key(sign_object(RecordKind.key_rotation, body, net.a))
+    stranger = make_rotation(net.a, net.c, net.clock.now())
+    stranger["countersignature"] = make_rotation(net.a, net.b, net.clock.now())["countersignature"]
+    with pytest.raises(AdmissionRefused):
+        await directory.rotate_key(sign_object(RecordKind.key_rotation, stranger, net.a))
+    assert await directory.pinned_key(net.a.node_id) == net.a.public_key_b64
+
+
 async def test_rotating_an_unknown_id_is_refused(directory: PeerDirectory, net: Net) -> None:
     with pytest.raises(AdmissionRefused) as e:
         await directory.rotate_key(make_rotation(net.a, net.b, net.clock.now()))
@@ -566,6 +583,30 @@ async def test_revoking_an_endorser_withdraws_the_admissions_it_granted(
     assert await directory.pinned_key(b) == net.b.public_key_b64
 
 
+async def test_a_revocation_reaches_every_identity_admitted_through_the_revoked_one(
+    directory: PeerDirectory, net: Net
+) -> None:
+    a, b, c = net.a.node_id, net.b.node_id, net.c.node_id
+    await directory.register(await net.registration(directory, net.a))
+    await directory.register(
+        await net.registration(
+            directory, net.b, token=False, endorsement=net.endorsement(net.a, net.b), port=7001
+        )
+    )
+    await directory.register(
+        await net.registration(
+            directory, net.c, token=False, endorsement=net.endorsement(net.b, net.c), port=7002
+        )
+    )
+    assert await directory.revoked_through([a, b, c]) == {}
+    await directory.revoke(
+        sign_revocation(net.operator, node_id=a, reason="sybil farm", created_at=net.clock.now())
+    )
+    # At once (no memo in the way): a itself, b endorsed by a, c endorsed by b.
+    assert await directory.revoked_through([a, b, c]) == {a: a, b: a, c: a}
+    assert await directory.revoked_through([]) == {}
+
+
 async def test_an_operator_retraction_reaches_every_reader_even_one_opened_later(
     registry: Registry, directory: PeerDirectory, net: Net
 ) -> None:
@@ -666,3 +707,61 @@ async def test_clearing_the_namespace_forgets_every_record(registry: Registry, n
     assert await directory.pinned_key(net.a.node_id) is None
     assert await directory.live_peers() == []
     assert await directory.clear_namespace() == 0
+
+
+async def test_a_rotated_key_admits_its_successor_id_and_is_refused_afterwards(
+    directory: PeerDirectory, net: Net
+) -> None:
+    # The node registers under the id its new key derives (so whatever it signs binds to it
+    # as any record does), admitted on its lineage's admission: same principal, no new
+    # material. Every id of the lineage moves to the new key; the old key is refused.
+    a, b, c = net.a, net.b, net.c
+    await directory.register(await net.registration(directory, a))
+    principal = await directory.principal_of(a.node_id)
+    before = net.clock.now()
+    net.clock.advance(60)
+    rotation = make_rotation(a, b, net.clock.now())
+    reg = await net.registration(directory, b, token=False, rotation=rotation)
+    assert (await directory.register(reg)).node_id == b.node_id
+    assert await directory.pinned_key(b.node_id) == b.public_key_b64
+    assert await directory.pinned_key(a.node_id) == b.public_key_b64
+    assert await directory.principal_of(b.node_id) == principal is not None
+    assert [p.node_id for p in await directory.live_peers()] == [b.node_id]
+    with pytest.raises(AdmissionRefused) as old:
+        await directory.register(await net.registration(directory, a, token=False))
+    assert old.value.reason == "key_pinned"
+    # What the old key signed before the rotation stays its; nothing after.
+    assert await directory.key_valid_at(a.node_id, a.public_key_b64, before)
+    assert not await directory.key_valid_at(a.node_id, a.public_key_b64, net.clock.now() + HOUR)
+    # The same registration again (a retry) is a plain re-registration of the successor.
+    again = await net.registration(directory, b, token=False, rotation=rotation)
+    assert (await directory.register(again)).node_id == b.node_id
+    # A second rotation moves the whole lineage on.
+    net.clock.advance(60)
+    second = make_rotation(b, c, net.clock.now(), node_id=a.node_id)
+    await directory.register(await net.registration(directory, c, token=False, rotation=second))
+    for node_id in (a.node_id, b.node_id, c.node_id):
+        assert await directory.pinned_key(node_id) == c.public_key_b64
+    assert await directory.principal_of(c.node_id) == principal
+    with pytest.raises(AdmissionRefused):
+        await directory.register(await net.registration(directory, b, token=False))
+
+
+async def test_a_successor_needs_a_rotation_both_keys_signed_from_the_pinned_key(
+    directory: PeerDirectory, net: Net
+) -> None:
+    a, b, c = net.a, net.b, net.c
+    await directory.register(await net.registration(directory, a))
+    # From a key the lineage is not pinned to (c never was a's), or countersigned by another.
+    wrong_start = make_rotation(c, b, net.clock.now(), node_id=a.node_id)
+    stranger = make_rotation(a, b, net.clock.now())
+    stranger["countersignature"] = make_rotation(a, c, net.clock.now())["countersignature"]
+    stranger = sign_object(RecordKind.key_rotation, stranger, a)
+    for rotation in (wrong_start, stranger):
+        with pytest.raises(AdmissionRefused) as refused:
+            await directory.register(
+                await net.registration(directory, b, token=False, rotation=rotation)
+            )
+        assert refused.value.reason == "key_pinned"
+    assert await directory.pinned_key(b.node_id) is None
+    assert await directory.pinned_key(a.node_id) == a.public_key_b64

@@ -1,7 +1,8 @@
 """Principals and the endorsement cap, on both directory adapters (memory, Redis) and the cache.
 
-Every admitted identity carries the principal that admitted it: the operator key for a token,
-the endorsement chain's root for an endorsed one (so the identities one node mints count as
+Every admitted identity carries the principal that admitted it: the operator key for a token
+in an ``operator`` network, the endorsement chain's root in an ``endorsed`` one (a
+token-admitted root answers for itself and for the identities it mints, so they count as
 one), the id itself in ``open`` mode. An operator can cap how many identities one endorser
 admits; revoking an endorsee frees no slot.
 """
@@ -171,11 +172,13 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
             await server.stop()
 
 
-async def test_a_token_admitted_identity_answers_to_the_operator_key(world: World) -> None:
-    d = world.directory()
+async def test_in_an_operator_network_a_token_admitted_identity_answers_to_the_operator_key(
+    world: World,
+) -> None:
+    d = world.directory(mode="operator")
     a, b = world.ids[:2]
-    await world.admit(d, a)
-    await world.admit(d, b)
+    for who in (a, b):
+        await d.register(await world.registration(d, who, mode=AdmissionMode.OPERATOR))
     principals = await d.principals([a.node_id, b.node_id, world.ids[2].node_id])
     # The unknown id has no principal: it counts for nothing.
     assert principals == {
@@ -200,8 +203,11 @@ async def test_identities_minted_down_an_endorsement_chain_count_as_its_root(
     )
     assert principals[child.node_id] == root.node_id
     assert principals[grandchild.node_id] == root.node_id
-    # Two keys minted by one root confirm once; the operator's own identities once more.
-    assert independent_count([child.node_id, grandchild.node_id], principals) == 1
+    # The root is the principal of what it mints: it and its endorsees are one, never two.
+    assert principals[root.node_id] == root.node_id
+    assert principals[other.node_id] == other.node_id
+    assert independent_count([root.node_id, child.node_id, grandchild.node_id], principals) == 1
+    # Two token-admitted roots, each with what it minted: two principals.
     assert independent_count(list(principals), principals) == 2
 
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 DIM = 8
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SELF = "lmk1self"
-TRUST = TrustConfig(SELF, PairwiseParams(), GlobalTrustParams(), ("lmk1anchor",))
+TRUST = TrustConfig(SELF, PairwiseParams(), GlobalTrustParams())
 PARAMS = ReputationParams()
 
 
@@ -80,6 +80,24 @@ async def test_the_table_reads_the_same_after_a_restart(pg_store: PostgresLesson
     assert reborn.ledger("lmk1alice").last_seen == T0 + timedelta(minutes=8)
     bob = after[1]
     assert bob["votes_wrong"] == 1 and bob["weighted_accuracy"] == 0.0
+
+
+async def test_a_reload_recomputes_global_trust_with_the_last_summaries(
+    pg_store: PostgresLessonStore,
+) -> None:
+    clock = FixedClock(T0)
+    anchored = TrustConfig(SELF, PairwiseParams(), GlobalTrustParams(), ("lmk1anchor",))
+    book = PostgresReputation(lambda: pg_store.pool, PARAMS, clock, trust=anchored)
+    await book.load()
+    for event in _history(clock):
+        book.emit(event)
+    await book.flush()
+    # The pre-trusted peer vouches for this node: this node's own row then counts.
+    book.recompute_global_trust(clock.now(), {"lmk1anchor": {SELF: 0.9}})
+    vouched = book.global_of("lmk1alice")
+    assert vouched is not None and vouched > 0.0
+    await book.load()
+    assert book.global_of("lmk1alice") == pytest.approx(vouched)
 
 
 async def test_a_peers_history_reads_back_newest_first_with_its_reasons(

@@ -332,7 +332,7 @@ def test_export_to_a_file_and_import_it_into_another_node(
     assert done["counts"].get("quarantined", 0) == summary["records"]
     assert {x["reason"] for x in done["acks"]} == {"unknown_signer"}
     assert [a["line"] for a in done["acks"]] == list(range(1, summary["records"] + 1))
-    with OperatorClient(b.agent_addr) as desk:
+    with OperatorClient.from_home(b.home) as desk:
         for entry in desk.list_quarantine():
             if entry.source_node_id == a.node_id:
                 desk.approve(entry.id)

@@ -2,8 +2,9 @@
 
 A node is started as an operator would start it (``python -m lamarck.node.daemon``, embedded
 Postgres, the console on its default loopback address with a free port); it learns a lesson
-from an outcome an agent records through the SDK. The console's URL is read from the node's
-own ``node.json`` (``console_url``), and its pages are fetched with ``urllib``: the overview
+from an outcome an agent records through the SDK. The console's URL and its one-time login URL
+are read from the node's own ``node.json`` (``console_url``, ``console_login_url``); the
+operator signs in once and its pages are fetched with ``urllib`` in that session: the overview
 names this node and its admission, the health page draws its report and the
 imports-and-rejections plot from what the node stored, the lesson's page its history.
 ``lamarck node status`` prints the console's and the metrics' URLs.
@@ -11,11 +12,14 @@ imports-and-rejections plot from what the node stored, the lesson's page its his
 
 from __future__ import annotations
 
+import http.client
+import http.cookiejar
 import importlib.util
 import os
 import re
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -109,24 +113,69 @@ def learned(node: Any) -> str:
     return str(lesson_id)
 
 
-def fetch(url: str, **headers: str) -> tuple[int, dict[str, str], str]:
+@pytest.fixture(scope="module")
+def session(node: Any) -> urllib.request.OpenerDirector:
+    """A browser-like opener signed in by the node's one-time login URL (cookie kept)."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with opener.open(node.info["console_login_url"], timeout=FETCH_TIMEOUT_S) as reply:
+        assert reply.status == 200 and "<h1>Overview</h1>" in reply.read().decode()
+    [cookie] = list(jar)
+    assert cookie.has_nonstandard_attr("HttpOnly")
+    return opener
+
+
+def fetch(
+    opener: urllib.request.OpenerDirector, url: str, **headers: str
+) -> tuple[int, dict[str, str], str]:
     """GET ``url``: status, headers and the body as text (an HTTP error is an answer too)."""
     request = urllib.request.Request(url, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_S) as reply:
+        with opener.open(request, timeout=FETCH_TIMEOUT_S) as reply:
             return reply.status, dict(reply.headers), reply.read().decode("utf-8")
     except urllib.error.HTTPError as e:
         return e.code, dict(e.headers), e.read().decode("utf-8")
 
 
+def raw_get(url: str, **headers: str) -> tuple[int, dict[str, str]]:
+    """GET ``url`` without a session and without following redirects."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.netloc, timeout=FETCH_TIMEOUT_S)
+    try:
+        conn.request(
+            "GET", parts.path + (f"?{parts.query}" if parts.query else ""), headers=headers
+        )
+        reply = conn.getresponse()
+        return reply.status, dict(reply.getheaders())
+    finally:
+        conn.close()
+
+
 def test_node_json_names_the_console_on_loopback(node: Any) -> None:
     url = node.info["console_url"]
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", url), url
+    assert node.info["console_login_url"].startswith(url + "login?code=")
     assert node.info["metrics_url"].startswith("http://127.0.0.1:")
+    # node.json holds a credential (the login URL): only the node's user reads it.
+    assert (node.home / "node.json").stat().st_mode & 0o077 == 0
+    assert (node.home / "operator.token").stat().st_mode & 0o077 == 0
 
 
-def test_the_overview_names_this_node_and_its_admission(node: Any, learned: str) -> None:
-    status, headers, body = fetch(node.info["console_url"])
+def test_the_console_refuses_every_page_without_a_login(node: Any) -> None:
+    for page in ("", "health", "quarantine", "lessons", "reputation"):
+        status, headers = raw_get(node.info["console_url"] + page)
+        assert (status, headers.get("Location")) == (303, "/login"), page
+
+
+def test_the_one_time_login_url_is_good_once(node: Any, session: Any) -> None:
+    status, headers = raw_get(node.info["console_login_url"])
+    assert status == 401 and "Set-Cookie" not in headers
+
+
+def test_the_overview_names_this_node_and_its_admission(
+    node: Any, session: Any, learned: str
+) -> None:
+    status, headers, body = fetch(session, node.info["console_url"])
     assert status == 200
     assert "default-src 'none'" in headers["Content-Security-Policy"]
     assert "<h1>Overview</h1>" in body
@@ -136,8 +185,10 @@ def test_the_overview_names_this_node_and_its_admission(node: Any, learned: str)
     assert "0 pending" in body  # nothing quarantined on a fresh node
 
 
-def test_the_health_page_draws_the_report_of_what_the_node_stored(node: Any, learned: str) -> None:
-    status, _, body = fetch(node.info["console_url"] + "health")
+def test_the_health_page_draws_the_report_of_what_the_node_stored(
+    node: Any, session: Any, learned: str
+) -> None:
+    status, _, body = fetch(session, node.info["console_url"] + "health")
     assert status == 200 and "<h1>Health</h1>" in body
     distribution = body[body.index('id="distribution"') : body.index('id="calibration"')]
     bands = [float(v) for v in re.findall(r'class="bar" data-value="([\d.]+)"', distribution)]
@@ -149,15 +200,16 @@ def test_the_health_page_draws_the_report_of_what_the_node_stored(node: Any, lea
     assert len(re.findall(r'class="imported" data-value="0"', activity)) == 14
 
 
-def test_a_learned_lessons_page_shows_its_history(node: Any, learned: str) -> None:
-    status, _, body = fetch(node.info["console_url"] + f"lessons/{learned}")
+def test_a_learned_lessons_page_shows_its_history(node: Any, session: Any, learned: str) -> None:
+    status, _, body = fetch(session, node.info["console_url"] + f"lessons/{learned}")
     assert status == 200
     assert 'id="history"' in body and "<td>created</td>" in body
     assert "learned here" in body  # not imported: no provenance
 
 
-def test_a_foreign_host_name_is_refused(node: Any) -> None:
-    status, _, _ = fetch(node.info["console_url"], Host="evil.example")
+@pytest.mark.parametrize("host", ["evil.example", "127.0.0.1.nip.io"])
+def test_a_foreign_host_name_is_refused(node: Any, session: Any, host: str) -> None:
+    status, _, _ = fetch(session, node.info["console_url"], Host=host)
     assert status == 403
 
 

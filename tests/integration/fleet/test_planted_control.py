@@ -43,7 +43,10 @@ REPEATS = 3
 
 @pytest.fixture(scope="module")
 def fleet(module_fleet: Callable[..., Fleet]) -> Fleet:
-    return module_fleet(nodes=5)
+    # Every unverified lesson in every plan-time prompt (as a labelled hint): a planted text
+    # that got in would show, and the accepted control shows on every peer whether or not
+    # this node reads its certificate as corroboration.
+    return module_fleet(nodes=5, unverified_plan_share=1.0)
 
 
 def _blocker(k: int) -> Situation:

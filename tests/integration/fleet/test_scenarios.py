@@ -26,10 +26,18 @@ pytestmark = pytest.mark.integration
 REPEATS = 3
 
 
+# These scenarios measure what one agent's lesson does for another: with no attestations
+# read yet, an import stays unverified at the receiver, never advice; every node here offers
+# it as a labelled hint in every plan-time prompt (share 1), which a scripted agent tries
+# first when nothing contradicts it (the canary). The gate's default share is measured by
+# ``lamarck fleet up``.
+SHARE = 1.0
+
+
 @pytest.fixture(scope="module")
 def fleet(module_fleet: Callable[..., Fleet]) -> Fleet:
     """The scripted scenarios' fleet (they run one after another on it)."""
-    return module_fleet(nodes=4)
+    return module_fleet(nodes=4, unverified_plan_share=SHARE)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +45,7 @@ def curve_fleet(module_fleet: Callable[..., Fleet]) -> Fleet:
     """A fresh fleet for the learning curves: the unlearn scenario before them leaves its
     nodes' reputations lowered by reality (a flipped environment contradicts an honest
     source), and the curves must measure sharing, not the order the tests ran in."""
-    return module_fleet(nodes=4)
+    return module_fleet(nodes=4, unverified_plan_share=SHARE)
 
 
 def _run(
@@ -69,7 +77,7 @@ def test_seed_a_mistake_b_never_issues_the_failing_form_and_sees_the_lesson(flee
         _, records = _run(fleet, "seed-mistake", k)
         b = _agent(records, SHARED, 1)
         assert all(r.mistakes == 0 for r in b), b  # B never issues the failing form
-        assert b[0].advised  # the node put A's lesson before B's call
+        assert b[0].advised  # the node offered A's lesson to B (a labelled hint)
         shared_steps.append(float(sum(len(r.operations) for r in b)))
         isolated_steps.append(float(sum(len(r.operations) for r in _agent(records, ISOLATED, 1))))
     _spread("seed-mistake: B's steps with sharing", shared_steps)
@@ -206,7 +214,11 @@ def _curve(fleet: Fleet, k: int, **sizes: Any) -> dict[str, float]:
 def test_fleet_learning_curve_sharing_cuts_repeated_known_mistakes(curve_fleet: Fleet) -> None:
     reductions = [_curve(curve_fleet, k).get("mistakes_reduction", 1.0) for k in range(REPEATS)]
     _spread("fleet-learning-curve: known mistakes repeated, reduction with sharing", reductions)
-    assert statistics.mean(reductions) >= 0.9
+    # With no attestations read, an import is advice nowhere; it helps only as a plan-time
+    # hint an agent tries, and here the isolated arm's lessons (the same target words) crowd
+    # the two hint slots of a prompt: 0.18-0.36 measured (before the gate, with every import
+    # advice at decision time: >= 0.9). The >= 0.9 goal comes back with corroboration.
+    assert statistics.mean(reductions) > 0
 
 
 def test_fleet_learning_curve_with_30pct_poisoners_honest_agents_do_no_worse(

@@ -45,6 +45,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from lamarck.client import dial_address
 from lamarck.node.fleet import launcher
+from lamarck.node.peer_tls import dial_home
 
 #: Flags every test node gets unless the test overrides them.
 DEFAULT_FLAGS: dict[str, Any] = {
@@ -112,6 +113,11 @@ class RunningNode:
                 ) from None
         return self.returncode
 
+    def peer_channel(self) -> grpc.Channel:
+        """A blocking channel to the peer port, made with the node's own TLS certificate
+        (which it always trusts), or plaintext when it runs ``off-insecure``."""
+        return dial_home(self.home, self.node_id, self.peer_addr, tls=self.info["peer_tls"] == "on")
+
     def stdout(self) -> str:
         """Everything the node printed to stdout so far."""
         return self.stdout_path.read_text(errors="replace")
@@ -148,9 +154,10 @@ def spawn_node(home: Path, **flags: Any) -> tuple[subprocess.Popen[bytes], Path,
     return process, out, err
 
 
-def _health_status(address: str) -> int | None:
+def _health_status(home: Path, info: dict[str, Any]) -> int | None:
+    address = dial_address(info["listen"])
     try:
-        with grpc.insecure_channel(address) as channel:
+        with dial_home(home, info["node_id"], address, tls=info.get("peer_tls") == "on") as channel:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=2
             )
@@ -178,10 +185,12 @@ def start_node(home: Path, *, timeout_s: float = START_TIMEOUT_S, **flags: Any) 
                     + err.read_text(errors="replace")[-4000:]
                 )
             info = _read_info(home, process.pid)
-            if info is not None and info.get("serving"):
-                peer = dial_address(info["listen"])
-                if _health_status(peer) == health_pb2.HealthCheckResponse.SERVING:
-                    break
+            if (
+                info is not None
+                and info.get("serving")
+                and _health_status(home, info) == health_pb2.HealthCheckResponse.SERVING
+            ):
+                break
             # Bounded poll of the node's own report, not a guess at how long start takes.
             time.sleep(_POLL_S)
     except BaseException:

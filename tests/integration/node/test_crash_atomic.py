@@ -166,7 +166,7 @@ def crashing_node(
             except (FileNotFoundError, json.JSONDecodeError):
                 info = {}
             mine = info.get("pid") == process.pid and info.get("serving")
-            if mine and _serving(dial_address(info["listen"])):
+            if mine and _serving(dial_address(info["agent_listen"])):
                 return _Crashing(process, home, dial_address(info["agent_listen"]))
             time.sleep(_POLL_S)  # bounded poll of the node's own report
 
@@ -234,7 +234,7 @@ def test_an_approval_killed_midway_leaves_the_row_pending_and_no_lesson(
     with Client(armed.agent_addr, timeout=20) as client:
         acks = client.import_bundle(bundle, source_label="crash.jsonl").acks
         assert [(a.status, a.reason) for a in acks] == [("quarantined", "unknown_signer")]
-    with OperatorClient(armed.agent_addr, timeout=20) as desk:
+    with OperatorClient.from_home(armed.home, timeout=20) as desk:
         [entry] = desk.list_quarantine()
         _call_dies(lambda: desk.approve(entry.id, note="our backup"))
     assert armed.died_by_sigkill()
@@ -242,7 +242,7 @@ def test_an_approval_killed_midway_leaves_the_row_pending_and_no_lesson(
     node = node_process(armed.home)
     with Client(node.agent_addr, timeout=20) as client:
         assert client.list_lessons(origin="imported").lessons == ()
-        with OperatorClient(node.agent_addr, timeout=20) as desk:
+        with OperatorClient.from_home(node.home, timeout=20) as desk:
             assert [e.id for e in desk.list_quarantine()] == [entry.id]
             decided = desk.approve(entry.id, note="our backup")
             assert decided.lesson_id

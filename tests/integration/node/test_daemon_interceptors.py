@@ -76,6 +76,7 @@ async def start(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
             clock=SystemClock(),
             embedder=HashingEmbedder(),
             params=node_params(settings),
+            operator_token="operator-secret",
         )
         made: list[ScriptedPeerService] = []
 

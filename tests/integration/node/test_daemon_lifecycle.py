@@ -44,8 +44,13 @@ def node(module_node_process: Any) -> Any:
     return module_node_process(agent_listen="0.0.0.0:0")
 
 
-def _check(address: str, service: str = "", metadata: Any = ()) -> int:
-    with grpc.insecure_channel(address) as channel:
+def _dial(where: Any) -> grpc.Channel:
+    """A node's peer port (with its own TLS certificate), or a plain address."""
+    return where.peer_channel() if not isinstance(where, str) else grpc.insecure_channel(where)
+
+
+def _check(where: Any, service: str = "", metadata: Any = ()) -> int:
+    with _dial(where) as channel:
         reply = health_pb2_grpc.HealthStub(channel).Check(
             health_pb2.HealthCheckRequest(service=service), timeout=5, metadata=metadata
         )
@@ -53,8 +58,8 @@ def _check(address: str, service: str = "", metadata: Any = ()) -> int:
     return status
 
 
-def _list_services(address: str, metadata: Any = ()) -> set[str]:
-    with grpc.insecure_channel(address) as channel:
+def _list_services(where: Any, metadata: Any = ()) -> set[str]:
+    with _dial(where) as channel:
         stub = reflection_pb2_grpc.ServerReflectionStub(channel)
         request = reflection_pb2.ServerReflectionRequest(list_services="")
         replies = list(stub.ServerReflectionInfo(iter([request]), timeout=5, metadata=metadata))
@@ -70,15 +75,15 @@ def _reason(err: grpc.RpcError) -> str | None:
 
 def test_health_serves_the_node_and_agent_but_not_peers_until_admitted(node: Any) -> None:
     serving = health_pb2.HealthCheckResponse.SERVING
-    assert _check(node.peer_addr) == serving
-    assert _check(node.peer_addr, AGENT) == serving
+    assert _check(node) == serving
+    assert _check(node, AGENT) == serving
     # This node has no operator key, so no network admits it: its peer service must not
     # claim to serve (issue 15 §2), whatever the rest of the node can answer.
-    assert _check(node.peer_addr, PEER) == health_pb2.HealthCheckResponse.NOT_SERVING
+    assert _check(node, PEER) == health_pb2.HealthCheckResponse.NOT_SERVING
 
 
 def test_reflection_lists_each_servers_services(node: Any) -> None:
-    assert _list_services(node.peer_addr) == {PEER, HEALTH, REFLECTION}
+    assert _list_services(node) == {PEER, HEALTH, REFLECTION}
     assert _list_services(node.agent_addr, node.agent_metadata()) == {
         AGENT,
         OPERATOR,
@@ -102,7 +107,7 @@ def test_agent_api_beyond_loopback_refuses_calls_without_the_token(node: Any) ->
 
 def test_get_identity_proves_key_possession_over_the_callers_nonce(node: Any) -> None:
     nonce = os.urandom(32)
-    with grpc.insecure_channel(node.peer_addr) as channel:
+    with node.peer_channel() as channel:
         reply = peer_pb2_grpc.PeerServiceStub(channel).GetIdentity(
             peer_pb2.GetIdentityRequest(nonce=nonce), timeout=5
         )
@@ -118,7 +123,7 @@ def test_get_identity_proves_key_possession_over_the_callers_nonce(node: Any) ->
 
 
 def test_get_identity_refuses_a_short_nonce_with_a_reason(node: Any) -> None:
-    with grpc.insecure_channel(node.peer_addr) as channel, pytest.raises(grpc.RpcError) as caught:
+    with node.peer_channel() as channel, pytest.raises(grpc.RpcError) as caught:
         peer_pb2_grpc.PeerServiceStub(channel).GetIdentity(
             peer_pb2.GetIdentityRequest(nonce=b"short"), timeout=5
         )
@@ -129,7 +134,7 @@ def test_get_identity_refuses_a_short_nonce_with_a_reason(node: Any) -> None:
 
 
 def test_publish_and_request_vote_need_a_peer_token(node: Any) -> None:
-    with grpc.insecure_channel(node.peer_addr) as channel:
+    with node.peer_channel() as channel:
         stub = peer_pb2_grpc.PeerServiceStub(channel)
         with pytest.raises(grpc.RpcError) as anonymous:
             stub.Publish(peer_pb2.PublishRequest(sender_node_id=node.node_id), timeout=5)
@@ -142,7 +147,7 @@ def test_publish_and_request_vote_need_a_peer_token(node: Any) -> None:
 
 
 def test_metrics_endpoint_serves_lamarck_metrics(node: Any) -> None:
-    _check(node.peer_addr)  # at least one finished RPC to count
+    _check(node)  # at least one finished RPC to count
     with urllib.request.urlopen(node.metrics_url, timeout=5) as response:
         text = response.read().decode()
     assert 'lamarck_rpc_requests_total{code="OK",method="/grpc.health.v1.Health/Check"' in text
@@ -173,7 +178,7 @@ def test_second_start_on_the_same_home_is_refused_naming_the_pid(node: Any, node
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode != 0
     assert f"pid {node.pid}" in result.stderr
-    assert _check(node.peer_addr) == health_pb2.HealthCheckResponse.SERVING  # untouched
+    assert _check(node) == health_pb2.HealthCheckResponse.SERVING  # untouched
 
 
 async def _set_marker(pgdata: Path, value: str | None) -> str | None:
@@ -228,3 +233,19 @@ def test_a_lone_node_on_a_fresh_home_logs_no_error_and_says_how_to_join(node: An
     lines = [json.loads(line) for line in node.stderr().splitlines() if line.startswith("{")]
     assert [x["msg"] for x in lines if x["level"] == "ERROR"] == []
     assert any("shares nothing until it joins a network" in x["msg"] for x in lines)
+
+
+def test_with_json_logs_every_line_the_node_printed_is_json(node: Any) -> None:
+    """A log collector reading both streams of a node logging JSON finds no plain-text
+    banner; the start line carries the banner's facts (addresses, console, database)."""
+    lines = [
+        line
+        for path in (node.stdout_path, node.stderr_path)
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    records = [json.loads(line) for line in lines]
+    started = [r for r in records if r.get("msg") == "node started"]
+    assert len(started) == 1
+    assert started[0]["node_id"] == node.node_id
+    assert "console_url" in started[0] and "database" in started[0]

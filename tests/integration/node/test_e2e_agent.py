@@ -156,7 +156,7 @@ def test_export_import_round_trips_into_a_second_node(node: Any, node_process: A
             ("quarantined", "unknown_signer")
         ] * len(lines)
         assert other.list_lessons(origin="imported").lessons == ()
-        with OperatorClient(second.agent_addr, timeout=20) as desk:
+        with OperatorClient.from_home(second.home, timeout=20) as desk:
             for entry in desk.list_quarantine():
                 assert desk.approve(entry.id, note="our own backup").lesson_id
         imported = {

@@ -143,7 +143,7 @@ class _Sharing:
 
         return PublishDeps(pipeline=self.pipeline)  # type: ignore[arg-type]
 
-    async def authenticate(self, metadata: Any, claimed: str) -> str:
+    async def authenticate(self, metadata: Any, claimed: str, channel: str | None) -> str:
         self.authenticated += 1
         return claimed
 
@@ -225,6 +225,7 @@ async def node_servers(tmp_path: Path) -> AsyncIterator[NodeServers]:
         clock=SystemClock(),
         embedder=HashingEmbedder(),
         params=node_params(settings),
+        operator_token="operator-secret",
     )
     servers = await build_servers(
         ctx,

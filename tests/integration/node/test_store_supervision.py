@@ -128,18 +128,18 @@ def test_a_killed_embedded_postgres_turns_health_off_and_the_node_restarts_it(
         killed_at = time.monotonic()
         os.kill(old, signal.SIGKILL)
         detect_s = _wait_for(
-            lambda: _health(node.peer_addr) == NOT_SERVING, "health NOT_SERVING", DETECT_WITHIN_S
+            lambda: _health(node.agent_addr) == NOT_SERVING, "health NOT_SERVING", DETECT_WITHIN_S
         )
-        assert _health(node.peer_addr, PEER_SERVICE) == NOT_SERVING
+        assert _health(node.agent_addr, PEER_SERVICE) == NOT_SERVING
         assert _status_exit(node.home) != 0
         assert _recall_refusal(node) == (grpc.StatusCode.UNAVAILABLE, "store_unavailable")
         # Still down while the node may not start a server: it does not pretend.
-        assert _health(node.peer_addr) == NOT_SERVING
+        assert _health(node.agent_addr) == NOT_SERVING
         released_at = time.monotonic()
     finally:
         lock.release()
     serve_again_s = _wait_for(
-        lambda: _health(node.peer_addr) == SERVING, "health SERVING again", RECOVER_WITHIN_S
+        lambda: _health(node.agent_addr) == SERVING, "health SERVING again", RECOVER_WITHIN_S
     )
     assert _postmaster_pid(node.home) != old and _alive(_postmaster_pid(node.home))
     assert _recall(node).prompt_section is not None
@@ -151,9 +151,9 @@ def test_a_killed_embedded_postgres_turns_health_off_and_the_node_restarts_it(
     killed_free_at = time.monotonic()
     os.kill(old, signal.SIGKILL)
     detect_free_s = _wait_for(
-        lambda: _health(node.peer_addr) != SERVING, "health NOT_SERVING", DETECT_WITHIN_S
+        lambda: _health(node.agent_addr) != SERVING, "health NOT_SERVING", DETECT_WITHIN_S
     )
-    _wait_for(lambda: _health(node.peer_addr) == SERVING, "SERVING again", RECOVER_WITHIN_S)
+    _wait_for(lambda: _health(node.agent_addr) == SERVING, "SERVING again", RECOVER_WITHIN_S)
     outage_s = time.monotonic() - killed_free_at
     assert _recall(node).prompt_section is not None
     print(
@@ -197,7 +197,7 @@ def test_a_killed_embedded_redis_turns_the_peer_service_off_until_the_node_resta
     node = node_process(admission="open")
     pidfile = node.home / "redis" / "redis.pid"
     old = int(pidfile.read_text().strip())
-    watch = _Watch(node.peer_addr, PEER_SERVICE)
+    watch = _Watch(node.agent_addr, PEER_SERVICE)
     try:
         _wait_for(lambda: watch.seen == [SERVING], "the watch sees SERVING", DETECT_WITHIN_S)
         killed_at = time.monotonic()
@@ -216,9 +216,9 @@ def test_a_killed_embedded_redis_turns_the_peer_service_off_until_the_node_resta
     assert watch.seen[:3] == [SERVING, NOT_SERVING, SERVING]
     new = int(pidfile.read_text().strip())
     assert new != old and _alive(new)
-    assert _health(node.peer_addr, PEER_SERVICE) == SERVING
+    assert _health(node.agent_addr, PEER_SERVICE) == SERVING
     # The store never went away: the agent side kept answering.
-    assert _health(node.peer_addr) == SERVING
+    assert _health(node.agent_addr) == SERVING
     assert _recall(node).prompt_section is not None
     print(f"\nregistry: detected in {detect_s:.2f}s, serving again after {outage_s:.2f}s")
 
@@ -238,7 +238,7 @@ def test_an_external_postgres_killed_and_brought_back_is_reconnected_by_the_node
         killed_at = time.monotonic()
         os.kill(old, signal.SIGKILL)
         detect_s = _wait_for(
-            lambda: _health(node.peer_addr) == NOT_SERVING, "health NOT_SERVING", DETECT_WITHIN_S
+            lambda: _health(node.agent_addr) == NOT_SERVING, "health NOT_SERVING", DETECT_WITHIN_S
         )
         assert _recall_refusal(node) == (grpc.StatusCode.UNAVAILABLE, "store_unavailable")
         assert _status_exit(node.home) != 0
@@ -247,7 +247,7 @@ def test_an_external_postgres_killed_and_brought_back_is_reconnected_by_the_node
         back_at = time.monotonic()
         assert external.restart() == dsn
         serve_again_s = _wait_for(
-            lambda: _health(node.peer_addr) == SERVING, "health SERVING again", RECOVER_WITHIN_S
+            lambda: _health(node.agent_addr) == SERVING, "health SERVING again", RECOVER_WITHIN_S
         )
         assert _recall(node).prompt_section is not None
         print(

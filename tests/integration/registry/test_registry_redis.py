@@ -40,17 +40,21 @@ from lamarck.registry.client import RegistryClient, TickResult
 from lamarck.registry.directory import PeerDirectory
 from lamarck.registry.embedded import EmbeddedRedis
 from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.pins import pin_refusal
 from lamarck.registry.proofs import ProofParams
 from lamarck.registry.records import (
     Admission,
     Registration,
+    RegistrySeal,
     sign_endorsement,
     sign_enrollment,
     sign_registration,
     sign_revocation,
+    sign_seal,
 )
 from lamarck.registry.redis_directory import RedisPeerDirectory, connect_redis
-from lamarck.reputation.params import ReputationParams
+from lamarck.registry.rules import PinReason
+from lamarck.reputation.params import PrincipalParams, ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -308,7 +312,7 @@ async def test_a_sybil_refused_admission_can_neither_call_peers_nor_get_a_record
     auth = PeerAuthenticator(net.b.node_id, directory, CLOCK, PeerAuthParams())
     token = PeerTokens(net.c, CLOCK, PeerAuthParams()).metadata(net.b.node_id)
     with pytest.raises(Unauthenticated) as unauthenticated:
-        await auth.authenticate(token, net.c.node_id)
+        await auth.authenticate(token, net.c.node_id, None)
     assert unauthenticated.value.reason == "unregistered_peer"
 
 
@@ -657,7 +661,9 @@ async def test_sybil_writing_pin_peer_and_a_forged_proof_into_redis_is_not_admit
     auth = PeerAuthenticator(net.a.node_id, directory, CLOCK, PeerAuthParams())
     with pytest.raises(Unauthenticated) as e:
         await auth.authenticate(
-            PeerTokens(net.c, CLOCK, PeerAuthParams()).metadata(net.a.node_id), net.c.node_id
+            PeerTokens(net.c, CLOCK, PeerAuthParams()).metadata(net.a.node_id),
+            net.c.node_id,
+            None,
         )
     assert e.value.reason == "unregistered_peer"
     # The honest peer is untouched.
@@ -914,3 +920,192 @@ async def test_revoking_an_endorser_withdraws_the_admissions_it_granted(
     finally:
         await directory.clear_namespace()
         await directory.aclose()
+
+
+# -- the operator's seal: what Redis writers cannot rewrite ----------------------------------
+
+
+def _seal(net: Net, namespace: str, seq: int, **content: Any) -> RegistrySeal:
+    return sign_seal(net.operator, namespace=namespace, seq=seq, created_at=CLOCK.now(), **content)
+
+
+async def test_an_unrevoke_written_into_redis_is_refused_by_the_operators_seal(
+    redis_url: str, net: Net, namespace: str, writer: Writer
+) -> None:
+    directory = make_directory(redis_url, net, namespace=namespace)
+    a = net.a.node_id
+    try:
+        a_reg = await net.registration(directory, net.a)
+        await directory.register(a_reg)
+        await directory.revoke(
+            sign_revocation(net.operator, node_id=a, reason="poisoning", created_at=CLOCK.now())
+        )
+        await directory.publish_seal(_seal(net, namespace, 1, revoked=[a]))
+        # The writer deletes the revocation record and its index entry, and lists a again.
+        await writer.raw.delete(writer.key("revocation", a))
+        await writer.raw.srem(writer.key("revoked"), a)
+        await writer.plant(a_reg)
+        reader = make_directory(redis_url, net, namespace=namespace)  # never saw the revocation
+        try:
+            assert await reader.is_revoked(a) and a in await reader.revoked_ids()
+            assert await reader.live_peers() == [] and await reader.get_peer(a) is None
+            with pytest.raises(AdmissionRefused) as e:
+                await reader.register(await net.registration(reader, net.a))
+            assert e.value.reason == "revoked"
+        finally:
+            await reader.aclose()
+    finally:
+        await directory.clear_namespace()
+        await directory.aclose()
+
+
+async def test_a_reset_endorser_cap_is_refused_by_the_seal(
+    redis_url: str, net: Net, namespace: str, writer: Writer
+) -> None:
+    directory = RedisPeerDirectory.from_url(
+        redis_url,
+        namespace=namespace,
+        params=RegistryParams(admission=AdmissionMode.ENDORSED),
+        clock=CLOCK,
+        operator_public_key=net.operator.public_key_b64,
+        principal_params=PrincipalParams(max_identities_per_endorser=1),
+    )
+
+    def endorsement(of: NodeIdentity) -> Any:
+        now = CLOCK.now()
+        return sign_endorsement(
+            net.a,
+            endorsee_id=of.node_id,
+            endorsee_public_key=of.public_key_b64,
+            created_at=now,
+            expires_at=now + HOUR,
+        )
+
+    try:
+        await directory.register(await net.registration(directory, net.a))
+        await directory.endorse(endorsement(net.b))
+        client = RegistryClient(
+            directory,
+            net.b,
+            address="127.0.0.1:7001",
+            domains=("git",),
+            version="0.1.0",
+            mode=AdmissionMode.ENDORSED,
+            clock=CLOCK,
+        )
+        assert await client.tick() is TickResult.REGISTERED
+        assert await directory.endorsees(net.a.node_id) == {net.b.node_id}
+        await directory.publish_seal(
+            _seal(net, namespace, 1, endorsees={net.a.node_id: [net.b.node_id]})
+        )
+        # The writer empties a's endorsee set: a's one slot looks free again.
+        await writer.raw.delete(writer.key("endorsees", net.a.node_id))
+        with pytest.raises(AdmissionRefused) as e:
+            await directory.endorse(endorsement(net.c))
+        assert e.value.reason == "endorsement_cap"
+    finally:
+        await directory.clear_namespace()
+        await directory.aclose()
+
+
+async def test_a_dropped_peer_keeps_its_sealed_pin(
+    redis_url: str, net: Net, namespace: str, writer: Writer
+) -> None:
+    directory = make_directory(redis_url, net, namespace=namespace)
+    b = net.b.node_id
+    try:
+        await directory.register(await net.registration(directory, net.b, port=7001))
+        await directory.register(await net.registration(directory, net.c, port=7002))
+        await directory.publish_seal(_seal(net, namespace, 1, pins={b: net.b.public_key_b64}))
+        # The writer drops b and c: their pins and admission proofs are gone.
+        for node_id in (b, net.c.node_id):
+            for part in ("pin", "admission"):
+                await writer.raw.delete(writer.key(part, node_id))
+        assert await directory.pinned_key(b) == net.b.public_key_b64  # sealed: detected, kept
+        assert await directory.pinned_key(net.c.node_id) is None  # never sealed: lost
+    finally:
+        await directory.clear_namespace()
+        await directory.aclose()
+
+
+async def test_a_replayed_stale_registration_and_a_rolled_back_seal_are_refused(
+    redis_url: str, net: Net, namespace: str, writer: Writer, tmp_path: Path
+) -> None:
+    directory = make_directory(redis_url, net, namespace=namespace)
+    assert isinstance(directory, RedisPeerDirectory)
+    cache = CachedDirectory(
+        make_directory(redis_url, net, namespace=namespace), clock=CLOCK, path=tmp_path / "p.json"
+    )
+    c = net.c.node_id
+    try:
+        old = await net.registration(directory, net.b, port=7001)
+        await directory.register(old)
+        await directory.register(await net.registration(directory, net.c, port=7003))
+        await directory.publish_seal(_seal(net, namespace, 1))
+        assert await cache.refresh()
+        await asyncio.sleep(1.1)  # registrations are dated to the second
+        await directory.register(await net.registration(directory, net.b, port=7002, token=False))
+        await directory.publish_seal(_seal(net, namespace, 2, revoked=[c]))
+        assert await cache.refresh()
+        assert {p.address for p in await cache.live_peers()} == {"127.0.0.1:7002"}
+        sealed_two = await writer.raw.get(writer.key("seal"))
+        # The writer replays b's older registration and the older seal.
+        await writer.plant(old)
+        await writer.raw.set(writer.key("seal"), json.dumps(_seal(net, namespace, 1).wire()))
+        assert await cache.refresh()
+        assert [p.address for p in await cache.live_peers()] == ["127.0.0.1:7002"]
+        assert cache.seal_seq == 2 and await cache.is_revoked(c)
+        # So does a node restarted from its copy, and nobody may publish an older seal.
+        restarted = CachedDirectory(
+            make_directory(redis_url, net, namespace=namespace),
+            clock=CLOCK,
+            path=tmp_path / "p.json",
+        )
+        assert await restarted.refresh() and restarted.seal_seq == 2
+        assert [p.address for p in await restarted.live_peers()] == ["127.0.0.1:7002"]
+        await restarted.aclose()
+        await writer.raw.set(writer.key("seal"), sealed_two)
+        with pytest.raises(RegistryError) as e:
+            await directory.publish_seal(_seal(net, namespace, 2))
+        assert e.value.reason == "stale_seal"
+    finally:
+        await directory.clear_namespace()
+        await directory.aclose()
+        await cache.aclose()
+
+
+async def test_a_compromised_key_revoked_by_the_operator_keeps_the_nodes_history(
+    redis_url: str, net: Net, namespace: str
+) -> None:
+    directory = make_directory(redis_url, net, namespace=namespace)
+    cache = CachedDirectory(make_directory(redis_url, net, namespace=namespace), clock=CLOCK)
+    a, key = net.a.node_id, net.a.public_key_b64
+    try:
+        await directory.register(await net.registration(directory, net.a))
+        since = CLOCK.now()
+        await directory.publish_seal(_seal(net, namespace, 1, revoked_keys={key: since}))
+        assert await cache.refresh()
+        for pins in (directory, cache):
+            # What the key signed before the compromise keeps verifying; nothing after it.
+            assert await pin_refusal(pins, a, key, since - HOUR) is None
+            late = await pin_refusal(pins, a, key, since + timedelta(seconds=1))
+            assert late is not None and late[0] is PinReason.REVOKED_KEY
+            live = await pin_refusal(pins, a, key)
+            assert live is not None and live[0] is PinReason.REVOKED_KEY
+        with pytest.raises(AdmissionRefused) as e:
+            await directory.register(await net.registration(directory, net.a, token=False))
+        assert e.value.reason == "revoked_key"
+        with pytest.raises(AdmissionRefused) as moved:
+            await directory.rotate_key(make_rotation(net.a, net.c, CLOCK.now()))
+        assert moved.value.reason == "revoked_key"
+        # A rotation the stolen key signed moves nothing: the node's new key joins on its own
+        # enrollment, as a new id.
+        rotation = make_rotation(net.a, net.b, CLOCK.now())
+        reg = await net.registration(directory, net.b, rotation=rotation, port=7001)
+        assert (await directory.register(reg)).node_id == net.b.node_id
+        assert await directory.pinned_key(a) == key
+        assert await directory.pinned_key(net.b.node_id) == net.b.public_key_b64
+    finally:
+        await directory.clear_namespace()
+        await directory.aclose()
+        await cache.aclose()

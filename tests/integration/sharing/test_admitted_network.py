@@ -149,10 +149,27 @@ def test_endorse_revoke_and_peers_act_on_the_registry_of_the_home(tmp_path: Path
         _cli(["registry", "operator-key", "create", str(stranger)])
         line = _cli([*revoke, str(stranger), "--home", str(a_home)], code=2)
         assert line.startswith("error: operator_key_mismatch: ")
-        _cli([*revoke, str(op_file), "--home", str(a_home), "--json"])
+        revoked = _cli([*revoke, str(op_file), "--home", str(a_home), "--json"])
+        assert revoked["seal"] == 1  # a revocation is sealed at once
         listed = _cli(["registry", "peers", "--home", str(a_home), "--json"])
         assert [p["node_id"] for p in listed["peers"]] == [a.node_id]
         assert listed["revoked"] == [b.node_id]
+        seal_args = ["registry", "seal", "--operator-key", str(op_file), "--home", str(a_home)]
+        assert _cli([*seal_args, "--json"])["seal"] == 2
+
+        async def the_seal(directory: RedisPeerDirectory) -> Any:
+            return await directory.seal()
+
+        held = _on_registry(namespace, op_key, the_seal)
+        assert held.seq == 2 and held.revoked == (b.node_id,)
+        assert held.pins == {a.node_id: a.public_key_b64}
+        assert held.endorsees == {a.node_id: (b.node_id,)}
+        since = "2026-01-01T00:00:00Z"
+        revoke_key = ["registry", "revoke-key", a.public_key_b64, "--since", since]
+        facts = _cli([*revoke_key, "--operator-key", str(op_file), "--home", str(a_home), "--json"])
+        assert facts == {"public_key": a.public_key_b64, "since": since, "seal": 3}
+        held = _on_registry(namespace, op_key, the_seal)
+        assert held.revoked_keys == {a.public_key_b64: since} and held.revoked == (b.node_id,)
 
         async def b_heartbeats(directory: RedisPeerDirectory) -> str:
             with pytest.raises(AdmissionRefused) as refused:

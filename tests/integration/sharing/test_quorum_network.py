@@ -48,6 +48,7 @@ from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
+from lamarck.proto.tls import make_tls
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
 from lamarck.registry.client import RegistryClient
 from lamarck.registry.params import AdmissionMode, RegistryParams
@@ -157,7 +158,12 @@ class ByzantineNet:
         for voter in self.voters:
             server = grpc.aio.server()
             peer_pb2_grpc.add_PeerServiceServicer_to_server(voter, server)
-            port = server.add_insecure_port("127.0.0.1:0")
+            # Over TLS with a certificate of its own, registered as a node's is (a liar
+            # need not check who calls it).
+            tls = make_tls(voter.identity.node_id, datetime.now(UTC))
+            port = server.add_secure_port(
+                "127.0.0.1:0", grpc.ssl_server_credentials([(tls.key_pem, tls.cert_pem)])
+            )
             await server.start()
             self._servers.append(server)
             endorsement = None
@@ -172,6 +178,7 @@ class ByzantineNet:
                 mode=mode,
                 clock=SystemClock(),
                 endorsement=endorsement,
+                tls_certificate=tls.cert_b64,
             )
             await client.tick()
             clients.append(client)
@@ -469,7 +476,8 @@ def test_many_keys_of_one_principal_are_one_voter(net: Net, sybils: Sybils, tmp_
     for voter in honest:
         _evidence(voter, TRUE_OP, passed=True)
         _evidence(voter, FALSE_OP, passed=False)
-    # Token-admitted like the source: the operator's principal, never a voter on its records.
+    # Token-admitted like the source: a principal of its own (a root), so a candidate of its own
+    # rounds, asked after every peer.
     receiver = net.start(_enrolled_home(tmp_path / "receiver", sybils.operator))
     true_raw = _signed_lesson(source.home, TRUE_OP, "Rotate vault tokens with --staged first.")
     false_raw = _signed_lesson(source.home, FALSE_OP, "Seal the vault with --skip-audit.")
@@ -491,9 +499,10 @@ def test_many_keys_of_one_principal_are_one_voter(net: Net, sybils: Sybils, tmp_
     for row, (validate, contradict) in ((accepted, (3, 1)), (rejected, (1, 3))):
         with OperatorClient.from_home(receiver.home) as op:
             quorum = json.loads(op.show(row.id).quorum_json)
-        # One voter per principal: every honest one, and ONE of the five Byzantine keys.
+        # One voter per principal: every honest one, ONE of the five Byzantine keys, and the
+        # receiver itself (its own principal; four peers are too few for seven seats).
         asked = set(quorum["voters"])
-        assert asked - sybils.ids == honest_ids
+        assert asked - sybils.ids == honest_ids | {receiver.node_id}
         assert len(asked & sybils.ids) == 1
         assert quorum["counts"]["validate"] == validate
         assert quorum["counts"]["contradict"] == contradict

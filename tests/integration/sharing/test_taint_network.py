@@ -10,10 +10,15 @@ out of every prompt on both receivers, re-quarantined ``tainted_source``; G's st
 An operator-signed retraction of one record (``lamarck registry retract``, published in the
 shared registry) takes that record's lesson out of a receiver's recall, re-quarantined
 ``retracted_record``, while the other lesson of the same source stays.
+
+On an ``endorsed`` network, revoking an endorser takes the lessons of the identity it endorsed,
+and of the one that identity endorsed in turn, out of an honest node's prompts
+(``tainted_source``), and the node refuses their fresh records (``revoked_source``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import uuid
@@ -29,11 +34,16 @@ from lamarck.client import Client
 from lamarck.node.cli import app
 from lamarck.operator import OperatorClient
 from lamarck.proto.canonical import sha256_hex
+from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.keys import identity_path, load_private_key, save_private_key
+from lamarck.proto.keys import identity_path, init_keys, load_private_key, save_private_key
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
+from lamarck.registry.client import RegistryClient
+from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.records import sign_endorsement, sign_enrollment
+from lamarck.registry.redis_directory import RedisPeerDirectory
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.scores import PeerBand
 
@@ -191,7 +201,8 @@ def test_an_operator_retraction_of_one_record_takes_only_its_lesson_out(
         f'operator_public_key = "{operator.public_key_b64}"\n'
     )
     source = net.start(operator_public_key=operator.public_key_b64)
-    receiver = net.start(operator_public_key=operator.public_key_b64)
+    # Every unverified import in every plan-time prompt (as a hint): what leaves is visible.
+    receiver = net.start(operator_public_key=operator.public_key_b64, unverified_plan_share=1.0)
     wrong = _lesson(source.home, "shell:make wrong", "Run make wrong before the build.")
     right = _lesson(source.home, "shell:make right", "Run make right before the build.")
     with Client(receiver.agent_addr, timeout=30) as client:
@@ -222,3 +233,112 @@ def test_an_operator_retraction_of_one_record_takes_only_its_lesson_out(
     with Client(receiver.agent_addr, timeout=20) as client:
         recalled = client.recall("run make before the build", project_digest="ab" * 32)
     assert "make wrong" not in recalled.section
+    assert wrong_id not in {x.record["id"] for x in recalled.hints}
+
+
+def _registry_client(
+    directory: RedisPeerDirectory, who: NodeIdentity, *, token: Any = None, endorsement: Any = None
+) -> RegistryClient:
+    return RegistryClient(
+        directory, who, address="127.0.0.1:1", domains=("build",), version="0",
+        mode=AdmissionMode.ENDORSED, clock=SystemClock(), enrollment_token=token,
+        endorsement=endorsement,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_revoking_an_endorser_taints_what_its_endorsees_signed_on_a_real_node(
+    net: Net, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in list(os.environ):
+        if name.startswith("LAMARCK_"):
+            monkeypatch.delenv(name)  # the CLI reads the operator's home, nothing else
+    operator = NodeIdentity.generate()
+    key_file = tmp_path / "operator.pem"
+    save_private_key(key_file, operator)
+    net.admit_by(operator.public_key_b64)
+    desk = tmp_path / "desk"
+    desk.mkdir()
+    (desk / "lamarck.toml").write_text(
+        f'redis_url = "{REDIS_URL}"\n'
+        f'redis_namespace = "{net.namespace}"\n'
+        'admission = "endorsed"\n'
+        f'operator_public_key = "{operator.public_key_b64}"\n'
+    )
+    # The honest receiver holds an operator token; so does the endorser, which endorses an
+    # identity that endorses another (a chain of depth 2). Those three register as nodes do.
+    honest_home = tmp_path / "honest"
+    init_keys(honest_home)
+    (honest_home / "lamarck.toml").write_text((desk / "lamarck.toml").read_text())
+    enrolled = CliRunner().invoke(
+        app, ["registry", "enroll", "--home", str(honest_home), "--operator-key", str(key_file)]
+    )
+    assert enrolled.exit_code == 0, enrolled.output
+    endorser, endorsee, second = (NodeIdentity.generate() for _ in range(3))
+    homes = {who.node_id: tmp_path / who.node_id[:12] for who in (endorsee, second)}
+    for who in (endorsee, second):
+        identity_path(homes[who.node_id]).parent.mkdir(parents=True)
+        save_private_key(identity_path(homes[who.node_id]), who)
+
+    async def admit() -> None:
+        directory = RedisPeerDirectory.from_url(
+            REDIS_URL, namespace=net.namespace,
+            params=RegistryParams(admission=AdmissionMode.ENDORSED), clock=SystemClock(),
+            operator_public_key=operator.public_key_b64,
+        )  # fmt: skip
+        now = datetime.now(UTC)
+        try:
+            token = sign_enrollment(
+                operator,
+                node_id=endorser.node_id,
+                issued_at=now,
+                expires_at=now + timedelta(hours=1),
+            )
+            await _registry_client(directory, endorser, token=token).register()
+            for by, who in ((endorser, endorsee), (endorsee, second)):
+                endorsement = sign_endorsement(
+                    by, endorsee_id=who.node_id, endorsee_public_key=who.public_key_b64,
+                    created_at=now, expires_at=now + timedelta(hours=1),
+                )  # fmt: skip
+                await _registry_client(directory, who, endorsement=endorsement).register()
+        finally:
+            await directory.aclose()
+
+    asyncio.run(admit())
+    honest = net.start(honest_home)
+    lessons = [
+        _lesson(homes[who.node_id], f"shell:make via{n}", f"Run make via{n} before the build.")
+        for n, who in enumerate((endorsee, second))
+    ]
+    with Client(honest.agent_addr, timeout=30) as client:
+        acks = client.import_bundle(b"".join(raw + b"\n" for raw in lessons)).acks
+    assert [a.status for a in acks] == ["accepted"] * 2
+    ids = [SignedMemory.from_json(raw).memory.id for raw in lessons]
+    assert all(imported(honest, rid) for rid in ids)
+
+    done = CliRunner().invoke(
+        app,
+        ["registry", "revoke", endorser.node_id, "--reason", "minting identities",
+         "--operator-key", str(key_file), "--home", str(desk), "--json"],
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    # The endorsee's and its own endorsee's lessons leave every prompt, re-quarantined.
+    for who, rid in zip((endorsee, second), ids, strict=True):
+        rows = wait_for(
+            lambda who=who: _tainted(honest, who.node_id) or None,
+            f"the lesson of {who.node_id} re-quarantined tainted_source",
+            TAINT_TIMEOUT_S,
+        )
+        assert [e.record_id for e in rows] == [rid]
+    assert not {lesson.record["id"] for lesson in _live(honest)} & set(ids)
+
+    # A fresh record from either is refused, saying why (within the registry's memo lifetime).
+    def refused(who: NodeIdentity) -> Any:
+        raw = _lesson(homes[who.node_id], "shell:make fresh", f"Run make fresh {uuid.uuid4()}.")
+        with Client(honest.agent_addr, timeout=30) as client:
+            [ack] = client.import_bundle(raw + b"\n").acks
+        return ack if ack.status == "rejected" else None
+
+    for who in (endorsee, second):
+        ack = wait_for(lambda who=who: refused(who), f"a record of {who.node_id} refused", 30.0)
+        assert ack.reason == "revoked_source"

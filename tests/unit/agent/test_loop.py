@@ -140,6 +140,34 @@ def test_a_task_goes_through_the_eight_phases_in_order() -> None:
     ]
 
 
+class HintingNode(FakeNode):
+    """Recall shows one advice lesson and one unverified hint (never assessed)."""
+
+    def __init__(self, advice: Lesson, hint: Lesson) -> None:
+        super().__init__([advice])
+        self.hint = hint
+
+    def recall(self, task: str, context: Any = None, **kw: Any) -> RecallResult:
+        return RecallResult((self.lessons[0],), "Lessons:", (0.5,), (self.hint,))
+
+
+def test_an_unverified_hint_reaches_act_labelled_and_is_never_a_basis() -> None:
+    advice, hint = lesson(1, 0.4), lesson(2, 0.95)
+    seen: list[ActContext] = []
+
+    def act(ctx: ActContext) -> ActReport:
+        seen.append(ctx)
+        return fix_the_test(ctx)
+
+    report = make_loop(HintingNode(advice, hint)).run(
+        Task("fix the test", CTX), act, session_id="s1"
+    )
+    [ctx] = seen
+    assert ctx.hints == (hint,)
+    assert [a.lesson.id for a in report.assessments] == [advice.id]
+    assert hint.id not in report.hypothesis.basis
+
+
 def test_remember_asks_the_node_for_the_task_in_this_session_and_project() -> None:
     node = FakeNode()
     make_loop(node).run(Task("fix the test", CTX), fix_the_test, session_id="s7")

@@ -10,9 +10,17 @@ import pytest
 from mcp import Client
 
 from lamarck.agent.run import RunParams
-from lamarck.client import LessonChange, OutcomeResult
+from lamarck.client import (
+    CheckResult,
+    Conflict,
+    Evidence,
+    Lesson,
+    LessonChange,
+    OutcomeResult,
+    RecallResult,
+)
 from lamarck.errors import ConfigError, LamarckError, NotFound
-from lamarck.node.mcp.server import BearerAuth, McpParams, build_server, serve_http
+from lamarck.node.mcp.server import INSTRUCTIONS, BearerAuth, McpParams, build_server, serve_http
 from lamarck.node.mcp.tools import DESCRIPTIONS, LamarckTools, NodeLink
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
@@ -194,3 +202,89 @@ async def test_serving_off_loopback_without_a_token_is_refused() -> None:
 def test_mcp_params_are_validated(bad: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         McpParams(**bad)
+
+
+# -- evidence on every tool ---------------------------------------------------------------
+
+
+def _lesson(lesson_id: str, evidence: Evidence) -> Lesson:
+    at = datetime(2026, 3, 1, tzinfo=UTC)
+    return Lesson(
+        id=lesson_id,
+        version=1,
+        content=f"Prefer `{GOOD}` over `{BAD}` for the suite.",
+        confidence=0.29,
+        status="active",
+        scope="global",
+        operation=GOOD,
+        category="operation",
+        memory_type="ac",
+        access_level="public",
+        origin="imported",
+        source_node_id="lmk1peer",
+        tags=(),
+        evidence_outcome_ids=(),
+        success_count=0,
+        failure_count=0,
+        created_at=at,
+        updated_at=at,
+        superseded_by="",
+        situation=None,
+        context={},
+        imported_from=("lmk1peer",),
+        original_confidence=0.5,
+        record_json=b"",
+        evidence=evidence,
+    )
+
+
+PROVEN = Evidence("proven_here", label="proven here, confidence 0.80")
+UNVERIFIED = Evidence("unverified", peers=1, label="unverified, from 1 peer, confidence 0.29")
+
+
+class EvidenceNode(ScriptedNode):
+    """A node whose recall and check show a proven lesson, a hint and a conflict."""
+
+    async def recall(self, task: str, context: Any = None, **kw: Any) -> RecallResult:
+        proven, hint = _lesson("P", PROVEN), _lesson("U", UNVERIFIED)
+        conflict = Conflict(GOOD, (proven, _lesson("X", UNVERIFIED)), holds="P")
+        return RecallResult((proven,), "Lessons:", (0.5,), (hint,), (conflict,))
+
+    async def check_operation(self, operation: str, **kw: Any) -> CheckResult:
+        conflict = Conflict(GOOD, (_lesson("U", UNVERIFIED), _lesson("X", UNVERIFIED)))
+        return CheckResult("Contested on ...", "", "", ("U", "X"), (), (conflict,))
+
+
+async def test_recall_and_check_give_each_lessons_evidence_class_and_label() -> None:
+    async with Client(build_server(tools_for(EvidenceNode()))) as client:
+        recalled = await client.call_tool("recall", {"task": "run the tests"})
+        checked = await client.call_tool("check_operation", {"operation": BAD})
+    r = recalled.structured_content
+    assert r is not None
+    [advice] = r["lessons"]
+    assert advice["evidence"]["class"] == "proven_here"
+    [hint] = r["unverified_hints"]
+    assert hint["evidence"] == {
+        "class": "unverified",
+        "independent_principals": 0,
+        "peers": 1,
+        "certified": False,
+        "label": "unverified, from 1 peer, confidence 0.29",
+    }
+    [conflict] = r["conflicts"]
+    assert conflict["holds"] == "P" and [s["id"] for s in conflict["sides"]] == ["P", "X"]
+    c = checked.structured_content
+    assert c is not None and c["lessons"] == []
+    assert c["conflicts"][0]["holds"] is None
+    assert [s["evidence"]["class"] for s in c["conflicts"][0]["sides"]] == ["unverified"] * 2
+
+
+def test_no_tool_text_calls_recalled_lessons_proved_and_each_class_is_explained() -> None:
+    texts = [*DESCRIPTIONS.values(), INSTRUCTIONS]
+    assert not any("proved for similar" in t for t in texts)
+    for name in ("recall", "check_operation", "list_lessons"):
+        text = DESCRIPTIONS[name]
+        for word in ("'proven here'", "'corroborated'", "'unverified'"):
+            assert word in text, (name, word)
+        assert "never advice" in text
+    assert "'unverified'" in INSTRUCTIONS and "never advice" in INSTRUCTIONS

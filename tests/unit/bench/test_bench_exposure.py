@@ -7,7 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from lamarck.client import CheckResult, RecallResult
+from lamarck.client import CheckResult, Conflict, RecallResult
 from lamarck.node.fleet.workloads import WorkloadParams, make_workload
 
 # `bench` is a directory at the repository root, importable from there (not installed).
@@ -53,7 +53,7 @@ def test_plan_time_exposure_counts_unproven_imports_and_poison() -> None:
         _lesson(HONEST, confirmations=2),
         _lesson(HONEST, "local"),
     )
-    t.recalled("shared-r0-a0", RecallResult(shown, ""))
+    t.recalled("shared-r0-a0", RecallResult(shown[:2], "", hints=shown[2:]))
     t.recalled("shared-r0-a3", RecallResult(shown, ""))  # a poisoner's prompt: not counted
     f = t.figures()
     assert f["plan_prompts"] == 1
@@ -63,8 +63,10 @@ def test_plan_time_exposure_counts_unproven_imports_and_poison() -> None:
 
 def test_a_contested_preamble_is_not_counted_as_poisoned_advice() -> None:
     t = _tally()
-    t.checked("shared-r0-a0", CheckResult(f"A lesson on file: {POISON}", "", "", ()))
-    t.checked("shared-r0-a0", CheckResult(f"Contested: “{POISON}” vs “{HONEST}”.", "", "", ()))
+    poison = _lesson(POISON)
+    t.checked("shared-r0-a0", CheckResult(f"A lesson on file: {POISON}", "", "", (), (poison,)))
+    conflict = Conflict("op", (_lesson(HONEST), poison))
+    t.checked("shared-r0-a0", CheckResult("Contested on ...", "", "", (), (), (conflict,)))
     f = t.figures()
     assert (f["checks"], f["poisoned_decision_exposures"], f["contested_checks"]) == (2, 1, 1)
 

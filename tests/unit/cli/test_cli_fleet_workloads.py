@@ -73,7 +73,7 @@ def fake_fleet(monkeypatch: pytest.MonkeyPatch) -> type[FakeFleet]:
     FakeFleet.made = []
     FakeFleet.interrupt_on_up = False
     monkeypatch.setattr(fleet_cli, "Fleet", FakeFleet)
-    monkeypatch.setattr(fleet_cli, "_reputation_rows", lambda addr, names: None)
+    monkeypatch.setattr(fleet_cli, "_reputation_rows", lambda addr, home, names: None)
     return FakeFleet
 
 

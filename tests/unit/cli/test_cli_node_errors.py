@@ -102,6 +102,45 @@ def test_status_without_a_node_exits_1_on_one_line(tmp_path: Path) -> None:
         assert _one_error_line(result.stderr).startswith("error: not_running: ")
 
 
+def _running_fleet(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fleet directory whose supervisor is alive (this process) with nodes node1, node2."""
+    fleet = root / "fleet"
+    nodes = []
+    for name in ("node1", "node2"):
+        (fleet / "nodes" / name).mkdir(parents=True)
+        nodes.append({"name": name, "home": str(fleet / "nodes" / name)})
+    state = {"supervisor_pid": os.getpid(), "state": "running", "nodes": nodes}
+    (fleet / "fleet.json").write_text(json.dumps(state))
+    monkeypatch.setenv("LAMARCK_FLEET_DIR", str(fleet))
+    return fleet
+
+
+def test_status_without_a_node_names_the_running_fleets_nodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _running_fleet(tmp_path, monkeypatch)
+    result = runner.invoke(app, ["node", "status", "--home", str(tmp_path / "empty")])
+    line = _one_error_line(result.stderr)
+    assert line.startswith("error: not_running: ")
+    assert "(node1, node2): pass --node node1" in line
+
+
+def test_node_option_reaches_a_running_fleets_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = _running_fleet(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    # node2's home holds a node.json naming an exited pid: the error names that very home.
+    info = {"pid": _exited_pid(), "node_id": "lmk1x", "listen": "127.0.0.1:1"}
+    (fleet / "nodes" / "node2" / "node.json").write_text(json.dumps(info))
+    result = runner.invoke(app, ["node", "status", "--node", "node2"])
+    line = _one_error_line(result.stderr)
+    assert str(fleet / "nodes" / "node2") in line and "has exited" in line
+    unknown = runner.invoke(app, ["node", "status", "--node", "node9"])
+    line = _one_error_line(unknown.stderr)
+    assert line.startswith("error: unknown_node: ") and "pass --node node1" in line
+
+
 def _exited_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait(timeout=30)

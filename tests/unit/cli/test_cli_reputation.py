@@ -188,6 +188,8 @@ def test_the_table_prints_every_peer_with_its_columns(node: FakeNode) -> None:
     assert "graylisted" in lines[3] and "injected_instruction:1" in lines[3]
     assert "operator-key" in lines[1] and "postgres" in lines[1]
     assert "3 peer(s) as seen by lmk1self" in result.stdout
+    # Carol is live but nobody has judged her: unknown, never 0.
+    assert "unknown" in lines[2] and "unknown" not in lines[1]
 
 
 def test_the_json_table_is_one_document_sorted_and_filtered_as_asked(node: FakeNode) -> None:
@@ -202,6 +204,7 @@ def test_the_json_table_is_one_document_sorted_and_filtered_as_asked(node: FakeN
     assert bob["band"] == "graylisted" and bob["principal"] == ALICE
     assert bob["records_rejected"] == {"injected_instruction": 1, "bad_signature": 1}
     assert bob["weighted_accuracy"] == 0.0 and carol["weighted_accuracy"] is None
+    assert bob["global_trust"] == 0.0 and carol["global_trust"] is None
     only = json.loads(node.cli("--json", "--domain", "postgres").stdout)
     assert [p["peer"] for p in only["peers"]] == [ALICE]
 
@@ -237,6 +240,7 @@ def test_the_sdk_reads_the_same_table_and_history(node: FakeNode) -> None:
         with pytest.raises(NotFound):
             op.peer_reputation("lmk1nobody")
     assert table.rows[0].peer == ALICE and table.rows[0].band is PeerBand.NEUTRAL
+    assert [r.global_trust is None for r in table.rows] == [False, False, True]
     assert table.global_trust_computed_at == NOW
     assert shown.row.expert_domains == ("postgres",)
     assert [e.detail for e in shown.events] == [

@@ -19,12 +19,18 @@ V, C, A = Verdict.VALIDATE, Verdict.CONTRADICT, Verdict.ABSTAIN
 
 
 def electorate(
-    n: int, *, principals: list[str] | None = None, by_principal: bool = True
+    n: int,
+    *,
+    principals: list[str] | None = None,
+    by_principal: bool = True,
+    needed: int | None = None,
 ) -> Electorate:
     """Voters IDS[1..n], each its own principal unless ``principals`` says otherwise."""
     names = principals or [f"op{k}" for k in range(n)]
     voters = {IDS[k + 1].node_id: names[k] for k in range(n)}
-    return Electorate.open(RECORD_HASH, voters, now=NOW, by_principal=by_principal, params=PARAMS)
+    return Electorate.open(
+        RECORD_HASH, voters, now=NOW, by_principal=by_principal, params=PARAMS, needed=needed
+    )
 
 
 def votes(*verdicts: Verdict) -> list[Vote]:
@@ -110,6 +116,19 @@ def test_a_round_smaller_than_min_voters_never_decides() -> None:
     assert isinstance(result, Pending) and result.reason == "too_few_voters"
 
 
+def test_a_round_as_small_as_the_network_allows_accepts_only_unanimously() -> None:
+    # Three eligible principals in all (the network needs three): every one must validate.
+    assert isinstance(tally(electorate(3, needed=3), votes(V, V, V), PARAMS), Accepted)
+    two_of_three = tally(electorate(3, needed=3), votes(V, V, A), PARAMS)
+    assert isinstance(two_of_three, Pending) and two_of_three.accept_at == 3
+    # No fault is tolerated: one voter against the others decides nothing either way.
+    one_no = tally(electorate(3, needed=3), votes(V, V, C), PARAMS)
+    assert isinstance(one_no, Pending) and one_no.reject_at == 3
+    assert isinstance(tally(electorate(3, needed=3), votes(C, C, C), PARAMS), Rejected)
+    # Where the network holds four or more, three voters are too few.
+    assert tally(electorate(3, needed=4), votes(V, V, V), PARAMS).reason == "too_few_voters"
+
+
 # -- Against a brute-force count ------------------------------------------------------------
 
 OK, FORGED, LATE, WRONG = "ok", "forged", "late", "wrong_record"
@@ -126,13 +145,20 @@ def _make(who: int, verdict: Verdict, kind: str, n: int) -> Vote:
 
 
 def _brute_force(
-    voters: dict[int, str], specs: list[tuple[int, Verdict, str, int]], by_principal: bool
+    voters: dict[int, str],
+    specs: list[tuple[int, Verdict, str, int]],
+    by_principal: bool,
+    needed: int,
 ) -> str:
     """The rule read literally, by enumerating sets of independent voters."""
     n = len(voters)
-    if n < PARAMS.min_voters:
+    if n < needed:
         return "pending"
+    # Below min_voters no fault is tolerated: either side needs every voter.
     f = (n - 1) // 3
+    small = n < PARAMS.min_voters
+    accept_at = n if small else 2 * f + 1
+    reject_at = n if small else f + 1
     said: dict[int, set[Verdict]] = {}
     for who, verdict, kind, _ in specs:
         if kind == OK and who in voters:
@@ -146,9 +172,9 @@ def _brute_force(
     def some_set_of(size: int, pool: set[str]) -> bool:
         return any(True for _ in itertools.combinations(sorted(pool), size))
 
-    if some_set_of(f + 1, independent(C)):
+    if some_set_of(reject_at, independent(C)):
         return "rejected"
-    if some_set_of(2 * f + 1, independent(V)):
+    if some_set_of(accept_at, independent(V)):
         return "accepted"
     return "pending"
 
@@ -159,9 +185,10 @@ def _brute_force(
     principal_pool=st.integers(min_value=1, max_value=10),
     data=st.data(),
     by_principal=st.booleans(),
+    needed=st.integers(min_value=1, max_value=5),
 )
 def test_tally_agrees_with_a_brute_force_count(
-    n: int, principal_pool: int, data: st.DataObject, by_principal: bool
+    n: int, principal_pool: int, data: st.DataObject, by_principal: bool, needed: int
 ) -> None:
     principals = data.draw(
         st.lists(st.integers(0, principal_pool - 1), min_size=n, max_size=n), label="principals"
@@ -185,7 +212,8 @@ def test_tally_agrees_with_a_brute_force_count(
         now=NOW,
         by_principal=by_principal,
         params=PARAMS,
+        needed=needed,
     )
     result = tally(elect, [_make(*spec) for spec in specs], PARAMS)
-    expected = _brute_force(voters, specs, by_principal)
+    expected = _brute_force(voters, specs, by_principal, needed)
     assert type(result).__name__.lower() == expected

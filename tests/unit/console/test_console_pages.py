@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from lamarck.consensus.corroboration import EvidenceClass, Support
 from lamarck.errors import ConfigError, InvalidRecord, NotFound
 from lamarck.node.console.activity import activity_timeline, window_start
 from lamarck.node.console.assets import CONTENT_TYPES, asset
@@ -32,6 +33,7 @@ from lamarck.node.health.figures import CalibrationBucket, Finding, Severity
 from lamarck.node.health.inputs import HealthInputs, Prediction
 from lamarck.node.health.params import HealthParams
 from lamarck.node.health.report import health_report
+from lamarck.node.learning.influence import LessonEvidence
 from lamarck.node.store.port import (
     LessonEvent,
     LessonRow,
@@ -408,14 +410,24 @@ def test_lessons_are_filterable_by_scope_status_and_origin() -> None:
         NOW,
         imported_from="lmk1x",
     )
-    body = lessons_page([local, imported])
+    evidence = {
+        "l2": LessonEvidence(EvidenceClass.UNVERIFIED, Support(), imported=True),
+    }
+    body = lessons_page([local, imported], evidence)
     tags = parse(body)
     rows = [a for a in find(tags, "tr") if "data-origin" in a]
     assert [(r["data-origin"], r["data-status"], r["data-scope"]) for r in rows] == [
         ("local", "active", "global"),
         ("imported", "retired", "project:ab"),
     ]
-    assert {a["data-filter"] for a in find(tags, "select")} == {"scope", "status", "origin"}
+    assert [r["data-evidence"] for r in rows] == ["unknown", "unverified"]
+    assert "unverified, from 1 peer" in body
+    assert {a["data-filter"] for a in find(tags, "select")} == {
+        "scope",
+        "status",
+        "origin",
+        "evidence",
+    }
     assert find(tags, "input", type="search")
     assert HOSTILE not in body
 
@@ -438,7 +450,16 @@ def test_a_lesson_page_shows_evidence_provenance_and_history() -> None:
         LessonEvent("l2", NOW, "imported", "lmk1x", None, 0.4),
         LessonEvent("l2", NOW, "confirmed", "loop", 0.4, 0.6, reason="similarity=0.95"),
     ]
-    body = lesson_page(row, events)
+    body = lesson_page(
+        row,
+        events,
+        LessonEvidence(
+            EvidenceClass.CORROBORATED,
+            Support(confirming=frozenset({"a", "b"})),
+            imported=row.imported_from is not None,
+        ),
+    )
+    assert "corroborated by 2 independent principals" in body
     tags = parse(body)
     assert "outcome-1" in body
     assert find(tags, "a", href="/reputation/lmk1x") and find(tags, "a", href="/reputation/lmk1y")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lamarck.errors import ConfigError
@@ -9,12 +11,21 @@ from lamarck.node.fleet.agents import (
     Advice,
     AgentMemory,
     Attempt,
+    Said,
     attempt_order,
     fabricated_attempts,
     remember_turn,
     run_attempts,
 )
-from lamarck.node.fleet.report import TurnRecord, arm_figures, learning_figures, node_counts
+from lamarck.node.fleet.report import (
+    TurnRecord,
+    arm_figures,
+    learning_figures,
+    node_counts,
+    quorum_figures,
+    quorum_table,
+)
+from lamarck.node.fleet.supervisor import FleetSpec
 from lamarck.node.fleet.workloads import (
     WorkloadParams,
     isolated_pitfall,
@@ -62,24 +73,60 @@ def test_without_advice_the_agent_tries_the_known_failing_form_first() -> None:
     assert order == (P.failing, P.working) and deciding == ()
 
 
+HONEST = f"Prefer `{P.working}` over `{P.failing}` for {P.target}."
+POISON = f"Prefer `{P.failing}` over `{P.working}` for {P.target}."
+PROVEN, CORROBORATED, UNVERIFIED = 0, 1, 2
+
+
 def test_a_lesson_against_the_failing_form_moves_the_working_one_first() -> None:
-    text = f"A lesson on file: Prefer `{P.working}` over `{P.failing}` for {P.target}."
-    order, deciding = attempt_order(P, [Advice(P.failing, text, ("L1",))], AgentMemory())
+    advice = Advice(P.failing, "...", ("L1",), (Said("L1", HONEST, PROVEN, 0, 0.5),))
+    order, deciding = attempt_order(P, [advice], AgentMemory())
     assert order == (P.working, P.failing) and deciding == ("L1",)
 
 
-def test_conflicting_advice_follows_the_more_confident_lesson_and_a_tie_the_habit() -> None:
-    honest = f"(confidence 0.90): Prefer `{P.working}` over `{P.failing}` for {P.target}."
-    poison = f"(confidence 0.40): Prefer `{P.failing}` over `{P.working}` for {P.target}."
+def test_proven_beats_corroborated_beats_unverified_whatever_the_confidence() -> None:
+    def decide(honest: Said, poison: Said) -> tuple[str, ...]:
+        advice = [Advice(P.failing, "", (), (honest,)), Advice(P.working, "", (), (poison,))]
+        return attempt_order(P, advice, AgentMemory())[0]
+
+    low_proven = Said("L1", HONEST, PROVEN, 0, 0.3)
+    assert decide(low_proven, Said("L2", POISON, CORROBORATED, 5, 0.9))[0] == P.working
+    assert decide(Said("L1", HONEST, CORROBORATED, 2, 0.3), Said("L2", POISON, PROVEN))[0] == (
+        P.failing
+    )
+    # Within a class: more independent principals, then more confidence; a tie: the habit.
+    more = Said("L1", HONEST, CORROBORATED, 3, 0.3)
+    assert decide(more, Said("L2", POISON, CORROBORATED, 2, 0.9))[0] == P.working
+    tie_h, tie_p = (
+        Said("L1", HONEST, CORROBORATED, 2, 0.5),
+        Said("L2", POISON, CORROBORATED, 2, 0.5),
+    )
     order, deciding = attempt_order(
-        P, [Advice(P.failing, honest, ("L1",)), Advice(P.working, poison, ("L2",))], AgentMemory()
+        P, [Advice(P.failing, "", (), (tie_h,)), Advice(P.working, "", (), (tie_p,))], AgentMemory()
     )
-    assert order == (P.working, P.failing) and deciding == ("L1",)
-    tie = poison.replace("0.40", "0.90")
-    order, _ = attempt_order(
-        P, [Advice(P.failing, honest, ("L1",)), Advice(P.working, tie, ("L2",))], AgentMemory()
-    )
-    assert order == (P.failing, P.working)
+    assert order == (P.failing, P.working) and set(deciding) == {"L1", "L2"}
+
+
+def test_an_unresolved_conflict_keeps_the_habit_and_puts_both_sides_in_play() -> None:
+    sides = (Said("L1", HONEST, UNVERIFIED, 0, 0.29), Said("L2", POISON, UNVERIFIED, 0, 0.36))
+    advice = Advice(P.failing, "Contested ...", ("L1", "L2"), (), sides)
+    order, deciding = attempt_order(P, [advice], AgentMemory())
+    assert order == (P.failing, P.working) and set(deciding) == {"L1", "L2"}
+    # Two plan-time hints that disagree: the same.
+    order, deciding = attempt_order(P, [], AgentMemory(), list(sides))
+    assert order == (P.failing, P.working) and set(deciding) == {"L1", "L2"}
+
+
+def test_a_lone_unverified_hint_is_tried_first_and_never_beats_advice() -> None:
+    hint = Said("H1", HONEST, UNVERIFIED, 0, 0.29)
+    order, deciding = attempt_order(P, [], AgentMemory(), [hint])
+    assert order == (P.working, P.failing) and deciding == ("H1",)
+    lie = Said("H2", POISON, UNVERIFIED, 0, 0.9)
+    order, deciding = attempt_order(P, [], AgentMemory(), [lie])
+    assert order == (P.failing, P.working) and deciding == ("H2",)
+    proven = Advice(P.working, "", (), (Said("L3", POISON, PROVEN, 0, 0.4),))
+    order, deciding = attempt_order(P, [proven], AgentMemory(), [hint])
+    assert order == (P.failing, P.working) and deciding == ("L3",)
 
 
 def test_the_agents_own_fresh_lesson_wins_and_is_named_in_play() -> None:
@@ -164,3 +211,37 @@ def test_reputation_rows_name_peers_by_fleet_name_and_list_refusals() -> None:
     assert shown["peer"] == "node5"
     assert shown["band"] == "graylisted"
     assert shown["refused"] == "bad_signature 3"
+
+
+def test_operators_take_the_honest_nodes_round_robin_and_the_byzantine_their_own(
+    tmp_path: Path,
+) -> None:
+    spec = FleetSpec(directory=tmp_path, nodes=5, byzantine=1, operators=3)
+    assert [spec.operator_of(i) for i in range(5)] == [0, 1, 0, 1, 2]
+    honest = FleetSpec(directory=tmp_path, nodes=5, operators=2)
+    assert [honest.operator_of(i) for i in range(5)] == [0, 1, 0, 1, 0]
+    one = FleetSpec(directory=tmp_path, nodes=5, byzantine=1)
+    assert {one.operator_of(i) for i in range(5)} == {0}
+    for bad in (0, 6):
+        with pytest.raises(ConfigError):
+            FleetSpec(directory=tmp_path, nodes=5, operators=bad)
+
+
+def test_quorum_figures_count_decisions_and_pending_rounds_by_reason() -> None:
+    figures = quorum_figures(
+        [
+            ("accepted", "accepted"),
+            ("rejected", "contradicted"),
+            ("certified", ""),
+            ("pending", "too_few_voters"),
+            ("pending", "too_few_voters"),
+            ("pending", "awaiting_votes"),
+        ]
+    )
+    assert figures["quorum_records"] == 6
+    assert (figures["quorum_accepted"], figures["quorum_rejected"]) == (1, 1)
+    assert figures["quorum_certified"] == 1 and figures["quorum_pending"] == 3
+    assert figures["quorum_pending_too_few_voters"] == 2
+    assert figures["quorum_pending_awaiting_votes"] == 1
+    table = quorum_table(figures)
+    assert table.caption == "2 of 6 decided by a quorum (1 more taken on a peer's certificate)"

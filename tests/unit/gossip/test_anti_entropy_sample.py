@@ -8,8 +8,10 @@ import dataclasses
 import random
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
 from lamarck.node.gossip.publisher import GossipParams
+from lamarck.node.importing.view import HeldRecords
 from lamarck.node.sharing.anti_entropy import AntiEntropy, sync_sample
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
@@ -43,7 +45,8 @@ def test_once_pulls_from_exactly_the_sampled_peers() -> None:
         InMemoryLessonStore(),
         SELF,
         params,
-        pipeline=None,  # type: ignore[arg-type]  # never reached: sync_with is replaced
+        # Only its index of versions kept as history is read: sync_with is replaced.
+        pipeline=SimpleNamespace(view=SimpleNamespace(held=HeldRecords())),  # type: ignore[arg-type]
         client=None,  # type: ignore[arg-type]
         band_of=lambda _: PeerBand.TRUSTED,
         live_peers=lambda: list(PEERS),

@@ -47,6 +47,9 @@ class _Pins:
     async def is_revoked(self, node_id: str) -> bool:
         return False
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 class _Counting(Embedder):
     def __init__(self) -> None:
@@ -74,7 +77,12 @@ class _Peer:
         self._size = size
 
     async def sync_page(
-        self, peer: str, query: SyncQuery, certificates: dict[str, bytes], declared: object
+        self,
+        peer: str,
+        query: SyncQuery,
+        certificates: dict[str, bytes],
+        declared: object,
+        attestations: object = None,
     ) -> SyncPage:
         start = int(query.cursor or 0)
         end = start + self._size

@@ -570,6 +570,26 @@ def test_publish_answers_before_forwarding_and_a_direct_push_goes_no_further() -
     run(go())
 
 
+def test_sync_carries_the_trust_summaries_on_its_first_page_only() -> None:
+    async def go() -> None:
+        held = {f"{i:064x}": f"record {i}".encode() for i in range(5)}
+        summaries = [b'{"summary":1}', b'{"summary":2}']
+        request = peer_pb2.SyncRequest(requester_node_id=VIA, max_records=10)
+        pages = [
+            p
+            async for p in handle_sync(
+                request, held, GossipParams(batch_size=2), summaries=summaries
+            )
+        ]
+        assert len(pages) == 3
+        first = pages[0].trust_summaries
+        assert [bytes(r.canonical_json) for r in first] == summaries
+        assert {r.kind for r in first} == {records_pb2.RECORD_KIND_TRUST_SUMMARY}
+        assert [len(p.trust_summaries) for p in pages[1:]] == [0, 0]
+
+    run(go())
+
+
 def test_sync_handler_streams_pages_and_the_importer_catches_up() -> None:
     async def go() -> None:
         from test_pipeline import signed_raw

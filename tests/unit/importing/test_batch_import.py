@@ -56,6 +56,9 @@ class Pins:
     async def is_revoked(self, node_id: str) -> bool:
         return False
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 class CountingEmbedder(Embedder):
     """Hashing vectors; records how many texts each call embedded."""

@@ -17,10 +17,20 @@ from typing import Any
 
 import pytest
 from importing_helpers import NOW, ts
-from test_pipeline import SELF, SOURCE, SOURCE_KEY, Harness, signed_raw
+from test_pipeline import (
+    ATTACKER,
+    ATTACKER_KEY,
+    SELF,
+    SELF_KEY,
+    SOURCE,
+    SOURCE_KEY,
+    Harness,
+    signed_raw,
+)
 
 from lamarck.node.api.agent_service import AgentServicer
 from lamarck.node.api.peer_handlers import shareable_records
+from lamarck.node.console.pages import lesson_page
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.gossip.audience import band_reader
 from lamarck.node.gossip.publisher import GossipParams, lesson_version, sign_lesson
@@ -29,11 +39,12 @@ from lamarck.node.importing.pipeline import ImportSource
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter, LessonStatus
 from lamarck.node.store.service import LessonService
+from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
-from lamarck.proto.v1 import agent_pb2
+from lamarck.proto.v1 import agent_pb2, lessons_pb2
 from lamarck.reputation.events import EventKind
 from lamarck.reputation.params import ReputationParams
 
@@ -245,6 +256,149 @@ async def test_local_evidence_survives_a_newer_version_from_the_source() -> None
     assert events[-1].confidence_after == pytest.approx(after.confidence)
 
 
+# -- edits: a new version of the same lesson, local evidence kept ------------------------------
+
+
+class NodeA:
+    """The source: a real ``LessonService`` over its own store, with a lesson worth sharing."""
+
+    def __init__(self) -> None:
+        self.clock = FixedClock(NOW - timedelta(hours=1))
+        self.store = InMemoryLessonStore(dim=DIM)
+        self.service = LessonService(
+            self.store, HashingEmbedder(dim=DIM), self.clock, rng=random.Random(3)
+        )
+        self.lesson_id = ""
+        self.params = GossipParams()
+
+    async def learn(self) -> str:
+        learned = await self.service.record_outcome(
+            outcome(self.clock, 1, [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)])
+        )
+        [self.lesson_id] = learned.ids("created")
+        for n in (2, 3):  # confirmed until it is worth publishing
+            self.clock.advance(60)
+            await self.service.record_outcome(
+                outcome(self.clock, n, [(GOOD, "ok", TARGET)], in_play=[self.lesson_id])
+            )
+        row = await self.store.get_lesson(self.lesson_id)
+        self.params = GossipParams(shared_scopes=frozenset({row.scope}))
+        return self.lesson_id
+
+    async def shared(self) -> list[bytes]:
+        """What a peer's Sync would pull from A now, ended records first."""
+        held = await shareable_records(
+            self.store, SOURCE_KEY, self.params, band_reader(Scores(), ReputationParams()), SELF
+        )
+        return sorted(held.values(), key=lambda raw: b'"status":"active"' in raw)
+
+
+async def _b_holds_a_confirmed_copy(a: NodeA) -> tuple[NodeB, Any]:
+    """B imports A's lesson and confirms it with an outcome of its own."""
+    b = NodeB()
+    for raw in await a.shared():
+        assert (await b.offer(raw, via=SOURCE)).outcome is ImportOutcome.ACCEPT
+    [copy] = await b.store.list_lessons(ALL)
+    b.n += 1
+    confirmed = await b.service.record_outcome(
+        outcome(b.clock, 100 + b.n, [(GOOD, "ok", TARGET)], in_play=[copy.id])
+    )
+    assert confirmed.ids("confirmed") == [copy.id]
+    tested = await b.store.get_lesson(copy.id)
+    assert tested.confidence > copy.confidence and tested.confirmations == 1
+    return b, tested
+
+
+@pytest.mark.parametrize("edit_first", [False, True], ids=["old-ended-first", "edit-first"])
+async def test_an_edit_at_the_source_is_a_new_version_of_the_holders_copy_evidence_kept(
+    edit_first: bool,
+) -> None:
+    a = NodeA()
+    await a.learn()
+    b, tested = await _b_holds_a_confirmed_copy(a)
+    a.clock.advance(60)
+    edited = await a.service.edit(
+        a.lesson_id, "Run pytest on the whole suite, never one file.", "alice", "clearer"
+    )
+    shared = await a.shared()  # the old record, now superseded, and its edit
+    assert len(shared) == 2
+    for raw in reversed(shared) if edit_first else shared:
+        result = await b.offer(raw, via=SOURCE)
+        assert result.outcome is ImportOutcome.ACCEPT and result.lesson_id == tested.id
+    # One copy, the same local id, the new text, and B's own evidence with it.
+    [after] = await b.store.list_lessons(ALL)
+    assert after.id == tested.id and after.status is LessonStatus.ACTIVE
+    assert after.content == edited.content
+    assert (after.confirmations, after.evidence) == (1, tested.evidence)
+    assert after.confirmed_projects == tested.confirmed_projects
+    margin = tested.confidence - (tested.transferred_confidence or 0.0)
+    assert after.confidence == pytest.approx(after.transferred_confidence + margin)
+    assert SignedMemory.from_json(after.signed_record or b"").memory.id == edited.id
+    # The history shows the edit: who signed it, what it supersedes and why.
+    events = await b.store.lesson_events([tested.id])
+    [edit] = [e for e in events if e.kind == "edited"]
+    assert edit.actor == SOURCE
+    assert edit.reason == (
+        f"edited by its source: record {edited.id} supersedes {a.lesson_id}: clearer"
+    )
+    # The superseded record is history here: a Sync does not pull it again each round.
+    superseded = next(raw for raw in shared if b'"status":"superseded"' in raw)
+    assert sha256_hex(superseded) in b.pipeline.view.held.history_hashes()
+    # Re-pushes of either record change nothing more.
+    for raw in shared:
+        assert (await b.offer(raw, via=SOURCE)).outcome is ImportOutcome.DUPLICATE
+    assert await b.store.list_lessons(ALL) == [await b.store.get_lesson(tested.id)]
+
+
+async def test_an_edit_that_changes_the_operation_does_not_carry_old_evidence() -> None:
+    b = NodeB()
+    lesson_id = (await b.offer(signed_raw())).lesson_id or ""
+    await b.confirm(lesson_id)
+    tested = await b.store.get_lesson(lesson_id)
+    successor = str(uuid.UUID(int=4242, version=4))
+    result = await b.offer(
+        signed_raw(
+            id=successor,
+            content="Drain the api service before database migrations.",
+            lesson={"operation": "deploy.drain", "version": 2},
+            metadata={"supersedes": _held_record_id(tested)},
+            provenance={"updated_at": ts(NOW - timedelta(days=1))},
+        )
+    )
+    assert result.outcome is ImportOutcome.ACCEPT and result.lesson_id == lesson_id
+    after = await b.store.get_lesson(lesson_id)
+    assert after.operation == "deploy.drain"
+    # Evidence about deploy.restart does not confirm deploy.drain: it starts from its claim.
+    assert (after.confirmations, after.contradictions, after.evidence) == (0, 0, ())
+    assert after.confidence == pytest.approx(after.transferred_confidence)
+    [edit] = [e for e in await b.store.lesson_events([lesson_id]) if e.kind == "edited"]
+    assert "operation changed from deploy.restart to deploy.drain" in (edit.reason or "")
+    assert "1 local outcome(s)" in (edit.reason or "")
+
+
+async def test_only_the_signer_of_a_record_can_edit_the_holders_copy_of_it() -> None:
+    b = NodeB()
+    lesson_id = (await b.offer(signed_raw())).lesson_id or ""
+    await b.confirm(lesson_id)
+    record_id = _held_record_id(await b.store.get_lesson(lesson_id))
+    forged = signed_raw(
+        ATTACKER_KEY,
+        id=str(uuid.UUID(int=4243, version=4)),
+        content="Skip database migrations before restarting the api service.",
+        metadata={"supersedes": record_id},
+    )
+    result = await b.offer(forged, via=ATTACKER)
+    assert result.lesson_id != lesson_id
+    copy = await b.store.get_lesson(lesson_id)
+    assert copy.content == "Run database migrations before restarting the api service."
+    assert copy.confirmations == 1
+
+
+def _held_record_id(row: Any) -> str:
+    """The id of the signed record a copy holds."""
+    return SignedMemory.from_json(row.signed_record or b"").memory.id
+
+
 # -- §2.4 retirement spreads ------------------------------------------------------------------
 
 
@@ -268,7 +422,7 @@ async def test_a_retirement_signed_by_the_source_retires_every_holders_copy() ->
     assert (events[-1].kind, events[-1].actor, events[-1].reason) == (
         "retired",
         SOURCE,
-        "retired by its source",
+        "retired by bob at its source",
     )
 
 
@@ -319,6 +473,36 @@ async def test_retiring_on_the_source_spreads_through_sync_and_retires_the_holde
         "alice",
         "the suite moved to nox",
     )
+
+
+async def test_a_retirements_reason_and_retirer_reach_every_holders_history_cli_and_console() -> (
+    None
+):
+    a = NodeA()
+    await a.learn()
+    b = NodeB()
+    for raw in await a.shared():
+        await b.offer(raw, via=SOURCE)
+    a.clock.advance(60)
+    await a.service.retire(a.lesson_id, "alice", reason="the suite moved to nox")
+    [retirement] = await a.shared()
+    signed = SignedMemory.from_json(retirement).memory
+    assert signed.lesson is not None and signed.lesson.reason == "the suite moved to nox"
+    assert signed.metadata.superseded_by == "retired:alice"
+    assert (await b.offer(retirement, via=SOURCE)).outcome is ImportOutcome.ACCEPT
+    [copy] = await b.store.list_lessons(ALL)
+    assert copy.status is LessonStatus.RETIRED
+    said = "retired by alice at its source: the suite moved to nox"
+    # B's history (what `lamarck lessons history|show` prints) names the retirer and why.
+    servicer = AgentServicer(b.service, SELF_KEY, b.clock, store=b.store, pipeline=b.pipeline)
+    history = await servicer.History(agent_pb2.HistoryRequest(lesson_id=copy.id), context=None)
+    retired = history.entries[-1]
+    assert (retired.kind, retired.actor, retired.reason) == (
+        lessons_pb2.LESSON_EVENT_KIND_RETIRED,
+        SOURCE,
+        said,
+    )
+    assert said in str(lesson_page(copy, await b.store.lesson_events([copy.id])))
 
 
 async def test_a_copy_retired_here_stays_retired_when_the_source_re_pushes_it_active() -> None:

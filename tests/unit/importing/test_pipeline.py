@@ -11,7 +11,7 @@ import copy
 import random
 import uuid
 from collections.abc import Coroutine
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import numpy as np
@@ -33,6 +33,7 @@ from lamarck.proto.identity import NodeIdentity, b64u_encode
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.signing import RecordKind, sign_object
+from lamarck.proto.timefmt import parse_ts
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
@@ -73,6 +74,21 @@ class Pins:
     async def is_revoked(self, node_id: str) -> bool:
         return node_id in self.revoked
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
+
+class RotatedPins(Pins):
+    """``Pins`` that also know when a rotation retired a key (``KeyHistory``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.retired: dict[tuple[str, str], datetime] = {}
+
+    async def key_valid_at(self, node_id: str, key: str, at: datetime) -> bool:
+        retired = self.retired.get((node_id, key))
+        return retired is not None and at <= retired
+
 
 class Events:
     """A ``ReputationSink`` that keeps what it is told."""
@@ -96,10 +112,11 @@ class Harness:
         *,
         params: ImportParams | None = None,
         embedder: HashingEmbedder | None = None,
+        pins: Pins | None = None,
     ) -> None:
         self.clock = FixedClock(NOW)
         self.store = InMemoryLessonStore(dim=DIM)
-        self.pins = Pins()
+        self.pins = pins or Pins()
         self.events = Events()
         self.scores = reputation or {}
         # Sources' records here; one not named is SEASONED (past probation).
@@ -540,6 +557,38 @@ def test_key_not_pinned_to_the_source_in_the_registry_is_rejected() -> None:
             kind=EventKind.BAD_SIGNATURE,
             error=VerificationError,
             via=SOURCE,
+        )
+
+    run(go())
+
+
+def test_a_lesson_signed_before_its_key_was_rotated_keeps_verifying() -> None:
+    # The source rotated its key (the registry now pins another): what the old key signed
+    # before the rotation is accepted; the same key's records after it are refused.
+    async def go() -> None:
+        signed_at = parse_ts(SignedMemory.from_json(signed_raw()).memory.provenance.updated_at)
+        before = Harness(pins=RotatedPins())
+        await _seed(before)
+        pins = before.pins
+        assert isinstance(pins, RotatedPins)
+        pins.keys[SOURCE] = ATTACKER_KEY.public_key_b64
+        pins.retired[(SOURCE, SOURCE_KEY.public_key_b64)] = signed_at
+        result = await before.offer(signed_raw())
+        assert result.outcome is ImportOutcome.ACCEPT, result
+        after = Harness(pins=RotatedPins())
+        await _seed(after)
+        late = after.pins
+        assert isinstance(late, RotatedPins)
+        late.keys[SOURCE] = ATTACKER_KEY.public_key_b64
+        late.retired[(SOURCE, SOURCE_KEY.public_key_b64)] = signed_at - timedelta(seconds=1)
+        # Relayed by a peer that is not its source: refused, nobody charged.
+        await assert_rejected(
+            after,
+            signed_raw(),
+            "key_not_pinned",
+            charged=None,
+            kind=None,
+            error=VerificationError,
         )
 
     run(go())

@@ -22,18 +22,20 @@ import pytest
 from importing_helpers import NOW, record_obj
 
 from lamarck.consensus.certificate import QuorumCertificate, certificate_bytes, parse_certificate
-from lamarck.consensus.params import QuorumParams
+from lamarck.consensus.high_stakes import HighStakesRule
+from lamarck.consensus.params import HighStakesParams, QuorumParams
 from lamarck.consensus.votes import Verdict
 from lamarck.errors import InvalidRecord, VerificationError
 from lamarck.node.api.peer_handlers import PublishDeps, handle_publish, handle_request_vote
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.importing.decision import ImportOutcome, ImportParams
+from lamarck.node.importing.decision import DecisionReason, ImportOutcome, ImportParams
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.sharing.quorum import (
     CertificateChecker,
     QuorumCollector,
     QuorumLedger,
+    network_view,
     peer_candidates,
     vote_from_wire,
     voter_reality_events,
@@ -109,6 +111,9 @@ class Pins:
     async def is_revoked(self, node_id: str) -> bool:
         return False
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 class Principals:
     """Open admission: every known id is its own principal, unless grouped."""
@@ -141,9 +146,14 @@ class Node:
             clock=self.clock,
             rng=random.Random(3),
             params=ImportParams(reputation=ReputationParams()),
-            certificates=CertificateChecker(self.principals, PARAMS, self.ledger),
+            certificates=CertificateChecker(
+                lambda also: network_view([identity.node_id, *self.peers], also, self.principals),
+                PARAMS,
+                self.ledger,
+            ),
         )
         self.ask: Callable[[str, bytes, str], Coroutine[Any, Any, Vote | None]] = self._no_vote
+        #: The live peers (this node's view of the network, with itself).
         self.peers: list[str] = [v.node_id for v in VOTERS] + [SOURCE.node_id]
         #: (peer, domain) -> expertise this node's reputation book holds (none: unknown).
         self.expertise: dict[tuple[str, str], float] = {}
@@ -400,7 +410,8 @@ def test_timeouts_leave_the_record_pending_and_never_in_the_store() -> None:
 
 def test_too_few_eligible_voters_form_no_quorum() -> None:
     node = Node(SELF)
-    node.peers = [VOTERS[0].node_id, VOTERS[1].node_id, SOURCE.node_id]
+    # One voter besides the source: a certificate is never one voter's word.
+    node.peers = [VOTERS[0].node_id, SOURCE.node_id]
     run(quarantined(node, high_stakes_record()))
     assert run(node.collector.once()) == 1
     entry = node.ledger.entry(SignedMemory.from_json(high_stakes_record()).content_hash)
@@ -625,3 +636,192 @@ def test_votes_forged_in_honest_voters_names_count_for_nothing() -> None:
     entry = node.ledger.entry(SignedMemory.from_json(raw).content_hash)
     assert entry is not None and entry.state == "accepted"
     assert sorted(v["ignored"] for v in entry.votes if not v["counted"]) == ["forged", "forged"]
+
+
+# -- certificates judged by this node's view of the whole network ------------------------------
+
+#: One live peer per principal besides the voters: the rest of a ten-principal network.
+BYSTANDERS = tuple(f"lmk1bystander{p}" for p in range(10))
+
+
+def ten_principal_network(node: Node, **groups: Sequence[NodeIdentity]) -> None:
+    """The node's registry: SOURCE under op0, VOTERS[k] under op{k+1}, SELF and OTHER under op8
+    and op9, a bystander live peer under each; ``groups`` puts identities under one principal
+    (a name given as a keyword: ``op0`` is the source's)."""
+    principals = node.principals
+    principals.known |= set(BYSTANDERS)
+    principals.groups = {SOURCE.node_id: "op0", SELF.node_id: "op8", OTHER.node_id: "op9"}
+    principals.groups |= {v.node_id: f"op{k + 1}" for k, v in enumerate(VOTERS)}
+    principals.groups |= {b: f"op{p}" for p, b in enumerate(BYSTANDERS)}
+    for name, members in groups.items():
+        principals.groups |= {m.node_id: name for m in members}
+    node.peers = [*BYSTANDERS, *(v.node_id for v in VOTERS), SOURCE.node_id]
+
+
+def made_up_certificate(raw: bytes, voters: Sequence[NodeIdentity]) -> bytes:
+    """A certificate of VALIDATE votes its maker had ``voters`` sign, whatever the evidence."""
+    content_hash = SignedMemory.from_json(raw).content_hash
+    return certificate_bytes(
+        QuorumCertificate(
+            record_hash=content_hash,
+            voters=tuple(sorted(v.node_id for v in voters)),
+            opened_at=NOW,
+            closes_at=NOW + timedelta(seconds=PARAMS.vote_timeout_s),
+            votes=tuple(made_up_vote(v, Verdict.VALIDATE, raw, n=k) for k, v in enumerate(voters)),
+        )
+    )
+
+
+def published_with(node: Node, raw: bytes, cert: bytes) -> str:
+    """Publish the record and its certificate to ``node`` (the peer path); the certificate's
+    ack reason. The record must be held awaiting a quorum, nothing stored."""
+    request = peer_pb2.PublishRequest(
+        records=[
+            records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=raw),
+            records_pb2.SignedRecord(
+                kind=records_pb2.RECORD_KIND_QUORUM_CERTIFICATE, canonical_json=cert
+            ),
+        ],
+        sender_node_id=SOURCE.node_id,
+    )
+    reply = run(handle_publish(request, PublishDeps(pipeline=node.pipeline)))
+    assert reply.acks[1].status == records_pb2.ACK_STATUS_REJECTED
+    [row] = run(node.store.list_quarantine(state=None))
+    assert row.state == "pending" and DecisionReason.AWAITING_QUORUM in row.reasons
+    assert run(node.store.list_lessons(LessonFilter(statuses=None, imported=True))) == []
+    assert node.ledger.certificate(row.content_hash) is None
+    return reply.acks[1].reason
+
+
+def test_four_keys_of_the_sources_principal_do_not_certify_in_a_ten_principal_network() -> None:
+    node = Node(SELF)
+    ten_principal_network(node, op0=VOTERS[:4])
+    raw = high_stakes_record()
+    assert published_with(node, raw, made_up_certificate(raw, VOTERS[:4])) == "source_voted"
+
+
+def test_four_keys_admitted_by_the_sources_operator_do_not_certify() -> None:
+    node = Node(SELF)
+    ten_principal_network(node, operator_key_a=(SOURCE, *VOTERS[:4]))
+    raw = high_stakes_record()
+    assert published_with(node, raw, made_up_certificate(raw, VOTERS[:4])) == "source_voted"
+
+
+def test_three_keys_of_one_principal_and_one_honest_voter_do_not_certify() -> None:
+    node = Node(SELF)
+    ten_principal_network(node, mallory=VOTERS[:3])
+    raw = high_stakes_record()
+    cert = made_up_certificate(raw, VOTERS[:4])
+    assert published_with(node, raw, cert) == "shared_principal"
+
+
+def test_the_sources_principal_voting_through_an_endorsed_key_does_not_certify() -> None:
+    node = Node(SELF)
+    # VOTERS[3] was minted by an identity of the source's principal: it is op0's.
+    ten_principal_network(node, op0=VOTERS[3:4])
+    raw = high_stakes_record()
+    assert published_with(node, raw, made_up_certificate(raw, VOTERS[:4])) == "source_voted"
+
+
+def test_a_certificate_of_the_other_principals_of_a_small_network_is_believed() -> None:
+    # Four principals: the source's (with VOTERS[0]), B, C and D. The three besides the
+    # source's are a quorum, unanimous.
+    node = Node(SELF)
+    node.principals.groups = {SOURCE.node_id: "A", VOTERS[0].node_id: "A"}
+    node.principals.groups |= {VOTERS[1].node_id: "B", VOTERS[2].node_id: "B"}
+    node.principals.groups |= {VOTERS[3].node_id: "C", SELF.node_id: "D"}
+    node.peers = [v.node_id for v in VOTERS[:4]] + [SOURCE.node_id]
+    raw = high_stakes_record()
+    result = run(
+        node.pipeline.import_record(
+            raw,
+            source=ImportSource.PEER,
+            via_node_id=SOURCE.node_id,
+            certificate=made_up_certificate(raw, (VOTERS[1], VOTERS[3], SELF)),
+        )
+    )
+    assert result.outcome is ImportOutcome.ACCEPT and result.certified
+
+
+def test_a_quorum_decides_in_a_network_of_four_principals(tmp_path: Path) -> None:
+    # The source's principal A also holds VOTERS[0]; B holds VOTERS[1..2] and OTHER; C
+    # VOTERS[3..4]; D VOTERS[5..6] and this node. Three principals besides the source's: a
+    # quorum of three, one voter each, all with passing outcomes of their own.
+    node = Node(SELF, tmp_path / "quorum")
+    groups = {SOURCE.node_id: "A", VOTERS[0].node_id: "A", OTHER.node_id: "B", SELF.node_id: "D"}
+    for k, name in ((1, "B"), (2, "B"), (3, "C"), (4, "C"), (5, "D"), (6, "D")):
+        groups[VOTERS[k].node_id] = name
+    node.principals.groups = groups
+    raw = high_stakes_record()
+    run(quarantined(node, raw))
+    _collect(node, [Voter(v, [True, True]) for v in VOTERS], {})
+    run(node.collector.once())
+    content_hash = SignedMemory.from_json(raw).content_hash
+    entry = node.ledger.entry(content_hash)
+    assert entry is not None and entry.state == "accepted", entry
+    assert len(entry.voters) == 3 and VOTERS[0].node_id not in entry.voters
+    assert entry.counts["validate"] == 3 and entry.counts["accept_at"] == 3
+    [lesson] = run(node.store.list_lessons(LessonFilter(imported=True)))
+    assert lesson.content_hash == content_hash
+    # Another node of the same network believes the certificate without asking anyone.
+    other = Node(OTHER)
+    other.principals.groups = groups
+    cert = node.ledger.certificate_bytes(content_hash)
+    assert cert is not None
+    again = run(
+        other.pipeline.import_record(
+            raw, source=ImportSource.PEER, via_node_id=SELF.node_id, certificate=cert
+        )
+    )
+    assert again.outcome is ImportOutcome.ACCEPT and again.certified
+
+
+def test_in_a_small_network_one_voter_against_the_others_decides_nothing() -> None:
+    node = Node(SELF)
+    groups = {SOURCE.node_id: "A", VOTERS[0].node_id: "B", VOTERS[1].node_id: "C"}
+    node.principals.groups = groups | {VOTERS[2].node_id: "D", SELF.node_id: "D"}
+    node.peers = [v.node_id for v in VOTERS[:3]] + [SOURCE.node_id]
+    raw = high_stakes_record()
+    run(quarantined(node, raw))
+    # Two voters' outcomes confirm, a third contradicts (a liar, or its own bad luck): the
+    # round tolerates no fault, so it stays pending and the source is not charged.
+    _collect(node, [Voter(v, [True]) for v in VOTERS[:2]], {VOTERS[2].node_id: Verdict.CONTRADICT})
+    run(node.collector.once())
+    [row] = run(node.store.list_quarantine(state=None))
+    assert row.state == "pending"
+    assert node.events.events == []
+    # All three contradicting reject it.
+    other = Node(SELF)
+    other.principals.groups = node.principals.groups
+    other.peers = node.peers
+    run(quarantined(other, raw))
+    _collect(other, [Voter(v, [False]) for v in VOTERS[:3]], {})
+    run(other.collector.once())
+    [row] = run(other.store.list_quarantine(state=None))
+    assert row.state == "rejected"
+
+
+def test_a_lesson_high_stakes_by_its_confidence_alone_is_decided_in_a_small_network() -> None:
+    # A lesson its source grew surer of (0.9, an ordinary domain) waits for a quorum: in a
+    # network of four principals the three besides the source's decide it.
+    obj = record_obj(
+        id=uid(78),
+        content="Run the staged vault rotation before the deploy.",
+        confidence=0.9,
+        context={"domain": "build", "environment": "prod"},
+        provenance={"source_agent_id": SOURCE.node_id},
+        lesson={"operation": OPERATION, "scope": "global", "status": "active"},
+    )
+    raw = SignedMemory.sign(MemoryV2.from_obj(obj), SOURCE).raw
+    assert HighStakesRule(HighStakesParams()).reasons(MemoryV2.from_obj(obj)) == (
+        "high_confidence",
+    )
+    node = Node(SELF)
+    node.principals.groups = {SOURCE.node_id: "A", VOTERS[0].node_id: "B", SELF.node_id: "B"}
+    node.principals.groups |= {VOTERS[1].node_id: "C", VOTERS[2].node_id: "D"}
+    node.peers = [v.node_id for v in VOTERS[:3]] + [SOURCE.node_id]
+    run(quarantined(node, raw))
+    _collect(node, [Voter(v, [True]) for v in VOTERS[:3]], {})
+    run(node.collector.once())
+    [row] = run(node.store.list_quarantine(state=None))
+    assert row.state == "approved"

@@ -31,9 +31,15 @@ from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.v1 import operator_pb2
+from lamarck.registry.client import RegistryClient
 from lamarck.registry.memory_directory import InMemoryPeerDirectory, InMemoryRecords
-from lamarck.registry.params import RegistryParams
-from lamarck.registry.records import sign_retraction
+from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.records import (
+    sign_endorsement,
+    sign_enrollment,
+    sign_retraction,
+    sign_revocation,
+)
 from lamarck.reputation.scores import PeerBand
 
 T = TypeVar("T")
@@ -63,6 +69,9 @@ class Pins:
 
     async def is_revoked(self, node_id: str) -> bool:
         return False
+
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
 
 
 class Sink:
@@ -403,3 +412,110 @@ def test_a_sweep_reads_no_lesson_unless_a_source_is_tainted_or_a_record_retracte
     store.read.clear()
     assert run(world.sweeper.once()) == 0
     assert store.read == []
+
+
+# -- revocation through endorsement chains ---------------------------------------------------
+
+ENDORSER = NodeIdentity.from_seed(b"\x55" * 32)  # admitted by an operator token
+ENDORSEE = NodeIdentity.from_seed(b"\x56" * 32)  # endorsed by ENDORSER
+SECOND = NodeIdentity.from_seed(b"\x57" * 32)  # endorsed by ENDORSEE: depth 2
+
+
+class EndorsedWorld(World):
+    """A node on an ``endorsed`` registry: GOOD and ENDORSER hold operator tokens, ENDORSER
+    endorses ENDORSEE, ENDORSEE endorses SECOND. The registry is the pipeline's key pins and
+    the sweep's revocations, as on a real node."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.registry = InMemoryPeerDirectory(
+            params=RegistryParams(admission=AdmissionMode.ENDORSED),
+            clock=self.clock,
+            operator_public_key=OPERATOR.public_key_b64,
+            records=self.records,
+        )
+        self.pipeline._pins = self.registry
+        self.sweeper._revoked = self.registry.revoked_ids
+
+    async def admit(self) -> None:
+        now = self.clock.now()
+        for who, endorser in (
+            (GOOD, None),
+            (ENDORSER, None),
+            (ENDORSEE, ENDORSER),
+            (SECOND, ENDORSEE),
+        ):
+            token = endorsement = None
+            if endorser is None:
+                token = sign_enrollment(
+                    OPERATOR,
+                    node_id=who.node_id,
+                    issued_at=now,
+                    expires_at=now + timedelta(hours=1),
+                )
+            else:
+                endorsement = sign_endorsement(
+                    endorser,
+                    endorsee_id=who.node_id,
+                    endorsee_public_key=who.public_key_b64,
+                    created_at=now,
+                    expires_at=now + timedelta(hours=1),
+                )
+            client = RegistryClient(
+                self.registry, who, address="127.0.0.1:7001", domains=(), version="0.1.0",
+                mode=AdmissionMode.ENDORSED, clock=self.clock, enrollment_token=token,
+                endorsement=endorsement,
+            )  # fmt: skip
+            await client.register()
+
+    async def revoke(self, who: NodeIdentity) -> None:
+        await self.registry.revoke(
+            sign_revocation(
+                OPERATOR, node_id=who.node_id, reason="minting", created_at=self.clock.now()
+            )
+        )
+
+
+def test_revoking_an_endorser_taints_and_refuses_every_identity_admitted_through_it() -> None:
+    world = EndorsedWorld()
+    run(world.admit())
+    ids = {
+        who.node_id: run(world.learn_from(who, n, op)).id
+        for who, n, op in (
+            (GOOD, 1, "deploy.good"),
+            (ENDORSEE, 2, "deploy.b"),
+            (SECOND, 3, "deploy.c"),
+        )
+    }
+    assert run(world.sweeper.once()) == 0
+    run(world.revoke(ENDORSER))
+    # The endorsee and the identity it endorsed in turn leave every prompt at once.
+    assert run(world.sweeper.once()) == 2
+    assert run(world.live()) == {ids[GOOD.node_id]}
+    rows = run(world.store.list_quarantine("pending"))
+    assert sorted((r.source_node_id, r.reasons) for r in rows) == sorted(
+        [(ENDORSEE.node_id, ("tainted_source",)), (SECOND.node_id, ("tainted_source",))]
+    )
+    events = run(world.store.lesson_events([ids[SECOND.node_id]]))
+    [retired] = [e for e in events if e.kind == "retired"]
+    assert f"admitted through {ENDORSER.node_id}, which is revoked" in (retired.reason or "")
+    assert run(world.sweeper.once()) == 0
+    # Their fresh records are refused from then on, saying why (once the verdicts the
+    # registry remembers for memo_ttl_s have expired).
+    world.clock.advance(60)
+    for who, n in ((ENDORSEE, 4), (SECOND, 5)):
+        obj = record_obj(
+            id=uid(n),
+            content=f"Use deploy.new{n} for the release.",
+            provenance={"source_agent_id": who.node_id},
+            lesson={"operation": f"deploy.new{n}", "scope": "global", "status": "active"},
+        )
+        raw = SignedMemory.sign(MemoryV2.from_obj(obj), who).raw
+        result = run(
+            world.pipeline.import_record(raw, source=ImportSource.PEER, via_node_id=GOOD.node_id)
+        )
+        assert result.outcome is ImportOutcome.REJECT
+        assert result.reason == "revoked_source"
+        assert f"admitted through {ENDORSER.node_id}" in str(result.error)
+    # GOOD, admitted by its own token, is untouched.
+    assert run(world.learn_from(GOOD, 6, "deploy.good2")).status is LessonStatus.ACTIVE

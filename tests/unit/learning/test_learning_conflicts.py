@@ -19,7 +19,6 @@ from lamarck.node.learning.conflicts import (
     detect_conflicts,
     is_negated,
     settle,
-    settle_hint,
     settle_outcome,
     settle_proven,
     trials_from_attributions,
@@ -28,6 +27,7 @@ from lamarck.node.learning.conflicts import (
 from lamarck.node.learning.knowledge_params import ConflictParams
 from lamarck.node.learning.mechanical import MechanicalLesson
 from lamarck.node.learning.params import ContextParams
+from lamarck.node.learning.prompt import conflict_line
 from lamarck.node.store.port import LessonRow, LessonStatus
 from lamarck.reputation.events import EventKind
 
@@ -335,5 +335,9 @@ def test_a_plan_refuses_lessons_outside_its_conflict() -> None:
 def test_the_preamble_names_the_conflict_and_what_settles_it() -> None:
     a, b = mech("m1", B, A), mech("m2", A, B)
     [c] = detect_conflicts([a, b], {}, P, CTX)
-    hint = settle_hint(c, a, b)
+    sides = [("unverified, from 1 peer, confidence 0.29", x.content) for x in (a, b)]
+    hint = conflict_line(a.operation, sides, None, c.settled_by, c.target)
     assert a.content in hint and b.content in hint and f"`{A}`" in hint and T in hint
+    assert "Unresolved: neither side is advice" in hint
+    held = conflict_line(a.operation, sides, "proven here", c.settled_by, c.target)
+    assert "The proven here side holds" in held

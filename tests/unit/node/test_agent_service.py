@@ -146,6 +146,9 @@ class Registry:
     async def is_revoked(self, node_id: str) -> bool:
         return False
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 async def start_node(seed: int, known: Sequence[NodeIdentity] | None = None) -> Node:
     """Build a node around a fresh in-memory store and serve it on loopback; ``known`` are
@@ -230,7 +233,9 @@ async def test_mechanical_outcome_teaches_a_lesson_that_recall_shows(node: Node)
     assert lesson.scope == project_scope(PROJECT) and lesson.category == "operation"
     assert lesson.source_node_id == node.identity.node_id
     assert lesson.evidence_outcome_ids == (result.outcome_id,)
-    assert recalled.section.startswith("Lessons:\n- Prefer `shell:pytest`")
+    assert recalled.section.startswith(
+        "Lessons:\n- [proven here, confidence 0.50] Prefer `shell:pytest`"
+    )
     # A real score (similarity x context x confidence x recency), not a rank position.
     [score] = recalled.scores
     assert 0.0 < score < 1.0
@@ -333,6 +338,30 @@ async def test_check_operation_puts_the_lesson_on_file_before_the_avoided_operat
     assert f"`{BAD}`" in check.preamble and "Prefer" in check.preamble
     nothing = await node.client.check_operation("shell:ls", project_digest=PROJECT)
     assert nothing.preamble == "" and nothing.lesson_ids == ()
+
+
+async def test_the_sdk_shows_each_lessons_evidence_and_an_import_is_never_advice(
+    node: Node, other: Node
+) -> None:
+    lesson_id = await learn(node)
+    check = await node.client.check_operation(BAD, project_digest=PROJECT)
+    [advice] = check.lessons
+    assert advice.id == lesson_id and advice.evidence.evidence_class == "proven_here"
+    assert advice.evidence.label == "proven here, confidence 0.50" and advice.evidence.decides
+    assert f"A lesson on file for `{BAD}` (proven here, confidence 0.50)" in check.preamble
+    [listed] = (await node.client.list_lessons()).lessons
+    assert listed.evidence.evidence_class == "proven_here" and listed.evidence.peers == 0
+    # The same lesson imported by a second node: unverified there, never its advice.
+    await other.client.import_bundle(await node.client.export_bundle(statuses="active"))
+    [imported] = (await other.client.list_lessons(origin="imported")).lessons
+    assert imported.evidence.evidence_class == "unverified" and not imported.evidence.decides
+    assert (
+        imported.evidence.label == f"unverified, from 1 peer, confidence {imported.confidence:.2f}"
+    )
+    assert (await other.client.get_lesson(imported.id)).evidence == imported.evidence
+    assert await other.store.list_lessons(LessonFilter(about=BAD)), "on file there"
+    on_other = await other.client.check_operation(BAD, project_digest=PROJECT)
+    assert on_other.lessons == () and on_other.preamble == "" and on_other.lesson_ids == ()
 
 
 async def test_remember_stores_a_claim_that_is_never_recalled(node: Node) -> None:

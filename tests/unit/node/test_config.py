@@ -66,3 +66,27 @@ def test_shared_scopes_take_a_digest_or_a_project_scope_and_refuse_anything_else
     assert err.value.details["field"] == "shared_scopes"
     with pytest.raises(ConfigError):
         load_settings(home=tmp_path, publish_threshold=1.5)
+
+
+def test_the_peer_port_runs_tls_unless_told_off_insecure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert load_settings(home=tmp_path).peer_tls == "on"
+    monkeypatch.setenv("LAMARCK_PEER_TLS", "off-insecure")
+    assert load_settings(home=tmp_path).peer_tls == "off-insecure"
+    with pytest.raises(ConfigError) as err:
+        load_settings(home=tmp_path, peer_tls="off")
+    assert "peer_tls" in str(err.value)
+    with pytest.raises(ConfigError):
+        load_settings(home=tmp_path, peer_tls_cert_file="/etc/lamarck/tls.crt")
+
+
+def test_the_advertised_address_is_one_peers_can_dial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAMARCK_ADVERTISE_ADDRESS", "node-3.lamarck.svc:7700")
+    assert load_settings(home=tmp_path).advertise_address == "node-3.lamarck.svc:7700"
+    for bad in ("0.0.0.0:7700", "[::]:7700", "node-3", "node-3:0", "node-3:99999"):
+        with pytest.raises(ConfigError) as err:
+            load_settings(home=tmp_path, advertise_address=bad)
+        assert "advertise_address" in str(err.value), bad

@@ -1,4 +1,4 @@
-"""Loopback means only this machine: 127.*, ::1 and localhost, or a unix socket."""
+"""Loopback means only this machine: 127.0.0.0/8, ::1 and localhost, or a unix socket."""
 
 from __future__ import annotations
 
@@ -15,7 +15,20 @@ def test_loopback_hosts(host: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "host", ["0.0.0.0", "::", "[::]", "10.0.0.1", "10.0.0.2", "example.com", "", "1270.0.0.1"]
+    "host",
+    [
+        "0.0.0.0",
+        "::",
+        "[::]",
+        "10.0.0.1",
+        "10.0.0.2",
+        "example.com",
+        "",
+        "1270.0.0.1",
+        # DNS names that look like loopback resolve wherever their owner likes (rebinding).
+        "127.0.0.1.nip.io",
+        "127.evil.example",
+    ],
 )
 def test_other_hosts_are_not_loopback(host: str) -> None:
     assert not is_loopback_host(host)

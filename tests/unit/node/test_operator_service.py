@@ -24,6 +24,7 @@ import grpc.aio
 import numpy as np
 import numpy.typing as npt
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from lamarck.errors import (
@@ -41,6 +42,7 @@ from lamarck.node.api.server import (
     AGENT_SERVICE,
     OPERATOR_SERVICE,
     NodeContext,
+    NodeServers,
     UnimplementedAgentService,
     build_servers,
 )
@@ -457,6 +459,9 @@ class FakePins:
     async def is_revoked(self, node_id: str) -> bool:
         return node_id in self.revoked
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 async def _serve(servicer: OperatorServicer) -> tuple[grpc.aio.Server, AsyncOperatorClient]:
     server = grpc.aio.server(interceptors=[ErrorInterceptor()])
@@ -607,7 +612,13 @@ async def test_rejection_log_is_newest_first_and_limited(desk: Desk) -> None:
 # -- wiring -----------------------------------------------------------------------------------
 
 
-async def test_the_node_serves_the_operator_desk_on_its_agent_server(tmp_path: Path) -> None:
+OPERATOR_TOKEN = "operator-secret"
+AGENT_TOKEN = "agent-secret"
+
+
+@pytest.fixture
+async def wired(tmp_path: Path) -> AsyncIterator[tuple[NodeServers, NodeContext]]:
+    """The node's real servers (every interceptor) with an agent and an operator token."""
     settings = load_settings(home=tmp_path, listen="127.0.0.1:0", agent_listen="127.0.0.1:0")
     clock = FixedClock(NOW + timedelta(hours=1))
     ctx = NodeContext(
@@ -616,27 +627,90 @@ async def test_the_node_serves_the_operator_desk_on_its_agent_server(tmp_path: P
         clock=clock,
         embedder=TinyEmbedder(),
         params=node_params(settings),
+        agent_token=AGENT_TOKEN,
+        operator_token=OPERATOR_TOKEN,
     )
     servers = await build_servers(
         ctx, peer_factory=PeerService, agent_factory=lambda c: UnimplementedAgentService()
     )
-    client = AsyncOperatorClient(servers.agent_address, timeout=10.0)
+    try:
+        yield servers, ctx
+    finally:
+        await servers.stop(0)
+
+
+def _ready(ctx: NodeContext) -> InMemoryLessonStore:
+    store = InMemoryLessonStore(dim=TinyEmbedder.dim)
+    clock = ctx.clock
+    ctx.sharing = SimpleNamespace(pipeline=pipeline_for(store, clock))  # type: ignore[assignment]
+    ctx.set_ready(store, LessonService(store, TinyEmbedder(), clock, rng=random.Random(1)))
+    return store
+
+
+async def test_the_node_serves_the_operator_desk_on_its_agent_server(
+    wired: tuple[NodeServers, NodeContext],
+) -> None:
+    servers, ctx = wired
+    client = AsyncOperatorClient(servers.agent_address, token=OPERATOR_TOKEN, timeout=10.0)
     try:
         with pytest.raises(StoreUnavailable):  # the store is not ready yet
             await client.list_quarantine()
-        store = InMemoryLessonStore(dim=TinyEmbedder.dim)
-        ctx.sharing = SimpleNamespace(pipeline=pipeline_for(store, clock))  # type: ignore[assignment]
-        ctx.set_ready(store, LessonService(store, TinyEmbedder(), clock, rng=random.Random(1)))
+        store = _ready(ctx)
         await store.quarantine(held(1))
         assert [e.id for e in await client.list_quarantine()] == ["q1"]
         assert (await client.approve("q1")).entry.state == "approved"
         async with grpc.aio.insecure_channel(servers.agent_address) as channel:
             stub = reflection_pb2_grpc.ServerReflectionStub(channel)
             request = reflection_pb2.ServerReflectionRequest(list_services="")
-            async for answer in stub.ServerReflectionInfo(iter([request])):
+            metadata = (("authorization", f"Bearer {AGENT_TOKEN}"),)
+            async for answer in stub.ServerReflectionInfo(iter([request]), metadata=metadata):
                 names = {s.name for s in answer.list_services_response.service}
                 break
         assert OPERATOR_SERVICE in names and AGENT_SERVICE in names
     finally:
         await client.close()
-        await servers.stop(0)
+
+
+@pytest.mark.parametrize("token", [AGENT_TOKEN, None, "guess"])
+async def test_the_agent_token_cannot_approve_quarantine(
+    wired: tuple[NodeServers, NodeContext], token: str | None
+) -> None:
+    # An agent (its token, or no token at all on loopback) asking an operator action is
+    # refused PERMISSION_DENIED with a reason, and nothing changes.
+    servers, ctx = wired
+    store = _ready(ctx)
+    await store.quarantine(held(1))
+    async with grpc.aio.insecure_channel(servers.agent_address) as channel:
+        stub = operator_pb2_grpc.OperatorServiceStub(channel)
+        metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        for call, request in (
+            (
+                stub.DecideQuarantine,
+                operator_pb2.DecideQuarantineRequest(
+                    id="q1", decision=operator_pb2.QUARANTINE_DECISION_APPROVE
+                ),
+            ),
+            (stub.ListQuarantine, operator_pb2.ListQuarantineRequest()),
+            (stub.GetStatus, operator_pb2.GetStatusRequest()),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await call(request, metadata=metadata, timeout=10)
+            assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            trailers = dict(refused.value.trailing_metadata() or ())
+            assert trailers["lamarck-reason"] == "operator_credential_required"
+    assert [r.state for r in await store.list_quarantine(None)] == ["pending"]
+
+
+async def test_the_operator_token_is_not_an_agents_credential(
+    wired: tuple[NodeServers, NodeContext],
+) -> None:
+    servers, _ = wired
+    async with grpc.aio.insecure_channel(servers.agent_address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.Check(
+                health_pb2.HealthCheckRequest(),
+                metadata=(("authorization", f"Bearer {OPERATOR_TOKEN}"),),
+                timeout=10,
+            )
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED

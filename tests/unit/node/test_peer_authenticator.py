@@ -16,6 +16,9 @@ ALICE = NodeIdentity.from_seed(b"a" * 32)
 BOB = NodeIdentity.from_seed(b"b" * 32)
 MALLORY = NodeIdentity.from_seed(b"m" * 32)
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+# The SHA-256 of each node's TLS certificate: what its tokens are bound to, and what a TLS
+# connection it made presents.
+ALICE_CERT, MALLORY_CERT = "a" * 64, "f" * 64
 P = PeerAuthParams(lifetime_s=300, renew_fraction=0.5)
 
 
@@ -39,25 +42,65 @@ class Pins:
             raise RegistryError("redis is down", reason="unavailable")
         return node_id in self.revoked
 
+    async def revoked_through(self, node_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 def _setup(pins: Pins) -> tuple[FixedClock, PeerTokens, PeerAuthenticator]:
     clock = FixedClock(T0)
-    return clock, PeerTokens(ALICE, clock, P), PeerAuthenticator(BOB.node_id, pins, clock, P)
+    tokens = PeerTokens(ALICE, clock, P, channel=ALICE_CERT)
+    return clock, tokens, PeerAuthenticator(BOB.node_id, pins, clock, P)
 
 
 def _pins() -> Pins:
     return Pins({ALICE.node_id: ALICE.public_key_b64, MALLORY.node_id: MALLORY.public_key_b64})
 
 
-async def _reason(auth: PeerAuthenticator, metadata: object, claimed: str) -> str:
+async def _reason(
+    auth: PeerAuthenticator, metadata: object, claimed: str, channel: str | None = ALICE_CERT
+) -> str:
     with pytest.raises(Unauthenticated) as caught:
-        await auth.authenticate(metadata, claimed)  # type: ignore[arg-type]
+        await auth.authenticate(metadata, claimed, channel)  # type: ignore[arg-type]
     return caught.value.reason
 
 
 async def test_a_registered_peer_is_authenticated_as_the_id_it_names() -> None:
     _, tokens, auth = _setup(_pins())
-    assert await auth.authenticate(tokens.metadata(BOB.node_id), ALICE.node_id) == ALICE.node_id
+    metadata = tokens.metadata(BOB.node_id)
+    assert await auth.authenticate(metadata, ALICE.node_id, ALICE_CERT) == ALICE.node_id
+
+
+async def test_a_token_captured_and_replayed_on_another_connection_is_refused() -> None:
+    # Mallory (admitted, with her own certificate) read Alice's token off the wire and
+    # replays it on her own TLS connection, as Alice: the token names Alice's certificate,
+    # the connection Mallory's.
+    _, tokens, auth = _setup(_pins())
+    captured = tokens.metadata(BOB.node_id)
+    reason = await _reason(auth, captured, ALICE.node_id, channel=MALLORY_CERT)
+    assert reason == "channel_mismatch"
+    # Alice's own connection still works with the same token.
+    assert await auth.authenticate(captured, ALICE.node_id, ALICE_CERT) == ALICE.node_id
+
+
+async def test_after_the_certificate_rotates_tokens_are_bound_to_the_new_one() -> None:
+    _, tokens, auth = _setup(_pins())
+    old = tokens.metadata(BOB.node_id)
+    tokens.bind(MALLORY_CERT)  # any other certificate
+    new = tokens.metadata(BOB.node_id)
+    assert new != old
+    assert await auth.authenticate(new, ALICE.node_id, MALLORY_CERT) == ALICE.node_id
+    assert await _reason(auth, old, ALICE.node_id, channel=MALLORY_CERT) == "channel_mismatch"
+
+
+async def test_a_connection_without_tls_checks_no_channel() -> None:
+    # A node run off-insecure has no certificate to bind to: its tokens name none, and its
+    # callee (plaintext too) has no connection certificate to compare.
+    clock = FixedClock(T0)
+    auth = PeerAuthenticator(BOB.node_id, _pins(), clock, P)
+    plain = PeerTokens(ALICE, clock, P).metadata(BOB.node_id)
+    assert await auth.authenticate(plain, ALICE.node_id, None) == ALICE.node_id
+    # ...and such a token proves nothing on a TLS connection.
+    assert await _reason(auth, plain, ALICE.node_id, channel=ALICE_CERT) == "channel_mismatch"
 
 
 async def test_a_call_without_a_token_is_refused() -> None:
@@ -74,8 +117,9 @@ async def test_a_peer_cannot_speak_for_another_node() -> None:
     # Alice may see.
     clock = FixedClock(T0)
     auth = PeerAuthenticator(BOB.node_id, _pins(), clock, P)
-    mallory = PeerTokens(MALLORY, clock, P)
-    assert await _reason(auth, mallory.metadata(BOB.node_id), ALICE.node_id) == "sender_mismatch"
+    mallory = PeerTokens(MALLORY, clock, P, channel=MALLORY_CERT)
+    metadata = mallory.metadata(BOB.node_id)
+    assert await _reason(auth, metadata, ALICE.node_id, MALLORY_CERT) == "sender_mismatch"
 
 
 async def test_unregistered_revoked_and_substituted_keys_are_refused() -> None:
@@ -103,7 +147,7 @@ async def test_a_registry_outage_fails_closed() -> None:
 async def test_a_cached_token_still_expires() -> None:
     clock, tokens, auth = _setup(_pins())
     metadata = tokens.metadata(BOB.node_id)
-    assert await auth.authenticate(metadata, ALICE.node_id) == ALICE.node_id
+    assert await auth.authenticate(metadata, ALICE.node_id, ALICE_CERT) == ALICE.node_id
     clock.advance(P.lifetime_s)
     assert await _reason(auth, metadata, ALICE.node_id) == "token_expired"
 

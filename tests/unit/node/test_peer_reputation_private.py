@@ -29,7 +29,7 @@ class _Sharing:
         self.asked: list[str] = []
         self.reputation = SimpleNamespace(book=None)
 
-    async def authenticate(self, metadata: Any, claimed: str) -> str:
+    async def authenticate(self, metadata: Any, claimed: str, fingerprint: Any = None) -> str:
         self.asked.append(claimed)
         if not self.proven:
             raise Unauthenticated("no token", reason="token_missing")
@@ -49,6 +49,9 @@ def _service(sharing: _Sharing, home: Path) -> PeerService:
 class _Context:
     def invocation_metadata(self) -> tuple[()]:
         return ()
+
+    def auth_context(self) -> dict[str, list[bytes]]:
+        return {}  # a call without TLS
 
 
 def _ask(service: PeerService) -> None:

@@ -6,7 +6,13 @@ own entry point (``lamarck node start``, with the daemon replaced by a recorder)
 judged by the same settings model the node uses; every ``LAMARCK_*`` variable must name a
 setting (the settings model ignores unknown variables, so a typo would pass silently); every
 ``lamarck`` command a setup step runs must parse; and every health probe must ask the node's
-grpc.health.v1 service about the service the node reports.
+grpc.health.v1 service about the service the node reports: liveness and the container's
+health about the node process (``""``), readiness about admission (``PeerService``).
+
+Across machines: each node listens on every interface and advertises the name its peers dial
+(compose: its service name or the operator's, k8s: the pod's DNS name). Secrets only in
+Secrets: no password in any file here, no URL carrying one. Metrics on loopback, per-peer
+scores off. A NetworkPolicy says who may reach a pod and whom it reaches.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typer.testing import CliRunner
 from lamarck.node.api.server import HEALTH_SERVICE, PEER_SERVICE
 from lamarck.node.cli import app
 from lamarck.node.config import NodeSettings
+from lamarck.node.net import is_loopback_address
 
 REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "deploy"
@@ -37,7 +44,10 @@ K8S = DEPLOY / "k8s"
 PROBE_PATH = "/usr/local/lib/lamarck/healthcheck.py"
 #: What the downward API and the Secrets would give the pod, for expanding ``$(VAR)``.
 POD_FACTS = {"POD_NAME": "lamarck-0", "POD_IP": "10.1.2.3"}
+POD_FACTS["POD_NAMESPACE"] = "lamarck"
 SECRET_SAMPLE = "s3cret"
+#: The whole node's grpc.health.v1 entry: the process is up (liveness).
+NODE_HEALTH = ""
 
 runner = CliRunner()
 
@@ -59,12 +69,29 @@ def _settings_of(
     monkeypatch.setattr("lamarck.node.daemon.run_node", captured.append)
     for name in [k for k in os.environ if k.startswith("LAMARCK_")]:
         monkeypatch.delenv(name)
-    # The home is the test's: the container's (/data) holds no lamarck.toml here either.
-    full_env = {**env, "LAMARCK_HOME": str(home)}
+    # The home is the test's: the container's (/data) holds no lamarck.toml here either; the
+    # Secrets' files are the test's too.
+    full_env = {**_secret_files(env, home), "LAMARCK_HOME": str(home)}
     result = runner.invoke(app, ["node", "start", *flags], env=full_env)
     assert result.exit_code == 0, f"{flags} {env}: {result.output} {result.exception!r}"
     assert len(captured) == 1
     return captured[0]
+
+
+def _secret_files(env: Mapping[str, str], home: Path) -> dict[str, str]:
+    """``env`` with each ``*_FILE`` secret path replaced by a sample file in ``home``."""
+    out = dict(env)
+    for key, value in env.items():
+        if key.endswith("_PASSWORD_FILE") and value.startswith("/run/secrets/"):
+            sample = home / f"secret-{key.lower()}"
+            sample.write_text(SECRET_SAMPLE + "\n")
+            out[key] = str(sample)
+    return out
+
+
+def _interpolate(value: str) -> str:
+    """Compose's ``${VAR:-default}`` with nothing set: the default."""
+    return re.sub(r"\$\{\w+:-([^}]*)\}", lambda m: m.group(1), value)
 
 
 def _port(address: str) -> int:
@@ -145,12 +172,25 @@ def test_each_compose_node_passes_real_settings_with_valid_values(
     name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     service = _node_services()[name]
-    env = {**_dockerfile_env(), **{k: str(v) for k, v in service["environment"].items()}}
+    env = {
+        **_dockerfile_env(),
+        **{k: _interpolate(str(v)) for k, v in service["environment"].items()},
+    }
     settings = _settings_of(env, service["command"][2:], monkeypatch, tmp_path)
-    assert settings.listen == f"{service['hostname']}:7700"
+    # It listens everywhere and advertises the name its peers dial.
+    assert settings.listen == "0.0.0.0:7700"
+    assert env["LAMARCK_ADVERTISE_ADDRESS"] == f"{service['hostname']}:7700"
+    if "advertise_address" in NodeSettings.model_fields:
+        assert settings.advertise_address == f"{service['hostname']}:7700"
     assert (
         settings.database_url.startswith("postgresql://") and "@postgres:" in settings.database_url
     )
+    # The passwords come from the mounted secrets, never from a URL.
+    assert urlparse(settings.database_url).password is None
+    assert settings.database_password.get_secret_value() == SECRET_SAMPLE
+    assert settings.redis_password.get_secret_value() == SECRET_SAMPLE
+    assert set(service["secrets"]) == {"postgres_password", "redis_password"}
+    assert is_loopback_address(settings.metrics_listen) and not settings.metrics_peer_scores
     assert urlparse(settings.redis_url).hostname == "redis"
     assert settings.admission == "operator"
     # Each node its own database, and the Postgres init script creates it.
@@ -170,13 +210,27 @@ def test_compose_nodes_are_distinct_and_share_one_network() -> None:
 
 
 @pytest.mark.parametrize("name", ["node1", "node2", "node3"])
-def test_compose_node_health_checks_ask_grpc_health_about_the_peer_service(name: str) -> None:
+def test_compose_node_health_checks_ask_whether_the_node_process_is_up(name: str) -> None:
+    # Not whether it is admitted: an unenrolled node must not be restarted for waiting.
     service = _node_services()[name]
     test = service["healthcheck"]["test"]
     assert test[:3] == ["CMD", "python", PROBE_PATH]
     args = dict(zip(test[3::2], test[4::2], strict=True))
-    assert args["--service"] == PEER_SERVICE
-    assert args["--address"] == service["environment"]["LAMARCK_LISTEN"]
+    assert args["--service"] == NODE_HEALTH
+    assert _port(args["--address"]) == _port(service["environment"]["LAMARCK_LISTEN"])
+
+
+def test_compose_publishes_peer_ports_on_loopback_unless_told_and_keeps_passwords_out() -> None:
+    text = (DEPLOY / "compose.yaml").read_text()
+    services = _compose()["services"]
+    for name, service in _node_services().items():
+        peer = [p for p in service["ports"] if p.endswith(":7700")]
+        assert peer and _interpolate(peer[0]).startswith("127.0.0.1:"), name
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD_FILE"].startswith("/run/")
+    assert "POSTGRES_PASSWORD:" not in text and "requirepass" in text
+    assert "--requirepass" not in text  # never on a command line
+    assert set(_compose()["secrets"]) == {"postgres_password", "redis_password"}
+    assert (DEPLOY / "secrets" / ".gitignore").read_text().split() == ["*", "!.gitignore"]
 
 
 def test_every_lamarck_command_of_the_setup_steps_parses() -> None:
@@ -222,10 +276,10 @@ def test_the_image_runs_as_a_non_root_user_with_its_home_on_a_volume(
     assert re.search(r'^CMD \["node", "start"\]', text, re.M)
 
 
-def test_the_image_health_check_asks_grpc_health_about_the_peer_service() -> None:
+def test_the_image_health_check_asks_whether_the_node_process_is_up() -> None:
     text = (DEPLOY / "Dockerfile").read_text().replace("\\\n", " ")
     (line,) = [ln for ln in text.splitlines() if ln.startswith("HEALTHCHECK ")]
-    assert f'"{PROBE_PATH}", "--service", "{PEER_SERVICE}"' in line
+    assert f'"{PROBE_PATH}", "--service", "{NODE_HEALTH}"' in line
     assert f"COPY deploy/healthcheck.py {PROBE_PATH}" in text
 
 
@@ -240,9 +294,10 @@ def _probe() -> ModuleType:
     return module
 
 
-def test_the_probe_uses_grpc_health_v1_and_names_the_peer_service() -> None:
+def test_the_probe_uses_grpc_health_v1_and_asks_about_the_node_by_default() -> None:
     probe = _probe()
     assert probe.PEER_SERVICE == PEER_SERVICE
+    assert probe.NODE_SERVICE == NODE_HEALTH
     assert probe.health_pb2.DESCRIPTOR.services_by_name["Health"].full_name == HEALTH_SERVICE
     assert probe.probe_address("0.0.0.0:7700") == "127.0.0.1:7700"
     assert probe.probe_address("node1:7700") == "node1:7700"
@@ -305,6 +360,10 @@ def test_the_statefulset_keeps_each_nodes_home_on_its_own_claim() -> None:
     assert service["spec"]["selector"] == spec["selector"]["matchLabels"]
 
 
+#: Secrets the operator creates (secret.yaml says how); no manifest holds their values.
+OPERATOR_SECRETS = {"lamarck-postgres", "lamarck-redis", "lamarck-redis-ca", "lamarck-postgres-ca"}
+
+
 def _container_env(container: Mapping[str, Any]) -> dict[str, str]:
     """The container's environment as the kubelet would set it (samples for refs)."""
     env: dict[str, str] = {}
@@ -315,7 +374,7 @@ def _container_env(container: Mapping[str, Any]) -> dict[str, str]:
             env[item["name"]] = _expand(item["value"], env)
         elif "secretKeyRef" in item.get("valueFrom", {}):
             ref = item["valueFrom"]["secretKeyRef"]
-            assert ref["key"] in _one("Secret", ref["name"])["stringData"]
+            assert ref["name"] in OPERATOR_SECRETS, ref
             env[item["name"]] = SECRET_SAMPLE
         else:
             env[item["name"]] = POD_FACTS[item["name"]]
@@ -329,20 +388,60 @@ def test_the_node_container_passes_real_settings_with_valid_values(
     env = _container_env(node)
     assert node["args"][:2] == ["node", "start"]
     settings = _settings_of(env, node["args"][2:], monkeypatch, tmp_path)
-    assert settings.listen == f"{POD_FACTS['POD_IP']}:7700"
-    assert urlparse(settings.database_url).path == f"/{POD_FACTS['POD_NAME']}"
-    assert urlparse(settings.database_url).password == SECRET_SAMPLE
+    assert settings.listen == "0.0.0.0:7700"
+    # The pod's DNS name under the headless Service, which its peers resolve.
+    service = _one("StatefulSet")["spec"]["serviceName"]
+    advertised = f"{POD_FACTS['POD_NAME']}.{service}.{POD_FACTS['POD_NAMESPACE']}.svc"
+    assert env["LAMARCK_ADVERTISE_ADDRESS"] == f"{advertised}.cluster.local:7700"
+    database = urlparse(settings.database_url)
+    assert database.path == f"/{POD_FACTS['POD_NAME']}"
+    assert database.password is None and "sslmode=verify-full" in database.query
+    assert settings.database_password.get_secret_value() == SECRET_SAMPLE
+    redis = urlparse(settings.redis_url)
+    assert redis.scheme == "rediss" and redis.password is None and settings.redis_ca_file
+    assert settings.redis_password.get_secret_value() == SECRET_SAMPLE
     ports = {p["name"]: p["containerPort"] for p in node["ports"]}
     assert ports["peer"] == _port(settings.listen)
     assert ports["agent"] == _port(settings.agent_listen)
-    assert ports["metrics"] == _port(settings.metrics_listen)
+    assert "metrics" not in ports and is_loopback_address(settings.metrics_listen)
+    assert not settings.metrics_peer_scores
+    mounts = {m["mountPath"] for m in node["volumeMounts"]}
+    assert str(Path(settings.redis_ca_file).parent) in mounts
 
 
-def test_the_node_container_probes_ask_grpc_health_about_the_peer_service() -> None:
+def test_the_node_container_is_alive_when_its_process_is_and_ready_when_admitted() -> None:
+    """The kubelet's gRPC probe speaks no TLS: it asks the agent port's health service,
+    which serves the same health as the peer port (mutual TLS)."""
     (node,) = _one("StatefulSet")["spec"]["template"]["spec"]["containers"]
-    peer_port = next(p["containerPort"] for p in node["ports"] if p["name"] == "peer")
-    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-        assert node[probe]["grpc"] == {"port": peer_port, "service": PEER_SERVICE}, probe
+    agent_port = next(p["containerPort"] for p in node["ports"] if p["name"] == "agent")
+    for probe in ("startupProbe", "livenessProbe"):
+        assert node[probe]["grpc"] == {"port": agent_port, "service": NODE_HEALTH}, probe
+    assert node["readinessProbe"]["grpc"] == {"port": agent_port, "service": PEER_SERVICE}
+
+
+def test_no_manifest_holds_a_password_or_a_url_carrying_one() -> None:
+    for path in [*DEPLOY.glob("*.yaml"), *K8S.glob("*.yaml"), DEPLOY / "Dockerfile"]:
+        text = path.read_text()
+        assert not re.search(r"://[^/\s:@]+:[^/\s@]+@", text), path  # user:password@host
+        assert "change-me" not in text, path
+    for secret in [d for d in _manifests() if d["kind"] == "Secret"]:
+        assert not secret.get("data") and not secret.get("stringData"), secret["metadata"]
+
+
+def test_a_network_policy_admits_peers_and_labelled_agents_only() -> None:
+    policy = _one("NetworkPolicy")
+    sts = _one("StatefulSet")
+    assert policy["spec"]["podSelector"] == sts["spec"]["selector"]
+    assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+    ingress = {
+        p["port"]: rule.get("from") for rule in policy["spec"]["ingress"] for p in rule["ports"]
+    }
+    assert set(ingress) == {7700, 7701}
+    assert ingress[7701] == [{"podSelector": {"matchLabels": {"lamarck.dev/agent": "true"}}}]
+    egress = {p["port"] for rule in policy["spec"]["egress"] for p in rule["ports"]}
+    assert egress == {53, 5432, 6380, 7700}
+    service_ports = {p["port"] for p in _one("Service")["spec"]["ports"]}
+    assert service_ports == {7700, 7701}
 
 
 def test_the_enrollment_secret_reaches_the_home_through_the_init_container() -> None:

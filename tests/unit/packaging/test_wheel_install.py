@@ -23,9 +23,10 @@ SUBPACKAGES = [
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The wheel and what its build printed."""
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
+    res = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -40,10 +41,24 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
         check=True,
         cwd=out,
+        capture_output=True,
+        text=True,
     )
     wheels = list(out.glob("lamarck_net-*.whl"))
     assert len(wheels) == 1, wheels
-    return wheels[0]
+    return wheels[0], res.stdout + res.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(built: tuple[Path, str]) -> Path:
+    return built[0]
+
+
+def test_wheel_builds_without_package_data_warnings(built: tuple[Path, str]) -> None:
+    """Data folders (migrations, console assets) are declared, so an install is quiet."""
+    printed = built[1]
+    assert "absent from the `packages` configuration" not in printed
+    assert "would be ignored" not in printed
 
 
 def test_wheel_installs_into_fresh_venv_and_every_subpackage_imports(
@@ -95,6 +110,8 @@ def test_wheel_ships_migrations_and_generated_stubs(wheel: Path) -> None:
         n for n in names if n.startswith("lamarck/node/store/migrations/") and n.endswith(".sql")
     ]
     assert sql, "migrations must ship in the wheel"
+    assert "lamarck/node/console/static/console.css" in names
+    assert "lamarck/node/console/static/console.js" in names
     assert any(n.startswith("lamarck/proto/v1/") and n.endswith("_pb2.py") for n in names)
 
 

@@ -145,9 +145,11 @@ def test_a_rotation_is_signed_by_the_old_key_and_names_the_new_one() -> None:
         "new_public_key",
         "new_node_id",
         "created_at",
+        "countersignature",
         "signature",
     }
     assert record["kind"] == "key_rotation"
+    assert record["countersignature"]["signed_by"] == NEW.public_key_b64
     assert record["node_id"] == OLD.node_id
     assert record["new_node_id"] == NEW.node_id
     assert record["created_at"] == "2026-03-01T12:00:00Z"
@@ -168,6 +170,38 @@ def test_a_rotation_signature_is_domain_separated() -> None:
 
 def _resigned(record: dict[str, Any], by: NodeIdentity, **changes: Any) -> dict[str, Any]:
     return sign_object(RecordKind.key_rotation, {**record, **changes}, by)
+
+
+def _uncountersigned(by: NodeIdentity) -> dict[str, Any]:
+    """A rotation OLD -> NEW whose countersignature is ``by``'s (or absent for None)."""
+    body = {k: v for k, v in make_rotation(OLD, NEW, NOW).items() if k != "signature"}
+    body["countersignature"] = sign_object(
+        RecordKind.key_rotation_accept,
+        {k: v for k, v in body.items() if k != "countersignature"},
+        by,
+    )["signature"]
+    return sign_object(RecordKind.key_rotation, body, OLD)
+
+
+def test_a_rotation_proves_possession_of_the_new_key_too() -> None:
+    # Signed by the old key alone: the identity could be moved onto a key its holder does
+    # not have (or onto somebody else's). The new key's countersignature is required.
+    stranger = NodeIdentity.from_seed(b"\x09" * 32)
+    bare = {k: v for k, v in make_rotation(OLD, NEW, NOW).items() if k != "countersignature"}
+    with pytest.raises(InvalidRecord):
+        verify_rotation(sign_object(RecordKind.key_rotation, bare, OLD))
+    with pytest.raises(VerificationError) as other:
+        verify_rotation(_uncountersigned(stranger))
+    assert other.value.reason == "key_mismatch"
+    forged = make_rotation(OLD, NEW, NOW)
+    forged["countersignature"] = {
+        **forged["countersignature"],
+        "value": forged["signature"]["value"],
+    }
+    with pytest.raises(VerificationError) as bad:
+        verify_rotation(sign_object(RecordKind.key_rotation, forged, OLD))
+    assert bad.value.reason == "countersignature"
+    verify_rotation(_uncountersigned(NEW))
 
 
 @pytest.mark.parametrize(

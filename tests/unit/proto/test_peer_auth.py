@@ -82,12 +82,28 @@ def test_a_token_in_another_nodes_name_is_a_key_mismatch() -> None:
     assert _reason(_encode(resigned)) == "token_key_mismatch"
 
 
+def test_a_token_names_the_certificate_its_calls_come_with_under_its_signature() -> None:
+    cert = "0123456789abcdef" * 4
+    token = issue_token(ALICE, BOB.node_id, T0, P, channel=cert)
+    assert read_token(token, audience=BOB.node_id, now=T0, params=P).channel == cert
+    # Rebinding it to another certificate breaks the signature.
+    obj = _decode(token)
+    obj["channel"] = "f" * 64
+    assert _reason(_encode(obj)) == "token_bad_signature"
+    # A channel that is no SHA-256 is malformed, even when signed.
+    bad = _decode(issue_token(ALICE, BOB.node_id, T0, P))
+    bad["channel"] = "not-a-hash"
+    resigned = sign_object(RecordKind.peer_auth, {k: v for k, v in bad.items()}, ALICE)
+    assert _reason(_encode(resigned)) == "token_malformed"
+
+
 def test_a_record_of_another_kind_is_not_a_token() -> None:
     # Same fields, signed under the memory domain: the peer_auth prefix does not verify it.
     body = {
         "kind": "peer_auth",
         "node_id": ALICE.node_id,
         "audience": BOB.node_id,
+        "channel": "",
         "issued_at": format_ts(T0),
         "expires_at": format_ts(T0 + timedelta(seconds=60)),
     }
@@ -107,6 +123,7 @@ def test_extra_fields_make_a_malformed_token() -> None:
         "kind": "peer_auth",
         "node_id": ALICE.node_id,
         "audience": BOB.node_id,
+        "channel": "",
         "issued_at": format_ts(T0),
         "expires_at": format_ts(T0 + timedelta(seconds=60)),
         "scope": "admin",

@@ -99,7 +99,8 @@ def test_every_kind_has_its_own_prefix() -> None:
     assert prefixes[RecordKind.memory] == b"lamarck/v1/memory\n"
     assert prefixes[RecordKind.registry_nonce] == b"lamarck/v1/registry_nonce\n"
     assert prefixes[RecordKind.peer_auth] == b"lamarck/v1/peer_auth\n"
-    assert len(set(prefixes.values())) == len(RecordKind) == 9
+    assert prefixes[RecordKind.key_rotation_accept] == b"lamarck/v1/key_rotation_accept\n"
+    assert len(set(prefixes.values())) == len(RecordKind) == 12
     for prefix in prefixes.values():
         assert prefix.startswith(b"lamarck/v1/") and prefix.endswith(b"\n")
 

@@ -158,6 +158,8 @@ def test_record_kinds_mirror_the_signing_kinds() -> None:
         "endorsement",
         "nonce",
         "outcome",
+        "trust_summary",
+        "attestation",
     }
 
 

@@ -1,9 +1,11 @@
-"""The peer cache with its registry unreachable (a closed port: no server involved)."""
+"""The peer cache with its registry unreachable (a closed port, or a registry switched off)."""
 
 from __future__ import annotations
 
 import random
 import socket
+from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -12,9 +14,15 @@ from lamarck.errors import RegistryError
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.registry.cache import CachedDirectory
+from lamarck.registry.client import RegistryClient
 from lamarck.registry.memory_directory import InMemoryPeerDirectory
-from lamarck.registry.params import RegistryParams
-from lamarck.registry.records import sign_retraction
+from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.records import (
+    sign_endorsement,
+    sign_enrollment,
+    sign_retraction,
+    sign_revocation,
+)
 from lamarck.registry.redis_directory import RedisPeerDirectory
 
 
@@ -86,3 +94,49 @@ async def test_a_retraction_seen_is_kept_through_data_loss_an_outage_and_a_resta
         assert not down.available
     finally:
         await down.aclose()
+
+
+class _Flaky(InMemoryPeerDirectory):
+    """An in-memory registry that can be switched unreachable."""
+
+    down = False
+
+    async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
+        if self.down:
+            raise RegistryError("redis is down", reason="unavailable")
+        return await super().revoked_through(node_ids)
+
+
+async def test_who_was_admitted_through_a_revoked_id_is_remembered_through_an_outage() -> None:
+    clock = FixedClock()
+    rng = random.Random(6)
+    operator, root, member = (NodeIdentity.generate(rng) for _ in range(3))
+    registry = _Flaky(
+        params=RegistryParams(admission=AdmissionMode.ENDORSED),
+        clock=clock,
+        operator_public_key=operator.public_key_b64,
+    )
+    now = clock.now()
+    token = sign_enrollment(
+        operator, node_id=root.node_id, issued_at=now, expires_at=now + timedelta(hours=1)
+    )
+    endorsement = sign_endorsement(
+        root, endorsee_id=member.node_id, endorsee_public_key=member.public_key_b64,
+        created_at=now, expires_at=now + timedelta(hours=1),
+    )  # fmt: skip
+    for who, kw in ((root, {"enrollment_token": token}), (member, {"endorsement": endorsement})):
+        await RegistryClient(
+            registry, who, address="127.0.0.1:7001", domains=(), version="0",
+            mode=AdmissionMode.ENDORSED, clock=clock, **kw,
+        ).register()  # fmt: skip
+    cache = CachedDirectory(registry, clock=clock)
+    ids = [root.node_id, member.node_id]
+    assert await cache.revoked_through(ids) == {}
+    await registry.revoke(
+        sign_revocation(operator, node_id=root.node_id, reason="x", created_at=now)
+    )
+    both = {root.node_id: root.node_id, member.node_id: root.node_id}
+    assert await cache.revoked_through(ids) == both
+    registry.down = True
+    assert await cache.revoked_through(ids) == both
+    assert not cache.available

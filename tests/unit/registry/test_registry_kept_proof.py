@@ -269,18 +269,16 @@ async def test_a_kept_chain_not_signed_by_the_retired_key_admits_no_one(
     home = net.home(net.newcomer)
     # Somebody who stole admitted.json appends a "rotation" to its own key, signed by itself.
     thief = NodeIdentity.generate(random.Random(31))
-    forged = sign_object(
-        RecordKind.key_rotation,
-        {
-            "kind": "key_rotation",
-            "node_id": net.newcomer.node_id,
-            "old_public_key": net.newcomer.public_key_b64,
-            "new_public_key": thief.public_key_b64,
-            "new_node_id": thief.node_id,
-            "created_at": format_ts(net.clock.now()),
-        },
-        thief,
-    )
+    body = {
+        "kind": "key_rotation",
+        "node_id": net.newcomer.node_id,
+        "old_public_key": net.newcomer.public_key_b64,
+        "new_public_key": thief.public_key_b64,
+        "new_node_id": thief.node_id,
+        "created_at": format_ts(net.clock.now()),
+    }
+    accepted = sign_object(RecordKind.key_rotation_accept, body, thief)["signature"]
+    forged = sign_object(RecordKind.key_rotation, {**body, "countersignature": accepted}, thief)
     obj = json.loads((home / ADMITTED_FILE).read_text())
     obj["rotations"].append(forged)
     (home / ADMITTED_FILE).write_text(json.dumps(obj))

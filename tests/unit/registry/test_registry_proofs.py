@@ -23,6 +23,7 @@ from lamarck.registry.proofs import (
     VerifiedProof,
     endorser_to_fetch,
     revocation_holds,
+    revoked_through,
     verify_admission,
 )
 from lamarck.registry.records import (
@@ -286,6 +287,72 @@ def test_endorsement_by_a_revoked_endorser_is_refused(w: World) -> None:
     with refused("bad_endorsement") as e:
         w.verify(w.member, w.policy(ENDORSED))
     assert "revoked" in str(e.value)
+
+
+def test_a_proof_names_the_endorsers_its_admission_runs_through(w: World) -> None:
+    w.admit(w.root, token=w.token(w.root))
+    w.admit(w.member, endorsement=w.endorsement(w.root, w.member))
+    w.admit(w.newcomer, endorsement=w.endorsement(w.member, w.newcomer))
+    policy = w.policy(ENDORSED)
+    assert w.verify(w.root, policy).chain == ()
+    assert w.verify(w.member, policy).chain == (w.root.node_id,)
+    assert w.verify(w.newcomer, policy).chain == (w.member.node_id, w.root.node_id)
+
+
+def test_revoking_an_endorser_reaches_every_identity_admitted_through_it(w: World) -> None:
+    # root (token) endorses member, member endorses newcomer: a chain of depth 2.
+    w.admit(w.root, token=w.token(w.root))
+    w.admit(w.member, endorsement=w.endorsement(w.root, w.member))
+    w.admit(w.newcomer, endorsement=w.endorsement(w.member, w.newcomer))
+    policy = w.policy(ENDORSED)
+
+    def through(who: NodeIdentity) -> str | None:
+        return revoked_through(
+            who.node_id, w.facts, policy=policy, now=w.now, chain_memo=ProofMemo(ProofParams())
+        )
+
+    assert [through(x) for x in (w.root, w.member, w.newcomer)] == [None, None, None]
+    # Revoking the middle link reaches what it admitted, not what admitted it.
+    w.revoke(w.member)
+    assert [through(x) for x in (w.root, w.member, w.newcomer)] == [
+        None,
+        w.member.node_id,
+        w.member.node_id,
+    ]
+    # Revoking the root reaches the whole chain; the nearest revoked link is named.
+    w.revoke(w.root)
+    assert [through(x) for x in (w.root, w.member, w.newcomer)] == [
+        w.root.node_id,
+        w.member.node_id,
+        w.member.node_id,
+    ]
+    # Neither is admitted any more: the ordinary proof is refused for both.
+    with refused("bad_endorsement"):
+        w.verify(w.newcomer, policy)
+
+
+def test_only_a_verified_chain_and_an_operator_revocation_taint_an_identity(w: World) -> None:
+    w.admit(w.root, token=w.token(w.root))
+    w.admit(w.member, endorsement=w.endorsement(w.root, w.member))
+    policy = w.policy(ENDORSED)
+    memo = ProofMemo(ProofParams())
+    # A revocation the operator did not sign revokes nobody, so reaches nobody either.
+    w.revoke(w.root, signer=w.sybil)
+    assert revoked_through(w.member.node_id, w.facts, policy=policy, now=w.now) is None
+    w.revoke(w.root)
+    # A writer pastes the member's proof (root's endorsement) under the newcomer's id: it is
+    # not the newcomer's registration, so it names no chain and taints nobody.
+    w.facts[w.newcomer.node_id] = replace(
+        w.facts[w.member.node_id], node_id=w.newcomer.node_id, pin=w.newcomer.public_key_b64
+    )
+    assert (
+        revoked_through(w.newcomer.node_id, w.facts, policy=policy, now=w.now, chain_memo=memo)
+        is None
+    )
+    assert (
+        revoked_through(w.member.node_id, w.facts, policy=policy, now=w.now, chain_memo=memo)
+        == w.root.node_id
+    )
 
 
 def test_endorsements_in_a_cycle_admit_nobody(w: World) -> None:

@@ -316,10 +316,14 @@ def test_rotation_without_old_key_signature_is_refused(w: World, case: str) -> N
         w.check(reg, AdmissionMode.OPERATOR, pinned_key=w.member.public_key_b64)
 
 
-def test_rotation_for_unpinned_id_is_refused(w: World) -> None:
+def test_a_rotation_from_a_key_nobody_pinned_admits_nothing_by_itself(w: World) -> None:
+    # No predecessor this registry believes (unknown, or its key revoked as compromised):
+    # the new id is judged on its own material, as if it presented no rotation.
     reg = w.registration(rotation=make_rotation(w.stranger, w.newcomer, w.now))
-    with refused("key_mismatch"):
-        w.check(reg, AdmissionMode.OPEN)
+    with refused("bad_enrollment"):
+        w.check(reg, AdmissionMode.OPERATOR)
+    admitted = w.check(reg, AdmissionMode.OPEN)
+    assert admitted.lineage is None and admitted.via is not AdmittedVia.ROTATION
 
 
 # -- revocation ---------------------------------------------------------------------------

@@ -68,20 +68,34 @@ def test_predictions_are_reality_events_weighted_by_confidence() -> None:
     assert b.ledger("lmk1b").weighted_accuracy is None
 
 
-def test_global_trust_is_anchored_in_this_node_and_the_pretrusted_peers() -> None:
-    b, clock = book("lmk1anchor")
+def test_global_trust_is_anchored_in_this_node_when_no_peer_is_pretrusted() -> None:
+    b, clock = book()
     for k in range(6):
         b.emit(event(EventKind.LESSON_CONFIRMED, "lmk1good", k))
     b.emit(event(EventKind.LESSON_CONTRADICTED, "lmk1bad", 1))
-    assert b.global_trust is None and b.global_of("lmk1good") == 0.0
+    assert b.global_trust is None and b.global_of("lmk1good") is None  # not computed: unknown
     result = b.recompute_global_trust(clock.now())
     assert result.converged
-    assert set(result.anchors) == {SELF, "lmk1anchor"}
+    assert result.anchors == (SELF,)
     assert sum(result.values.values()) == pytest.approx(1.0)
-    assert b.global_of("lmk1good") > 0.0
-    # Distrusted (below the local floor) lends nothing: the bad peer gets no trust at all.
+    assert (b.global_of("lmk1good") or 0.0) > 0.0
+    # Distrusted (below the local floor) lends nothing: judged, so 0, not unknown.
     assert b.global_of("lmk1bad") == 0.0
+    # Nobody has judged this one: unknown, never 0.
+    assert b.global_of("lmk1stranger") is None
     assert b.global_trust_at == T0
+
+
+def test_with_pretrusted_peers_this_node_counts_as_far_as_they_trust_it() -> None:
+    b, clock = book("lmk1anchor")
+    for k in range(6):
+        b.emit(event(EventKind.LESSON_CONFIRMED, "lmk1good", k))
+    alone = b.recompute_global_trust(clock.now())
+    assert alone.anchors == ("lmk1anchor",)
+    # The anchor said nothing yet: this node's own row carries no weight of its own.
+    assert alone.of("lmk1good") == pytest.approx(0.0)
+    vouched = b.recompute_global_trust(clock.now(), {"lmk1anchor": {SELF: 0.9}})
+    assert vouched.of(SELF) > 0.0 and vouched.of("lmk1good") > 0.0
 
 
 def test_global_trust_is_the_same_for_the_same_events() -> None:

@@ -36,7 +36,7 @@ def test_only_reality_raises_a_score_and_internal_consistency_moves_nobody() -> 
     for kind in EventKind:
         after = scores.apply(_fresh(), _event(kind), PARAMS)
         moved = scores.score(after, T0, PARAMS) - PARAMS.initial_score
-        if kind in (EventKind.LESSON_CONFIRMED, EventKind.VOTE_RIGHT):
+        if kind in (EventKind.LESSON_CONFIRMED, EventKind.VOTE_RIGHT, EventKind.ATTESTATION_RIGHT):
             assert moved > 0, kind
         elif kind in (EventKind.INTERNAL_AGREEMENT, EventKind.OPERATOR_RESET):
             assert moved == 0  # a reset puts a newcomer back where it started

