@@ -393,7 +393,7 @@ def test_reputation_reset_lifts_a_peer_and_keeps_the_note_in_its_history(
     bundle = tmp_path / "from-a.jsonl"
     cli_json(a, "export", str(bundle), "--status", "active")
     cli_json(b, "import", str(bundle))
-    with OperatorClient(b.agent_addr) as desk:
+    with OperatorClient.from_home(b.home) as desk:
         for entry in desk.list_quarantine():
             if entry.source_node_id == a.node_id:
                 desk.approve(entry.id)
