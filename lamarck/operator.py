@@ -181,19 +181,20 @@ def _reputation_table(r: operator_pb2.ReputationTableResponse) -> ReputationTabl
     )
 
 
-def _peer_reputation(r: operator_pb2.PeerReputationResponse) -> PeerReputation:
-    events = tuple(
-        ReputationEventEntry(
-            at=parse_ts(e.at),
-            kind=e.kind,
-            source=e.source,
-            weight=e.weight,
-            record_hash=e.record_hash,
-            domain=e.domain,
-            detail=e.detail,
-        )
-        for e in r.events
+def _event_entry(e: operator_pb2.ReputationEventEntry) -> ReputationEventEntry:
+    return ReputationEventEntry(
+        at=parse_ts(e.at),
+        kind=e.kind,
+        source=e.source,
+        weight=e.weight,
+        record_hash=e.record_hash,
+        domain=e.domain,
+        detail=e.detail,
     )
+
+
+def _peer_reputation(r: operator_pb2.PeerReputationResponse) -> PeerReputation:
+    events = tuple(_event_entry(e) for e in r.events)
     return PeerReputation(_reputation_row(r.row), events)
 
 
@@ -337,6 +338,14 @@ class AsyncOperatorClient(AsyncServiceClient):
         request = operator_pb2.PeerReputationRequest(node_id=node_id, limit=limit)
         return _peer_reputation(await self._unary("GetPeerReputation", request))
 
+    async def reset_reputation(self, node_id: str, *, note: str) -> PeerReputation:
+        """Reset a peer's score to an admitted newcomer's (lifting a graylisting); ``note``
+        (required) is kept in its history. The row after the reset and the one event added
+        (``NotFound`` for a peer the node has no row for)."""
+        request = operator_pb2.ResetReputationRequest(node_id=node_id, note=note)
+        r = await self._unary("ResetReputation", request)
+        return PeerReputation(_reputation_row(r.row), (_event_entry(r.event),))
+
     async def health(self) -> dict[str, Any]:
         """The node's health report as JSON (``lamarck.node.health.render.report_from_json``
         reads it back)."""
@@ -377,6 +386,7 @@ class OperatorClient(ServiceClient[AsyncOperatorClient]):
     rejections = blocking(AsyncOperatorClient.rejections)
     reputation = blocking(AsyncOperatorClient.reputation)
     peer_reputation = blocking(AsyncOperatorClient.peer_reputation)
+    reset_reputation = blocking(AsyncOperatorClient.reset_reputation)
     health = blocking(AsyncOperatorClient.health)
     status = blocking(AsyncOperatorClient.status)
 

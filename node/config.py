@@ -207,12 +207,17 @@ class NodeSettings(BaseSettings):
     # a decision and is never advice in a decision-time preamble (docs/trust.md "Influence
     # follows evidence"; provisional until the scenarios measure it).
     unverified_plan_share: float = Field(default=0.25, ge=0, le=1)
+    # Reality-judged interactions (its lessons this node's outcomes confirmed or contradicted)
+    # a source needs here before its lessons transfer by its reputation band; until then they
+    # transfer at the low band and its claims are capped at 0.5 (docs/trust.md "Probation").
+    # 0: no probation.
+    probation_interactions: int = Field(default=5, ge=0, le=1_000)
     # The tools this node's agents use, each with the remedies its code declares: a situation
     # lesson (a remembered blocker, seed 002) about a tool not listed is refused on import
-    # (`unused_tool`), one whose unblock/probe is not one listed too (`undeclared_situation`,
-    # charged as poison). A table per tool in lamarck.toml (`[[declared_tools]]` tool, unblock,
-    # probe), a JSON array in LAMARCK_DECLARED_TOOLS, or one JSON object per repeated
-    # --declared-tools flag.
+    # (`unused_tool`), one whose unblock/probe is not one listed too (`undeclared_situation`;
+    # neither charges the sender: a filter verdict is no proof). A table per tool in
+    # lamarck.toml (`[[declared_tools]]` tool, unblock, probe), a JSON array in
+    # LAMARCK_DECLARED_TOOLS, or one JSON object per repeated --declared-tools flag.
     declared_tools: tuple[DeclaredToolSetting, ...] = ()
     # Share nothing: no publishing, no forwarding, and Syncs from peers get nothing; the node
     # still imports what its peers publish.

@@ -38,6 +38,7 @@ from lamarck.reputation.params import (
     GlobalTrustParams,
     PairwiseParams,
     PrincipalParams,
+    ProbationParams,
     ReputationParams,
     SummaryParams,
 )
@@ -158,7 +159,9 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
             linger_s=0.1,
         ),
     )
-    transfer = TransferParams()
+    transfer = TransferParams(
+        probation=ProbationParams(interactions=settings.probation_interactions)
+    )
     reputation = ReputationParams()
     # The catch-up chunking the node's embedder was wrapped with (one set for both).
     batch_import = embedder.params if isinstance(embedder, PrimedEmbedder) else BatchImportParams()

@@ -9,11 +9,12 @@ dominate a prompt, an index or a log line.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 
-from lamarck.errors import ConfigError
+from lamarck.errors import ConfigError, InvalidRecord
 
-__all__ = ["DEFAULT_LIMITS", "MAX_SAFE_INT", "RecordLimits"]
+__all__ = ["DEFAULT_LIMITS", "MAX_SAFE_INT", "RecordLimits", "check_depth", "too_deep"]
 
 # Counts must survive RFC 8785 canonicalisation, which writes numbers as IEEE-754 doubles:
 # beyond 2**53 - 1 two different integers could canonicalise to the same bytes.
@@ -51,6 +52,11 @@ class RecordLimits:
     #: Characters of each string of the ``signature`` block. Generous on purpose: an RSA
     #: signature must still parse so that verification can say ``unknown_algorithm``.
     max_signature_chars: int = 1024
+    #: Nesting depth of JSON arrays and objects, checked on the bytes before decoding. The
+    #: deepest valid record nests 4 (record, block, list, entry); 32 leaves room for the
+    #: schema to grow and keeps every decoder far below the interpreter's recursion limit,
+    #: which a 60 KB line of brackets would otherwise reach (a ``RecursionError``).
+    max_depth: int = 32
 
     def __post_init__(self) -> None:
         self.validate()
@@ -91,3 +97,37 @@ class RecordLimits:
 
 #: The limits every node uses unless configured otherwise.
 DEFAULT_LIMITS = RecordLimits()
+
+# A JSON string (escapes included): brackets inside one do not nest anything.
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def too_deep(raw: bytes, max_depth: int) -> bool:
+    """True when the JSON text ``raw`` nests arrays and objects deeper than ``max_depth``.
+
+    Read on the bytes, before any decoder runs (a decoder recurses once per level). Brackets
+    inside strings do not count; unbalanced text is the decoder's to refuse.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= max_depth:
+        return False  # the common case, at memchr speed
+    depth = 0
+    for bracket in _BRACKET.findall(_STRING.sub(b"", raw)):
+        if bracket in (b"[", b"{"):
+            depth += 1
+            if depth > max_depth:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def check_depth(raw: bytes, limits: RecordLimits = DEFAULT_LIMITS) -> None:
+    """Refuse ``raw`` nested deeper than ``limits.max_depth``: ``InvalidRecord`` with reason
+    ``too_deep`` (INVALID_ARGUMENT), never a decoder's ``RecursionError``."""
+    if too_deep(raw, limits.max_depth):
+        raise InvalidRecord(
+            f"record nests deeper than {limits.max_depth} levels",
+            reason="too_deep",
+            limit=limits.max_depth,
+        )

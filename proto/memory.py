@@ -45,7 +45,7 @@ from pydantic import (
 )
 
 from lamarck.errors import InvalidRecord, UnsupportedVersion
-from lamarck.proto.limits import DEFAULT_LIMITS, MAX_SAFE_INT, RecordLimits
+from lamarck.proto.limits import DEFAULT_LIMITS, MAX_SAFE_INT, RecordLimits, check_depth
 from lamarck.proto.timefmt import CANONICAL_TS_PATTERN, format_ts, parse_ts
 
 __all__ = [
@@ -289,6 +289,7 @@ def load_json_object(
             size=len(data),
             limit=limits.max_record_bytes,
         )
+    check_depth(data, limits)
     try:
         text = data.decode("utf-8")
         obj = json.loads(

@@ -12,7 +12,7 @@ from typing import Any
 from lamarck.errors import InvalidRecord, VerificationError
 from lamarck.proto.canonical import ReceivedJson, canonical_bytes, parse_received, sha256_hex
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.limits import DEFAULT_LIMITS, RecordLimits
+from lamarck.proto.limits import DEFAULT_LIMITS, RecordLimits, check_depth
 from lamarck.proto.memory import Memory, MemoryV2, parse_memory
 from lamarck.proto.signing import (
     MEMORY_SIGNER_ID_PATH,
@@ -63,6 +63,7 @@ class SignedMemory:
                 f"record is {len(raw)} bytes, limit {limits.max_record_bytes}",
                 reason="too_large",
             )
+        check_depth(raw, limits)
         self._raw = raw
         self._received = parse_received(raw, detach=SIGNATURE_FIELD)
         # parse_memory applies the schema, the limits and (for v1) the migration to a v2

@@ -109,8 +109,12 @@ class ReputationBook(InMemoryReputation):
                 confirmed += event.weight
         seen = ledger.last_seen
         interaction = interaction_of(event.kind)
+        pairwise = update_pairwise(ledger.pairwise, interaction, self._trust.pairwise)
+        if event.kind is EventKind.OPERATOR_RESET:
+            # The operator's reset restores direct trust with the score: a newcomer's.
+            pairwise = self._trust.pairwise.initial
         self._ledgers[node] = PeerLedger(
-            pairwise=update_pairwise(ledger.pairwise, interaction, self._trust.pairwise),
+            pairwise=pairwise,
             last_seen=event.at if seen is None or event.at > seen else seen,
             tested_weight=tested,
             confirmed_weight=confirmed,

@@ -74,6 +74,10 @@ class EventKind(StrEnum):
     POISONED = "poisoned"
     # Any other policy rejection attributable to the subject.
     REJECTED = "rejected"
+    # This node's operator reset the subject's score to an admitted newcomer's (lifting a
+    # graylisting), with a note: not a score step but a human decision, kept in history. What
+    # reality judged of its lessons (the track record confidence transfer reads) stays.
+    OPERATOR_RESET = "operator_reset"
 
     @property
     def is_reality(self) -> bool:
@@ -105,6 +109,7 @@ _SOURCE_OF: dict[EventKind, ValidationSource] = {
     EventKind.ATTESTATION_RIGHT: ValidationSource.REALITY,
     EventKind.ATTESTATION_WRONG: ValidationSource.REALITY,
     EventKind.OPERATOR_CONTRADICTED: ValidationSource.OPERATOR,
+    EventKind.OPERATOR_RESET: ValidationSource.OPERATOR,
     EventKind.PEER_CONTRADICTED: ValidationSource.OTHER_AGENT,
     EventKind.DOC_CONTRADICTED: ValidationSource.DOCUMENTATION,
     EventKind.INTERNAL_AGREEMENT: ValidationSource.INTERNAL,
@@ -124,6 +129,9 @@ class ReputationEvent:
     lesson that was put to the test: being wrong about a sure claim costs more).
     ``record_hash`` names the record the event is about ("" when none), ``domain`` the lesson's
     domain for per-domain expertise ("" when none), ``detail`` is free text for operators.
+    ``cause`` names what established the fact ("" when nothing does): for a reality event the
+    outcome that judged the lesson, so the same outcome reported by two paths (attribution and
+    a conflict's settlement) is one fact, whenever each path read its clock.
     """
 
     kind: EventKind
@@ -133,6 +141,7 @@ class ReputationEvent:
     record_hash: str = ""
     domain: str = ""
     detail: str = ""
+    cause: str = ""
 
     def __post_init__(self) -> None:
         if not self.node_id:
@@ -148,12 +157,19 @@ class ReputationEvent:
     def key(self) -> str:
         """Identity of the fact: a penalty about one record counts once per node and kind.
 
-        Penalties about a record are keyed without their time, so a poisoned record relayed by
+        Penalties about a record are keyed without their time, so an equivocation relayed by
         ten peers penalises its signer once (otherwise relaying an honest node's rejected
-        record would be a way to grind its reputation down). Reality events and events with
-        no record are keyed with their time: each outcome is a separate fact.
+        record would be a way to grind its reputation down). An event with a ``cause`` is keyed
+        by it instead of its time when it names a record: one outcome judging one record is one
+        fact (record, cause, kind), however many paths report it. Other reality events and
+        events with no record are keyed with their time: each is a separate fact.
         """
         timeless = bool(self.record_hash) and not self.kind.is_reality
-        when = "" if timeless else self.at.isoformat()
+        if timeless:
+            when = ""
+        elif self.cause and self.record_hash:
+            when = f"cause {self.cause}"
+        else:
+            when = self.at.isoformat()
         text = "\n".join((self.kind.value, self.node_id, self.record_hash, when, self.domain))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()

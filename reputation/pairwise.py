@@ -51,10 +51,11 @@ def interaction_of(kind: EventKind) -> Interaction:
     """The interaction a reputation event stands for.
 
     Events that raise a score are positive; events that lower it negative; internal
-    consistency (memory agreeing with memory) is neutral: it proves nothing about the peer.
+    consistency (memory agreeing with memory) is neutral: it proves nothing about the peer,
+    and so is an operator's reset (a decision about this node's view, not an interaction).
     """
     if kind.raises:
         return Interaction.POSITIVE
-    if kind is EventKind.INTERNAL_AGREEMENT:
+    if kind in (EventKind.INTERNAL_AGREEMENT, EventKind.OPERATOR_RESET):
         return Interaction.NEUTRAL
     return Interaction.NEGATIVE

@@ -43,6 +43,7 @@ __all__ = [
     "GlobalTrustParams",
     "PairwiseParams",
     "PrincipalParams",
+    "ProbationParams",
     "ReputationParams",
     "SummaryParams",
 ]
@@ -287,6 +288,43 @@ class SummaryParams:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ConfigError(f"invalid {name}: must be an integer >= {least}, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ProbationParams:
+    """How far this node believes a source before reality has judged it here (confidence
+    transfer's probation and claim ceiling, ``lamarck.reputation.transfer``); validated.
+
+    A source is *on probation* until this node's own outcomes have judged ``interactions`` of
+    its lessons (confirmed or contradicted): meanwhile its lessons transfer at the low band,
+    whatever its score. The confidence it may claim is capped by its record here: its
+    confirmed share smoothed toward ``new_source_claim`` with ``interactions`` pseudo-judgements,
+    ``(confirmed + interactions * new_source_claim) / (judged + interactions)``, so a newcomer
+    may claim at most ``new_source_claim`` and claiming more gains nothing.
+    """
+
+    # Reality-judged interactions that end probation, integer >= 0 (0: no probation, and the
+    # ceiling is the bare confirmed share once judged). 5: a contradiction costs 0.15 x the
+    # claimed confidence, so a source claiming 0.5 and always wrong is graylisted on its fifth
+    # contradicted lesson (0.5 -> 0.125), one claiming more sooner: nobody leaves probation
+    # sooner than reality could have caught it lying every time. An honest source leaves it
+    # claiming up to 0.75 (5 of 5 confirmed).
+    interactions: int = 5
+    # The most a source with no record here may claim, in (0, 1]: a lesson born of one real
+    # outcome starts at 0.5 (ConfidenceParams.birth), and a stranger's word is worth no more.
+    new_source_claim: float = 0.5
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first field that breaks its rule."""
+        n = self.interactions
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ConfigError(f"invalid interactions: must be an integer >= 0, got {n!r}")
+        _unit_fields(self, ("new_source_claim",))
+        if self.new_source_claim <= 0.0:
+            raise ConfigError("invalid new_source_claim: must be in (0, 1]")
 
 
 @dataclass(frozen=True, slots=True)

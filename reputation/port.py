@@ -14,11 +14,12 @@ from typing import Protocol, runtime_checkable
 
 from lamarck.proto.clock import Clock
 from lamarck.reputation import scores
-from lamarck.reputation.events import ReputationEvent
+from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.scores import ReputationState, ScoreBreakdown, TrustBand
+from lamarck.reputation.transfer import TrackRecord
 
-__all__ = ["InMemoryReputation", "ReputationSink", "ReputationView"]
+__all__ = ["InMemoryReputation", "ReputationSink", "ReputationView", "TrackRecords"]
 
 
 @runtime_checkable
@@ -27,6 +28,16 @@ class ReputationView(Protocol):
 
     def score(self, node_id: str) -> float:
         """The node's current score in [0, 1]."""
+        ...
+
+
+@runtime_checkable
+class TrackRecords(Protocol):
+    """Reads a source's reality-judged record here (confidence transfer's probation). A view
+    without it puts every source on probation: fail closed."""
+
+    def track_record(self, node_id: str) -> TrackRecord:
+        """How many of the node's lessons this node's own outcomes confirmed, contradicted."""
         ...
 
 
@@ -77,6 +88,17 @@ class InMemoryReputation:
     def band(self, node_id: str) -> TrustBand:
         """The node's transfer-table band now."""
         return scores.trust_band(self.score(node_id), self._params)
+
+    def track_record(self, node_id: str) -> TrackRecord:
+        """The reality events about the node's lessons: confirmed and contradicted."""
+        state = self._states.get(node_id)
+        if state is None:
+            return TrackRecord()
+        counts = state.counts
+        return TrackRecord(
+            confirmed=counts.get(EventKind.LESSON_CONFIRMED, 0),
+            contradicted=counts.get(EventKind.LESSON_CONTRADICTED, 0),
+        )
 
     def explain(self, node_id: str) -> ScoreBreakdown:
         """The node's score now with its labelled parts."""

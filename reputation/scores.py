@@ -17,7 +17,9 @@ Steps are computed from the current score so the sum never leaves [0, 1]:
   (reality 1 > operator > other agent > documentation > internal consistency 0).
 
 A graylisted node (score below ``graylist_threshold``) does not decay back toward neutral and
-no non-reality event lifts it: its score recovers only through reality (``peer_band``).
+no non-reality event lifts it: its score recovers only through reality (``peer_band``), or an
+operator's ``operator_reset``, which is no step: it puts every part back to an admitted
+newcomer's (``new_state``), keeping the event counts and per-domain expertise.
 """
 
 from __future__ import annotations
@@ -254,12 +256,20 @@ def apply(
     if event.node_id != state.node_id:
         raise ValueError(f"event about {event.node_id!r} applied to {state.node_id!r}")
     state = decay(state, max(state.as_of, event.at), params)
+    counts = dict(state.counts)
+    counts[event.kind] = counts.get(event.kind, 0) + 1
+    if event.kind is EventKind.OPERATOR_RESET:
+        return ReputationState(
+            node_id=state.node_id,
+            as_of=state.as_of,
+            parts=new_state(state.node_id, state.as_of, params).parts,
+            counts=MappingProxyType(counts),
+            domains=state.domains,
+        )
     current = _raw(state.parts, params)
     part = PART_OF[event.kind]
     parts = dict(state.parts)
     parts[part] = parts.get(part, 0.0) + _step(event.kind, event.weight, current, params)
-    counts = dict(state.counts)
-    counts[event.kind] = counts.get(event.kind, 0) + 1
     domains = dict(state.domains)
     if event.kind.is_reality and event.domain:
         level = domains.get(event.domain, params.expertise_initial)

@@ -28,7 +28,16 @@ already discounts for "different agent" and for reputation). Here is which rule 
    r = 0 gives exactly 0.3c), so a ceiling only binds when the verified-vote boost would lift a
    record above what its situation allows — in particular above the confidence its own
    source claimed.
-4. **Reality-tested after import** (+0.2): not an import-time rule. The first time this node's
+4. **Probation and the claim ceiling** (``ProbationParams``, applied to every cross-agent
+   import before rules 2 and 3). The source's claim ``c`` is first cut to its ceiling here,
+   ``(confirmed + n * new_source_claim) / (judged + n)`` over the lessons of its that this
+   node's own outcomes judged (``n`` = ``probation.interactions``): a newcomer may claim at
+   most 0.5, and claiming 0.8 gains it nothing over claiming 0.5. Until ``judged`` reaches
+   ``n`` the source is on probation: its band is read as low whatever its score (rule
+   ``probation``; a verified certificate's or contradiction's row still applies). An
+   admitted liar and an honest newcomer thus both start at the low band; reality, not a
+   claim or an admission, lifts either.
+5. **Reality-tested after import** (+0.2): not an import-time rule. The first time this node's
    own outcome confirms an imported lesson, ``reality_tested_confidence`` adds
    ``reality_tested_boost * original_confidence`` (the multiplier grows by 0.2), within the
    cap; afterwards the lesson's confidence follows local outcomes (``lamarck.node.learning``).
@@ -40,18 +49,22 @@ A record's self-reported ``validation_count``, ``contradiction_count``, ``valida
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
 from lamarck.errors import ConfigError
+from lamarck.reputation.params import ProbationParams
 from lamarck.reputation.scores import TrustBand
 
 __all__ = [
+    "TrackRecord",
     "TransferInputs",
     "TransferParams",
     "TransferResult",
     "TransferRule",
+    "claim_ceiling",
     "imported_confidence",
+    "on_probation",
     "reality_tested_confidence",
     "transfer_confidence",
     "verified_validation_ratio",
@@ -81,6 +94,8 @@ class TransferParams:
     reality_tested_boost: float = 0.2
     # Share of verified votes that contradict, above which the "contradicted" row applies.
     contradicted_rate: float = 0.5
+    # A source's probation and claim ceiling at this node (validated on its own).
+    probation: ProbationParams = field(default_factory=ProbationParams)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -88,6 +103,8 @@ class TransferParams:
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first field that breaks its rule."""
         for f in fields(self):
+            if f.name == "probation":
+                continue
             value = getattr(self, f.name)
             if not math.isfinite(value) or not 0.0 <= value <= 1.0:
                 raise ConfigError(f"invalid {f.name}: must be between 0 and 1, got {value!r}")
@@ -112,11 +129,31 @@ class TransferRule(StrEnum):
     HIGH_REPUTATION = "high_reputation"
     MEDIUM_REPUTATION = "medium_reputation"
     LOW_REPUTATION = "low_reputation"
+    # The low row, for a source still on probation here (whatever its score).
+    PROBATION = "probation"
+
+
+@dataclass(frozen=True, slots=True)
+class TrackRecord:
+    """A source's lessons this node's own outcomes judged: confirmed and contradicted."""
+
+    confirmed: int = 0
+    contradicted: int = 0
+
+    def __post_init__(self) -> None:
+        if self.confirmed < 0 or self.contradicted < 0:
+            raise ValueError("TrackRecord counts must not be negative")
+
+    @property
+    def judged(self) -> int:
+        """Reality-judged interactions in all."""
+        return self.confirmed + self.contradicted
 
 
 @dataclass(frozen=True, slots=True)
 class TransferInputs:
-    """What the transfer may look at: the claim, the source's standing, verified votes only."""
+    """What the transfer may look at: the claim, the source's standing and its record here,
+    verified votes only. An empty ``track`` (the default) is a newcomer's: on probation."""
 
     original_confidence: float
     reputation: float
@@ -125,6 +162,7 @@ class TransferInputs:
     contradicting_votes: int = 0
     quorum_certified: bool = False
     same_agent: bool = False
+    track: TrackRecord = field(default_factory=TrackRecord)
 
     def __post_init__(self) -> None:
         for name in ("original_confidence", "reputation"):
@@ -175,12 +213,30 @@ def _unit(x: float) -> float:
     return min(1.0, max(0.0, x)) if math.isfinite(x) else 0.0
 
 
+def on_probation(track: TrackRecord, params: ProbationParams) -> bool:
+    """True while reality has judged fewer than ``params.interactions`` of the source's
+    lessons here."""
+    return track.judged < params.interactions
+
+
+def claim_ceiling(track: TrackRecord, params: ProbationParams) -> float:
+    """The most confidence the source may claim here: its confirmed share, smoothed toward
+    ``new_source_claim`` by ``interactions`` pseudo-judgements (``new_source_claim`` for a
+    source never judged)."""
+    prior = params.interactions
+    if track.judged + prior == 0:
+        return params.new_source_claim
+    return (track.confirmed + prior * params.new_source_claim) / (track.judged + prior)
+
+
 def _row(inputs: TransferInputs, params: TransferParams) -> tuple[TransferRule, float]:
     total = inputs.supporting_votes + inputs.contradicting_votes
     if total and inputs.contradicting_votes / total > params.contradicted_rate:
         return TransferRule.CONTRADICTED, params.contradicted
     if inputs.quorum_certified:
         return TransferRule.VALIDATED_BY_OTHERS, params.validated_by_others
+    if on_probation(inputs.track, params.probation):
+        return TransferRule.PROBATION, params.low_reputation
     if inputs.band is TrustBand.HIGH:
         return TransferRule.HIGH_REPUTATION, params.high_reputation
     if inputs.band is TrustBand.MEDIUM:
@@ -194,6 +250,8 @@ def imported_confidence(inputs: TransferInputs, params: TransferParams) -> Trans
     if inputs.same_agent:
         value = min(params.cap, c * params.same_agent_next_session)
         return TransferResult(confidence=value, rule=TransferRule.SAME_AGENT, base=value)
+    # A claim counts for no more than the source's record here backs.
+    c = min(c, claim_ceiling(inputs.track, params.probation))
     ratio = verified_validation_ratio(inputs.supporting_votes, inputs.contradicting_votes)
     base = transfer_confidence(c, inputs.reputation, ratio, params)
     rule, row = _row(inputs, params)

@@ -21,6 +21,12 @@ event about its source (keyed by the record, so it counts once however many copi
 held). An approval emits nothing: an operator's word is not reality, and the source earns
 reputation when the stored lesson is used and its outcomes confirm it.
 
+``ResetReputation`` is an operator's way to lift a graylisting (nothing else does but reality,
+and a graylisted peer's lessons are no longer imported for reality to judge): the peer's score
+goes back to an admitted newcomer's, and an ``operator_reset`` event with the operator's note
+stays in its history. What reality judged of its lessons stays too (the transfer's track
+record), so its claims remain capped by it.
+
 Decisions are serialised by one lock and re-read the row under it, so two operators deciding
 the same row get one success and one ``ConflictError(reason="already_decided")``.
 
@@ -77,6 +83,7 @@ __all__ = [
     "PREVIEW_CHARS",
     "REPUTATION_HISTORY",
     "REPUTATION_TOP",
+    "RESET_NOTE_MAX",
     "STATUS_REJECTIONS",
     "OperatorServicer",
     "make_operator_servicer",
@@ -101,6 +108,8 @@ STATUS_REJECTIONS = MAX_REJECTIONS
 REPUTATION_TOP = 5
 #: A peer's latest reputation events shown on its console page.
 REPUTATION_HISTORY = 100
+#: Longest note an operator may give with a reputation reset (it is kept in history).
+RESET_NOTE_MAX = 500
 
 _STATE_TO_PB = {
     "pending": operator_pb2.QUARANTINE_STATE_PENDING,
@@ -471,6 +480,40 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         return operator_pb2.PeerReputationResponse(
             row=row_to_pb(row), events=[event_to_pb(e) for e in events[:limit]]
         )
+
+    async def ResetReputation(
+        self, request: operator_pb2.ResetReputationRequest, context: Any
+    ) -> operator_pb2.ResetReputationResponse:
+        """Reset one peer's score to an admitted newcomer's (lifting a graylisting), the note
+        kept in its history; ``NotFound`` for a peer this node has no row for."""
+        node_id, note = request.node_id, request.note.strip()
+        if not node_id:
+            raise InvalidRecord("a peer's node id is required", reason="missing_id")
+        if not note:
+            raise InvalidRecord(
+                "a note is required: it says in the peer's history why it was reset",
+                reason="missing_note",
+            )
+        if len(note) > RESET_NOTE_MAX:
+            raise InvalidRecord(
+                f"the note is over {RESET_NOTE_MAX} characters", reason="note_too_long"
+            )
+        source = self._table()
+        if not any(r.peer == node_id for r in await source.rows()):
+            raise NotFound(f"no reputation for {node_id}", id=node_id)
+        sink = self._sink()
+        if sink is None:
+            raise StoreUnavailable("the reputation book is not loaded yet", reason="starting")
+        event = ReputationEvent(
+            kind=EventKind.OPERATOR_RESET,
+            node_id=node_id,
+            at=self._clock.now(),
+            detail=f"operator reset: {note}",
+        )
+        sink.emit(event)
+        _log.info("reputation reset", extra={"node_id": node_id, "note": note})
+        row = next(r for r in await source.rows() if r.peer == node_id)
+        return operator_pb2.ResetReputationResponse(row=row_to_pb(row), event=event_to_pb(event))
 
     def _charge_rejection(self, row: QuarantineRow, note: str) -> None:
         sink = self._sink()

@@ -5,8 +5,11 @@ rotation chain, and, when the caller sends a nonce, a signed proof that this nod
 private key. ``Publish`` and ``Sync`` delegate to ``peer_handlers`` over the node's
 ``Sharing`` (UNAVAILABLE until it is started), once the caller has proven, with a peer token
 (:mod:`lamarck.proto.peer_auth`), that it is the node the request names (else
-UNAUTHENTICATED). ``GetReputation`` answers this node's view of others' scores to an
-authenticated peer the same way. ``RequestVote`` (issue 12 §2.3), also to an
+UNAUTHENTICATED). ``GetReputation`` tells a peer nothing: what this node thinks of its peers
+(and of the asker itself: how close it stands to the graylist) is for this node's operators
+(``OperatorService``), and no peer needs it to take part (trust between nodes travels as what
+they do, judged by reality); an authenticated peer is refused ``reputation_private``.
+``RequestVote`` (issue 12 §2.3), also to an
 authenticated peer, answers this node's signed vote on the memory judged from its own
 outcomes only (``peer_handlers.handle_request_vote``): without outcomes on the lesson's
 operation it signs ``abstain``.
@@ -31,10 +34,9 @@ import grpc
 import grpc.aio
 
 import lamarck
-from lamarck.errors import InvalidRecord, StoreUnavailable
+from lamarck.errors import InvalidRecord, PolicyRejected, StoreUnavailable
 from lamarck.node.api.limits import RecordBudget, check_batch
 from lamarck.node.api.peer_handlers import handle_publish, handle_request_vote, handle_sync
-from lamarck.node.api.reputation import HasBook, peer_view
 from lamarck.node.peer_tls import connection_fingerprint
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.identity import b64u_encode
@@ -213,14 +215,16 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
     async def GetReputation(
         self, request: peer_pb2.GetReputationRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> peer_pb2.GetReputationResponse:
-        """This node's view of others' reputation, for an authenticated peer (as in Sync)."""
+        """Refused to every peer (``reputation_private``): scores are for this node's
+        operators. The caller is authenticated first, as for Sync, so an anonymous one is
+        told UNAUTHENTICATED as before."""
         sharing = self._sharing()
         await sharing.authenticate(
             context.invocation_metadata(),
             request.requester_node_id,
             connection_fingerprint(context),
         )
-        book = sharing.reputation
-        if not isinstance(book, HasBook):
-            raise StoreUnavailable("no reputation table on this node", reason="starting")
-        return peer_view(book.book, self._ctx.identity.node_id, request, self._ctx.clock.now())
+        raise PolicyRejected(
+            "this node's opinions of its peers are for its operators (OperatorService)",
+            reason="reputation_private",
+        )

@@ -5,9 +5,9 @@ registry, records accepted / rejected from the store; wire forms; Prometheus gau
 global trust, predictions, votes, expertise, last seen), the registry's principals of the
 peers it names, and the store's import tallies, and builds the rows with the pure
 ``lamarck.reputation.book.table_rows``. ``OperatorService.GetReputation`` /
-``GetPeerReputation`` and ``PeerService.GetReputation`` serve it; ``lamarck reputation``
-prints it. ``recompute_global_trust`` is what the node's timer runs: EigenTrust, then the
-per-peer gauges.
+``GetPeerReputation`` serve it (to operators only: ``PeerService.GetReputation`` tells a peer
+nothing); ``lamarck reputation`` prints it. ``recompute_global_trust`` is what the node's
+timer runs: EigenTrust, then the per-peer gauges.
 
 The import tallies: imported lessons per source are counted by the store; rejections from the
 rejection log's newest ``TALLY_MAX_ROWS`` rows (an operator's read, not a hot path), past which
@@ -22,19 +22,17 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from lamarck.errors import InvalidRecord, RegistryError
+from lamarck.errors import RegistryError
 from lamarck.node import metrics
 from lamarck.node.store.port import LessonStore
 from lamarck.proto.timefmt import format_ts
-from lamarck.proto.v1 import operator_pb2, peer_pb2
+from lamarck.proto.v1 import operator_pb2
 from lamarck.reputation.book import ReputationBook
 from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.global_trust import GlobalTrust
 from lamarck.reputation.table import ReputationRow
 
 __all__ = [
-    "PEER_VIEW_PAGE",
-    "PEER_VIEW_PAGE_MAX",
     "TALLY_MAX_ROWS",
     "GlobalTrustBook",
     "GlobalTrustClock",
@@ -45,7 +43,6 @@ __all__ = [
     "TableBook",
     "event_source",
     "event_to_pb",
-    "peer_view",
     "publish_metrics",
     "recompute_global_trust",
     "row_to_pb",
@@ -56,9 +53,6 @@ _log = logging.getLogger(__name__)
 
 #: Rejection log rows read to count the refusals per source and reason.
 TALLY_MAX_ROWS = 50_000
-#: ``PeerService.GetReputation`` entries per page by default, and at most.
-PEER_VIEW_PAGE = 100
-PEER_VIEW_PAGE_MAX = 1_000
 
 
 class TableBook(Protocol):
@@ -290,42 +284,3 @@ def recompute_global_trust(
         )
     publish_metrics(book.rows(principal_of={}))
     return result
-
-
-def peer_view(
-    book: ReputationBook, observer: str, request: peer_pb2.GetReputationRequest, now: datetime
-) -> peer_pb2.GetReputationResponse:
-    """This node's opinion of other nodes, for a peer that asked (``PeerService``).
-
-    Scores with their labelled parts, sorted by node id, paged; with ``domain`` set, the
-    score is the node's expertise in that domain (the parts stay the global score's).
-    An opinion, not a signed fact: the asker weighs it as it sees fit.
-    """
-    names = sorted(set(request.node_ids)) if request.node_ids else list(book.peers())
-    try:
-        offset = int(request.page_token) if request.page_token else 0
-        if offset < 0:
-            raise ValueError(offset)
-    except ValueError:
-        raise InvalidRecord(
-            "page_token is not one this server issued", reason="bad_page_token"
-        ) from None
-    size = min(request.page_size or PEER_VIEW_PAGE, PEER_VIEW_PAGE_MAX)
-    entries = []
-    for node in names[offset : offset + size]:
-        why = book.explain(node)
-        value = book.expertise(node, request.domain) if request.domain else why.score
-        entries.append(
-            peer_pb2.ReputationEntry(
-                node_id=node,
-                score=value,
-                parts=[peer_pb2.ScorePart(name=p.value, value=v) for p, v in why.parts.items()],
-            )
-        )
-    more = offset + size < len(names)
-    return peer_pb2.GetReputationResponse(
-        observer_node_id=observer,
-        computed_at=format_ts(now),
-        entries=entries,
-        next_page_token=str(offset + size) if more else "",
-    )

@@ -1,10 +1,14 @@
-"""``lamarck reputation [--json] [--sort KEY] [--domain D]`` and ``lamarck reputation show PEER``.
+"""``lamarck reputation [--json] [--sort KEY] [--domain D]``, ``lamarck reputation show PEER``
+and ``lamarck reputation reset PEER --note TEXT``.
 
 The table is this node's view of every peer it knows: principal, band, score and its labelled
 parts, weighted accuracy, predictions / correct, pairwise and global trust, records accepted
 and rejected by reason, votes right / wrong, domains with expertise, last seen
 (``lamarck.reputation.table``). ``show`` prints one peer's row and its event history with
-who established each event and why. Both read the node's ``OperatorService``.
+who established each event and why. ``reset`` puts a peer's score back to an admitted
+newcomer's (lifting a graylisting), the note kept in its history as an ``operator_reset``
+event; what reality judged of its lessons stays. All go through the node's
+``OperatorService``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from lamarck.operator import PeerReputation, ReputationEventEntry, ReputationTab
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.table import SortKey, global_text, render_table, row_to_obj
 
-__all__ = ["app", "event_json", "register", "show", "table", "table_json"]
+__all__ = ["app", "event_json", "register", "reset", "show", "table", "table_json"]
 
 app = typer.Typer(
     name="reputation",
@@ -127,6 +131,28 @@ def show(
         emit_json({**row_to_obj(shown.row), "events": [event_json(e) for e in shown.events]})
         return
     _show_text(shown)
+
+
+@app.command()
+def reset(
+    peer: Annotated[str, typer.Argument(metavar="PEER", help="The peer's node id.")],
+    note: Annotated[
+        str, typer.Option("--note", help="Why (kept in the peer's history). Required.")
+    ],
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Reset a peer's score to a newcomer's, lifting a graylisting; the note stays in its
+    history."""
+    with operator_for(resolve_home(home)) as op:
+        after = op.reset_reputation(peer, note=note)
+    if as_json:
+        emit_json({**row_to_obj(after.row), "events": [event_json(e) for e in after.events]})
+        return
+    row = after.row
+    typer.echo(f"reset {row.peer}: score {row.score:.3f}, band {row.band.value}")
+    for e in after.events:
+        typer.echo(f"{format_ts(e.at)} {e.kind} ({e.source}): {e.detail}")
 
 
 def register(root: typer.Typer) -> None:

@@ -49,7 +49,9 @@ is *unsure*: quarantined, never shown in a prompt. A weak structural hint (role-
 "on your own" without a gate) becomes a reject when meaning agrees.
 
 Verdicts: reject ``autonomy_claim`` (or ``injected_instruction``), quarantine
-``autonomy_unsure`` (also for text mostly in a language the grammar cannot read), accept.
+``autonomy_unsure``, accept. A text's language alone is no verdict: a lesson in a language the
+grammar does not read passes unless something it does read (or the meaning check) holds it;
+the influence gate, not this filter, keeps unverified peer lessons from driving decisions.
 
 **Vectors.** The import pipeline embeds every record's content once, before its lock. The
 filter reuses that vector and any sentence vectors through :class:`TextVectors` (the view the
@@ -580,18 +582,6 @@ _CUES = (
     r"trouble|\bblock\b|\bfor\s+them\b|signed\s+off|a\s+word\s+to|(?:commands|tools)\s+you\b|"
     r"carte\s+blanche|free\s+(?:hand|rein)"
 )
-
-_ENGLISH_FUNCTION_WORDS = (
-    "the a an to of in on for and or is are be with without before after when if it this that "
-    "you your not never do don't no all every any from by as at so only run use"
-)
-_FOREIGN_FUNCTION_WORDS = (
-    "le la les des du un une et ou est sont avec sans avant toujours jamais chaque toi-même "
-    "demande der die das und oder ist sind mit ohne vor immer nie jede jeden jedes du bitte "
-    "el los las y o es son con sin antes siempre nunca cada todas todos tienes para de que "
-    "ne pas mit a tout déjà"
-)
-
 # Look-alike letters an attacker swaps in; NFKC does not map them.
 _CONFUSABLES = {
     "а": "a",
@@ -723,10 +713,6 @@ class AutonomyParams:
     semantic_embedders: tuple[str, ...] = ("all-MiniLM-L6-v2",)
     # Sentences read per text field (longer records are judged on their first ones), >= 1.
     max_sentences: int = 64
-    # Letters a text needs before its language is judged, >= 1.
-    language_min_words: int = 3
-    # Share of foreign function words from which a text is unreadable, (0, 1].
-    foreign_share: float = 0.25
     # Sentences whose vectors the filter keeps, >= 0: those it embedded itself and those the
     # pipeline gave it. A sentence met again (a network's lessons share their caveats:
     # ~25 % of a catch-up's are repeats) is scored from the kept vector, not embedded again.
@@ -769,8 +755,6 @@ class AutonomyParams:
     human_pattern: str = _HUMAN
     agent_pattern: str = _AGENT
     negators: tuple[str, ...] = _NEGATORS
-    english_function_words: str = _ENGLISH_FUNCTION_WORDS
-    foreign_function_words: str = _FOREIGN_FUNCTION_WORDS
     claim_exemplars: tuple[str, ...] = _CLAIM_EXEMPLARS
     safe_exemplars: tuple[str, ...] = _SAFE_EXEMPLARS
     confusables: Mapping[str, str] = field(default_factory=lambda: dict(_CONFUSABLES))
@@ -781,7 +765,6 @@ class AutonomyParams:
             _probability(name, getattr(self, name))
         for name, lo in (
             ("max_sentences", 1),
-            ("language_min_words", 1),
             ("cache_size", 0),
             ("read_cache_size", 0),
             ("clause_window", 1),
@@ -789,9 +772,6 @@ class AutonomyParams:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < lo:
                 raise ConfigError(f"invalid {name}: must be an integer >= {lo}, got {value!r}")
-        share = self.foreign_share
-        if not math.isfinite(share) or not 0.0 < share <= 1.0:
-            raise ConfigError(f"invalid foreign_share: must be in (0, 1], got {share!r}")
         if not self.claim_exemplars or not self.safe_exemplars:
             raise ConfigError("invalid exemplars: claim_exemplars and safe_exemplars are needed")
         for name in (
@@ -1001,19 +981,6 @@ class StructureReader:
         self._answer_no = c("answer_no", params.answer_no_pattern)
         self._answer_yes = c("answer_yes", params.answer_yes_pattern)
         self._negators = frozenset(params.negators)
-        self._en = frozenset(params.english_function_words.split())
-        self._foreign = frozenset(params.foreign_function_words.split()) - self._en
-
-    # -- language ---------------------------------------------------------------------------
-
-    def unreadable(self, text: str) -> bool:
-        """True when the text is mostly in a language this grammar does not read."""
-        words = re.findall(r"[^\W\d_][\w'-]*", text.lower())
-        if len(words) < self._p.language_min_words:
-            return False
-        foreign = sum(w in self._foreign or not w.isascii() for w in words)
-        english = sum(w in self._en for w in words)
-        return foreign / len(words) >= self._p.foreign_share and foreign > english
 
     # -- sentences ----------------------------------------------------------------------------
 
@@ -1517,12 +1484,10 @@ class AutonomyFilter:
         """Read every text field; say what was found and why."""
         evidence: list[Evidence] = []
         content_sentences: set[str] = set()
-        unreadable = False
         for text in self._fields(record):
-            normalised, found = self._read(text)
+            _, found = self._read(text)
             if text is record.content:
                 content_sentences = {e.sentence for e in found}
-            unreadable = unreadable or self._reader.unreadable(normalised)
             evidence.extend(found)
             for e in found:
                 if e.polarity is Polarity.INJECTED:
@@ -1530,8 +1495,6 @@ class AutonomyFilter:
                     return Judgement(verdict, tuple(evidence))
                 if e.polarity is Polarity.CLAIM:
                     return Judgement(Verdict.reject(FilterReason.AUTONOMY_CLAIM), tuple(evidence))
-        if unreadable:
-            return Judgement(Verdict.quarantine(AUTONOMY_UNSURE), tuple(evidence))
         return self._by_meaning(record, view, evidence, content_sentences)
 
     def meaning_inputs(

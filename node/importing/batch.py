@@ -45,6 +45,7 @@ from lamarck.node.importing.pipeline import (
 )
 from lamarck.node.store.port import LessonFilter, LessonStore
 from lamarck.params_checks import check_finite, check_rule
+from lamarck.proto.limits import DEFAULT_LIMITS, too_deep
 
 __all__ = [
     "BatchImportParams",
@@ -229,6 +230,8 @@ class PrimedEmbedder(Embedder):
 def _record_object(raw: bytes) -> dict[str, Any] | None:
     """``raw`` read as plain JSON when it is an object. Read ahead of the pipeline for what
     to prepare; the pipeline parses and checks the record itself (nothing here decides)."""
+    if too_deep(raw, DEFAULT_LIMITS.max_depth):
+        return None  # the pipeline refuses it (``too_deep``); no decoder may recurse into it
     try:
         obj = json.loads(raw)
     except (ValueError, UnicodeDecodeError):

@@ -21,15 +21,27 @@ Stages, numbered as in issue 5 §3:
     record names it as a recipient (``not_a_recipient``), and refuses an unproven ``claimed``
     lesson (``unproven_claim``: only active lessons may leave a node). Only ``public`` records
     are forwarded: a forwarder cannot apply the publisher's ``trusted`` threshold.
-(7) anti-poisoning filters (``filters.py``): a hard reject, or red flags for quarantine.
+(7) anti-poisoning filters (``filters.py``): an injection or autonomy hit, or red flags, hold
+    the record for review (quarantine); any other hard hit refuses it; none charges anyone.
 (8) confidence transfer (``transfer.py``).
 (9) high-stakes check — if ``params.high_stakes(record)`` and no verified quorum certificate
     exists → quarantine ``awaiting_quorum`` (the trust issue supplies the quorum).
 
-Who an event is about: content the signer wrote (poison, equivocation, a future timestamp, a
-stolen id) is the signer's doing; staleness and misrouting (replay, rollback, expired,
-not_a_recipient) are the delivering peer's (``via_node_id``), because the signer legitimately
-signed that record once. Quarantine emits nothing: suspicion is not proof.
+Who is charged (``docs/trust.md``, "Who is charged"): only what the charged node provably did
+itself.
+
+* A fault in what the signer signed (equivocation, a future timestamp) is the signer's: the
+  valid signature proves it wrote it, whoever delivered it. An id already bound to another
+  signer (``id_conflict``) is refused uncharged: who copied whose id is not provable.
+* A record that is stale or misrouted (replay of a hash judged before, rollback, expired,
+  not_a_recipient, an unproven claim sent on) is the *sender's* doing only when the sender is
+  its signer (:func:`charged_sender`): a relay forwarding what it received did not make it, and
+  the signer legitimately signed that record once. A stale copy this node pulled (a Sync
+  answer) is nobody's. Otherwise it is refused without charge.
+* A filter verdict (injected instruction, autonomy claim, a secret, an undeclared situation,
+  the red flags) is a guess about text, never proof: injection and autonomy hits are held for
+  review (quarantine), the others refused, and neither charges anyone. Reality judges lessons.
+* Quarantine emits nothing: suspicion is not proof.
 """
 
 from __future__ import annotations
@@ -74,6 +86,7 @@ from lamarck.reputation.transfer import (
 )
 
 __all__ = [
+    "HELD_FILTER_REASONS",
     "ConservativeHighStakesRule",
     "DecisionReason",
     "HighStakesParams",
@@ -82,6 +95,7 @@ __all__ = [
     "ImportOutcome",
     "ImportParams",
     "Incoming",
+    "charged_sender",
     "decide_import",
     "error_for",
 ]
@@ -129,12 +143,14 @@ class Incoming:
 
     ``content_hash`` is the sha256 hex of the signing input (``signature.hash``, checked in
     stage 2). ``via_node_id`` is the transport-authenticated peer that sent it ("" for a local
-    source such as a bundle file).
+    source such as a bundle file). ``pulled``: this node asked for it (an anti-entropy Sync
+    answer), so a stale copy is no replay by the peer that answered.
     """
 
     record: MemoryV2
     content_hash: str
     via_node_id: str = ""
+    pulled: bool = False
 
 
 def _default_high_stakes() -> HighStakesRule:
@@ -234,8 +250,29 @@ class _Ctx:
             ),
         )
 
+    def sender_event(self, kind: EventKind) -> tuple[ReputationEvent, ...]:
+        """``kind`` charged to the delivering peer, only where it provably originated the
+        record (:func:`charged_sender`); nothing otherwise."""
+        return self.event(kind, charged_sender(self.incoming.via_node_id, self.source))
+
+    def replay_event(self) -> tuple[ReputationEvent, ...]:
+        """A stale copy (replay, rollback, expired) charged as :meth:`sender_event` does, and
+        never for a copy this node pulled: answering a Sync with what one holds is no
+        replay (a rejected record's hash is never held here, so a Sync offers it again)."""
+        return () if self.incoming.pulled else self.sender_event(EventKind.REPLAY)
+
     def reject(self, reason: str, events: tuple[ReputationEvent, ...] = ()) -> ImportDecision:
         return ImportDecision(outcome=ImportOutcome.REJECT, reasons=(reason,), events=events)
+
+
+def charged_sender(via_node_id: str, signer: str) -> str:
+    """Who a broken, stale or misrouted record is charged to: the delivering peer when it is
+    the record's signer (it provably originated it), else nobody ("").
+
+    A relay forwarding what it received did not make it, and bytes changed on the way prove
+    nothing about who sent them; only a sender vouching for its own record owns its faults.
+    """
+    return via_node_id if via_node_id and via_node_id == signer else ""
 
 
 def _timestamps(ctx: _Ctx, params: ImportParams) -> ImportDecision | None:
@@ -251,25 +288,25 @@ def _timestamps(ctx: _Ctx, params: ImportParams) -> ImportDecision | None:
             DecisionReason.FUTURE_TIMESTAMP, ctx.event(EventKind.REJECTED, ctx.source)
         )
     if parse_ts(prov.updated_at) < ctx.now - timedelta(days=params.max_age_days):
-        return ctx.reject(
-            DecisionReason.EXPIRED, ctx.event(EventKind.REPLAY, ctx.incoming.via_node_id)
-        )
+        return ctx.reject(DecisionReason.EXPIRED, ctx.replay_event())
     return None
 
 
 def _history(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
     incoming = ctx.incoming
     record = incoming.record
-    via = incoming.via_node_id
     if view.previously_rejected(incoming.content_hash) is not None:
-        # Already judged (and its signer already penalised once): only the relay is told.
-        return ctx.reject(DecisionReason.REPLAY, ctx.event(EventKind.REPLAY, via))
+        # Already judged here: refused again. A relay forwarding what it accepted is not
+        # replaying (its view differs from ours); only the signer sending it again is.
+        return ctx.reject(DecisionReason.REPLAY, ctx.replay_event())
     known = view.known_versions(record.id)
     if any(k.content_hash == incoming.content_hash for k in known):
         return ImportDecision(outcome=ImportOutcome.DUPLICATE)
     if any(k.source_id != ctx.source for k in known):
-        # Ids are bound to their first signer; a uuid4 collision is deliberate.
-        return ctx.reject(DecisionReason.ID_CONFLICT, ctx.event(EventKind.REJECTED, ctx.source))
+        # Ids are bound to their first signer; a uuid4 collision is deliberate, but by whom is
+        # not provable: whoever saw a record first can sign its id under another key to make
+        # the real one look like the copy. Refused, nobody charged.
+        return ctx.reject(DecisionReason.ID_CONFLICT)
     # A memory without a lesson block is never edited in place: it is its own first version.
     version = record.lesson.version if record.lesson is not None else 1
     same = [k for k in known if k.version == version]
@@ -279,48 +316,36 @@ def _history(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
             DecisionReason.EQUIVOCATION, ctx.event(EventKind.EQUIVOCATION, ctx.source, detail)
         )
     if known and version < max(k.version for k in known):
-        return ctx.reject(DecisionReason.ROLLBACK, ctx.event(EventKind.REPLAY, via))
+        return ctx.reject(DecisionReason.ROLLBACK, ctx.replay_event())
     return None
 
 
 def _access(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
     record = ctx.incoming.record
     if record.access_level == "private" and view.self_node_id not in record.recipients:
-        return ctx.reject(
-            DecisionReason.NOT_A_RECIPIENT,
-            ctx.event(EventKind.REJECTED, ctx.incoming.via_node_id),
-        )
+        return ctx.reject(DecisionReason.NOT_A_RECIPIENT, ctx.sender_event(EventKind.REJECTED))
     if record.lesson is not None and record.lesson.status == "claimed":
-        return ctx.reject(DecisionReason.UNPROVEN_CLAIM, ctx.event(EventKind.REJECTED, ctx.source))
+        # Signing a claimed lesson is no fault (a node signs its own); sending it on is.
+        return ctx.reject(DecisionReason.UNPROVEN_CLAIM, ctx.sender_event(EventKind.REJECTED))
     return None
 
 
 def _graylisted(ctx: _Ctx, view: ImportView, params: ImportParams) -> ImportDecision | None:
     """A graylisted source's records are not imported (issue 12 §1.4): its band is the one
     threshold set transfer, gossip and voter choice read. No new charge: it is down already,
-    and only reality lifts it."""
+    and only reality or its operator's reset (``lamarck reputation reset``) lifts it."""
     source = ctx.source
     if source and peer_band(view.reputation(source), params.reputation) is PeerBand.GRAYLISTED:
         return ctx.reject(DecisionReason.GRAYLISTED_SOURCE)
     return None
 
 
-def _filter_event_kind(reason: str, record: MemoryV2) -> EventKind:
-    if reason in (
-        FilterReason.INJECTED_INSTRUCTION,
-        FilterReason.AUTONOMY_CLAIM,
-        FilterReason.SECRET_DETECTED,
-    ):
-        # A secret or an autonomy claim costs its source as much as poisoning (issue 11 §1).
-        return EventKind.POISONED
-    sit = record.situation
-    if reason == FilterReason.UNDECLARED_SITUATION and sit is not None:
-        # A free-text remedy for a tool this node uses is an attempt to teach a command; an
-        # inferred blocker is a mistake. (A tool this node does not use at all is
-        # ``unused_tool``: the sender may use it honestly, so it costs no more than any refusal.)
-        has_remedy = sit.unblock is not None or sit.probe is not None
-        return EventKind.POISONED if has_remedy else EventKind.REJECTED
-    return EventKind.REJECTED
+#: Filter hits held for an operator's review rather than refused: text aimed at the agent or
+#: claiming authority is a guess about meaning (honest lessons trip it too), so a person
+#: looks; it never reaches a prompt meanwhile.
+HELD_FILTER_REASONS: frozenset[str] = frozenset(
+    {FilterReason.INJECTED_INSTRUCTION, FilterReason.AUTONOMY_CLAIM}
+)
 
 
 def _transfer(
@@ -339,6 +364,7 @@ def _transfer(
         contradicting_votes=corr.contradicting_votes,
         quorum_certified=corr.quorum_certified,
         same_agent=ctx.source == view.self_node_id,
+        track=view.track_record(ctx.source),
     )
     return imported_confidence(inputs, params.transfer)
 
@@ -361,11 +387,10 @@ def decide_import(
     )
     if early is not None:
         return early
-    # (7) anti-poisoning filters.
+    # (7) anti-poisoning filters: held or refused, never charged (a verdict is not proof).
     verdict = params.filters.check(record, view)
-    if verdict.kind is VerdictKind.REJECT:
-        kind = _filter_event_kind(verdict.reason, record)
-        return ctx.reject(verdict.reason, ctx.event(kind, ctx.source))
+    if verdict.kind is VerdictKind.REJECT and verdict.reason not in HELD_FILTER_REASONS:
+        return ctx.reject(verdict.reason)
     held = list(verdict.reasons)
     # (8) confidence transfer.
     corr = view.corroboration(record)

@@ -36,6 +36,7 @@ from lamarck.node.learning.knowledge_params import NEGATION_MARKERS
 from lamarck.node.learning.secrets import scan_for_secrets
 from lamarck.node.literal_gate import GatedPattern
 from lamarck.proto.memory import MemoryV2
+from lamarck.reputation.transfer import TrackRecord
 
 __all__ = [
     "AllOf",
@@ -162,6 +163,10 @@ class ImportView(Protocol):
 
     def reputation(self, node_id: str) -> float:
         """The source's reputation score in [0, 1]."""
+        ...
+
+    def track_record(self, node_id: str) -> TrackRecord:
+        """The source's lessons this node's own outcomes judged (probation, claim ceiling)."""
         ...
 
     def corroboration(self, record: MemoryV2) -> Corroboration:

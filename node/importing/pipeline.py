@@ -4,8 +4,7 @@ Stages, in order; the first refusal wins and nothing already stored is altered b
 
 (1) size and schema — ``SignedMemory.from_json`` (``too_large``, ``malformed``, ...).
 (2) signature and hash — ``SignedMemory.verify`` (``bad_signature``, ``hash_mismatch``,
-    ``key_mismatch``, ``not_canonical``, ...). Charged to the *delivering* peer as
-    ``bad_signature``: anyone can write any source id into a record, so only the relay is known.
+    ``key_mismatch``, ``not_canonical``, ...).
 (3) key pinned to the claimed source in the registry (:class:`KeyPins`):
     ``unregistered_source``, ``revoked_source``, ``key_not_pinned``.
 (4)..(9) ``decide_import`` over a prefetched, pure :class:`ImportSnapshot`.
@@ -16,8 +15,15 @@ Stages, in order; the first refusal wins and nothing already stored is altered b
      already has; a quarantine verdict becomes a quarantine row.
 (11) the answer says whether to forward.
 
+A record refused at (1)..(3) is charged to the *delivering* peer only when that peer is the
+source the record names (``decision.charged_sender``): a relay forwards bytes it received, and
+bytes broken on the way prove nothing about who broke them. A malformed record names nobody
+provably, so it charges nobody. A refusal that charges nobody is counted as ``uncharged`` in
+``IMPORTS`` (and so in the node's status) by its reason.
+
 Every rejection has a typed error (``ImportResult.error``), is counted in ``IMPORTS``,
-recorded with ``LessonStore.record_rejection`` and reported to reputation as an event.
+recorded with ``LessonStore.record_rejection`` and, where someone provably caused it, reported
+to reputation as an event (``decision.py`` says who).
 
 **One way in** (issue 10 §1). This is the only code that writes a row that came from another
 node; every call names its :class:`ImportSource`:
@@ -87,6 +93,7 @@ from lamarck.node.importing.decision import (
     ImportOutcome,
     ImportParams,
     Incoming,
+    charged_sender,
     decide_import,
 )
 from lamarck.node.importing.filters import (
@@ -133,6 +140,7 @@ __all__ = [
     "PIN_CHARGES",
     "QUORUM_ACTOR",
     "RESULT_LABELS",
+    "UNCHARGED",
     "CertificateCheck",
     "ExpectedHook",
     "HoldReason",
@@ -181,6 +189,10 @@ class CertificateCheck(Protocol):
         ...
 
 
+#: ``IMPORTS`` ``result`` label counting, by reason, the refusals that charged nobody (they
+#: are counted as ``rejected`` too): a fault no one provably made here.
+UNCHARGED = "uncharged"
+
 #: ``IMPORTS`` ``result`` label for each outcome.
 RESULT_LABELS: dict[ImportOutcome, str] = {
     ImportOutcome.ACCEPT: "accepted",
@@ -190,8 +202,9 @@ RESULT_LABELS: dict[ImportOutcome, str] = {
 }
 
 
-#: The reputation event each stage (3) refusal charges to the delivering peer. An unreachable
-#: registry is nobody's fault; a key that is not the pinned one is a bad signature.
+#: The reputation event each stage (3) refusal charges to the delivering peer when it is the
+#: source the record names. An unreachable registry is nobody's fault; a key that is not the
+#: pinned one is a bad signature.
 PIN_CHARGES: dict[PinReason, EventKind | None] = {
     PinReason.REGISTRY_UNAVAILABLE: None,
     PinReason.REVOKED_SOURCE: EventKind.REJECTED,
@@ -708,7 +721,8 @@ class ImportPipeline:
         try:
             signed = SignedMemory.from_json(raw, limits=self._limits)
         except InvalidRecord as e:
-            raise _Refused(e, EventKind.REJECTED, via) from None
+            # Unparsed bytes name no signer: nobody provably made them.
+            raise _Refused(e, None, "") from None
         # (2) signature and hash (the clock check inside verify comes after the signature).
         try:
             signed.verify(call.now, self.params.max_future_skew_s)
@@ -716,7 +730,8 @@ class ImportPipeline:
             if e.reason == "future_timestamp":
                 # The signature held, so the date is the signer's choice.
                 raise _Refused(e, EventKind.REJECTED, signed.source_agent_id) from None
-            raise _Refused(e, EventKind.BAD_SIGNATURE, via) from None
+            sender = charged_sender(via, signed.source_agent_id)
+            raise _Refused(e, EventKind.BAD_SIGNATURE, sender) from None
         if held is not None and signed.source_agent_id != held.source_node_id:
             error = VerificationError(
                 f"quarantine {held.id}: record names a different source than its row",
@@ -754,7 +769,8 @@ class ImportPipeline:
                     return HoldReason.UNKNOWN_SIGNER
                 if held is not None and HoldReason.UNKNOWN_SIGNER in held.reasons:
                     return None  # the operator vouched for a key no registry knows
-            raise _Refused(e, PIN_CHARGES[reason], call.via) from None
+            sender = charged_sender(call.via, signed.source_agent_id)
+            raise _Refused(e, PIN_CHARGES[reason], sender) from None
         return None
 
     async def _refuse(self, refused: _Refused, content_hash: str, call: _Call) -> ImportResult:
@@ -796,6 +812,8 @@ class ImportPipeline:
             )
             for event in events:
                 self._reputation.emit(event)
+            if not events:
+                IMPORTS.labels(result=UNCHARGED, reason=reason).inc()
         return ImportResult(
             outcome=ImportOutcome.REJECT,
             content_hash=content_hash,
@@ -834,7 +852,12 @@ class ImportPipeline:
                     snapshot, corr=dataclasses.replace(snapshot.corr, quorum_certified=True)
                 )
             base = dataclasses.replace(base, certificate_error=cert_error)
-        incoming = Incoming(record=record, content_hash=signed.content_hash, via_node_id=via)
+        incoming = Incoming(
+            record=record,
+            content_hash=signed.content_hash,
+            via_node_id=via,
+            pulled=call.source is ImportSource.SYNC,
+        )
         decision = await self._decided(incoming, snapshot, now)
         if (
             decision.outcome is ImportOutcome.DUPLICATE

@@ -7,7 +7,10 @@ node that signed it, ``imported_from``, never the peer that relayed it — gets 
 a score (``EventKind.is_reality``).
 
 The event's weight is the confidence the source itself claimed (``original_confidence``):
-being wrong about a sure claim costs more, and being right about a hedged one earns less.
+being wrong about a sure claim costs more, and being right about a hedged one earns less. Its
+``cause`` is the outcome: one outcome judging one record is one event (its key is record,
+outcome and kind), whichever path reports it — attribution, or the settlement of a conflict the
+same outcome decided.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ def reality_events(
                 record_hash=row.content_hash or "",
                 domain=domain if isinstance(domain, str) else "",
                 detail=f"outcome {outcome_id} {att.effect.value} lesson {row.id}",
+                cause=outcome_id,
             )
         )
     return tuple(events)

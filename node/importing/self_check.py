@@ -34,6 +34,7 @@ from lamarck.node.importing.filters import (
 )
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
+from lamarck.reputation.transfer import TrackRecord
 
 __all__ = ["StrangerView", "own_record_refusal"]
 
@@ -57,6 +58,10 @@ class StrangerView:
     def reputation(self, node_id: str) -> float:
         """A new author's score."""
         return self.initial_reputation
+
+    def track_record(self, node_id: str) -> TrackRecord:
+        """A new author's record: nothing judged yet (on probation)."""
+        return TrackRecord()
 
     def corroboration(self, record: MemoryV2) -> Corroboration:
         """No votes, no local outcomes."""

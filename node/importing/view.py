@@ -39,7 +39,8 @@ from lamarck.node.store.port import (
     keyset_pages,
 )
 from lamarck.proto.memory import MemoryV2, parse_memory, schema_major
-from lamarck.reputation.port import ReputationView
+from lamarck.reputation.port import ReputationView, TrackRecords
+from lamarck.reputation.transfer import TrackRecord
 
 __all__ = [
     "REGISTRY_DEPENDENT_REASONS",
@@ -224,6 +225,8 @@ class ImportSnapshot:
     tool: DeclaredTool | None
     versions: tuple[KnownVersion, ...]
     rejected_reason: str | None
+    # The source's reality-judged record here (empty: a newcomer, on probation).
+    source_track: TrackRecord = field(default_factory=TrackRecord)
     # Vectors of the record's texts the pipeline computed before its lock, by text (the
     # content and what the filters asked for: ``filters.texts_to_embed``).
     text_vectors: Mapping[str, Vector] = field(default_factory=dict)
@@ -237,6 +240,10 @@ class ImportSnapshot:
         """The source's score (0 for anyone else: the snapshot was taken for one source)."""
         who, score = self.source_reputation
         return score if node_id == who else 0.0
+
+    def track_record(self, node_id: str) -> TrackRecord:
+        """The source's record here (empty for anyone else)."""
+        return self.source_track if node_id == self.source_reputation[0] else TrackRecord()
 
     def corroboration(self, record: MemoryV2) -> Corroboration:
         """Verified votes and local outcomes about the record."""
@@ -352,9 +359,16 @@ class StoreImportView:
         tool = None
         if record.situation is not None and record.situation.tool:
             tool = self._tools.get(record.situation.tool)
+        reputation = self._reputation
+        track = (
+            reputation.track_record(source)
+            if isinstance(reputation, TrackRecords)
+            else TrackRecord()  # no record to read: every source is on probation
+        )
         return ImportSnapshot(
             self_id=self._self,
-            source_reputation=(source, self._reputation.score(source)),
+            source_reputation=(source, reputation.score(source)),
+            source_track=track,
             corr=self._corroboration(record),
             established=(),
             history=self.history.stats(source, now),

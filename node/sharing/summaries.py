@@ -2,18 +2,21 @@
 
 ``SummaryIntake.receive`` takes the summaries a peer's Sync answer carried, in this order:
 (1) verify and parse (``lamarck.proto.trust_summary.read_summary``): a signature that does not
-verify is the channel's fault (the peer that handed the bytes over is charged
-``bad_signature``, once per record), a verified signature over malformed content the signer's
-(charged ``rejected``); (2) the signer's standing: registered with this key and not revoked
-(``registry.pins``), and not graylisted in this node's book; a summary refused for standing
-charges nobody (a relay cannot know this node's view); (3) newest per signer
-(bytes already held are a duplicate before any of this: every Sync answer relays them)
-(``lamarck.reputation.summaries``). ``rows`` gives what counts at a recomputation: held
-summaries of signers not graylisted and not revoked *now*.
+verify is the channel's fault, charged ``bad_signature`` (once per record) to the peer that
+handed the bytes over only when it is the signer the bytes name (``charged_sender``: a relay
+forwards summaries it did not write, and bytes broken on the way prove nothing about who broke
+them); a verified signature over malformed content is the signer's (charged ``rejected``);
+(2) the signer's standing: registered with this key and not revoked (``registry.pins``), and
+not graylisted in this node's book; a summary refused for standing charges nobody (a relay
+cannot know this node's view); (3) newest per signer (bytes already held are a duplicate
+before any of this: every Sync answer relays them) (``lamarck.reputation.summaries``).
+``rows`` gives what counts at a recomputation: held summaries of signers not graylisted and
+not revoked *now*.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,9 +24,11 @@ from datetime import datetime
 
 from lamarck.errors import InvalidRecord
 from lamarck.node.gossip.audience import BandOf
+from lamarck.node.importing.decision import charged_sender
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.limits import DEFAULT_LIMITS, too_deep
 from lamarck.proto.trust_summary import make_summary, read_summary, summary_fault
 from lamarck.registry.pins import KeyPins, pin_refusal
 from lamarck.reputation.events import EventKind, ReputationEvent
@@ -47,6 +52,18 @@ class SummaryTally:
     def refuse(self, reason: str) -> None:
         """Count one refusal."""
         self.refused[reason] = self.refused.get(reason, 0) + 1
+
+
+def _claimed_signer(raw: bytes) -> str:
+    """The ``signer_id`` broken bytes name, read as plain JSON ("" when they name none)."""
+    if too_deep(raw, DEFAULT_LIMITS.max_depth):
+        return ""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    signer = obj.get("signer_id") if isinstance(obj, dict) else None
+    return signer if isinstance(signer, str) else ""
 
 
 class SummaryIntake:
@@ -84,7 +101,10 @@ class SummaryIntake:
             except InvalidRecord as e:
                 tally.refuse(e.reason)
                 fault, signer = summary_fault(e)
-                culprit = via if fault == "channel" else signer
+                if fault == "channel":
+                    culprit = charged_sender(via, _claimed_signer(raw))
+                else:
+                    culprit = signer
                 kind = EventKind.BAD_SIGNATURE if fault == "channel" else EventKind.REJECTED
                 if culprit and culprit != self._identity.node_id:
                     self._reputation.emit(

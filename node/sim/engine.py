@@ -401,6 +401,7 @@ class SimNetwork:
         snapshot = ImportSnapshot(
             self_id=peer.node_id,
             source_reputation=(source, book.score(source)),
+            source_track=book.track_record(source),
             corr=Corroboration(),
             established=tuple(peer.established.get(operation, ())),
             history=peer.history.stats(source, now),
@@ -408,7 +409,8 @@ class SimNetwork:
             versions=peer.index_held.known_versions(record.id),
             rejected_reason=peer.index_held.previously_rejected(h),
         )
-        incoming = Incoming(record=record, content_hash=h, via_node_id=via.node_id)
+        # hops -1: an anti-entropy pull (the node's Sync path), not a push.
+        incoming = Incoming(record=record, content_hash=h, via_node_id=via.node_id, pulled=hops < 0)
         decision = decision_core.decide_import(incoming, snapshot, self.cores.importing, now)
         c = self.counters
         c.decisions += 1

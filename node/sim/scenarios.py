@@ -235,7 +235,12 @@ def _attack_figures(
     if not attackers:
         v["interactions_to_graylist"] = math.nan
     subtle = {r.content_hash for r in poisoned if r.kind == LessonKind.SUBTLE}
+    overt = {r.content_hash for r in poisoned if r.kind == LessonKind.OVERT}
     honest_idx = {h.index for h in honest}
+    # Overt poison is held or refused by the filters (never charged: reality punishes).
+    v["overt_accepted"] = float(
+        sum(1 for r in overt for i in net.arrivals.get(r, {}) if i in honest_idx)
+    )
     v["poison_accepted"] = float(
         sum(1 for r in subtle for i in net.arrivals.get(r, {}) if i in honest_idx)
     )

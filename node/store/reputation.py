@@ -56,6 +56,7 @@ from lamarck.reputation.global_trust import GlobalTrust
 from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
 from lamarck.reputation.scores import ScoreBreakdown, TrustBand
 from lamarck.reputation.table import ReputationRow
+from lamarck.reputation.transfer import TrackRecord
 
 __all__ = [
     "FLUSH_BATCH",
@@ -79,17 +80,17 @@ UNANCHORED = TrustConfig("", PairwiseParams(), GlobalTrustParams())
 
 _INSERT = (
     "INSERT INTO reputation_events (key, kind, node_id, at, at_offset_s, weight, record_hash,"
-    " domain, detail, emitted_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+    " domain, detail, emitted_at, cause) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
     " ON CONFLICT (key) DO NOTHING"
 )
 _SELECT = (
     "SELECT seq, key, kind, node_id, at, at_offset_s, weight, record_hash, domain, detail,"
-    " emitted_at FROM reputation_events ORDER BY seq"
+    " emitted_at, cause FROM reputation_events ORDER BY seq"
 )
 # reputation_events_node_idx (node_id, seq) serves it.
 _HISTORY = (
     "SELECT seq, key, kind, node_id, at, at_offset_s, weight, record_hash, domain, detail,"
-    " emitted_at FROM reputation_events WHERE node_id = $1 ORDER BY seq DESC LIMIT $2"
+    " emitted_at, cause FROM reputation_events WHERE node_id = $1 ORDER BY seq DESC LIMIT $2"
 )
 
 
@@ -122,6 +123,7 @@ def _row(event: ReputationEvent, emitted_at: datetime) -> tuple[Any, ...]:
         event.domain,
         event.detail,
         emitted_at,
+        event.cause,
     )
 
 
@@ -138,6 +140,7 @@ def _event(rec: Any) -> ReputationEvent:
             record_hash=rec["record_hash"],
             domain=rec["domain"],
             detail=rec["detail"],
+            cause=rec["cause"],
         )
     except ValueError as e:
         # An unknown kind (a downgrade after a newer version added one) or a broken row: start
@@ -218,6 +221,10 @@ class PostgresReputation:
     def band(self, node_id: str) -> TrustBand:
         """The node's transfer-table band now."""
         return self._book.band(node_id)
+
+    def track_record(self, node_id: str) -> TrackRecord:
+        """The node's lessons this node's outcomes confirmed and contradicted."""
+        return self._book.track_record(node_id)
 
     def explain(self, node_id: str) -> ScoreBreakdown:
         """The node's score now with its labelled parts."""

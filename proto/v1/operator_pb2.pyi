@@ -822,3 +822,54 @@ class PeerReputationResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___PeerReputationResponse: _TypeAlias = PeerReputationResponse  # noqa: Y015
+
+@_typing.final
+class ResetReputationRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NODE_ID_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
+    node_id: _builtins.str
+    note: _builtins.str
+    """Why (required, at most 500 characters): kept with the event in the peer's history."""
+    def __init__(
+        self,
+        *,
+        node_id: _builtins.str = ...,
+        note: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["node_id", b"node_id", "note", b"note"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResetReputationRequest: _TypeAlias = ResetReputationRequest  # noqa: Y015
+
+@_typing.final
+class ResetReputationResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROW_FIELD_NUMBER: _builtins.int
+    EVENT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def row(self) -> Global___ReputationRow:
+        """The peer's row after the reset."""
+
+    @_builtins.property
+    def event(self) -> Global___ReputationEventEntry:
+        """The `operator_reset` event now in its history."""
+
+    def __init__(
+        self,
+        *,
+        row: Global___ReputationRow | None = ...,
+        event: Global___ReputationEventEntry | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "row", b"row"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "row", b"row"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResetReputationResponse: _TypeAlias = ResetReputationResponse  # noqa: Y015

@@ -70,6 +70,11 @@ class OperatorServiceStub:
                 request_serializer=lamarck_dot_v1_dot_operator__pb2.PeerReputationRequest.SerializeToString,
                 response_deserializer=lamarck_dot_v1_dot_operator__pb2.PeerReputationResponse.FromString,
                 _registered_method=True)
+        self.ResetReputation = channel.unary_unary(
+                '/lamarck.v1.OperatorService/ResetReputation',
+                request_serializer=lamarck_dot_v1_dot_operator__pb2.ResetReputationRequest.SerializeToString,
+                response_deserializer=lamarck_dot_v1_dot_operator__pb2.ResetReputationResponse.FromString,
+                _registered_method=True)
         self.GetHealth = channel.unary_unary(
                 '/lamarck.v1.OperatorService/GetHealth',
                 request_serializer=lamarck_dot_v1_dot_operator__pb2.GetHealthRequest.SerializeToString,
@@ -136,6 +141,15 @@ class OperatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ResetReputation(self, request, context):
+        """Reset one peer's score to an admitted newcomer's, lifting a graylisting, with a note kept
+        in its history as an `operator_reset` event (`lamarck reputation reset PEER --note`).
+        A peer this node has no row for is NOT_FOUND; an empty note INVALID_ARGUMENT.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetHealth(self, request, context):
         """The node's health report (seed 004's dashboard), computed from the store now.
         """
@@ -188,6 +202,11 @@ def add_OperatorServiceServicer_to_server(servicer, server):
                     servicer.GetPeerReputation,
                     request_deserializer=lamarck_dot_v1_dot_operator__pb2.PeerReputationRequest.FromString,
                     response_serializer=lamarck_dot_v1_dot_operator__pb2.PeerReputationResponse.SerializeToString,
+            ),
+            'ResetReputation': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResetReputation,
+                    request_deserializer=lamarck_dot_v1_dot_operator__pb2.ResetReputationRequest.FromString,
+                    response_serializer=lamarck_dot_v1_dot_operator__pb2.ResetReputationResponse.SerializeToString,
             ),
             'GetHealth': grpc.unary_unary_rpc_method_handler(
                     servicer.GetHealth,
@@ -390,6 +409,33 @@ class OperatorService:
             '/lamarck.v1.OperatorService/GetPeerReputation',
             lamarck_dot_v1_dot_operator__pb2.PeerReputationRequest.SerializeToString,
             lamarck_dot_v1_dot_operator__pb2.PeerReputationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResetReputation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lamarck.v1.OperatorService/ResetReputation',
+            lamarck_dot_v1_dot_operator__pb2.ResetReputationRequest.SerializeToString,
+            lamarck_dot_v1_dot_operator__pb2.ResetReputationResponse.FromString,
             options,
             channel_credentials,
             insecure,

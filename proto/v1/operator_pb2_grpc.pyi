@@ -58,6 +58,11 @@ class OperatorServiceStub:
     """This node's reputation table: one row per peer it knows (`lamarck reputation`)."""
     GetPeerReputation: _grpc.UnaryUnaryMultiCallable[_operator_pb2.PeerReputationRequest, _operator_pb2.PeerReputationResponse]
     """One peer's row and its event history with reasons (`lamarck reputation show PEER`)."""
+    ResetReputation: _grpc.UnaryUnaryMultiCallable[_operator_pb2.ResetReputationRequest, _operator_pb2.ResetReputationResponse]
+    """Reset one peer's score to an admitted newcomer's, lifting a graylisting, with a note kept
+    in its history as an `operator_reset` event (`lamarck reputation reset PEER --note`).
+    A peer this node has no row for is NOT_FOUND; an empty note INVALID_ARGUMENT.
+    """
     GetHealth: _grpc.UnaryUnaryMultiCallable[_operator_pb2.GetHealthRequest, _operator_pb2.GetHealthResponse]
     """The node's health report (seed 004's dashboard), computed from the store now."""
     GetStatus: _grpc.UnaryUnaryMultiCallable[_operator_pb2.GetStatusRequest, _operator_pb2.GetStatusResponse]
@@ -86,6 +91,11 @@ class OperatorServiceAsyncStub(OperatorServiceStub):
     """This node's reputation table: one row per peer it knows (`lamarck reputation`)."""
     GetPeerReputation: _aio.UnaryUnaryMultiCallable[_operator_pb2.PeerReputationRequest, _operator_pb2.PeerReputationResponse]  # type: ignore[assignment]
     """One peer's row and its event history with reasons (`lamarck reputation show PEER`)."""
+    ResetReputation: _aio.UnaryUnaryMultiCallable[_operator_pb2.ResetReputationRequest, _operator_pb2.ResetReputationResponse]  # type: ignore[assignment]
+    """Reset one peer's score to an admitted newcomer's, lifting a graylisting, with a note kept
+    in its history as an `operator_reset` event (`lamarck reputation reset PEER --note`).
+    A peer this node has no row for is NOT_FOUND; an empty note INVALID_ARGUMENT.
+    """
     GetHealth: _aio.UnaryUnaryMultiCallable[_operator_pb2.GetHealthRequest, _operator_pb2.GetHealthResponse]  # type: ignore[assignment]
     """The node's health report (seed 004's dashboard), computed from the store now."""
     GetStatus: _aio.UnaryUnaryMultiCallable[_operator_pb2.GetStatusRequest, _operator_pb2.GetStatusResponse]  # type: ignore[assignment]
@@ -153,6 +163,17 @@ class OperatorServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_operator_pb2.PeerReputationResponse, _abc.Awaitable[_operator_pb2.PeerReputationResponse]]:
         """One peer's row and its event history with reasons (`lamarck reputation show PEER`)."""
+
+    @_abc_1.abstractmethod
+    def ResetReputation(
+        self,
+        request: _operator_pb2.ResetReputationRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_operator_pb2.ResetReputationResponse, _abc.Awaitable[_operator_pb2.ResetReputationResponse]]:
+        """Reset one peer's score to an admitted newcomer's, lifting a graylisting, with a note kept
+        in its history as an `operator_reset` event (`lamarck reputation reset PEER --note`).
+        A peer this node has no row for is NOT_FOUND; an empty note INVALID_ARGUMENT.
+        """
 
     @_abc_1.abstractmethod
     def GetHealth(

@@ -98,7 +98,9 @@ class PeerServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetReputation(self, request, context):
-        """This node's own view of other nodes' reputation (an opinion, not a signed fact).
+        """Refused to every peer (FAILED_PRECONDITION `reputation_private`, after the caller is
+        authenticated): a node's scores of its peers are for its operators
+        (OperatorService.GetReputation). Kept so a peer calling it is told why.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -56,7 +56,10 @@ class PeerServiceStub:
     possession over the caller's nonce.
     """
     GetReputation: _grpc.UnaryUnaryMultiCallable[_peer_pb2.GetReputationRequest, _peer_pb2.GetReputationResponse]
-    """This node's own view of other nodes' reputation (an opinion, not a signed fact)."""
+    """Refused to every peer (FAILED_PRECONDITION `reputation_private`, after the caller is
+    authenticated): a node's scores of its peers are for its operators
+    (OperatorService.GetReputation). Kept so a peer calling it is told why.
+    """
 
 @_typing.type_check_only
 class PeerServiceAsyncStub(PeerServiceStub):
@@ -78,7 +81,10 @@ class PeerServiceAsyncStub(PeerServiceStub):
     possession over the caller's nonce.
     """
     GetReputation: _aio.UnaryUnaryMultiCallable[_peer_pb2.GetReputationRequest, _peer_pb2.GetReputationResponse]  # type: ignore[assignment]
-    """This node's own view of other nodes' reputation (an opinion, not a signed fact)."""
+    """Refused to every peer (FAILED_PRECONDITION `reputation_private`, after the caller is
+    authenticated): a node's scores of its peers are for its operators
+    (OperatorService.GetReputation). Kept so a peer calling it is told why.
+    """
 
 class PeerServiceServicer(metaclass=_abc_1.ABCMeta):
     """Served by every node to its peers."""
@@ -127,6 +133,9 @@ class PeerServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _peer_pb2.GetReputationRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_peer_pb2.GetReputationResponse, _abc.Awaitable[_peer_pb2.GetReputationResponse]]:
-        """This node's own view of other nodes' reputation (an opinion, not a signed fact)."""
+        """Refused to every peer (FAILED_PRECONDITION `reputation_private`, after the caller is
+        authenticated): a node's scores of its peers are for its operators
+        (OperatorService.GetReputation). Kept so a peer calling it is told why.
+        """
 
 def add_PeerServiceServicer_to_server(servicer: PeerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -118,10 +118,11 @@ async def test_an_unknown_signers_bundle_is_held_and_approval_stores_the_kept_de
     assert (held.outcome, held.reason) == (ImportOutcome.QUARANTINE, "unknown_signer")
     assert await store.list_lessons(LessonFilter(statuses=None)) == []
     [row] = await store.list_quarantine()
-    assert row.confidence is not None and row.transfer_rule == "medium_reputation"
+    # A source nobody here has judged yet: on probation.
+    assert row.confidence is not None and row.transfer_rule == "probation"
     approved = await pipeline.approve(row)
     assert approved.outcome is ImportOutcome.ACCEPT
-    assert approved.transfer_rule == "medium_reputation"
+    assert approved.transfer_rule == "probation"
     [lesson] = await store.list_lessons(LessonFilter(statuses=None))
     assert lesson.id == approved.lesson_id and lesson.confidence == row.confidence
     assert lesson.signed_record == raw

@@ -8,6 +8,7 @@ prove what only the Postgres book has: durability, idempotent flushes, outages, 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
@@ -239,6 +240,57 @@ async def test_a_penalised_peer_stays_penalised_after_a_restart(harness: Harness
     assert book.explain("lmk1x").counts[EventKind.POISONED] == 1
     assert book.score("lmk1x") == pytest.approx(0.05, abs=1e-3)
     assert book.band("lmk1x") is TrustBand.LOW
+
+
+async def test_one_outcome_judging_one_record_counts_once_whenever_each_path_reports_it(
+    harness: Harness,
+) -> None:
+    clock = FixedClock(T0)
+    book = harness.new(clock)
+
+    def contradicted(at_s: float) -> ReputationEvent:
+        return ReputationEvent(
+            EventKind.LESSON_CONTRADICTED,
+            "lmk1x",
+            T0 + timedelta(seconds=at_s),
+            weight=0.7,
+            record_hash="h-lesson",
+            cause="outcome-1",
+        )
+
+    book.emit(contradicted(0.0))
+    book.emit(contradicted(0.004))  # the settlement's report of the same outcome, 4 ms later
+    book = await harness.restart(book, clock)
+    book.emit(contradicted(0.008))
+    assert book.explain("lmk1x").counts[EventKind.LESSON_CONTRADICTED] == 1
+    # Another outcome about the same record is another fact.
+    book.emit(dataclasses.replace(contradicted(1.0), cause="outcome-2"))
+    assert book.explain("lmk1x").counts[EventKind.LESSON_CONTRADICTED] == 2
+
+
+async def test_an_operator_reset_survives_a_restart_and_keeps_reality_s_counts(
+    harness: Harness,
+) -> None:
+    clock = FixedClock(T0)
+    book = harness.new(clock)
+    for k in range(3):
+        book.emit(
+            ReputationEvent(
+                EventKind.LESSON_CONTRADICTED,
+                "lmk1x",
+                T0 + timedelta(minutes=k),
+                cause=f"o{k}",
+                record_hash=f"h{k}",
+            )
+        )
+    assert book.band("lmk1x") is TrustBand.LOW and book.score("lmk1x") < PARAMS.graylist_threshold
+    reset = ReputationEvent(
+        EventKind.OPERATOR_RESET, "lmk1x", T0 + timedelta(hours=1), detail="operator reset: ok"
+    )
+    book.emit(reset)
+    book = await harness.restart(book, clock)
+    assert book.score("lmk1x") == pytest.approx(PARAMS.initial_score)
+    assert book.explain("lmk1x").counts[EventKind.LESSON_CONTRADICTED] == 3
 
 
 async def test_an_unknown_node_scores_the_admitted_newcomer_default(harness: Harness) -> None:

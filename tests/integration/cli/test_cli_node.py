@@ -366,6 +366,51 @@ def test_import_reports_refused_lines_without_failing(
     assert "lines not accepted" in table.stdout
 
 
+def test_a_deeply_nested_line_is_refused_too_deep_and_the_rest_imports(
+    nodes: tuple[Any, Any], tmp_path: Path
+) -> None:
+    # The node reads each line ahead of importing it (its embedder is primed a chunk ahead):
+    # a line of 30,000 brackets once raised RecursionError there and the call answered
+    # INTERNAL; it is refused on its bytes now, and the good line after it is imported.
+    a, b = nodes
+    learn(a)
+    with Client(a.agent_addr) as client:
+        good = client.export_bundle(statuses="active").splitlines()[-1]
+    deep = b'{"content": ' + b"[" * 30_000 + b"]" * 30_000 + b"}"
+    bundle = tmp_path / "deep.jsonl"
+    bundle.write_bytes(deep + b"\n" + good + b"\n")
+    report = cli_json(b, "import", str(bundle))
+    first, second = report["acks"]
+    assert (first["status"], first["reason"]) == ("rejected", "too_deep")
+    assert second["status"] in ("quarantined", "duplicate")
+
+
+def test_reputation_reset_lifts_a_peer_and_keeps_the_note_in_its_history(
+    nodes: tuple[Any, Any], tmp_path: Path
+) -> None:
+    a, b = nodes
+    learn(a)
+    bundle = tmp_path / "from-a.jsonl"
+    cli_json(a, "export", str(bundle), "--status", "active")
+    cli_json(b, "import", str(bundle))
+    with OperatorClient.from_home(b.home) as desk:
+        for entry in desk.list_quarantine():
+            if entry.source_node_id == a.node_id:
+                desk.approve(entry.id)
+    # B now knows A (it imported A's lessons): an operator resets A's standing at B.
+    missing = cli(b, "reputation", "reset", a.node_id)
+    assert missing.exit_code != 0
+    done = cli_json(b, "reputation", "reset", a.node_id, "--note", "audited its operator")
+    assert done["peer"] == a.node_id and done["band"] == "neutral"
+    assert [e["kind"] for e in done["events"]] == ["operator_reset"]
+    shown = cli_json(b, "reputation", "show", a.node_id)
+    newest = shown["events"][0]
+    assert (newest["kind"], newest["source"]) == ("operator_reset", "operator")
+    assert newest["detail"] == "operator reset: audited its operator"
+    unknown = cli(b, "reputation", "reset", "lmk1" + "0" * 32, "--note", "x")
+    assert unknown.exit_code == 1 and "not_found" in unknown.stderr
+
+
 def test_export_json_to_stdout_is_a_usage_error(node: Any) -> None:
     result = cli(node, "export", "--json")
     assert result.exit_code == 2

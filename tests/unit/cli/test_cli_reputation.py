@@ -1,8 +1,8 @@
-"""`lamarck reputation [--json] [--sort] [--domain]` and `reputation show PEER` against an
-in-process node: OperatorService.GetReputation / GetPeerReputation on a real grpc.aio server
-over a reputation book, an in-memory store (import tallies) and a registry's principals; the
-SDK's ``reputation()`` / ``peer_reputation()`` read the same. PeerService's view (``peer_view``)
-is checked as the pure function it is.
+"""`lamarck reputation [--json] [--sort] [--domain]`, `reputation show PEER` and `reputation
+reset PEER --note` against an in-process node: OperatorService.GetReputation /
+GetPeerReputation / ResetReputation on a real grpc.aio server over a reputation book, an
+in-memory store (import tallies) and a registry's principals; the SDK's ``reputation()`` /
+``peer_reputation()`` / ``reset_reputation()`` read the same.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from typer.testing import CliRunner
 from lamarck.errors import InvalidRecord, NotFound
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.operator_service import OperatorServicer
-from lamarck.node.api.reputation import NodeReputation, peer_view, store_tallies
+from lamarck.node.api.reputation import NodeReputation, store_tallies
 from lamarck.node.cli import app
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import RejectionRow
 from lamarck.operator import OperatorClient
 from lamarck.proto.clock import FixedClock
-from lamarck.proto.v1 import operator_pb2_grpc, peer_pb2
+from lamarck.proto.v1 import operator_pb2_grpc
 from lamarck.reputation.book import ReputationBook, TrustConfig
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
@@ -151,7 +151,12 @@ def node(tmp_path: Path) -> Iterator[FakeNode]:
             tallies=lambda: store_tallies(store),
         )
         servicer = OperatorServicer(
-            store, clock, pipeline=_no_pipeline, node_id=SELF, reputation=lambda: source
+            store,
+            clock,
+            pipeline=_no_pipeline,
+            node_id=SELF,
+            reputation=lambda: source,
+            sink=lambda: table,
         )
         server = grpc.aio.server(interceptors=[ErrorInterceptor()])
         operator_pb2_grpc.add_OperatorServiceServicer_to_server(servicer, server)
@@ -245,20 +250,33 @@ def test_the_sdk_reads_the_same_table_and_history(node: FakeNode) -> None:
     ]
 
 
-def test_a_peer_asking_gets_scores_with_parts_or_expertise_paged() -> None:
-    table = MemoryTableBook(FixedClock(NOW + timedelta(hours=1)))
-    _history(table)
-    first = peer_view(table.book, SELF, peer_pb2.GetReputationRequest(page_size=1), NOW)
-    assert first.observer_node_id == SELF and [e.node_id for e in first.entries] == [ALICE]
-    assert {p.name for p in first.entries[0].parts} >= {"p0_admission", "p1_reality_confirmed"}
-    second = peer_view(
-        table.book,
-        SELF,
-        peer_pb2.GetReputationRequest(page_size=1, page_token=first.next_page_token),
-        NOW,
-    )
-    assert [e.node_id for e in second.entries] == [BOB] and second.next_page_token == ""
-    expert = peer_view(
-        table.book, SELF, peer_pb2.GetReputationRequest(node_ids=[ALICE], domain="postgres"), NOW
-    )
-    assert expert.entries[0].score == pytest.approx(table.book.expertise(ALICE, "postgres"))
+def test_reset_lifts_a_graylisting_and_keeps_the_note_in_the_peer_s_history(
+    node: FakeNode,
+) -> None:
+    before = json.loads(node.cli("show", BOB, "--json").stdout)
+    assert before["band"] == "graylisted"
+    result = node.cli("reset", BOB, "--note", "its operator rotated a leaked key")
+    assert result.exit_code == 0, result.stderr
+    assert f"reset {BOB}: score 0.500, band neutral" in result.stdout
+    after = json.loads(node.cli("show", BOB, "--json").stdout)
+    assert after["band"] == "neutral" and after["score"] == pytest.approx(0.5)
+    newest = after["events"][0]
+    assert (newest["kind"], newest["source"]) == ("operator_reset", "operator")
+    assert newest["detail"] == "operator reset: its operator rotated a leaked key"
+    # Nothing of what reality judged is erased: the earlier events and counts stay.
+    assert [e["kind"] for e in after["events"][1:]] == [e["kind"] for e in before["events"]]
+    assert (after["predictions"], after["correct"]) == (3, 0)
+
+
+def test_reset_needs_a_note_and_a_known_peer(node: FakeNode) -> None:
+    missing = node.cli("reset", BOB)
+    assert missing.exit_code != 0 and "--note" in missing.stderr
+    blank = node.cli("reset", BOB, "--note", "  ")
+    assert blank.exit_code == 1 and "missing_note" in blank.stderr
+    unknown = node.cli("reset", "lmk1nobody", "--note", "why not")
+    assert unknown.exit_code == 1 and "not_found" in unknown.stderr
+    with OperatorClient(node.address) as op:
+        assert op.peer_reputation(BOB).row.band is PeerBand.GRAYLISTED
+        done = op.reset_reputation(BOB, note="reviewed")
+    assert done.row.band is PeerBand.NEUTRAL
+    assert [e.kind for e in done.events] == ["operator_reset"]

@@ -518,7 +518,7 @@ def test_publish_acks_each_record_and_forwards_accepted_ones() -> None:
         statuses = [(a.index, a.status, a.reason) for a in response.acks]
         assert statuses == [
             (0, records_pb2.ACK_STATUS_ACCEPTED, ""),
-            (1, records_pb2.ACK_STATUS_REJECTED, "injected_instruction"),
+            (1, records_pb2.ACK_STATUS_QUARANTINED, "injected_instruction"),
             (2, records_pb2.ACK_STATUS_REJECTED, "unsupported_kind"),
             (3, records_pb2.ACK_STATUS_DUPLICATE, ""),
         ]

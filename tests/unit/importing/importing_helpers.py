@@ -19,8 +19,11 @@ from lamarck.node.importing.filters import (
 )
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.timefmt import format_ts
+from lamarck.reputation.transfer import TrackRecord
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+#: A source this node's outcomes judged right a thousand times: past probation.
+SEASONED = TrackRecord(confirmed=1000)
 SOURCE = "lmk1" + "a" * 32
 SELF = "lmk1" + "b" * 32
 VIA = "lmk1" + "c" * 32
@@ -99,6 +102,9 @@ class FakeView:
     tools: dict[str, DeclaredTool] = field(default_factory=dict)
     versions: dict[str, list[KnownVersion]] = field(default_factory=dict)
     rejected: dict[str, str] = field(default_factory=dict)
+    # A source's record here; one not named is SEASONED (past probation, its claims believed
+    # up to 0.9975), so the other stages are tested apart from probation.
+    tracks: dict[str, TrackRecord] = field(default_factory=dict)
 
     @property
     def self_node_id(self) -> str:
@@ -106,6 +112,9 @@ class FakeView:
 
     def reputation(self, node_id: str) -> float:
         return self.reputations.get(node_id, 0.5)
+
+    def track_record(self, node_id: str) -> TrackRecord:
+        return self.tracks.get(node_id, SEASONED)
 
     def corroboration(self, record: MemoryV2) -> Corroboration:
         return self.corr

@@ -45,6 +45,7 @@ from lamarck.node.store.service import LessonService
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.limits import DEFAULT_LIMITS
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
@@ -637,7 +638,7 @@ async def test_a_bundle_signed_by_a_key_no_registry_knows_is_held_as_unknown_sig
         assert row.source_node_id == node.identity.node_id
         # The decision is kept with the row, for an operator's approval.
         assert row.confidence is not None and 0 < row.confidence < 0.5
-        assert row.transfer_rule == "medium_reputation"
+        assert row.transfer_rule == "probation"  # a source never judged here
         # Offered again: the same held record, not a second row.
         [again] = (await stranger.client.import_bundle(bundle)).acks
         assert again.status == "duplicate"
@@ -712,3 +713,17 @@ async def test_unreachable_node_is_a_lamarck_error(node: Node) -> None:
         with pytest.raises(LamarckError) as info:
             await client.list_lessons()
     assert info.value.reason in ("unavailable", "deadline_exceeded")
+
+
+async def test_a_deeply_nested_line_is_refused_as_too_deep_and_loses_nothing(
+    node: Node, other: Node
+) -> None:
+    await learn(node)
+    [line] = (await node.client.export_bundle()).splitlines()
+    deep = b'{"content": ' + b"[" * 30_000 + b"]" * 30_000 + b"}"
+    assert len(deep) < DEFAULT_LIMITS.max_record_bytes
+    result = await other.client.import_bundle(b"\n".join([deep, line]) + b"\n")
+    assert [(a.index, a.status, a.reason) for a in result.acks] == [
+        (0, "rejected", "too_deep"),
+        (1, "accepted", ""),
+    ]

@@ -100,3 +100,10 @@ def test_a_bundle_is_embedded_ahead_with_the_acks_of_one_record_at_a_time() -> N
     # Fewer model calls than records: each part's lines were embedded together.
     assert len(counting.calls) < 9 and sum(counting.calls) == 9
     assert primed.primed == 0
+
+
+def test_reading_ahead_a_deeply_nested_line_finds_nothing_and_does_not_recurse() -> None:
+    from lamarck.node.importing.batch import record_content, record_operation
+
+    deep = b'{"content": ' + b"[" * 30_000 + b"]" * 30_000 + b"}"
+    assert record_content(deep) is None and record_operation(deep) is None

@@ -568,7 +568,7 @@ async def test_approve_applies_the_decision_kept_with_the_row_not_a_recomputatio
     result = await pipeline.import_record(sm.raw, source=ImportSource.BUNDLE)
     assert result.outcome.value == "quarantine" and result.reasons[0] == "unknown_signer"
     [row] = await store.list_quarantine()
-    assert row.confidence is not None and row.transfer_rule == "medium_reputation"
+    assert row.confidence is not None and row.transfer_rule == "probation"
     for n in range(40):
         book.emit(
             ReputationEvent(

@@ -47,3 +47,31 @@ def test_limits_are_frozen() -> None:
 def test_tighter_and_looser_limits_are_allowed_when_consistent() -> None:
     assert RecordLimits(max_tags=1, max_record_bytes=8192).max_tags == 1
     assert RecordLimits(max_record_bytes=1 << 20, max_content_bytes=1 << 16).max_content_bytes
+
+
+DEEP = b'{"content": ' + b"[" * 30_000 + b"]" * 30_000 + b"}"
+
+
+def test_a_record_nested_past_the_depth_limit_is_refused_before_any_decoder_recurses() -> None:
+    from lamarck.errors import InvalidRecord
+    from lamarck.proto.memory import parse_memory
+    from lamarck.proto.signed import SignedMemory
+
+    assert len(DEEP) < DEFAULT_LIMITS.max_record_bytes
+    for parse in (SignedMemory.from_json, parse_memory):
+        with pytest.raises(InvalidRecord) as info:
+            parse(DEEP)
+        assert info.value.reason == "too_deep"
+
+
+def test_depth_counts_brackets_that_nest_not_those_inside_strings() -> None:
+    from lamarck.proto.limits import too_deep
+
+    assert not too_deep(b"[" * 32 + b"]" * 32, 32)
+    assert too_deep(b"[" * 33 + b"]" * 33, 32)
+    # 40 brackets in a string, and an escaped quote that does not end it.
+    text = b'{"a": "' + b"[" * 40 + b'\\" [[[[", "b": [[1]]}'
+    assert not too_deep(text, 3)
+    assert too_deep(text, 2)
+    # Siblings add no depth.
+    assert not too_deep(b"[" + b"[1]," * 100 + b"[2]]", 2)

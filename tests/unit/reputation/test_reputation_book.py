@@ -108,18 +108,19 @@ def test_global_trust_is_the_same_for_the_same_events() -> None:
     assert results[0] == results[1]
 
 
-def test_a_graylisted_peer_recovers_only_through_reality() -> None:
+def test_a_graylisted_peer_recovers_only_through_reality_or_its_operator() -> None:
     b, clock = book()
     for k in range(3):
         b.emit(event(EventKind.LESSON_CONTRADICTED, "lmk1liar", k))
     assert table_rows(b, principal_of={})[0].band is PeerBand.GRAYLISTED
     low = b.score("lmk1liar")
-    # Time alone, and every non-reality kind, leave it graylisted and never higher.
+    # Time alone, and every non-reality kind but the operator's reset, leave it graylisted
+    # and never higher.
     clock.advance(400 * 86_400)
     assert b.score("lmk1liar") == pytest.approx(low)
     minute = 10_000
     for kind in EventKind:
-        if kind.raises:
+        if kind.raises or kind is EventKind.OPERATOR_RESET:
             continue
         minute += 1
         b.emit(event(kind, "lmk1liar", minute, h=f"x{minute}"))
@@ -130,6 +131,27 @@ def test_a_graylisted_peer_recovers_only_through_reality() -> None:
         minute += 1
         b.emit(event(EventKind.LESSON_CONFIRMED, "lmk1liar", minute))
     assert table_rows(b, principal_of={})[0].band is PeerBand.NEUTRAL
+
+
+def test_an_operator_reset_lifts_a_graylisting_and_keeps_what_reality_judged() -> None:
+    b, _ = book()
+    for k in range(3):
+        b.emit(event(EventKind.LESSON_CONTRADICTED, "lmk1liar", k))
+    assert b.score("lmk1liar") < PARAMS.graylist_threshold
+    b.emit(
+        ReputationEvent(
+            EventKind.OPERATOR_RESET, "lmk1liar", T0 + timedelta(minutes=9), detail="fixed key"
+        )
+    )
+    [row] = table_rows(b, principal_of={})
+    assert row.band is PeerBand.NEUTRAL and row.score == pytest.approx(PARAMS.initial_score)
+    assert row.pairwise == pytest.approx(b.trust.pairwise.initial)
+    # Reality's verdicts stay: three lessons judged, none confirmed.
+    assert (row.predictions, row.correct) == (3, 0)
+    assert b.track_record("lmk1liar").contradicted == 3
+    # Each reset is its own fact (keyed by its time), counted in the peer's history.
+    b.emit(ReputationEvent(EventKind.OPERATOR_RESET, "lmk1liar", T0 + timedelta(minutes=10)))
+    assert b.explain("lmk1liar").counts[EventKind.OPERATOR_RESET] == 2
 
 
 def test_rows_carry_every_column_of_the_table() -> None:

@@ -7,13 +7,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lamarck.errors import ConfigError
-from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.params import ProbationParams, ReputationParams
 from lamarck.reputation.scores import TrustBand, trust_band
 from lamarck.reputation.transfer import (
+    TrackRecord,
     TransferInputs,
     TransferParams,
     TransferRule,
+    claim_ceiling,
     imported_confidence,
+    on_probation,
     reality_tested_confidence,
     transfer_confidence,
     verified_validation_ratio,
@@ -23,7 +26,12 @@ P = TransferParams()
 RP = ReputationParams()
 
 
+#: A source judged right a thousand times here: past probation, claims believed to 0.9975.
+SEASONED = TrackRecord(confirmed=1000)
+
+
 def _inputs(c: float, r: float, **kw: object) -> TransferInputs:
+    kw.setdefault("track", SEASONED)
     return TransferInputs(original_confidence=c, reputation=r, band=trust_band(r, RP), **kw)  # type: ignore[arg-type]
 
 
@@ -157,3 +165,99 @@ def test_contradiction_never_raises_a_transfer(c: float, r: float, sup: int, con
 
 def test_band_of_inputs_matches_reputation_thresholds() -> None:
     assert _inputs(0.5, 0.7).band is TrustBand.HIGH
+
+
+# -- probation and the claim ceiling ------------------------------------------------------------
+
+NEW = TrackRecord()
+
+
+def test_a_new_source_claiming_point_eight_gains_nothing_over_claiming_point_five() -> None:
+    sure = imported_confidence(_inputs(0.8, 0.5, track=NEW), P)
+    modest = imported_confidence(_inputs(0.5, 0.5, track=NEW), P)
+    assert sure == modest
+    assert sure.rule is TransferRule.PROBATION
+    # The low row over the newcomer's ceiling: 0.5 * 0.3 (it was 0.36 for a 0.8 claim).
+    assert sure.confidence == pytest.approx(0.15)
+
+
+def test_an_admitted_liar_and_an_honest_newcomer_start_alike_at_the_low_band() -> None:
+    # Whatever score admission gave them, neither has a record here yet.
+    for r in (0.5, 0.75, 1.0):
+        first = imported_confidence(_inputs(0.65, r, track=NEW), P)
+        assert first.rule is TransferRule.PROBATION
+        assert first.confidence == pytest.approx(0.15)
+
+
+def test_probation_ends_after_the_stated_number_of_reality_judged_interactions() -> None:
+    n = P.probation.interactions
+    assert n == 5
+    before = TrackRecord(confirmed=n - 1)
+    after = TrackRecord(confirmed=n)
+    assert on_probation(before, P.probation) and not on_probation(after, P.probation)
+    assert imported_confidence(_inputs(0.65, 0.5, track=before), P).rule is TransferRule.PROBATION
+    done = imported_confidence(_inputs(0.65, 0.5, track=after), P)
+    assert done.rule is TransferRule.MEDIUM_REPUTATION
+    # Contradictions are judgements too: a liar leaves probation as fast, with a low ceiling.
+    liar = TrackRecord(contradicted=n)
+    assert not on_probation(liar, P.probation)
+    assert claim_ceiling(liar, P.probation) == pytest.approx(0.25)
+
+
+def test_the_claim_ceiling_is_the_confirmed_share_smoothed_toward_the_newcomer_s() -> None:
+    pp = P.probation
+    assert claim_ceiling(NEW, pp) == pytest.approx(0.5)
+    assert claim_ceiling(TrackRecord(confirmed=5), pp) == pytest.approx(0.75)
+    assert claim_ceiling(TrackRecord(confirmed=20), pp) == pytest.approx(0.9)
+    assert claim_ceiling(TrackRecord(confirmed=5, contradicted=5), pp) == pytest.approx(0.5)
+    # A claim below the ceiling is kept as it is.
+    modest = imported_confidence(_inputs(0.3, 0.5, track=TrackRecord(confirmed=20)), P)
+    assert modest.confidence == pytest.approx(transfer_confidence(0.3, 0.5, 0.0, P), abs=1e-12)
+
+
+def test_a_verified_certificate_still_decides_the_row_during_probation() -> None:
+    certified = imported_confidence(
+        _inputs(0.8, 0.5, track=NEW, supporting_votes=4, quorum_certified=True), P
+    )
+    assert certified.rule is TransferRule.VALIDATED_BY_OTHERS
+    # ... over the capped claim: the certificate vouches for the lesson, not the claim.
+    assert certified.confidence <= 0.5 * P.validated_by_others
+
+
+def test_no_probation_when_the_operator_sets_zero_interactions() -> None:
+    params = TransferParams(probation=ProbationParams(interactions=0))
+    first = imported_confidence(_inputs(0.5, 0.5, track=NEW), params)
+    assert first.rule is TransferRule.MEDIUM_REPUTATION
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"interactions": -1},
+        {"interactions": True},
+        {"interactions": 2.5},
+        {"new_source_claim": 0.0},
+        {"new_source_claim": float("nan")},
+        {"new_source_claim": 1.5},
+    ],
+)
+def test_probation_params_name_the_broken_field(kw: dict[str, object]) -> None:
+    with pytest.raises(ConfigError, match=next(iter(kw))):
+        ProbationParams(**kw)  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    c=st.floats(0.0, 1.0),
+    r=st.floats(0.0, 1.0),
+    confirmed=st.integers(0, 50),
+    contradicted=st.integers(0, 50),
+)
+def test_one_more_confirmation_never_lowers_a_transfer(
+    c: float, r: float, confirmed: int, contradicted: int
+) -> None:
+    now = TrackRecord(confirmed, contradicted)
+    more = TrackRecord(confirmed + 1, contradicted)
+    a = imported_confidence(_inputs(c, r, track=now), P).confidence
+    b = imported_confidence(_inputs(c, r, track=more), P).confidence
+    assert b >= a - 1e-12

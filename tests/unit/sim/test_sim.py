@@ -75,7 +75,7 @@ def test_same_seed_gives_the_same_figures() -> None:
     assert a == b
 
 
-def test_overt_poison_is_refused_and_its_flooder_graylisted_by_every_honest_node() -> None:
+def test_overt_poison_is_held_everywhere_and_a_filter_hit_alone_graylists_nobody() -> None:
     params = SimParams(
         nodes=30,
         byzantine_share=0.1,
@@ -87,8 +87,11 @@ def test_overt_poison_is_refused_and_its_flooder_graylisted_by_every_honest_node
         seed=5,
     )
     figs = run_main(params, SimCores(), identities_for(30, 5)).values
-    assert figs["graylisted_by_all_share"] == 1.0
-    assert 0 < figs["interactions_to_graylist"] <= 6
+    assert figs["overt_accepted"] == 0
+    # Filters hold; only provable faults and reality charge: the flood the filters catch
+    # costs its sender nothing, so it is graylisted only where reality judged its subtle
+    # poison (every honest node graylisted it when filter hits were charged as poison).
+    assert figs["graylisted_by_all_share"] < 0.5
 
 
 def test_fleet_agents_write_the_simulated_lessons() -> None:

@@ -9,6 +9,9 @@ import dataclasses
 from lamarck.node.learning.scopes import project_scope
 from lamarck.node.lessons.core import OutcomeResult
 from lamarck.node.store.port import LessonRow
+from lamarck.reputation.events import EventKind
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.port import InMemoryReputation
 from tests.unit.store.test_lesson_service import P1, Harness
 
 SCOPE = project_scope(P1)
@@ -87,3 +90,30 @@ async def test_a_reversal_settled_against_the_lesson_it_reverses_is_left_to_be_r
     assert old in {c.lesson_id for c in result.changes}  # settled (or superseded) by it
     assert old not in result.rows and new not in result.rows
     await _rows_are_stored(h, result)
+
+
+async def test_an_imported_lesson_disproved_and_reversed_by_one_outcome_is_charged_once() -> None:
+    # The outcome contradicts the imported lesson (attribution) and teaches its reversal,
+    # which then settles against it: one fact about one record, one event, one step down.
+    h = Harness()
+    first = h.outcome("s1", [("shell:make a", "failed", "t"), ("shell:make b", "ok", "t")])
+    [old] = (await h.service.record_outcome(first)).ids("created")
+    source = "lmk1" + "s" * 32
+    row = await h.store.get_lesson(old)
+    await h.store.update_lesson(
+        dataclasses.replace(
+            row, imported_from=source, original_confidence=0.7, content_hash="ab" * 32
+        )
+    )
+    again = h.outcome(
+        "s2", [("shell:make b", "failed", "t"), ("shell:make a", "ok", "t")], in_play=[old]
+    )
+    # A clock that moves between reads, as a real one does (the two paths read it apart).
+    h.clock.now = lambda: h.clock.advance(0.004)  # type: ignore[method-assign]
+    result = await h.service.record_outcome(again)
+    contradicted = [e for e in result.reality if e.kind is EventKind.LESSON_CONTRADICTED]
+    assert contradicted and {e.record_hash for e in contradicted} == {"ab" * 32}
+    book = InMemoryReputation(ReputationParams(), h.clock)
+    for event in result.reality:
+        book.emit(event)
+    assert book.explain(source).counts[EventKind.LESSON_CONTRADICTED] == 1
