@@ -557,7 +557,7 @@ def _reply_within(context: Any) -> float | None:
     call's remaining deadline, at most ``BULK_REPLY_S`` (no context: until it finishes)."""
     if context is None:
         return None
-    remaining = context.time_remaining()
+    remaining: float | None = context.time_remaining()
     if remaining is None:
         return BULK_REPLY_S
     return max(0.0, min(BULK_REPLY_S, remaining / 2))

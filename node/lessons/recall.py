@@ -297,11 +297,16 @@ class Recall:
         lp = core.params.lesson
         influence = core.params.influence
         # Read-your-writes: a lesson stored behind its vector is searchable from here on (a
-        # claim's only to a recall that includes claims: no other finds it). The use marks
-        # may stay behind: ranking reads idle days, which a mark seconds old does not change,
-        # and waiting for the last recall's marks would put them back in this wait.
+        # claim's only to a recall that includes claims: no other finds it), the newest
+        # ``recall_settles_at_most`` at once; after a burst the older ones are left to the
+        # drain and counted in ``indexing`` (the recall does not wait for a whole burst). The
+        # use marks may stay behind: ranking reads idle days, which a mark seconds old does
+        # not change, and waiting for the last recall's marks would put them back in this wait.
         behind = core.behind
-        await behind.settle_vectors(None if include_claimed else behind.queued_beyond_claims)
+        indexing = await behind.settle_newest(
+            behind.queued if include_claimed else behind.queued_beyond_claims,
+            core.params.write_behind.recall_settles_at_most,
+        )
         await core.load_learner()
         query = await core.embed(task)
         statuses = (LessonStatus.ACTIVE, LessonStatus.CLAIMED) if include_claimed else None
@@ -416,6 +421,7 @@ class Recall:
             tuple(contested),
             hints=hint_scores,
             conflicts=tuple(shown_conflicts),
+            indexing=indexing,
             evidence={
                 i: evidence[i]
                 for i in (

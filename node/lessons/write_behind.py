@@ -212,6 +212,16 @@ class WriteBehind:
                 self._no_readers.set()
         self._release_soon()
 
+    async def settle_newest(self, lesson_ids: Sequence[str], at_most: int | None) -> int:
+        """Settle the vectors of the ``at_most`` newest of ``lesson_ids`` (queued order; None:
+        all of them); return how many of ``lesson_ids`` still wait for theirs (the older ones,
+        which the drain writes). A row in the drain's batch in hand is waited for."""
+        ids = list(lesson_ids)
+        wanted = ids if at_most is None else ids[len(ids) - at_most :] if at_most else []
+        if wanted:
+            await self.settle_vectors(wanted)
+        return sum(1 for i in ids if i in self._embeddings)
+
     async def settle_marks(self) -> None:
         """Return once no use mark is pending (vectors may still be)."""
         while self._uses:
