@@ -223,6 +223,8 @@ class RecallResult:
 
     ``lessons`` are proven here or corroborated; ``hints`` unverified peer lessons the section
     shows under their own label (never advice); ``conflicts`` the disagreements it shows.
+    ``indexing`` counts lessons just written that this recall could not search yet (their
+    vectors are being written behind earlier replies; 0: it saw every write).
     """
 
     lessons: tuple[Lesson, ...]
@@ -230,6 +232,7 @@ class RecallResult:
     scores: tuple[float, ...] = ()
     hints: tuple[Lesson, ...] = ()
     conflicts: tuple[Conflict, ...] = ()
+    indexing: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -1126,6 +1129,7 @@ class AsyncClient(AsyncServiceClient):
             tuple(x.score for x in r.lessons),
             tuple(_lesson(x.lesson) for x in r.hints),
             tuple(_conflict(c) for c in r.conflicts),
+            r.indexing,
         )
 
     async def check_operation(

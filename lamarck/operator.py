@@ -22,13 +22,13 @@ verify ``VerificationError``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from lamarck.client import AsyncServiceClient, ServiceClient, blocking
-from lamarck.errors import InvalidRecord
+from lamarck.errors import InvalidRecord, LamarckError, NotFound
 from lamarck.proto.timefmt import parse_ts
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
 from lamarck.reputation.scores import PeerBand
@@ -37,6 +37,8 @@ from lamarck.reputation.table import ReputationRow
 __all__ = [
     "QUARANTINE_STATES",
     "AsyncOperatorClient",
+    "BulkFailure",
+    "BulkResult",
     "Decision",
     "OperatorClient",
     "PeerReputation",
@@ -102,6 +104,28 @@ class Decision:
 
     entry: QuarantineEntry
     lesson_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class BulkFailure:
+    """A row a bulk decision could not decide (it stays pending), with the typed error's
+    reason and message."""
+
+    id: str
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class BulkResult:
+    """What a bulk decision did: the rows decided, oldest first, and those it could not."""
+
+    decisions: tuple[Decision, ...]
+    failed: tuple[BulkFailure, ...]
+
+
+#: Polls of a bulk job in a row that may end on the deadline before the node is deemed gone.
+BULK_POLL_RETRIES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,18 +331,60 @@ class AsyncOperatorClient(AsyncServiceClient):
         return _decided(await self._unary("DecideQuarantine", request))
 
     async def decide_bulk(
-        self, reason: str, *, approve: bool, source: str = "", note: str = ""
-    ) -> list[Decision]:
+        self,
+        reason: str,
+        *,
+        approve: bool,
+        source: str = "",
+        note: str = "",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> BulkResult:
         """Approve (for ``tainted_source``: release) or reject every pending row held for
-        ``reason``, of ``source`` when given; each decided row."""
-        request = operator_pb2.DecideQuarantineBulkRequest(
-            reason=reason,
-            source_node_id=source,
-            decision=_decide_request("", approve, note).decision,
-            note=note,
-        )
-        r = await self._unary("DecideQuarantineBulk", request)
-        return [Decision(_entry(e), i) for e, i in zip(r.entries, r.lesson_ids, strict=True)]
+        ``reason``, of ``source`` when given.
+
+        The node runs the work as its own job, to completion whatever happens to this
+        client; this call polls it (``progress(done, total)`` after each reply) until it is
+        finished. A poll that ends on its deadline is tried again, and a job the node forgot
+        (it restarted) is started again: that decides only the rows still pending.
+        """
+        decision = _decide_request("", approve, note).decision
+        job_id = ""
+        decisions: list[Decision] = []
+        got = 0  # entries received from the current job
+        misses = 0
+        while True:
+            request = operator_pb2.DecideQuarantineBulkRequest(
+                reason=reason,
+                source_node_id=source,
+                decision=decision,
+                note=note,
+                job_id=job_id,
+                after=got,
+            )
+            try:
+                r = await self._unary("DecideQuarantineBulk", request)
+            except NotFound as e:
+                if not job_id or e.reason != "unknown_job":
+                    raise
+                job_id, got = "", 0  # forgotten: a new job takes what is left
+                continue
+            except LamarckError as e:
+                misses += 1
+                if e.reason != "deadline_exceeded" or misses > BULK_POLL_RETRIES:
+                    raise
+                continue  # the job goes on at the node; poll it (or join it) again
+            misses = 0
+            if r.job_id != job_id:
+                job_id, got = r.job_id, 0
+            decisions.extend(
+                Decision(_entry(e), i) for e, i in zip(r.entries, r.lesson_ids, strict=True)
+            )
+            got += len(r.entries)
+            if progress is not None:
+                progress(r.done, r.total)
+            if r.finished:
+                failed = tuple(BulkFailure(f.id, f.reason, f.detail) for f in r.failed)
+                return BulkResult(tuple(decisions), failed)
 
     async def rejections(self, limit: int = 0) -> list[Rejection]:
         """The rejection log, newest first (``limit`` 0: the node's default)."""

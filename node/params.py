@@ -157,6 +157,9 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
             defer_learned_embedding=True,
             defer_use_marks=True,
             linger_s=0.1,
+            # A recall embeds the newest queued vector with its task (the lesson an agent just
+            # taught); after a burst it searches what is indexed and says how many wait.
+            recall_settles_at_most=1,
         ),
     )
     transfer = TransferParams(

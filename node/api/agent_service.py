@@ -519,6 +519,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             omitted_lesson_ids=list(section.omitted),
             hints=await recalled(result.hints),
             conflicts=[await self._conflict(c, evidence) for c in result.conflicts],
+            indexing=result.indexing,
         )
 
     # -- CheckOperation ----------------------------------------------------------------------

@@ -46,6 +46,7 @@ from typing import Any
 
 from lamarck.errors import ConfigError, ConflictError, InvalidRecord, NotFound, StoreUnavailable
 from lamarck.node import metrics
+from lamarck.node.api.bulk_jobs import BulkJob, BulkJobs
 from lamarck.node.api.health_loader import current_report, learned_variables
 from lamarck.node.api.node_status import (
     NetworkSource,
@@ -73,6 +74,7 @@ from lamarck.reputation.port import ReputationSink
 from lamarck.reputation.table import SortKey, select_rows
 
 __all__ = [
+    "BULK_REPLY_S",
     "DEFAULT_HISTORY",
     "DEFAULT_PAGE_SIZE",
     "DEFAULT_REJECTIONS",
@@ -100,6 +102,9 @@ MAX_REJECTIONS = 1000
 #: Events of a peer's history returned by default, and at most (``GetPeerReputation``).
 DEFAULT_HISTORY = 100
 MAX_HISTORY = 1000
+#: Longest a bulk decision call waits for its job before replying with the progress (the
+#: client polls again); shorter when the call's deadline is nearer.
+BULK_REPLY_S = 5.0
 #: Characters of a record's content shown in a listing.
 PREVIEW_CHARS = 200
 #: Newest rejection log rows the status counts by reason.
@@ -134,6 +139,12 @@ def _preview(row: QuarantineRow) -> tuple[str, str]:
 #: The actor the event log names for a decision made through this API.
 OPERATOR_ACTOR = "operator"
 _DECISION_KINDS = ("approved", "rejected")
+_BULK_DECISIONS = {
+    operator_pb2.QUARANTINE_DECISION_APPROVE: "approved",
+    operator_pb2.QUARANTINE_DECISION_REJECT: "rejected",
+}
+#: One decided row of a bulk job: its entry after the decision and the lesson id ("" if none).
+_Decided = tuple[operator_pb2.QuarantineEntry, str]
 
 
 def quarantine_entry(
@@ -213,6 +224,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         self._network = network or (lambda: None)
         self._reputation = reputation or (lambda: None)
         self._decide_lock = asyncio.Lock()
+        self._bulk: BulkJobs[_Decided] = BulkJobs()
         # The last health report computed and when: a status within
         # ``HealthParams.status_warnings_max_age_s`` shows its warnings.
         self._last_report: tuple[datetime, HealthReport, float] | None = None
@@ -337,30 +349,66 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
     async def DecideQuarantineBulk(
         self, request: operator_pb2.DecideQuarantineBulkRequest, context: Any
     ) -> operator_pb2.DecideQuarantineBulkResponse:
-        """Decide every pending row held for ``reason`` (of one source if given), oldest
-        first, each as ``DecideQuarantine`` does; a row another operator decided meanwhile is
-        skipped."""
+        """Start (or join, or poll by ``job_id``) the node-side job deciding every pending row
+        held for ``reason`` (of one source if given), oldest first, each as
+        ``DecideQuarantine`` does; reply with its progress before the call's deadline (see
+        ``bulk_jobs``). A row another operator decided meanwhile is skipped."""
+        if request.job_id:
+            job = self._bulk.get(request.job_id)
+            if job is None:
+                raise NotFound(
+                    f"no bulk job {request.job_id} on this node (start again: what is left)",
+                    reason="unknown_job",
+                )
+        else:
+            job = await self._start_bulk(request)
+        await self._bulk.wait(job, _reply_within(context))
+        start = min(request.after, len(job.decided))
+        # A snapshot: the job may append while the reply is built.
+        decided = list(job.decided[start:])
+        return operator_pb2.DecideQuarantineBulkResponse(
+            entries=[entry for entry, _ in decided],
+            lesson_ids=[lesson_id for _, lesson_id in decided],
+            job_id=job.id,
+            total=job.total,
+            done=job.done,
+            finished=job.finished,
+            failed=[
+                operator_pb2.BulkFailure(id=f.id, reason=f.reason, detail=f.detail)
+                for f in job.failed
+            ],
+        )
+
+    async def _start_bulk(
+        self, request: operator_pb2.DecideQuarantineBulkRequest
+    ) -> BulkJob[_Decided]:
+        """The job running for the request's work, or a new one over the rows left."""
         if not request.reason:
             raise InvalidRecord("a reason is required for a bulk decision", reason="missing_reason")
+        if request.decision not in _BULK_DECISIONS:
+            raise InvalidRecord("decision must be APPROVE or REJECT", reason="bad_decision")
+        key = (request.reason, request.source_node_id, _BULK_DECISIONS[request.decision])
+        running = self._bulk.running(key)
+        if running is not None:
+            return running
         rows = [
             r
             for r in await self._store().list_quarantine("pending")
             if request.reason in r.reasons
             and (not request.source_node_id or r.source_node_id == request.source_node_id)
         ]
-        entries: list[operator_pb2.QuarantineEntry] = []
-        lesson_ids: list[str] = []
-        for row in rows:
-            one = operator_pb2.DecideQuarantineRequest(
-                id=row.id, decision=request.decision, note=request.note
-            )
-            try:
-                decided = await self.DecideQuarantine(one, context)
-            except ConflictError:
-                continue
-            entries.append(decided.entry)
-            lesson_ids.append(decided.lesson_id)
-        return operator_pb2.DecideQuarantineBulkResponse(entries=entries, lesson_ids=lesson_ids)
+        decision, note = request.decision, request.note
+
+        async def decide(row: QuarantineRow) -> _Decided:
+            one = operator_pb2.DecideQuarantineRequest(id=row.id, decision=decision, note=note)
+            decided = await self.DecideQuarantine(one, None)
+            return decided.entry, decided.lesson_id
+
+        return self._bulk.start(key, rows, decide)
+
+    async def drain_bulk(self) -> None:
+        """Wait for every running bulk job to finish."""
+        await self._bulk.drain()
 
     async def ListRejections(
         self, request: operator_pb2.ListRejectionsRequest, context: Any
@@ -545,6 +593,17 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             assert result.error is not None  # every refusal carries its typed error
             raise result.error
         return result.lesson_id or "", result.transfer_rule
+
+
+def _reply_within(context: Any) -> float | None:
+    """How long a bulk call waits for its job before replying with the progress: half the
+    call's remaining deadline, at most ``BULK_REPLY_S`` (no context: until it finishes)."""
+    if context is None:
+        return None
+    remaining: float | None = context.time_remaining()
+    if remaining is None:
+        return BULK_REPLY_S
+    return max(0.0, min(BULK_REPLY_S, remaining / 2))
 
 
 def make_operator_servicer(

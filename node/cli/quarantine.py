@@ -5,12 +5,15 @@ re-verifies the held signed bytes on the node and stores the record as an import
 only marks the row (nothing is deleted). ``rejections`` prints the log of refused records.
 ``show`` prints the quorum asked about a high-stakes record (its votes and certificate);
 ``release`` / ``reject --reason R [--source ID]`` decide every row held for one reason (the
-lessons of a revoked or graylisted source, ``tainted_source``) in bulk.
+lessons of a revoked or graylisted source, ``tainted_source``) in bulk: the node runs that as
+a job to completion whatever happens to the command, which prints its progress on stderr; run
+it again after an interruption and it decides what is left.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -20,7 +23,7 @@ from lamarck.node.api.quorum_view import certificate_state, parse_quorum
 from lamarck.node.cli.connect import running_node
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table, print_table
-from lamarck.operator import Decision, OperatorClient, QuarantineEntry, Rejection
+from lamarck.operator import BulkResult, Decision, OperatorClient, QuarantineEntry, Rejection
 from lamarck.proto.timefmt import format_ts
 
 __all__ = [
@@ -230,16 +233,35 @@ _SourceOption = Annotated[
 ]
 
 
-def _bulk(verb: str, decisions: list[Decision], as_json: bool) -> None:
+def _bulk_progress(verb: str) -> Any:
+    def progress(done: int, total: int) -> None:
+        # On stderr, so stdout (and --json) holds only the result.
+        print(f"{verb}: {done}/{total} row(s) done", file=sys.stderr, flush=True)
+
+    return progress
+
+
+def _bulk(verb: str, result: BulkResult, as_json: bool) -> None:
     if as_json:
-        emit_json([decision_json(d) for d in decisions])
+        emit_json(
+            {
+                "decided": [decision_json(d) for d in result.decisions],
+                "failed": [
+                    {"id": f.id, "reason": f.reason, "detail": f.detail} for f in result.failed
+                ],
+            }
+        )
         return
-    typer.echo(f"{verb} {len(decisions)} row(s)")
-    for decision in decisions:
+    typer.echo(f"{verb} {len(result.decisions)} row(s)")
+    for decision in result.decisions:
         line = f"  {decision.entry.id} ({decision.entry.source_node_id})"
         if decision.lesson_id:
             line += f": lesson {decision.lesson_id}"
         typer.echo(line)
+    if result.failed:
+        typer.echo(f"{len(result.failed)} row(s) could not be decided (still pending):")
+        for failure in result.failed:
+            typer.echo(f"  {failure.id}: {failure.reason}: {failure.detail}")
 
 
 @app.command()
@@ -259,9 +281,10 @@ def reject(
         raise typer.BadParameter("give either a quarantine ID or --reason")
     with operator_for(resolve_home(home)) as op:
         if reason:
-            _bulk(
-                "rejected", op.decide_bulk(reason, approve=False, source=source, note=note), as_json
+            result = op.decide_bulk(
+                reason, approve=False, source=source, note=note, progress=_bulk_progress("reject")
             )
+            _bulk("rejected", result, as_json)
             return
         decision = op.reject(quarantine_id, note=note)
     _decided("rejected", decision, as_json)
@@ -278,8 +301,10 @@ def release(
     """Release in bulk every pending row held for ``--reason`` (of ``--source``): lessons
     taken out as ``tainted_source`` are active again; other rows are approved as one by one."""
     with operator_for(resolve_home(home)) as op:
-        decisions = op.decide_bulk(reason, approve=True, source=source, note=note)
-    _bulk("released", decisions, as_json)
+        result = op.decide_bulk(
+            reason, approve=True, source=source, note=note, progress=_bulk_progress("release")
+        )
+    _bulk("released", result, as_json)
 
 
 @app.command()

@@ -37,6 +37,11 @@ class WriteBehindParams:
     # a burst of claims does not make the model share the cores with the calls still coming.
     # Integer >= 1.
     max_pending_claims: int = 1024
+    # Most queued vectors a recall embeds itself before it searches, the newest first (what
+    # an agent just taught is what it recalls next); the older ones it does not wait for: it
+    # searches what is indexed and says how many lessons are still being indexed. None: a
+    # recall waits for every queued vector. Integer >= 0 or None.
+    recall_settles_at_most: int | None = None
 
     def __post_init__(self) -> None:
         """Validate every field."""
@@ -46,5 +51,15 @@ class WriteBehindParams:
         check_positive_int("recover_limit", self.recover_limit)
         check_positive_int("max_pending", self.max_pending)
         check_positive_int("max_pending_claims", self.max_pending_claims)
+        check_rule(
+            self.recall_settles_at_most is None
+            or (
+                isinstance(self.recall_settles_at_most, int)
+                and not isinstance(self.recall_settles_at_most, bool)
+                and self.recall_settles_at_most >= 0
+            ),
+            "recall_settles_at_most",
+            "must be an integer >= 0 or None",
+        )
         check_finite("linger_s", self.linger_s)
         check_rule(self.linger_s >= 0, "linger_s", "must be >= 0")

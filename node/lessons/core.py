@@ -169,6 +169,9 @@ class RecallResult:
     conflicts: tuple[Any, ...] = ()
     #: The evidence (``LessonEvidence``) of every lesson above, by id.
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    #: Lessons written but not yet searchable by this recall (their vectors are still being
+    #: written behind earlier replies): a recall right after a burst of writes says so.
+    indexing: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -297,13 +297,26 @@ class Recall:
         lp = core.params.lesson
         influence = core.params.influence
         # Read-your-writes: a lesson stored behind its vector is searchable from here on (a
-        # claim's only to a recall that includes claims: no other finds it). The use marks
-        # may stay behind: ranking reads idle days, which a mark seconds old does not change,
-        # and waiting for the last recall's marks would put them back in this wait.
+        # claim's only to a recall that includes claims: no other finds it), the newest
+        # ``recall_settles_at_most`` embedded with the task; after a burst the older ones are
+        # left to the drain and counted in ``indexing`` (no wait for a whole burst). The
+        # use marks may stay behind: ranking reads idle days, which a mark seconds old does
+        # not change, and waiting for the last recall's marks would put them back in this wait.
         behind = core.behind
-        await behind.settle_vectors(None if include_claimed else behind.queued_beyond_claims)
+        queued = behind.queued if include_claimed else behind.queued_beyond_claims
+        at_most = core.params.write_behind.recall_settles_at_most
+        if at_most is None:
+            await behind.settle_vectors(queued)
         await core.load_learner()
-        query = await core.embed(task)
+        newest = behind.newest(queued, at_most or 0)
+        if newest:
+            # The newest queued vectors in the same model call as the task's.
+            vectors = await core.embed_many([task, *(content for _, content in newest)])
+            query = vectors[0]
+            await behind.write_embedded(newest, vectors[1:])
+        else:
+            query = await core.embed(task)
+        indexing = behind.waiting(queued)
         statuses = (LessonStatus.ACTIVE, LessonStatus.CLAIMED) if include_claimed else None
         hits = await core.store.search(
             query,
@@ -416,6 +429,7 @@ class Recall:
             tuple(contested),
             hints=hint_scores,
             conflicts=tuple(shown_conflicts),
+            indexing=indexing,
             evidence={
                 i: evidence[i]
                 for i in (

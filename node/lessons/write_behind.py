@@ -16,7 +16,10 @@ Read-your-writes holds: every reader that needs vectors or use marks calls
 :meth:`WriteBehind.settle` (everything), :meth:`WriteBehind.settle_vectors` (the vectors of the
 rows it reads) or :meth:`WriteBehind.settle_marks` first, which wait for what is pending and,
 if the background write failed, write it inline so the reader gets the store's typed error
-rather than a silently stale answer. Nothing is dropped: a failed batch stays pending,
+rather than a silently stale answer. A recall may bound its wait
+(``WriteBehindParams.recall_settles_at_most``): it embeds the newest queued rows with its task
+(:meth:`newest`, :meth:`write_embedded`) and says how many it could not search. Nothing is
+dropped: a failed batch stays pending,
 ``close`` (the node's stop) flushes, and a vector lost to a crash is found again at start
 (``LessonStore.unembedded``, :meth:`WriteBehind.recover`).
 
@@ -94,6 +97,9 @@ class WriteBehind:
         # the same rows twice. Two locks: a reader that needs only the marks does not wait
         # for a batch of vectors.
         self._vector_lock = asyncio.Lock()
+        # The rows of the vector batch being embedded now: a reader embedding rows itself
+        # (``newest``) leaves these to that batch.
+        self._in_hand: set[str] = set()
         self._mark_lock = asyncio.Lock()
         # Rows queued inside ``until_commit`` in this task, released when it exits cleanly.
         self._held: contextvars.ContextVar[list[tuple[str, str, bool]] | None] = (
@@ -212,6 +218,39 @@ class WriteBehind:
                 self._no_readers.set()
         self._release_soon()
 
+    def newest(self, lesson_ids: Sequence[str], at_most: int) -> list[tuple[str, str]]:
+        """The ``at_most`` newest of ``lesson_ids`` still queued (queued order) and not in a
+        batch the drain has in hand, with their contents: what a reader may embed itself
+        (:meth:`write_embedded`) instead of waiting for the drain."""
+        if at_most <= 0:
+            return []
+        free = [i for i in lesson_ids if i in self._embeddings and i not in self._in_hand]
+        return [(i, self._embeddings[i]) for i in free[max(0, len(free) - at_most) :]]
+
+    def waiting(self, lesson_ids: Iterable[str]) -> int:
+        """How many of ``lesson_ids`` still wait for their vector."""
+        return sum(1 for i in lesson_ids if i in self._embeddings)
+
+    async def write_embedded(
+        self, rows: Sequence[tuple[str, str]], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        """Write the vectors a reader embedded for ``rows`` (from :meth:`newest`, one vector
+        each, in order) and take them off the queue; a row whose content changed meanwhile,
+        or that a writer took, is left alone."""
+        batch = [
+            (lesson_id, vectors[k])
+            for k, (lesson_id, content) in enumerate(rows)
+            if self._embeddings.get(lesson_id) == content and lesson_id not in self._in_hand
+        ]
+        if not batch:
+            return
+        await _outside(self._store.set_embeddings(batch))
+        self._embedded = True
+        for lesson_id, content in rows:
+            if self._embeddings.get(lesson_id) == content:
+                del self._embeddings[lesson_id]
+                self._claims.discard(lesson_id)
+
     async def settle_marks(self) -> None:
         """Return once no use mark is pending (vectors may still be)."""
         while self._uses:
@@ -320,11 +359,15 @@ class WriteBehind:
             batch = batch[: self.params.batch]
             if not batch:
                 return
-            vectors = await self._embed([content for _, content in batch])
-            self._embedded = True
-            await self._store.set_embeddings(
-                [(lesson_id, vectors[k]) for k, (lesson_id, _) in enumerate(batch)]
-            )
+            self._in_hand = {lesson_id for lesson_id, _ in batch}
+            try:
+                vectors = await self._embed([content for _, content in batch])
+                self._embedded = True
+                await self._store.set_embeddings(
+                    [(lesson_id, vectors[k]) for k, (lesson_id, _) in enumerate(batch)]
+                )
+            finally:
+                self._in_hand = set()
             for lesson_id, content in batch:
                 # A newer content queued for the same id meanwhile stays pending.
                 if self._embeddings.get(lesson_id) == content:

@@ -244,9 +244,14 @@ class RecallResponse(_message.Message):
     OMITTED_LESSON_IDS_FIELD_NUMBER: _builtins.int
     HINTS_FIELD_NUMBER: _builtins.int
     CONFLICTS_FIELD_NUMBER: _builtins.int
+    INDEXING_FIELD_NUMBER: _builtins.int
     prompt_section: _builtins.str
     """The "Lessons:" section for the prompt, <= 300 tokens; empty when no lesson applies.
     When relevant lessons did not fit, its last line says how many.
+    """
+    indexing: _builtins.int
+    """Lessons written (e.g. just taught by outcomes) that this recall could not search yet:
+    their vectors are still being written behind earlier replies. 0: it saw every write.
     """
     @_builtins.property
     def lessons(self) -> _containers.RepeatedCompositeFieldContainer[Global___RecalledLesson]:
@@ -274,10 +279,11 @@ class RecallResponse(_message.Message):
         omitted_lesson_ids: _abc.Iterable[_builtins.str] | None = ...,
         hints: _abc.Iterable[Global___RecalledLesson] | None = ...,
         conflicts: _abc.Iterable[Global___LessonConflict] | None = ...,
+        indexing: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["conflicts", b"conflicts", "hints", b"hints", "lessons", b"lessons", "omitted_lesson_ids", b"omitted_lesson_ids", "prompt_section", b"prompt_section"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conflicts", b"conflicts", "hints", b"hints", "indexing", b"indexing", "lessons", b"lessons", "omitted_lesson_ids", b"omitted_lesson_ids", "prompt_section", b"prompt_section"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

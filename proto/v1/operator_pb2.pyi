@@ -314,6 +314,8 @@ class DecideQuarantineBulkRequest(_message.Message):
     SOURCE_NODE_ID_FIELD_NUMBER: _builtins.int
     DECISION_FIELD_NUMBER: _builtins.int
     NOTE_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
+    AFTER_FIELD_NUMBER: _builtins.int
     reason: _builtins.str
     """Only rows held for this reason (required), e.g. `tainted_source`."""
     source_node_id: _builtins.str
@@ -322,6 +324,12 @@ class DecideQuarantineBulkRequest(_message.Message):
     """Approve (for `tainted_source`: release the lesson, active again) or reject."""
     note: _builtins.str
     """Why, in the operator's words; kept with each decision."""
+    job_id: _builtins.str
+    """Poll this job (from an earlier reply) instead of starting one; the fields above are
+    then ignored. An id the node no longer knows is NOT_FOUND (start again: what is left).
+    """
+    after: _builtins.int
+    """Entries the caller already holds from this job: the reply carries only later ones."""
     def __init__(
         self,
         *,
@@ -329,14 +337,44 @@ class DecideQuarantineBulkRequest(_message.Message):
         source_node_id: _builtins.str = ...,
         decision: Global___QuarantineDecision.ValueType = ...,
         note: _builtins.str = ...,
+        job_id: _builtins.str = ...,
+        after: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "note", b"note", "reason", b"reason", "source_node_id", b"source_node_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "decision", b"decision", "job_id", b"job_id", "note", b"note", "reason", b"reason", "source_node_id", b"source_node_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DecideQuarantineBulkRequest: _TypeAlias = DecideQuarantineBulkRequest  # noqa: Y015
+
+@_typing.final
+class BulkFailure(_message.Message):
+    """A row a bulk job could not decide: it stays pending."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    reason: _builtins.str
+    """The typed error's reason, e.g. `unknown_signer`, and its message."""
+    detail: _builtins.str
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        detail: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["detail", b"detail", "id", b"id", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkFailure: _TypeAlias = BulkFailure  # noqa: Y015
 
 @_typing.final
 class DecideQuarantineBulkResponse(_message.Message):
@@ -344,23 +382,46 @@ class DecideQuarantineBulkResponse(_message.Message):
 
     ENTRIES_FIELD_NUMBER: _builtins.int
     LESSON_IDS_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    DONE_FIELD_NUMBER: _builtins.int
+    FINISHED_FIELD_NUMBER: _builtins.int
+    FAILED_FIELD_NUMBER: _builtins.int
+    job_id: _builtins.str
+    """The job to poll."""
+    total: _builtins.int
+    """Rows the job set out to decide, and how many it has tried (decided, failed or skipped
+    because another decision took them first).
+    """
+    done: _builtins.int
+    finished: _builtins.bool
+    """Every row was tried: nothing more will come from this job."""
     @_builtins.property
     def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___QuarantineEntry]:
-        """Every row decided, after the decision, oldest first."""
+        """Rows decided by the job after the first `after`, after the decision, oldest first."""
 
     @_builtins.property
     def lesson_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """On approve: the lessons stored or released, in the order of `entries` ("" where none)."""
+
+    @_builtins.property
+    def failed(self) -> _containers.RepeatedCompositeFieldContainer[Global___BulkFailure]:
+        """Rows the job could not decide so far (they stay pending)."""
 
     def __init__(
         self,
         *,
         entries: _abc.Iterable[Global___QuarantineEntry] | None = ...,
         lesson_ids: _abc.Iterable[_builtins.str] | None = ...,
+        job_id: _builtins.str = ...,
+        total: _builtins.int = ...,
+        done: _builtins.int = ...,
+        finished: _builtins.bool = ...,
+        failed: _abc.Iterable[Global___BulkFailure] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["entries", b"entries", "lesson_ids", b"lesson_ids"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "entries", b"entries", "failed", b"failed", "finished", b"finished", "job_id", b"job_id", "lesson_ids", b"lesson_ids", "total", b"total"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -114,7 +114,11 @@ class OperatorServiceServicer:
 
     def DecideQuarantineBulk(self, request, context):
         """Approve (release) or reject, in bulk, every pending row held for one reason (e.g.
-        `tainted_source`), of one source when given; each row as DecideQuarantine would.
+        `tainted_source`), of one source when given; each row as DecideQuarantine would. The
+        work is a node-side job that runs to completion whatever the client does: a call starts
+        it (or joins the one running for the same reason, source and decision), replies with its
+        progress before the call's deadline, and the client polls it by `job_id` until
+        `finished`. A new call after a job ended decides only what is left.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

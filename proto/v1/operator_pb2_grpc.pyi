@@ -50,7 +50,11 @@ class OperatorServiceStub:
     """Approve (store as an import, after re-verifying the signed bytes) or reject a pending row."""
     DecideQuarantineBulk: _grpc.UnaryUnaryMultiCallable[_operator_pb2.DecideQuarantineBulkRequest, _operator_pb2.DecideQuarantineBulkResponse]
     """Approve (release) or reject, in bulk, every pending row held for one reason (e.g.
-    `tainted_source`), of one source when given; each row as DecideQuarantine would.
+    `tainted_source`), of one source when given; each row as DecideQuarantine would. The
+    work is a node-side job that runs to completion whatever the client does: a call starts
+    it (or joins the one running for the same reason, source and decision), replies with its
+    progress before the call's deadline, and the client polls it by `job_id` until
+    `finished`. A new call after a job ended decides only what is left.
     """
     ListRejections: _grpc.UnaryUnaryMultiCallable[_operator_pb2.ListRejectionsRequest, _operator_pb2.ListRejectionsResponse]
     """The rejection log, newest first."""
@@ -83,7 +87,11 @@ class OperatorServiceAsyncStub(OperatorServiceStub):
     """Approve (store as an import, after re-verifying the signed bytes) or reject a pending row."""
     DecideQuarantineBulk: _aio.UnaryUnaryMultiCallable[_operator_pb2.DecideQuarantineBulkRequest, _operator_pb2.DecideQuarantineBulkResponse]  # type: ignore[assignment]
     """Approve (release) or reject, in bulk, every pending row held for one reason (e.g.
-    `tainted_source`), of one source when given; each row as DecideQuarantine would.
+    `tainted_source`), of one source when given; each row as DecideQuarantine would. The
+    work is a node-side job that runs to completion whatever the client does: a call starts
+    it (or joins the one running for the same reason, source and decision), replies with its
+    progress before the call's deadline, and the client polls it by `job_id` until
+    `finished`. A new call after a job ended decides only what is left.
     """
     ListRejections: _aio.UnaryUnaryMultiCallable[_operator_pb2.ListRejectionsRequest, _operator_pb2.ListRejectionsResponse]  # type: ignore[assignment]
     """The rejection log, newest first."""
@@ -137,7 +145,11 @@ class OperatorServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_operator_pb2.DecideQuarantineBulkResponse, _abc.Awaitable[_operator_pb2.DecideQuarantineBulkResponse]]:
         """Approve (release) or reject, in bulk, every pending row held for one reason (e.g.
-        `tainted_source`), of one source when given; each row as DecideQuarantine would.
+        `tainted_source`), of one source when given; each row as DecideQuarantine would. The
+        work is a node-side job that runs to completion whatever the client does: a call starts
+        it (or joins the one running for the same reason, source and decision), replies with its
+        progress before the call's deadline, and the client polls it by `job_id` until
+        `finished`. A new call after a job ended decides only what is left.
         """
 
     @_abc_1.abstractmethod

@@ -247,6 +247,24 @@ def test_reject_json_reports_the_row_and_stores_nothing(node: FakeNode) -> None:
     assert node.lessons() == []
 
 
+def test_release_by_reason_decides_every_row_and_prints_progress_on_stderr(
+    node: FakeNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in (1, 2, 3):
+        node.run(node.store.quarantine(held(n)))
+    # The node replies at once with the progress so far, so the command polls its job.
+    monkeypatch.setattr("lamarck.node.api.operator_service.BULK_REPLY_S", 0.0)
+    result = node.cli("release", "--reason", "statistical_outlier", "--json")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert [d["id"] for d in out["decided"]] == ["q1", "q2", "q3"] and out["failed"] == []
+    assert "release: 3/3 row(s) done" in result.stderr
+    assert len(node.lessons()) == 3
+    again = node.cli("release", "--reason", "statistical_outlier")
+    assert again.exit_code == 0, again.stderr
+    assert again.stdout.strip() == "released 0 row(s)"
+
+
 def test_unknown_id_is_one_error_line_exit_1(node: FakeNode) -> None:
     for command in ("show", "approve", "reject"):
         result = node.cli(command, "nope")

@@ -38,7 +38,9 @@ from lamarck.node.embedding import Embedder
 from lamarck.node.gossip.publisher import lesson_version
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
+from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.scopes import project_scope
+from lamarck.node.learning.write_behind import WriteBehindParams
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonFilter
 from lamarck.node.store.service import LessonService
@@ -150,13 +152,19 @@ class Registry:
         return {}
 
 
-async def start_node(seed: int, known: Sequence[NodeIdentity] | None = None) -> Node:
+async def start_node(
+    seed: int,
+    known: Sequence[NodeIdentity] | None = None,
+    learning: LearningParams | None = None,
+) -> Node:
     """Build a node around a fresh in-memory store and serve it on loopback; ``known`` are
     the identities its registry knows (``None``: the node has no registry)."""
     store = InMemoryLessonStore(dim=TinyEmbedder.dim)
     clock = FixedClock()
     identity = NodeIdentity.from_seed(bytes([seed]) * 32)
-    service = LessonService(store, TinyEmbedder(), clock, rng=random.Random(seed))
+    service = LessonService(
+        store, TinyEmbedder(), clock, learning or LearningParams(), rng=random.Random(seed)
+    )
     book = InMemoryReputation(ReputationParams(), clock)
     registry = Registry(known) if known is not None else None
     pipeline = ImportPipeline(
@@ -246,6 +254,24 @@ async def test_mechanical_outcome_teaches_a_lesson_that_recall_shows(node: Node)
         # The record version is the one encoder's (publisher.lesson_version), not the view's.
         "version": lesson_version(await node.store.get_lesson(lesson.id)),
     }
+
+
+async def test_a_recall_says_how_many_lessons_just_taught_are_still_being_indexed() -> None:
+    # The taught lesson's vector is written behind the reply (the drain lingers) and this
+    # node's recall embeds none itself: it searches what is indexed and says one waits.
+    behind = WriteBehindParams(
+        defer_learned_embedding=True, linger_s=600.0, recall_settles_at_most=0
+    )
+    node = await start_node(3, learning=LearningParams(write_behind=behind))
+    try:
+        await learn(node)
+        recalled = await node.client.recall(
+            "run the test suite", CONTEXT, session_id="s2", project_digest=PROJECT
+        )
+        assert recalled.lessons == () and recalled.indexing == 1
+    finally:
+        await node.client.close()
+        await node.server.stop(None)
 
 
 async def test_recall_marks_lessons_in_play_so_outcomes_confirm_and_contradict_them(

@@ -7,6 +7,7 @@ and the SDK's typed results are all exercised; nothing of gRPC is mocked.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import random
@@ -169,6 +170,7 @@ class Desk:
     server: grpc.aio.Server
     client: AsyncOperatorClient
     stub: operator_pb2_grpc.OperatorServiceStub
+    servicer: OperatorServicer
 
     async def lessons(self) -> list[Any]:
         return await self.store.list_lessons(LessonFilter(statuses=None, limit=1000))
@@ -187,7 +189,8 @@ async def desk() -> AsyncIterator[Desk]:
     client = AsyncOperatorClient(address, timeout=10.0)
     channel = grpc.aio.insecure_channel(address)
     try:
-        yield Desk(store, clock, server, client, operator_pb2_grpc.OperatorServiceStub(channel))
+        stub = operator_pb2_grpc.OperatorServiceStub(channel)
+        yield Desk(store, clock, server, client, stub, servicer)
     finally:
         await client.close()
         await channel.close(None)
@@ -590,6 +593,111 @@ async def test_approve_applies_the_decision_kept_with_the_row_not_a_recomputatio
     # Approval stored it although the registry still does not know the signer: the operator
     # vouched for that key.
     assert lesson.imported_from == SOURCE_KEY.node_id
+
+
+# -- bulk decisions ---------------------------------------------------------------------------
+
+
+def _bulk_request(**over: Any) -> operator_pb2.DecideQuarantineBulkRequest:
+    fields: dict[str, Any] = {
+        "reason": "statistical_outlier",
+        "decision": operator_pb2.QUARANTINE_DECISION_APPROVE,
+        "note": "vouched for by hand",
+    }
+    return operator_pb2.DecideQuarantineBulkRequest(**(fields | over))
+
+
+def _gate_decisions(desk: Desk) -> tuple[asyncio.Event, asyncio.Event]:
+    """Hold every decision until the returned gate opens; ``started`` is set by the first."""
+    started, gate = asyncio.Event(), asyncio.Event()
+    original = desk.store.set_quarantine_state
+
+    async def gated(quarantine_id: str, state: str) -> QuarantineRow:
+        started.set()
+        await gate.wait()
+        return await original(quarantine_id, state)
+
+    desk.store.set_quarantine_state = gated  # type: ignore[method-assign]
+    return started, gate
+
+
+async def test_a_bulk_release_goes_on_at_the_node_after_the_client_disconnects(
+    desk: Desk,
+) -> None:
+    for n in range(30):
+        await desk.store.quarantine(held(n, minutes=n))
+    started, gate = _gate_decisions(desk)
+    # The call's handler is cancelled as gRPC cancels it when the client goes away.
+    call = asyncio.ensure_future(desk.servicer.DecideQuarantineBulk(_bulk_request(), None))
+    await started.wait()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    gate.set()
+    await desk.servicer.drain_bulk()
+    assert await desk.client.list_quarantine() == []
+    assert len(await desk.client.list_quarantine("approved")) == 30
+    assert len(await desk.lessons()) == 30
+
+
+async def test_a_bulk_release_is_polled_with_progress_until_every_row_is_decided(
+    desk: Desk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(12):
+        await desk.store.quarantine(held(n, minutes=n))
+    # Every call replies at once with the progress so far: the client polls the job.
+    monkeypatch.setattr("lamarck.node.api.operator_service.BULK_REPLY_S", 0.0)
+    seen: list[tuple[int, int]] = []
+    result = await desk.client.decide_bulk(
+        "statistical_outlier", approve=True, progress=lambda d, t: seen.append((d, t))
+    )
+    assert [d.entry.id for d in result.decisions] == [f"q{n}" for n in range(12)]
+    assert all(d.entry.state == "approved" and d.lesson_id for d in result.decisions)
+    assert result.failed == ()
+    assert seen[-1] == (12, 12) and len(seen) > 1
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+async def test_a_second_bulk_call_joins_the_running_job_and_a_later_one_takes_what_is_left(
+    desk: Desk,
+) -> None:
+    for n in range(5):
+        await desk.store.quarantine(held(n, minutes=n))
+    started, gate = _gate_decisions(desk)
+    first = asyncio.ensure_future(desk.servicer.DecideQuarantineBulk(_bulk_request(), None))
+    await started.wait()
+    second = asyncio.ensure_future(desk.servicer.DecideQuarantineBulk(_bulk_request(), None))
+    gate.set()
+    one, two = await first, await second
+    # One job did the work once: both calls read it, nothing was skipped as a conflict.
+    assert one.job_id == two.job_id and one.finished and one.done == one.total == 5
+    assert [e.id for e in two.entries] == [f"q{n}" for n in range(5)]
+    await desk.store.quarantine(held(9, minutes=9))
+    again = await desk.servicer.DecideQuarantineBulk(_bulk_request(), None)
+    assert again.job_id != one.job_id
+    assert [e.id for e in again.entries] == ["q9"] and again.total == 1
+
+
+async def test_a_row_a_bulk_job_cannot_decide_is_reported_and_stays_pending(desk: Desk) -> None:
+    await desk.store.quarantine(held(1, minutes=1))
+    tampered = json.loads(signed(2).raw)
+    tampered["content"] = "something else entirely"
+    sm = signed(2)
+    await desk.store.quarantine(
+        replace(held(2, sm, minutes=2), signed_record=json.dumps(tampered).encode())
+    )
+    await desk.store.quarantine(held(3, minutes=3))
+    result = await desk.client.decide_bulk("statistical_outlier", approve=True)
+    assert [d.entry.id for d in result.decisions] == ["q1", "q3"]
+    [failure] = result.failed
+    assert failure.id == "q2" and failure.reason
+    assert [e.id for e in await desk.client.list_quarantine()] == ["q2"]
+
+
+async def test_polling_a_job_the_node_does_not_know_is_not_found(desk: Desk) -> None:
+    with pytest.raises(NotFound) as err:
+        await desk.client._unary("DecideQuarantineBulk", _bulk_request(job_id="nope"))
+    assert err.value.reason == "unknown_job"
 
 
 # -- rejection log ----------------------------------------------------------------------------

@@ -491,3 +491,71 @@ async def test_a_reader_s_batches_are_not_interleaved_with_the_drain_s() -> None
     assert store.batches[1:3] == [wanted[:4], wanted[4:]]
     await behind.close()
     assert store.batches[3:] == [claims[4:]]
+
+
+async def test_a_recall_after_a_burst_embeds_only_the_newest_and_says_how_many_wait() -> None:
+    # Six lessons taught in a burst, their vectors behind the replies; the drain lingers.
+    store = FlakyStore()
+    params = dataclasses.replace(ON, linger_s=600.0, recall_settles_at_most=2)
+    svc = service(store, params)
+    taught: list[str] = []
+    for n in range(6):
+        result = await svc.record_outcome(
+            _outcome(n, f"shell:pytest suite{n}/", f"shell:make test-{n}", f"suite{n}")
+        )
+        taught += [c.lesson_id for c in result.changes if c.change == "created"]
+    assert len(taught) == 6
+    behind = svc._core.behind
+    found = await svc.recall("make test-5 for suite5", None, "project:" + PROJECT, "r")
+    # The two newest were embedded with the task (one model call, one write), the newest is
+    # found; the four older are left to the drain and the recall says so.
+    assert store.vector_writes == 1 and found.indexing == 4
+    assert taught[-1] in [r.id for r in found.lessons]
+    assert sorted(behind.queued) == sorted(taught[:4])
+    await behind.settle()
+    again = await svc.recall("make test-5 for suite5", None, "project:" + PROJECT, "r2")
+    assert again.indexing == 0
+
+
+def test_recall_settles_at_most_must_be_a_non_negative_int_or_none() -> None:
+    assert WriteBehindParams(recall_settles_at_most=0).recall_settles_at_most == 0
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ConfigError, match="recall_settles_at_most"):
+            WriteBehindParams(recall_settles_at_most=bad)  # type: ignore[arg-type]
+
+
+class FirstWriteGatedStore(RecordingStore):
+    """Records each vector write's ids; only the first write (the drain's) waits for ``gate``."""
+
+    async def set_embeddings(self, vectors: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> None:
+        self.started.set()
+        first = not self.started_once
+        self.started_once = True
+        if first:
+            await self.gate.wait()
+        self.batches.append([i for i, _ in vectors])
+        await InMemoryLessonStore.set_embeddings(self, vectors)
+
+    started_once = False
+
+
+async def test_a_recall_leaves_the_rows_the_drain_has_in_hand_to_it() -> None:
+    store = FirstWriteGatedStore()
+    svc = service(store, dataclasses.replace(ON, linger_s=0.0, recall_settles_at_most=5))
+    taught: list[str] = []
+    for n in range(5):
+        result = await svc.record_outcome(
+            _outcome(n, f"shell:pytest suite{n}/", f"shell:make test-{n}", f"suite{n}")
+        )
+        taught += [c.lesson_id for c in result.changes if c.change == "created"]
+        if n == 0:
+            await store.started.wait()  # the drain holds the first vector at the gate
+    in_hand = set(svc._core.behind._in_hand)
+    assert in_hand and in_hand < set(taught)
+    found = await svc.recall("make test-4 for suite4", None, "project:" + PROJECT, "r")
+    # Every queued vector but those the drain has in hand was embedded with the task.
+    assert found.indexing == len(in_hand)
+    store.gate.set()
+    await svc._core.behind.settle()
+    written = [i for batch in store.batches for i in batch]
+    assert sorted(written) == sorted(taught)  # every vector written once, none twice
