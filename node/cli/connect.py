@@ -77,7 +77,7 @@ def fleet_node_home(name: str) -> Path:
 
 
 def running_node(home: Path) -> dict[str, Any]:
-    """The running node's ``node.json``; ``CliError(reason="not_running")`` if none runs.
+    """The running node's ``node.json``; ``CliError(reason="node_not_running")`` if none runs.
 
     The message names the running fleet's nodes when one runs, so that ``lamarck node status``
     typed on a machine running ``make run`` says what to pass.
@@ -87,19 +87,20 @@ def running_node(home: Path) -> dict[str, Any]:
         info = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CliError(
-            f"no node is running on {home} (no {NODE_FILE}){_fleet_hint()}", reason="not_running"
+            f"no node is running on {home} (no {NODE_FILE}){_fleet_hint()}",
+            reason="node_not_running",
         ) from None
     except (OSError, ValueError) as e:
-        raise CliError(f"cannot read {path}: {e}", reason="not_running") from e
+        raise CliError(f"cannot read {path}: {e}", reason="node_not_running") from e
     if not isinstance(info, dict):
-        raise CliError(f"{path} is not a JSON object", reason="not_running")
+        raise CliError(f"{path} is not a JSON object", reason="node_not_running")
     pid = info.get("pid")
     if not isinstance(pid, int) or not _pid_alive(pid):
         # A node killed hard (SIGKILL, power loss) cannot remove its node.json.
         raise CliError(
             f"no node is running on {home} ({NODE_FILE} names pid {pid}, which has exited)"
             f"{_fleet_hint()}",
-            reason="not_running",
+            reason="node_not_running",
         )
     return info
 

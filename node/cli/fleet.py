@@ -448,7 +448,7 @@ def status(
                 table.add_row(*(str(v) for v in row.values()))
             console.print(table)
     if pid is None:
-        raise CliError(f"the fleet in {where} is not running", reason="not_running")
+        raise CliError(f"the fleet in {where} is not running", reason="fleet_not_running")
 
 
 @app.command()

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
 
 from lamarck.agent.run import RunParams, outcome_from_document
 from lamarck.client import AsyncClient, Conflict, HistoryEntry, Lesson
@@ -30,6 +31,7 @@ __all__ = [
     "EVIDENCE_TEXT",
     "LamarckTools",
     "NodeLink",
+    "argument_error",
     "conflict_view",
     "history_view",
     "lamarck_errors",
@@ -107,6 +109,14 @@ def lamarck_errors() -> Iterator[None]:
         yield
     except LamarckError as e:
         raise ToolError(f"lamarck: {e}") from None
+
+
+def argument_error(exc: ValidationError) -> ToolError:
+    """A tool's arguments that fail their schema, as ``lamarck: bad_argument: <field>: <why>``."""
+    found = exc.errors(include_url=False, include_input=False)
+    where = ".".join(str(p) for p in found[0]["loc"]) if found else "arguments"
+    why = found[0]["msg"] if found else "invalid"
+    return ToolError(f"lamarck: bad_argument: {where}: {why}")
 
 
 def lesson_view(lesson: Lesson) -> dict[str, Any]:
