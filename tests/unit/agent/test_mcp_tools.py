@@ -181,6 +181,9 @@ def test_every_tool_description_says_when_to_call_it() -> None:
     }
     assert all(text.startswith("Call") for text in DESCRIPTIONS.values())
     assert "CLAIM" in DESCRIPTIONS["remember"] and "record_outcome" in DESCRIPTIONS["remember"]
+    # Without in_play a lesson applied from check_operation is never confirmed or promoted.
+    assert "in_play" in DESCRIPTIONS["record_outcome"]
+    assert "report_use" in DESCRIPTIONS["record_outcome"]
 
 
 async def _asgi_status(app: Any, headers: list[tuple[bytes, bytes]]) -> int:

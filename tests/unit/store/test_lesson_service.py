@@ -348,6 +348,19 @@ async def test_lesson_confirmed_from_two_projects_is_promoted_then_demoted_by_a_
     assert demoted.scope == project_scope(P2)
 
 
+async def test_the_same_run_in_a_second_project_promotes_the_first_lesson(h: Harness) -> None:
+    lesson_id, _ = await _seed_mistake(h)  # learned in P1
+    # The same mistake and fix in P2, with nothing recalled: the lesson's second project.
+    again = h.outcome("B", [(IN_TESTS, "failed", SUITE), (ROOT, "ok", SUITE)], project=P2)
+    result = await h.service.record_outcome(again)
+    assert result.ids("created") == []
+    assert result.ids("confirmed") == [lesson_id] and result.ids("promoted") == [lesson_id]
+    promoted = await h.store.get_lesson(lesson_id)
+    assert promoted.scope == GLOBAL and promoted.confirmed_projects == (P1, P2)
+    everything = await h.store.list_lessons(LessonFilter(statuses=None, category=Category.LESSON))
+    assert [r.id for r in everything] == [lesson_id]
+
+
 # -- supersede, never delete --------------------------------------------------------------
 
 
