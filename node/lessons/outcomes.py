@@ -473,6 +473,9 @@ class OutcomeLearning:
             log_as=LOOP_ACTOR,
             taught_by=outcome.id,
             detail=lesson.content,
+            # An agent asking about the same task in its own words finds the lesson, whatever
+            # the embedder: the run's goal is the task the lesson is about.
+            found_by=outcome.goal_digest,
         )
         written[new.id] = new
         changes = [
