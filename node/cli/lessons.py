@@ -101,6 +101,22 @@ def evidence_cell(lesson: Lesson) -> str:
     return lesson.evidence.label.rsplit(", confidence", 1)[0] or lesson.evidence.evidence_class
 
 
+def origin_cell(lesson: Lesson) -> str:
+    """Where the lesson came from: ``local`` (learned here) or ``imported`` and from whom."""
+    if lesson.origin != "imported":
+        return lesson.origin or "local"
+    source = lesson.source_node_id
+    return f"imported from {source[:10]}…" if len(source) > 11 else f"imported from {source}"
+
+
+def list_title(shown: int, *, more: bool) -> str:
+    """``3 lessons``; when the list was cut at ``--limit``, say that more are on file."""
+    noun = "lesson" if shown == 1 else "lessons"
+    if more:
+        return f"first {shown} {noun}; more on file (raise --limit to see them)"
+    return f"{shown} {noun}"
+
+
 def lesson_json(lesson: Lesson) -> dict[str, Any]:
     """A lesson as plain JSON: timestamps RFC 3339, the record as an object, not bytes."""
     return {
@@ -228,24 +244,27 @@ def list_lessons(
     """List lessons, most confident first."""
     statuses = statuses_from(status)  # a usage error before any connection is tried
     with client_for(resolve_home(home)) as client:
+        # One more than asked: whether the list was cut is said, never left to guess.
         lessons = [
             lesson
             for page in iter_pages(
                 client,
-                limit=limit,
+                limit=limit + 1,
                 statuses=statuses,
                 scope=scope,
                 category=category,
                 min_confidence=min_confidence,
             )
             for lesson in page.lessons
-        ][:limit]
+        ]
+    more = len(lessons) > limit
+    lessons = lessons[:limit]
     if as_json:
         emit_json([lesson_json(lesson) for lesson in lessons])
         return
     print_table(
-        f"{len(lessons)} lesson(s)",
-        ["id", "v", "status", "state", "evidence", "conf", "scope", "operation", "content"],
+        list_title(len(lessons), more=more),
+        ["id", "v", "status", "state", "evidence", "from", "conf", "scope", "operation", "content"],
         (
             (
                 x.id,
@@ -255,6 +274,7 @@ def list_lessons(
                 x.state + (" (contested)" if x.contested else ""),
                 # Proven here / corroborated by N / unverified, from N peer(s).
                 evidence_cell(x),
+                origin_cell(x),
                 f"{x.confidence:.2f}",
                 x.scope,
                 x.operation,
