@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 import typer
 
 from lamarck.client import Client, HistoryEntry, Lesson, LessonPage
-from lamarck.node.cli.connect import client_for
+from lamarck.node.cli.connect import client_for, fleet_labels
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table, print_table
 from lamarck.proto.timefmt import format_ts
@@ -101,12 +101,15 @@ def evidence_cell(lesson: Lesson) -> str:
     return lesson.evidence.label.rsplit(", confidence", 1)[0] or lesson.evidence.evidence_class
 
 
-def origin_cell(lesson: Lesson) -> str:
-    """Where the lesson came from: ``local`` (learned here) or ``imported`` and from whom."""
+def origin_cell(lesson: Lesson, labels: Mapping[str, str] | None = None) -> str:
+    """Where the lesson came from: ``local`` (learned here) or ``imported`` and from whom
+    (its fleet label, node1..N, when a fleet names it)."""
     if lesson.origin != "imported":
         return lesson.origin or "local"
     source = lesson.source_node_id
-    return f"imported from {source[:10]}…" if len(source) > 11 else f"imported from {source}"
+    label = (labels or {}).get(source, "")
+    shown = f"{source[:10]}…" if len(source) > 11 else source
+    return f"imported from {label} {shown}" if label else f"imported from {shown}"
 
 
 def list_title(shown: int, *, more: bool) -> str:
@@ -259,6 +262,7 @@ def list_lessons(
         ]
     more = len(lessons) > limit
     lessons = lessons[:limit]
+    labels = fleet_labels()
     if as_json:
         emit_json([lesson_json(lesson) for lesson in lessons])
         return
@@ -274,7 +278,7 @@ def list_lessons(
                 x.state + (" (contested)" if x.contested else ""),
                 # Proven here / corroborated by N / unverified, from N peer(s).
                 evidence_cell(x),
-                origin_cell(x),
+                origin_cell(x, labels),
                 f"{x.confidence:.2f}",
                 x.scope,
                 x.operation,

@@ -4,6 +4,7 @@ class and support."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -183,3 +184,14 @@ def test_list_says_when_it_was_cut_and_where_each_lesson_came_from(
     assert "local" in rows[0] and "imported from lmk1peer" in rows[1]
     whole = runner.invoke(app, ["lessons", "list", "--home", str(tmp_path)], env=env)
     assert "3 lessons" in whole.output and "more on file" not in whole.output
+    # A running fleet's name for the source stands beside its id.
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    nodes = [{"name": "node4", "home": str(fleet), "node_id": "lmk1peer"}]
+    (fleet / "fleet.json").write_text(json.dumps({"supervisor_pid": os.getpid(), "nodes": nodes}))
+    named = runner.invoke(
+        app,
+        ["lessons", "list", "--home", str(tmp_path)],
+        env={**env, "LAMARCK_FLEET_DIR": str(fleet)},
+    )
+    assert "imported from node4 lmk1peer" in named.output
