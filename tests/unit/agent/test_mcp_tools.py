@@ -134,10 +134,13 @@ async def test_a_malformed_run_is_refused_before_reaching_the_node() -> None:
 
 async def test_bad_arguments_are_one_line_lamarck_errors_without_pydantic_urls() -> None:
     async with Client(build_server(tools_for(ScriptedNode()))) as client:
-        empty = await client.call_tool("retire_lesson", {"lesson_id": "L1", "reason": " "})
+        empty = await client.call_tool("retire_lesson", {"lesson_id": "L1", "reason": ""})
+        blank = await client.call_tool("retire_lesson", {"lesson_id": "L1", "reason": " "})
         missing = await client.call_tool("retire_lesson", {"lesson_id": "L1"})
         no_task = await client.call_tool("recall", {})
-    assert empty.is_error and _text(empty) == "lamarck: no_reason: say why the lesson is retired"
+    for refused in (empty, blank):
+        assert refused.is_error
+        assert _text(refused) == "lamarck: no_reason: say why the lesson is retired"
     assert missing.is_error and _text(missing) == "lamarck: bad_argument: reason: Field required"
     assert no_task.is_error and _text(no_task).startswith("lamarck: bad_argument: task: ")
     assert "pydantic" not in _text(missing) + _text(no_task)
