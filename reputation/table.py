@@ -18,10 +18,15 @@ from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.scores import PeerBand
 
 __all__ = [
+    "ID_PREFIX",
     "UNKNOWN",
     "ReputationRow",
     "SortKey",
     "global_text",
+    "named_parts",
+    "part_name",
+    "parts_text",
+    "peer_text",
     "render_table",
     "row_to_obj",
     "select_rows",
@@ -96,9 +101,23 @@ def select_rows(
     return chosen
 
 
-def _parts_text(parts: Mapping[str, float]) -> str:
-    shown = [f"{name.split('_')[0]}={value:+.3f}" for name, value in sorted(parts.items()) if value]
-    return " ".join(shown) or "-"
+def part_name(key: str) -> str:
+    """A score part as an operator reads it: ``p1_reality_confirmed`` -> ``reality confirmed``."""
+    code, _, name = key.partition("_")
+    return name.replace("_", " ") if code[:1] == "p" and code[1:].isdigit() and name else key
+
+
+def named_parts(parts: Mapping[str, float], top: int | None = None) -> list[tuple[str, float]]:
+    """The parts that move the score, named, largest effect first (``top``: only that many);
+    zero parts are left out, ties in name order."""
+    moving = sorted(((part_name(k), v) for k, v in parts.items() if v), key=lambda kv: kv[0])
+    moving.sort(key=lambda kv: -abs(kv[1]))
+    return moving if top is None else moving[:top]
+
+
+def parts_text(parts: Mapping[str, float], top: int | None = None) -> str:
+    """``reality confirmed +0.125, replay -0.050`` (``-`` when nothing moves the score)."""
+    return ", ".join(f"{name} {value:+.3f}" for name, value in named_parts(parts, top)) or "-"
 
 
 def _rejected_text(rejected: Mapping[str, int]) -> str:
@@ -109,15 +128,15 @@ def _rejected_text(rejected: Mapping[str, int]) -> str:
     return f"{total} ({detail})"
 
 
-def _cells(row: ReputationRow, domain: str) -> list[str]:
+def _cells(row: ReputationRow, domain: str, labels: Mapping[str, str]) -> list[str]:
     accuracy = "-" if row.weighted_accuracy is None else f"{row.weighted_accuracy:.2f}"
     domains = domain and f"{domain}:{row.domains.get(domain, 0.0):.2f}"
     return [
-        row.peer,
+        peer_text(row.peer, labels, short=False),
         row.principal or "-",
         row.band.value,
         f"{row.score:.3f}",
-        _parts_text(row.parts),
+        parts_text(row.parts),
         accuracy,
         f"{row.correct}/{row.predictions}",
         f"{row.pairwise:.2f}",
@@ -148,18 +167,77 @@ _HEADER = [
 ]
 
 
-def render_table(
-    rows: Iterable[ReputationRow], *, sort: SortKey = SortKey.SCORE, domain: str = ""
-) -> str:
-    """The table as aligned plain text, one line per peer, header first."""
-    lines: Sequence[list[str]] = [_HEADER] + [
-        _cells(r, domain) for r in select_rows(rows, sort=sort, domain=domain)
+_NARROW_HEADER = [
+    "PEER",
+    "BAND",
+    "SCORE",
+    "GLOBAL",
+    "ACC",
+    "REJ",
+    "VOTES R/W",
+    "TOP PARTS",
+]
+#: Characters of a node id the narrow table keeps (``lmk1`` and enough to be told apart;
+#: ``reputation show`` takes such a prefix).
+ID_PREFIX = 12
+#: Score parts the narrow table names: the largest effects.
+TOP_PARTS = 2
+
+
+def peer_text(peer: str, labels: Mapping[str, str], *, short: bool) -> str:
+    """A peer as the operator knows it: its label beside its id (shortened when ``short``)."""
+    shown = peer if not short or len(peer) <= ID_PREFIX + 1 else peer[:ID_PREFIX] + "…"
+    label = labels.get(peer, "")
+    return f"{label} {shown}" if label else shown
+
+
+def _narrow_cells(row: ReputationRow, labels: Mapping[str, str]) -> list[str]:
+    return [
+        peer_text(row.peer, labels, short=True),
+        row.band.value,
+        f"{row.score:.3f}",
+        global_text(row.global_trust, 3),
+        str(row.accepted),
+        str(sum(row.rejected.values())),
+        f"{row.votes_right}/{row.votes_wrong}",
+        parts_text(row.parts, TOP_PARTS),
     ]
-    widths = [max(len(line[k]) for line in lines) for k in range(len(_HEADER))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
-        for line in lines
-    )
+
+
+def _aligned(lines: Sequence[list[str]], width: int | None) -> str:
+    widths = [max(len(line[k]) for line in lines) for k in range(len(lines[0]))]
+    out = []
+    for line in lines:
+        text = "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+        if width is not None and len(text) > width:
+            text = text[: width - 1] + "…"  # only the last column (the parts) is ever cut
+        out.append(text)
+    return "\n".join(out)
+
+
+def render_table(
+    rows: Iterable[ReputationRow],
+    *,
+    sort: SortKey = SortKey.SCORE,
+    domain: str = "",
+    wide: bool = False,
+    labels: Mapping[str, str] | None = None,
+    width: int = 120,
+) -> str:
+    """The table as aligned plain text, one line per peer, header first.
+
+    By default the columns an operator scans, within ``width`` characters: the peer (its
+    label, if known, and the start of its id), band, score, global trust, records accepted
+    (ACC) and rejected (REJ), votes, and the score parts with the largest effect, named.
+    ``wide``: every column (principal, all parts, accuracy, predictions, pairwise trust,
+    rejections by reason, expertise, last seen), however wide.
+    """
+    names = labels or {}
+    chosen = select_rows(rows, sort=sort, domain=domain)
+    if wide:
+        lines: Sequence[list[str]] = [_HEADER] + [_cells(r, domain, names) for r in chosen]
+        return _aligned(lines, None)
+    return _aligned([_NARROW_HEADER] + [_narrow_cells(r, names) for r in chosen], width)
 
 
 def row_to_obj(row: ReputationRow) -> dict[str, Any]:

@@ -94,6 +94,11 @@ the same incident id and never sent. A handler raising `NotImplementedError` ans
 whose bytes do not decode, on any method of any service or as any message of a request stream,
 is `INVALID_ARGUMENT` with `undecodable_request`.
 
+A person or a model sees every error in one shape, `lamarck: <reason>: <message>`: the CLI's
+one line on stderr, an MCP tool's error (a tool argument that fails its schema is
+`bad_argument`); the SDK's `str(error)` is the same `<reason>: <message>`. One state has one
+reason everywhere: no node running on a home is `node_not_running` in the CLI, the SDK and MCP.
+
 ## By error class
 
 The reasons listed are those the code raises each class with (found in the source).

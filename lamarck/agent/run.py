@@ -428,14 +428,24 @@ def outcome_from_document(
 ) -> tuple[Outcome, RunResult | None]:
     """The outcome a JSON document stands for: a run (derived) or an outcome record (as is).
 
-    A run missing its ``id`` gets one from ``rng``, and its ``project`` from ``project``; an
-    outcome record is parsed by the node's model unchanged (with its own verdict check).
+    A run missing its ``id`` gets one from ``rng``, and its ``project`` from ``project``; a
+    run without events is refused (``InvalidRecord(reason="no_events")``); an outcome record
+    is parsed by the node's model unchanged (with its own verdict check).
     """
     _, obj = load_json_object(raw, limits=limits)
     if obj.get("kind") == "outcome":
         return Outcome.from_json(raw, limits=limits), None
+    run = parse_run(raw, limits=limits)
+    if not run.events:
+        # Nothing ran, so nothing can pass, fail or teach: recording it would only add a
+        # failed outcome that no event explains.
+        raise InvalidRecord(
+            "the run has no events: send what ran (tool calls, checks, mutations)",
+            reason="no_events",
+            field="events",
+        )
     result = derive_outcome(
-        parse_run(raw, limits=limits),
+        run,
         now=now,
         outcome_id=new_uuid4(rng),
         project=project,

@@ -278,6 +278,17 @@ def _counts(counts: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
 
 
+def _quarantine_row(pending: int, by_reason: Mapping[str, int]) -> str:
+    """``3 pending (reason n, ...)``; when a record's several reasons make the reasons add up
+    to more than the records, the row says so instead of leaving the sums to disagree."""
+    if not pending:
+        return "0 pending"
+    several = sum(by_reason.values()) > pending
+    note = "; a record can be held for several reasons, each counted" if several else ""
+    record = "record" if pending == 1 else "records"
+    return f"{pending} {record} pending (by reason: {_counts(by_reason)}{note})"
+
+
 def status_rows(status: Mapping[str, Any]) -> dict[str, str]:
     """``status_to_json``'s dict as labelled one-line facts (the CLI's table, the console's
     overview)."""
@@ -309,7 +320,7 @@ def status_rows(status: Mapping[str, Any]) -> dict[str, str]:
                 for c in pulls
             )
     quarantine = status["quarantine"]
-    rows["quarantine"] = f"{quarantine['pending']} pending ({_counts(quarantine['by_reason'])})"
+    rows["quarantine"] = _quarantine_row(quarantine["pending"], quarantine["by_reason"])
     rows["imports"] = (
         "; ".join(f"{result}: {_counts(reasons)}" for result, reasons in status["imports"].items())
         or "-"

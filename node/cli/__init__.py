@@ -2,7 +2,7 @@
 
 Each command group lives in its own module and is registered here; later groups (peers,
 reputation, quarantine, fleet) join the same way. Every command takes ``--home`` and
-``--json``; failures print one line, ``error: <reason>: <message>``, on stderr and exit 2
+``--json``; failures print one line, ``lamarck: <reason>: <message>``, on stderr and exit 2
 (usage or configuration) or 1 (anything else) — see ``lamarck.node.cli.errors``.
 """
 

@@ -10,7 +10,14 @@ from typing import Any
 from lamarck.client import Client
 from lamarck.errors import CliError
 
-__all__ = ["NODE_FILE", "client_for", "fleet_dir", "fleet_node_home", "running_node"]
+__all__ = [
+    "NODE_FILE",
+    "client_for",
+    "fleet_dir",
+    "fleet_labels",
+    "fleet_node_home",
+    "running_node",
+]
 
 #: Written by the daemon (``lamarck.node.daemon.NODE_FILE``); read here without importing
 #: the daemon, whose imports (store, servers, embedder) would slow every command's start.
@@ -37,22 +44,36 @@ def fleet_dir() -> Path:
     return Path(os.environ.get("LAMARCK_FLEET_DIR") or "~/.lamarck-fleet").expanduser()
 
 
-def _fleet_nodes() -> dict[str, Path]:
-    """The nodes of the fleet running in ``fleet_dir()``, by name (empty when none runs)."""
+def _running_fleet_entries() -> list[dict[str, Any]]:
+    """The node entries of the fleet running in ``fleet_dir()`` (empty when none runs)."""
     try:
         state = json.loads((fleet_dir() / FLEET_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
+        return []
     if not isinstance(state, dict):
-        return {}
+        return []
     pid = state.get("supervisor_pid")
     if not isinstance(pid, int) or not _pid_alive(pid):
-        return {}
+        return []
     nodes = state.get("nodes")
+    return [n for n in (nodes if isinstance(nodes, list) else []) if isinstance(n, dict)]
+
+
+def _fleet_nodes() -> dict[str, Path]:
+    """The nodes of the fleet running in ``fleet_dir()``, by name (empty when none runs)."""
     return {
         str(n["name"]): Path(str(n["home"]))
-        for n in (nodes if isinstance(nodes, list) else [])
-        if isinstance(n, dict) and n.get("name") and n.get("home")
+        for n in _running_fleet_entries()
+        if n.get("name") and n.get("home")
+    }
+
+
+def fleet_labels() -> dict[str, str]:
+    """The running fleet's node names (node1..N) by node id, to show beside the ids."""
+    return {
+        str(n["node_id"]): str(n["name"])
+        for n in _running_fleet_entries()
+        if n.get("name") and n.get("node_id")
     }
 
 
@@ -77,7 +98,7 @@ def fleet_node_home(name: str) -> Path:
 
 
 def running_node(home: Path) -> dict[str, Any]:
-    """The running node's ``node.json``; ``CliError(reason="not_running")`` if none runs.
+    """The running node's ``node.json``; ``CliError(reason="node_not_running")`` if none runs.
 
     The message names the running fleet's nodes when one runs, so that ``lamarck node status``
     typed on a machine running ``make run`` says what to pass.
@@ -87,19 +108,20 @@ def running_node(home: Path) -> dict[str, Any]:
         info = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CliError(
-            f"no node is running on {home} (no {NODE_FILE}){_fleet_hint()}", reason="not_running"
+            f"no node is running on {home} (no {NODE_FILE}){_fleet_hint()}",
+            reason="node_not_running",
         ) from None
     except (OSError, ValueError) as e:
-        raise CliError(f"cannot read {path}: {e}", reason="not_running") from e
+        raise CliError(f"cannot read {path}: {e}", reason="node_not_running") from e
     if not isinstance(info, dict):
-        raise CliError(f"{path} is not a JSON object", reason="not_running")
+        raise CliError(f"{path} is not a JSON object", reason="node_not_running")
     pid = info.get("pid")
     if not isinstance(pid, int) or not _pid_alive(pid):
         # A node killed hard (SIGKILL, power loss) cannot remove its node.json.
         raise CliError(
             f"no node is running on {home} ({NODE_FILE} names pid {pid}, which has exited)"
             f"{_fleet_hint()}",
-            reason="not_running",
+            reason="node_not_running",
         )
     return info
 

@@ -1,4 +1,7 @@
-"""How the CLI fails: one line on stderr, ``error: <reason>: <message>``, and an exit code.
+"""How the CLI fails: one line on stderr, ``lamarck: <reason>: <message>``, and an exit code.
+
+The same shape as an MCP tool's error and the SDK's ``str(LamarckError)``, with one reason
+code per state (no node running is ``node_not_running`` everywhere).
 
 Exit codes: 2 for usage and configuration errors (the command line or the config must
 change), 1 for everything else (the node, the store, a key file, the network). A traceback
@@ -38,7 +41,14 @@ EXIT_USAGE = 2
 # ConfigError also carries operational refusals (a node already runs, none runs): those are
 # not fixed by changing the command line, so they exit 1 like other failures.
 _OPERATIONAL_CONFIG_REASONS = frozenset(
-    {"already_running", "node_running", "not_running", "not_started", "not_serving"}
+    {
+        "already_running",
+        "node_running",
+        "node_not_running",
+        "fleet_not_running",
+        "not_started",
+        "not_serving",
+    }
 )
 
 
@@ -55,13 +65,13 @@ def _one_line(text: str) -> str:
 
 
 def report(reason: str, message: str) -> None:
-    """Write ``error: <reason>: <message>`` as one line on stderr."""
+    """Write ``lamarck: <reason>: <message>`` as one line on stderr."""
     message = _one_line(message)
     prefix = f"{reason}: "
     # LamarckError.__str__ already starts with the reason; do not say it twice.
     if message.startswith(prefix):
         message = message[len(prefix) :]
-    typer.echo(f"error: {reason}: {message}", err=True)
+    typer.echo(f"lamarck: {reason}: {message}", err=True)
 
 
 def _rpc_reason(err: grpc.RpcError) -> tuple[str, str]:

@@ -29,15 +29,18 @@ import typer
 from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from lamarck.errors import CliError, ConfigError, LamarckError
 from lamarck.node.cli.output import emit_json
 from lamarck.node.fleet.driver import DriverParams, FleetDriver, NodeHandle, scrape_counts
 from lamarck.node.fleet.launcher import LaunchParams
 from lamarck.node.fleet.report import (
+    NODES_LEGEND,
     NodeCounts,
     learning_figures,
     learning_table,
+    learning_verdict,
     mean_and_spread,
     nodes_table,
     quorum_figures,
@@ -295,7 +298,11 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
         counts: list[NodeCounts | None] = driver.counts()
 
         def view() -> Group:
-            return Group(progress, nodes_table(names, roles, counts, driver.learned, "live"))
+            return Group(
+                progress,
+                nodes_table(names, roles, counts, driver.learned),
+                Text(NODES_LEGEND, style="dim"),
+            )
 
         with _live(console, view()) as live:
 
@@ -306,10 +313,15 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
                 live.update(view())
 
             records = driver.run(on_round)
+            # The live table's last frame is the final one: one table, never two.
+            counts = driver.counts()
+            live.update(view())
         figures = learning_figures(records)
-        console.print(nodes_table(names, roles, driver.counts(), driver.learned, "per node"))
     _show_reputation(console, fleet)
-    console.print(learning_table(figures, byzantine=fleet.spec.byzantine))
+    console.print(learning_table(figures))
+    verdict = learning_verdict(figures, byzantine=fleet.spec.byzantine)
+    if verdict:
+        console.print(Text(verdict), justify="left")
     return figures
 
 
@@ -360,7 +372,11 @@ def _run_scenario(
     live_counts = counts()
 
     def view() -> Group:
-        return Group(progress, nodes_table(names, roles, live_counts, None, "live"))
+        return Group(
+            progress,
+            nodes_table(names, roles, live_counts, None),
+            Text(NODES_LEGEND, style="dim"),
+        )
 
     with _live(console, view()) as live:
 
@@ -376,7 +392,9 @@ def _run_scenario(
             say(f"run {k + 1} done")
 
         runs = run_scenario(fleet, plan, seed, say, on_run)
-    console.print(nodes_table(names, roles, counts(), None, "per node"))
+        # The live table's last frame is the final one: one table, never two.
+        live_counts = counts()
+        live.update(view())
     _show_reputation(console, fleet)
     summary = mean_and_spread(runs)
     scenario = plan.scenario
@@ -448,7 +466,7 @@ def status(
                 table.add_row(*(str(v) for v in row.values()))
             console.print(table)
     if pid is None:
-        raise CliError(f"the fleet in {where} is not running", reason="not_running")
+        raise CliError(f"the fleet in {where} is not running", reason="fleet_not_running")
 
 
 @app.command()

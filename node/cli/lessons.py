@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 import typer
 
 from lamarck.client import Client, HistoryEntry, Lesson, LessonPage
-from lamarck.node.cli.connect import client_for
+from lamarck.node.cli.connect import client_for, fleet_labels
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table, print_table
 from lamarck.proto.timefmt import format_ts
@@ -99,6 +99,25 @@ def evidence_cell(lesson: Lesson) -> str:
     """The evidence column: the class and the principals behind it (the label, without the
     confidence its own column shows)."""
     return lesson.evidence.label.rsplit(", confidence", 1)[0] or lesson.evidence.evidence_class
+
+
+def origin_cell(lesson: Lesson, labels: Mapping[str, str] | None = None) -> str:
+    """Where the lesson came from: ``local`` (learned here) or ``imported`` and from whom
+    (its fleet label, node1..N, when a fleet names it)."""
+    if lesson.origin != "imported":
+        return lesson.origin or "local"
+    source = lesson.source_node_id
+    label = (labels or {}).get(source, "")
+    shown = f"{source[:10]}…" if len(source) > 11 else source
+    return f"imported from {label} {shown}" if label else f"imported from {shown}"
+
+
+def list_title(shown: int, *, more: bool) -> str:
+    """``3 lessons``; when the list was cut at ``--limit``, say that more are on file."""
+    noun = "lesson" if shown == 1 else "lessons"
+    if more:
+        return f"first {shown} {noun}; more on file (raise --limit to see them)"
+    return f"{shown} {noun}"
 
 
 def lesson_json(lesson: Lesson) -> dict[str, Any]:
@@ -228,24 +247,28 @@ def list_lessons(
     """List lessons, most confident first."""
     statuses = statuses_from(status)  # a usage error before any connection is tried
     with client_for(resolve_home(home)) as client:
+        # One more than asked: whether the list was cut is said, never left to guess.
         lessons = [
             lesson
             for page in iter_pages(
                 client,
-                limit=limit,
+                limit=limit + 1,
                 statuses=statuses,
                 scope=scope,
                 category=category,
                 min_confidence=min_confidence,
             )
             for lesson in page.lessons
-        ][:limit]
+        ]
+    more = len(lessons) > limit
+    lessons = lessons[:limit]
+    labels = fleet_labels()
     if as_json:
         emit_json([lesson_json(lesson) for lesson in lessons])
         return
     print_table(
-        f"{len(lessons)} lesson(s)",
-        ["id", "v", "status", "state", "evidence", "conf", "scope", "operation", "content"],
+        list_title(len(lessons), more=more),
+        ["id", "v", "status", "state", "evidence", "from", "conf", "scope", "operation", "content"],
         (
             (
                 x.id,
@@ -255,6 +278,7 @@ def list_lessons(
                 x.state + (" (contested)" if x.contested else ""),
                 # Proven here / corroborated by N / unverified, from N peer(s).
                 evidence_cell(x),
+                origin_cell(x, labels),
                 f"{x.confidence:.2f}",
                 x.scope,
                 x.operation,

@@ -17,12 +17,26 @@ from typing import Annotated, Any
 
 import typer
 
+from lamarck.errors import NotFound
+from lamarck.node.cli.connect import fleet_labels
 from lamarck.node.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.node.cli.output import emit_json, key_value_table, print_table
 from lamarck.node.cli.quarantine import operator_for
-from lamarck.operator import PeerReputation, ReputationEventEntry, ReputationTable
+from lamarck.operator import (
+    OperatorClient,
+    PeerReputation,
+    ReputationEventEntry,
+    ReputationTable,
+)
 from lamarck.proto.timefmt import format_ts
-from lamarck.reputation.table import SortKey, global_text, render_table, row_to_obj
+from lamarck.reputation.table import (
+    SortKey,
+    global_text,
+    parts_text,
+    peer_text,
+    render_table,
+    row_to_obj,
+)
 
 __all__ = ["app", "event_json", "register", "reset", "show", "table", "table_json"]
 
@@ -37,6 +51,14 @@ _SortOption = Annotated[
 ]
 _DomainOption = Annotated[
     str, typer.Option("--domain", help="Only peers with expertise in this domain.")
+]
+_WideOption = Annotated[
+    bool,
+    typer.Option(
+        "--wide",
+        help="Every column (principal, all score parts, accuracy, pairwise trust, rejections"
+        " by reason, expertise, last seen) and whole ids, however wide.",
+    ),
 ]
 
 
@@ -69,10 +91,11 @@ def table(
     ctx: typer.Context,
     sort: _SortOption = SortKey.SCORE,
     domain: _DomainOption = "",
+    wide: _WideOption = False,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Print the reputation table (no subcommand), one line per peer."""
+    """Print the reputation table (no subcommand), one line per peer, in 120 columns."""
     if ctx.invoked_subcommand is not None:
         return
     with operator_for(resolve_home(home)) as op:
@@ -80,18 +103,27 @@ def table(
     if as_json:
         emit_json(table_json(shown))
         return
-    typer.echo(render_table(shown.rows, sort=sort, domain=domain))
+    labels = fleet_labels()
+    typer.echo(render_table(shown.rows, sort=sort, domain=domain, wide=wide, labels=labels))
     at = shown.global_trust_computed_at
+    peers = "1 peer" if len(shown.rows) == 1 else f"{len(shown.rows)} peers"
     typer.echo(
-        f"{len(shown.rows)} peer(s) as seen by {shown.observer_node_id};"
+        f"{peers} as seen by {peer_text(shown.observer_node_id, labels, short=False)};"
         f" global trust computed {format_ts(at) if at else 'not yet'}"
     )
+    if not wide:
+        typer.echo("--wide: every column; reputation show PEER: why a peer stands where it does")
 
 
-def _show_text(shown: PeerReputation) -> None:
-    facts = row_to_obj(shown.row)
-    facts["global_trust"] = global_text(shown.row.global_trust)
-    facts["parts"] = " ".join(f"{k}={v:+.3f}" for k, v in sorted(shown.row.parts.items()) if v)
+def _rounded(value: Any) -> Any:
+    return round(value, 3) if isinstance(value, float) else value
+
+
+def _show_text(shown: PeerReputation, labels: dict[str, str]) -> None:
+    facts = {k: _rounded(v) for k, v in row_to_obj(shown.row).items()}
+    facts["peer"] = peer_text(shown.row.peer, labels, short=False)
+    facts["global_trust"] = global_text(shown.row.global_trust, 3)
+    facts["parts"] = parts_text(shown.row.parts)
     facts["domains"] = ", ".join(f"{d}:{v:.2f}" for d, v in sorted(shown.row.domains.items()))
     facts["expert_domains"] = ", ".join(shown.row.expert_domains)
     facts["records_rejected"] = ", ".join(
@@ -117,20 +149,49 @@ def _show_text(shown: PeerReputation) -> None:
     )
 
 
+def peer_reputation(
+    op: OperatorClient, peer: str, labels: dict[str, str], limit: int
+) -> PeerReputation:
+    """The row and history of the peer ``peer`` names: its id, its fleet label (``node3``),
+    or the start of its id as the table shows it (``lmk1abcdefgh…``)."""
+    by_label = [node_id for node_id, label in labels.items() if label == peer]
+    if by_label:
+        return op.peer_reputation(by_label[0], limit=limit)
+    try:
+        return op.peer_reputation(peer, limit=limit)
+    except NotFound:
+        start = peer.rstrip("…")
+        matches = [r.peer for r in op.reputation(SortKey.PEER.value, "").rows]
+        matches = [i for i in matches if i.startswith(start)]
+        if len(matches) != 1:
+            raise NotFound(
+                f"no peer {peer}" if not matches else f"{peer} starts {len(matches)} peers' ids",
+                reason="not_found",
+            ) from None
+        return op.peer_reputation(matches[0], limit=limit)
+
+
 @app.command()
 def show(
-    peer: Annotated[str, typer.Argument(metavar="PEER", help="The peer's node id.")],
+    peer: Annotated[
+        str,
+        typer.Argument(
+            metavar="PEER",
+            help="The peer: its node id, the start of it, or its fleet label (node3).",
+        ),
+    ],
     limit: Annotated[int, typer.Option(min=1, help="At most this many events.")] = 100,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """One peer's row and its event history with reasons, newest first."""
+    labels = fleet_labels()
     with operator_for(resolve_home(home)) as op:
-        shown = op.peer_reputation(peer, limit=limit)
+        shown = peer_reputation(op, peer, labels, limit)
     if as_json:
         emit_json({**row_to_obj(shown.row), "events": [event_json(e) for e in shown.events]})
         return
-    _show_text(shown)
+    _show_text(shown, labels)
 
 
 @app.command()

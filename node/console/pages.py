@@ -25,7 +25,7 @@ from lamarck.node.learning.influence import LessonEvidence, evidence_label
 from lamarck.node.store.port import LessonEvent, LessonRow, QuarantineRow
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.events import ReputationEvent
-from lamarck.reputation.table import ReputationRow, global_text
+from lamarck.reputation.table import TOP_PARTS, ReputationRow, global_text, named_parts, parts_text
 
 __all__ = [
     "CSRF_FIELD",
@@ -264,8 +264,11 @@ def reputation_page(rows: Sequence[ReputationRow]) -> Markup:
                 num(r.accepted, str(r.accepted)),
                 num(sum(r.rejected.values()), str(sum(r.rejected.values()))),
                 el("td", ", ".join(sorted(r.domains)) or "–"),
+                # Why the peer stands where it does: the score parts that weigh most.
+                el("td", parts_text(r.parts, TOP_PARTS), class_="why"),
                 data_band=r.band.value,
                 data_domains=" ".join(sorted(r.domains)),
+                class_=f"band-{r.band.value}",
             )
             for r in rows
         ),
@@ -282,6 +285,7 @@ def reputation_page(rows: Sequence[ReputationRow]) -> Markup:
             "accepted",
             "rejected",
             "domains",
+            "why",
         ),
         body,
         id="reputation",
@@ -291,15 +295,20 @@ def reputation_page(rows: Sequence[ReputationRow]) -> Markup:
 
 
 def peer_page(row: ReputationRow, events: Sequence[ReputationEvent]) -> Markup:
-    """One peer: its score parts (P0...), pairwise and global trust, expertise, and its event
-    history with reasons, newest first."""
-    parts = el(
-        "table",
-        *(
-            el("tr", el("th", name, scope="row"), el("td", f"{value:+.4f}"))
-            for name, value in sorted(row.parts.items())
-        ),
-        class_="facts parts",
+    """One peer: its score parts (those that move the score, largest effect first), pairwise
+    and global trust, expertise, and its event history with reasons, newest first."""
+    moving = named_parts(row.parts)
+    parts = (
+        el(
+            "table",
+            *(
+                el("tr", el("th", name, scope="row"), el("td", f"{value:+.4f}"))
+                for name, value in moving
+            ),
+            class_="facts parts",
+        )
+        if moving
+        else el("p", "No part moves the score: it stands at the neutral start.")
     )
     accuracy = "n/a" if row.weighted_accuracy is None else f"{row.weighted_accuracy:.2f}"
     facts = [
@@ -521,6 +530,13 @@ def _evidence_text(evidence: LessonEvidence | None, confidence: float) -> str:
     return evidence_label(evidence, confidence).rsplit(", confidence", 1)[0]
 
 
+def _scope_text(scope: str) -> str:
+    """A scope as the lessons table shows it: a project's digest cut to its start (the whole
+    digest is a 64-character word that would take the lesson text's room)."""
+    prefix, _, digest = scope.partition(":")
+    return f"{prefix}:{digest[:8]}…" if digest and len(digest) > 9 else scope
+
+
 def lessons_page(
     rows: Sequence[LessonRow], evidence: Mapping[str, LessonEvidence] | None = None
 ) -> Markup:
@@ -560,7 +576,7 @@ def lessons_page(
                 el("td", _evidence_text(ev.get(r.id), r.confidence)),
                 el("td", f"{r.confidence:.2f}", data_sort=f"{r.confidence:.6f}"),
                 el("td", r.status.value),
-                el("td", r.scope),
+                el("td", _scope_text(r.scope), title=r.scope),
                 el("td", _origin(r)),
                 data_scope=r.scope,
                 data_status=r.status.value,

@@ -31,12 +31,15 @@ from rich.table import Table
 from lamarck.reputation.table import ReputationRow, global_text
 
 __all__ = [
+    "NODES_LEGEND",
+    "ROUTINE_REFUSALS",
     "ArmFigures",
     "NodeCounts",
     "TurnRecord",
     "arm_figures",
     "learning_figures",
     "learning_table",
+    "learning_verdict",
     "mean_and_spread",
     "node_counts",
     "nodes_table",
@@ -45,6 +48,7 @@ __all__ = [
     "reputation_rows",
     "reputation_table",
     "scenario_table",
+    "split_refusals",
 ]
 
 SHARED = "shared"
@@ -162,6 +166,32 @@ def node_counts(metrics_text: str) -> NodeCounts:
     return NodeCounts(lessons, imports, rejected, publish)
 
 
+#: Refusals that are routine gossip, not anyone's attack: a relay offering again a record this
+#: node refused before (``replay``) or an older version of one it holds (``rollback``), a
+#: record past its age (``expired``), a record of a source already graylisted, a record held
+#: for a quorum. Every other refusal is about what a source signed (poison, a bad signature,
+#: equivocation, ...).
+ROUTINE_REFUSALS = frozenset(
+    {"replay", "rollback", "expired", "graylisted_source", "awaiting_quorum"}
+)
+
+#: What the per-node table's columns mean, printed under it.
+NODES_LEGEND = (
+    "learned: lessons this node's agents taught it; imported: peers' records stored here; "
+    "dup: records already held, offered again by gossip (routine); held: quarantined for "
+    "review or a quorum; re-gossip: routine refusals (records refused before or older "
+    "versions relayed again, records of an already graylisted source); refused: records "
+    "whose content or signature failed a check (attacks and bad records), by reason."
+)
+
+
+def split_refusals(rejected: Mapping[str, float]) -> tuple[int, dict[str, int]]:
+    """``(routine refusals, the others by reason)`` of a node's refusals by reason."""
+    routine = sum(int(v) for k, v in rejected.items() if k in ROUTINE_REFUSALS)
+    others = {k: int(v) for k, v in sorted(rejected.items()) if v and k not in ROUTINE_REFUSALS}
+    return routine, others
+
+
 def nodes_table(
     names: Sequence[str],
     roles: Sequence[str],
@@ -169,21 +199,22 @@ def nodes_table(
     learned: Sequence[int] | None,
     title: str = "nodes",
 ) -> Table:
-    """The live (and final) per-node table: lessons learned here, active, imported, duplicate
-    and quarantined imports, and refusals (quarantine and rejection) by reason.
+    """The per-node table, live during a run and final after it (one table, refreshed):
+    lessons learned here, active, imported, duplicate and held imports, routine re-gossip
+    refusals, and the other refusals by reason (see :data:`NODES_LEGEND`).
 
     ``learned`` is None when the run counts no lessons per node (a scenario): shown as "-".
     """
-    table = Table(title=title)
-    for col in ("node", "role", "learned", "active", "imported", "dup", "quar"):
+    table = Table(title=title, title_justify="left")
+    for col in ("node", "role", "learned", "active", "imported", "dup", "held", "re-gossip"):
         table.add_column(col, justify="left" if col in ("node", "role") else "right")
     table.add_column("refused by reason")
     shown = ["-"] * len(names) if learned is None else [str(n) for n in learned]
     for name, role, c, n in zip(names, roles, counts, shown, strict=True):
         if c is None:
-            table.add_row(name, role, n, "-", "-", "-", "-", "down")
+            table.add_row(name, role, n, "-", "-", "-", "-", "-", "down")
             continue
-        reasons = ", ".join(f"{k} {v:.0f}" for k, v in sorted(c.rejected.items()) if v)
+        routine, others = split_refusals(c.rejected)
         table.add_row(
             name,
             role,
@@ -192,16 +223,16 @@ def nodes_table(
             f"{c.imported:.0f}",
             f"{c.imports.get('duplicate', 0):.0f}",
             f"{c.imports.get('quarantined', 0):.0f}",
-            reasons or "-",
+            str(routine),
+            ", ".join(f"{k} {v}" for k, v in others.items()) or "-",
         )
     return table
 
 
-def learning_table(figures: Mapping[str, float], *, byzantine: int = 0) -> Table:
-    """Learning with sharing vs the same agents isolated; the caption judges the figure by the
-    goal of its condition (issue 14 §3.7): without poisoners, >= 90 % fewer repeated known
-    mistakes; with ``byzantine`` poisoning nodes, honest agents no worse than isolated."""
-    table = Table(title="learning: the same agents with sharing vs isolated")
+def learning_table(figures: Mapping[str, float]) -> Table:
+    """Learning with sharing vs the same agents isolated (:func:`learning_verdict` says what
+    the figures mean)."""
+    table = Table(title="learning: the same agents with sharing vs isolated", title_justify="left")
     table.add_column("figure")
     table.add_column("with sharing", justify="right")
     table.add_column("isolated", justify="right")
@@ -215,22 +246,29 @@ def learning_table(figures: Mapping[str, float], *, byzantine: int = 0) -> Table
         a, b = figures.get(f"{SHARED}_{key}", 0.0), figures.get(f"{ISOLATED}_{key}", 0.0)
         fmt = "{:.0%}" if key == "first_attempt_success" else "{:.0f}"
         table.add_row(label, fmt.format(a), fmt.format(b))
-    if "mistakes_reduction" in figures:
-        fewer = f"known mistakes repeated: {figures['mistakes_reduction']:.0%} fewer with sharing"
-        if byzantine:
-            shared = figures.get(f"{SHARED}_repeated_known_mistakes", 0.0)
-            isolated = figures.get(f"{ISOLATED}_repeated_known_mistakes", 0.0)
-            met = "met" if shared <= isolated else "NOT met"
-            table.caption = (
-                f"{fewer}; with {byzantine} poisoning node(s) the goal is honest agents no "
-                f"worse than isolated ({shared:.0f} vs {isolated:.0f}: {met}); the >= 90% goal "
-                "is for a fleet without poisoners (--byzantine 0). Mistakes left with sharing "
-                "follow a poisoner's lessons before reality exposes it."
-            )
-        else:
-            met = "met" if figures["mistakes_reduction"] >= 0.9 else "NOT met"
-            table.caption = f"{fewer} (goal >= 90%: {met})"
     return table
+
+
+def learning_verdict(figures: Mapping[str, float], *, byzantine: int = 0) -> str:
+    """The closing paragraph: the figure judged by the goal of its condition. Without
+    poisoners, >= 90 % fewer repeated known mistakes; with ``byzantine`` poisoning nodes,
+    honest agents no worse than isolated. "" when the run has no such figure."""
+    if "mistakes_reduction" not in figures:
+        return ""
+    fewer = f"Known mistakes repeated: {figures['mistakes_reduction']:.0%} fewer with sharing"
+    if not byzantine:
+        met = "met" if figures["mistakes_reduction"] >= 0.9 else "NOT met"
+        return f"{fewer} (goal: at least 90% fewer; {met})."
+    shared = round(figures.get(f"{SHARED}_repeated_known_mistakes", 0.0))
+    isolated = round(figures.get(f"{ISOLATED}_repeated_known_mistakes", 0.0))
+    met = "met" if shared <= isolated else "NOT met"
+    poisoners = "1 poisoning node" if byzantine == 1 else f"{byzantine} poisoning nodes"
+    return (
+        f"{fewer}. With {poisoners} the goal is honest agents no worse off than isolated "
+        f"({shared} vs {isolated}: {met}); the 90% goal is for a fleet without poisoners "
+        "(--byzantine 0). The mistakes left with sharing follow a poisoner's lessons until "
+        "reality exposes it."
+    )
 
 
 def quorum_figures(entries: Iterable[tuple[str, str]]) -> dict[str, float]:

@@ -6,8 +6,9 @@ stored: paths and URLs are user data. Credentials embedded in a URL are dropped 
 so the same repository reached with or without a token is the same project.
 
 Promotion: a project lesson confirmed from ``promotion_projects`` (2) distinct projects becomes
-global. Demotion: a global lesson contradicted from a project that never confirmed it (a third
-project) goes back to the project that last confirmed it.
+global; a run that proves the same lesson again in another project confirms it there (the node
+never learns it twice). Demotion: a global lesson contradicted from a project that never
+confirmed it (a third project) goes back to the project that last confirmed it.
 """
 
 from __future__ import annotations

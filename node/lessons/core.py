@@ -385,8 +385,12 @@ class LessonCore:
         log_as: str | None = None,
         taught_by: str | None = None,
         detail: str = "",
+        found_by: str = "",
     ) -> LessonRow:
         """Build, embed and store a new lesson (claimed if it has no evidence).
+
+        ``found_by``: words recall should also find the lesson by (the goal of the run that
+        taught it), embedded with its content in this node's vector only, never in its record.
 
         With ``log_as``, its "created" event (that actor) is written with the row in one
         statement, so a lone write needs no transaction. ``taught_by``: the id of the outcome
@@ -395,6 +399,7 @@ class LessonCore:
         """
         now = self.clock.now()
         has_evidence = bool(evidence)
+        indexed = f"{content}\n{found_by}" if found_by.strip() else content
         wb = self.params.write_behind
         # A claim is in no prompt and in no contest: its vector can come behind the reply. A
         # taught lesson's can too, once its outcome commits: every reader that needs it
@@ -419,7 +424,7 @@ class LessonCore:
             situation=situation,
             tags=tuple(tags),
             supersedes=supersedes,
-            embedding=None if later else await self.embed(content),
+            embedding=None if later else await self.embed(indexed),
         )
         created = [LessonChange(row.id, "created", None, row.confidence, detail)]
         outcome_id = taught_by or ""
@@ -433,7 +438,7 @@ class LessonCore:
             if log_as is not None:
                 await self.log(created, log_as, outcome_id=outcome_id)
         if later:
-            self.behind.embed_later(row.id, content, claim=not has_evidence)
+            self.behind.embed_later(row.id, indexed, claim=not has_evidence)
         return row
 
     async def with_vectors(self, rows: Sequence[LessonRow]) -> builtins.list[LessonRow]:

@@ -39,6 +39,7 @@ from lamarck.node.learning.outcomes import (
 from lamarck.node.learning.scopes import (
     after_confirmation,
     after_contradiction,
+    is_project_scope,
     project_scope,
     recall_scopes,
 )
@@ -375,6 +376,34 @@ class OutcomeLearning:
             changes.append(LessonChange(row.id, "retired", after, after, "below_retire_level"))
         return changes
 
+    async def _proven_in_another_project(
+        self, lesson: MechanicalLesson, scope: str
+    ) -> builtins.list[LessonRow]:
+        """This node's own active lessons in other projects that say the same as ``lesson``.
+
+        The same run proving the same lesson in a second project is that lesson's second
+        project: it is confirmed there (and so promoted to global), never learned twice.
+        Only restating counts across projects: a lesson saying the opposite in another
+        project is that project's business, never settled from here.
+        """
+        found = await self._core.store.list_lessons(
+            LessonFilter(
+                statuses=(LessonStatus.ACTIVE,),
+                category=Category.LESSON,
+                about=lesson.prefer,
+                tags=(f"{TARGET_TAG}{lesson.target}",),
+                imported=False,
+                limit=self._core.params.lesson.max_active_per_scope,
+            )
+        )
+        return [
+            r
+            for r in found
+            if r.scope != scope
+            and is_project_scope(r.scope)
+            and restates(lesson, r.operation, r.tags)
+        ]
+
     async def _learn_mechanical(
         self,
         lesson: MechanicalLesson,
@@ -417,6 +446,8 @@ class OutcomeLearning:
         # to in history), even though attribution retired it a moment ago.
         live = [r for r in found if r.status in LIVE or r.id in before]
         same = [r for r in live if restates(lesson, r.operation, r.tags)]
+        if not same:
+            same = await self._proven_in_another_project(lesson, scope)
         if same:
             if same[0].id in confirmed_now:
                 return []
@@ -442,6 +473,9 @@ class OutcomeLearning:
             log_as=LOOP_ACTOR,
             taught_by=outcome.id,
             detail=lesson.content,
+            # An agent asking about the same task in its own words finds the lesson, whatever
+            # the embedder: the run's goal is the task the lesson is about.
+            found_by=outcome.goal_digest,
         )
         written[new.id] = new
         changes = [

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from pydantic import Field, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lamarck import __version__
 from lamarck.errors import ConfigError
-from lamarck.node.mcp.tools import DESCRIPTIONS, LamarckTools
+from lamarck.node.mcp.tools import DESCRIPTIONS, LamarckTools, argument_error
 from lamarck.node.net import is_loopback_host
 from lamarck.node.token import token_matches
 
@@ -76,9 +76,32 @@ class McpParams:
             raise ConfigError(f"invalid http_port; must be 0..{_MAX_PORT}", field="http_port")
 
 
+class _LamarckServer(MCPServer):
+    """An MCP server whose every tool failure reads ``lamarck: <reason>: <text>``.
+
+    The SDK words a bad argument as pydantic's multi-line report (with a documentation URL)
+    and prefixes a tool's own error with ``Error executing tool <name>``; the model gets
+    the one shape every lamarck surface uses instead.
+    """
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Call the tool; a refusal leaves as ``ToolError("lamarck: <reason>: <text>")``."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as e:
+            cause = e.__cause__
+            if isinstance(cause, ValidationError):
+                raise argument_error(cause) from None
+            if isinstance(cause, ToolError):
+                raise ToolError(str(cause)) from None
+            raise
+
+
 def build_server(tools: LamarckTools) -> MCPServer:
     """The MCP server exposing ``tools`` and the lesson resources."""
-    server: MCPServer = MCPServer(
+    server: MCPServer = _LamarckServer(
         "lamarck", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
 
@@ -137,7 +160,7 @@ def build_server(tools: LamarckTools) -> MCPServer:
 
     async def retire_lesson(
         lesson_id: Annotated[str, Field(description="the lesson id")],
-        reason: Annotated[str, Field(min_length=1, description="why it is withdrawn")],
+        reason: Annotated[str, Field(description="why it is withdrawn (required)")],
     ) -> dict[str, Any]:
         return await tools.retire_lesson(lesson_id, reason)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
 
 from lamarck.agent.run import RunParams, outcome_from_document
 from lamarck.client import AsyncClient, Conflict, HistoryEntry, Lesson
@@ -30,6 +31,7 @@ __all__ = [
     "EVIDENCE_TEXT",
     "LamarckTools",
     "NodeLink",
+    "argument_error",
     "conflict_view",
     "history_view",
     "lamarck_errors",
@@ -70,10 +72,16 @@ DESCRIPTIONS: dict[str, str] = {
         "Call at the END of every task, pass or fail: send the run as JSON {session_id?, goal, "
         "events: [{type: 'tool_call', operation, result: ok|failed|refused, target?, mutates?} "
         "| {type: 'check', kind: test|lint|build, result: passed|failed|refused, operation?, "
-        "target?} | {type: 'mutation', target?}], claim_ok?, prediction?: {expected: "
-        "pass|fail, confidence}}. The outcome is derived from what ran, never from your claim: "
-        "a failed command followed by another that worked on the same target, in a run whose "
-        "checks pass, becomes a lesson for every agent. Say why nothing was learned otherwise."
+        "target?} | {type: 'mutation', target?}], in_play?: [lesson ids], claim_ok?, prediction?: "
+        "{expected: pass|fail, confidence}}. The outcome is derived from what ran, never from "
+        "your claim: a failed command followed by another that worked on the same target, in "
+        "a run whose checks pass, becomes a lesson (the same fix proven again in a second "
+        "project confirms that lesson and makes it global). Only lessons IN PLAY are confirmed "
+        "or contradicted by the outcome: those recall or check_operation returned in this "
+        "session and those you passed to report_use are in play already; list in in_play the "
+        "ids of any other lesson you applied (e.g. one read with list_lessons or in another "
+        "session), or the run cannot confirm it. The reply says why nothing was learned "
+        "otherwise."
     ),
     "remember": (
         "Call when you want to note advice you believe but have NOT verified: it is stored as "
@@ -107,6 +115,14 @@ def lamarck_errors() -> Iterator[None]:
         yield
     except LamarckError as e:
         raise ToolError(f"lamarck: {e}") from None
+
+
+def argument_error(exc: ValidationError) -> ToolError:
+    """A tool's arguments that fail their schema, as ``lamarck: bad_argument: <field>: <why>``."""
+    found = exc.errors(include_url=False, include_input=False)
+    where = ".".join(str(p) for p in found[0]["loc"]) if found else "arguments"
+    why = found[0]["msg"] if found else "invalid"
+    return ToolError(f"lamarck: bad_argument: {where}: {why}")
 
 
 def lesson_view(lesson: Lesson) -> dict[str, Any]:

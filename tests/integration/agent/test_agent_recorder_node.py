@@ -102,4 +102,4 @@ def test_record_outcome_cli_refuses_a_bad_run_with_its_reason(node: Any, project
         input='{"session_id": "s", "goal": "g", "events": [{"type": "nap"}]}',
     )
     assert done.exit_code != 0
-    assert "error: malformed:" in done.stderr and "Traceback" not in done.stderr
+    assert "lamarck: malformed:" in done.stderr and "Traceback" not in done.stderr

@@ -231,7 +231,7 @@ def test_lessons_show_history_edit_and_retire(node: Any) -> None:
     stale = cli(node, "lessons", "edit", lesson_id, "Something else.", "--expected-version", "1")
     assert stale.exit_code == 1
     assert stale.stdout == ""
-    assert _one_error_line(stale.stderr).startswith("error: version_conflict: ")
+    assert _one_error_line(stale.stderr).startswith("lamarck: version_conflict: ")
 
     retired = cli_json(node, "lessons", "retire", edited["id"], "--reason", "no longer true")
     assert retired["status"] == "retired"
@@ -267,7 +267,7 @@ def test_lessons_share_sets_who_may_receive_a_lesson(node: Any) -> None:
     assert shared["id"] == lesson_id and shared["version"] == 1
     nobody = cli(node, "lessons", "share", lesson_id, "private")
     assert nobody.exit_code == 1
-    assert _one_error_line(nobody.stderr).startswith("error: no_recipients: ")
+    assert _one_error_line(nobody.stderr).startswith("lamarck: no_recipients: ")
     back = cli_json(node, "lessons", "share", lesson_id, "public")
     assert (back["access_level"], back["recipients"]) == ("public", [])
 
@@ -278,7 +278,7 @@ def test_unknown_lesson_is_not_found_on_one_line(node: Any) -> None:
         result = cli(node, "lessons", *args)
         assert result.exit_code == 1, result.output
         assert result.stdout == ""
-        assert _one_error_line(result.stderr).startswith("error: not_found: ")
+        assert _one_error_line(result.stderr).startswith("lamarck: not_found: ")
 
 
 def test_outcomes_list_names_the_outcomes_behind_lessons(node: Any) -> None:
@@ -415,7 +415,7 @@ def test_export_json_to_stdout_is_a_usage_error(node: Any) -> None:
     result = cli(node, "export", "--json")
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert _one_error_line(result.stderr).startswith("error: usage: ")
+    assert _one_error_line(result.stderr).startswith("lamarck: usage: ")
 
 
 # -- node start, through the CLI itself ------------------------------------------------------
@@ -469,7 +469,7 @@ def test_node_start_serves_until_sigterm_and_refuses_a_second_start(tmp_path: Pa
         )
         assert second.returncode == 1
         line = _one_error_line(second.stderr)
-        assert line.startswith("error: already_running: ") and str(process.pid) in line
+        assert line.startswith("lamarck: already_running: ") and str(process.pid) in line
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -479,4 +479,4 @@ def test_node_start_serves_until_sigterm_and_refuses_a_second_start(tmp_path: Pa
     assert facts["node_id"] in printed and "agent API" in printed
     gone = runner.invoke(app, ["node", "status", "--home", str(home)])
     assert gone.exit_code == 1
-    assert _one_error_line(gone.stderr).startswith("error: not_running: ")
+    assert _one_error_line(gone.stderr).startswith("lamarck: node_not_running: ")

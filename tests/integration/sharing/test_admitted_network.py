@@ -130,7 +130,7 @@ def test_endorse_revoke_and_peers_act_on_the_registry_of_the_home(tmp_path: Path
         endorse = ["registry", "endorse", b.node_id, "--public-key", b.public_key_b64]
         # A node that was never admitted cannot vouch for anyone.
         line = _cli([*endorse, "--home", str(outsider_home)], code=1)
-        assert line.startswith("error: bad_endorsement: ")
+        assert line.startswith("lamarck: bad_endorsement: ")
 
         facts = _cli([*endorse, "--home", str(a_home), "--json"])
         assert (facts["endorser_id"], facts["endorsee_id"]) == (a.node_id, b.node_id)
@@ -148,7 +148,7 @@ def test_endorse_revoke_and_peers_act_on_the_registry_of_the_home(tmp_path: Path
         stranger = tmp_path / "stranger.pem"
         _cli(["registry", "operator-key", "create", str(stranger)])
         line = _cli([*revoke, str(stranger), "--home", str(a_home)], code=2)
-        assert line.startswith("error: operator_key_mismatch: ")
+        assert line.startswith("lamarck: operator_key_mismatch: ")
         revoked = _cli([*revoke, str(op_file), "--home", str(a_home), "--json"])
         assert revoked["seal"] == 1  # a revocation is sealed at once
         listed = _cli(["registry", "peers", "--home", str(a_home), "--json"])
@@ -198,7 +198,7 @@ def test_the_cli_uses_the_running_embedded_registry_of_a_home_without_redis_url(
              "--home", str(home)],
             code=1,
         )  # fmt: skip
-        assert line.startswith("error: bad_endorsement: ")
+        assert line.startswith("lamarck: bad_endorsement: ")
     finally:
         asyncio.run(embedded.stop())
 

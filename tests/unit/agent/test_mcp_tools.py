@@ -120,7 +120,7 @@ async def test_a_lamarck_refusal_is_a_tool_error_with_its_reason_and_no_tracebac
     async with Client(build_server(tools_for(node))) as client:
         refused = await client.call_tool("record_outcome", {"run": RUN})
         missing = await client.call_tool("lesson_history", {"lesson_id": "nope"})
-    assert refused.is_error and "secret_detected: no way" in _text(refused)
+    assert refused.is_error and _text(refused) == "lamarck: secret_detected: no way"
     assert missing.is_error and "not_found" in _text(missing)
     assert "Traceback" not in _text(refused) + _text(missing)
 
@@ -130,6 +130,28 @@ async def test_a_malformed_run_is_refused_before_reaching_the_node() -> None:
     async with Client(build_server(tools_for(node))) as client:
         result = await client.call_tool("record_outcome", {"run": {"goal": "g", "surprise": 1}})
     assert result.is_error and "malformed" in _text(result) and node.outcomes == []
+
+
+async def test_bad_arguments_are_one_line_lamarck_errors_without_pydantic_urls() -> None:
+    async with Client(build_server(tools_for(ScriptedNode()))) as client:
+        empty = await client.call_tool("retire_lesson", {"lesson_id": "L1", "reason": ""})
+        blank = await client.call_tool("retire_lesson", {"lesson_id": "L1", "reason": " "})
+        missing = await client.call_tool("retire_lesson", {"lesson_id": "L1"})
+        no_task = await client.call_tool("recall", {})
+    for refused in (empty, blank):
+        assert refused.is_error
+        assert _text(refused) == "lamarck: no_reason: say why the lesson is retired"
+    assert missing.is_error and _text(missing) == "lamarck: bad_argument: reason: Field required"
+    assert no_task.is_error and _text(no_task).startswith("lamarck: bad_argument: task: ")
+    assert "pydantic" not in _text(missing) + _text(no_task)
+
+
+async def test_a_run_without_events_is_refused_with_a_reason_and_not_recorded() -> None:
+    node = ScriptedNode()
+    async with Client(build_server(tools_for(node))) as client:
+        result = await client.call_tool("record_outcome", {"run": {"goal": "g", "events": []}})
+    assert result.is_error and _text(result).startswith("lamarck: no_events: ")
+    assert node.outcomes == []
 
 
 async def test_a_missing_lesson_resource_is_an_error_naming_the_reason() -> None:
@@ -162,6 +184,9 @@ def test_every_tool_description_says_when_to_call_it() -> None:
     }
     assert all(text.startswith("Call") for text in DESCRIPTIONS.values())
     assert "CLAIM" in DESCRIPTIONS["remember"] and "record_outcome" in DESCRIPTIONS["remember"]
+    # Without in_play a lesson applied from check_operation is never confirmed or promoted.
+    assert "in_play" in DESCRIPTIONS["record_outcome"]
+    assert "report_use" in DESCRIPTIONS["record_outcome"]
 
 
 async def _asgi_status(app: Any, headers: list[tuple[bytes, bytes]]) -> int:

@@ -87,7 +87,7 @@ def test_an_unknown_workload_is_refused_before_anything_starts(
     result = _up(tmp_path, "--workload", "byzantium")
     assert result.exit_code == 2, result.output
     [line] = result.stderr.strip().splitlines()
-    assert line.startswith("error: unknown_workload: unknown workload 'byzantium'")
+    assert line.startswith("lamarck: unknown_workload: unknown workload 'byzantium'")
     assert all(name in line for name in NEW)  # the known names are listed
     assert fake_fleet.made == [] and not (tmp_path / "fleet").exists()
 
@@ -137,7 +137,7 @@ def test_a_size_a_scenario_cannot_run_on_is_a_typed_refusal_before_anything_star
 ) -> None:
     result = _up(tmp_path, *args)
     assert result.exit_code == 2, result.output
-    assert result.stderr.startswith(f"error: {reason}"), result.stderr
+    assert result.stderr.startswith(f"lamarck: {reason}"), result.stderr
     assert fake_fleet.made == []
 
 

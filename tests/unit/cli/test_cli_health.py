@@ -249,6 +249,11 @@ def test_status_counts_quarantine_and_rejections_by_reason_and_ranks_reputation(
         "by_reason": {"statistical_outlier": 2, "unverified_high_confidence": 1},
     }
     assert status["rejections"] == {"bad_signature": 2, "replay": 1}
+    # 3 reasons for 2 records: the row says a record can have several.
+    assert status_rows(status)["quarantine"] == (
+        "2 records pending (by reason: statistical_outlier 2, unverified_high_confidence 1;"
+        " a record can be held for several reasons, each counted)"
+    )
     assert [w["code"] for w in status["warnings"]] == ["no_external_validation"]
     assert [r["node_id"] for r in status["reputation_top"]] == ["lmk1good", "lmk1bad"]
     # No network side yet: the peer service must not say SERVING.

@@ -66,7 +66,7 @@ def test_init_refuses_to_overwrite_an_existing_key(tmp_path: Path) -> None:
     result = runner.invoke(app, ["keys", "init", "--home", str(tmp_path)])
     assert result.exit_code == 1
     assert result.stdout == ""
-    assert _one_error_line(result.stderr).startswith("error: exists: ")
+    assert _one_error_line(result.stderr).startswith("lamarck: exists: ")
     assert identity_path(tmp_path).read_bytes() == before
 
 
@@ -89,7 +89,7 @@ def test_show_without_a_key_fails_on_one_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["keys", "show", "--home", str(tmp_path)])
     assert result.exit_code == 1
     assert result.stdout == ""
-    assert _one_error_line(result.stderr).startswith("error: missing: ")
+    assert _one_error_line(result.stderr).startswith("lamarck: missing: ")
 
 
 @pytest.mark.parametrize("mode", [0o640, 0o604, 0o660])
@@ -101,7 +101,7 @@ def test_show_refuses_a_key_others_can_read(tmp_path: Path, mode: int) -> None:
         assert result.exit_code == 1
         assert result.stdout == ""
         line = _one_error_line(result.stderr)
-        assert line.startswith("error: insecure_permissions: ")
+        assert line.startswith("lamarck: insecure_permissions: ")
         assert "Traceback" not in result.output
 
 
@@ -142,11 +142,11 @@ def test_rotate_is_refused_while_a_node_holds_the_home(tmp_path: Path) -> None:
     with HomeLock(tmp_path):
         result = runner.invoke(app, ["keys", "rotate", "--home", str(tmp_path)])
     assert result.exit_code == 1
-    assert _one_error_line(result.stderr).startswith("error: node_running: ")
+    assert _one_error_line(result.stderr).startswith("lamarck: node_running: ")
     assert load_private_key(identity_path(tmp_path)).node_id == created["node_id"]
 
 
 def test_rotate_without_a_key_fails_on_one_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["keys", "rotate", "--home", str(tmp_path)])
     assert result.exit_code == 1
-    assert _one_error_line(result.stderr).startswith("error: missing: ")
+    assert _one_error_line(result.stderr).startswith("lamarck: missing: ")

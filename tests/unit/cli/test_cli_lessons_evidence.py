@@ -4,6 +4,7 @@ class and support."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -158,3 +159,39 @@ def test_recall_and_check_json_carry_each_lessons_evidence(
     [conflict] = checked["conflicts"]
     assert conflict["holds"] == "c1"
     assert [s["evidence"] for s in conflict["sides"]] == ["corroborated", "unverified"]
+
+
+def test_list_says_when_it_was_cut_and_where_each_lesson_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local = lesson("l1", Evidence("proven", label="proven here, confidence 0.29"), "local")
+
+    class ThreeLessons(FakeClient):
+        def list_lessons(self, **kw: Any) -> LessonPage:
+            return LessonPage((local, CORROBORATED, UNVERIFIED)[: kw["page_size"]], "")
+
+    @contextmanager
+    def client_for(home: Path) -> Iterator[FakeClient]:
+        yield ThreeLessons()
+
+    monkeypatch.setattr(lessons_cli, "client_for", client_for)
+    env = {"COLUMNS": "250", "NO_COLOR": "1"}
+    cut = runner.invoke(app, ["lessons", "list", "--limit", "2", "--home", str(tmp_path)], env=env)
+    assert cut.exit_code == 0, cut.output
+    assert "first 2 lessons; more on file (raise --limit" in cut.output
+    assert "lesson(s)" not in cut.output
+    rows = [line for line in cut.output.splitlines() if "│ l1 " in line or "│ c1 " in line]
+    assert "local" in rows[0] and "imported from lmk1peer" in rows[1]
+    whole = runner.invoke(app, ["lessons", "list", "--home", str(tmp_path)], env=env)
+    assert "3 lessons" in whole.output and "more on file" not in whole.output
+    # A running fleet's name for the source stands beside its id.
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    nodes = [{"name": "node4", "home": str(fleet), "node_id": "lmk1peer"}]
+    (fleet / "fleet.json").write_text(json.dumps({"supervisor_pid": os.getpid(), "nodes": nodes}))
+    named = runner.invoke(
+        app,
+        ["lessons", "list", "--home", str(tmp_path)],
+        env={**env, "LAMARCK_FLEET_DIR": str(fleet)},
+    )
+    assert "imported from node4 lmk1peer" in named.output

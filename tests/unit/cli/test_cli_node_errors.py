@@ -54,7 +54,7 @@ def test_bad_start_flag_exits_2_naming_the_field(
     assert result.exit_code == 2
     assert result.stdout == ""
     line = _one_error_line(result.stderr)
-    assert line.startswith("error: invalid_config: ")
+    assert line.startswith("lamarck: invalid_config: ")
     assert f" {field}: " in line
     # Refused before anything was created: no key, no lock, no database.
     assert not (tmp_path / "keys").exists()
@@ -91,7 +91,7 @@ def test_a_flag_beats_the_environment(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_unknown_option_is_a_usage_error_on_one_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["node", "status", "--home", str(tmp_path), "--verbose"])
     assert result.exit_code == 2
-    assert _one_error_line(result.stderr) == "error: usage: No such option: --verbose"
+    assert _one_error_line(result.stderr) == "lamarck: usage: No such option: --verbose"
 
 
 def test_status_without_a_node_exits_1_on_one_line(tmp_path: Path) -> None:
@@ -99,7 +99,18 @@ def test_status_without_a_node_exits_1_on_one_line(tmp_path: Path) -> None:
         result = runner.invoke(app, ["node", "status", "--home", str(tmp_path), *extra])
         assert result.exit_code == 1
         assert result.stdout == ""
-        assert _one_error_line(result.stderr).startswith("error: not_running: ")
+        assert _one_error_line(result.stderr).startswith("lamarck: node_not_running: ")
+
+
+def test_no_node_is_one_reason_in_the_shape_the_sdk_and_mcp_use(tmp_path: Path) -> None:
+    from lamarck.client import node_address
+
+    result = runner.invoke(app, ["node", "status", "--home", str(tmp_path)])
+    with pytest.raises(ConfigError) as sdk:
+        node_address(tmp_path)
+    # One code per state: the CLI's line and the SDK's error (which MCP relays) agree.
+    assert sdk.value.reason == "node_not_running"
+    assert _one_error_line(result.stderr).startswith(f"lamarck: {sdk.value.reason}: ")
 
 
 def _running_fleet(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -121,7 +132,7 @@ def test_status_without_a_node_names_the_running_fleets_nodes(
     _running_fleet(tmp_path, monkeypatch)
     result = runner.invoke(app, ["node", "status", "--home", str(tmp_path / "empty")])
     line = _one_error_line(result.stderr)
-    assert line.startswith("error: not_running: ")
+    assert line.startswith("lamarck: node_not_running: ")
     assert "(node1, node2): pass --node node1" in line
 
 
@@ -138,7 +149,7 @@ def test_node_option_reaches_a_running_fleets_node(
     assert str(fleet / "nodes" / "node2") in line and "has exited" in line
     unknown = runner.invoke(app, ["node", "status", "--node", "node9"])
     line = _one_error_line(unknown.stderr)
-    assert line.startswith("error: unknown_node: ") and "pass --node node1" in line
+    assert line.startswith("lamarck: unknown_node: ") and "pass --node node1" in line
 
 
 def _exited_pid() -> int:
@@ -154,7 +165,7 @@ def test_status_with_a_stale_node_file_exits_1(tmp_path: Path) -> None:
     result = runner.invoke(app, ["node", "status", "--home", str(tmp_path)])
     assert result.exit_code == 1
     line = _one_error_line(result.stderr)
-    assert line.startswith("error: not_running: ") and "has exited" in line
+    assert line.startswith("lamarck: node_not_running: ") and "has exited" in line
 
 
 def _closed_port() -> int:
@@ -180,7 +191,7 @@ def test_status_of_a_node_that_does_not_answer_health_exits_1(tmp_path: Path) ->
     facts = json.loads(result.stdout)
     assert facts["health"] == "UNREACHABLE"
     assert facts["node_id"] == "lmk1example"
-    assert _one_error_line(result.stderr) == "error: not_serving: the node is UNREACHABLE"
+    assert _one_error_line(result.stderr) == "lamarck: not_serving: the node is UNREACHABLE"
 
 
 def test_main_returns_the_exit_code_instead_of_raising(tmp_path: Path) -> None:
@@ -194,7 +205,7 @@ def test_exit_codes_follow_the_error_kind() -> None:
     assert exit_code_for(ConfigError("busy", reason="already_running")) == 1
     assert exit_code_for(KeyFileError("x", reason="insecure_permissions")) == 1
     assert exit_code_for(NotFound("x")) == 1
-    assert exit_code_for(CliError("x", reason="not_running")) == 1
+    assert exit_code_for(CliError("x", reason="node_not_running")) == 1
 
 
 def test_the_console_script_prints_one_line_and_no_traceback(tmp_path: Path) -> None:
@@ -209,4 +220,4 @@ def test_the_console_script_prints_one_line_and_no_traceback(tmp_path: Path) -> 
     )
     assert done.returncode == 1
     assert done.stdout == ""
-    assert _one_error_line(done.stderr).startswith("error: not_running: ")
+    assert _one_error_line(done.stderr).startswith("lamarck: node_not_running: ")

@@ -270,7 +270,7 @@ def test_unknown_id_is_one_error_line_exit_1(node: FakeNode) -> None:
         result = node.cli(command, "nope")
         assert result.exit_code == 1
         assert result.stdout == ""
-        assert _one_error_line(result.stderr).startswith("error: not_found: ")
+        assert _one_error_line(result.stderr).startswith("lamarck: not_found: ")
 
 
 def test_deciding_twice_is_a_conflict(node: FakeNode) -> None:
@@ -278,7 +278,7 @@ def test_deciding_twice_is_a_conflict(node: FakeNode) -> None:
     assert node.cli("reject", "q1").exit_code == 0
     result = node.cli("approve", "q1")
     assert result.exit_code == 1
-    assert _one_error_line(result.stderr).startswith("error: already_decided: ")
+    assert _one_error_line(result.stderr).startswith("lamarck: already_decided: ")
     assert node.lessons() == []
 
 
@@ -290,7 +290,7 @@ def test_approve_of_a_tampered_record_is_refused(node: FakeNode) -> None:
     node.run(node.store.quarantine(row))
     result = node.cli("approve", "q1")
     assert result.exit_code == 1
-    assert _one_error_line(result.stderr).startswith("error: hash_mismatch: ")
+    assert _one_error_line(result.stderr).startswith("lamarck: hash_mismatch: ")
     assert node.lessons() == []
 
 
@@ -318,7 +318,7 @@ def test_bad_state_is_a_usage_error(node: FakeNode) -> None:
 def test_no_running_node_is_one_error_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["quarantine", "list", "--home", str(tmp_path)])
     assert result.exit_code == 1
-    assert _one_error_line(result.stderr).startswith("error: not_running: ")
+    assert _one_error_line(result.stderr).startswith("lamarck: node_not_running: ")
 
 
 def test_the_group_is_registered_with_every_command() -> None:

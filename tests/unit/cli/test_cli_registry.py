@@ -118,20 +118,20 @@ def test_operator_key_create_refuses_to_overwrite(operator: tuple[Path, NodeIden
     path, _ = operator
     before = path.read_bytes()
     line = _refused(["registry", "operator-key", "create", str(path)])
-    assert line.startswith("error: exists: ")
+    assert line.startswith("lamarck: exists: ")
     assert path.read_bytes() == before
 
 
 def test_operator_key_show_refuses_a_missing_or_readable_file(tmp_path: Path) -> None:
     missing = tmp_path / "nope.pem"
     assert _refused(["registry", "operator-key", "show", str(missing)]).startswith(
-        "error: missing: "
+        "lamarck: missing: "
     )
     loose = tmp_path / "loose.pem"
     save_private_key(loose, NodeIdentity.generate())
     loose.chmod(0o644)
     assert _refused(["registry", "operator-key", "show", str(loose)]).startswith(
-        "error: insecure_permissions: "
+        "lamarck: insecure_permissions: "
     )
 
 
@@ -198,7 +198,7 @@ def test_enroll_does_not_overwrite_a_token_unless_forced(
     args = ["registry", "enroll", "--home", str(home), "--operator-key", str(path)]
     _ok(args)
     before = (home / "enrollment.json").read_text()
-    assert _refused(args).startswith("error: exists: ")
+    assert _refused(args).startswith("lamarck: exists: ")
     assert (home / "enrollment.json").read_text() == before
     _ok([*args, "--days", "3", "--force"])
     token = read_enrollment(home)
@@ -212,7 +212,7 @@ def test_enroll_needs_a_node_id_a_public_key_or_a_home(
 ) -> None:
     path, _ = operator
     line = _refused(["registry", "enroll", "--operator-key", str(path)], code=2)
-    assert line.startswith("error: missing_identity: ")
+    assert line.startswith("lamarck: missing_identity: ")
 
 
 def test_enroll_refuses_a_missing_operator_key_file(tmp_path: Path) -> None:
@@ -221,7 +221,7 @@ def test_enroll_refuses_a_missing_operator_key_file(tmp_path: Path) -> None:
     line = _refused(
         ["registry", "enroll", "--node-id", node.node_id, "--operator-key", str(missing)]
     )
-    assert line.startswith("error: missing: ")
+    assert line.startswith("lamarck: missing: ")
     assert str(missing) in line
 
 
@@ -247,7 +247,7 @@ def test_enroll_refuses_identities_that_could_admit_nobody(
     }
     args = [values.get(a, a) for a in extra]
     line = _refused(["registry", "enroll", *args, "--operator-key", str(path)], code=2)
-    assert line.startswith(f"error: {reason}: ")
+    assert line.startswith(f"lamarck: {reason}: ")
 
 
 def test_enroll_refuses_a_zero_day_token(operator: tuple[Path, NodeIdentity]) -> None:
@@ -258,7 +258,7 @@ def test_enroll_refuses_a_zero_day_token(operator: tuple[Path, NodeIdentity]) ->
          "--days", "0"],
         code=2,
     )  # fmt: skip
-    assert line.startswith("error: usage: ")
+    assert line.startswith("lamarck: usage: ")
 
 
 # -- endorse, revoke: refusals before any registry is reached -----------------------------
@@ -272,7 +272,7 @@ def test_endorse_without_a_running_embedded_registry_says_so(tmp_path: Path) -> 
         ["registry", "endorse", newcomer.node_id, "--public-key", newcomer.public_key_b64,
          "--home", str(home)]
     )  # fmt: skip
-    assert line.startswith("error: registry_not_running: ")
+    assert line.startswith("lamarck: registry_not_running: ")
     assert not (home / "redis" / "redis.pid").exists()  # nothing was started
 
 
@@ -286,7 +286,7 @@ def test_endorse_is_refused_on_an_operator_admission_network(tmp_path: Path) -> 
          "--home", str(home)],
         code=2,
     )  # fmt: skip
-    assert line.startswith("error: wrong_admission: ")
+    assert line.startswith("lamarck: wrong_admission: ")
 
 
 def test_endorse_refuses_a_key_that_is_not_the_node_ids(tmp_path: Path) -> None:
@@ -298,7 +298,7 @@ def test_endorse_refuses_a_key_that_is_not_the_node_ids(tmp_path: Path) -> None:
          "--home", str(home)],
         code=2,
     )  # fmt: skip
-    assert line.startswith("error: identity_mismatch: ")
+    assert line.startswith("lamarck: identity_mismatch: ")
 
 
 def test_revoke_needs_the_networks_operator_key(
@@ -310,11 +310,11 @@ def test_revoke_needs_the_networks_operator_key(
     args = ["registry", "revoke", target, "--reason", "test", "--operator-key", str(path)]
     _config(home)
     line = _refused([*args, "--home", str(home)], code=2)
-    assert line.startswith("error: no_operator_key: ")
+    assert line.startswith("lamarck: no_operator_key: ")
     assert op.public_key_b64 in line  # tells the operator what to configure
     _config(home, operator_public_key=NodeIdentity.generate().public_key_b64)
     line = _refused([*args, "--home", str(home)], code=2)
-    assert line.startswith("error: operator_key_mismatch: ")
+    assert line.startswith("lamarck: operator_key_mismatch: ")
 
 
 def test_retract_checks_the_hash_the_reason_and_the_networks_operator_key(
@@ -325,19 +325,19 @@ def test_retract_checks_the_hash_the_reason_and_the_networks_operator_key(
     _config(home, operator_public_key=op.public_key_b64)
     args = ["registry", "retract", "--operator-key", str(path), "--home", str(home)]
     line = _refused([*args, "--content-hash", "AB" * 32, "--reason", "x"], code=2)
-    assert line.startswith("error: invalid_content_hash: ")
+    assert line.startswith("lamarck: invalid_content_hash: ")
     line = _refused([*args, "--content-hash", "ab" * 31, "--reason", "x"], code=2)
-    assert line.startswith("error: invalid_content_hash: ")
+    assert line.startswith("lamarck: invalid_content_hash: ")
     line = _refused([*args, "--content-hash", "ab" * 32, "--reason", " "], code=2)
-    assert line.startswith("error: invalid_reason: ")
+    assert line.startswith("lamarck: invalid_reason: ")
     _config(home)
     line = _refused([*args, "--content-hash", "ab" * 32, "--reason", "x"], code=2)
-    assert line.startswith("error: no_operator_key: ")
+    assert line.startswith("lamarck: no_operator_key: ")
     assert op.public_key_b64 in line
     _config(home, operator_public_key=NodeIdentity.generate().public_key_b64)
     line = _refused([*args, "--content-hash", "ab" * 32, "--reason", "x"], code=2)
-    assert line.startswith("error: operator_key_mismatch: ")
+    assert line.startswith("lamarck: operator_key_mismatch: ")
     # With the right key, only the registry is missing (nothing is started for it).
     _config(home, operator_public_key=op.public_key_b64)
     line = _refused([*args, "--content-hash", "ab" * 32, "--reason", "x"])
-    assert line.startswith("error: registry_not_running: ")
+    assert line.startswith("lamarck: registry_not_running: ")

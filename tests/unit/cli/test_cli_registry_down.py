@@ -29,7 +29,7 @@ def test_a_running_node_whose_embedded_redis_is_down_is_not_told_to_start(
     # A live pid in node.json: the node runs (this test process stands in for it).
     (home / "node.json").write_text(json.dumps({"pid": os.getpid()}))
     line = _error_line(home)
-    assert line.startswith("error: registry_down: ")
+    assert line.startswith("lamarck: registry_down: ")
     assert "start the node" not in line and "is running" in line
 
 
@@ -37,5 +37,5 @@ def test_a_stopped_node_is_told_to_start(tmp_path: Path) -> None:
     home = tmp_path / "b"
     init_keys(home)
     line = _error_line(home)
-    assert line.startswith("error: registry_not_running: ")
+    assert line.startswith("lamarck: registry_not_running: ")
     assert "start the node" in line

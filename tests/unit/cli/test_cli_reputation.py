@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import threading
 from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -178,8 +179,8 @@ def node(tmp_path: Path) -> Iterator[FakeNode]:
         loop.close()
 
 
-def test_the_table_prints_every_peer_with_its_columns(node: FakeNode) -> None:
-    result = node.cli()
+def test_the_wide_table_prints_every_peer_with_its_columns(node: FakeNode) -> None:
+    result = node.cli("--wide")
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("PEER") and "PRINCIPAL" in lines[0] and "GLOBAL" in lines[0]
@@ -187,9 +188,40 @@ def test_the_table_prints_every_peer_with_its_columns(node: FakeNode) -> None:
     assert [line.split()[0] for line in lines[1:4]] == [ALICE, CAROL, BOB]
     assert "graylisted" in lines[3] and "injected_instruction:1" in lines[3]
     assert "operator-key" in lines[1] and "postgres" in lines[1]
-    assert "3 peer(s) as seen by lmk1self" in result.stdout
+    assert "3 peers as seen by lmk1self" in result.stdout
     # Carol is live but nobody has judged her: unknown, never 0.
     assert "unknown" in lines[2] and "unknown" not in lines[1]
+
+
+def test_the_default_table_fits_120_columns_with_fleet_labels_and_named_parts(
+    node: FakeNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = node.home / "fleet"
+    fleet.mkdir()
+    nodes = [{"name": "node2", "home": str(fleet), "node_id": BOB}]
+    (fleet / "fleet.json").write_text(json.dumps({"supervisor_pid": os.getpid(), "nodes": nodes}))
+    monkeypatch.setenv("LAMARCK_FLEET_DIR", str(fleet))
+    result = node.cli()
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 120 for line in lines), result.stdout
+    assert "PRINCIPAL" not in lines[0] and "TOP PARTS" in lines[0]
+    [bob] = [line for line in lines if "graylisted" in line]
+    assert bob.startswith("node2 lmk1bob") and "poisoned -" in bob and "p5=" not in bob
+    assert "--wide: every column" in result.stdout
+    # show takes the label, and prints rounded numbers and named parts.
+    shown = node.cli("show", "node2")
+    assert shown.exit_code == 0, shown.stderr
+    assert "node2 lmk1bob" in shown.stdout and "poisoned -" in shown.stdout
+    assert not re.search(r"\d\.\d{5,}", shown.stdout), shown.stdout
+
+
+def test_show_takes_the_start_of_an_id_as_the_table_prints_it(node: FakeNode) -> None:
+    shown = node.cli("show", "lmk1ca…")
+    assert shown.exit_code == 0, shown.stderr
+    assert CAROL in shown.stdout
+    ambiguous = node.cli("show", "lmk1")
+    assert ambiguous.exit_code == 1 and "starts 3 peers' ids" in ambiguous.stderr
 
 
 def test_the_json_table_is_one_document_sorted_and_filtered_as_asked(node: FakeNode) -> None:

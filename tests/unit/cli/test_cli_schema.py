@@ -36,5 +36,5 @@ def test_unknown_schema_kind_is_a_usage_error_on_one_line() -> None:
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith("error: usage: ")
+    assert lines[0].startswith("lamarck: usage: ")
     assert "'kind'" in lines[0] and "memory" in lines[0]

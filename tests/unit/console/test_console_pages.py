@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from datetime import UTC, datetime, timedelta
@@ -308,12 +309,37 @@ def test_a_peer_page_shows_score_parts_and_events_with_reasons_newest_first() ->
     ]
     body = peer_page(breakdown("lmk1a", 0.9, PeerBand.TRUSTED), events)
     parse(body)
-    assert "p0_admission" in body and "p1_reality_confirmed" in body
+    # Parts by name, zero parts (p0 here) left out.
+    assert "reality confirmed" in body and "admission" not in body
     assert "pairwise trust" in body and "0.2500" in body
     assert body.index("rejected") < body.index("lesson_confirmed")
     assert HOSTILE not in body
     assert "<td>reality</td>" in body  # who established the confirmation
     assert "<code>ffffffffffff</code>" in body and ">old<" in body
+
+
+def test_a_graylisted_row_is_marked_and_says_why() -> None:
+    bad = ReputationRow(
+        peer="lmk1bad",
+        principal="",
+        band=PeerBand.GRAYLISTED,
+        score=0.05,
+        parts={ScorePart.P5_POISONED.value: -0.4, ScorePart.P7_REPLAY.value: -0.05},
+    )
+    tags = parse(reputation_page([breakdown("lmk1a", 0.9, PeerBand.TRUSTED), bad]))
+    rows = [a for a in find(tags, "tr") if "data-band" in a]
+    assert [r["class"] for r in rows] == ["band-trusted", "band-graylisted"]
+    body = reputation_page([bad])
+    assert "poisoned -0.400, replay -0.050" in body
+
+
+def test_a_peer_pages_parts_are_ordered_by_effect_not_by_name() -> None:
+    parts = {f"p{k}_part{k}": 0.0 for k in range(14)}
+    parts |= {"p2_reality_contradicted": -0.05, "p10_operator_contradicted": -0.3}
+    row = ReputationRow(peer="lmk1a", principal="", band=PeerBand.NEUTRAL, score=0.2, parts=parts)
+    body = peer_page(row, [])
+    assert body.index("operator contradicted") < body.index("reality contradicted")
+    assert "part3" not in body  # zero parts are hidden
 
 
 # -- quarantine ----------------------------------------------------------------------------------
@@ -430,6 +456,10 @@ def test_lessons_are_filterable_by_scope_status_and_origin() -> None:
     }
     assert find(tags, "input", type="search")
     assert HOSTILE not in body
+    # A project's 64-character digest is cut so the lesson text keeps the room.
+    long_scope = dataclasses.replace(imported, scope="project:" + "ab" * 32)
+    cell = lessons_page([long_scope], evidence)
+    assert ">project:abababab…<" in cell and "ab" * 32 in cell  # whole in the title only
 
 
 def test_a_lesson_page_shows_evidence_provenance_and_history() -> None:

@@ -62,15 +62,16 @@ def test_a_figure_with_no_goal_named_is_shown_and_never_judged() -> None:
     assert table_rows({"fleet": {}}) == []  # not measured: no row
 
 
-def test_the_learning_caption_judges_by_the_goal_of_its_condition() -> None:
-    from lamarck.node.fleet.report import learning_table
+def test_the_learning_verdict_judges_by_the_goal_of_its_condition() -> None:
+    from lamarck.node.fleet.report import learning_verdict
 
     figures = {
         "shared_repeated_known_mistakes": 3.0,
         "isolated_repeated_known_mistakes": 24.0,
         "mistakes_reduction": 0.875,
     }
-    honest = str(learning_table(figures).caption)
-    assert "goal >= 90%: NOT met" in honest
-    poisoned = str(learning_table(figures, byzantine=1).caption)
-    assert "no worse than isolated (3 vs 24: met)" in poisoned
+    honest = learning_verdict(figures)
+    assert "(goal: at least 90% fewer; NOT met)" in honest
+    poisoned = learning_verdict(figures, byzantine=1)
+    assert "With 1 poisoning node" in poisoned and "(3 vs 24: met)" in poisoned
+    assert "node(s)" not in poisoned and "3.0" not in poisoned

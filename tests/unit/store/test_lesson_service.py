@@ -22,6 +22,7 @@ from lamarck.errors import (
     PolicyRejected,
     SecretDetected,
 )
+from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.learning.params import LearningParams, LessonParams
 from lamarck.node.learning.scopes import GLOBAL, project_scope
 from lamarck.node.learning.situations import (
@@ -66,11 +67,12 @@ class TinyEmbedder:
 class Harness:
     """A service, its store and clock, and an outcome factory."""
 
-    def __init__(self, params: LearningParams | None = None) -> None:
-        self.store = InMemoryLessonStore(dim=TinyEmbedder.dim)
+    def __init__(self, params: LearningParams | None = None, embedder: Any = None) -> None:
+        embedder = embedder or TinyEmbedder()
+        self.store = InMemoryLessonStore(dim=embedder.dim)
         self.clock = FixedClock()
         self.service = LessonService(
-            self.store, TinyEmbedder(), self.clock, params or LearningParams(), rng=random.Random(7)
+            self.store, embedder, self.clock, params or LearningParams(), rng=random.Random(7)
         )
         self._n = 0
 
@@ -84,6 +86,7 @@ class Harness:
         project: str = P1,
         in_play: Sequence[str] = (),
         injected: bool = False,
+        goal: str = "",
     ) -> Outcome:
         self._n += 1
         obj: dict[str, Any] = {
@@ -93,7 +96,7 @@ class Harness:
             "session_id": session,
             "turn_index": self._n,
             "project": project,
-            "goal_digest": f"task {self._n}",
+            "goal_digest": goal or f"task {self._n}",
             "approach": [
                 {"operation_key": op, "outcome": result, "target": target}
                 for op, result, target in steps
@@ -346,6 +349,33 @@ async def test_lesson_confirmed_from_two_projects_is_promoted_then_demoted_by_a_
     assert result.ids("demoted") == [lesson_id]
     demoted = await h.store.get_lesson(lesson_id)
     assert demoted.scope == project_scope(P2)
+
+
+async def test_the_same_run_in_a_second_project_promotes_the_first_lesson(h: Harness) -> None:
+    lesson_id, _ = await _seed_mistake(h)  # learned in P1
+    # The same mistake and fix in P2, with nothing recalled: the lesson's second project.
+    again = h.outcome("B", [(IN_TESTS, "failed", SUITE), (ROOT, "ok", SUITE)], project=P2)
+    result = await h.service.record_outcome(again)
+    assert result.ids("created") == []
+    assert result.ids("confirmed") == [lesson_id] and result.ids("promoted") == [lesson_id]
+    promoted = await h.store.get_lesson(lesson_id)
+    assert promoted.scope == GLOBAL and promoted.confirmed_projects == (P1, P2)
+    everything = await h.store.list_lessons(LessonFilter(statuses=None, category=Category.LESSON))
+    assert [r.id for r in everything] == [lesson_id]
+
+
+async def test_recall_with_the_goal_of_the_run_that_taught_a_lesson_finds_it() -> None:
+    h = Harness(embedder=HashingEmbedder())
+    goal = "make the test suite pass"
+    taught = h.outcome("A", [(IN_TESTS, "failed", "s"), (ROOT, "ok", "s")], goal=goal)
+    [lesson_id] = (await h.service.record_outcome(taught)).ids("created")
+    # The lesson's words ("Prefer `shell:pytest` over ... for s.") share nothing with the goal.
+    recalled = await h.service.recall(goal, {}, SCOPE1, "B")
+    assert [x.id for x in recalled.lessons] == [lesson_id]
+    # The goal finds the lesson here; it is never part of what the lesson says.
+    assert goal not in (await h.store.get_lesson(lesson_id)).content
+    unrelated = await h.service.recall("deploy the web site to production", {}, SCOPE1, "C")
+    assert unrelated.lessons == ()
 
 
 # -- supersede, never delete --------------------------------------------------------------
