@@ -127,6 +127,7 @@ def test_a_started_node_takes_what_it_holds_out_of_the_collector(
 ) -> None:
     monkeypatch.setattr(daemon, "Node", _StartedNode)
     monkeypatch.setattr(daemon, "_summary", lambda node: "started")
+    monkeypatch.setattr(daemon, "logs_are_json", lambda: False)  # the text banner, faked above
     frozen: list[int] = []
 
     def ready(node: Any) -> None:
