@@ -48,7 +48,7 @@ def test_the_book_says_unknown_for_a_peer_only_met_never_judged() -> None:
 def test_the_table_prints_unknown_and_sorts_it_below_zero() -> None:
     text = render_table([UNKNOWN, KNOWN], sort=SortKey.GLOBAL)
     lines = text.splitlines()
-    assert lines[1].startswith("lmk1known") and "0.0000" in lines[1]
+    assert lines[1].startswith("lmk1known") and " 0.000 " in lines[1]
     assert lines[2].startswith("lmk1unknown") and "unknown" in lines[2]
     assert row_to_obj(UNKNOWN)["global_trust"] is None
     assert row_to_obj(KNOWN)["global_trust"] == 0.0
