@@ -35,7 +35,10 @@ from lamarck.node.cli.output import emit_json
 from lamarck.node.fleet.driver import DriverParams, FleetDriver, NodeHandle, scrape_counts
 from lamarck.node.fleet.launcher import LaunchParams
 from lamarck.node.fleet.report import (
+    EVIDENCE_CLASSES,
     NodeCounts,
+    evidence_delay_text,
+    evidence_table,
     learning_figures,
     learning_table,
     mean_and_spread,
@@ -278,6 +281,7 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
             n.metrics_url,
             byzantine=fleet.spec.is_byzantine(i),
             home=n.home,
+            node_id=n.node_id,
         )
         for i, n in enumerate(fleet.nodes)
     ]
@@ -290,7 +294,7 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
         TimeElapsedColumn(),
     )
     task = progress.add_task(f"workload {work.name}: rounds", total=work.rounds)
-    params = DriverParams(gossip_interval_s=fleet.spec.gossip_interval_s)
+    params = DriverParams(gossip_interval_s=fleet.spec.gossip_interval_s, track_evidence=True)
     with FleetDriver(handles, work, params, random.Random(seed)) as driver:
         counts: list[NodeCounts | None] = driver.counts()
 
@@ -308,6 +312,14 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
             records = driver.run(on_round)
         figures = learning_figures(records)
         console.print(nodes_table(names, roles, driver.counts(), driver.learned, "per node"))
+        classes = driver.evidence_classes()
+        console.print(evidence_table(names, roles, classes, driver.poisoned_by_node()))
+        honest = [c for role, c in zip(roles, classes, strict=True) if role == "honest" and c]
+        for k in EVIDENCE_CLASSES:
+            figures[f"honest_lessons_{k}"] = float(sum(c.get(k, 0) for c in honest))
+        delays = driver.evidence_delays()
+        figures.update(delays)
+        console.print(evidence_delay_text(delays))
     _show_reputation(console, fleet)
     console.print(learning_table(figures, byzantine=fleet.spec.byzantine))
     return figures
