@@ -207,6 +207,10 @@ class NodeSettings(BaseSettings):
     # a decision and is never advice in a decision-time preamble (docs/trust.md "Influence
     # follows evidence"; provisional until the scenarios measure it).
     unverified_plan_share: float = Field(default=0.25, ge=0, le=1)
+    # The influence gate (docs/trust.md "Influence follows evidence"). A measuring switch for
+    # tests and scenarios: off, unverified peer lessons are advice like proven ones, as they
+    # were before the gate. Never turn it off on a node agents rely on.
+    influence_gate: bool = True
     # The tools this node's agents use, each with the remedies its code declares: a situation
     # lesson (a remembered blocker, seed 002) about a tool not listed is refused on import
     # (`unused_tool`), one whose unblock/probe is not one listed too (`undeclared_situation`,

@@ -37,3 +37,9 @@ def test_a_share_outside_zero_one_is_refused_naming_the_field(tmp_path: Path, ba
     with pytest.raises(ConfigError) as err:
         load_settings(home=tmp_path, unverified_plan_share=bad)
     assert err.value.details["field"] == "unverified_plan_share"
+
+
+def test_the_gate_is_on_by_default_and_off_only_when_asked(tmp_path: Path) -> None:
+    assert node_params(load_settings(home=tmp_path)).learning.influence.gate is True
+    off = node_params(load_settings(home=tmp_path, influence_gate=False))
+    assert off.learning.influence.gate is False
