@@ -39,6 +39,7 @@ from lamarck.node.fleet.report import (
     NodeCounts,
     evidence_delay_text,
     evidence_table,
+    gate_figures,
     learning_figures,
     learning_table,
     mean_and_spread,
@@ -204,17 +205,19 @@ def up(
     else:
         nodes = _NODES if nodes is None else nodes
         byzantine = 0 if byzantine is None else byzantine
+    liars = _liars_fleet(workload, nodes, byzantine, operators)
     spec = FleetSpec(
         directory=directory,
         nodes=nodes,
         byzantine=byzantine,
-        operators=operators,
+        operators=liars.pop("operators", operators),
         embedder=embedder,
         database_url=database_url,
         redis_url=redis_url,
         base_port=base_port,
         declared_tools=plan.scenario.declared_tools if plan is not None else (),
         unverified_plan_share=unverified_plan_share,
+        **liars,
     )
     if plan is None:
         byz_nodes = tuple(i for i in range(nodes) if spec.is_byzantine(i))
@@ -243,7 +246,7 @@ def up(
         figures.update({f"fleet_{k}": v for k, v in _show_quorums(console, fleet).items()})
         figures["fleet_nodes"] = float(nodes)
         figures["fleet_byzantine"] = float(byzantine)
-        figures["fleet_operators"] = float(operators)
+        figures["fleet_operators"] = float(spec.operators)
         figures["fleet_total_s"] = round(time.monotonic() - t0, 1)
         console.print(f"fleet run end to end in {figures['fleet_total_s']:.0f} s")
         _point_your_agent(console, fleet)
@@ -259,6 +262,20 @@ def up(
         fleet.stop(lambda m: console.print(m))
         signal.signal(signal.SIGTERM, previous)
         console.print(f"fleet stopped; its homes and logs stay in {fleet.dir}")
+
+
+def _liars_fleet(workload: str, nodes: int, byzantine: int, operators: int) -> dict[str, Any]:
+    """The plausible-liars fleet: each liar under its own operator, three honest operators
+    (an honest lesson can be corroborated), and every other honest node with the influence
+    gate off (the gate measured against its absence in the same run)."""
+    if workload != "plausible-liars":
+        return {}
+    honest = nodes - byzantine
+    return {
+        "own_principals": True,
+        "operators": max(operators, byzantine + min(3, honest)),
+        "gate_off": tuple(i for i in range(honest) if i % 2 == 1),
+    }
 
 
 @contextlib.contextmanager
@@ -285,7 +302,10 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
         )
         for i, n in enumerate(fleet.nodes)
     ]
-    roles = ["byzantine" if h.byzantine else "honest" for h in handles]
+    roles = [
+        "byzantine" if h.byzantine else "honest, gate off" if i in fleet.spec.gate_off else "honest"
+        for i, h in enumerate(handles)
+    ]
     names = [h.name for h in handles]
     progress = Progress(
         TextColumn("{task.description}"),
@@ -314,9 +334,11 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
         console.print(nodes_table(names, roles, driver.counts(), driver.learned, "per node"))
         classes = driver.evidence_classes()
         console.print(evidence_table(names, roles, classes, driver.poisoned_by_node()))
-        honest = [c for role, c in zip(roles, classes, strict=True) if role == "honest" and c]
+        honest = [c for role, c in zip(roles, classes, strict=True) if role != "byzantine" and c]
         for k in EVIDENCE_CLASSES:
             figures[f"honest_lessons_{k}"] = float(sum(c.get(k, 0) for c in honest))
+        if fleet.spec.gate_off:
+            figures.update(gate_figures(records, fleet.spec.gate_off))
         delays = driver.evidence_delays()
         figures.update(delays)
         console.print(evidence_delay_text(delays))

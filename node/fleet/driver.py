@@ -329,7 +329,7 @@ class FleetDriver:
         key = (arm, agent)
         memory = self._memories.get(key, AgentMemory())
         flipped = self.workload.flipped(r)
-        liar = self.poisoner(agent)
+        liar = self.poisoner(agent) and self.workload.lies(agent, pitfall)
         seen: dict[str, object] = {}
 
         def act(ctx: ActContext) -> None:
@@ -378,7 +378,7 @@ class FleetDriver:
                 mistakes=0 if liar else sum(a.operation == failing_now for a in attempts),
                 first_ok=bool(attempts) and attempts[0].ok,
                 advised=bool(seen["advised"]),
-                poisoner=liar,
+                poisoner=self.poisoner(agent),  # a liar, honest on this pitfall or not
                 created=created,
                 outcome_id=report.update.outcome_id,
                 poisoned=bool(seen.get("poisoned", False)),

@@ -38,6 +38,7 @@ __all__ = [
     "arm_figures",
     "evidence_delay_text",
     "evidence_table",
+    "gate_figures",
     "learning_figures",
     "learning_table",
     "mean_and_spread",
@@ -226,6 +227,22 @@ def evidence_table(
         cells = ["-"] * 3 if c is None else [str(c.get(k, 0)) for k in EVIDENCE_CLASSES]
         table.add_row(name, role, *cells, "-" if role == "byzantine" else str(n))
     return table
+
+
+def gate_figures(records: Sequence[TurnRecord], gate_off: Iterable[int]) -> dict[str, float]:
+    """Honest agents' shared-arm turns on nodes with the influence gate on and off (in one
+    run): turns, decisions that followed a known poison, and known mistakes repeated."""
+    off = set(gate_off)
+    out: dict[str, float] = {}
+    for name, mine in (
+        ("gate_on", [r for r in records if r.node not in off]),
+        ("gate_off", [r for r in records if r.node in off]),
+    ):
+        f = arm_figures(mine, SHARED)
+        out[f"{name}_turns"] = float(f.turns)
+        out[f"{name}_poisoned_decisions"] = float(f.poisoned_decisions)
+        out[f"{name}_repeated_known_mistakes"] = float(f.repeated_known_mistakes)
+    return out
 
 
 def evidence_delay_text(delays: Mapping[str, float]) -> str:

@@ -23,6 +23,7 @@ from lamarck.node.fleet.report import (
     arm_figures,
     evidence_delay_text,
     evidence_table,
+    gate_figures,
     learning_figures,
     node_counts,
     quorum_figures,
@@ -287,6 +288,32 @@ def test_operators_take_the_honest_nodes_round_robin_and_the_byzantine_their_own
     for bad in (0, 6):
         with pytest.raises(ConfigError):
             FleetSpec(directory=tmp_path, nodes=5, operators=bad)
+
+
+def test_own_principals_and_gate_off_are_validated(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        FleetSpec(directory=tmp_path, nodes=5, byzantine=2, operators=2, own_principals=True)
+    assert err.value.details["field"] == "operators"
+    with pytest.raises(ConfigError) as err:
+        FleetSpec(directory=tmp_path, nodes=5, gate_off=(5,))
+    assert err.value.details["field"] == "gate_off"
+
+
+def test_plausible_liars_lie_on_every_other_pitfall_and_learn_the_rest() -> None:
+    work = make_workload("plausible-liars", 0, WorkloadParams(nodes=5, byzantine_nodes=(4,)))
+    assert work.lies_on == frozenset(range(0, len(work.pitfalls), 2))
+    assert work.lies(0, 0) and not work.lies(0, 1)
+    assert make_workload("pitfalls", 0, WorkloadParams()).lies(0, 1)  # every pitfall
+
+
+def test_gate_figures_split_honest_turns_by_the_nodes_gate() -> None:
+    def rec(node: int, poisoned: bool) -> TurnRecord:
+        return TurnRecord("shared", 0, node, node, 0, 0, ("b",), 0, True, False, poisoned=poisoned)
+
+    records = [rec(0, False), rec(1, True), rec(1, True), rec(2, True)]
+    f = gate_figures(records, gate_off=(1,))
+    assert (f["gate_on_turns"], f["gate_on_poisoned_decisions"]) == (2.0, 1.0)
+    assert (f["gate_off_turns"], f["gate_off_poisoned_decisions"]) == (2.0, 2.0)
 
 
 def test_quorum_figures_count_decisions_and_pending_rounds_by_reason() -> None:
