@@ -9,7 +9,8 @@ Influence follows evidence (``lamarck.consensus.corroboration``): for this node 
    time it enters a prompt only when the node's RNG draw for it (one per lesson per recall) is
    below ``unverified_plan_share``, at most ``max_unverified_hints`` of them, under their own
    label "unverified, from N peer(s)". That share is the canary that lets an honest lesson be
-   tried here and proven; a lie reaches no more than it.
+   tried here and proven; a lie reaches no more than it, and no hint is shown once more
+   independent principals' attestations contradict it than confirm it.
 3. **A peer lesson about the agent's authority is never shown before it is corroborated or an
    operator approved it, whatever its stance.** Authority is the *topic*: permissions,
    approvals, confirmations, credentials and secrets, privilege, network egress, disabling
@@ -408,8 +409,12 @@ def evidence_of(
 
 def plan_hint(evidence: LessonEvidence, draw: float, params: InfluenceParams) -> bool:
     """Whether an unverified lesson enters this plan-time prompt as a hint (rule 2):
-    shown at all, and ``draw`` (uniform in [0, 1), one per lesson per recall) below the
-    share."""
+    shown at all, not contradicted by more independent principals than confirm it (once
+    reality elsewhere judged a lie, the canary has done its work), and ``draw`` (uniform in
+    [0, 1), one per lesson per recall) below the share."""
+    support = evidence.support
+    if len(support.contradicting) > len(support.confirming):
+        return False
     return not evidence.decides and evidence.shown and draw < params.unverified_plan_share
 
 

@@ -82,6 +82,19 @@ def test_an_unverified_lesson_never_decides_and_enters_only_its_share_of_prompts
     assert not plan_hint(ev(EvidenceClass.CORROBORATED, 2), 0.0, P)
 
 
+def test_a_hint_more_principals_contradict_than_confirm_is_not_shown() -> None:
+    def hint(confirming: int, contradicting: int) -> bool:
+        support = Support(
+            confirming=frozenset(f"c{i}" for i in range(confirming)),
+            contradicting=frozenset(f"x{i}" for i in range(contradicting)),
+        )
+        e = LessonEvidence(EvidenceClass.UNVERIFIED, support, True)
+        return plan_hint(e, 0.0, InfluenceParams(unverified_plan_share=1.0))
+
+    assert hint(0, 0) and hint(1, 1)
+    assert not hint(0, 1) and not hint(1, 2)
+
+
 def test_an_unverified_authority_lesson_is_shown_only_once_an_operator_approved_it() -> None:
     gated = ev(EvidenceClass.UNVERIFIED, authority=True)
     assert not gated.shown and not plan_hint(gated, 0.0, InfluenceParams(unverified_plan_share=1))
