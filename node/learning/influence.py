@@ -239,7 +239,7 @@ class InfluenceParams:
     # of every prompt, 1 shows each in every prompt (still as a hint, never as advice). Node
     # setting ``unverified_plan_share``; chosen from the fleet's measurements (docs/trust.md
     # "Influence follows evidence").
-    unverified_plan_share: float = 0.25
+    unverified_plan_share: float = 1.0
     # Most unverified hints in one prompt, >= 0.
     max_unverified_hints: int = 2
     # Lessons about an operation the decision-time check reads (all classes), >= 1.

@@ -76,7 +76,8 @@ def test_an_import_is_unverified_until_support_or_a_local_outcome() -> None:
 def test_an_unverified_lesson_never_decides_and_enters_only_its_share_of_prompts() -> None:
     e = ev(EvidenceClass.UNVERIFIED)
     assert not e.decides and e.shown
-    assert plan_hint(e, 0.24, P) and not plan_hint(e, 0.25, P)
+    quarter = InfluenceParams(unverified_plan_share=0.25)
+    assert plan_hint(e, 0.24, quarter) and not plan_hint(e, 0.25, quarter)
     assert not plan_hint(e, 0.0, InfluenceParams(unverified_plan_share=0.0))
     # A lesson that decides is advice, never a hint.
     assert not plan_hint(ev(EvidenceClass.CORROBORATED, 2), 0.0, P)

@@ -12,12 +12,13 @@ from lamarck.node.learning.influence import InfluenceParams
 from lamarck.node.params import node_params
 
 
-def test_the_gate_is_on_by_default_with_a_quarter_of_prompts(tmp_path: Path) -> None:
-    # docs/trust.md, "Influence follows evidence": provisional until the scenarios measure it.
+def test_the_gate_is_on_by_default_offering_hints_in_every_prompt(tmp_path: Path) -> None:
+    # docs/trust.md, "Influence follows evidence": chosen from the fleet's measurements (the
+    # cost within 10 % of before the gate at 1, not at 0.25; no more poisoned decisions).
     settings = load_settings(home=tmp_path)
-    assert settings.unverified_plan_share == 0.25
-    assert node_params(settings).learning.influence == InfluenceParams(unverified_plan_share=0.25)
-    assert InfluenceParams().unverified_plan_share == 0.25
+    assert settings.unverified_plan_share == 1.0
+    assert node_params(settings).learning.influence == InfluenceParams(unverified_plan_share=1.0)
+    assert InfluenceParams().unverified_plan_share == 1.0
 
 
 @pytest.mark.parametrize("share", [0.0, 0.25, 1.0])
