@@ -121,6 +121,13 @@ GOALS: tuple[Goal, ...] = (
         "fleet", "repeated_mistakes_ratio", "<=", 1.0, "fleet", "isolated_repeated_known_mistakes"
     ),
     Goal("fleet", "fleet_total_s", "<=", 180.0, "fleet"),
+    # Influence by evidence: plausible liars' poisoned decisions with the gate on <= 1 % of
+    # the gate-off nodes' in the same run; repeated mistakes within 1 per 100 turns of a fleet
+    # without liars.
+    Goal(
+        "liars", "poisoned_decisions_ratio", "<=", 0.01, "influence", "gate_off_poisoned_decisions"
+    ),
+    Goal("liars", "liars_repeated_per_100_turns_delta", "<=", 1.0, "influence"),
 )
 
 #: Figures the issues ask to be measured with no goal named, and the host's condition while

@@ -205,8 +205,12 @@ class NodeSettings(BaseSettings):
     # Share of plan-time prompts (recall's "Lessons:" section) an unverified peer lesson (not
     # proven here, not corroborated) may enter as a labelled hint, in [0, 1]; it never drives
     # a decision and is never advice in a decision-time preamble (docs/trust.md "Influence
-    # follows evidence"; provisional until the scenarios measure it).
-    unverified_plan_share: float = Field(default=0.25, ge=0, le=1)
+    # follows evidence"; 1 chosen from the fleet's measurements: at most two hints a prompt).
+    unverified_plan_share: float = Field(default=1.0, ge=0, le=1)
+    # The influence gate (docs/trust.md "Influence follows evidence"). A measuring switch for
+    # tests and scenarios: off, unverified peer lessons are advice like proven ones, as they
+    # were before the gate. Never turn it off on a node agents rely on.
+    influence_gate: bool = True
     # Reality-judged interactions (its lessons this node's outcomes confirmed or contradicted)
     # a source needs here before its lessons transfer by its reputation band; until then they
     # transfer at the low band and its claims are capped at 0.5 (docs/trust.md "Probation").

@@ -148,7 +148,9 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
     by structure alone otherwise (also when no embedder is given).
     """
     learning = LearningParams(
-        influence=InfluenceParams(unverified_plan_share=settings.unverified_plan_share),
+        influence=InfluenceParams(
+            unverified_plan_share=settings.unverified_plan_share, gate=settings.influence_gate
+        ),
         # The agent waits for no new lesson's vector and no recall's use marks (issue 17 §2).
         # They are written once the queue has been quiet for 0.1 s (or 256 vectors wait): in
         # a burst, the model embedding meanwhile took the agent's cores from its next calls.

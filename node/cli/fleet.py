@@ -36,8 +36,12 @@ from lamarck.node.cli.output import emit_json
 from lamarck.node.fleet.driver import DriverParams, FleetDriver, NodeHandle, scrape_counts
 from lamarck.node.fleet.launcher import LaunchParams
 from lamarck.node.fleet.report import (
+    EVIDENCE_CLASSES,
     NODES_LEGEND,
     NodeCounts,
+    evidence_delay_text,
+    evidence_table,
+    gate_figures,
     learning_figures,
     learning_table,
     learning_verdict,
@@ -204,17 +208,19 @@ def up(
     else:
         nodes = _NODES if nodes is None else nodes
         byzantine = 0 if byzantine is None else byzantine
+    liars = _liars_fleet(workload, nodes, byzantine, operators)
     spec = FleetSpec(
         directory=directory,
         nodes=nodes,
         byzantine=byzantine,
-        operators=operators,
+        operators=liars.pop("operators", operators),
         embedder=embedder,
         database_url=database_url,
         redis_url=redis_url,
         base_port=base_port,
         declared_tools=plan.scenario.declared_tools if plan is not None else (),
         unverified_plan_share=unverified_plan_share,
+        **liars,
     )
     if plan is None:
         byz_nodes = tuple(i for i in range(nodes) if spec.is_byzantine(i))
@@ -243,7 +249,7 @@ def up(
         figures.update({f"fleet_{k}": v for k, v in _show_quorums(console, fleet).items()})
         figures["fleet_nodes"] = float(nodes)
         figures["fleet_byzantine"] = float(byzantine)
-        figures["fleet_operators"] = float(operators)
+        figures["fleet_operators"] = float(spec.operators)
         figures["fleet_total_s"] = round(time.monotonic() - t0, 1)
         console.print(f"fleet run end to end in {figures['fleet_total_s']:.0f} s")
         _point_your_agent(console, fleet)
@@ -259,6 +265,20 @@ def up(
         fleet.stop(lambda m: console.print(m))
         signal.signal(signal.SIGTERM, previous)
         console.print(f"fleet stopped; its homes and logs stay in {fleet.dir}")
+
+
+def _liars_fleet(workload: str, nodes: int, byzantine: int, operators: int) -> dict[str, Any]:
+    """The plausible-liars fleet: each liar under its own operator, three honest operators
+    (an honest lesson can be corroborated), and every other honest node with the influence
+    gate off (the gate measured against its absence in the same run)."""
+    if workload != "plausible-liars":
+        return {}
+    honest = nodes - byzantine
+    return {
+        "own_principals": True,
+        "operators": max(operators, byzantine + min(3, honest)),
+        "gate_off": tuple(i for i in range(honest) if i % 2 == 1),
+    }
 
 
 @contextlib.contextmanager
@@ -281,10 +301,14 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
             n.metrics_url,
             byzantine=fleet.spec.is_byzantine(i),
             home=n.home,
+            node_id=n.node_id,
         )
         for i, n in enumerate(fleet.nodes)
     ]
-    roles = ["byzantine" if h.byzantine else "honest" for h in handles]
+    roles = [
+        "byzantine" if h.byzantine else "honest, gate off" if i in fleet.spec.gate_off else "honest"
+        for i, h in enumerate(handles)
+    ]
     names = [h.name for h in handles]
     progress = Progress(
         TextColumn("{task.description}"),
@@ -293,7 +317,7 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
         TimeElapsedColumn(),
     )
     task = progress.add_task(f"workload {work.name}: rounds", total=work.rounds)
-    params = DriverParams(gossip_interval_s=fleet.spec.gossip_interval_s)
+    params = DriverParams(gossip_interval_s=fleet.spec.gossip_interval_s, track_evidence=True)
     with FleetDriver(handles, work, params, random.Random(seed)) as driver:
         counts: list[NodeCounts | None] = driver.counts()
 
@@ -317,6 +341,16 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
             counts = driver.counts()
             live.update(view())
         figures = learning_figures(records)
+        classes = driver.evidence_classes()
+        console.print(evidence_table(names, roles, classes, driver.poisoned_by_node()))
+        honest = [c for role, c in zip(roles, classes, strict=True) if role != "byzantine" and c]
+        for k in EVIDENCE_CLASSES:
+            figures[f"honest_lessons_{k}"] = float(sum(c.get(k, 0) for c in honest))
+        if fleet.spec.gate_off:
+            figures.update(gate_figures(records, fleet.spec.gate_off))
+        delays = driver.evidence_delays()
+        figures.update(delays)
+        console.print(evidence_delay_text(delays))
     _show_reputation(console, fleet)
     console.print(learning_table(figures))
     verdict = learning_verdict(figures, byzantine=fleet.spec.byzantine)

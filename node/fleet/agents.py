@@ -31,6 +31,7 @@ __all__ = [
     "Said",
     "attempt_order",
     "fabricated_attempts",
+    "followed_poison",
     "remember_turn",
     "run_attempts",
     "says_avoid",
@@ -48,6 +49,9 @@ class Said:
     rank: int
     independent: int = 0
     confidence: float = 0.0
+    #: A known poison: its source is a liar, or it inverts a real pitfall (the measuring
+    #: harness knows; the agent does not read it).
+    poisoned: bool = False
 
     def key(self) -> tuple[int, int, float]:
         """Strongest first: class, independent support, confidence (never recency)."""
@@ -145,6 +149,40 @@ def attempt_order(
     if hint_w:
         return (p.working, p.failing), _ids(hint_w)
     return habit, _ids(hint_f)
+
+
+def followed_poison(
+    p: Pitfall,
+    advice: Sequence[Advice],
+    memory: AgentMemory,
+    hints: Sequence[Said] = (),
+) -> bool:
+    """Whether the agent's decision followed a poisoned lesson: its first attempt differs
+    from the one it makes with every poisoned lesson taken away (``Said.poisoned``).
+
+    Counterfactual, so a poison that only sat beside the habit is not counted, and a tie a
+    poison forced (the habit kept where the honest lesson alone would have decided) is.
+    """
+    if not any(s.poisoned for a in advice for s in (*a.lessons, *a.unresolved)) and not any(
+        s.poisoned for s in hints
+    ):
+        return False
+    clean = [_without_poison(p, a) for a in advice]
+    honest_hints = [s for s in hints if not s.poisoned]
+    first = attempt_order(p, advice, memory, hints)[0][0]
+    return first != attempt_order(p, clean, memory, honest_hints)[0][0]
+
+
+def _without_poison(p: Pitfall, a: Advice) -> Advice:
+    """What the check would have said with no poisoned lesson on file: a conflict left with
+    one side only is no conflict, its deciding lessons are advice and the rest not shown."""
+    lessons = [s for s in a.lessons if not s.poisoned]
+    open_ = [s for s in a.unresolved if not s.poisoned]
+    working, failing = _sides(p, open_)
+    if open_ and not (working and failing) and len(open_) < len(a.unresolved):
+        lessons.extend(s for s in open_ if s.rank < 2)
+        open_ = []
+    return Advice(a.operation, a.preamble, a.lesson_ids, tuple(lessons), tuple(open_))
 
 
 def run_attempts(order: Sequence[str], works: Callable[[str], bool]) -> tuple[Attempt, ...]:

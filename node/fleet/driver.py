@@ -34,8 +34,11 @@ from lamarck.node.fleet.agents import (
     Said,
     attempt_order,
     fabricated_attempts,
+    followed_poison,
     remember_turn,
     run_attempts,
+    says_avoid,
+    says_prefer,
 )
 from lamarck.node.fleet.report import ISOLATED, SHARED, NodeCounts, TurnRecord, node_counts
 from lamarck.node.fleet.workloads import Pitfall, Workload, isolated_pitfall, succeeds
@@ -60,6 +63,8 @@ class DriverParams:
     rpc_timeout_s: float = 30.0
     # Run the isolated arm as well (the baseline of the learning figures).
     isolated_arm: bool = True
+    # After every round, read each node's lessons to time honest lessons' evidence.
+    track_evidence: bool = False
 
     def __post_init__(self) -> None:
         """Refuse non-positive or non-finite times."""
@@ -79,6 +84,8 @@ class NodeHandle:
     byzantine: bool = False
     #: The node's home, where the operator token is read (``None``: no operator token).
     home: Path | None = None
+    #: The node's id: what a lesson names as its source ("" when unknown).
+    node_id: str = ""
 
 
 def scrape_counts(url: str, timeout_s: float = 5.0) -> NodeCounts | None:
@@ -106,6 +113,11 @@ class FleetDriver:
     _operators: list[OperatorClient] = field(default_factory=list)
     _memories: dict[tuple[str, int], AgentMemory] = field(default_factory=dict)
     _ids: random.Random = field(default_factory=random.Random)
+    # (node, lesson text) -> the round an honest peer lesson was first seen there: held,
+    # corroborated, driving decisions (``track_evidence``).
+    arrived: dict[tuple[int, str], int] = field(default_factory=dict)
+    corroborated: dict[tuple[int, str], int] = field(default_factory=dict)
+    decides: dict[tuple[int, str], int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.nodes) <= max(self.workload.agent_nodes, default=0):
@@ -146,6 +158,78 @@ class FleetDriver:
         """Every node's counters now."""
         return [scrape_counts(n.metrics_url) for n in self.nodes]
 
+    def evidence_classes(self) -> list[dict[str, int] | None]:
+        """Every node's active lessons by evidence class, for that node (None: no answer)."""
+        out: list[dict[str, int] | None] = []
+        for lessons in self._active_lessons():
+            counts: dict[str, int] = {}
+            for lesson in lessons or ():
+                k = lesson.evidence.evidence_class
+                counts[k] = counts.get(k, 0) + 1
+            out.append(None if lessons is None else counts)
+        return out
+
+    def _active_lessons(self) -> list[list[Lesson] | None]:
+        out: list[list[Lesson] | None] = []
+        for client in self._clients:
+            lessons: list[Lesson] = []
+            token = ""
+            try:
+                while True:
+                    page = client.list_lessons(statuses="active", page_token=token)
+                    lessons.extend(page.lessons)
+                    token = page.next_page_token
+                    if not token:
+                        break
+            except LamarckError:
+                out.append(None)
+                continue
+            out.append(lessons)
+        return out
+
+    def track_evidence(self, r: int) -> None:
+        """After round ``r``: note, at each honest node, the round each honest peer lesson
+        about a shared pitfall (it tells the working form) was first held, first held
+        corroborated and first driving decisions (corroborated or proven here)."""
+        liars = {n.node_id for n in self.nodes if n.byzantine}
+        for i, lessons in enumerate(self._active_lessons()):
+            if lessons is None or self.nodes[i].byzantine:
+                continue
+            for lesson in lessons:
+                if lesson.origin != "imported" or lesson.source_node_id in liars:
+                    continue
+                if not any(
+                    says_prefer(lesson.content, p.working) or says_avoid(lesson.content, p.failing)
+                    for p in self.workload.pitfalls
+                ):
+                    continue  # not about the shared arm's pitfalls
+                key = (i, lesson.content)
+                self.arrived.setdefault(key, r)
+                if lesson.evidence.evidence_class == "corroborated":
+                    self.corroborated.setdefault(key, r)
+                if lesson.evidence.decides:
+                    self.decides.setdefault(key, r)
+
+    def evidence_delays(self) -> dict[str, float]:
+        """Honest peer lessons at honest nodes: how many arrived, how many came to drive
+        decisions (corroborated, or proven here by a tried hint) and how many were
+        corroborated, with the mean rounds from arrival to each."""
+        out: dict[str, float] = {"honest_imports": float(len(self.arrived))}
+        for name, lifted in (("decides", self.decides), ("corroborated", self.corroborated)):
+            delays = [lifted[k] - self.arrived[k] for k in lifted if k in self.arrived]
+            out[f"honest_imports_{name}"] = float(len(delays))
+            if delays:
+                out[f"rounds_until_{name}"] = round(sum(delays) / len(delays), 2)
+        return out
+
+    def poisoned_by_node(self, arm: str = SHARED) -> list[int]:
+        """Per node, the decisions its honest agents made in ``arm`` that followed a poison."""
+        out = [0] * len(self.nodes)
+        for r in self.records:
+            if r.arm == arm and not r.poisoner and r.poisoned:
+                out[r.node] += 1
+        return out
+
     def run(self, on_round: Callable[[int], None] | None = None) -> list[TurnRecord]:
         """Every round, then a settle; ``on_round(r)`` after each (for progress)."""
         arms = (SHARED, ISOLATED) if self.params.isolated_arm else (SHARED,)
@@ -154,6 +238,8 @@ class FleetDriver:
                 for arm in arms:
                     self._task(arm, task.round, task.agent, task.pitfall, task.projects)
             self.settle()
+            if self.params.track_evidence:
+                self.track_evidence(r)
             if on_round is not None:
                 on_round(r)
         return self.records
@@ -243,7 +329,7 @@ class FleetDriver:
         key = (arm, agent)
         memory = self._memories.get(key, AgentMemory())
         flipped = self.workload.flipped(r)
-        liar = self.poisoner(agent)
+        liar = self.poisoner(agent) and self.workload.lies(agent, pitfall)
         seen: dict[str, object] = {}
 
         def act(ctx: ActContext) -> None:
@@ -253,10 +339,12 @@ class FleetDriver:
                 seen["advised"] = False
             else:
                 advice = [
-                    _advice(client, op, session, project, turn) for op in (p.failing, p.working)
+                    _advice(client, op, session, project, turn, self._poison(p, flipped))
+                    for op in (p.failing, p.working)
                 ]
-                hints = [said(x) for x in ctx.hints]
+                hints = [said(x, self._poison(p, flipped)) for x in ctx.hints]
                 order, deciding = attempt_order(p, advice, memory, hints)
+                seen["poisoned"] = followed_poison(p, advice, memory, hints)
                 ctx.recorder.lessons_in_play(deciding)
                 attempts = run_attempts(order, lambda op: succeeds(p, op, flipped=flipped))
                 own = memory.preferred.get(p.target)
@@ -290,30 +378,63 @@ class FleetDriver:
                 mistakes=0 if liar else sum(a.operation == failing_now for a in attempts),
                 first_ok=bool(attempts) and attempts[0].ok,
                 advised=bool(seen["advised"]),
-                poisoner=liar,
+                poisoner=self.poisoner(agent),  # a liar, honest on this pitfall or not
                 created=created,
                 outcome_id=report.update.outcome_id,
+                poisoned=bool(seen.get("poisoned", False)),
             )
         )
 
+    def _poison(self, p: Pitfall, flipped: bool) -> Callable[[Lesson], bool]:
+        """Which lessons are known poison for ``p``: from a Byzantine node, or telling the
+        form that fails now over the one that works (the inverted pitfall lesson)."""
+        liars = {n.node_id for n in self.nodes if n.byzantine and n.node_id}
+        bad, good = (p.working, p.failing) if flipped else (p.failing, p.working)
 
-def said(lesson: Lesson) -> Said:
-    """A lesson the node showed, with its evidence, as the policy reads it."""
+        def poisoned(lesson: Lesson) -> bool:
+            if lesson.source_node_id in liars and lesson.origin == "imported":
+                return True
+            return says_avoid(lesson.content, good) or says_prefer(lesson.content, bad)
+
+        return poisoned
+
+
+def _never(lesson: Lesson) -> bool:
+    return False
+
+
+def said(lesson: Lesson, poisoned: Callable[[Lesson], bool] = _never) -> Said:
+    """A lesson the node showed, with its evidence, as the policy reads it; ``poisoned``
+    marks known poison (for the measurement, never for the policy)."""
     e = lesson.evidence
-    return Said(lesson.id, lesson.content, e.rank, e.independent_principals, lesson.confidence)
+    return Said(
+        lesson.id,
+        lesson.content,
+        e.rank,
+        e.independent_principals,
+        lesson.confidence,
+        poisoned=poisoned(lesson),
+    )
 
 
-def advice_of(op: str, check: CheckResult) -> Advice:
+def advice_of(op: str, check: CheckResult, poisoned: Callable[[Lesson], bool] = _never) -> Advice:
     """The check's advice and the sides of its unresolved conflicts."""
     return Advice(
         op,
         check.preamble,
         check.lesson_ids,
-        tuple(said(x) for x in check.lessons),
-        tuple(said(x) for c in check.conflicts if not c.holds for x in c.sides),
+        tuple(said(x, poisoned) for x in check.lessons),
+        tuple(said(x, poisoned) for c in check.conflicts if not c.holds for x in c.sides),
     )
 
 
-def _advice(client: Client, op: str, session: str, project: str, turn: int) -> Advice:
+def _advice(
+    client: Client,
+    op: str,
+    session: str,
+    project: str,
+    turn: int,
+    poisoned: Callable[[Lesson], bool],
+) -> Advice:
     check = client.check_operation(op, session_id=session, project_digest=project, turn_index=turn)
-    return advice_of(op, check)
+    return advice_of(op, check, poisoned)

@@ -31,12 +31,16 @@ from rich.table import Table
 from lamarck.reputation.table import ReputationRow, global_text
 
 __all__ = [
+    "EVIDENCE_CLASSES",
     "NODES_LEGEND",
     "ROUTINE_REFUSALS",
     "ArmFigures",
     "NodeCounts",
     "TurnRecord",
     "arm_figures",
+    "evidence_delay_text",
+    "evidence_table",
+    "gate_figures",
     "learning_figures",
     "learning_table",
     "learning_verdict",
@@ -72,6 +76,8 @@ class TurnRecord:
     poisoner: bool = False
     created: tuple[str, ...] = ()
     outcome_id: str = ""
+    # The first attempt followed a known poison (``agents.followed_poison``).
+    poisoned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +89,7 @@ class ArmFigures:
     mistakes: int
     repeated_known_mistakes: int
     first_attempt_success: float
+    poisoned_decisions: int = 0
 
 
 def arm_figures(records: Sequence[TurnRecord], arm: str) -> ArmFigures:
@@ -103,6 +110,7 @@ def arm_figures(records: Sequence[TurnRecord], arm: str) -> ArmFigures:
         mistakes=sum(r.mistakes for r in mine),
         repeated_known_mistakes=repeated,
         first_attempt_success=(sum(r.first_ok for r in mine) / turns) if turns else 0.0,
+        poisoned_decisions=sum(r.poisoned for r in mine),
     )
 
 
@@ -116,6 +124,7 @@ def learning_figures(records: Sequence[TurnRecord]) -> dict[str, float]:
         out[f"{name}_mistakes"] = float(f.mistakes)
         out[f"{name}_repeated_known_mistakes"] = float(f.repeated_known_mistakes)
         out[f"{name}_first_attempt_success"] = round(f.first_attempt_success, 4)
+        out[f"{name}_poisoned_decisions"] = float(f.poisoned_decisions)
     if isolated.repeated_known_mistakes:
         out["mistakes_reduction"] = round(
             1.0 - shared.repeated_known_mistakes / isolated.repeated_known_mistakes, 4
@@ -229,6 +238,57 @@ def nodes_table(
     return table
 
 
+#: Evidence classes in the order the per-node table shows them.
+EVIDENCE_CLASSES = ("proven_here", "corroborated", "unverified")
+
+
+def evidence_table(
+    names: Sequence[str],
+    roles: Sequence[str],
+    classes: Sequence[Mapping[str, int] | None],
+    poisoned: Sequence[int],
+) -> Table:
+    """Per node: its active lessons by evidence class (for that node), and the decisions its
+    honest agents made that followed a known poison."""
+    table = Table(title="lessons by evidence class, per node")
+    table.add_column("node")
+    table.add_column("role")
+    for col in ("proven here", "corroborated", "unverified", "poisoned decisions"):
+        table.add_column(col, justify="right")
+    for name, role, c, n in zip(names, roles, classes, poisoned, strict=True):
+        cells = ["-"] * 3 if c is None else [str(c.get(k, 0)) for k in EVIDENCE_CLASSES]
+        table.add_row(name, role, *cells, "-" if role == "byzantine" else str(n))
+    return table
+
+
+def gate_figures(records: Sequence[TurnRecord], gate_off: Iterable[int]) -> dict[str, float]:
+    """Honest agents' shared-arm turns on nodes with the influence gate on and off (in one
+    run): turns, decisions that followed a known poison, and known mistakes repeated."""
+    off = set(gate_off)
+    out: dict[str, float] = {}
+    for name, mine in (
+        ("gate_on", [r for r in records if r.node not in off]),
+        ("gate_off", [r for r in records if r.node in off]),
+    ):
+        f = arm_figures(mine, SHARED)
+        out[f"{name}_turns"] = float(f.turns)
+        out[f"{name}_poisoned_decisions"] = float(f.poisoned_decisions)
+        out[f"{name}_repeated_known_mistakes"] = float(f.repeated_known_mistakes)
+    return out
+
+
+def evidence_delay_text(delays: Mapping[str, float]) -> str:
+    """One line on how fast honest peer lessons came to drive decisions at honest nodes."""
+    n = delays.get("honest_imports", 0.0)
+    parts = [f"honest peer lessons held at honest nodes: {n:.0f}"]
+    for name, what in (("decides", "came to drive decisions"), ("corroborated", "corroborated")):
+        k = delays.get(f"honest_imports_{name}", 0.0)
+        rounds = delays.get(f"rounds_until_{name}")
+        after = f" after {rounds:.1f} round(s) on average" if rounds is not None else ""
+        parts.append(f"{k:.0f} {what}{after}")
+    return "; ".join(parts)
+
+
 def learning_table(figures: Mapping[str, float]) -> Table:
     """Learning with sharing vs the same agents isolated (:func:`learning_verdict` says what
     the figures mean)."""
@@ -242,6 +302,7 @@ def learning_table(figures: Mapping[str, float]) -> Table:
         ("failing forms issued", "mistakes"),
         ("known mistakes repeated", "repeated_known_mistakes"),
         ("first-attempt success", "first_attempt_success"),
+        ("decisions that followed a poison", "poisoned_decisions"),
     ):
         a, b = figures.get(f"{SHARED}_{key}", 0.0), figures.get(f"{ISOLATED}_{key}", 0.0)
         fmt = "{:.0%}" if key == "first_attempt_success" else "{:.0f}"

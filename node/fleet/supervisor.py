@@ -108,9 +108,20 @@ class FleetSpec:
     # Every node's ``unverified_plan_share`` (None: the node's own default): the share of
     # plan-time prompts an unverified peer lesson enters as a labelled hint.
     unverified_plan_share: float | None = None
+    # Nodes (0-based) that run with the influence gate off (``influence_gate = false``): a
+    # scenario's measuring arm, the gate compared with its absence in one run.
+    gate_off: tuple[int, ...] = ()
+    # Each Byzantine node under an operator of its own (independent liars), not all under one;
+    # needs ``operators`` > ``byzantine``.
+    own_principals: bool = False
 
     def __post_init__(self) -> None:
         """Refuse sizes and values the nodes would refuse later."""
+        if not all(isinstance(i, int) and 0 <= i < self.nodes for i in self.gate_off):
+            raise ConfigError(
+                f"invalid gate_off={self.gate_off!r}: node indexes in [0, nodes)",
+                field="gate_off",
+            )
         share = self.unverified_plan_share
         if share is not None and not (isinstance(share, int | float) and 0.0 <= share <= 1.0):
             raise ConfigError(
@@ -126,6 +137,12 @@ class FleetSpec:
         if not isinstance(self.operators, int) or not 1 <= self.operators <= self.nodes:
             raise ConfigError(
                 f"invalid operators={self.operators}: must be in [1, nodes]", field="operators"
+            )
+        if self.own_principals and self.byzantine and self.operators <= self.byzantine:
+            raise ConfigError(
+                f"invalid operators={self.operators}: {self.byzantine} Byzantine node(s) each "
+                "under its own operator leave none for the honest ones",
+                field="operators",
             )
         if not 0 < self.registry_heartbeat_s <= MAX_REGISTRY_HEARTBEAT_S:
             raise ConfigError(
@@ -161,9 +178,15 @@ class FleetSpec:
 
     def operator_of(self, i: int) -> int:
         """The operator (0-based) node ``i`` is admitted under: the Byzantine nodes under the
-        last one when there are several, the honest ones round-robin over the others."""
+        last one when there are several (each under one of the last ones of its own with
+        ``own_principals``), the honest ones round-robin over the others."""
         if self.operators == 1:
             return 0
+        if self.byzantine and self.own_principals:
+            honest_ops = self.operators - self.byzantine
+            if self.is_byzantine(i):
+                return honest_ops + i - (self.nodes - self.byzantine)
+            return i % honest_ops
         if self.byzantine:
             if self.is_byzantine(i):
                 return self.operators - 1
@@ -378,6 +401,9 @@ class Fleet:
         else:
             token = self._token(identity.node_id, public_key)
             (home / _ENROLLMENT_FILE).write_text(json.dumps(token.wire(), indent=2) + "\n")
+        if i in self.spec.gate_off:
+            with (home / "lamarck.toml").open("a") as config:
+                config.write("influence_gate = false\n")
         dsn = self._pg.create_database(f"{name}")
         peer, agent, metrics = self.spec.ports(i)
         flags = {

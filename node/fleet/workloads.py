@@ -13,7 +13,9 @@ mistake*, the figure sharing should drive down.
 
 Workload names (``WORKLOADS``): ``pitfalls`` (recurring pitfalls), ``seed-mistake``,
 ``learn-what-worked``, ``unlearn-on-change``, ``fleet-learning-curve`` and
-``learning-curve-poisoners`` (30 % of the agents fabricate their runs). A scenario's
+``learning-curve-poisoners`` (30 % of the agents fabricate their runs) and
+``plausible-liars`` (the Byzantine nodes' agents invert every other pitfall and learn the
+rest honestly). A scenario's
 ``flip_round`` swaps the working and failing forms from that round on (the environment
 changed).
 """
@@ -88,6 +90,13 @@ class Workload:
     poisoners: frozenset[int]  # agents that record fabricated outcomes
     tasks: tuple[Task, ...]
     flip_round: int | None = None  # from this round on the forms are swapped
+    # The pitfalls the poisoners lie about (None: every one); on the others they work
+    # honestly, so their nodes share honest lessons too and keep their standing.
+    lies_on: frozenset[int] | None = None
+
+    def lies(self, agent: int, pitfall: int) -> bool:
+        """Whether ``agent``, a poisoner, fabricates its run on ``pitfall``."""
+        return self.lies_on is None or pitfall in self.lies_on
 
     @property
     def rounds(self) -> int:
@@ -235,6 +244,13 @@ def _pitfalls(seed: int, params: WorkloadParams) -> Workload:
     return _recurring("pitfalls", seed, params)
 
 
+def _plausible_liars(seed: int, params: WorkloadParams) -> Workload:
+    # The recurring pitfalls; the Byzantine nodes' agents invert every other pitfall's lesson
+    # and learn the rest honestly (liars that keep their standing).
+    base = _recurring("plausible-liars", seed, params)
+    return replace(base, lies_on=frozenset(range(0, len(base.pitfalls), 2)))
+
+
 #: Every named workload: name -> builder(seed, params).
 WORKLOADS: dict[str, Callable[[int, WorkloadParams], Workload]] = {
     "pitfalls": _pitfalls,
@@ -243,6 +259,7 @@ WORKLOADS: dict[str, Callable[[int, WorkloadParams], Workload]] = {
     "unlearn-on-change": _unlearn,
     "fleet-learning-curve": _curve,
     "learning-curve-poisoners": _curve_poisoners,
+    "plausible-liars": _plausible_liars,
 }
 
 

@@ -9,7 +9,8 @@ Influence follows evidence (``lamarck.consensus.corroboration``): for this node 
    time it enters a prompt only when the node's RNG draw for it (one per lesson per recall) is
    below ``unverified_plan_share``, at most ``max_unverified_hints`` of them, under their own
    label "unverified, from N peer(s)". That share is the canary that lets an honest lesson be
-   tried here and proven; a lie reaches no more than it.
+   tried here and proven; a lie reaches no more than it, and no hint is shown once more
+   independent principals' attestations contradict it than confirm it.
 3. **A peer lesson about the agent's authority is never shown before it is corroborated or an
    operator approved it, whatever its stance.** Authority is the *topic*: permissions,
    approvals, confirmations, credentials and secrets, privilege, network egress, disabling
@@ -236,8 +237,9 @@ class InfluenceParams:
     # Share of plan-time prompts an unverified peer lesson may enter as a labelled hint, in
     # [0, 1]: one draw of the node's RNG per lesson per recall; 0 keeps unverified lessons out
     # of every prompt, 1 shows each in every prompt (still as a hint, never as advice). Node
-    # setting ``unverified_plan_share``; provisional until the scenarios measure it.
-    unverified_plan_share: float = 0.25
+    # setting ``unverified_plan_share``; chosen from the fleet's measurements (docs/trust.md
+    # "Influence follows evidence").
+    unverified_plan_share: float = 1.0
     # Most unverified hints in one prompt, >= 0.
     max_unverified_hints: int = 2
     # Lessons about an operation the decision-time check reads (all classes), >= 1.
@@ -258,6 +260,11 @@ class InfluenceParams:
     semantic_embedders: tuple[str, ...] = ("all-MiniLM-L6-v2",)
     # When independent support corroborates a lesson.
     corroboration: CorroborationParams = field(default_factory=CorroborationParams)
+    # The gate itself (rules 1-3). Off is a measuring switch, never a deployment setting: an
+    # unverified lesson is then advice like a proven one (in the "Lessons:" section and in
+    # the decision-time preamble, authority or not), as before the gate; the classes are
+    # still read and shown. Node setting ``influence_gate``.
+    gate: bool = True
 
     def __post_init__(self) -> None:
         """Validate every field."""
@@ -354,6 +361,8 @@ class LessonEvidence:
     authority: bool = False
     # An operator approved this record here (a quarantined copy released).
     approved: bool = False
+    # The influence gate holds (``InfluenceParams.gate``); off, every lesson decides.
+    gated: bool = True
 
     @property
     def independent(self) -> int:
@@ -368,8 +377,8 @@ class LessonEvidence:
 
     @property
     def decides(self) -> bool:
-        """Whether the lesson may drive a decision (rule 1)."""
-        return self.evidence_class is not EvidenceClass.UNVERIFIED
+        """Whether the lesson may drive a decision (rule 1; any, with the gate off)."""
+        return self.evidence_class is not EvidenceClass.UNVERIFIED or not self.gated
 
     @property
     def shown(self) -> bool:
@@ -395,13 +404,17 @@ def evidence_of(
         support=support,
         params=params.corroboration,
     )
-    return LessonEvidence(cls, support, imported, authority and imported, approved)
+    return LessonEvidence(cls, support, imported, authority and imported, approved, params.gate)
 
 
 def plan_hint(evidence: LessonEvidence, draw: float, params: InfluenceParams) -> bool:
     """Whether an unverified lesson enters this plan-time prompt as a hint (rule 2):
-    shown at all, and ``draw`` (uniform in [0, 1), one per lesson per recall) below the
-    share."""
+    shown at all, not contradicted by more independent principals than confirm it (once
+    reality elsewhere judged a lie, the canary has done its work), and ``draw`` (uniform in
+    [0, 1), one per lesson per recall) below the share."""
+    support = evidence.support
+    if len(support.contradicting) > len(support.confirming):
+        return False
     return not evidence.decides and evidence.shown and draw < params.unverified_plan_share
 
 

@@ -239,3 +239,21 @@ def test_every_scenario_name_is_a_workload_name_distinct_from_the_driver_workloa
     assert set(NEW) == set(SCENARIOS)
     assert not set(SCENARIOS) & set(WORKLOADS)
     assert scenarios.workload_names() == sorted({*WORKLOADS, *SCENARIOS})
+
+
+def test_the_plausible_liars_fleet_puts_each_liar_under_its_own_operator_and_gates_half(
+    tmp_path: Path, fake_fleet: type[FakeFleet]
+) -> None:
+    fake_fleet.interrupt_on_up = True
+    result = _up(tmp_path, "--workload", "plausible-liars", "--nodes", "10", "--byzantine", "3")
+    assert result.exit_code == 0, result.output
+    [fleet] = fake_fleet.made
+    spec = fleet.spec
+    assert spec.own_principals and spec.operators == 6  # 3 liars + 3 honest operators
+    assert [spec.operator_of(i) for i in range(10)] == [0, 1, 2, 0, 1, 2, 0, 3, 4, 5]
+    assert spec.gate_off == (1, 3, 5)  # every other honest node: the gate-off arm
+    # Another workload keeps one operator and every gate on.
+    fake_fleet.made = []
+    _up(tmp_path, "--workload", "pitfalls", "--nodes", "5", "--byzantine", "1")
+    [plain] = fake_fleet.made
+    assert plain.spec.gate_off == () and not plain.spec.own_principals

@@ -14,12 +14,16 @@ from lamarck.node.fleet.agents import (
     Said,
     attempt_order,
     fabricated_attempts,
+    followed_poison,
     remember_turn,
     run_attempts,
 )
 from lamarck.node.fleet.report import (
     TurnRecord,
     arm_figures,
+    evidence_delay_text,
+    evidence_table,
+    gate_figures,
     learning_figures,
     node_counts,
     quorum_figures,
@@ -129,6 +133,65 @@ def test_a_lone_unverified_hint_is_tried_first_and_never_beats_advice() -> None:
     assert order == (P.failing, P.working) and deciding == ("L3",)
 
 
+def test_a_decision_follows_a_poison_only_when_the_poison_changed_the_first_attempt() -> None:
+    honest = Said("L1", HONEST, UNVERIFIED, 0, 0.29)
+    lie = Said("L2", POISON, UNVERIFIED, 0, 0.36, poisoned=True)
+    # Gate off: both are advice and the lie's higher confidence wins: followed.
+    off = [Advice(P.failing, "", (), (honest,)), Advice(P.working, "", (), (lie,))]
+    assert followed_poison(P, off, AgentMemory())
+    # A conflict the lie forced keeps the habit where the honest hint alone is tried: followed.
+    assert followed_poison(P, [], AgentMemory(), [honest, lie])
+    conflict = Advice(P.failing, "Contested", (), (), (honest, lie))
+    proven = Said("L1", HONEST, PROVEN, 0, 0.29)
+    assert followed_poison(
+        P, [Advice(P.failing, "Contested", (), (), (proven, lie))], AgentMemory()
+    )
+    # The lie beside the habit it tells anyway, or beaten by stronger advice: not followed.
+    assert not followed_poison(P, [], AgentMemory(), [lie])
+    assert not followed_poison(P, [conflict], AgentMemory())  # the honest side alone: no advice
+    stronger = [Advice(P.failing, "", (), (proven, lie))]
+    assert not followed_poison(P, stronger, AgentMemory())
+    # No poison at all: never.
+    assert not followed_poison(P, [], AgentMemory(), [honest])
+
+
+def test_the_tally_counts_poisoned_decisions_of_honest_agents_only() -> None:
+    def rec(poisoned: bool, poisoner: bool = False) -> TurnRecord:
+        return TurnRecord(
+            "shared", 0, 0, 0, 0, 0, ("b",), 0, True, False, poisoner, poisoned=poisoned
+        )
+
+    records = [rec(True), rec(True), rec(False), rec(True, poisoner=True)]
+    assert arm_figures(records, "shared").poisoned_decisions == 2
+    assert learning_figures(records)["shared_poisoned_decisions"] == 2.0
+
+
+def test_the_evidence_table_shows_each_nodes_classes_and_poisoned_decisions() -> None:
+    from rich.console import Console
+
+    table = evidence_table(
+        ["node1", "node2", "node3"],
+        ["honest", "honest", "byzantine"],
+        [{"proven_here": 4, "unverified": 2}, None, {"proven_here": 1}],
+        [0, 3, 5],
+    )
+    console = Console(width=120, record=True)
+    console.print(table)
+    rows = {
+        cells[0]: cells[2:]
+        for line in console.export_text().splitlines()
+        if (cells := [c.strip() for c in line.strip("│ ").split("│")])[0].startswith("node")
+    }
+    assert rows["node1"] == ["4", "0", "2", "0"]
+    assert rows["node2"] == ["-", "-", "-", "3"]
+    assert rows["node3"] == ["1", "0", "0", "-"]  # a liar's own decisions are not counted
+    text = evidence_delay_text(
+        {"honest_imports": 10, "honest_imports_decides": 4, "rounds_until_decides": 1.5}
+    )
+    assert "10;" in text and "4 came to drive decisions after 1.5 round" in text
+    assert "0 corroborated" in text
+
+
 def test_the_agents_own_fresh_lesson_wins_and_is_named_in_play() -> None:
     memory = remember_turn(
         AgentMemory(), P, (Attempt(P.failing, False), Attempt(P.working, True)), ("L9",)
@@ -225,6 +288,32 @@ def test_operators_take_the_honest_nodes_round_robin_and_the_byzantine_their_own
     for bad in (0, 6):
         with pytest.raises(ConfigError):
             FleetSpec(directory=tmp_path, nodes=5, operators=bad)
+
+
+def test_own_principals_and_gate_off_are_validated(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        FleetSpec(directory=tmp_path, nodes=5, byzantine=2, operators=2, own_principals=True)
+    assert err.value.details["field"] == "operators"
+    with pytest.raises(ConfigError) as err:
+        FleetSpec(directory=tmp_path, nodes=5, gate_off=(5,))
+    assert err.value.details["field"] == "gate_off"
+
+
+def test_plausible_liars_lie_on_every_other_pitfall_and_learn_the_rest() -> None:
+    work = make_workload("plausible-liars", 0, WorkloadParams(nodes=5, byzantine_nodes=(4,)))
+    assert work.lies_on == frozenset(range(0, len(work.pitfalls), 2))
+    assert work.lies(0, 0) and not work.lies(0, 1)
+    assert make_workload("pitfalls", 0, WorkloadParams()).lies(0, 1)  # every pitfall
+
+
+def test_gate_figures_split_honest_turns_by_the_nodes_gate() -> None:
+    def rec(node: int, poisoned: bool) -> TurnRecord:
+        return TurnRecord("shared", 0, node, node, 0, 0, ("b",), 0, True, False, poisoned=poisoned)
+
+    records = [rec(0, False), rec(1, True), rec(1, True), rec(2, True)]
+    f = gate_figures(records, gate_off=(1,))
+    assert (f["gate_on_turns"], f["gate_on_poisoned_decisions"]) == (2.0, 1.0)
+    assert (f["gate_off_turns"], f["gate_off_poisoned_decisions"]) == (2.0, 2.0)
 
 
 def test_quorum_figures_count_decisions_and_pending_rounds_by_reason() -> None:

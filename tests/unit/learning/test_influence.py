@@ -76,10 +76,24 @@ def test_an_import_is_unverified_until_support_or_a_local_outcome() -> None:
 def test_an_unverified_lesson_never_decides_and_enters_only_its_share_of_prompts() -> None:
     e = ev(EvidenceClass.UNVERIFIED)
     assert not e.decides and e.shown
-    assert plan_hint(e, 0.24, P) and not plan_hint(e, 0.25, P)
+    quarter = InfluenceParams(unverified_plan_share=0.25)
+    assert plan_hint(e, 0.24, quarter) and not plan_hint(e, 0.25, quarter)
     assert not plan_hint(e, 0.0, InfluenceParams(unverified_plan_share=0.0))
     # A lesson that decides is advice, never a hint.
     assert not plan_hint(ev(EvidenceClass.CORROBORATED, 2), 0.0, P)
+
+
+def test_a_hint_more_principals_contradict_than_confirm_is_not_shown() -> None:
+    def hint(confirming: int, contradicting: int) -> bool:
+        support = Support(
+            confirming=frozenset(f"c{i}" for i in range(confirming)),
+            contradicting=frozenset(f"x{i}" for i in range(contradicting)),
+        )
+        e = LessonEvidence(EvidenceClass.UNVERIFIED, support, True)
+        return plan_hint(e, 0.0, InfluenceParams(unverified_plan_share=1.0))
+
+    assert hint(0, 0) and hint(1, 1)
+    assert not hint(0, 1) and not hint(1, 2)
 
 
 def test_an_unverified_authority_lesson_is_shown_only_once_an_operator_approved_it() -> None:

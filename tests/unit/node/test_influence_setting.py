@@ -12,12 +12,13 @@ from lamarck.node.learning.influence import InfluenceParams
 from lamarck.node.params import node_params
 
 
-def test_the_gate_is_on_by_default_with_a_quarter_of_prompts(tmp_path: Path) -> None:
-    # docs/trust.md, "Influence follows evidence": provisional until the scenarios measure it.
+def test_the_gate_is_on_by_default_offering_hints_in_every_prompt(tmp_path: Path) -> None:
+    # docs/trust.md, "Influence follows evidence": chosen from the fleet's measurements (the
+    # cost within 10 % of before the gate at 1, not at 0.25; no more poisoned decisions).
     settings = load_settings(home=tmp_path)
-    assert settings.unverified_plan_share == 0.25
-    assert node_params(settings).learning.influence == InfluenceParams(unverified_plan_share=0.25)
-    assert InfluenceParams().unverified_plan_share == 0.25
+    assert settings.unverified_plan_share == 1.0
+    assert node_params(settings).learning.influence == InfluenceParams(unverified_plan_share=1.0)
+    assert InfluenceParams().unverified_plan_share == 1.0
 
 
 @pytest.mark.parametrize("share", [0.0, 0.25, 1.0])
@@ -37,3 +38,9 @@ def test_a_share_outside_zero_one_is_refused_naming_the_field(tmp_path: Path, ba
     with pytest.raises(ConfigError) as err:
         load_settings(home=tmp_path, unverified_plan_share=bad)
     assert err.value.details["field"] == "unverified_plan_share"
+
+
+def test_the_gate_is_on_by_default_and_off_only_when_asked(tmp_path: Path) -> None:
+    assert node_params(load_settings(home=tmp_path)).learning.influence.gate is True
+    off = node_params(load_settings(home=tmp_path, influence_gate=False))
+    assert off.learning.influence.gate is False

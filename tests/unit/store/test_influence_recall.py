@@ -62,7 +62,7 @@ def two_principals() -> Support:
 class Node:
     """A lesson service over an in-memory store, its support read from ``FakeSupport``."""
 
-    def __init__(self, share: float = 0.25, seed: int = 3) -> None:
+    def __init__(self, share: float = 0.25, seed: int = 3, gate: bool = True) -> None:
         self.store = InMemoryLessonStore(dim=DIM)
         self.embedder = HashingEmbedder(dim=DIM)
         self.support = FakeSupport()
@@ -72,7 +72,7 @@ class Node:
             FixedClock(NOW),
             LearningParams(
                 lesson=LessonParams(min_similarity=0.0, relative_similarity=0.0),
-                influence=InfluenceParams(unverified_plan_share=share),
+                influence=InfluenceParams(unverified_plan_share=share, gate=gate),
             ),
             rng=random.Random(seed),
             support=self.support,
@@ -160,6 +160,19 @@ def test_unverified_peer_lessons_enter_recall_labelled_and_bounded() -> None:
     # One draw per lesson per recall: each enters about a quarter of the prompts.
     for count in shown.values():
         assert 0.15 * recalls < count < 0.35 * recalls
+
+
+def test_with_the_gate_off_unverified_and_authority_lessons_are_advice_as_before_it() -> None:
+    # The measuring switch the scenarios compare the gate against.
+    node = Node(gate=False)
+    own, bad, authority = node.finding()
+    found = node.check()
+    assert found is not None
+    assert set(found.lesson_ids) == {own.id, *(r.id for r in bad), authority.id}
+    assert {r.id for r in found.lessons} == set(found.lesson_ids)  # all of them advice
+    assert found.evidence[bad[0].id].evidence_class is EvidenceClass.UNVERIFIED  # still shown
+    result = node.recall()
+    assert {r.id for r in bad} <= {r.id for r in result.lessons} and not result.hints
 
 
 def test_an_authority_lesson_from_a_peer_appears_nowhere_whatever_the_share() -> None:
