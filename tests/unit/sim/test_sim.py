@@ -226,3 +226,14 @@ def test_the_influence_gate_keeps_unverified_lies_from_deciding() -> None:
     assert on["poisoned_ties"] == 0
     # A lie reaches a prompt only as a labelled hint in the plan-time share.
     assert on["poison_hints"] <= on["poison_accepted"]
+
+
+def test_filter_verdicts_kept_per_record_change_no_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lamarck.node.sim import engine
+
+    params = SimParams(nodes=40, byzantine_share=0.3, lessons=3, attack_records=4, horizon_s=90)
+    fast = run_main(params, SimCores(), identities_for(40, 1)).values
+    monkeypatch.setattr(engine, "shared_verdicts", lambda p: p)
+    slow = run_main(params, SimCores(), identities_for(40, 1)).values
+    assert fast == slow
+    assert fast["poison_accepted"] > 0
