@@ -35,6 +35,7 @@ completes at one simulated instant and the link delay is a SimPy timeout.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextvars
 import dataclasses
 import hashlib
@@ -286,6 +287,7 @@ class SimNetwork:
             peer.sweep_phase = sweep_rng.uniform(0.0, cores.taint.sweep_interval_s)
         self.by_id = {p.node_id: p for p in self.peers}
         self.all_ids = frozenset(self.by_id)
+        self._sorted_ids = sorted(self.all_ids)
         #: content hash -> node index -> (time it was accepted, hops it travelled).
         self.arrivals: dict[str, dict[int, tuple[float, int]]] = {}
         self.records: dict[str, SimRecord] = {}
@@ -343,6 +345,15 @@ class SimNetwork:
             return self.all_ids
         return frozenset(self.peers[i].node_id for i in peer.view_only) | {peer.node_id}
 
+    def others(self, peer: SimPeer) -> list[str]:
+        """The peers ``peer`` lists, itself excluded, in id order (the directory's order is
+        kept sorted once: a 10,000-id sort per anti-entropy round cost minutes)."""
+        if peer.view_only is not None:
+            return sorted(self.view(peer) - {peer.node_id})
+        ids = self._sorted_ids
+        i = bisect.bisect_left(ids, peer.node_id)
+        return ids[:i] + ids[i + 1 :]
+
     def _token(self, peer: SimPeer, excluded: frozenset[str] = frozenset()) -> object:
         return ("view", peer.view_only, excluded)
 
@@ -379,7 +390,7 @@ class SimNetwork:
         self.records[record.content_hash] = record
         origin.held[record.content_hash] = record.raw
         self.arrivals.setdefault(record.content_hash, {})[origin.index] = (float(self.env.now), 0)
-        peers = sorted(self.view(origin) - {origin.node_id})
+        peers = self.others(origin)
         band_of = self._band_of(origin)
         allowed = audience_core.peers_for("public", peers, band_of)
         gossip = self.cores.gossip
@@ -832,9 +843,7 @@ class SimNetwork:
     def _ae_round(self, peer: SimPeer, until: float) -> Any:
         gossip = self.cores.gossip
         # The peers AntiEntropy.once asks this round (its own sample rule, imported).
-        others = anti_entropy_core.sync_sample(
-            sorted(self.view(peer) - {peer.node_id}), gossip, self.rng
-        )
+        others = anti_entropy_core.sync_sample(self.others(peer), gossip, self.rng)
         owed = 0.0  # round-trip time of pulls that could bring nothing, not yet waited
         for other_id in others:
             if self.env.now + owed >= until or not peer.up:

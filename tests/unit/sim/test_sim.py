@@ -228,12 +228,19 @@ def test_the_influence_gate_keeps_unverified_lies_from_deciding() -> None:
     assert on["poison_hints"] <= on["poison_accepted"]
 
 
-def test_filter_verdicts_kept_per_record_change_no_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_simulators_shortcuts_change_no_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Filter verdicts kept per record, the directory sorted once, timestamps parsed once:
+    # the same seeded run without them gives the same figures.
     from lamarck.node.sim import engine
+    from lamarck.proto import timefmt
 
     params = SimParams(nodes=40, byzantine_share=0.3, lessons=3, attack_records=4, horizon_s=90)
     fast = run_main(params, SimCores(), identities_for(40, 1)).values
     monkeypatch.setattr(engine, "shared_verdicts", lambda p: p)
+    monkeypatch.setattr(
+        engine.SimNetwork, "others", lambda self, peer: sorted(self.view(peer) - {peer.node_id})
+    )
+    monkeypatch.setattr(timefmt, "_parse_str", timefmt._parse_str.__wrapped__)
     slow = run_main(params, SimCores(), identities_for(40, 1)).values
     assert fast == slow
     assert fast["poison_accepted"] > 0
