@@ -308,6 +308,7 @@ class SimNetwork:
         #: it, and those whose outcome contradicted it (each node its own principal).
         self.attest_confirm: dict[str, set[int]] = {}
         self.attest_contra: dict[str, set[int]] = {}
+        self._authority: dict[str, bool] = {}
         self._established_floor = established_floor(self.cores.importing.filters)
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -777,6 +778,17 @@ class SimNetwork:
         """The form a lesson at ``p`` recommends."""
         return p.failing if says_prefer(said.content, p.failing) else p.working
 
+    def _about_authority(
+        self, h: str, operation: str, content: str, params: InfluenceParams
+    ) -> bool:
+        """The lexicon's reading of a lesson's topic (rule 3), read once per lesson: it
+        reads the lesson's own words only."""
+        found = self._authority.get(h)
+        if found is None:
+            found = influence_core.authority_by_lexicon(operation, (), content, params)
+            self._authority[h] = found
+        return found
+
     def _evidence(
         self, peer: SimPeer, h: str, operation: str, content: str, params: InfluenceParams
     ) -> influence_core.LessonEvidence:
@@ -795,7 +807,7 @@ class SimNetwork:
             imported=True,
             local_confirmations=1 if h in peer.proven else 0,
             support=support,
-            authority=influence_core.authority_by_lexicon(operation, (), content, params),
+            authority=self._about_authority(h, operation, content, params),
             approved=False,
             params=params,
         )

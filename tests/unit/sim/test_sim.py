@@ -229,7 +229,8 @@ def test_the_influence_gate_keeps_unverified_lies_from_deciding() -> None:
 
 
 def test_the_simulators_shortcuts_change_no_figure(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Filter verdicts kept per record, the directory sorted once, timestamps parsed once:
+    # Filter verdicts and authority readings kept per record, the directory sorted once,
+    # timestamps parsed once:
     # the same seeded run without them gives the same figures.
     from lamarck.node.sim import engine
     from lamarck.proto import timefmt
@@ -241,6 +242,13 @@ def test_the_simulators_shortcuts_change_no_figure(monkeypatch: pytest.MonkeyPat
         engine.SimNetwork, "others", lambda self, peer: sorted(self.view(peer) - {peer.node_id})
     )
     monkeypatch.setattr(timefmt, "_parse_str", timefmt._parse_str.__wrapped__)
+    monkeypatch.setattr(
+        engine.SimNetwork,
+        "_about_authority",
+        lambda self, h, op, content, p: engine.influence_core.authority_by_lexicon(
+            op, (), content, p
+        ),
+    )
     slow = run_main(params, SimCores(), identities_for(40, 1)).values
     assert fast == slow
     assert fast["poison_accepted"] > 0
