@@ -12,6 +12,7 @@ only accept the canonical spelling (``is_canonical_ts``).
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -68,6 +69,13 @@ def parse_ts(s: str) -> datetime:
     """
     if not isinstance(s, str):
         raise _bad("timestamp must be a string", s)
+    return _parse_str(s)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_str(s: str) -> datetime:
+    """``parse_ts`` of a string, kept per string: a record's timestamps are read at every
+    stage that dates it (a datetime is immutable; a refusal raises and is never kept)."""
     m = _PARSE_RE.fullmatch(s)
     if m is None:
         raise _bad("not an RFC 3339 UTC timestamp (YYYY-MM-DDTHH:MM:SS[.ffffff]Z)", s)

@@ -23,6 +23,13 @@ def sim(
     seed: Annotated[int, typer.Option(help="Seed of every random draw.")] = 1,
     lessons: Annotated[int, typer.Option(help="Honest lessons per run.")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON line only.")] = False,
+    gate: Annotated[
+        bool,
+        typer.Option(
+            "--gate/--no-gate",
+            help="Run the influence gate (as a node does); --no-gate shows every lesson as advice.",
+        ),
+    ] = True,
 ) -> None:
     """Simulate lamarck networks (default N = 100 and 1,000; shares 0, 10 and 30 %)."""
     cores = SimCores()
@@ -30,7 +37,7 @@ def sim(
         nodes or [100, 1000],
         byzantine if byzantine is not None else [0.0, 0.1, 0.3],
         seed=seed,
-        base=SimParams(lessons=lessons),
+        base=SimParams(lessons=lessons, influence_gate=gate),
         cores=cores,
         progress=(lambda _m: None) if as_json else lambda m: typer.echo(m, err=True),
     )

@@ -35,7 +35,9 @@ completes at one simulated instant and the link delay is a SimPy timeout.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextvars
+import dataclasses
 import hashlib
 import math
 import random
@@ -49,6 +51,7 @@ import simpy
 
 from lamarck.agent.recorder import RunRecorder
 from lamarck.consensus import taint as taint_core
+from lamarck.consensus.corroboration import Support
 from lamarck.consensus.params import TaintParams
 from lamarck.errors import DeliveryFailed
 from lamarck.node.fleet.agents import (
@@ -58,6 +61,7 @@ from lamarck.node.fleet.agents import (
     Said,
     attempt_order,
     run_attempts,
+    says_prefer,
 )
 from lamarck.node.fleet.workloads import Pitfall, succeeds
 from lamarck.node.gossip import audience as audience_core
@@ -65,12 +69,23 @@ from lamarck.node.gossip import router as router_core
 from lamarck.node.gossip import sync as sync_core
 from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.importing import decision as decision_core
+from lamarck.node.importing import effects as effects_core
+from lamarck.node.importing import filters as importing_filters
 from lamarck.node.importing import pipeline as pipeline_core
 from lamarck.node.importing import reality as reality_core
 from lamarck.node.importing.decision import ImportOutcome, ImportParams, Incoming
-from lamarck.node.importing.filters import Corroboration, EstablishedLesson
+from lamarck.node.importing.effects import Candidate
+from lamarck.node.importing.filters import (
+    Corroboration,
+    EstablishedLesson,
+    established_floor,
+    needs_established,
+)
 from lamarck.node.importing.view import HeldRecords, ImportSnapshot, SourceHistory
 from lamarck.node.learning import attribution as attribution_core
+from lamarck.node.learning import influence as influence_core
+from lamarck.node.learning.attribution import Effect
+from lamarck.node.learning.influence import InfluenceParams
 from lamarck.node.learning.prompt import format_line
 from lamarck.node.lessons import outcomes as lessons_outcomes
 from lamarck.node.sharing import anti_entropy as anti_entropy_core
@@ -129,6 +144,45 @@ class SimClock:
         return _EPOCH + timedelta(seconds=float(self._env.now))
 
 
+class RecordVerdicts:
+    """One filter whose verdict reads the record only (never the view), asked once per record.
+
+    Every receiver gets the same verified record object for the same bytes
+    (:class:`VerifiedRecords`), so the shipped filter's answer is kept per record: the same
+    answer, computed once instead of at every node (the literal and injection searches were a
+    fifth of a 1,000-node run).
+    """
+
+    #: The filters whose ``check`` reads nothing of the view.
+    PURE = (
+        importing_filters.InjectedInstructionFilter,
+        importing_filters.AutonomyClaimFilter,
+        importing_filters.SecretFilter,
+    )
+
+    def __init__(self, inner: importing_filters.Filter) -> None:
+        self.inner = inner
+        self._seen: dict[int, tuple[object, importing_filters.Verdict]] = {}
+
+    def check(self, record: Any, view: Any) -> importing_filters.Verdict:
+        """The inner filter's verdict on ``record`` (computed at its first sight)."""
+        hit = self._seen.get(id(record))
+        if hit is not None and hit[0] is record:
+            return hit[1]
+        verdict = self.inner.check(record, view)
+        self._seen[id(record)] = (record, verdict)
+        return verdict
+
+
+def shared_verdicts(params: ImportParams) -> ImportParams:
+    """``params`` with the record-only filters of its chain asked once per record."""
+    chain = params.filters
+    if not isinstance(chain, importing_filters.AllOf):
+        return params
+    parts = [RecordVerdicts(f) if isinstance(f, RecordVerdicts.PURE) else f for f in chain.filters]
+    return dataclasses.replace(params, filters=importing_filters.AllOf(parts))
+
+
 @dataclass(frozen=True, slots=True)
 class SimCores:
     """The parameter objects the node's cores are given (the node's defaults unless told)."""
@@ -139,6 +193,7 @@ class SimCores:
     pairwise: PairwiseParams = field(default_factory=PairwiseParams)
     global_trust: GlobalTrustParams = field(default_factory=GlobalTrustParams)
     taint: TaintParams = field(default_factory=TaintParams)
+    influence: InfluenceParams = field(default_factory=InfluenceParams)
 
 
 @dataclass(slots=True)
@@ -156,8 +211,11 @@ class SimPeer:
     held: dict[str, bytes] = field(default_factory=dict)
     index_held: HeldRecords = field(default_factory=HeldRecords)
     history: SourceHistory = field(default_factory=SourceHistory)
-    established: dict[str, list[EstablishedLesson]] = field(default_factory=dict)
+    # The lessons held here by operation, as the established set and the advice read them.
+    established: dict[str, list[Candidate]] = field(default_factory=dict)
     confidence: dict[str, float] = field(default_factory=dict)
+    # Lessons this node's own outcomes confirmed (proven here).
+    proven: set[str] = field(default_factory=set)
     view_only: frozenset[int] | None = None  # an eclipsed node's view (None: the directory)
     sweep_phase: float = 0.0  # when, within each TaintParams.sweep_interval_s, it sweeps
     sweep_due: bool = False  # a taint sweep is scheduled at its next tick
@@ -176,6 +234,16 @@ class Counters:
     tainted: int = 0  # lessons the taint sweep took out of an honest node's prompts and Syncs
     decisions: int = 0
     events: int = 0
+    # Honest agents' turns where a poisoned lesson took part in choosing the order (followed,
+    # or tied with an honest lesson) and the first attempt was the failing form.
+    poisoned_decisions: int = 0
+    # ... of them, those where a poisoned lesson tied an honest one (the agent kept its habit).
+    poisoned_ties: int = 0
+    # ... of them, those whose first attempt the poisoned lessons changed: without them the
+    # agent would have tried the working form first.
+    poison_harm: int = 0
+    # Poisoned lessons that entered an honest prompt as a labelled unverified hint.
+    poison_hints: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
 
 
@@ -186,7 +254,7 @@ class SimNetwork:
         if len(identities) != params.nodes:
             raise ValueError("one identity per node")
         self.params = params
-        self.cores = cores
+        self.cores = dataclasses.replace(cores, importing=shared_verdicts(cores.importing))
         self.env = simpy.Environment()
         self.clock = SimClock(self.env)
         self.rng = random.Random(params.seed)
@@ -219,6 +287,7 @@ class SimNetwork:
             peer.sweep_phase = sweep_rng.uniform(0.0, cores.taint.sweep_interval_s)
         self.by_id = {p.node_id: p for p in self.peers}
         self.all_ids = frozenset(self.by_id)
+        self._sorted_ids = sorted(self.all_ids)
         #: content hash -> node index -> (time it was accepted, hops it travelled).
         self.arrivals: dict[str, dict[int, tuple[float, int]]] = {}
         self.records: dict[str, SimRecord] = {}
@@ -232,6 +301,15 @@ class SimNetwork:
         #: The fleet agent's outcome per (target, attempts), and the ids its recorder draws.
         self._outcomes: dict[tuple[str, tuple[Attempt, ...]], Outcome] = {}
         self._outcome_rng = random.Random(f"outcomes:{params.seed}")
+        # The node's draws for unverified hints, from their own stream (the gate off draws
+        # none, and changes no other draw).
+        self._hint_rng = random.Random(f"hints:{params.seed}")
+        #: Signed outcome attestations per lesson: honest nodes whose own outcome confirmed
+        #: it, and those whose outcome contradicted it (each node its own principal).
+        self.attest_confirm: dict[str, set[int]] = {}
+        self.attest_contra: dict[str, set[int]] = {}
+        self._authority: dict[str, bool] = {}
+        self._established_floor = established_floor(self.cores.importing.filters)
 
     # -- plumbing ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -267,6 +345,15 @@ class SimNetwork:
         if peer.view_only is None:
             return self.all_ids
         return frozenset(self.peers[i].node_id for i in peer.view_only) | {peer.node_id}
+
+    def others(self, peer: SimPeer) -> list[str]:
+        """The peers ``peer`` lists, itself excluded, in id order (the directory's order is
+        kept sorted once: a 10,000-id sort per anti-entropy round cost minutes)."""
+        if peer.view_only is not None:
+            return sorted(self.view(peer) - {peer.node_id})
+        ids = self._sorted_ids
+        i = bisect.bisect_left(ids, peer.node_id)
+        return ids[:i] + ids[i + 1 :]
 
     def _token(self, peer: SimPeer, excluded: frozenset[str] = frozenset()) -> object:
         return ("view", peer.view_only, excluded)
@@ -304,7 +391,7 @@ class SimNetwork:
         self.records[record.content_hash] = record
         origin.held[record.content_hash] = record.raw
         self.arrivals.setdefault(record.content_hash, {})[origin.index] = (float(self.env.now), 0)
-        peers = sorted(self.view(origin) - {origin.node_id})
+        peers = self.others(origin)
         band_of = self._band_of(origin)
         allowed = audience_core.peers_for("public", peers, band_of)
         gossip = self.cores.gossip
@@ -403,47 +490,63 @@ class SimNetwork:
             source_reputation=(source, book.score(source)),
             source_track=book.track_record(source),
             corr=Corroboration(),
-            established=tuple(peer.established.get(operation, ())),
+            established=(),
             history=peer.history.stats(source, now),
             tool=None,
             versions=peer.index_held.known_versions(record.id),
             rejected_reason=peer.index_held.previously_rejected(h),
         )
+        filters = self.cores.importing.filters
+        floor = self._established_floor
+        if floor is not None and needs_established(filters, record, snapshot):
+            # The pipeline's read of the store, by the shared rule over what this node holds.
+            held = peer.established.get(operation, ())
+            snapshot = dataclasses.replace(
+                snapshot, established=effects_core.select_established(record, held, floor)
+            )
         # hops -1: an anti-entropy pull (the node's Sync path), not a push.
         incoming = Incoming(record=record, content_hash=h, via_node_id=via.node_id, pulled=hops < 0)
         decision = decision_core.decide_import(incoming, snapshot, self.cores.importing, now)
+        # What follows the decision: the pipeline's own step (charges, holds, history).
+        effects = effects_core.apply_decision(decision)
         c = self.counters
         c.decisions += 1
         c.outcomes[decision.outcome.value] = c.outcomes.get(decision.outcome.value, 0) + 1
         was_gray = self._graylisted(peer, source)
         if decision.outcome is not ImportOutcome.DUPLICATE:
             self._count_judged(peer, source, was_gray)
-        for event in decision.events:
+        for event in effects.charges:
             book.emit(event)
             c.events += 1
-        if decision.outcome is ImportOutcome.REJECT:
-            peer.index_held.reject(h, decision.reason)
-        elif decision.outcome is ImportOutcome.QUARANTINE:
-            version = record.lesson.version if record.lesson is not None else 1
+        version = record.lesson.version if record.lesson is not None else 1
+        if effects.judged is not None:
+            peer.index_held.reject(h, effects.judged)
+        if effects.hold:
             peer.index_held.add(record.id, version=version, content_hash=h, source_id=source)
-        elif decision.outcome is ImportOutcome.ACCEPT:
-            version = record.lesson.version if record.lesson is not None else 1
+        if effects.counted:
+            peer.history.add(source, now, record.confidence)
+        if effects.store:
             peer.index_held.add(
                 record.id, version=version, content_hash=h, source_id=source, lesson_id=h
             )
-            peer.history.add(source, now, record.confidence)
             confidence = decision.confidence if decision.confidence is not None else 0.0
             peer.held[h] = raw
             peer.confidence[h] = confidence
             peer.established.setdefault(operation, []).append(
-                EstablishedLesson(h, record.content, confidence)
+                Candidate(
+                    EstablishedLesson(h, record.content, confidence),
+                    operation,
+                    record.context.domain,
+                    record.context.environment,
+                    now,
+                )
             )
             self.arrivals.setdefault(h, {})[peer.index] = (float(self.env.now), hops)
             if was_gray:
                 c.accepted_from_graylisted += 1
             self._agent_turn(peer, h)
         self._note_graylist(peer, source, was_gray)
-        if decision.forward and decision.outcome is ImportOutcome.ACCEPT:
+        if effects.forward:
             return router_core.Forwardable(h, raw, source)
         return None
 
@@ -514,7 +617,7 @@ class SimNetwork:
             peer.confidence.pop(h, None)
             lesson = self.verified.get(raw, now).memory.lesson
             operation = lesson.operation if lesson is not None else ""
-            kept = [e for e in peer.established.get(operation, ()) if e.lesson_id != h]
+            kept = [e for e in peer.established.get(operation, ()) if e.lesson.lesson_id != h]
             peer.established[operation] = kept
         self.counters.tainted += len(plan.lesson_ids)
         return len(plan.lesson_ids)
@@ -523,13 +626,17 @@ class SimNetwork:
         """An honest agent on ``peer`` meets the lesson's pitfall (the fleet agent's policy),
         and the node learns from its outcome by its own rules.
 
-        The node's advice is every lesson it holds on the pitfall's two forms, stated with its
-        confidence; the agent orders its attempts by ``attempt_order`` and the environment
-        answers (``succeeds``). The lessons that decided the order are in play (in a prompt).
-        The outcome is the one the fleet agent records (``RunRecorder``: one ``test`` check
-        per attempt); the node folds it with ``outcome_verdict`` and ``attribute`` as
-        ``OutcomeLearning.record_outcome`` does, and ``reality_events`` charges each
-        attributed lesson's source.
+        The node shows what it holds on the pitfall's two forms (:meth:`_shown`: with the
+        influence gate, only proven and corroborated lessons as advice and unverified ones as
+        labelled hints in the plan-time share; without it, every lesson as advice of one
+        class); the agent orders its attempts by ``attempt_order`` and the environment answers
+        (``succeeds``). The lessons that decided the order are in play (in a prompt). The
+        outcome is the one the fleet agent records (``RunRecorder``: one ``test`` check per
+        attempt); the node folds it with ``outcome_verdict`` and ``attribute`` as
+        ``OutcomeLearning.record_outcome`` does, ``reality_events`` charges each attributed
+        lesson's source, and the node signs an attestation for each lesson its outcome judged
+        (confirmed: proven here). A turn where a poisoned lesson took part in the order and the
+        first attempt was the failing form is a poisoned decision, a tie included.
         """
         rec = self.records.get(h)
         if rec is None:
@@ -537,18 +644,20 @@ class SimNetwork:
         p = self.pitfalls.get(rec.target)
         if p is None:
             return
-        advice: list[Advice] = []
-        for op in (p.failing, p.working):
-            for lesson in peer.established.get(op, ()):
-                line = f"(confidence {lesson.confidence:.2f}) {format_line(lesson.content)}"
-                # The simulator does not model evidence classes yet: every lesson it holds
-                # is advice of one class, ordered by its confidence as before.
-                said = Said(lesson.lesson_id, lesson.content, 1, 0, lesson.confidence)
-                advice.append(Advice(op, line, (lesson.lesson_id,), (said,)))
-        order, in_play = attempt_order(p, advice, AgentMemory())
+        advice, hints = self._shown(peer, p)
+        order, in_play = attempt_order(p, advice, AgentMemory(), hints)
         if not in_play:
             return  # no lesson shaped the run: the outcome attributes nothing
         attempts = run_attempts(order, lambda op: succeeds(p, op, flipped=False))
+        poisoned = [x for x in in_play if self.records[x].kind != LessonKind.HONEST]
+        if poisoned and attempts[0].operation == p.failing:
+            self.counters.poisoned_decisions += 1
+            if len(poisoned) < len(in_play):
+                self.counters.poisoned_ties += 1
+            if self._first_without(p, advice, hints, set(poisoned)) == p.working:
+                self.counters.poison_harm += 1
+        hinted = {s.lesson_id for s in hints}
+        self.counters.poison_hints += sum(1 for x in poisoned if x in hinted)
         outcome = self._outcome(p, attempts)
         verdict = lessons_outcomes.outcome_verdict(outcome)
         now = self.clock.now()
@@ -572,6 +681,12 @@ class SimNetwork:
         attributions = attribution_core.attribute(
             [(r.id, r.operation) for r in rows], lessons_outcomes.outcome_steps(outcome), verdict
         )
+        for a in attributions:
+            if a.effect is Effect.CONFIRMED:
+                peer.proven.add(a.lesson_id)
+                self.attest_confirm.setdefault(a.lesson_id, set()).add(peer.index)
+            elif a.effect is Effect.CONTRADICTED:
+                self.attest_contra.setdefault(a.lesson_id, set()).add(peer.index)
         events = reality_core.reality_events(
             rows, attributions, outcome_id=f"{h}:{peer.index}", at=now
         )
@@ -586,6 +701,118 @@ class SimNetwork:
                 peer.book.emit(event)
                 self.counters.events += 1
             self._note_graylist(peer, source, was_gray)
+
+    @staticmethod
+    def _first_without(
+        p: Pitfall, advice: Sequence[Advice], hints: Sequence[Said], left_out: set[str]
+    ) -> str:
+        """The form the agent would have tried first had ``left_out`` not been shown."""
+        kept = [
+            Advice(
+                a.operation,
+                a.preamble,
+                tuple(x for x in a.lesson_ids if x not in left_out),
+                tuple(x for x in a.lessons if x.lesson_id not in left_out),
+                tuple(x for x in a.unresolved if x.lesson_id not in left_out),
+            )
+            for a in advice
+        ]
+        order, _ = attempt_order(
+            p, kept, AgentMemory(), [x for x in hints if x.lesson_id not in left_out]
+        )
+        return order[0]
+
+    def _shown(self, peer: SimPeer, p: Pitfall) -> tuple[list[Advice], list[Said]]:
+        """What the node shows an agent at ``p``: the decision-time advice per form and the
+        plan-time hints, by the influence gate (``node/learning/influence.py``) when
+        ``SimParams.influence_gate`` is on."""
+        gate = self.params.influence_gate
+        params = self.cores.influence
+        advice: list[Advice] = []
+        hints: list[Said] = []
+        deciding: list[tuple[tuple[int, int, float, str], influence_core.LessonEvidence, Said]]
+        deciding = []
+        for op in (p.failing, p.working):
+            for c in peer.established.get(op, ()):
+                lesson = c.lesson
+                if not gate:
+                    line = f"(confidence {lesson.confidence:.2f}) {format_line(lesson.content)}"
+                    said = Said(lesson.lesson_id, lesson.content, 1, 0, lesson.confidence)
+                    advice.append(Advice(op, line, (lesson.lesson_id,), (said,)))
+                    continue
+                ev = self._evidence(peer, lesson.lesson_id, op, lesson.content, params)
+                said = Said(
+                    lesson.lesson_id,
+                    lesson.content,
+                    ev.evidence_class.rank,
+                    ev.independent,
+                    lesson.confidence,
+                )
+                if ev.decides:
+                    key = influence_core.evidence_order(ev, lesson.confidence, lesson.lesson_id)
+                    deciding.append((key, ev, said))
+                elif len(hints) < params.max_unverified_hints and influence_core.plan_hint(
+                    ev, self._hint_rng.random(), params
+                ):
+                    hints.append(said)
+        if not gate:
+            return advice, hints
+        # Lessons on one form agree; the two forms' lessons are a conflict, shown together:
+        # the strongest of each side by evidence, and a side holds only by a stronger class.
+        deciding.sort(key=lambda t: t[0])
+        by_side: dict[str, list[Said]] = {}
+        best: dict[str, influence_core.LessonEvidence] = {}
+        for op, (_, ev, said) in ((self._side(p, t[2]), t) for t in deciding):
+            by_side.setdefault(op, []).append(said)
+            best.setdefault(op, ev)
+        order = list(best)  # strongest side first
+        lead = influence_core.conflict_leader([best[op] for op in order])
+        if lead is not None:
+            held = tuple(by_side[order[lead]])
+            advice.append(Advice(order[lead], "", tuple(x.lesson_id for x in held), held))
+        elif by_side:
+            sides = tuple(x for op in order for x in by_side[op])
+            advice.append(Advice(p.working, "", (), (), sides))
+        return advice, hints
+
+    @staticmethod
+    def _side(p: Pitfall, said: Said) -> str:
+        """The form a lesson at ``p`` recommends."""
+        return p.failing if says_prefer(said.content, p.failing) else p.working
+
+    def _about_authority(
+        self, h: str, operation: str, content: str, params: InfluenceParams
+    ) -> bool:
+        """The lexicon's reading of a lesson's topic (rule 3), read once per lesson: it
+        reads the lesson's own words only."""
+        found = self._authority.get(h)
+        if found is None:
+            found = influence_core.authority_by_lexicon(operation, (), content, params)
+            self._authority[h] = found
+        return found
+
+    def _evidence(
+        self, peer: SimPeer, h: str, operation: str, content: str, params: InfluenceParams
+    ) -> influence_core.LessonEvidence:
+        """The lesson's evidence at ``peer``: proven here by its own outcomes, or corroborated
+        by attestations of other honest nodes (the source's excluded; a node that attested
+        both verdicts counts for neither)."""
+        origin = self.records[h].origin
+        confirm = self.attest_confirm.get(h, set())
+        contra = self.attest_contra.get(h, set())
+        support = Support(
+            confirming=frozenset(
+                self.peers[i].node_id for i in confirm - contra - {origin, peer.index}
+            ),
+        )
+        return influence_core.evidence_of(
+            imported=True,
+            local_confirmations=1 if h in peer.proven else 0,
+            support=support,
+            authority=self._about_authority(h, operation, content, params),
+            approved=False,
+            params=params,
+        )
 
     def _outcome(self, p: Pitfall, attempts: tuple[Attempt, ...]) -> Outcome:
         """The outcome the fleet agent's recorder derives for ``attempts`` at ``p`` (one
@@ -630,9 +857,7 @@ class SimNetwork:
     def _ae_round(self, peer: SimPeer, until: float) -> Any:
         gossip = self.cores.gossip
         # The peers AntiEntropy.once asks this round (its own sample rule, imported).
-        others = anti_entropy_core.sync_sample(
-            sorted(self.view(peer) - {peer.node_id}), gossip, self.rng
-        )
+        others = anti_entropy_core.sync_sample(self.others(peer), gossip, self.rng)
         owed = 0.0  # round-trip time of pulls that could bring nothing, not yet waited
         for other_id in others:
             if self.env.now + owed >= until or not peer.up:

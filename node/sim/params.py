@@ -57,6 +57,10 @@ class SimParams:
     request_bytes: int = 128  # bytes of a Publish or Sync request without records, >= 0
     # Run the node's taint sweep (as a node does); False only to measure what it changes.
     taint_sweep: bool = True
+    # Run the influence gate (as a node does): only proven and corroborated lessons drive an
+    # agent's order; unverified ones are labelled hints in the plan-time share. False shows
+    # every lesson held as advice, to measure what the gate changes in the same run.
+    influence_gate: bool = True
 
     def __post_init__(self) -> None:
         """Validate every field; ``ConfigError`` names the first one that breaks its rule."""
@@ -72,6 +76,8 @@ class SimParams:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"invalid {name}={value!r}: must be an integer >= {low}")
+        if not isinstance(self.influence_gate, bool):
+            raise ConfigError("invalid influence_gate: must be a boolean", field="influence_gate")
         if not isinstance(self.taint_sweep, bool):
             raise ConfigError("invalid taint_sweep: must be a boolean", field="taint_sweep")
         if not isinstance(self.seed, int):

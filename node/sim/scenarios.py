@@ -245,6 +245,12 @@ def _attack_figures(
         sum(1 for r in subtle for i in net.arrivals.get(r, {}) if i in honest_idx)
     )
     v["poison_in_prompt"] = float(len(net.in_prompt))
+    # Honest agents' decisions a poisoned lesson took part in that went to the failing form
+    # first, ties between a lie and an honest lesson counted (the agent kept its habit).
+    v["poisoned_decisions"] = float(net.counters.poisoned_decisions)
+    v["poisoned_ties"] = float(net.counters.poisoned_ties)
+    v["poison_harm"] = float(net.counters.poison_harm)
+    v["poison_hints"] = float(net.counters.poison_hints)
     # What later prompts could still draw on: subtle poison live on honest nodes at the end.
     v["poison_live_end"] = float(sum(1 for h in honest for r in subtle if r in h.held))
 

@@ -182,3 +182,76 @@ def test_without_attribution_no_outcome_charges_a_source(monkeypatch: pytest.Mon
     blind = run_main(params, SimCores(), identities_for(30, 3)).values
     assert blind["graylisted_by_all_share"] <= judged["graylisted_by_all_share"]
     assert blind != judged
+
+
+def test_simulator_applies_the_pipelines_post_decision_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The simulator restates nothing after the decision: it calls the shared step.
+    from lamarck.node.importing import effects as effects_core
+
+    seen: list[ImportOutcome] = []
+    original = effects_core.apply_decision
+
+    def spy(decision: ImportDecision, **kw: object) -> effects_core.Effects:
+        seen.append(decision.outcome)
+        return original(decision, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(effects_core, "apply_decision", spy)
+    push_calibration(10, 0, lessons=2, seed=7)
+    assert ImportOutcome.ACCEPT in seen
+
+
+def _poison_run(gate: bool) -> Mapping[str, float]:
+    params = SimParams(
+        nodes=60,
+        byzantine_share=0.3,
+        lessons=4,
+        attack_records=4,
+        horizon_s=120,
+        seed=1,
+        influence_gate=gate,
+    )
+    return run_main(params, SimCores(), identities_for(60, 1)).values
+
+
+def test_a_tie_between_a_lie_and_an_honest_lesson_is_a_poisoned_decision() -> None:
+    off = _poison_run(False)
+    assert off["poisoned_ties"] > 0
+    assert off["poison_harm"] >= off["poisoned_ties"]
+    assert off["poisoned_decisions"] >= off["poison_harm"]
+
+
+def test_the_influence_gate_keeps_unverified_lies_from_deciding() -> None:
+    on, off = _poison_run(True), _poison_run(False)
+    assert off["poison_harm"] > 0
+    assert on["poison_harm"] == 0
+    assert on["poisoned_ties"] == 0
+    # A lie reaches a prompt only as a labelled hint in the plan-time share.
+    assert on["poison_hints"] <= on["poison_accepted"]
+
+
+def test_the_simulators_shortcuts_change_no_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Filter verdicts and authority readings kept per record, the directory sorted once,
+    # timestamps parsed once:
+    # the same seeded run without them gives the same figures.
+    from lamarck.node.sim import engine
+    from lamarck.proto import timefmt
+
+    params = SimParams(nodes=40, byzantine_share=0.3, lessons=3, attack_records=4, horizon_s=90)
+    fast = run_main(params, SimCores(), identities_for(40, 1)).values
+    monkeypatch.setattr(engine, "shared_verdicts", lambda p: p)
+    monkeypatch.setattr(
+        engine.SimNetwork, "others", lambda self, peer: sorted(self.view(peer) - {peer.node_id})
+    )
+    monkeypatch.setattr(timefmt, "_parse_str", timefmt._parse_str.__wrapped__)
+    monkeypatch.setattr(
+        engine.SimNetwork,
+        "_about_authority",
+        lambda self, h, op, content, p: engine.influence_core.authority_by_lexicon(
+            op, (), content, p
+        ),
+    )
+    slow = run_main(params, SimCores(), identities_for(40, 1)).values
+    assert fast == slow
+    assert fast["poison_accepted"] > 0
