@@ -55,7 +55,10 @@ def test_the_shell_hook_records_a_run_through_the_cli(node: Any, tmp_path: Path)
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "passed" in done.stdout and "created" in done.stdout
+    # A lesson: created, or (the module's scripted agent taught the same in another project)
+    # its lesson confirmed here and promoted to global.
+    learned = "created" in done.stdout or "promoted" in done.stdout
+    assert "passed" in done.stdout and learned, done.stdout
 
 
 def test_the_mcp_client_configuration_launches_lamarck_mcp() -> None:

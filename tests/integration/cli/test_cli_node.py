@@ -475,8 +475,14 @@ def test_node_start_serves_until_sigterm_and_refuses_a_second_start(tmp_path: Pa
             process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=fixtures.STOP_TIMEOUT_S)
     assert code == 0
-    printed = (tmp_path / "stdout").read_text()
-    assert facts["node_id"] in printed and "agent API" in printed
+    # Logging JSON, the start banner is one JSON line among the logs, stdout carries no text.
+    started = [
+        json.loads(line)
+        for line in (tmp_path / "stderr").read_text().splitlines()
+        if '"node started"' in line
+    ]
+    assert [s["node_id"] for s in started] == [facts["node_id"]]
+    assert started[0]["agent_listen"] and (tmp_path / "stdout").read_text().strip() == ""
     gone = runner.invoke(app, ["node", "status", "--home", str(home)])
     assert gone.exit_code == 1
     assert _one_error_line(gone.stderr).startswith("lamarck: node_not_running: ")

@@ -424,7 +424,7 @@ async def test_every_page_loads_and_is_screenshotted(console: Console, page: Any
     await page.goto(base + "/lessons/lesson-3")
     assert "contradicted" in await page.inner_text("main")
     await page.goto(base + "/")
-    assert "4 pending" in await page.inner_text("main")
+    assert "4 records pending" in await page.inner_text("main")
 
 
 async def test_the_health_page_plots_imports_and_rejections_over_time(
