@@ -155,14 +155,16 @@ SCENARIOS: dict[str, Scenario] = {
             byzantine_share=0.0,
             min_honest=2,
             run_once=_blocker,
-            goal="session 1 escalates and stores a situation lesson; session 2 on another "
-            "node escalates within 2 steps citing it; session 3 signed in finishes; a wrong "
-            "path never escalates",
+            goal="session 1 escalates and stores a situation lesson, shared with the other "
+            "nodes; session 2 on another node holds it unverified, so it never follows it and "
+            "escalates on its own evidence within 3 steps; session 3 signed in finishes; a "
+            "wrong path never escalates",
             declared_tools=DECLARED_TOOLS,
             met=lambda f: (
                 f.get("session1_blocked") == 1.0
-                and f.get("session2_cites_lesson") == 1.0
-                and f.get("session2_steps", 99.0) <= 2
+                and f.get("situation_lesson_on_node2") == 1.0
+                and f.get("session2_cites_lesson") == 0.0
+                and f.get("session2_steps", 99.0) <= 3
                 and f.get("session3_done") == 1.0
                 and f.get("counter_escalated") == 0.0
             ),

@@ -2,8 +2,9 @@
 
 Session 1 (node 1, CLI logged out) escalates and stores a situation lesson citing the turn's
 recorded outcome, which node 1 publishes; every node declares the CLI tool, so node 2 takes
-the lesson; session 2 on node 2 escalates within 2 steps citing it; session 3 (signed in)
-probes, retires and finishes on every node holding a lesson; a wrong path never escalates.
+the lesson; session 2 on node 2 holds it unverified (one peer's word): it never follows it
+and escalates on its own evidence within 3 steps; session 3 (signed in) probes, retires and
+finishes on every node holding a lesson; a wrong path never escalates.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def test_session_3_signed_in_probes_retires_the_lesson_and_finishes(
     for r in reports:
         assert [t.status for t in r.thirds] == [TurnStatus.DONE] * len(r.thirds)
         assert r.thirds[0].invalidated == r.first.stored
-        assert r.thirds[1].invalidated == (r.node2_copy,)
+        # Node 2 retires the blocker lesson it proved itself in session 2.
+        assert r.thirds[1].invalidated == r.second.stored
 
 
 def test_a_wrong_path_is_fixed_and_never_escalates(reports: list[BlockerReport]) -> None:
@@ -71,9 +73,12 @@ def test_the_situation_lesson_cites_the_escalated_turn_and_is_shared(
         assert r.node2_copy
 
 
-def test_session_2_on_another_node_escalates_within_2_steps_citing_the_lesson(
+def test_session_2_on_another_node_never_follows_the_unverified_peer_blocker(
     reports: list[BlockerReport],
 ) -> None:
     for r in reports:
-        assert r.second.status is TurnStatus.BLOCKED and r.second.steps <= 2
-        assert r.second_cites_first and r.node2_dispatched_in_session_2 == 0
+        # The shared lesson is on node 2, unverified there: no decision follows it, and
+        # the agent escalates on its own evidence, one step more than with the lesson.
+        assert r.node2_copy
+        assert r.second.status is TurnStatus.BLOCKED and r.second.steps <= 3
+        assert not r.second_cites_first and r.second.stored
