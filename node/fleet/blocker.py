@@ -13,7 +13,8 @@ may share it; every node of the fleet declares the tool (``DECLARED_TOOLS``, the
    machine-wide (a blocker is a fact about the machine, not about a project: seed 002 §3.4),
    and published;
 2. node 2, still logged out: the lesson arrived; its probe still fails, so the agent escalates
-   within 2 steps citing it, dispatching nothing;
+   on its own evidence: the peer lesson is unverified there (one peer's word), so it never
+   drives the decision;
 3. CLI signed in: on every node holding a blocker lesson the agent probes, the lesson is
    retired, the work finishes.
 
