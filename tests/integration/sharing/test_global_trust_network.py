@@ -25,7 +25,7 @@ FAST = {"global_trust_interval_s": 1.0}
 
 
 def _row(node: Any, peer: str) -> ReputationRow | None:
-    with OperatorClient(node.agent_addr, timeout=20) as desk:
+    with OperatorClient.from_home(node.home, timeout=20) as desk:
         rows = {r.peer: r for r in desk.reputation().rows}
     return rows.get(peer)
 
