@@ -343,11 +343,12 @@ class Capture:
             said = path.with_suffix(".log")
             with said.open("wb") as log:
                 self._tcpdump = subprocess.Popen(
-                    ["tcpdump", "-i", link, "-U", "-s", "0", "-w", str(path), "tcp"],
+                    ["tcpdump", "-Z", "root", "-i", link, "-U", "-s", "0", "-w", str(path), "tcp"],
                     stdout=subprocess.DEVNULL,
                     stderr=log,
                 )
-            # It captures once it says so.
+            # It captures once it says so. -Z root: Debian's tcpdump otherwise drops to its own
+            # user, which cannot write into the test's root-only temporary folder.
             wait_for(lambda: b"listening on" in said.read_bytes(), "tcpdump to listen", 20)
         else:
             self._sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
