@@ -11,20 +11,17 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-import asyncpg
-
 from lamarck.errors import NotFound
 from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.store.port import LessonStore
-from lamarck.node.store.postgres import PostgresLessonStore, translate_error
+from lamarck.node.store.postgres import PostgresLessonStore, db_guard
 
 __all__ = [
     "LAST_ERROR_MAX_CHARS",
@@ -161,26 +158,6 @@ class InMemoryOutbox(Outbox):
         )
 
 
-# The failures of the database and its connection, as ``lamarck.node.store.postgres`` guards
-# them; anything else is a programming error and propagates as itself.
-_DB_ERRORS = (
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    asyncpg.InternalClientError,
-    OSError,
-    TimeoutError,
-)
-
-
-@contextlib.asynccontextmanager
-async def _guard() -> AsyncIterator[None]:
-    """Translate database failures raised in the block into ``StoreError``."""
-    try:
-        yield
-    except _DB_ERRORS as e:
-        raise translate_error(e) from e
-
-
 def _updated(status: str, entry_id: int) -> None:
     """``NotFound`` unless an UPDATE touched a row."""
     if str(status).rsplit(" ", 1)[-1] == "0":
@@ -216,7 +193,7 @@ class PostgresOutbox(Outbox):
     ) -> int:
         """Insert one row per target, skipping (hash, target) pairs already present."""
         added = 0
-        async with _guard(), self._pool().acquire() as conn, conn.transaction():
+        async with db_guard(), self._pool().acquire() as conn, conn.transaction():
             for target in dict.fromkeys(targets):
                 status = await conn.execute(
                     "INSERT INTO outbox (lesson_id, content_hash, target_node_id,"
@@ -232,7 +209,7 @@ class PostgresOutbox(Outbox):
 
     async def due(self, now: datetime, limit: int) -> list[OutboxEntry]:
         """Due undelivered rows, oldest first."""
-        async with _guard():
+        async with db_guard():
             recs = await self._pool().fetch(
                 "SELECT * FROM outbox WHERE delivered_at IS NULL AND next_attempt_at <= $1"
                 " ORDER BY next_attempt_at, id LIMIT $2",
@@ -243,7 +220,7 @@ class PostgresOutbox(Outbox):
 
     async def mark_delivered(self, entry_id: int, now: datetime) -> None:
         """Record a delivery."""
-        async with _guard():
+        async with db_guard():
             status = await self._pool().execute(
                 "UPDATE outbox SET delivered_at = $2, last_error = NULL WHERE id = $1",
                 entry_id,
@@ -253,7 +230,7 @@ class PostgresOutbox(Outbox):
 
     async def mark_failed(self, entry_id: int, error: str, next_attempt_at: datetime) -> None:
         """Count a failure and schedule a retry."""
-        async with _guard():
+        async with db_guard():
             status = await self._pool().execute(
                 "UPDATE outbox SET attempts = attempts + 1, last_error = $2,"
                 " next_attempt_at = $3 WHERE id = $1",
@@ -265,7 +242,7 @@ class PostgresOutbox(Outbox):
 
     async def pending(self) -> list[OutboxEntry]:
         """Undelivered rows by id."""
-        async with _guard():
+        async with db_guard():
             recs = await self._pool().fetch(
                 "SELECT * FROM outbox WHERE delivered_at IS NULL ORDER BY id"
             )

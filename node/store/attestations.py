@@ -12,18 +12,15 @@ contract.py``); both decide placement with the same pure rule, so they cannot dr
 from __future__ import annotations
 
 import abc
-import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import asyncpg
-
 from lamarck.consensus.attestation import AttestationParams, created_at, placement
 from lamarck.node.lru import Lru
 from lamarck.node.store.port import LessonStore
-from lamarck.node.store.postgres import PostgresLessonStore, translate_error
+from lamarck.node.store.postgres import PostgresLessonStore, db_guard
 from lamarck.proto.attestation import Attestation
 from lamarck.proto.canonical import sha256_hex
 
@@ -115,26 +112,6 @@ class InMemoryAttestationStore(AttestationStore):
         return dropped
 
 
-# The failures of the database and its connection, as ``lamarck.node.store.postgres`` guards
-# them; anything else is a programming error and propagates as itself.
-_DB_ERRORS = (
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    asyncpg.InternalClientError,
-    OSError,
-    TimeoutError,
-)
-
-
-@contextlib.asynccontextmanager
-async def _guard() -> AsyncIterator[None]:
-    """Translate database failures raised in the block into ``StoreError``."""
-    try:
-        yield
-    except _DB_ERRORS as e:
-        raise translate_error(e) from e
-
-
 class PostgresAttestationStore(AttestationStore):
     """Attestations in the ``attestations`` table, through the lesson store's asyncpg pool.
 
@@ -160,7 +137,7 @@ class PostgresAttestationStore(AttestationStore):
     async def put(self, row: AttestationRow) -> bool:
         """Keep ``row`` as ``placement`` rules, in one transaction."""
         a = row.attestation
-        async with _guard(), self._pool().acquire() as conn, conn.transaction():
+        async with db_guard(), self._pool().acquire() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", a.memory_hash)
             recs = await conn.fetch(
                 "SELECT raw, content_hash FROM attestations WHERE memory_hash = $1",
@@ -192,7 +169,7 @@ class PostgresAttestationStore(AttestationStore):
         """The kept attestations of each version asked for, by attester id."""
         if not memory_hashes:
             return {}
-        async with _guard():
+        async with db_guard():
             recs = await self._pool().fetch(
                 "SELECT raw, content_hash FROM attestations WHERE memory_hash = ANY($1)"
                 " ORDER BY memory_hash, attester_id",
@@ -206,7 +183,7 @@ class PostgresAttestationStore(AttestationStore):
 
     async def expire(self, before: datetime) -> int:
         """Drop what was made before ``before``."""
-        async with _guard():
+        async with db_guard():
             status = await self._pool().execute(
                 "DELETE FROM attestations WHERE created_at < $1", before
             )

@@ -68,7 +68,7 @@ from lamarck.node.store.recall_index import (
     covers,
 )
 
-__all__ = ["VECTOR_INDEX", "PostgresLessonStore", "translate_error"]
+__all__ = ["VECTOR_INDEX", "PostgresLessonStore", "db_guard", "translate_error"]
 
 #: Name of the HNSW index created by migration 0001.
 VECTOR_INDEX = "lessons_embedding_hnsw"
@@ -286,8 +286,10 @@ _UNIT: contextvars.ContextVar[tuple[PostgresLessonStore, _JoinedPool] | None] = 
 
 
 @contextlib.asynccontextmanager
-async def _guard() -> AsyncIterator[None]:
-    """Translate backend errors raised in the block."""
+async def db_guard() -> AsyncIterator[None]:
+    """Translate the database's and its connection's failures raised in the block into
+    ``StoreError``; anything else is a programming error and propagates as itself. Every
+    Postgres adapter over the lesson store's pool guards its calls with this one."""
     try:
         yield
     except _TRANSLATED as e:
@@ -585,7 +587,7 @@ class PostgresLessonStore(LessonStore):
 
     # -- lifecycle -------------------------------------------------------------------------
     async def _connect_one(self) -> Any:
-        async with _guard():
+        async with db_guard():
             return await asyncpg.connect(
                 self.dsn,
                 password=self._password,
@@ -598,7 +600,7 @@ class PostgresLessonStore(LessonStore):
         self._forget_index()
         conn = await self._connect_one()
         try:
-            async with _guard():
+            async with db_guard():
                 await run_migrations(conn, self.dim)
                 schema = await conn.fetchval(
                     "SELECT n.nspname FROM pg_extension e"
@@ -609,7 +611,7 @@ class PostgresLessonStore(LessonStore):
             with contextlib.suppress(*_TRANSLATED):
                 await conn.close()
         if self._pool is None:
-            async with _guard():
+            async with db_guard():
                 self._pool = await asyncpg.create_pool(
                     self.dsn,
                     password=self._password,
@@ -648,7 +650,7 @@ class PostgresLessonStore(LessonStore):
         # not wait_for: on Python 3.11 wait_for returns the query's result instead of raising
         # when a cancel arrives as the query ends, and the supervisor's loop then never stops.
         try:
-            async with _guard(), asyncio.timeout(timeout_s):
+            async with db_guard(), asyncio.timeout(timeout_s):
                 await self.pool.fetchval("SELECT 1")
         except StoreUnavailable:
             # Down: recall stops answering from the rows in memory, which nothing can keep
@@ -672,7 +674,7 @@ class PostgresLessonStore(LessonStore):
         if self._pool is None:
             await self.migrate()
             return
-        async with _guard():
+        async with db_guard():
             # The pool reconnects each expired connection on its next acquire.
             await self._pool.expire_connections()
             async with asyncio.timeout(self._timeout):
@@ -683,7 +685,7 @@ class PostgresLessonStore(LessonStore):
         self._forget_index()
         pool, self._pool = self._pool, None
         if pool is not None:
-            async with _guard():
+            async with db_guard():
                 await pool.close()
 
     @contextlib.asynccontextmanager
@@ -700,7 +702,7 @@ class PostgresLessonStore(LessonStore):
             return
         touched: set[str] = set()
         try:
-            async with _guard(), self.pool.acquire() as conn, conn.transaction():
+            async with db_guard(), self.pool.acquire() as conn, conn.transaction():
                 unit = _JoinedPool(conn)
                 token = _UNIT.set((self, unit))
                 try:
@@ -733,7 +735,7 @@ class PostgresLessonStore(LessonStore):
     # -- bulk loading and the vector index -------------------------------------------------
     async def has_vector_index(self) -> bool:
         """Whether the HNSW index on ``lessons.embedding`` exists."""
-        async with _guard():
+        async with db_guard():
             found = await self.pool.fetchval(
                 "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
                 " WHERE c.relname = $1",
@@ -744,7 +746,7 @@ class PostgresLessonStore(LessonStore):
 
     async def drop_vector_index(self) -> None:
         """Drop the HNSW index (before a large load); search falls back to exact scans."""
-        async with _guard():
+        async with db_guard():
             await self.pool.execute(f"DROP INDEX IF EXISTS {VECTOR_INDEX}")
 
     async def build_vector_index(
@@ -753,7 +755,7 @@ class PostgresLessonStore(LessonStore):
         """Create the HNSW cosine index if absent, with ``index_build_memory`` for the build;
         ``concurrently``: without blocking writes meanwhile (slower: two passes)."""
         how = "CONCURRENTLY " if concurrently else ""
-        async with _guard(), self.pool.acquire() as conn:
+        async with db_guard(), self.pool.acquire() as conn:
             await conn.execute(f"SET maintenance_work_mem = '{self.index_build_memory}'")
             try:
                 await conn.execute(
@@ -804,7 +806,7 @@ class PostgresLessonStore(LessonStore):
         """
         if self._inserted <= 0:
             return False
-        async with _guard():
+        async with db_guard():
             counted = await self.pool.fetchval(
                 "SELECT reltuples FROM pg_class WHERE oid = 'lessons'::regclass"
             )
@@ -823,7 +825,7 @@ class PostgresLessonStore(LessonStore):
     async def _rebuild_vector_index(self) -> None:
         # Fresh statistics first: with stale ones the planner may pick a btree scan and a
         # sort over the HNSW index for search.
-        async with _guard():
+        async with db_guard():
             await self._analyze()
         # A live node keeps writing while the index builds (15 s at 67k lessons here):
         # concurrently, so RecordOutcome never waits on the build. What a killed build
@@ -834,7 +836,7 @@ class PostgresLessonStore(LessonStore):
     # -- outcomes --------------------------------------------------------------------------
     async def insert_outcome(self, outcome: OutcomeRow) -> None:
         """Store an outcome; a duplicate id raises ``ConflictError``."""
-        async with _guard():
+        async with db_guard():
             await self.pool.execute(
                 "INSERT INTO outcomes (id, session_id, turn_index, project, passed, claim_ok,"
                 " created_at, record) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -850,7 +852,7 @@ class PostgresLessonStore(LessonStore):
 
     async def get_outcome(self, outcome_id: str) -> OutcomeRow:
         """Return one outcome or raise ``NotFound``."""
-        async with _guard():
+        async with db_guard():
             rec = await self.pool.fetchrow("SELECT * FROM outcomes WHERE id = $1", outcome_id)
         if rec is None:
             raise NotFound(f"outcome {outcome_id} not found", id=outcome_id)
@@ -860,7 +862,7 @@ class PostgresLessonStore(LessonStore):
         """Return the subset of ``ids`` that are stored outcomes."""
         if not ids:
             return set()
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 "SELECT id FROM outcomes WHERE id = ANY($1::text[])", list(ids)
             )
@@ -868,7 +870,7 @@ class PostgresLessonStore(LessonStore):
 
     async def list_outcomes(self, limit: int = 100, offset: int = 0) -> list[OutcomeRow]:
         """Newest first (ties by id)."""
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 "SELECT * FROM outcomes ORDER BY created_at DESC, id LIMIT $1 OFFSET $2",
                 limit,
@@ -882,7 +884,7 @@ class PostgresLessonStore(LessonStore):
         content hash raises ``ConflictError``."""
         check_event_kinds(events)
         # One statement, atomic by itself: no transaction round trips.
-        async with _guard():
+        async with db_guard():
             if lesson.provenance:
                 await self.pool.execute(
                     _INSERT_LESSON_ALL,
@@ -908,7 +910,7 @@ class PostgresLessonStore(LessonStore):
             return 0
         records = [tuple(_lesson_args(row)) for row in lessons]
         provenance = [p for row in lessons for p in _provenance_args(row)]
-        async with _guard(), self.pool.acquire() as conn, conn.transaction():
+        async with db_guard(), self.pool.acquire() as conn, conn.transaction():
             await conn.copy_records_to_table(
                 "lessons", records=records, columns=list(_LESSON_COLUMNS)
             )
@@ -922,7 +924,7 @@ class PostgresLessonStore(LessonStore):
 
     async def get_lesson(self, lesson_id: str) -> LessonRow:
         """Return one lesson or raise ``NotFound``."""
-        async with _guard():
+        async with db_guard():
             rec = await self.pool.fetchrow(
                 f"SELECT {_SELECT_LESSON} FROM lessons l WHERE l.id = $1", lesson_id
             )
@@ -934,7 +936,7 @@ class PostgresLessonStore(LessonStore):
         """Return the stored lessons among ``ids`` (missing ids skipped), in input order."""
         if not ids:
             return []
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 f"SELECT {_SELECT_LESSON} FROM lessons l WHERE l.id = ANY($1::text[])", list(ids)
             )
@@ -946,7 +948,7 @@ class PostgresLessonStore(LessonStore):
         transaction); the embedding is kept if unset."""
         check_event_kinds(events)
         # One statement (row, provenance and events), atomic by itself: one round trip.
-        async with _guard():
+        async with db_guard():
             updated = await self.pool.fetchval(
                 _UPDATE_LESSON_ALL,
                 *_lesson_args(lesson),
@@ -963,7 +965,7 @@ class PostgresLessonStore(LessonStore):
         ``NotFound`` if the old row is absent; ``ConflictError`` if it is already superseded or
         retired (the row lock serialises two concurrent edits of the same lesson).
         """
-        async with _guard(), self.pool.acquire() as conn, conn.transaction():
+        async with db_guard(), self.pool.acquire() as conn, conn.transaction():
             old = await conn.fetchrow(
                 "SELECT status, superseded_by FROM lessons WHERE id = $1 FOR UPDATE", old_id
             )
@@ -992,7 +994,7 @@ class PostgresLessonStore(LessonStore):
 
     async def history(self, lesson_id: str) -> list[LessonRow]:
         """The supersede chain containing ``lesson_id``, oldest first, in one recursive query."""
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(_HISTORY, lesson_id)
         if not recs:
             raise NotFound(f"lesson {lesson_id} not found", id=lesson_id)
@@ -1002,7 +1004,7 @@ class PostgresLessonStore(LessonStore):
         """Lessons matching the filter: highest confidence first, then newest, then id."""
         where, args = _where(flt)
         n = len(args)
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 f"SELECT {_SELECT_LESSON} FROM lessons l WHERE {where}"
                 f" ORDER BY l.confidence DESC, l.created_at DESC, l.id"
@@ -1020,7 +1022,7 @@ class PostgresLessonStore(LessonStore):
         0.015 s)."""
         where, args = _where(flt)
         n = len(args)
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 f"SELECT {_SELECT_LESSON} FROM lessons l WHERE {where} AND l.id > ${n + 1}"
                 f" ORDER BY l.id LIMIT ${n + 2}",
@@ -1102,7 +1104,7 @@ class PostgresLessonStore(LessonStore):
             index = await self._current_index()
             if index is not None:
                 return index.search(q, k, flt, floor)
-        async with _guard(), self.pool.acquire() as conn:
+        async with db_guard(), self.pool.acquire() as conn:
             if _selective(flt):
                 # An indexed key selects a few rows: ranking them exactly is cheaper than an
                 # HNSW scan whose candidates the filter would mostly drop (and then the exact
@@ -1153,7 +1155,7 @@ class PostgresLessonStore(LessonStore):
         index = self._index
         if index is None:
             return None
-        async with self._index_lock, _guard():
+        async with self._index_lock, db_guard():
             pool = self.pool
             if index.enabled and not index.loaded:
                 since = index.generation
@@ -1183,7 +1185,7 @@ class PostgresLessonStore(LessonStore):
     async def count_lessons(self, flt: LessonFilter) -> int:
         """How many lessons match the filter (ignores limit/offset)."""
         where, args = _where(flt)
-        async with _guard():
+        async with db_guard():
             count = await self.pool.fetchval(f"SELECT count(*) FROM lessons l WHERE {where}", *args)
         return int(count)
 
@@ -1191,7 +1193,7 @@ class PostgresLessonStore(LessonStore):
         """Outcome ids cited by any lesson whose ``superseded_by`` is ``retired:<who>``; with
         ``among``, only those ids. Read from ``retired_evidence``, which a trigger keeps
         (migration 0010): no index of ``lessons`` reads its evidence."""
-        async with _guard():
+        async with db_guard():
             if among is None:
                 recs = await self.pool.fetch(
                     "SELECT DISTINCT outcome_id AS id FROM retired_evidence"
@@ -1208,7 +1210,7 @@ class PostgresLessonStore(LessonStore):
 
     async def find_by_content_hash(self, content_hash: str) -> LessonRow | None:
         """The lesson stored with this content hash, if any."""
-        async with _guard():
+        async with db_guard():
             rec = await self.pool.fetchrow(
                 f"SELECT {_SELECT_LESSON} FROM lessons l WHERE l.content_hash = $1", content_hash
             )
@@ -1219,7 +1221,7 @@ class PostgresLessonStore(LessonStore):
         the operation index; ``has_local_evidence`` in SQL)."""
         if not operations:
             return set()
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 "SELECT DISTINCT l.operation FROM lessons l"
                 " WHERE l.operation = ANY($1::text[]) AND l.status = 'active'"
@@ -1231,7 +1233,7 @@ class PostgresLessonStore(LessonStore):
 
     async def project_scopes(self, limit: int) -> list[str]:
         """Project scopes of own lessons and of outcomes, sorted, at most ``limit``."""
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 "SELECT scope FROM (SELECT DISTINCT scope FROM lessons"
                 " WHERE imported_from IS NULL AND scope LIKE 'project:%'"
@@ -1244,7 +1246,7 @@ class PostgresLessonStore(LessonStore):
     async def imported_records(self, after: str, limit: int) -> list[ImportedRecord]:
         """Imported lessons with a signed record and content hash, by id after ``after``:
         seven columns, no vector or provenance (keyset pages: no OFFSET to skip over)."""
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 "SELECT id, content_hash, created_at, signed_record, status, access_level, scope"
                 " FROM lessons"
@@ -1269,7 +1271,7 @@ class PostgresLessonStore(LessonStore):
     async def imported_per_source(self) -> dict[str, int]:
         """Imported lessons (every version) per source node id: one aggregate, no rows read
         back (paging 20,000 whole rows to count them took 6.5 s)."""
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 "SELECT source_node_id, count(*) AS n FROM lessons"
                 " WHERE imported_from IS NOT NULL AND source_node_id <> ''"
@@ -1281,7 +1283,7 @@ class PostgresLessonStore(LessonStore):
         """The nodes lessons in ``statuses`` were imported from: a skip scan of the
         ``imported_from`` index, one probe per source, so the cost follows the number of
         sources, not of lessons (a DISTINCT read every entry: 27 ms at 20,000 lessons)."""
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 "WITH RECURSIVE s(source) AS ("
                 " (SELECT imported_from FROM lessons"
@@ -1300,7 +1302,7 @@ class PostgresLessonStore(LessonStore):
     async def lesson_facts(self, after: str, limit: int) -> list[LessonFacts]:
         """Lessons (category ``lesson``, any status) by id after ``after``: six columns (keyset
         pages; the vector, record and provenance stay where they are)."""
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 "SELECT id, status, confidence, created_at, last_used, context FROM lessons"
                 " WHERE category = $1 AND id > $2 ORDER BY id LIMIT $3",
@@ -1326,13 +1328,13 @@ class PostgresLessonStore(LessonStore):
         rows = [(i, _stored_vector(v, self.dim)) for i, v in vectors]
         if not rows:
             return
-        async with _guard():
+        async with db_guard():
             await self.pool.executemany("UPDATE lessons SET embedding = $2 WHERE id = $1", rows)
         self._touch(i for i, _ in rows)
 
     async def unembedded(self, limit: int) -> list[tuple[str, str]]:
         """Claimed or active lessons with no embedding, oldest first."""
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 "SELECT id, content FROM lessons WHERE embedding IS NULL"
                 " AND status IN ('claimed', 'active') ORDER BY created_at, id LIMIT $1",
@@ -1355,7 +1357,7 @@ class PostgresLessonStore(LessonStore):
             return
         ids = list(counts)
         reads = self._index.reads if self._index is not None else 0
-        async with _guard():
+        async with db_guard():
             await self.pool.execute(
                 # The latest use wins: a use mark written behind a reply may arrive after a
                 # newer one.
@@ -1382,7 +1384,7 @@ class PostgresLessonStore(LessonStore):
 
     async def hard_delete(self, lesson_id: str) -> None:
         """Remove a lesson, its provenance and pending outbox rows; ``NotFound`` if absent."""
-        async with _guard(), self.pool.acquire() as conn, conn.transaction():
+        async with db_guard(), self.pool.acquire() as conn, conn.transaction():
             status = await conn.execute("DELETE FROM lessons WHERE id = $1", lesson_id)
             await conn.execute("DELETE FROM lesson_events WHERE lesson_id = $1", lesson_id)
         self._touch([lesson_id])
@@ -1394,7 +1396,7 @@ class PostgresLessonStore(LessonStore):
         """Hold a record for review; a second record with the same content hash is a no-op."""
         if row.state not in QUARANTINE_STATES:
             raise StoreError(f"unknown quarantine state {row.state!r}", reason="bad_state")
-        async with _guard():
+        async with db_guard():
             await self.pool.execute(
                 "INSERT INTO quarantine (id, content_hash, source_node_id, reasons, received_at,"
                 " signed_record, state, confidence, transfer_rule)"
@@ -1413,7 +1415,7 @@ class PostgresLessonStore(LessonStore):
 
     async def list_quarantine(self, state: str | None = "pending") -> list[QuarantineRow]:
         """Quarantined records in ``state`` (all when ``None``), oldest first, ties by id."""
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 "SELECT * FROM quarantine WHERE $1::text IS NULL OR state = $1"
                 " ORDER BY received_at, id",
@@ -1423,7 +1425,7 @@ class PostgresLessonStore(LessonStore):
 
     async def get_quarantine(self, quarantine_id: str) -> QuarantineRow:
         """One quarantined record in any state, or ``NotFound`` (by its primary key)."""
-        async with _guard():
+        async with db_guard():
             rec = await self.pool.fetchrow("SELECT * FROM quarantine WHERE id = $1", quarantine_id)
         if rec is None:
             raise NotFound(f"quarantine {quarantine_id} not found", id=quarantine_id)
@@ -1431,7 +1433,7 @@ class PostgresLessonStore(LessonStore):
 
     async def quarantine_of(self, content_hash: str) -> QuarantineRow | None:
         """The quarantined record holding ``content_hash`` (its unique index), or ``None``."""
-        async with _guard():
+        async with db_guard():
             rec = await self.pool.fetchrow(
                 "SELECT * FROM quarantine WHERE content_hash = $1", content_hash
             )
@@ -1439,7 +1441,7 @@ class PostgresLessonStore(LessonStore):
 
     async def quarantine_reasons(self, state: str = "pending") -> dict[tuple[str, ...], int]:
         """Quarantined records in ``state`` per set of reasons (sorted): one aggregate."""
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 "SELECT reasons, count(*) AS n FROM quarantine WHERE state = $1 GROUP BY reasons",
                 state,
@@ -1454,7 +1456,7 @@ class PostgresLessonStore(LessonStore):
         """Mark a quarantined record approved, rejected or pending; returns the updated row."""
         if state not in QUARANTINE_STATES:
             raise StoreError(f"unknown quarantine state {state!r}", reason="bad_state")
-        async with _guard():
+        async with db_guard():
             rec = await self.pool.fetchrow(
                 "UPDATE quarantine SET state = $2 WHERE id = $1 RETURNING *", quarantine_id, state
             )
@@ -1464,7 +1466,7 @@ class PostgresLessonStore(LessonStore):
 
     async def record_rejection(self, row: RejectionRow) -> None:
         """Append to the rejection log."""
-        async with _guard():
+        async with db_guard():
             await self.pool.execute(
                 "INSERT INTO rejections (source_node_id, reason, content_hash, received_at,"
                 " detail) VALUES ($1, $2, $3, $4, $5)",
@@ -1477,7 +1479,7 @@ class PostgresLessonStore(LessonStore):
 
     async def list_rejections(self, limit: int = 100) -> list[RejectionRow]:
         """Newest first; equal times keep the newest-appended first."""
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 "SELECT source_node_id, reason, content_hash, received_at, detail"
                 " FROM rejections ORDER BY received_at DESC, id DESC LIMIT $1",
@@ -1496,12 +1498,12 @@ class PostgresLessonStore(LessonStore):
         check_event_kinds(events)
         if not events:
             return
-        async with _guard():
+        async with db_guard():
             await self.pool.executemany(_INSERT_EVENT, _event_args(events))
 
     async def lesson_events(self, lesson_ids: Sequence[str]) -> list[LessonEvent]:
         """The events about any of ``lesson_ids``, oldest first (ties in append order)."""
-        async with _guard():
+        async with db_guard():
             recs = await self.pool.fetch(
                 "SELECT lesson_id, at, kind, actor, confidence_before, confidence_after, reason,"
                 " outcome_id, version FROM lesson_events WHERE lesson_id = ANY($1::text[])"
@@ -1526,7 +1528,7 @@ class PostgresLessonStore(LessonStore):
     # -- node state ------------------------------------------------------------------------
     async def get_state(self, key: str) -> dict[str, Any] | None:
         """The document stored under ``key`` in ``node_state``, or ``None``."""
-        async with _guard():
+        async with db_guard():
             doc = await self.pool.fetchval("SELECT document FROM node_state WHERE key = $1", key)
         return None if doc is None else dict(doc)
 
@@ -1537,7 +1539,7 @@ class PostgresLessonStore(LessonStore):
             json.dumps(document)
         except (TypeError, ValueError) as e:
             raise StoreError(f"state {key!r} is not JSON: {e}", reason="invalid_value") from e
-        async with _guard():
+        async with db_guard():
             await self.pool.execute(
                 "INSERT INTO node_state (key, document, updated_at) VALUES ($1, $2, now())"
                 " ON CONFLICT (key) DO UPDATE SET document = EXCLUDED.document,"
@@ -1549,13 +1551,13 @@ class PostgresLessonStore(LessonStore):
     # -- stats -----------------------------------------------------------------------------
     async def database_bytes(self) -> int:
         """The database's size on disk (``pg_database_size``), in bytes."""
-        async with _guard():
+        async with db_guard():
             size = await self.pool.fetchval("SELECT pg_database_size(current_database())")
         return int(size)
 
     async def stats(self) -> dict[str, int]:
         """Counts: ``lessons_<status>`` for every status, outcomes, quarantine, rejections."""
-        async with _guard(), self.pool.acquire() as conn:
+        async with db_guard(), self.pool.acquire() as conn:
             by_status = await conn.fetch("SELECT status, count(*) AS n FROM lessons GROUP BY 1")
             rec = await conn.fetchrow(
                 "SELECT (SELECT count(*) FROM outcomes) AS outcomes,"
