@@ -38,6 +38,7 @@ __all__ = [
     "Effects",
     "apply_decision",
     "select_established",
+    "with_hold",
 ]
 
 #: The most established lessons the filters read on one record.
@@ -63,6 +64,20 @@ class Effects:
         return self.store and self.decision.forward
 
 
+def with_hold(decision: ImportDecision, hold: HoldReason | None) -> ImportDecision:
+    """``decision`` with the pipeline's own hold of stage (3) folded in: a signer no registry
+    vouched for turns any decision but a duplicate into a hold, never forwarded, keeping the
+    decision's confidence and rule for an approval (None: ``decision`` as it is)."""
+    if hold is None or decision.outcome is ImportOutcome.DUPLICATE:
+        return decision
+    return dataclasses.replace(
+        decision,
+        outcome=ImportOutcome.QUARANTINE,
+        reasons=(hold, *decision.reasons),
+        forward=False,
+    )
+
+
 def apply_decision(
     decision: ImportDecision,
     *,
@@ -81,13 +96,7 @@ def apply_decision(
         if not recorded:
             return Effects(decision)
         return Effects(decision, charges=decision.events, judged=decision.reason)
-    if hold is not None and decision.outcome is not ImportOutcome.DUPLICATE:
-        decision = dataclasses.replace(
-            decision,
-            outcome=ImportOutcome.QUARANTINE,
-            reasons=(hold, *decision.reasons),
-            forward=False,
-        )
+    decision = with_hold(decision, hold)
     if decision.outcome is ImportOutcome.DUPLICATE:
         return Effects(decision, charges=decision.events)
     if decision.outcome is ImportOutcome.QUARANTINE:

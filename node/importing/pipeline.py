@@ -96,6 +96,7 @@ from lamarck.node.importing.decision import (
     charged_sender,
     decide_import,
 )
+from lamarck.node.importing.effects import with_hold
 from lamarck.node.importing.filters import (
     established_floor,
     needs_established,
@@ -878,15 +879,8 @@ class ImportPipeline:
             return await self._reject(
                 error, signed.content_hash, source, call, decision.events, record
             )
-        if hold is not None and decision.outcome is not ImportOutcome.DUPLICATE:
-            # Stage (3) could not vouch for the signer: an operator decides, with the
-            # decision's confidence and rule kept for an approval.
-            decision = dataclasses.replace(
-                decision,
-                outcome=ImportOutcome.QUARANTINE,
-                reasons=(hold, *decision.reasons),
-                forward=False,
-            )
+        # Stage (3) could not vouch for the signer: an operator decides.
+        decision = with_hold(decision, hold)
         if call.dry_run:
             return dataclasses.replace(
                 base, outcome=decision.outcome, reasons=decision.reasons, error=decision.error
