@@ -45,7 +45,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lamarck.errors import InvalidRecord, RegistryError
+from lamarck.errors import InvalidRecord, LamarckError, RegistryError
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import b64u_decode, node_id_for
 from lamarck.proto.timefmt import format_ts, parse_ts
@@ -536,7 +536,7 @@ class CachedDirectory(PeerDirectory):
             refreshed = parse_ts(data["refreshed_at"]) if data["refreshed_at"] else None
         except FileNotFoundError:
             return
-        except Exception as e:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, LamarckError) as e:
             # Any damage means "start with no cache", never a node that cannot start.
             log.warning(
                 "ignoring unreadable peer cache", extra={"path": str(path), "error": str(e)}

@@ -114,8 +114,7 @@ NetworkSource = Callable[[], Awaitable[NetworkSnapshot]]
 class ReputationSource(Protocol):
     """The reputation book as the operator reads it: the table, and one peer's history.
 
-    ``PostgresReputation`` answers both (``rows(principal_of=...)``, ``history(node_id)``);
-    ``lamarck.node.api.reputation_source.BookReputation`` adapts it.
+    The daemon adapts ``PostgresReputation`` to it (principals read from the registry).
     """
 
     async def rows(self) -> list[ReputationRow]:

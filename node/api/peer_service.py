@@ -34,7 +34,7 @@ import grpc
 import grpc.aio
 
 import lamarck
-from lamarck.errors import InvalidRecord, PolicyRejected, StoreUnavailable
+from lamarck.errors import InvalidRecord, PolicyRejected, RegistryError, StoreUnavailable
 from lamarck.node.api.limits import RecordBudget, check_batch
 from lamarck.node.api.peer_handlers import handle_publish, handle_request_vote, handle_sync
 from lamarck.node.peer_tls import connection_fingerprint
@@ -159,7 +159,7 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
         sharing = self._sharing()
         deps = sharing.publish_deps
         if deps is None:
-            raise StoreUnavailable("no registry: imports are paused", reason="registry_unavailable")
+            raise RegistryError("no registry: imports are paused", reason="registry_unavailable")
         sender = await sharing.authenticate(
             context.invocation_metadata(), request.sender_node_id, connection_fingerprint(context)
         )

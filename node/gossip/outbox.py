@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from lamarck.errors import NotFound
+from lamarck.errors import LamarckError, NotFound
 from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.store.port import LessonStore
 from lamarck.node.store.postgres import PostgresLessonStore, db_guard
@@ -327,7 +327,7 @@ class OutboxWorker:
             return 0
         try:
             await self._send(target, [raw for _, raw in sendable])
-        except Exception as e:  # any failure is retried; the receiver dedupes
+        except LamarckError as e:  # a failed delivery is retried; the receiver dedupes
             _log.info("outbox delivery to %s failed: %s", target, e)
             for entry, _ in sendable:
                 delay = retry_delay(entry.attempts + 1, self._params)

@@ -592,14 +592,6 @@ class ImportPipeline:
         if self._on_expected is not None:
             await self._on_expected(operations)
 
-    async def import_many(
-        self, raws: Sequence[bytes], *, source: ImportSource, via_node_id: str = ""
-    ) -> list[ImportResult]:
-        """Import a batch in order; one result per record."""
-        return [
-            await self.import_record(raw, source=source, via_node_id=via_node_id) for raw in raws
-        ]
-
     async def import_record(
         self,
         raw: bytes,

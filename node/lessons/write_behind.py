@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from lamarck.errors import StoreError
 from lamarck.node.learning.write_behind import WriteBehindParams
 from lamarck.node.store.port import LessonStore
 
@@ -327,7 +328,7 @@ class WriteBehind:
                     break
                 try:
                     await self._write_once()
-                except Exception as e:  # the store is down: the next reader retries inline
+                except StoreError as e:  # the store is down: the next reader retries inline
                     if not self._failing:
                         _log.warning("write-behind paused: %s (%d pending)", e, self.pending)
                     self._failing = True

@@ -21,7 +21,6 @@ from lamarck.errors import (
     DeliveryFailed,
     InvalidRecord,
     RegistryError,
-    StoreUnavailable,
 )
 from lamarck.node import metrics
 from lamarck.node.api.node_status import Admission, AdmissionState
@@ -313,7 +312,7 @@ class Membership:
         """The proven id of a PeerService caller naming itself ``claimed`` over a connection
         made with the certificate ``channel`` (see ``peer_auth``)."""
         if self.auth is None:
-            raise StoreUnavailable(
+            raise RegistryError(
                 "no registry: peers cannot be authenticated", reason="registry_unavailable"
             )
         return await self.auth.authenticate(metadata, claimed, channel)

@@ -359,15 +359,6 @@ class Sharing:
         await self.membership.close()
 
     # -- registry -------------------------------------------------------------------------
-    async def registry_tick(self) -> None:
-        """One registry round (heartbeat or registration, then the peer list)."""
-        await self.membership.tick()
-
-    @property
-    def registry_ok(self) -> bool:
-        """Whether the registry answered the last round (else sharing runs from the cache)."""
-        return self.membership.ok
-
     @property
     def directory(self) -> Any:
         """The cached registry directory, or None without a registry."""

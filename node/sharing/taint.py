@@ -37,7 +37,7 @@ import json
 import logging
 import random
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 
 from lamarck.consensus.params import TaintParams
@@ -393,12 +393,3 @@ def _next_version_time(row: LessonRow, now: datetime) -> datetime:
     if row.signed_record is not None:
         return row.updated_at
     return max(now, row.updated_at + timedelta(microseconds=1))
-
-
-def taint_rows(rows: Iterable[QuarantineRow], *, source: str = "") -> list[QuarantineRow]:
-    """The pending taint rows (either reason), of ``source`` when given."""
-    return [
-        r
-        for r in rows
-        if is_taint_row(r) and r.state == "pending" and (not source or r.source_node_id == source)
-    ]

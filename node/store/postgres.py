@@ -252,7 +252,7 @@ def _decode_jsonb(data: bytes) -> Any:
     return json.loads(data[1:])
 
 
-_TRANSLATED = (
+TRANSLATED_ERRORS = (
     asyncpg.PostgresError,
     asyncpg.InterfaceError,
     asyncpg.InternalClientError,
@@ -292,7 +292,7 @@ async def db_guard() -> AsyncIterator[None]:
     Postgres adapter over the lesson store's pool guards its calls with this one."""
     try:
         yield
-    except _TRANSLATED as e:
+    except TRANSLATED_ERRORS as e:
         raise translate_error(e) from e
 
 
@@ -608,7 +608,7 @@ class PostgresLessonStore(LessonStore):
                 )
                 self._vector_schema = schema or "public"
         finally:
-            with contextlib.suppress(*_TRANSLATED):
+            with contextlib.suppress(*TRANSLATED_ERRORS):
                 await conn.close()
         if self._pool is None:
             async with db_guard():

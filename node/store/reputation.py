@@ -48,7 +48,12 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from lamarck.errors import StoreError
-from lamarck.node.store.postgres import PostgresLessonStore, translate_error
+from lamarck.node.store.postgres import (
+    TRANSLATED_ERRORS,
+    PostgresLessonStore,
+    db_guard,
+    translate_error,
+)
 from lamarck.proto.clock import Clock
 from lamarck.reputation.book import PeerLedger, ReputationBook, TrustConfig, table_rows
 from lamarck.reputation.events import EventKind, ReputationEvent
@@ -282,11 +287,8 @@ class PostgresReputation:
         queued = [e for e, _ in reversed(self._queue) if e.node_id == node_id]
         if len(queued) >= limit:
             return queued[:limit]
-        try:
-            async with self._pool().acquire() as conn:
-                recs = await conn.fetch(_HISTORY, node_id, limit)
-        except Exception as e:
-            raise translate_error(e) from e
+        async with db_guard(), self._pool().acquire() as conn:
+            recs = await conn.fetch(_HISTORY, node_id, limit)
         keys = {e.key for e in queued}
         stored = [_event(r) for r in recs]
         return (queued + [e for e in stored if e.key not in keys])[:limit]
@@ -302,17 +304,12 @@ class PostgresReputation:
         book = ReputationBook(self._params, self._replay_clock, self._trust)
         seen: set[str] = set()
         replayed = 0
-        try:
-            # A server-side cursor: memory stays bounded by the prefetch, not the history.
-            async with self._pool().acquire() as conn, conn.transaction():
-                async for rec in conn.cursor(_SELECT, prefetch=LOAD_PREFETCH):
-                    seen.add(rec["key"])  # _event checks that the event reproduces it
-                    self._apply(book, _event(rec), rec["emitted_at"])
-                    replayed += 1
-        except StoreError:
-            raise
-        except Exception as e:
-            raise translate_error(e) from e
+        # A server-side cursor: memory stays bounded by the prefetch, not the history.
+        async with db_guard(), self._pool().acquire() as conn, conn.transaction():
+            async for rec in conn.cursor(_SELECT, prefetch=LOAD_PREFETCH):
+                seen.add(rec["key"])  # _event checks that the event reproduces it
+                self._apply(book, _event(rec), rec["emitted_at"])
+                replayed += 1
         # The new book is swapped in without an await after this point: an emit during the
         # replay landed in the old book and in the queue, which is applied last.
         for event, emitted_at in self._queue:
@@ -340,7 +337,7 @@ class PostgresReputation:
                 try:
                     async with self._pool().acquire() as conn, conn.transaction():
                         await conn.executemany(_INSERT, [_row(e, at) for e, at in batch])
-                except Exception as e:
+                except TRANSLATED_ERRORS as e:
                     error = translate_error(e)
                     error.details["pending"] = len(self._queue)
                     raise error from e

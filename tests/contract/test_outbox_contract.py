@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lamarck.errors import NotFound
+from lamarck.errors import DeliveryFailed, NotFound
 from lamarck.node.gossip.outbox import (
     LAST_ERROR_MAX_CHARS,
     InMemoryOutbox,
@@ -154,7 +154,7 @@ async def test_the_worker_delivers_retries_with_backoff_and_drops_vanished_recor
 
     async def send(target: str, records: Sequence[bytes]) -> None:
         if target in down:
-            raise ConnectionError(f"{target} is down")
+            raise DeliveryFailed(f"{target} is down", reason="rpc_failed")
         sent.append((target, list(records)))
 
     async def load(lesson_id: str, content_hash: str) -> bytes | None:
@@ -168,7 +168,7 @@ async def test_the_worker_delivers_retries_with_backoff_and_drops_vanished_recor
     (pending,) = await outbox.pending()
     assert (pending.target_node_id, pending.attempts) == ("b", 1)
     assert pending.next_attempt_at == at(2)
-    assert pending.last_error == "ConnectionError: b is down"
+    assert pending.last_error == "DeliveryFailed: rpc_failed: b is down"
 
     assert await worker.run_once(at(1)) == 0  # not due yet
     down.clear()

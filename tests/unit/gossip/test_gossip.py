@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from lamarck.errors import ConfigError
+from lamarck.errors import ConfigError, DeliveryFailed
 from lamarck.node.api.peer_handlers import (
     PublishDeps,
     handle_publish,
@@ -218,7 +218,7 @@ class FlakyPeer:
 
     async def send(self, target: str, raws: Sequence[bytes]) -> None:
         if target in self.down:
-            raise ConnectionError(f"{target} unreachable")
+            raise DeliveryFailed(f"{target} unreachable", reason="rpc_failed")
         self.received.setdefault(target, []).extend(raws)
 
 
