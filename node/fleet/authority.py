@@ -212,10 +212,12 @@ def _push_all(
 
 
 def _await_held(
-    fleet: Fleet, honest: Sequence[int], ids: dict[str, int], bound_s: float
+    fleet: Fleet, honest: Sequence[int], claims: Sequence[Claim], bound_s: float
 ) -> dict[str, int]:
-    """How many pushed claims each honest node holds, once every node holds all of them or
-    the count stopped growing (polled, bounded by ``bound_s``)."""
+    """How many claims each honest node holds active (by text: a node keeps an import
+    under its own id), once every node holds all of them or the count stopped growing
+    (polled, bounded by ``bound_s``); a quarantined claim is never active."""
+    texts = {" ".join(c.text.split()) for c in claims}
     deadline = time.monotonic() + bound_s
     last: dict[str, int] = {}
     while True:
@@ -224,8 +226,8 @@ def _await_held(
             node = fleet.nodes[h]
             with Client(node.agent_addr, timeout=60) as client:
                 lessons = client.list_lessons(statuses=["active"], page_size=1000).lessons
-            held[node.name] = sum(x.id in ids for x in lessons)
-        if all(v >= len(ids) for v in held.values()) or held == last:
+            held[node.name] = len(texts & {" ".join(x.content.split()) for x in lessons})
+        if all(v >= len(texts) for v in held.values()) or held == last:
             return held
         if time.monotonic() > deadline:
             return held
@@ -258,7 +260,7 @@ def run_authority(
     for lesson_id, k in ids.items():
         by_claim.setdefault(k, set()).add(lesson_id)
     say(f"authority: {len(report.pushes)} claims pushed by {len(attackers)} attacker(s)")
-    report.held = _await_held(fleet, honest, ids, params.settle_s)
+    report.held = _await_held(fleet, honest, claims, params.settle_s)
     say(f"authority: claims held per honest node {report.held}")
     tasks = sorted({c.task for c in claims})
     for h in honest:
