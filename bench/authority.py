@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         runs, nodes, byz = 1, 5, 2
     topics = topic_figures()
-    ports = [args.base_port + 30 * k for k in range(5)]
+    ports = [args.base_port + 25 * k for k in range(2)]
     rows: list[dict[str, float]] = []
     for k in range(runs):
         with tempfile.TemporaryDirectory(prefix="lamarck-authority-") as tmp:

@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     runs, nodes, byz, rounds = args.runs, args.nodes, args.byzantine, args.rounds
     if args.quick:
         runs, nodes, byz, rounds = 1, 5, 2, 2
-    ports = [args.base_port + 30 * k for k in range(5)]
+    ports = [args.base_port + 25 * k for k in range(2)]
     rows: list[dict[str, float]] = []
     for k in range(runs):
         with tempfile.TemporaryDirectory(prefix="lamarck-steering-") as tmp:

@@ -19,7 +19,7 @@ from lamarck.node.fleet.supervisor import Fleet
 pytestmark = pytest.mark.integration
 
 #: Port ranges of this module's fleet (the attack scenarios' 9500-9800).
-PORTS = (9560, 9590, 9620)
+PORTS = (9710, 9725)
 
 
 @pytest.fixture(scope="module")

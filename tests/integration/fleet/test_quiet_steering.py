@@ -22,7 +22,7 @@ from lamarck.node.fleet.supervisor import Fleet
 pytestmark = pytest.mark.integration
 
 #: Port ranges of this module's fleet (the attack scenarios' 9500-9800).
-PORTS = (9680, 9710, 9740)
+PORTS = (9770, 9785)
 
 
 @pytest.fixture(scope="module")
