@@ -1,8 +1,8 @@
 """Authority claims pushed by admitted peers (each its own principal) into a real fleet with
 some honest nodes' influence gate off: the claims the gate's topic detection was tuned on
 reach no prompt or preamble of a gated honest node, and do reach the gate-off nodes' (so
-the assertion could fail). The held-out claims' figure is printed (``-s``), not asserted:
-bench/authority.py reports it.
+the assertion could fail). The held-out claims are not pushed here: bench/authority.py
+reports them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from lamarck.node.fleet.attack_fleet import start_attack_fleet
 from lamarck.node.fleet.authority import AuthorityParams, run_authority
 from lamarck.node.fleet.supervisor import Fleet
 
-pytestmark = pytest.mark.integration
+# A fleet's start and the pushes' imports take minutes on a loaded 2-core machine.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 #: Port ranges of this module's fleet (the attack scenarios' 9500-9800).
 PORTS = (9710, 9725)
@@ -34,13 +35,10 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
 def test_tuned_authority_claims_reach_no_gated_agent_and_do_reach_the_ungated(
     fleet: Fleet,
 ) -> None:
-    report = run_authority(fleet, AuthorityParams(claims="both"), print, tag="-it")
+    report = run_authority(fleet, AuthorityParams(claims="tuning"), print, tag="-it")
     figures = report.figures()
     print(figures)
-    for where in report.where:
-        print("reached a gated node:", where)
-    tuned_on = figures["gate_on_claims_reached"] - figures["gate_on_held_out_claims_reached"]
-    tuned_off = figures["gate_off_claims_reached"] - figures["gate_off_held_out_claims_reached"]
     assert figures["authority_pushes_accepted"] > 0
-    assert tuned_off > 0, figures  # the claims are recalled for the tasks: the attack works
-    assert tuned_on == 0, report.where
+    # The claims are recalled for the tasks: the attack works where the gate is off.
+    assert figures["gate_off_claims_reached"] > 0, figures
+    assert figures["gate_on_claims_reached"] == 0, report.where

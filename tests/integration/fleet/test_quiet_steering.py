@@ -19,7 +19,8 @@ from lamarck.node.fleet.attack_fleet import start_attack_fleet
 from lamarck.node.fleet.steering import SteeringParams, run_steering
 from lamarck.node.fleet.supervisor import Fleet
 
-pytestmark = pytest.mark.integration
+# A fleet's start, the honest phase and two rounds take minutes on a loaded 2-core machine.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 #: Port ranges of this module's fleet (the attack scenarios' 9500-9800).
 PORTS = (9770, 9785)
