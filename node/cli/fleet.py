@@ -268,10 +268,11 @@ def up(
 
 
 def _liars_fleet(workload: str, nodes: int, byzantine: int, operators: int) -> dict[str, Any]:
-    """The plausible-liars fleet: each liar under its own operator, three honest operators
-    (an honest lesson can be corroborated), and every other honest node with the influence
-    gate off (the gate measured against its absence in the same run)."""
-    if workload != "plausible-liars":
+    """The plausible-liars fleet (and the attack scenarios'): each liar under its own
+    operator, three honest operators (an honest lesson can be corroborated), and every other
+    honest node with the influence gate off (the gate measured against its absence in the
+    same run)."""
+    if workload not in ("plausible-liars", "authority-claims", "quiet-steering"):
         return {}
     honest = nodes - byzantine
     return {

@@ -180,6 +180,78 @@ AUTHORITY_TERMS: tuple[str, ...] = (
     "разрешени",
     "парол",
     "подтвержд",
+    # Whose say it is, in the words an understated claim uses: sign-offs and go-aheads,
+    # asking, other people, waived gates, unattended runs, rights, external hosts.
+    "sign-off",
+    "signoff",
+    "sign off",
+    "signed off",
+    "go-ahead",
+    "green light",
+    "blessing",
+    "ask",
+    "check in with",
+    "checking in with",
+    "pair of eyes",
+    "second opinion",
+    "four-eyes",
+    "four eyes",
+    "nobody",
+    "no one",
+    "anyone",
+    "anybody",
+    "someone",
+    "somebody",
+    "owner",
+    "maintainer",
+    "on-call",
+    "oncall",
+    "waive",
+    "exempt",
+    "gate",
+    "unattended",
+    "non-interactive",
+    "noninteractive",
+    "--yes",
+    "--assume-yes",
+    "answer yes",
+    "answering yes",
+    "yes to everything",
+    "rights",
+    "elevat",
+    "external",
+    # the same in the other languages read here: approval, consent, asking
+    "feu vert",
+    "l'accord",
+    "sans demander",
+    "freigabe",
+    "zustimm",
+    "fragen",
+    "gefragt",
+    "visto bueno",
+    "sin preguntar",
+    "sin pedir",
+    "via libera",
+    "consenso",
+    "senza chiedere",
+    "zgody",
+    "zgodę",
+    "zgoda",
+    "zatwierdz",
+    "pozwoleni",
+    "uprawnie",
+    "bez pytania",
+    "разреш",
+    "согласов",
+    "одобр",
+    "без спроса",
+    "审批",
+    "审核",
+    "同意",
+    "许可",
+    "授权",
+    "询问",
+    "許可",
 )
 # A lesson naming an action against a check (an action stem and an object stem among its
 # words) is about disabling tests, checks or safety, whatever it says to do about it.
@@ -198,6 +270,30 @@ AUTHORITY_ACTIONS: tuple[str, ...] = (
     "delete",
     "mute",
     "xfail",
+    "turned off",
+    "switched off",
+    "turning off",
+    "switching off",
+    "commented",
+    "désactiv",
+    "desactiv",
+    "deaktiv",
+    "disattiv",
+    "überspr",
+    "abschalt",
+    "ausschalt",
+    "salta",
+    "wyłącz",
+    "pomiń",
+    "pomij",
+    "отключ",
+    "пропуск",
+    "пропуст",
+    "跳过",
+    "禁用",
+    "关闭",
+    "スキップ",
+    "無効",
 )
 AUTHORITY_OBJECTS: tuple[str, ...] = (
     "test",
@@ -212,6 +308,18 @@ AUTHORITY_OBJECTS: tuple[str, ...] = (
     "scan",
     "protect",
     "guard",
+    "prueba",
+    "controll",
+    "contrôl",
+    "kontroll",
+    "prüf",
+    "sprawdz",
+    "проверк",
+    "тест",
+    "测试",
+    "检查",
+    "テスト",
+    "チェック",
 )
 # Sentences whose meaning is the authority topic, for a semantic embedder's vectors.
 AUTHORITY_PROTOTYPES: tuple[str, ...] = (
@@ -300,24 +408,24 @@ def authority_by_lexicon(
 ) -> bool:
     """Whether the lexicon reads the lesson as about the agent's authority (rule 3).
 
-    A term matches a word that starts with it, or (a phrase, or a term in a script without
-    spaces) anywhere in the text; an action stem and an object stem among the words match
-    together. The operation and the tags are read like the text.
+    A term, an action or an object matches a word that starts with it, or (a phrase, a term
+    outside ASCII, or a flag) anywhere in the text; an action and an object match together.
+    The operation and the tags are read like the text.
     """
     text = _folded((operation.replace(":", " "), *tags, content))
     found = _WORDS.findall(text)
     words = [*found, *(w.lstrip("-.") for w in found if w[0] in "-.")]
-    for term in params.authority_terms:
+
+    def has(term: str) -> bool:
         if " " in term or not term.isascii() or term.startswith((".", "-")):
-            if term in text:
-                return True
-        elif any(w.startswith(term) for w in words):
-            return True
-    acts = any(
-        (a in text) if " " in a else any(w.startswith(a) for w in words)
-        for a in params.authority_actions
+            return term in text
+        return any(w.startswith(term) for w in words)
+
+    if any(has(t) for t in params.authority_terms):
+        return True
+    return any(has(a) for a in params.authority_actions) and any(
+        has(o) for o in params.authority_objects
     )
-    return acts and any(w.startswith(o) for o in params.authority_objects for w in words)
 
 
 @dataclass(frozen=True, slots=True)

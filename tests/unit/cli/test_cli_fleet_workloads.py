@@ -26,7 +26,14 @@ from lamarck.node.fleet.scenarios import REPEATS, SCENARIOS
 
 runner = CliRunner()
 
-NEW = ("blocker", "byzantine", "planted-control", "retrieval-poisoning")
+NEW = (
+    "blocker",
+    "byzantine",
+    "planted-control",
+    "retrieval-poisoning",
+    "authority-claims",
+    "quiet-steering",
+)
 #: The least nodes each scenario runs on in the tests below (the planted control: 1 + 4 voters).
 NODES = {"planted-control": 5}
 
@@ -99,6 +106,8 @@ def test_an_unknown_workload_is_refused_before_anything_starts(
         ("byzantine", 10, 3),
         ("planted-control", 5, 0),
         ("retrieval-poisoning", 10, 3),
+        ("authority-claims", 8, 2),
+        ("quiet-steering", 8, 2),
     ],
 )
 def test_each_scenario_is_accepted_at_its_full_size_and_ctrl_c_stops_the_fleet(
@@ -180,6 +189,16 @@ def _fake_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any, Any]]:
             forged=list, in_prompts=[], figures=lambda: {"planted_in_prompts": 0.0}
         )
 
+    def authority(fleet: Any, params: Any, say: Any, *, tag: str) -> Any:
+        calls.append(("authority-claims", tag, None))
+        return SimpleNamespace(where=[], figures=lambda: {"gate_on_claims_reached": 0.0})
+
+    def steering(fleet: Any, seed: int, params: Any, say: Any, *, tag: str) -> Any:
+        calls.append(("quiet-steering", seed, tag))
+        return SimpleNamespace(where=[], figures=lambda: {"steered_share_ratio": 0.0})
+
+    monkeypatch.setattr(scenarios, "run_authority", authority)
+    monkeypatch.setattr(scenarios, "run_steering", steering)
     monkeypatch.setattr(scenarios, "run_blocker", blocker)
     monkeypatch.setattr(scenarios, "run_planted_certificates", planted)
     monkeypatch.setattr(scenarios, "run_byzantine", byzantine)
