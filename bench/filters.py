@@ -46,7 +46,14 @@ if __package__ in (None, ""):
 
 from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, every_other, load_corpus
 from bench.lesson_corpus import lesson_sentences
-from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors, make_minilm
+from lamarck.node.embedder import (
+    Embedder,
+    Vectors,
+)
+from lamarck.node.embedding import (
+    HashingEmbedder,
+    make_minilm,
+)
 from lamarck.node.importing.autonomy import (
     AutonomyFilter,
     AutonomyParams,

@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 
 from bench.lesson_corpus import TOOLS, lesson_sentences
-from lamarck.node.embedding import Embedder, make_embedder
+from lamarck.node.embedder import Embedder
+from lamarck.node.embedding import make_embedder
 from lamarck.node.learning.attribution import attribute
 from lamarck.node.learning.conflicts import (
     Conflict,
@@ -62,7 +63,7 @@ from lamarck.node.learning.outcomes import StepResult, ToolStep, Verdict
 from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.ranking import Candidate, rank
 from lamarck.node.learning.variables import Importance, VariableImportanceLearner
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.node.store.rows import LessonRow, LessonStatus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 PROJECT = "project:" + "a1" * 16

@@ -92,12 +92,16 @@ from bench.host import HostWatch, machine_line
 from bench.lesson_corpus import lesson_sentences, task_queries
 from bench.node import PROJECT, outcome, start_node, stop_node
 from lamarck.client import AsyncClient
-from lamarck.node.embedding import MiniLMEmbedder, Vectors, make_embedder
+from lamarck.node.embedder import Vectors
+from lamarck.node.embedding import (
+    MiniLMEmbedder,
+    make_embedder,
+)
 from lamarck.node.fleet.launcher import NodeProcess
 from lamarck.node.learning.params import LessonParams
 from lamarck.node.store.embedded import EmbeddedPostgres
-from lamarck.node.store.port import Category, LessonFilter, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.node.store.rows import Category, LessonFilter, LessonStatus
 from lamarck.proto.keys import init_keys
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory

@@ -43,7 +43,7 @@ from lamarck.node.sharing.quorum import (
     vote_from_wire,
 )
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import OutcomeRow
+from lamarck.node.store.rows import OutcomeRow
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2

@@ -46,18 +46,20 @@ if __package__ in (None, ""):
 
 from bench.host import machine_line
 from bench.lesson_corpus import lesson_sentences, task_queries
+from lamarck.node.embedder import (
+    Embedder,
+    Vectors,
+)
 from lamarck.node.embedding import (
     DEFAULT_DIM,
     MINILM_MODEL_NAME,
-    Embedder,
     HashingEmbedder,
     MiniLMEmbedder,
-    Vectors,
     make_embedder,
 )
 from lamarck.node.store.embedded import EmbeddedPostgres
-from lamarck.node.store.port import LessonFilter, LessonRow, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.node.store.rows import LessonFilter, LessonRow, LessonStatus
 
 __all__ = ["CACHE_DIR", "corpus_embeddings", "main", "run"]
 

@@ -49,8 +49,8 @@ from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.health.params import HealthParams
 from lamarck.node.sharing.taint import TaintSweeper
 from lamarck.node.store.embedded import EmbeddedPostgres
-from lamarck.node.store.port import LessonEvent, LessonRow, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.node.store.rows import LessonEvent, LessonRow, LessonStatus
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.v1 import operator_pb2

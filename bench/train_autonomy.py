@@ -34,7 +34,11 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, load_corpus
-from lamarck.node.embedding import Embedder, Vectors, make_minilm
+from lamarck.node.embedder import (
+    Embedder,
+    Vectors,
+)
+from lamarck.node.embedding import make_minilm
 from lamarck.node.importing.autonomy import (
     MODEL_FILE,
     AutonomyFilter,

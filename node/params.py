@@ -18,7 +18,8 @@ from lamarck.node.api.limits import PeerLimits
 from lamarck.node.config import NodeSettings
 from lamarck.node.console.http import ConsoleParams
 from lamarck.node.console.plots import PlotParams
-from lamarck.node.embedding import Embedder, OnnxParams
+from lamarck.node.embedder import Embedder
+from lamarck.node.embedding import OnnxParams
 from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.health.params import HealthParams
 from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, meaning_model

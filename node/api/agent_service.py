@@ -48,13 +48,13 @@ from lamarck.node.learning.why import NothingLearned
 from lamarck.node.lessons.core import RecalledLesson
 from lamarck.node.lessons.recall import ShownConflict
 from lamarck.node.sharing.quorum import voter_reality_events
-from lamarck.node.store.port import (
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.rows import (
     Category,
     LessonEvent,
     LessonFilter,
     LessonRow,
     LessonStatus,
-    LessonStore,
 )
 from lamarck.node.store.service import LessonService
 from lamarck.proto.canonical import sha256_hex

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from lamarck.errors import ConflictError, LamarckError
-from lamarck.node.store.port import QuarantineRow
+from lamarck.node.store.rows import QuarantineRow
 
 __all__ = ["BulkFailure", "BulkJob", "BulkJobs", "JobKey"]
 

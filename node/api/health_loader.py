@@ -22,7 +22,14 @@ from lamarck.node.health.report import health_report
 from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.variables import VariableImportanceLearner
 from lamarck.node.lessons.core import LEARNER_STATE_KEY
-from lamarck.node.store.port import LessonEvent, LessonFacts, LessonStore, keyset_pages
+from lamarck.node.store.port import (
+    LessonStore,
+    keyset_pages,
+)
+from lamarck.node.store.rows import (
+    LessonEvent,
+    LessonFacts,
+)
 
 __all__ = [
     "EVENT_CHUNK",

@@ -63,8 +63,13 @@ from lamarck.node.health.render import report_to_json
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.sharing.taint import TaintSweeper, is_taint_row
-from lamarck.node.store.port import LessonEvent, LessonStore, QuarantineRow, RejectionRow
+from lamarck.node.store.port import LessonStore
 from lamarck.node.store.recall_index import HasRecallIndex
+from lamarck.node.store.rows import (
+    LessonEvent,
+    QuarantineRow,
+    RejectionRow,
+)
 from lamarck.proto.clock import Clock
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts

@@ -40,11 +40,13 @@ from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, Import
 from lamarck.node.learning.mechanical import avoided_operation
 from lamarck.node.metrics import IMPORTS
 from lamarck.node.store.port import (
+    LessonStore,
+    keyset_pages,
+)
+from lamarck.node.store.rows import (
     LessonFilter,
     LessonStatus,
-    LessonStore,
     OutcomeRow,
-    keyset_pages,
 )
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.identity import NodeIdentity

@@ -40,7 +40,7 @@ from lamarck.node.api.interceptors import (
 )
 from lamarck.node.api.node_status import ReputationSource
 from lamarck.node.config import NodeSettings
-from lamarck.node.embedding import Embedder
+from lamarck.node.embedder import Embedder
 from lamarck.node.params import NodeParams
 from lamarck.node.peer_tls import PeerTls
 from lamarck.node.store.port import LessonStore

@@ -22,7 +22,7 @@ from lamarck.node.console.markup import Markup, el, join, void
 from lamarck.node.console.plots import PlotParams, bar_chart, calibration_curve, timeline_chart
 from lamarck.node.health.figures import Finding, HealthReport
 from lamarck.node.learning.influence import LessonEvidence, evidence_label
-from lamarck.node.store.port import LessonEvent, LessonRow, QuarantineRow
+from lamarck.node.store.rows import LessonEvent, LessonRow, QuarantineRow
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.table import TOP_PARTS, ReputationRow, global_text, named_parts, parts_text

@@ -73,7 +73,12 @@ from lamarck.node.health.render import report_from_json
 from lamarck.node.learning.influence import LessonEvidence
 from lamarck.node.lru import Lru
 from lamarck.node.net import LOOPBACK_NAMES
-from lamarck.node.store.port import LessonFilter, LessonRow, LessonStore, QuarantineRow
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.rows import (
+    LessonFilter,
+    LessonRow,
+    QuarantineRow,
+)
 from lamarck.proto.timefmt import parse_ts
 from lamarck.proto.v1 import operator_pb2
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from lamarck.errors import ConfigError
 from lamarck.node.gossip.share_reason import why_not_shared
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.node.store.rows import LessonRow, LessonStatus
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.limits import DEFAULT_LIMITS
 from lamarck.proto.memory import UUID4_PATTERN, MemoryV2, estimate_std_dev

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lamarck.node.store.port import Category, LessonRow, LessonStatus
+from lamarck.node.store.rows import Category, LessonRow, LessonStatus
 
 if TYPE_CHECKING:
     # Only a type here, so publisher.py can import this module (may_publish may call it).

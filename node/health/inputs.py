@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from lamarck.errors import InvalidRecord
 from lamarck.node.health.params import HealthParams
-from lamarck.node.store.port import Category, LessonEvent, LessonStatus
+from lamarck.node.store.rows import Category, LessonEvent, LessonStatus
 
 __all__ = [
     "HealthInputs",

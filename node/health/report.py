@@ -41,7 +41,7 @@ from lamarck.node.health.inputs import (
 )
 from lamarck.node.health.params import HealthParams
 from lamarck.node.learning.ranking import idle_days
-from lamarck.node.store.port import Category, LessonEvent, LessonStatus
+from lamarck.node.store.rows import Category, LessonEvent, LessonStatus
 
 __all__ = [
     "adaptation",

@@ -80,7 +80,7 @@ from typing import Protocol, cast, runtime_checkable
 import numpy as np
 
 from lamarck.errors import ConfigError
-from lamarck.node.embedding import Embedder, Vectors
+from lamarck.node.embedder import Embedder, Vectors
 from lamarck.node.importing.filters import (
     FilterReason,
     ImportView,
@@ -1316,7 +1316,7 @@ class ClassifierWeights:
     @classmethod
     def packaged(cls) -> ClassifierWeights:
         """The weights shipped with the package (``node/importing/autonomy_model.json``)."""
-        text = resources.files("lamarck.node.importing").joinpath(MODEL_FILE).read_text("utf-8")
+        text = resources.files("lamarck.policy").joinpath(MODEL_FILE).read_text("utf-8")
         return cls.from_obj(json.loads(text))
 
 

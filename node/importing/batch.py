@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from lamarck.errors import ConfigError, StoreError
-from lamarck.node.embedding import Embedder, Vectors
+from lamarck.node.embedder import Embedder, Vectors
 from lamarck.node.heap import release_memory
 from lamarck.node.importing.filters import Filter, texts_with_content
 from lamarck.node.importing.pipeline import (
@@ -43,7 +43,8 @@ from lamarck.node.importing.pipeline import (
     ImportResult,
     ImportSource,
 )
-from lamarck.node.store.port import LessonFilter, LessonStore
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.rows import LessonFilter
 from lamarck.params_checks import check_finite, check_rule
 from lamarck.proto.limits import DEFAULT_LIMITS, too_deep
 

@@ -86,7 +86,7 @@ from lamarck.errors import (
     StoreUnavailable,
     VerificationError,
 )
-from lamarck.node.embedding import Embedder
+from lamarck.node.embedder import Embedder
 from lamarck.node.importing.decision import (
     DecisionReason,
     ImportDecision,
@@ -115,12 +115,12 @@ from lamarck.node.learning.evidence import (
 )
 from lamarck.node.learning.params import EvidenceParams
 from lamarck.node.metrics import IMPORTS
-from lamarck.node.store.port import (
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.rows import (
     Category,
     LessonEvent,
     LessonRow,
     LessonStatus,
-    LessonStore,
     ProvenanceEntry,
     QuarantineRow,
     RejectionRow,

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from lamarck.node.learning.attribution import Attribution, Effect
-from lamarck.node.store.port import LessonRow
+from lamarck.node.store.rows import LessonRow
 from lamarck.reputation.events import EventKind, ReputationEvent
 
 __all__ = ["reality_events"]

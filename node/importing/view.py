@@ -32,11 +32,13 @@ from lamarck.node.importing.filters import (
     SourceStats,
 )
 from lamarck.node.store.port import (
+    LessonStore,
+    keyset_pages,
+)
+from lamarck.node.store.rows import (
     LessonFilter,
     LessonStatus,
-    LessonStore,
     Vector,
-    keyset_pages,
 )
 from lamarck.proto.memory import MemoryV2, parse_memory, schema_major
 from lamarck.reputation.port import ReputationView, TrackRecords

@@ -59,7 +59,7 @@ from lamarck.node.learning.knowledge_params import ConflictParams
 from lamarck.node.learning.mechanical import MechanicalLesson, avoided_operation, lesson_target
 from lamarck.node.learning.params import ContextParams
 from lamarck.node.learning.scopes import GLOBAL
-from lamarck.node.store.port import Category, LessonRow, LessonStatus
+from lamarck.node.store.rows import Category, LessonRow, LessonStatus
 from lamarck.reputation.events import ReputationEvent
 
 __all__ = [

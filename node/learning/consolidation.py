@@ -42,7 +42,7 @@ from lamarck.node.learning.conflicts import SimilarityFn, cosine, is_negated, me
 from lamarck.node.learning.context_match import context_similarity
 from lamarck.node.learning.knowledge_params import ConsolidationParams
 from lamarck.node.learning.params import ContextParams
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.node.store.rows import LessonRow, LessonStatus
 
 __all__ = [
     "ConsolidationPlan",

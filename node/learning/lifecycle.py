@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lamarck.node.learning.knowledge_params import LifecycleParams
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.node.store.rows import LessonRow, LessonStatus
 
 __all__ = ["LifecycleFacts", "LifecycleState", "facts_of", "lifecycle_state", "state_of"]
 

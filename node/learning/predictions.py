@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lamarck.node.store.port import OutcomeRow
+from lamarck.node.store.rows import OutcomeRow
 
 __all__ = ["RecordedPrediction", "recorded_prediction", "recorded_predictions"]
 

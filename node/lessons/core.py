@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lamarck.errors import EvidenceError, InvalidRecord, SecretDetected
-from lamarck.node.embedding import Embedder
+from lamarck.node.embedder import Embedder
 from lamarck.node.heap import release_memory
 from lamarck.node.learning import confidence as conf
 from lamarck.node.learning.attribution import Attribution
@@ -32,12 +32,12 @@ from lamarck.node.learning.prompt import PromptSection, TokenCounter
 from lamarck.node.learning.secrets import scan_for_secrets
 from lamarck.node.learning.variables import VariableImportanceLearner
 from lamarck.node.lessons.write_behind import WriteBehind
-from lamarck.node.store.port import (
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.rows import (
     Category,
     LessonEvent,
     LessonRow,
     LessonStatus,
-    LessonStore,
 )
 from lamarck.proto.clock import Clock
 from lamarck.reputation.events import ReputationEvent
@@ -72,7 +72,7 @@ LEARNER_STATE_KEY = "variable_importance"
 
 
 class EmbedderLike(Protocol):
-    """What the service needs from an embedder (``lamarck.node.embedding.Embedder`` fits)."""
+    """What the service needs from an embedder (``lamarck.node.embedder.Embedder`` fits)."""
 
     @property
     def dim(self) -> int:

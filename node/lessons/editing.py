@@ -24,7 +24,7 @@ from lamarck.node.lessons.core import (
     context_texts,
 )
 from lamarck.node.lessons.knowledge import Knowledge
-from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
+from lamarck.node.store.rows import Category, LessonFilter, LessonRow, LessonStatus
 from lamarck.proto.identity import is_node_id
 from lamarck.proto.limits import DEFAULT_LIMITS
 

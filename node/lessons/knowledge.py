@@ -46,7 +46,7 @@ from lamarck.node.learning.mechanical import TARGET_TAG
 from lamarck.node.learning.scopes import GLOBAL, recall_scopes
 from lamarck.node.lessons.core import LessonChange, LessonCore
 from lamarck.node.store.memory import lesson_matches
-from lamarck.node.store.port import (
+from lamarck.node.store.rows import (
     Category,
     LessonFilter,
     LessonRow,

@@ -14,7 +14,7 @@ from lamarck.node.learning import confidence as conf
 from lamarck.node.learning.scopes import over_cap
 from lamarck.node.lessons.core import LIVE, LOOP_ACTOR, LessonChange, LessonCore, ReconcileResult
 from lamarck.node.lessons.knowledge import Knowledge
-from lamarck.node.store.port import (
+from lamarck.node.store.rows import (
     Category,
     LessonFilter,
     LessonRow,

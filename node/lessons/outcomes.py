@@ -54,7 +54,7 @@ from lamarck.node.lessons.core import (
     context_texts,
 )
 from lamarck.node.lessons.knowledge import Knowledge
-from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus, OutcomeRow
+from lamarck.node.store.rows import Category, LessonFilter, LessonRow, LessonStatus, OutcomeRow
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 from lamarck.proto.timefmt import parse_ts

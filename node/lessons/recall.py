@@ -45,7 +45,7 @@ from lamarck.node.learning.scopes import recall_scopes
 from lamarck.node.lessons.core import EmbedderLike, LessonCore, RecalledLesson, RecallResult
 from lamarck.node.lessons.knowledge import embeddings_of
 from lamarck.node.lessons.support import NoSupportReader, SupportReader
-from lamarck.node.store.port import (
+from lamarck.node.store.rows import (
     Category,
     LessonFilter,
     LessonRow,

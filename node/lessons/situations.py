@@ -23,7 +23,7 @@ from lamarck.node.learning.situations import (
     validate_for_learning,
 )
 from lamarck.node.lessons.core import LessonCore
-from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
+from lamarck.node.store.rows import Category, LessonFilter, LessonRow, LessonStatus
 
 __all__ = ["Situations"]
 

@@ -30,7 +30,8 @@ from lamarck.node.gossip.router import Forwardable, GossipRouter
 from lamarck.node.importing.decision import ImportParams
 from lamarck.node.importing.self_check import own_record_refusal
 from lamarck.node.sharing.peer_client import PeerClient
-from lamarck.node.store.port import LessonFilter, LessonStore
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.rows import LessonFilter
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.identity import NodeIdentity
 from lamarck.registry.directory import PeerInfo

@@ -54,7 +54,11 @@ from lamarck.consensus.voters import Candidate, NetworkView, select_voters
 from lamarck.errors import InvalidRecord, StoreError
 from lamarck.node.importing.decision import DecisionReason
 from lamarck.node.importing.pipeline import QUORUM_ACTOR, ImportPipeline
-from lamarck.node.store.port import LessonEvent, LessonStore, QuarantineRow
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.rows import (
+    LessonEvent,
+    QuarantineRow,
+)
 from lamarck.proto.clock import Clock
 from lamarck.proto.memory import MemoryV2, parse_memory
 from lamarck.proto.signed import SignedMemory

@@ -58,12 +58,12 @@ from lamarck.node.learning.mechanical import (
     avoided_operation,
     lesson_target,
 )
-from lamarck.node.store.port import (
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.rows import (
     LessonEvent,
     LessonFilter,
     LessonRow,
     LessonStatus,
-    LessonStore,
     QuarantineRow,
 )
 from lamarck.proto.canonical import sha256_hex

@@ -32,7 +32,7 @@ from lamarck.node.fleet.workloads import Pitfall, succeeds
 from lamarck.node.gossip.publisher import sign_lesson
 from lamarck.node.learning.mechanical import MechanicalLesson, mechanical_lessons
 from lamarck.node.learning.outcomes import StepResult, ToolStep, Verdict
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.node.store.rows import LessonRow, LessonStatus
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signed import SignedMemory
 

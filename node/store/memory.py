@@ -22,7 +22,9 @@ from lamarck.errors import ConflictError, NotFound, StoreError
 from lamarck.node.learning.conflicts import has_local_evidence
 from lamarck.node.learning.mechanical import is_about
 from lamarck.node.learning.scopes import PROJECT_PREFIX
-from lamarck.node.store.port import (
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.recall_index import exact_top_k
+from lamarck.node.store.rows import (
     Category,
     ImportedRecord,
     LessonEvent,
@@ -30,7 +32,6 @@ from lamarck.node.store.port import (
     LessonFilter,
     LessonRow,
     LessonStatus,
-    LessonStore,
     OutcomeRow,
     QuarantineRow,
     RejectionRow,
@@ -40,7 +41,6 @@ from lamarck.node.store.port import (
     check_event_kinds,
     lesson_sort_key,
 )
-from lamarck.node.store.recall_index import exact_top_k
 
 __all__ = [
     "QUARANTINE_STATES",

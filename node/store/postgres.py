@@ -41,7 +41,16 @@ from lamarck.errors import ConflictError, NotFound, StoreError, StoreUnavailable
 from lamarck.node.learning.mechanical import AVOID_TAG
 from lamarck.node.store.memory import QUARANTINE_STATES
 from lamarck.node.store.migrate import run_migrations
-from lamarck.node.store.port import (
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.recall_index import (
+    COVERED_STATUSES,
+    RecallIndex,
+    RecallIndexParams,
+    RecallIndexState,
+    RecallIndexStatus,
+    covers,
+)
+from lamarck.node.store.rows import (
     Category,
     ImportedRecord,
     LessonEvent,
@@ -49,7 +58,6 @@ from lamarck.node.store.port import (
     LessonFilter,
     LessonRow,
     LessonStatus,
-    LessonStore,
     OutcomeRow,
     ProvenanceEntry,
     QuarantineRow,
@@ -58,14 +66,6 @@ from lamarck.node.store.port import (
     ScoredLesson,
     Vector,
     check_event_kinds,
-)
-from lamarck.node.store.recall_index import (
-    COVERED_STATUSES,
-    RecallIndex,
-    RecallIndexParams,
-    RecallIndexState,
-    RecallIndexStatus,
-    covers,
 )
 
 __all__ = ["VECTOR_INDEX", "PostgresLessonStore", "db_guard", "translate_error"]

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lamarck.errors import ConfigError
-from lamarck.node.store.port import (
+from lamarck.node.store.rows import (
     Category,
     LessonFilter,
     LessonRow,

@@ -59,7 +59,12 @@ from lamarck.node.lessons.outcomes import OutcomeLearning
 from lamarck.node.lessons.recall import OperationCheck, Recall
 from lamarck.node.lessons.situations import Situations
 from lamarck.node.lessons.support import SupportReader
-from lamarck.node.store.port import Category, LessonRow, LessonStatus, LessonStore
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.rows import (
+    Category,
+    LessonRow,
+    LessonStatus,
+)
 from lamarck.proto.clock import Clock
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S

@@ -9,7 +9,11 @@ import dataclasses
 import pytest
 
 from lamarck.errors import StoreError
-from lamarck.node.store.port import LessonEvent, LessonFilter, LessonStore
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.rows import (
+    LessonEvent,
+    LessonFilter,
+)
 from tests.contract.test_lesson_store_contract import T0, lesson
 
 

@@ -17,20 +17,20 @@ import pytest
 
 from lamarck.errors import ConflictError, InvalidRecord, NotFound, StoreError, StoreUnavailable
 from lamarck.node.store.migrate import load_migrations, run_migrations
-from lamarck.node.store.port import (
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.postgres import VECTOR_INDEX, PostgresLessonStore, translate_error
+from lamarck.node.store.rows import (
     Category,
     LessonEvent,
     LessonFilter,
     LessonRow,
     LessonStatus,
-    LessonStore,
     OutcomeRow,
     ProvenanceEntry,
     QuarantineRow,
     RejectionRow,
     RelevanceFloor,
 )
-from lamarck.node.store.postgres import VECTOR_INDEX, PostgresLessonStore, translate_error
 
 # The dimension the conftest migrates its template database with (conftest.DIM).
 DIM = 8

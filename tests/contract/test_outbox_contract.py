@@ -26,7 +26,11 @@ from lamarck.node.gossip.outbox import (
 )
 from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonRow, LessonStatus, LessonStore
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.rows import (
+    LessonRow,
+    LessonStatus,
+)
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 L1 = "6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab"

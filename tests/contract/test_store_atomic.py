@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from lamarck.errors import ConflictError
-from lamarck.node.store.port import LessonEvent, LessonRow, LessonStatus, LessonStore, OutcomeRow
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.rows import (
+    LessonEvent,
+    LessonRow,
+    LessonStatus,
+    OutcomeRow,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 8

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from lamarck.errors import ConflictError, InvalidRecord, NotFound
-from lamarck.node.store.port import (
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.rows import (
     LessonEvent,
     LessonFilter,
     LessonRow,
     LessonStatus,
-    LessonStore,
     ProvenanceEntry,
     RelevanceFloor,
 )

@@ -38,13 +38,13 @@ from lamarck.node.api.reputation import NodeReputation, store_tallies
 from lamarck.node.console.http import ConsoleParams
 from lamarck.node.console.plots import PlotParams
 from lamarck.node.console.server import ConsoleApp, ConsoleServer, start_console
-from lamarck.node.embedding import Embedder
+from lamarck.node.embedder import Embedder
 from lamarck.node.health.params import HealthParams
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.sharing.quorum import QuorumLedger
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import (
+from lamarck.node.store.rows import (
     LessonEvent,
     LessonFilter,
     LessonRow,

@@ -26,7 +26,7 @@ from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter
+from lamarck.node.store.rows import LessonFilter
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import make_rotation

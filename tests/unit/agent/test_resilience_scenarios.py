@@ -32,7 +32,7 @@ from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.scopes import project_scope
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonStatus
+from lamarck.node.store.rows import LessonStatus
 from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 

@@ -23,7 +23,7 @@ def test_the_corpus_file_is_what_its_generator_writes() -> None:
 def test_the_packaged_classifier_was_trained_on_the_whole_tune_split() -> None:
     # bench/train_autonomy.py records what it read; a tune template added without retraining
     # would leave the weights behind the corpus the filter is measured on.
-    text = resources.files("lamarck.node.importing").joinpath(MODEL_FILE).read_text("utf-8")
+    text = resources.files("lamarck.policy").joinpath(MODEL_FILE).read_text("utf-8")
     trained_on = json.loads(text)["trained_on"]
     found = re.search(r"split=tune \((\d+) records\)", trained_on)
     assert found is not None, trained_on

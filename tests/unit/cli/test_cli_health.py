@@ -43,14 +43,14 @@ from lamarck.node.cli import app
 from lamarck.node.health.params import HealthParams, refresh_spacing_s
 from lamarck.node.health.render import gauge_values, report_from_json
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import (
+from lamarck.node.store.recall_index import RecallIndexState, RecallIndexStatus
+from lamarck.node.store.rows import (
     LessonEvent,
     LessonRow,
     LessonStatus,
     QuarantineRow,
     RejectionRow,
 )
-from lamarck.node.store.recall_index import RecallIndexState, RecallIndexStatus
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
 from lamarck.reputation.book import ReputationBook, TrustConfig, table_rows

@@ -30,7 +30,7 @@ from lamarck.node.api.reputation import NodeReputation, store_tallies
 from lamarck.node.cli import app
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import RejectionRow
+from lamarck.node.store.rows import RejectionRow
 from lamarck.operator import OperatorClient
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.v1 import operator_pb2_grpc

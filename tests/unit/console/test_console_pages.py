@@ -35,7 +35,7 @@ from lamarck.node.health.inputs import HealthInputs, Prediction
 from lamarck.node.health.params import HealthParams
 from lamarck.node.health.report import health_report
 from lamarck.node.learning.influence import LessonEvidence
-from lamarck.node.store.port import (
+from lamarck.node.store.rows import (
     LessonEvent,
     LessonRow,
     LessonStatus,

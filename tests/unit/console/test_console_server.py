@@ -17,7 +17,7 @@ from lamarck.node.console.plots import PlotParams
 from lamarck.node.console.server import COOKIE, ConsoleApp, console_hosts, start_console
 from lamarck.node.health.params import HealthParams
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import (
+from lamarck.node.store.rows import (
     LessonEvent,
     LessonRow,
     LessonStatus,

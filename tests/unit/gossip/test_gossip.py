@@ -34,7 +34,7 @@ from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportSource
 from lamarck.node.sharing.projects import ProjectPeers
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.node.store.rows import LessonRow, LessonStatus
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signed import SignedMemory

@@ -17,7 +17,7 @@ from lamarck.node.gossip.share_reason import (
     share_status,
     why_not_shared,
 )
-from lamarck.node.store.port import Category, LessonRow, LessonStatus
+from lamarck.node.store.rows import Category, LessonRow, LessonStatus
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PROJECT = "project:" + "ab" * 16

@@ -14,7 +14,7 @@ from lamarck.node.health.figures import HealthReport
 from lamarck.node.health.inputs import HealthInputs, Prediction
 from lamarck.node.health.params import HealthParams
 from lamarck.node.health.report import health_report
-from lamarck.node.store.port import Category, LessonEvent, LessonRow, LessonStatus
+from lamarck.node.store.rows import Category, LessonEvent, LessonRow, LessonStatus
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -16,7 +16,7 @@ from lamarck.node.health.inputs import (
     validations_from_events,
 )
 from lamarck.node.health.params import HealthParams
-from lamarck.node.store.port import LessonEvent
+from lamarck.node.store.rows import LessonEvent
 
 AT = datetime(2026, 2, 1, tzinfo=UTC)
 

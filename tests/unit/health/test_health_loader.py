@@ -14,7 +14,7 @@ from lamarck.node.api import health_loader
 from lamarck.node.api.health_loader import current_report, load_health_inputs
 from lamarck.node.health.params import HealthParams
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import (
+from lamarck.node.store.rows import (
     Category,
     LessonEvent,
     LessonFilter,

@@ -14,7 +14,7 @@ from lamarck.node.health.render import (
     report_from_json,
     report_to_json,
 )
-from lamarck.node.store.port import LessonStatus
+from lamarck.node.store.rows import LessonStatus
 
 
 def busy_store(store) -> None:

@@ -11,7 +11,7 @@ from lamarck.node.health.figures import HealthReport, Severity
 from lamarck.node.health.inputs import HealthInputs
 from lamarck.node.health.params import HealthParams
 from lamarck.node.health.report import health_report
-from lamarck.node.store.port import Category, LessonStatus
+from lamarck.node.store.rows import Category, LessonStatus
 
 
 def codes(report: HealthReport) -> set[str]:

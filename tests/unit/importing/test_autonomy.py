@@ -10,7 +10,11 @@ import pytest
 from importing_helpers import FakeView, record
 
 from lamarck.errors import ConfigError
-from lamarck.node.embedding import HashingEmbedder, Vectors, make_minilm
+from lamarck.node.embedder import Vectors
+from lamarck.node.embedding import (
+    HashingEmbedder,
+    make_minilm,
+)
 from lamarck.node.importing.autonomy import (
     AUTONOMY_UNSURE,
     AutonomyFilter,

@@ -28,7 +28,7 @@ from lamarck.node.importing.filters import EstablishedLesson
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import HoldReason, StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.node.store.rows import LessonRow, LessonStatus
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2

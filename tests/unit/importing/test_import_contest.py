@@ -15,7 +15,7 @@ from lamarck.errors import StoreUnavailable
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.learning.scopes import project_scope
-from lamarck.node.store.port import LessonStatus
+from lamarck.node.store.rows import LessonStatus
 from lamarck.proto.identity import NodeIdentity
 from lamarck.reputation.events import EventKind
 

@@ -37,7 +37,7 @@ from lamarck.node.gossip.publisher import GossipParams, lesson_version, sign_les
 from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportSource
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, LessonStatus
+from lamarck.node.store.rows import LessonFilter, LessonStatus
 from lamarck.node.store.service import LessonService
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import FixedClock

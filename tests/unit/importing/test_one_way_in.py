@@ -44,7 +44,7 @@ from lamarck.node.importing.decision import ImportOutcome, ImportParams
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonEvent, LessonFilter, LessonRow
+from lamarck.node.store.rows import LessonEvent, LessonFilter, LessonRow
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.signed import SignedMemory

@@ -26,7 +26,7 @@ from lamarck.node.importing.filters import AllOf, FilterParams, SecretFilter, St
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, LessonRow, LessonStatus
+from lamarck.node.store.rows import LessonFilter, LessonRow, LessonStatus
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity, b64u_encode

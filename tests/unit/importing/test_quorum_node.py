@@ -41,7 +41,7 @@ from lamarck.node.sharing.quorum import (
     voter_reality_events,
 )
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, OutcomeRow
+from lamarck.node.store.rows import LessonFilter, OutcomeRow
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity

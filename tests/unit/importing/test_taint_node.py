@@ -25,7 +25,7 @@ from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.sharing.taint import RETRACT_MARK, TAINT_MARK, TaintSweeper
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, LessonRow, LessonStatus, OutcomeRow
+from lamarck.node.store.rows import LessonFilter, LessonRow, LessonStatus, OutcomeRow
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2

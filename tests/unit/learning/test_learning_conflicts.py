@@ -28,7 +28,7 @@ from lamarck.node.learning.knowledge_params import ConflictParams
 from lamarck.node.learning.mechanical import MechanicalLesson
 from lamarck.node.learning.params import ContextParams
 from lamarck.node.learning.prompt import conflict_line
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.node.store.rows import LessonRow, LessonStatus
 from lamarck.reputation.events import EventKind
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)

@@ -21,7 +21,7 @@ from lamarck.node.learning.consolidation import (
 from lamarck.node.learning.knowledge_params import NEGATION_MARKERS, ConsolidationParams
 from lamarck.node.learning.mechanical import MechanicalLesson
 from lamarck.node.learning.params import ContextParams
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.node.store.rows import LessonRow, LessonStatus
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 P = ConsolidationParams()

@@ -9,7 +9,7 @@ import pytest
 
 from lamarck.node.learning.knowledge_params import LifecycleParams
 from lamarck.node.learning.lifecycle import LifecycleState, state_of
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.node.store.rows import LessonRow, LessonStatus
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 P = LifecycleParams()

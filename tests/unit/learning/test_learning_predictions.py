@@ -10,7 +10,7 @@ from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.learning.predictions import recorded_prediction, recorded_predictions
 from lamarck.node.lessons.predictions import load_recorded_predictions
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import OutcomeRow
+from lamarck.node.store.rows import OutcomeRow
 from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 

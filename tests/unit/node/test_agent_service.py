@@ -34,7 +34,7 @@ from lamarck.errors import (
 from lamarck.node.api.agent_service import AgentServicer
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.peer_handlers import PublishDeps, handle_publish
-from lamarck.node.embedding import Embedder
+from lamarck.node.embedder import Embedder
 from lamarck.node.gossip.publisher import lesson_version
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
@@ -42,7 +42,7 @@ from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.scopes import project_scope
 from lamarck.node.learning.write_behind import WriteBehindParams
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter
+from lamarck.node.store.rows import LessonFilter
 from lamarck.node.store.service import LessonService
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import FixedClock

@@ -11,7 +11,11 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from lamarck.node.api.agent_service import AgentServicer
-from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors
+from lamarck.node.embedder import (
+    Embedder,
+    Vectors,
+)
+from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView

@@ -48,12 +48,12 @@ from lamarck.node.api.server import (
     build_servers,
 )
 from lamarck.node.config import load_settings
-from lamarck.node.embedding import Embedder
+from lamarck.node.embedder import Embedder
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.params import node_params
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, QuarantineRow, RejectionRow
+from lamarck.node.store.rows import LessonFilter, QuarantineRow, RejectionRow
 from lamarck.node.store.service import LessonService
 from lamarck.operator import AsyncOperatorClient
 from lamarck.proto.canonical import canonical_bytes, sha256_hex

@@ -39,7 +39,7 @@ from lamarck.node.sharing.attestations import Attestations
 from lamarck.node.sharing.peer_client import PeerClient, sort_sync_records
 from lamarck.node.store.attestations import InMemoryAttestationStore
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, LessonRow
+from lamarck.node.store.rows import LessonFilter, LessonRow
 from lamarck.node.store.service import LessonService
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.clock import FixedClock

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from lamarck.node.learning.mechanical import MechanicalLesson
 from lamarck.node.sharing.taint import unrelated_in_play
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.node.store.rows import LessonRow, LessonStatus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 LIAR = "lmk1liar"

@@ -12,7 +12,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors
+from lamarck.node.embedder import (
+    Embedder,
+    Vectors,
+)
+from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.prompt import estimate_tokens

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from lamarck.errors import ConfigError
+from lamarck.node.embedder import Embedder
 from lamarck.node.embedding import (
     DEFAULT_DIM,
     MINILM_PACKAGE,
-    Embedder,
     EmbeddingFallbackWarning,
     HashingEmbedder,
     MiniLMEmbedder,

@@ -24,7 +24,7 @@ from lamarck.node.learning.mechanical import MechanicalLesson
 from lamarck.node.learning.params import LearningParams, LessonParams
 from lamarck.node.learning.prompt import HINTS_HEADER
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonRow, LessonStatus, QuarantineRow
+from lamarck.node.store.rows import LessonRow, LessonStatus, QuarantineRow
 from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 

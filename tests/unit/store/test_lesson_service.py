@@ -35,7 +35,7 @@ from lamarck.node.learning.situations import (
     env_fingerprint,
 )
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import Category, LessonFilter, LessonStatus
+from lamarck.node.store.rows import Category, LessonFilter, LessonStatus
 from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome

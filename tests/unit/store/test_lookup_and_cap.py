@@ -13,7 +13,7 @@ from lamarck.node.learning.params import LearningParams, LessonParams
 from lamarck.node.learning.scopes import project_scope
 from lamarck.node.maintenance import MaintenanceLoop
 from lamarck.node.params import MaintenanceParams
-from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
+from lamarck.node.store.rows import Category, LessonFilter, LessonRow, LessonStatus
 
 BAD, GOOD, TARGET = "shell:pytest tests/", "shell:pytest", "the test suite"
 

@@ -13,13 +13,6 @@ import numpy as np
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.store.port import (
-    Category,
-    LessonFilter,
-    LessonRow,
-    LessonStatus,
-    RelevanceFloor,
-)
 from lamarck.node.store.recall_index import (
     RecallIndex,
     RecallIndexParams,
@@ -28,6 +21,13 @@ from lamarck.node.store.recall_index import (
     covers,
     exact_top_k,
     is_covered,
+)
+from lamarck.node.store.rows import (
+    Category,
+    LessonFilter,
+    LessonRow,
+    LessonStatus,
+    RelevanceFloor,
 )
 
 DIM = 4

@@ -21,7 +21,7 @@ from lamarck.node.learning.params import LearningParams
 from lamarck.node.learning.write_behind import WriteBehindParams
 from lamarck.node.lessons.write_behind import WriteBehind
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, LessonStatus
+from lamarck.node.store.rows import LessonFilter, LessonStatus
 from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
