@@ -27,15 +27,33 @@ Reasons (snake_case, shown by ``lamarck lessons show`` and the SDK's ``Lesson``)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from lamarck.node.store.rows import Category, LessonRow, LessonStatus
 
-if TYPE_CHECKING:
-    # Only a type here, so publisher.py can import this module (may_publish may call it).
-    from lamarck.node.gossip.publisher import GossipParams
+__all__ = [
+    "SHAREABLE_STATUSES",
+    "SharePolicy",
+    "ShareReason",
+    "SharingState",
+    "share_status",
+    "why_not_shared",
+]
 
-__all__ = ["SHAREABLE_STATUSES", "ShareReason", "SharingState", "share_status", "why_not_shared"]
+
+class SharePolicy(Protocol):
+    """The gossip params the sharing rule reads (``GossipParams`` is one): named here so that
+    ``publisher.py`` imports this module and not the other way round."""
+
+    @property
+    def publish_threshold(self) -> float: ...
+    @property
+    def shared_scopes(self) -> frozenset[str]: ...
+    @property
+    def team_sharing(self) -> bool: ...
+    @property
+    def uc_share_tag(self) -> str: ...
+
 
 #: Every status a local lesson may be published in: active, and the two ends (retired,
 #: superseded), whose signed newer version tells every holder to end its copy. Equal to
@@ -58,7 +76,7 @@ class ShareReason:
     SHARING_OFF = "sharing_off"
 
 
-def why_not_shared(row: LessonRow, params: GossipParams) -> str | None:
+def why_not_shared(row: LessonRow, params: SharePolicy) -> str | None:
     """The first condition of ``may_publish`` that ``row`` fails, or ``None`` if it passes.
 
     Mirrors ``may_publish`` exactly: ``why_not_shared(row, p) is None`` iff
@@ -98,7 +116,7 @@ def why_not_shared(row: LessonRow, params: GossipParams) -> str | None:
 class SharingState:
     """What of the node decides sharing besides the row: its gossip params and incognito."""
 
-    params: GossipParams
+    params: SharePolicy
     incognito: bool = False
 
 
