@@ -46,7 +46,7 @@ if __package__ in (None, ""):
 
 from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, every_other, load_corpus
 from bench.lesson_corpus import lesson_sentences
-from lamarck.node.embedder import (
+from lamarck.domain.embedder import (
     Embedder,
     Vectors,
 )
@@ -54,13 +54,13 @@ from lamarck.node.embedding import (
     HashingEmbedder,
     make_minilm,
 )
-from lamarck.node.importing.autonomy import (
+from lamarck.policy.autonomy import (
     AutonomyFilter,
     AutonomyParams,
     MeaningModel,
     vectors_for,
 )
-from lamarck.node.importing.filters import (
+from lamarck.policy.filters import (
     AllOf,
     AutonomyClaimFilter,
     Corroboration,

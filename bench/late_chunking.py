@@ -60,12 +60,12 @@ from bench.train_autonomy import (
     record_of,
     record_samples,
 )
-from lamarck.node.embedder import Vectors
+from lamarck.domain.embedder import Vectors
 from lamarck.node.embedding import (
     OnnxMiniLMEmbedder,
     make_minilm,
 )
-from lamarck.node.importing.autonomy import (
+from lamarck.policy.autonomy import (
     MODEL_FILE,
     AutonomyFilter,
     AutonomyParams,
@@ -73,7 +73,7 @@ from lamarck.node.importing.autonomy import (
     Evidence,
     MeaningModel,
 )
-from lamarck.node.importing.filters import VerdictKind
+from lamarck.policy.filters import VerdictKind
 from lamarck.proto.memory import MemoryV2
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -46,10 +46,11 @@ if __package__ in (None, ""):
 
 from bench.host import machine_line
 from bench.lesson_corpus import lesson_sentences, task_queries
-from lamarck.node.embedder import (
+from lamarck.domain.embedder import (
     Embedder,
     Vectors,
 )
+from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus
 from lamarck.node.embedding import (
     DEFAULT_DIM,
     MINILM_MODEL_NAME,
@@ -59,7 +60,6 @@ from lamarck.node.embedding import (
 )
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
-from lamarck.node.store.rows import LessonFilter, LessonRow, LessonStatus
 
 __all__ = ["CACHE_DIR", "corpus_embeddings", "main", "run"]
 

@@ -50,11 +50,11 @@ from typing import Any, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
+from lamarck.domain.embedder import Embedder, Vectors
+from lamarck.domain.lru import Lru
 from lamarck.errors import ConfigError
-from lamarck.node.embedder import Embedder, Vectors
+from lamarck.learning.prompt import estimate_tokens
 from lamarck.node.heap import release_memory
-from lamarck.node.learning.prompt import estimate_tokens
-from lamarck.node.lru import Lru
 
 __all__ = [
     "DEFAULT_DIM",

@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from lamarck.domain.embedder import Embedder, Vectors
+from lamarck.domain.rows import LessonFilter
 from lamarck.errors import ConfigError, StoreError
-from lamarck.node.embedder import Embedder, Vectors
 from lamarck.node.heap import release_memory
-from lamarck.node.importing.filters import Filter, texts_with_content
 from lamarck.node.importing.pipeline import (
     ExpectedHook,
     ImportPipeline,
@@ -44,8 +44,8 @@ from lamarck.node.importing.pipeline import (
     ImportSource,
 )
 from lamarck.node.store.port import LessonStore
-from lamarck.node.store.rows import LessonFilter
 from lamarck.params_checks import check_finite, check_rule
+from lamarck.policy.filters import Filter, texts_with_content
 from lamarck.proto.limits import DEFAULT_LIMITS, too_deep
 
 __all__ = [

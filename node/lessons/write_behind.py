@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from lamarck.node.learning.write_behind import WriteBehindParams
+from lamarck.learning.write_behind import WriteBehindParams
 from lamarck.node.store.port import LessonStore
 
 __all__ = ["EmbedBatch", "WriteBehind", "WriteBehindParams"]

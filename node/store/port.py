@@ -2,8 +2,8 @@
 
 Adapters (``memory.py``, ``postgres.py``) implement it; one contract suite
 (``tests/contract/test_lesson_store_contract.py``) runs against each so they cannot drift.
-Rules (confidence, attribution, caps) live in ``lamarck.node.learning`` and are applied by
-``lamarck.node.store.service``; the port only persists and queries.
+Rules (confidence, attribution, caps) live in ``lamarck.learning`` and are applied by
+``lamarck.node.lessons.service``; the port only persists and queries.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, TypeVar
 
-from lamarck.node.store.rows import (
+from lamarck.domain.rows import (
     ImportedRecord,
     LessonEvent,
     LessonFacts,

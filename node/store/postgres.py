@@ -37,20 +37,7 @@ import asyncpg
 import numpy as np
 from pgvector.asyncpg import register_vector
 
-from lamarck.errors import ConflictError, NotFound, StoreError, StoreUnavailable
-from lamarck.node.learning.mechanical import AVOID_TAG
-from lamarck.node.store.memory import QUARANTINE_STATES
-from lamarck.node.store.migrate import run_migrations
-from lamarck.node.store.port import LessonStore
-from lamarck.node.store.recall_index import (
-    COVERED_STATUSES,
-    RecallIndex,
-    RecallIndexParams,
-    RecallIndexState,
-    RecallIndexStatus,
-    covers,
-)
-from lamarck.node.store.rows import (
+from lamarck.domain.rows import (
     Category,
     ImportedRecord,
     LessonEvent,
@@ -66,6 +53,19 @@ from lamarck.node.store.rows import (
     ScoredLesson,
     Vector,
     check_event_kinds,
+)
+from lamarck.errors import ConflictError, NotFound, StoreError, StoreUnavailable
+from lamarck.learning.mechanical import AVOID_TAG
+from lamarck.node.store.memory import QUARANTINE_STATES
+from lamarck.node.store.migrate import run_migrations
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.recall_index import (
+    COVERED_STATUSES,
+    RecallIndex,
+    RecallIndexParams,
+    RecallIndexState,
+    RecallIndexStatus,
+    covers,
 )
 
 __all__ = ["VECTOR_INDEX", "PostgresLessonStore", "db_guard", "translate_error"]

@@ -15,11 +15,7 @@ import asyncpg
 import numpy as np
 import pytest
 
-from lamarck.errors import ConflictError, InvalidRecord, NotFound, StoreError, StoreUnavailable
-from lamarck.node.store.migrate import load_migrations, run_migrations
-from lamarck.node.store.port import LessonStore
-from lamarck.node.store.postgres import VECTOR_INDEX, PostgresLessonStore, translate_error
-from lamarck.node.store.rows import (
+from lamarck.domain.rows import (
     Category,
     LessonEvent,
     LessonFilter,
@@ -31,6 +27,10 @@ from lamarck.node.store.rows import (
     RejectionRow,
     RelevanceFloor,
 )
+from lamarck.errors import ConflictError, InvalidRecord, NotFound, StoreError, StoreUnavailable
+from lamarck.node.store.migrate import load_migrations, run_migrations
+from lamarck.node.store.port import LessonStore
+from lamarck.node.store.postgres import VECTOR_INDEX, PostgresLessonStore, translate_error
 
 # The dimension the conftest migrates its template database with (conftest.DIM).
 DIM = 8

@@ -20,20 +20,20 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lamarck.node.store.postgres import PostgresLessonStore
-from lamarck.node.store.recall_index import (
-    HasRecallIndex,
-    RecallIndexParams,
-    RecallIndexState,
-    RecallIndexStatus,
-)
-from lamarck.node.store.rows import (
+from lamarck.domain.rows import (
     Category,
     LessonFilter,
     LessonRow,
     LessonStatus,
     RelevanceFloor,
     ScoredLesson,
+)
+from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.node.store.recall_index import (
+    HasRecallIndex,
+    RecallIndexParams,
+    RecallIndexState,
+    RecallIndexStatus,
 )
 
 pytestmark = pytest.mark.integration

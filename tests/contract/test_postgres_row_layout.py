@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from lamarck.domain.rows import LessonRow, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
-from lamarck.node.store.rows import LessonRow, LessonStatus
 
 pytestmark = pytest.mark.integration
 

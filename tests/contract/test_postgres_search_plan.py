@@ -14,14 +14,14 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from lamarck.node.store.postgres import PostgresLessonStore
-from lamarck.node.store.rows import (
+from lamarck.domain.rows import (
     Category,
     LessonFilter,
     LessonRow,
     LessonStatus,
     RelevanceFloor,
 )
+from lamarck.node.store.postgres import PostgresLessonStore
 
 pytestmark = pytest.mark.integration
 

@@ -12,9 +12,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from lamarck.errors import ConflictError, InvalidRecord, NotFound
-from lamarck.node.store.port import LessonStore
-from lamarck.node.store.rows import (
+from lamarck.domain.rows import (
     LessonEvent,
     LessonFilter,
     LessonRow,
@@ -22,6 +20,8 @@ from lamarck.node.store.rows import (
     ProvenanceEntry,
     RelevanceFloor,
 )
+from lamarck.errors import ConflictError, InvalidRecord, NotFound
+from lamarck.node.store.port import LessonStore
 
 DIM = 8  # the conftest's template dimension
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
-from lamarck.node.store.rows import LessonFilter, LessonRow, LessonStatus
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.registry.params import AdmissionMode, RegistryParams

@@ -8,7 +8,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from lamarck.node.importing.autonomy import MODEL_FILE
+from lamarck.policy.autonomy import MODEL_FILE
 
 # `bench` is a directory at the repository root, importable from there (not installed).
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))

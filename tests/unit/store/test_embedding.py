@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from lamarck.domain.embedder import Embedder
 from lamarck.errors import ConfigError
-from lamarck.node.embedder import Embedder
 from lamarck.node.embedding import (
     DEFAULT_DIM,
     MINILM_PACKAGE,

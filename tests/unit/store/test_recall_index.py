@@ -12,6 +12,13 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from lamarck.domain.rows import (
+    Category,
+    LessonFilter,
+    LessonRow,
+    LessonStatus,
+    RelevanceFloor,
+)
 from lamarck.errors import ConfigError
 from lamarck.node.store.recall_index import (
     RecallIndex,
@@ -21,13 +28,6 @@ from lamarck.node.store.recall_index import (
     covers,
     exact_top_k,
     is_covered,
-)
-from lamarck.node.store.rows import (
-    Category,
-    LessonFilter,
-    LessonRow,
-    LessonStatus,
-    RelevanceFloor,
 )
 
 DIM = 4
