@@ -33,9 +33,14 @@ bench: venv
 test: venv
 	$(BIN)/python -m pytest -q -rs -p no:cacheprovider
 
+# lint-imports walks lamarck's folder, which the editable install's remapping hides the other
+# folders from: check the layers (pyproject [tool.importlinter]) over a regular install.
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation --target "$$d/site" . && \
+	cd "$$d" && PYTHONPATH="$$d/site" $(CURDIR)/$(BIN)/lint-imports --no-cache $(CURDIR)/pyproject.toml
 
 # mypy cannot follow an editable install with remapped folders: type-check a regular install.
 typecheck: venv

@@ -19,6 +19,15 @@ SUBPACKAGES = [
     "lamarck.registry",
     "lamarck.consensus",
     "lamarck.reputation",
+    "lamarck.domain",
+    "lamarck.learning",
+    "lamarck.policy",
+    "lamarck.gossip",
+    "lamarck.health",
+    "lamarck.cli",
+    "lamarck.fleet",
+    "lamarck.sim",
+    "lamarck.mcp",
 ]
 
 
