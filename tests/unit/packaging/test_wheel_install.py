@@ -24,10 +24,8 @@ SUBPACKAGES = [
     "lamarck.policy",
     "lamarck.gossip",
     "lamarck.health",
-    "lamarck.cli",
     "lamarck.fleet",
     "lamarck.sim",
-    "lamarck.mcp",
 ]
 
 
