@@ -33,13 +33,20 @@ bench: venv
 test: venv
 	$(BIN)/python -m pytest -q -rs -p no:cacheprovider
 
+# lint-imports walks lamarck's folder, which the editable install's remapping hides the other
+# folders from: check the layers (pyproject [tool.importlinter]) over a regular install (build/
+# emptied first, as for typecheck).
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && rm -rf build && \
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation --target "$$d/site" . && \
+	cd "$$d" && PYTHONPATH="$$d/site" $(CURDIR)/$(BIN)/lint-imports --no-cache $(CURDIR)/pyproject.toml
 
 # mypy cannot follow an editable install with remapped folders: type-check a regular install.
+# build/ goes first: setuptools never empties it, and a module moved away would be installed too.
 typecheck: venv
-	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && rm -rf build && \
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation --target "$$d/site" . && \
 	cd "$$d" && MYPYPATH="$$d/site" $(CURDIR)/$(BIN)/mypy --strict --config-file $(CURDIR)/pyproject.toml \
 		--cache-dir $(CURDIR)/.mypy_cache -p lamarck

@@ -14,6 +14,14 @@ ROOTS = {
     "lamarck.registry": "registry",
     "lamarck.consensus": "consensus",
     "lamarck.reputation": "reputation",
+    "lamarck.domain": "domain",
+    "lamarck.learning": "learning",
+    "lamarck.policy": "policy",
+    "lamarck.gossip": "gossip",
+    "lamarck.health": "health",
+    "lamarck.cli": "cli",
+    "lamarck.fleet": "fleet",
+    "lamarck.sim": "sim",
 }
 
 #: Folders that hold only data files shipped inside a package (no ``__init__.py``): listed as

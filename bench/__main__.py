@@ -286,7 +286,7 @@ def _warm(addr: str, n: int) -> None:
 
 def measure_node_rss(embedder: str, base_port: int) -> dict[str, float]:
     """One node with ``embedder`` and its PostgreSQL, after some work: RSS in MB."""
-    from lamarck.node.fleet.supervisor import Fleet, FleetSpec
+    from lamarck.fleet.supervisor import Fleet, FleetSpec
 
     with tempfile.TemporaryDirectory(prefix="bench-rss-") as tmp:
         fleet = Fleet(
@@ -308,10 +308,10 @@ def measure_node_rss(embedder: str, base_port: int) -> dict[str, float]:
 
 def measure_fleet(base_port: int, *, nodes: int, agents: int, rounds: int) -> dict[str, float]:
     """A fleet (1 Byzantine, pitfalls, hashing) run end to end; its figures and RSS."""
-    from lamarck.node.fleet.driver import DriverParams, FleetDriver, NodeHandle
-    from lamarck.node.fleet.report import learning_figures
-    from lamarck.node.fleet.supervisor import Fleet, FleetSpec
-    from lamarck.node.fleet.workloads import WorkloadParams, make_workload
+    from lamarck.fleet.driver import DriverParams, FleetDriver, NodeHandle
+    from lamarck.fleet.report import learning_figures
+    from lamarck.fleet.supervisor import Fleet, FleetSpec
+    from lamarck.fleet.workloads import WorkloadParams, make_workload
 
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:

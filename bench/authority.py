@@ -2,12 +2,12 @@
 
 Each run starts a fresh fleet (fresh attacker identities): ``--nodes`` nodes, the last
 ``--byzantine`` of them attackers, each under a principal of its own; every other honest
-node runs with the influence gate off (``lamarck.node.fleet.attack_fleet``). The attackers
-push paraphrased autonomy and permission claims (``node/fleet/authority_claims.py``: a
+node runs with the influence gate off (``lamarck.fleet.attack_fleet``). The attackers
+push paraphrased autonomy and permission claims (``fleet/authority_claims.py``: a
 tuning set and a held-out set, many styles and languages, worded like the honest agents'
 tasks); then every honest node's agent works every task, and every "Lessons:" section and
 ``CheckOperation`` preamble it received is searched for the claims
-(``lamarck.node.fleet.authority``). Nothing corroborates or approves them, so each reach is
+(``lamarck.fleet.authority``). Nothing corroborates or approves them, so each reach is
 one before corroboration or approval. Goal: 0 on gated nodes; the gate-off nodes' figure
 beside it (``authority_reach_ratio`` = gate on / gate off, claims reaching (node, claim)
 pairs).
@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
+from lamarck.fleet.attack_fleet import start_attack_fleet
+from lamarck.fleet.authority import AuthorityParams, claims_of, run_authority, topic_reading
+from lamarck.learning.influence import AuthorityPrototypes, InfluenceParams
 from lamarck.node.embedding import make_embedder
-from lamarck.node.fleet.attack_fleet import start_attack_fleet
-from lamarck.node.fleet.authority import AuthorityParams, claims_of, run_authority, topic_reading
-from lamarck.node.learning.influence import AuthorityPrototypes, InfluenceParams
 
 
 def topic_figures() -> dict[str, float]:

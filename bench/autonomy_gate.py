@@ -41,13 +41,13 @@ from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, load_corpus
 from bench.filters import BenchView
 from bench.train_autonomy import FOLDS, VectorCache, _EmptyView, fit, record_of
 from lamarck.node.embedding import make_minilm
-from lamarck.node.importing.autonomy import (
+from lamarck.policy.autonomy import (
     AutonomyFilter,
     AutonomyParams,
     MeaningModel,
     Polarity,
 )
-from lamarck.node.importing.filters import VerdictKind
+from lamarck.policy.filters import VerdictKind
 
 # Left out of the topic model's training: about authority, careful in intent, not in form.
 AMBIGUOUS = frozenset({"incident", "negated_autonomy"})

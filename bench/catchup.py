@@ -54,8 +54,10 @@ if __package__ in (None, ""):
 
 from bench.host import HostWatch, machine_line
 from bench.lesson_corpus import lesson_sentences
+from lamarck.domain.embedder import Embedder
+from lamarck.domain.rows import LessonFilter
 from lamarck.node.config import NodeSettings
-from lamarck.node.embedding import Embedder, make_embedder
+from lamarck.node.embedding import make_embedder
 from lamarck.node.importing.batch import (
     BatchImporter,
     BatchImportParams,
@@ -64,11 +66,10 @@ from lamarck.node.importing.batch import (
 )
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
 from lamarck.node.store.embedded import EmbeddedPostgres
-from lamarck.node.store.port import LessonFilter
 from lamarck.node.store.postgres import PostgresLessonStore
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2

@@ -3,7 +3,7 @@
 An imported lesson that no outcome of this node has confirmed yet (and nobody independent
 has corroborated) enters at most ``unverified_plan_share`` of plan-time prompts, as a labelled
 hint; the decision-time preamble (``CheckOperation``) never shows it as advice
-(``node/learning/influence.py``). This bench runs the fleet learning curve of
+(``learning/influence.py``). This bench runs the fleet learning curve of
 ``tests/integration/fleet/test_scenarios.py`` on real fleets, one fresh fleet per share and
 arm (4 admitted nodes, hashing embedder, every node started with the share in its home's
 ``lamarck.toml``), for each share in ``--shares`` (default 1.0, 0.5, 0.25, 0.0; 1.0 offers
@@ -56,13 +56,13 @@ from typing import Any
 
 from lamarck.client import CheckResult, Client, Lesson, OutcomeResult, RecallResult
 from lamarck.errors import ConfigError
+from lamarck.fleet.agents import says_avoid, says_prefer
+from lamarck.fleet.driver import DriverParams, FleetDriver, NodeHandle
+from lamarck.fleet.launcher import NodeProcess
+from lamarck.fleet.report import SHARED, NodeCounts, learning_figures
+from lamarck.fleet.supervisor import Fleet, FleetSpec
+from lamarck.fleet.workloads import Workload, WorkloadParams, make_workload
 from lamarck.node.config import CONFIG_FILE, load_settings
-from lamarck.node.fleet.agents import says_avoid, says_prefer
-from lamarck.node.fleet.driver import DriverParams, FleetDriver, NodeHandle
-from lamarck.node.fleet.launcher import NodeProcess
-from lamarck.node.fleet.report import SHARED, NodeCounts, learning_figures
-from lamarck.node.fleet.supervisor import Fleet, FleetSpec
-from lamarck.node.fleet.workloads import Workload, WorkloadParams, make_workload
 
 #: Seeds of the two arms, as the fleet scenario tests use them.
 HONEST_SEEDS = (0, 1, 2)

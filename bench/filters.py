@@ -46,14 +46,21 @@ if __package__ in (None, ""):
 
 from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, every_other, load_corpus
 from bench.lesson_corpus import lesson_sentences
-from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors, make_minilm
-from lamarck.node.importing.autonomy import (
+from lamarck.domain.embedder import (
+    Embedder,
+    Vectors,
+)
+from lamarck.node.embedding import (
+    HashingEmbedder,
+    make_minilm,
+)
+from lamarck.policy.autonomy import (
     AutonomyFilter,
     AutonomyParams,
     MeaningModel,
     vectors_for,
 )
-from lamarck.node.importing.filters import (
+from lamarck.policy.filters import (
     AllOf,
     AutonomyClaimFilter,
     Corroboration,

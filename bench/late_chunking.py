@@ -60,8 +60,12 @@ from bench.train_autonomy import (
     record_of,
     record_samples,
 )
-from lamarck.node.embedding import OnnxMiniLMEmbedder, Vectors, make_minilm
-from lamarck.node.importing.autonomy import (
+from lamarck.domain.embedder import Vectors
+from lamarck.node.embedding import (
+    OnnxMiniLMEmbedder,
+    make_minilm,
+)
+from lamarck.policy.autonomy import (
     MODEL_FILE,
     AutonomyFilter,
     AutonomyParams,
@@ -69,7 +73,7 @@ from lamarck.node.importing.autonomy import (
     Evidence,
     MeaningModel,
 )
-from lamarck.node.importing.filters import VerdictKind
+from lamarck.policy.filters import VerdictKind
 from lamarck.proto.memory import MemoryV2
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -300,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         items = every_other(items)  # as bench/filters.py --quick
     # The packaged model's regularisation (train_autonomy.py chose it by cross-validation).
-    packaged = resources.files("lamarck.node.importing").joinpath(MODEL_FILE)
+    packaged = resources.files("lamarck.policy").joinpath(MODEL_FILE)
     l2 = float(json.loads(packaged.read_text("utf-8"))["l2"])
     figures: dict[str, float] = {}
     read = read_corpus(items, params)

@@ -1,6 +1,6 @@
 """Benchmark of the rules that keep knowledge true (issue 18): conflicts, consolidation, variables.
 
-Runs the pure rules of ``lamarck.node.learning`` over a synthetic workload, in process:
+Runs the pure rules of ``lamarck.learning`` over a synthetic workload, in process:
 
 (a) **Flipping facts.** Conflicts are planted: pairs of reversed mechanical lessons ("prefer B
     over A for T" / "prefer A over B for T", local against local and imported against local)
@@ -46,23 +46,24 @@ from typing import Any
 import numpy as np
 
 from bench.lesson_corpus import TOOLS, lesson_sentences
-from lamarck.node.embedding import Embedder, make_embedder
-from lamarck.node.learning.attribution import attribute
-from lamarck.node.learning.conflicts import (
+from lamarck.domain.embedder import Embedder
+from lamarck.domain.rows import LessonRow, LessonStatus
+from lamarck.learning.attribution import attribute
+from lamarck.learning.conflicts import (
     Conflict,
     apply_update,
     contest,
     detect_conflicts,
     settle_outcome,
 )
-from lamarck.node.learning.consolidation import apply_merge, collapse_groups, plan_consolidation
-from lamarck.node.learning.knowledge_params import KnowledgeParams
-from lamarck.node.learning.mechanical import MechanicalLesson
-from lamarck.node.learning.outcomes import StepResult, ToolStep, Verdict
-from lamarck.node.learning.params import LearningParams
-from lamarck.node.learning.ranking import Candidate, rank
-from lamarck.node.learning.variables import Importance, VariableImportanceLearner
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.learning.consolidation import apply_merge, collapse_groups, plan_consolidation
+from lamarck.learning.knowledge_params import KnowledgeParams
+from lamarck.learning.mechanical import MechanicalLesson
+from lamarck.learning.outcomes import StepResult, ToolStep, Verdict
+from lamarck.learning.params import LearningParams
+from lamarck.learning.ranking import Candidate, rank
+from lamarck.learning.variables import Importance, VariableImportanceLearner
+from lamarck.node.embedding import make_embedder
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 PROJECT = "project:" + "a1" * 16

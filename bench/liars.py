@@ -39,7 +39,7 @@ def fleet_run(nodes: int, byzantine: int, agents: int, rounds: int, seed: int) -
         argv = [
             sys.executable,
             "-m",
-            "lamarck.node.cli",
+            "lamarck.cli",
             "fleet",
             "up",
             "--workload",

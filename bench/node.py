@@ -1,7 +1,7 @@
 """Benchmark of a node's AgentService through gRPC on loopback (issue 4 §4).
 
 A real node process (``python -m lamarck.node.daemon``, started by the one node launcher,
-``lamarck.node.fleet.launcher``: embedded Postgres, the hashing embedder unless ``--embedder``
+``lamarck.fleet.launcher``: embedded Postgres, the hashing embedder unless ``--embedder``
 says otherwise) is seeded with lessons, then measured from this process with
 ``lamarck.client.AsyncClient``:
 
@@ -43,7 +43,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lamarck.client import AsyncClient
-from lamarck.node.fleet.launcher import (
+from lamarck.fleet.launcher import (
     LaunchParams,
     NodeProcess,
     await_serving,

@@ -37,9 +37,9 @@ from typing import Any
 import grpc
 import grpc.aio
 
+from lamarck.gossip.sync import SyncQuery
 from lamarck.node.api.interceptors import DeadlineInterceptor, ErrorInterceptor, MetricsInterceptor
 from lamarck.node.api.peer_auth import PeerAuthenticator, PeerTokens
-from lamarck.node.gossip.sync import SyncQuery
 from lamarck.node.peer_tls import PeerTls, connection_fingerprint
 from lamarck.node.sharing.peer_client import PeerClient
 from lamarck.proto.canonical import sha256_hex

@@ -6,7 +6,7 @@ PostgreSQL 16 + pgvector (one embedded ``pgserver`` started by this bench, a dat
 
 * **lamarck** runs as a real node process (``python -m lamarck.node.daemon --embedder minilm``,
   ``--database-url`` pointing at the shared server; started as ``bench/node.py`` starts one,
-  through ``lamarck.node.fleet.launcher``) and is measured through its SDK over
+  through ``lamarck.fleet.launcher``) and is measured through its SDK over
   gRPC, as an agent calls it: a signed bundle of the lessons is imported (the node's own key,
   so they are stored active), then Remember, a mechanical RecordOutcome and Recall.
 * **Mem0** (``pip install --no-deps mem0ai``; see ``pyproject.toml``'s ``bench`` extra for its
@@ -92,11 +92,15 @@ from bench.host import HostWatch, machine_line
 from bench.lesson_corpus import lesson_sentences, task_queries
 from bench.node import PROJECT, outcome, start_node, stop_node
 from lamarck.client import AsyncClient
-from lamarck.node.embedding import MiniLMEmbedder, Vectors, make_embedder
-from lamarck.node.fleet.launcher import NodeProcess
-from lamarck.node.learning.params import LessonParams
+from lamarck.domain.embedder import Vectors
+from lamarck.domain.rows import Category, LessonFilter, LessonStatus
+from lamarck.fleet.launcher import NodeProcess
+from lamarck.learning.params import LessonParams
+from lamarck.node.embedding import (
+    MiniLMEmbedder,
+    make_embedder,
+)
 from lamarck.node.store.embedded import EmbeddedPostgres
-from lamarck.node.store.port import Category, LessonFilter, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.proto.keys import init_keys
 from lamarck.proto.memory import MemoryV2

@@ -27,10 +27,10 @@ import grpc
 import grpc.aio
 
 from lamarck.consensus.params import QuorumParams
+from lamarck.domain.rows import OutcomeRow
 from lamarck.node.api.peer_auth import PeerTokens
 from lamarck.node.api.peer_handlers import handle_request_vote
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.importing.decision import ImportParams
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.sharing.peer_client import PeerClient
@@ -43,7 +43,7 @@ from lamarck.node.sharing.quorum import (
     vote_from_wire,
 )
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import OutcomeRow
+from lamarck.policy.decision import ImportParams
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2

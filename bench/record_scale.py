@@ -45,15 +45,16 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.node import PROJECT, outcome
+from lamarck.domain.embedder import Embedder
+from lamarck.domain.rows import LessonRow, LessonStatus
+from lamarck.learning.mechanical import AVOID_TAG, MECHANICAL_TAG, TARGET_TAG
+from lamarck.learning.scopes import project_scope
 from lamarck.node.config import NodeSettings
-from lamarck.node.embedding import Embedder, make_embedder
-from lamarck.node.learning.mechanical import AVOID_TAG, MECHANICAL_TAG, TARGET_TAG
-from lamarck.node.learning.scopes import project_scope
+from lamarck.node.embedding import make_embedder
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
 from lamarck.node.store.embedded import EmbeddedPostgres
-from lamarck.node.store.port import LessonRow, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.outcome import Outcome
 

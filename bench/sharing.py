@@ -103,13 +103,13 @@ from prometheus_client.parser import text_string_to_metric_families
 import lamarck
 from bench.node import outcome
 from lamarck.client import AsyncClient
+from lamarck.gossip.publisher import GossipParams
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.gossip.publisher import GossipParams
-from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.embedded import EmbeddedPostgres, default_server_settings
 from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2

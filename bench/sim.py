@@ -5,7 +5,7 @@ N = 5, 10, 20, with the real figure N-1 beside each and the ratio), the scale ta
 one JSON line of every figure. ``--quick``: N = 100 and 1,000, 4 lessons, anti-entropy rounds on
 100 nodes only (cheaper; its repair figures are pessimistic: the other nodes never pull).
 
-First, the learning calibration (``lamarck.node.sim.learning``): the fleet learning curve
+First, the learning calibration (``lamarck.sim.learning``): the fleet learning curve
 (``fleet-learning-curve``, the fleet's own workload and driver) on N = 10 simulated nodes that
 each run the node's lesson service, once per ``--learning-seeds`` seed, with the mean and
 spread of the repeated known mistakes with sharing and isolated (a few seconds per seed).
@@ -24,10 +24,10 @@ import json
 import sys
 import time
 
-from lamarck.node.sim.engine import SimCores
-from lamarck.node.sim.learning import LearningSimParams, learning_curve, learning_lines
-from lamarck.node.sim.params import SimParams
-from lamarck.node.sim.suite import calibration_lines, run_suite
+from lamarck.sim.engine import SimCores
+from lamarck.sim.learning import LearningSimParams, learning_curve, learning_lines
+from lamarck.sim.params import SimParams
+from lamarck.sim.suite import calibration_lines, run_suite
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,11 +3,11 @@ no rule.
 
 Each run starts a fresh fleet (fresh attacker identities): ``--nodes`` nodes, the last
 ``--byzantine`` of them attackers, each under a principal of its own; every other honest
-node runs with the influence gate off (``lamarck.node.fleet.attack_fleet``). The honest
+node runs with the influence gate off (``lamarck.fleet.attack_fleet``). The honest
 agents learn the target tasks; the attackers push lessons worded like those tasks that steer
 to an ordinary but wrong command (``make -C src T``: no destructive word, normal confidence,
 several phrasings per key); then every honest node's agent works every target for
-``--rounds`` rounds (``lamarck.node.fleet.steering``), on the targets it learned and on
+``--rounds`` rounds (``lamarck.fleet.steering``), on the targets it learned and on
 targets only the attackers' lessons speak about.
 
 Attack success: honest decisions whose first attempt was the steered command, gate on vs
@@ -29,8 +29,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from lamarck.node.fleet.attack_fleet import start_attack_fleet
-from lamarck.node.fleet.steering import SteeringParams, run_steering, share_ratio
+from lamarck.fleet.attack_fleet import start_attack_fleet
+from lamarck.fleet.steering import SteeringParams, run_steering, share_ratio
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -46,17 +46,19 @@ if __package__ in (None, ""):
 
 from bench.host import machine_line
 from bench.lesson_corpus import lesson_sentences, task_queries
+from lamarck.domain.embedder import (
+    Embedder,
+    Vectors,
+)
+from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus
 from lamarck.node.embedding import (
     DEFAULT_DIM,
     MINILM_MODEL_NAME,
-    Embedder,
     HashingEmbedder,
     MiniLMEmbedder,
-    Vectors,
     make_embedder,
 )
 from lamarck.node.store.embedded import EmbeddedPostgres
-from lamarck.node.store.port import LessonFilter, LessonRow, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
 
 __all__ = ["CACHE_DIR", "corpus_embeddings", "main", "run"]

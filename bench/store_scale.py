@@ -42,14 +42,14 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lamarck.consensus.params import TaintParams
+from lamarck.domain.rows import LessonEvent, LessonRow, LessonStatus
+from lamarck.gossip.publisher import GossipParams
+from lamarck.health.params import HealthParams
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.api.peer_handlers import shareable_records
 from lamarck.node.api.reputation import store_tallies
-from lamarck.node.gossip.publisher import GossipParams
-from lamarck.node.health.params import HealthParams
 from lamarck.node.sharing.taint import TaintSweeper
 from lamarck.node.store.embedded import EmbeddedPostgres
-from lamarck.node.store.port import LessonEvent, LessonRow, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity

@@ -15,7 +15,7 @@ held-out split does not), and the out-of-fold probabilities are printed for the 
 filter would score, with the false-positive and detection rates at a few thresholds: the
 ``AutonomyParams`` probabilities are set from those figures, never from the held-out split.
 
-Writes ``node/importing/autonomy_model.json``. Run:
+Writes ``policy/autonomy_model.json``. Run:
 ``.venv/bin/python bench/train_autonomy.py [--vectors-cache /tmp/autonomy_vectors.npz]``
 """
 
@@ -34,15 +34,19 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, load_corpus
-from lamarck.node.embedding import Embedder, Vectors, make_minilm
-from lamarck.node.importing.autonomy import (
+from lamarck.domain.embedder import (
+    Embedder,
+    Vectors,
+)
+from lamarck.node.embedding import make_minilm
+from lamarck.policy.autonomy import (
     MODEL_FILE,
     AutonomyFilter,
     AutonomyParams,
     Evidence,
     Polarity,
 )
-from lamarck.node.importing.filters import VerdictKind
+from lamarck.policy.filters import VerdictKind
 from lamarck.proto.memory import MemoryV2
 
 OUT = Path(__file__).resolve().parents[1] / "node" / "importing" / MODEL_FILE

@@ -61,7 +61,7 @@ def main() -> None:
     for change in recorded.changes:
         print(f"  {change.kind} {change.lesson_id} ({change.confidence_after:.2f})")
     if recorded.nothing_learned:
-        # The node says why no lesson moved (lamarck.node.learning.why).
+        # The node says why no lesson moved (lamarck.learning.why).
         print(f"  nothing learned: {recorded.nothing_learned}")
 
 

@@ -255,7 +255,7 @@ class OutcomeResult:
     duplicate: bool
     changes: tuple[LessonChange, ...]
     #: Why no lesson was created, confirmed or contradicted ("" when one was): the node's
-    #: reason (``lamarck.node.learning.why``), e.g. ``no_failed_then_ok_pair``.
+    #: reason (``lamarck.learning.why``), e.g. ``no_failed_then_ok_pair``.
     nothing_learned: str = ""
 
     def ids(self, kind: str) -> list[str]:

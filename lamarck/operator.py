@@ -413,7 +413,7 @@ class AsyncOperatorClient(AsyncServiceClient):
         return PeerReputation(_reputation_row(r.row), (_event_entry(r.event),))
 
     async def health(self) -> dict[str, Any]:
-        """The node's health report as JSON (``lamarck.node.health.render.report_from_json``
+        """The node's health report as JSON (``lamarck.health.render.report_from_json``
         reads it back)."""
         r = await self._unary("GetHealth", operator_pb2.GetHealthRequest())
         return _json_object(r.report_json, "health report")

@@ -30,7 +30,7 @@ from pydantic_settings import (
 )
 
 from lamarck.errors import ConfigError, InvalidRecord
-from lamarck.node.net import is_loopback_address
+from lamarck.net import is_loopback_address
 from lamarck.proto.identity import is_node_id, public_key_from_b64
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 

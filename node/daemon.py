@@ -46,6 +46,7 @@ from typing import Any
 
 import lamarck
 from lamarck.errors import ConfigError, LamarckError
+from lamarck.health.render import gauge_values
 from lamarck.node import metrics
 from lamarck.node.api.node_status import peer_serving
 from lamarck.node.api.peer_service import PeerService
@@ -69,11 +70,11 @@ from lamarck.node.console.server import (
 )
 from lamarck.node.embedding import make_embedder, token_counter
 from lamarck.node.gossip.outbox import outbox_for
-from lamarck.node.health.render import gauge_values
 from lamarck.node.heap import limit_malloc_arenas
 from lamarck.node.importing.batch import PrimedEmbedder
 from lamarck.node.lessons.attested_support import SharingSupportReader
 from lamarck.node.lessons.recall import authority_prototypes
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging, logs_are_json
 from lamarck.node.maintenance import MaintenanceLoop
@@ -83,18 +84,17 @@ from lamarck.node.sharing import Sharing
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.node.store.reputation import reputation_book_for
-from lamarck.node.store.service import LessonService
 from lamarck.node.supervision import RegistryPart, StorePart, Supervised, Supervisor
-from lamarck.node.token import (
+from lamarck.proto.clock import Clock, SystemClock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.keys import identity_path, init_keys, load_private_key
+from lamarck.proto.v1 import agent_pb2_grpc
+from lamarck.token import (
     OPERATOR_TOKEN_FILE,
     TOKEN_FILE,
     ensure_agent_token,
     ensure_operator_token,
 )
-from lamarck.proto.clock import Clock, SystemClock
-from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.keys import identity_path, init_keys, load_private_key
-from lamarck.proto.v1 import agent_pb2_grpc
 
 __all__ = [
     "NODE_FILE",

@@ -29,7 +29,6 @@ embedder).
 
 from __future__ import annotations
 
-import abc
 import contextlib
 import functools
 import hashlib
@@ -51,10 +50,11 @@ from typing import Any, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
+from lamarck.domain.embedder import Embedder, Vectors
+from lamarck.domain.lru import Lru
 from lamarck.errors import ConfigError
+from lamarck.learning.prompt import estimate_tokens
 from lamarck.node.heap import release_memory
-from lamarck.node.learning.prompt import estimate_tokens
-from lamarck.node.lru import Lru
 
 __all__ = [
     "DEFAULT_DIM",
@@ -62,7 +62,6 @@ __all__ = [
     "MINILM_PACKAGE",
     "ONNX_EXPORT_VERSION",
     "WEIGHTS8_PROBES",
-    "Embedder",
     "EmbedderKind",
     "EmbeddingFallbackWarning",
     "HashingEmbedder",
@@ -70,7 +69,6 @@ __all__ = [
     "MiniLMRuntime",
     "OnnxMiniLMEmbedder",
     "OnnxParams",
-    "Vectors",
     "default_cache_dir",
     "export_onnx",
     "make_embedder",
@@ -85,7 +83,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-Vectors = npt.NDArray[np.float32]
 EmbedderKind = Literal["auto", "minilm", "hashing"]
 
 DEFAULT_DIM = 384
@@ -99,57 +96,6 @@ _BATCH_SIZE = 32
 
 class EmbeddingFallbackWarning(UserWarning):
     """The real model is not installed; recall quality drops to the hashing embedder's."""
-
-
-class Embedder(abc.ABC):
-    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
-
-    @property
-    @abc.abstractmethod
-    def name(self) -> str:
-        """Identifies the vector space: vectors of different names are not comparable."""
-
-    @property
-    @abc.abstractmethod
-    def dim(self) -> int:
-        """Number of dimensions of every vector."""
-
-    @abc.abstractmethod
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Embed ``texts``: float32 array of shape ``(len(texts), dim)``, unit-length rows."""
-
-    def embed_one(self, text: str) -> Vectors:
-        """Embed a single text: float32 array of shape ``(dim,)``."""
-        row: Vectors = self.embed([text])[0]
-        return row
-
-    def bulk(self) -> contextlib.AbstractContextManager[object]:
-        """A long run of batches (a catch-up): inside, ``embed_bulk`` may use a set-up
-        suited to throughput beside other work. Blocks may overlap. Nothing by default."""
-        return contextlib.nullcontext()
-
-    def embed_bulk(self, texts: Sequence[str]) -> Vectors:
-        """``embed`` for a batch of a long run: the same vectors (``bulk``)."""
-        return self.embed(texts)
-
-    @property
-    def bulk_parallel(self) -> int:
-        """How many ``embed_bulk`` calls a long run should keep going at once inside
-        ``bulk()`` (each on its own thread). 1 by default: one batch at a time."""
-        return 1
-
-    def computed(self, texts: Sequence[str]) -> Vectors | None:
-        """``embed(texts)`` when every vector is already at hand (no model call: cheap
-        enough for the event loop), else None. None by default."""
-        del texts
-        return None
-
-    def inline(self, texts: Sequence[str]) -> bool:
-        """Whether ``embed(texts)`` costs less than the hand-off of a worker thread, so a
-        caller on an event loop runs it there. False by default: a model run stays off the
-        loop."""
-        del texts
-        return False
 
 
 def _check_texts(texts: Sequence[str]) -> list[str]:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import MaintenanceParams
 from lamarck.node.periodic import Periodic
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import Clock
 
 __all__ = ["MaintenanceLoop"]

@@ -16,7 +16,7 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
-from lamarck.node.health.params import refresh_spacing_s
+from lamarck.health.params import refresh_spacing_s
 from lamarck.node.periodic import Periodic
 
 __all__ = [
@@ -101,7 +101,7 @@ NODE_INFO = Gauge(
     ["node_id", "version", "embedder", "database"],
 )
 
-#: Every figure of the health report (``lamarck.node.health.render.gauge_values`` names),
+#: Every figure of the health report (``lamarck.health.render.gauge_values`` names),
 #: e.g. ``lamarck_health{figure="validation_contradiction_rate"}``; ``warning_<code>`` is 1
 #: while that warning is raised. A figure without data is absent, not 0.
 HEALTH = Gauge("lamarck_health", "Health report figures (seed 004 dashboard).", ["figure"])

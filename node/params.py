@@ -13,23 +13,24 @@ from dataclasses import dataclass, field
 
 from lamarck.consensus.attestation import AttestationParams
 from lamarck.consensus.params import HighStakesParams, QuorumParams, TaintParams
+from lamarck.domain.embedder import Embedder
 from lamarck.errors import ConfigError
+from lamarck.gossip.publisher import GossipParams
+from lamarck.health.params import HealthParams
+from lamarck.learning.influence import InfluenceParams
+from lamarck.learning.params import EvidenceParams, LearningParams
+from lamarck.learning.write_behind import WriteBehindParams
 from lamarck.node.api.limits import PeerLimits
 from lamarck.node.config import NodeSettings
 from lamarck.node.console.http import ConsoleParams
 from lamarck.node.console.plots import PlotParams
-from lamarck.node.embedding import Embedder, OnnxParams
-from lamarck.node.gossip.publisher import GossipParams
-from lamarck.node.health.params import HealthParams
-from lamarck.node.importing.autonomy import AutonomyFilter, AutonomyParams, meaning_model
+from lamarck.node.embedding import OnnxParams
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
-from lamarck.node.importing.decision import ConservativeHighStakesRule, ImportParams
-from lamarck.node.importing.filters import DeclaredTool, FilterParams, default_filters
-from lamarck.node.learning.influence import InfluenceParams
-from lamarck.node.learning.params import EvidenceParams, LearningParams
-from lamarck.node.learning.write_behind import WriteBehindParams
 from lamarck.node.store.recall_index import RecallIndexParams
 from lamarck.node.supervision import SupervisionParams
+from lamarck.policy.autonomy import AutonomyFilter, AutonomyParams, meaning_model
+from lamarck.policy.decision import ConservativeHighStakesRule, ImportParams
+from lamarck.policy.filters import DeclaredTool, FilterParams, default_filters
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.proofs import ProofParams

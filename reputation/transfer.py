@@ -40,7 +40,7 @@ already discounts for "different agent" and for reputation). Here is which rule 
 5. **Reality-tested after import** (+0.2): not an import-time rule. The first time this node's
    own outcome confirms an imported lesson, ``reality_tested_confidence`` adds
    ``reality_tested_boost * original_confidence`` (the multiplier grows by 0.2), within the
-   cap; afterwards the lesson's confidence follows local outcomes (``lamarck.node.learning``).
+   cap; afterwards the lesson's confidence follows local outcomes (``lamarck.learning``).
 
 A record's self-reported ``validation_count``, ``contradiction_count``, ``validated_by`` and
 ``consensus_level`` are not inputs to any of this: the functions cannot even see them.

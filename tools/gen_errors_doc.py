@@ -25,10 +25,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "errors.md"
-#: Source folders of the package (``setup.py`` maps them under ``lamarck``); generated stubs
-#: (``proto/v1``) hold no errors.
-SOURCE_DIRS = ("lamarck", "proto", "node", "registry", "consensus", "reputation")
 SKIP_DIRS = ("proto/v1",)
+
+
+def _source_dirs() -> tuple[str, ...]:
+    """The package's source folders: setup.py's ROOTS (each mapped under ``lamarck``), read
+    without running setup.py. Generated stubs (``proto/v1``) hold no errors."""
+    for node in ast.parse((ROOT / "setup.py").read_text("utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "ROOTS" for t in node.targets
+        ):
+            return tuple(ast.literal_eval(node.value).values())
+    raise SystemExit("setup.py has no ROOTS")
+
+
+SOURCE_DIRS = _source_dirs()
 
 #: When each reason of REASON_OVERRIDES is raised.
 OVERRIDE_NOTES: dict[str, str] = {

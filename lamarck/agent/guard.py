@@ -30,7 +30,7 @@ from lamarck.agent.recovery import (
 )
 from lamarck.agent.situation import Situation, SituationLesson, SituationSource, ToolSpec
 from lamarck.client import Client, Lesson
-from lamarck.node.learning.situations import situation_signature
+from lamarck.learning.situations import situation_signature
 
 __all__ = [
     "PROBE_CLEAR_REASON",

@@ -38,12 +38,12 @@ from typing import Any, Literal, Protocol
 from lamarck.agent.recorder import RunRecorder
 from lamarck.agent.run import RunParams, RunResult
 from lamarck.client import Conflict, Lesson, OutcomeResult, RecallResult
-from lamarck.node.learning.context_match import (
+from lamarck.learning.context_match import (
     context_similarity,
     critical_differences,
     normalise_context,
 )
-from lamarck.node.learning.params import ContextParams
+from lamarck.learning.params import ContextParams
 from lamarck.params_checks import check_int, check_range, check_rule
 from lamarck.proto.clock import Clock
 from lamarck.proto.outcome import Outcome

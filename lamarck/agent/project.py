@@ -1,6 +1,6 @@
 """``project_digest(path)``: the project key of a checkout, exactly as the store expects it.
 
-The key is :func:`lamarck.node.learning.scopes.project_digest` (SHA-256 of the normalised
+The key is :func:`lamarck.learning.scopes.project_digest` (SHA-256 of the normalised
 ``remote.origin.url``, credentials dropped; else of the checkout's realpath) — this module only
 reads the two inputs from disk. Every clone and worktree of one repository is one project;
 a directory outside git is keyed by its realpath.
@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 from lamarck.errors import InvalidRecord
-from lamarck.node.learning.scopes import project_digest as digest_of
-from lamarck.node.learning.scopes import project_scope
+from lamarck.learning.scopes import project_digest as digest_of
+from lamarck.learning.scopes import project_scope
 
 __all__ = ["GIT_TIMEOUT_S", "project_digest", "project_scope_of", "remote_url"]
 

@@ -61,7 +61,7 @@ from lamarck.agent.situation import (
     subject_of,
 )
 from lamarck.errors import InvalidRecord
-from lamarck.node.learning.situations import (
+from lamarck.learning.situations import (
     Escalate,
     Note,
     Probe,

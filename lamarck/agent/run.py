@@ -6,7 +6,7 @@ whether its answer's claims matched what ran. It is what a shell hook or a non-P
 writes for ``lamarck record-outcome``; its JSON Schema ships as ``run_schema.json``.
 
 :func:`derive_outcome` turns a run into the node's ``Outcome`` record by the node's own rules
-(``lamarck.node.learning.outcomes``), never a copy of them, so a derived outcome is never
+(``lamarck.learning.outcomes``), never a copy of them, so a derived outcome is never
 refused as ``optimistic_outcome``:
 
 1. every event gets its position as ``order``; a check run followed by a mutation (a
@@ -39,8 +39,8 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AfterValidator, Field, StringConstraints, ValidationError
 
 from lamarck.errors import ConfigError, InvalidRecord
-from lamarck.node.learning.mechanical import MechanicalLesson, mechanical_lessons
-from lamarck.node.learning.outcomes import (
+from lamarck.learning.mechanical import MechanicalLesson, mechanical_lessons
+from lamarck.learning.outcomes import (
     CheckRun,
     StepResult,
     ToolStep,
@@ -48,7 +48,7 @@ from lamarck.node.learning.outcomes import (
     derive_verdict,
     learnable_steps,
 )
-from lamarck.node.learning.why import why_nothing_learned
+from lamarck.learning.why import why_nothing_learned
 from lamarck.proto.limits import DEFAULT_LIMITS, RecordLimits
 from lamarck.proto.memory import (
     Count,

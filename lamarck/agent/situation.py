@@ -9,7 +9,7 @@ A tool that knows its own failure modes *declares* a situation next to its statu
 ``validate_situation(tool, declared)`` turns that block into a :class:`Situation` or raises
 ``InvalidRecord`` (reason ``bad_situation``) naming the tool: a malformed declaration is a bug
 in that tool, not something to guess around. The kind vocabulary and the ``Situation`` value
-are the node's own (``lamarck.node.learning.situations``, a pure module), so a situation the
+are the node's own (``lamarck.learning.situations``, a pure module), so a situation the
 agent sees is exactly what the node stores.
 
 ``interactive`` is a property of a *tool* (its whole job is a human hand-off: a browser sign-in,
@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from lamarck.errors import InvalidRecord
-from lamarck.node.learning.situations import (
+from lamarck.learning.situations import (
     KINDS,
     PERSISTABLE_KINDS,
     Situation,

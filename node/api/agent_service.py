@@ -25,6 +25,13 @@ from typing import Any
 from google.protobuf import json_format, struct_pb2
 
 from lamarck.consensus.corroboration import EvidenceClass
+from lamarck.domain.rows import (
+    Category,
+    LessonEvent,
+    LessonFilter,
+    LessonRow,
+    LessonStatus,
+)
 from lamarck.errors import (
     ConflictError,
     InvalidRecord,
@@ -33,30 +40,23 @@ from lamarck.errors import (
     StoreError,
     StoreUnavailable,
 )
+from lamarck.gossip.publisher import lesson_record, sign_lesson
+from lamarck.gossip.share_reason import SharingState, share_status
+from lamarck.learning.influence import LessonEvidence, evidence_label
+from lamarck.learning.lifecycle import state_of
+from lamarck.learning.notes import NoteKeyParams, note_operation
+from lamarck.learning.scopes import GLOBAL, project_scope, validate_scope
+from lamarck.learning.situations import Situation, SituationSource
+from lamarck.learning.why import NothingLearned
 from lamarck.node.api.server import NodeContext, Provider, provider_of
-from lamarck.node.gossip.publisher import lesson_record, sign_lesson
-from lamarck.node.gossip.share_reason import SharingState, share_status
 from lamarck.node.importing.batch import Prefetch, PrimedEmbedder
-from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
-from lamarck.node.learning.influence import LessonEvidence, evidence_label
-from lamarck.node.learning.lifecycle import state_of
-from lamarck.node.learning.notes import NoteKeyParams, note_operation
-from lamarck.node.learning.scopes import GLOBAL, project_scope, validate_scope
-from lamarck.node.learning.situations import Situation, SituationSource
-from lamarck.node.learning.why import NothingLearned
 from lamarck.node.lessons.core import RecalledLesson
 from lamarck.node.lessons.recall import ShownConflict
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.sharing.quorum import voter_reality_events
-from lamarck.node.store.port import (
-    Category,
-    LessonEvent,
-    LessonFilter,
-    LessonRow,
-    LessonStatus,
-    LessonStore,
-)
-from lamarck.node.store.service import LessonService
+from lamarck.node.store.port import LessonStore
+from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
@@ -388,7 +388,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             view.evidence.CopyFrom(evidence_to_proto(evidence, row.confidence))
         if row.original_confidence is not None:
             view.original_confidence = row.original_confidence
-        # The publisher's own rule (node/gossip/share_reason.py mirrors may_publish).
+        # The publisher's own rule (gossip/share_reason.py mirrors may_publish).
         why_not = share_status(row, self._sharing())
         view.shared = why_not is None
         view.not_shared_reason = why_not or ""
@@ -567,7 +567,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         """Store a model's claim as a claimed lesson (or return the same claim already held).
 
         Without an operation the claim is keyed ``note:<slug of its first words>``
-        (``lamarck.node.learning.notes``), so the same sentence finds the same claim.
+        (``lamarck.learning.notes``), so the same sentence finds the same claim.
         """
         if request.memory_type == lessons_pb2.MEMORY_TYPE_UC:
             # The lesson service stores agent-capability lessons only; refusing is honest,

@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from lamarck.domain.rows import QuarantineRow
 from lamarck.errors import ConflictError, LamarckError
-from lamarck.node.store.port import QuarantineRow
 
 __all__ = ["BulkFailure", "BulkJob", "BulkJobs", "JobKey"]
 

@@ -1,6 +1,6 @@
 """The health report's edge: load its inputs from a ``LessonStore`` and compute it.
 
-``lamarck.node.health`` is pure; this module reads what it needs (the facts of every lesson of
+``lamarck.health`` is pure; this module reads what it needs (the facts of every lesson of
 category ``lesson`` in any status, a page at a time, and their event log in chunks) and calls
 ``health_report``. Predictions come from the reality tests in the event log
 (``predictions_from_validations``) until the SDK's run recorder stores explicit predictions.
@@ -11,18 +11,25 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from lamarck.node.health.figures import HealthReport
-from lamarck.node.health.inputs import (
+from lamarck.domain.rows import (
+    LessonEvent,
+    LessonFacts,
+)
+from lamarck.health.figures import HealthReport
+from lamarck.health.inputs import (
     HealthInputs,
     predictions_from_validations,
     validations_from_events,
 )
-from lamarck.node.health.params import HealthParams
-from lamarck.node.health.report import health_report
-from lamarck.node.learning.params import LearningParams
-from lamarck.node.learning.variables import VariableImportanceLearner
+from lamarck.health.params import HealthParams
+from lamarck.health.report import health_report
+from lamarck.learning.params import LearningParams
+from lamarck.learning.variables import VariableImportanceLearner
 from lamarck.node.lessons.core import LEARNER_STATE_KEY
-from lamarck.node.store.port import LessonEvent, LessonFacts, LessonStore, keyset_pages
+from lamarck.node.store.port import (
+    LessonStore,
+    keyset_pages,
+)
 
 __all__ = [
     "EVENT_CHUNK",

@@ -35,11 +35,11 @@ import grpc
 import grpc.aio
 from google.protobuf.message import DecodeError
 
+from lamarck.domain.lru import Lru
 from lamarck.errors import InvalidRecord, LamarckError, PolicyRejected, Unauthenticated
 from lamarck.node import metrics
 from lamarck.node.api.status import REASON_METADATA_KEY, status_for, to_rich_status
-from lamarck.node.lru import Lru
-from lamarck.node.token import presented_token, token_matches
+from lamarck.token import presented_token, token_matches
 
 __all__ = [
     "GRPC_DETAILS_METADATA_KEY",

@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lamarck.domain.lru import Lru
 from lamarck.errors import ConfigError, PolicyRejected
 from lamarck.node import metrics
 from lamarck.node.api.interceptors import TokenBucket
-from lamarck.node.lru import Lru
 
 __all__ = [
     "BATCH_TOO_LARGE",

@@ -22,7 +22,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
-from lamarck.node.health.figures import Finding
+from lamarck.health.figures import Finding
 from lamarck.node.store.recall_index import RecallIndexState, RecallIndexStatus
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.events import ReputationEvent

@@ -30,7 +30,7 @@ record), so its claims remain capped by it.
 Decisions are serialised by one lock and re-read the row under it, so two operators deciding
 the same row get one success and one ``ConflictError(reason="already_decided")``.
 
-``GetHealth`` computes the health report (``lamarck.node.health``) from the store on each
+``GetHealth`` computes the health report (``lamarck.health``) from the store on each
 call; ``GetStatus`` says what the node knows of itself (``lamarck.node.api.node_status``).
 """
 
@@ -44,7 +44,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from lamarck.domain.rows import (
+    LessonEvent,
+    QuarantineRow,
+    RejectionRow,
+)
 from lamarck.errors import ConfigError, ConflictError, InvalidRecord, NotFound, StoreUnavailable
+from lamarck.health.figures import Finding, HealthReport
+from lamarck.health.params import HealthParams, refresh_spacing_s
+from lamarck.health.render import report_to_json
 from lamarck.node import metrics
 from lamarck.node.api.bulk_jobs import BulkJob, BulkJobs
 from lamarck.node.api.health_loader import current_report, learned_variables
@@ -57,14 +65,11 @@ from lamarck.node.api.node_status import (
 from lamarck.node.api.reputation import GlobalTrustClock, event_to_pb, row_to_pb
 from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.crashpoint import crash_point
-from lamarck.node.health.figures import Finding, HealthReport
-from lamarck.node.health.params import HealthParams, refresh_spacing_s
-from lamarck.node.health.render import report_to_json
-from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.sharing.taint import TaintSweeper, is_taint_row
-from lamarck.node.store.port import LessonEvent, LessonStore, QuarantineRow, RejectionRow
+from lamarck.node.store.port import LessonStore
 from lamarck.node.store.recall_index import HasRecallIndex
+from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.clock import Clock
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts

@@ -25,27 +25,29 @@ from typing import TYPE_CHECKING
 from lamarck.consensus.evidence import OutcomeFacts, own_evidence
 from lamarck.consensus.params import QuorumParams
 from lamarck.consensus.votes import make_vote
+from lamarck.domain.rows import (
+    LessonFilter,
+    LessonStatus,
+    OutcomeRow,
+)
 from lamarck.errors import InvalidRecord, StoreError, StoreUnavailable
-from lamarck.node.gossip.audience import BandOf, may_receive, scope_audience
-from lamarck.node.gossip.publisher import (
+from lamarck.gossip.audience import BandOf, may_receive, scope_audience
+from lamarck.gossip.publisher import (
     PUBLISHED_STATUSES,
     GossipParams,
     may_publish,
     sign_lesson,
 )
-from lamarck.node.gossip.router import Forwardable, ForwardSend, GossipRouter
-from lamarck.node.gossip.sync import Bucket, SyncQuery, select_for_sync
-from lamarck.node.importing.decision import ImportOutcome
+from lamarck.gossip.router import Forwardable, ForwardSend, GossipRouter
+from lamarck.gossip.sync import Bucket, SyncQuery, select_for_sync
+from lamarck.learning.mechanical import avoided_operation
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
-from lamarck.node.learning.mechanical import avoided_operation
 from lamarck.node.metrics import IMPORTS
 from lamarck.node.store.port import (
-    LessonFilter,
-    LessonStatus,
     LessonStore,
-    OutcomeRow,
     keyset_pages,
 )
+from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signed import SignedMemory
@@ -354,7 +356,7 @@ async def shareable_records(
     """What this node may send ``requester`` in a Sync, by content hash.
 
     Its own publishable lessons that the audience policy lets ``requester`` receive
-    (``node/gossip/audience.py``: the same rule as a push; ``declared`` is the requester's
+    (``gossip/audience.py``: the same rule as a push; ``declared`` is the requester's
     project declaration, for team sharing), signed afresh (deterministic bytes), and imported
     public lessons as their original signed bytes (a project's copy only to a peer of that
     project: this node cannot know whether its source shared the project with everyone). This

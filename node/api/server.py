@@ -2,7 +2,7 @@
 
 * The **peer server** (``listen``) serves ``PeerService`` with per-peer limits.
 * The **agent server** (``agent_listen``) serves ``AgentService``; when it listens beyond
-  loopback every call needs the agent token (``lamarck.node.token``). It also serves
+  loopback every call needs the agent token (``lamarck.token``). It also serves
   ``OperatorService``, whose every call needs the operator token, loopback included: an
   agent's credential (or its mere locality) never reaches an operator action.
 
@@ -30,6 +30,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
+from lamarck.domain.embedder import Embedder
 from lamarck.errors import ConfigError, StoreUnavailable
 from lamarck.node.api.interceptors import (
     AuthInterceptor,
@@ -40,11 +41,10 @@ from lamarck.node.api.interceptors import (
 )
 from lamarck.node.api.node_status import ReputationSource
 from lamarck.node.config import NodeSettings
-from lamarck.node.embedding import Embedder
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import NodeParams
 from lamarck.node.peer_tls import PeerTls
 from lamarck.node.store.port import LessonStore
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.v1 import (

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from lamarck.domain.rows import LessonFilter
 from lamarck.node.api.health_loader import EVENT_CHUNK, LESSON_PAGE
 from lamarck.node.console.activity import ActivityTimeline, activity_timeline, window_start
 from lamarck.node.console.http import ConsoleParams
-from lamarck.node.store.port import LessonFilter, LessonStore
+from lamarck.node.store.port import LessonStore
 
 __all__ = ["IMPORTED_EVENT", "load_activity"]
 

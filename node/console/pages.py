@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lamarck.domain.rows import LessonEvent, LessonRow, QuarantineRow
+from lamarck.health.figures import Finding, HealthReport
+from lamarck.learning.influence import LessonEvidence, evidence_label
 from lamarck.node.api.quorum_view import certificate_state
 from lamarck.node.api.reputation import event_source
 from lamarck.node.console.activity import ActivityTimeline
 from lamarck.node.console.markup import Markup, el, join, void
 from lamarck.node.console.plots import PlotParams, bar_chart, calibration_curve, timeline_chart
-from lamarck.node.health.figures import Finding, HealthReport
-from lamarck.node.learning.influence import LessonEvidence, evidence_label
-from lamarck.node.store.port import LessonEvent, LessonRow, QuarantineRow
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.table import TOP_PARTS, ReputationRow, global_text, named_parts, parts_text

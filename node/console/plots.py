@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 from lamarck.errors import ConfigError
+from lamarck.health.figures import CalibrationBucket
 from lamarck.node.console.activity import ActivityBin, ActivityTimeline
 from lamarck.node.console.markup import Markup, el
-from lamarck.node.health.figures import CalibrationBucket
 from lamarck.proto.timefmt import format_ts
 
 __all__ = ["PlotParams", "bar_chart", "calibration_curve", "timeline_chart"]

@@ -41,6 +41,12 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lamarck.domain.lru import Lru
+from lamarck.domain.rows import (
+    LessonFilter,
+    LessonRow,
+    QuarantineRow,
+)
 from lamarck.errors import (
     ConfigError,
     ConflictError,
@@ -52,6 +58,10 @@ from lamarck.errors import (
     Unauthenticated,
     VerificationError,
 )
+from lamarck.health.figures import Finding, Severity
+from lamarck.health.render import report_from_json
+from lamarck.learning.influence import LessonEvidence
+from lamarck.net import LOOPBACK_NAMES
 from lamarck.node.api.node_status import ReputationSource, status_rows
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.api.quorum_view import parse_quorum
@@ -68,12 +78,7 @@ from lamarck.node.console.http import (
 )
 from lamarck.node.console.markup import Markup, el, void
 from lamarck.node.console.plots import PlotParams
-from lamarck.node.health.figures import Finding, Severity
-from lamarck.node.health.render import report_from_json
-from lamarck.node.learning.influence import LessonEvidence
-from lamarck.node.lru import Lru
-from lamarck.node.net import LOOPBACK_NAMES
-from lamarck.node.store.port import LessonFilter, LessonRow, LessonStore, QuarantineRow
+from lamarck.node.store.port import LessonStore
 from lamarck.proto.timefmt import parse_ts
 from lamarck.proto.v1 import operator_pb2
 

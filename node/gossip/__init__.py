@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from lamarck.node.gossip.audience import may_receive, peers_for
+from lamarck.gossip.audience import may_receive, peers_for
+from lamarck.gossip.publisher import GossipParams, may_publish, sign_lesson
+from lamarck.gossip.router import GossipRouter
+from lamarck.gossip.sync import bucket_summary, differing_prefixes, sync_step
 from lamarck.node.gossip.outbox import (
     InMemoryOutbox,
     Outbox,
@@ -10,9 +13,6 @@ from lamarck.node.gossip.outbox import (
     OutboxWorker,
     PostgresOutbox,
 )
-from lamarck.node.gossip.publisher import GossipParams, may_publish, sign_lesson
-from lamarck.node.gossip.router import GossipRouter
-from lamarck.node.gossip.sync import bucket_summary, differing_prefixes, sync_step
 
 __all__ = [
     "GossipParams",

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from lamarck.errors import LamarckError, NotFound
-from lamarck.node.gossip.publisher import GossipParams
+from lamarck.gossip.publisher import GossipParams
 from lamarck.node.store.port import LessonStore
 from lamarck.node.store.postgres import PostgresLessonStore, db_guard
 

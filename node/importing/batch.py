@@ -33,18 +33,19 @@ from typing import Any
 
 import numpy as np
 
+from lamarck.domain.embedder import Embedder, Vectors
+from lamarck.domain.rows import LessonFilter
 from lamarck.errors import ConfigError, StoreError
-from lamarck.node.embedding import Embedder, Vectors
 from lamarck.node.heap import release_memory
-from lamarck.node.importing.filters import Filter, texts_with_content
 from lamarck.node.importing.pipeline import (
     ExpectedHook,
     ImportPipeline,
     ImportResult,
     ImportSource,
 )
-from lamarck.node.store.port import LessonFilter, LessonStore
+from lamarck.node.store.port import LessonStore
 from lamarck.params_checks import check_finite, check_rule
+from lamarck.policy.filters import Filter, texts_with_content
 from lamarck.proto.limits import DEFAULT_LIMITS, too_deep
 
 __all__ = [

@@ -26,9 +26,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from lamarck.node.importing.decision import ImportDecision, ImportOutcome
-from lamarck.node.importing.filters import EstablishedLesson
 from lamarck.node.importing.view import HoldReason, counts_in_history
+from lamarck.policy.decision import ImportDecision, ImportOutcome
+from lamarck.policy.filters import EstablishedLesson
 from lamarck.proto.memory import MemoryV2
 from lamarck.reputation.events import ReputationEvent
 

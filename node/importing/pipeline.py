@@ -77,6 +77,17 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
+from lamarck.domain.embedder import Embedder
+from lamarck.domain.rows import (
+    Category,
+    LessonEvent,
+    LessonRow,
+    LessonStatus,
+    ProvenanceEntry,
+    QuarantineRow,
+    RejectionRow,
+    Vector,
+)
 from lamarck.errors import (
     ConflictError,
     InvalidRecord,
@@ -86,8 +97,22 @@ from lamarck.errors import (
     StoreUnavailable,
     VerificationError,
 )
-from lamarck.node.embedding import Embedder
-from lamarck.node.importing.decision import (
+from lamarck.learning.evidence import (
+    LocalCopy,
+    carries_evidence,
+    confidence_on_new_version,
+)
+from lamarck.learning.params import EvidenceParams
+from lamarck.node.importing.effects import with_hold
+from lamarck.node.importing.view import (
+    HoldReason,
+    ImportSnapshot,
+    StoreImportView,
+    counts_in_history,
+)
+from lamarck.node.metrics import IMPORTS
+from lamarck.node.store.port import LessonStore
+from lamarck.policy.decision import (
     DecisionReason,
     ImportDecision,
     ImportOutcome,
@@ -96,35 +121,10 @@ from lamarck.node.importing.decision import (
     charged_sender,
     decide_import,
 )
-from lamarck.node.importing.effects import with_hold
-from lamarck.node.importing.filters import (
+from lamarck.policy.filters import (
     established_floor,
     needs_established,
     texts_with_content,
-)
-from lamarck.node.importing.view import (
-    HoldReason,
-    ImportSnapshot,
-    StoreImportView,
-    counts_in_history,
-)
-from lamarck.node.learning.evidence import (
-    LocalCopy,
-    carries_evidence,
-    confidence_on_new_version,
-)
-from lamarck.node.learning.params import EvidenceParams
-from lamarck.node.metrics import IMPORTS
-from lamarck.node.store.port import (
-    Category,
-    LessonEvent,
-    LessonRow,
-    LessonStatus,
-    LessonStore,
-    ProvenanceEntry,
-    QuarantineRow,
-    RejectionRow,
-    Vector,
 )
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
@@ -341,7 +341,7 @@ def newer_version_row(
     record; this node's part stays: the local id, first arrival, uses, a retirement decided
     here and, while the lesson's operation is the same, its evidence (outcome ids, counts,
     confirmed projects, a project scope its outcomes set) and its confidence's local margin
-    (``confidence_on_new_version``, ``node/learning/evidence.py``). A version about another
+    (``confidence_on_new_version``, ``learning/evidence.py``). A version about another
     operation is another claim: evidence about the old operation does not confirm it, so the
     copy starts from the new transferred confidence with no local outcomes (the event log
     keeps what was there). An end the source signed (retired, superseded) is the source's to

@@ -23,20 +23,22 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from lamarck.domain.rows import (
+    LessonFilter,
+    LessonStatus,
+    Vector,
+)
 from lamarck.errors import InvalidRecord
-from lamarck.node.importing.filters import (
+from lamarck.node.store.port import (
+    LessonStore,
+    keyset_pages,
+)
+from lamarck.policy.filters import (
     Corroboration,
     DeclaredTool,
     EstablishedLesson,
     KnownVersion,
     SourceStats,
-)
-from lamarck.node.store.port import (
-    LessonFilter,
-    LessonStatus,
-    LessonStore,
-    Vector,
-    keyset_pages,
 )
 from lamarck.proto.memory import MemoryV2, parse_memory, schema_major
 from lamarck.reputation.port import ReputationView, TrackRecords

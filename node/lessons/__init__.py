@@ -1,1 +1,1 @@
-"""The lesson service's parts, one per concern; ``node/store/service.py`` composes them."""
+"""The lesson service's parts, one per concern; ``node/lessons/service.py`` composes them."""

@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from lamarck.consensus.attestation import count_support
 from lamarck.consensus.corroboration import NO_SUPPORT, Support
+from lamarck.domain.rows import LessonRow
 from lamarck.node.lessons.support import SupportReader
 from lamarck.node.store.attestations import AttestationStore
-from lamarck.node.store.port import LessonRow
 from lamarck.proto.clock import Clock
 
 __all__ = ["AttestedSupportReader", "PrincipalLookup", "SharingSupportReader"]

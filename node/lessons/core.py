@@ -1,6 +1,6 @@
 """What every part of the lesson service shares: its dependencies, result values and helpers.
 
-``LessonService`` (``node/store/service.py``) is split by concern — outcome learning
+``LessonService`` (``node/lessons/service.py``) is split by concern — outcome learning
 (``outcomes.py``), recall (``recall.py``), maintenance (``maintenance.py``) and situations
 (``situations.py``) — each a small class over one ``LessonCore``. The core holds the store, the
 embedder, the clock, the random source and the parameters, all built once at start-up, plus the
@@ -22,23 +22,23 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from lamarck.errors import EvidenceError, InvalidRecord, SecretDetected
-from lamarck.node.embedding import Embedder
-from lamarck.node.heap import release_memory
-from lamarck.node.learning import confidence as conf
-from lamarck.node.learning.attribution import Attribution
-from lamarck.node.learning.params import LearningParams
-from lamarck.node.learning.prompt import PromptSection, TokenCounter
-from lamarck.node.learning.secrets import scan_for_secrets
-from lamarck.node.learning.variables import VariableImportanceLearner
-from lamarck.node.lessons.write_behind import WriteBehind
-from lamarck.node.store.port import (
+from lamarck.domain.embedder import Embedder
+from lamarck.domain.rows import (
     Category,
     LessonEvent,
     LessonRow,
     LessonStatus,
-    LessonStore,
 )
+from lamarck.errors import EvidenceError, InvalidRecord, SecretDetected
+from lamarck.learning import confidence as conf
+from lamarck.learning.attribution import Attribution
+from lamarck.learning.params import LearningParams
+from lamarck.learning.prompt import PromptSection, TokenCounter
+from lamarck.learning.secrets import scan_for_secrets
+from lamarck.learning.variables import VariableImportanceLearner
+from lamarck.node.heap import release_memory
+from lamarck.node.lessons.write_behind import WriteBehind
+from lamarck.node.store.port import LessonStore
 from lamarck.proto.clock import Clock
 from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.transfer import TransferParams
@@ -72,7 +72,7 @@ LEARNER_STATE_KEY = "variable_importance"
 
 
 class EmbedderLike(Protocol):
-    """What the service needs from an embedder (``lamarck.node.embedding.Embedder`` fits)."""
+    """What the service needs from an embedder (``lamarck.domain.embedder.Embedder`` fits)."""
 
     @property
     def dim(self) -> int:
@@ -117,10 +117,10 @@ class OutcomeResult:
     attributions: tuple[Attribution, ...] = ()
     changes: tuple[LessonChange, ...] = ()
     #: Reputation events for the sources of the imported lessons this outcome tested
-    #: (``lamarck.node.importing.reality``); the node emits them to its reputation book.
+    #: (``lamarck.learning.reality``); the node emits them to its reputation book.
     reality: tuple[ReputationEvent, ...] = ()
     #: Why no lesson was created, confirmed or contradicted ("" when one was); the reasons of
-    #: ``lamarck.node.learning.why``.
+    #: ``lamarck.learning.why``.
     nothing_learned: str = ""
     #: The rows of changed lessons as this outcome left them, where it knows them: a reply
     #: built from these reads nothing again (a changed lesson missing here is read).

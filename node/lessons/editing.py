@@ -11,9 +11,10 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lamarck.domain.rows import Category, LessonFilter, LessonRow, LessonStatus
 from lamarck.errors import ConflictError, InvalidRecord, PolicyRejected
+from lamarck.learning.scopes import validate_scope
 from lamarck.node.crashpoint import crash_point
-from lamarck.node.learning.scopes import validate_scope
 from lamarck.node.lessons.core import (
     AGENT_ACTOR,
     LIVE,
@@ -24,7 +25,6 @@ from lamarck.node.lessons.core import (
     context_texts,
 )
 from lamarck.node.lessons.knowledge import Knowledge
-from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
 from lamarck.proto.identity import is_node_id
 from lamarck.proto.limits import DEFAULT_LIMITS
 

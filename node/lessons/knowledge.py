@@ -1,7 +1,7 @@
 """Knowledge that stays true (issue 18) applied over the store: conflicts contested and settled,
 near-duplicates merged.
 
-The rules are pure (``node/learning/conflicts.py``, ``consolidation.py``); this part reads the
+The rules are pure (``learning/conflicts.py``, ``consolidation.py``); this part reads the
 rows they need, writes exactly what their plans say, and logs each change. Every other part of
 the lesson service builds one ``Knowledge`` over the shared ``LessonCore``:
 
@@ -26,9 +26,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from lamarck.domain.rows import (
+    Category,
+    LessonFilter,
+    LessonRow,
+    LessonStatus,
+    RelevanceFloor,
+)
 from lamarck.errors import StoreError
-from lamarck.node.learning.attribution import Attribution, Effect, normalise_operation
-from lamarck.node.learning.conflicts import (
+from lamarck.learning.attribution import Attribution, Effect, normalise_operation
+from lamarck.learning.conflicts import (
     Conflict,
     LessonUpdate,
     Settlement,
@@ -41,18 +48,11 @@ from lamarck.node.learning.conflicts import (
     settle_outcome,
     settle_proven,
 )
-from lamarck.node.learning.consolidation import ConsolidationPlan, apply_merge, plan_consolidation
-from lamarck.node.learning.mechanical import TARGET_TAG
-from lamarck.node.learning.scopes import GLOBAL, recall_scopes
+from lamarck.learning.consolidation import ConsolidationPlan, apply_merge, plan_consolidation
+from lamarck.learning.mechanical import TARGET_TAG
+from lamarck.learning.scopes import GLOBAL, recall_scopes
 from lamarck.node.lessons.core import LessonChange, LessonCore
 from lamarck.node.store.memory import lesson_matches
-from lamarck.node.store.port import (
-    Category,
-    LessonFilter,
-    LessonRow,
-    LessonStatus,
-    RelevanceFloor,
-)
 from lamarck.reputation.events import ReputationEvent
 
 __all__ = ["ExpectedImports", "InPlaySettlements", "Knowledge", "embeddings_of"]

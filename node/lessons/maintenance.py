@@ -10,17 +10,17 @@ import builtins
 import dataclasses
 from datetime import datetime, timedelta
 
-from lamarck.node.learning import confidence as conf
-from lamarck.node.learning.scopes import over_cap
-from lamarck.node.lessons.core import LIVE, LOOP_ACTOR, LessonChange, LessonCore, ReconcileResult
-from lamarck.node.lessons.knowledge import Knowledge
-from lamarck.node.store.port import (
+from lamarck.domain.rows import (
     Category,
     LessonFilter,
     LessonRow,
     LessonStatus,
     lesson_sort_key,
 )
+from lamarck.learning import confidence as conf
+from lamarck.learning.scopes import over_cap
+from lamarck.node.lessons.core import LIVE, LOOP_ACTOR, LessonChange, LessonCore, ReconcileResult
+from lamarck.node.lessons.knowledge import Knowledge
 
 __all__ = ["Maintenance"]
 

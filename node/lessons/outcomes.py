@@ -3,7 +3,7 @@
 ``record_outcome`` stores the outcome derived from the run's tool record and checks, attributes
 it to the in-play lessons (confirm / contradict by operation key, weighted by context
 similarity), promotes or demotes scopes, and writes mechanical lessons. Every rule is a pure
-function in ``node/learning``; here they meet the store.
+function in ``learning``; here they meet the store.
 """
 
 from __future__ import annotations
@@ -15,35 +15,36 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from lamarck.domain.rows import Category, LessonFilter, LessonRow, LessonStatus, OutcomeRow
 from lamarck.errors import ConfigError, InvalidRecord
-from lamarck.node.crashpoint import crash_point
-from lamarck.node.importing.reality import reality_events
-from lamarck.node.learning import confidence as conf
-from lamarck.node.learning.attribution import Effect, attribute
-from lamarck.node.learning.conflicts import settle, trials_from_attributions
-from lamarck.node.learning.evidence import confirmed_confidence
-from lamarck.node.learning.mechanical import (
+from lamarck.learning import confidence as conf
+from lamarck.learning.attribution import Effect, attribute
+from lamarck.learning.conflicts import settle, trials_from_attributions
+from lamarck.learning.evidence import confirmed_confidence
+from lamarck.learning.mechanical import (
     TARGET_TAG,
     MechanicalLesson,
     mechanical_lessons,
     restates,
     reverses,
 )
-from lamarck.node.learning.outcomes import (
+from lamarck.learning.outcomes import (
     CheckRun,
     StepResult,
     ToolStep,
     Verdict,
     derive_verdict,
 )
-from lamarck.node.learning.scopes import (
+from lamarck.learning.reality import reality_events
+from lamarck.learning.scopes import (
     after_confirmation,
     after_contradiction,
     is_project_scope,
     project_scope,
     recall_scopes,
 )
-from lamarck.node.learning.why import NothingLearned, why_nothing_learned
+from lamarck.learning.why import NothingLearned, why_nothing_learned
+from lamarck.node.crashpoint import crash_point
 from lamarck.node.lessons.core import (
     LIVE,
     LOOP_ACTOR,
@@ -54,7 +55,6 @@ from lamarck.node.lessons.core import (
     context_texts,
 )
 from lamarck.node.lessons.knowledge import Knowledge
-from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus, OutcomeRow
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 from lamarck.proto.timefmt import parse_ts

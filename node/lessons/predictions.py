@@ -1,12 +1,12 @@
 """Reading the agent's explicit predictions from the store (for the health report's edge).
 
 ``load_recorded_predictions`` pages through the stored outcomes (newest first) and keeps the
-ones that carry a prediction (``lamarck.node.learning.predictions``).
+ones that carry a prediction (``lamarck.learning.predictions``).
 """
 
 from __future__ import annotations
 
-from lamarck.node.learning.predictions import RecordedPrediction, recorded_predictions
+from lamarck.learning.predictions import RecordedPrediction, recorded_predictions
 from lamarck.node.store.port import LessonStore
 
 __all__ = ["OUTCOME_PAGE", "load_recorded_predictions"]

@@ -2,11 +2,11 @@
 
 ``recall`` embeds the task once, asks the store for the nearest in-scope lessons, drops those
 below the relevance floor (``LessonParams.min_similarity``: a query unrelated to every lesson
-gets nothing, never the least unrelated lesson), re-ranks the rest (``node/learning/ranking``)
-and builds the section within the token budget (``node/learning/prompt``). What it returns is
+gets nothing, never the least unrelated lesson), re-ranks the rest (``learning/ranking``)
+and builds the section within the token budget (``learning/prompt``). What it returns is
 recorded as in play for the session and as used, in one store write.
 
-Both recall and the check apply the influence gate (``node/learning/influence``): each
+Both recall and the check apply the influence gate (``learning/influence``): each
 lesson's evidence class comes from this node's own outcomes and the independent support the
 injected ``SupportReader`` reads; only proven and corroborated lessons are advice; an
 unverified peer lesson is at most a labelled hint in a bounded share of plan-time prompts and
@@ -25,10 +25,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lamarck.consensus.corroboration import NO_SUPPORT, EvidenceClass
-from lamarck.node.learning.attribution import normalise_operation
-from lamarck.node.learning.conflicts import Conflict, conflict_between, detect_conflicts
-from lamarck.node.learning.consolidation import RecallGroup, collapse_groups, plan_consolidation
-from lamarck.node.learning.influence import (
+from lamarck.domain.rows import (
+    Category,
+    LessonFilter,
+    LessonRow,
+    LessonStatus,
+    RelevanceFloor,
+)
+from lamarck.learning.attribution import normalise_operation
+from lamarck.learning.conflicts import Conflict, conflict_between, detect_conflicts
+from lamarck.learning.consolidation import RecallGroup, collapse_groups, plan_consolidation
+from lamarck.learning.influence import (
     AuthorityPrototypes,
     InfluenceParams,
     LessonEvidence,
@@ -39,19 +46,12 @@ from lamarck.node.learning.influence import (
     evidence_order,
     plan_hint,
 )
-from lamarck.node.learning.prompt import build_lessons_section, conflict_line
-from lamarck.node.learning.ranking import Candidate, idle_days, rank
-from lamarck.node.learning.scopes import recall_scopes
+from lamarck.learning.prompt import build_lessons_section, conflict_line
+from lamarck.learning.ranking import Candidate, idle_days, rank
+from lamarck.learning.scopes import recall_scopes
 from lamarck.node.lessons.core import EmbedderLike, LessonCore, RecalledLesson, RecallResult
 from lamarck.node.lessons.knowledge import embeddings_of
 from lamarck.node.lessons.support import NoSupportReader, SupportReader
-from lamarck.node.store.port import (
-    Category,
-    LessonFilter,
-    LessonRow,
-    LessonStatus,
-    RelevanceFloor,
-)
 
 __all__ = [
     "OperationCheck",

@@ -6,9 +6,10 @@ import builtins
 import dataclasses
 from collections.abc import Sequence
 
+from lamarck.domain.rows import Category, LessonFilter, LessonRow, LessonStatus
 from lamarck.errors import EvidenceError
-from lamarck.node.learning.scopes import recall_scopes, validate_scope
-from lamarck.node.learning.situations import (
+from lamarck.learning.scopes import recall_scopes, validate_scope
+from lamarck.learning.situations import (
     Escalate,
     Note,
     Probe,
@@ -23,7 +24,6 @@ from lamarck.node.learning.situations import (
     validate_for_learning,
 )
 from lamarck.node.lessons.core import LessonCore
-from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
 
 __all__ = ["Situations"]
 

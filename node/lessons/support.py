@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from lamarck.consensus.corroboration import Support
-from lamarck.node.store.port import LessonRow
+from lamarck.domain.rows import LessonRow
 
 __all__ = ["NoSupportReader", "SupportReader"]
 

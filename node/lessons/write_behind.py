@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lamarck.errors import StoreError
-from lamarck.node.learning.write_behind import WriteBehindParams
+from lamarck.learning.write_behind import WriteBehindParams
 from lamarck.node.store.port import LessonStore
 
 __all__ = ["EmbedBatch", "WriteBehind", "WriteBehindParams"]

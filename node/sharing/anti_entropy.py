@@ -23,17 +23,17 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from lamarck.errors import DeliveryFailed
+from lamarck.gossip.audience import BandOf
+from lamarck.gossip.publisher import GossipParams
+from lamarck.gossip.sync import SyncPage, SyncQuery, sync_step
 from lamarck.node.api.node_status import CatchUpProgress
 from lamarck.node.api.peer_handlers import shareable_records
-from lamarck.node.gossip.audience import BandOf
-from lamarck.node.gossip.publisher import GossipParams
-from lamarck.node.gossip.sync import SyncPage, SyncQuery, sync_step
 from lamarck.node.importing.batch import BatchImportParams, Prefetch, PrimedEmbedder
-from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.sharing.attestations import Attestations
 from lamarck.node.sharing.peer_client import PeerClient
 from lamarck.node.store.port import LessonStore
+from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity

@@ -36,11 +36,12 @@ from lamarck.consensus.attestation import (
     outcome_digest,
     verify_attestation,
 )
+from lamarck.domain.rows import LessonRow
 from lamarck.errors import InvalidRecord, PolicyRejected, VerificationError
 from lamarck.node.lessons.attested_support import PrincipalLookup
 from lamarck.node.metrics import ATTESTATIONS
 from lamarck.node.store.attestations import AttestationRow, AttestationStore
-from lamarck.node.store.port import LessonRow, LessonStore
+from lamarck.node.store.port import LessonStore
 from lamarck.proto.attestation import Attestation
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock

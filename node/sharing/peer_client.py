@@ -26,9 +26,9 @@ import grpc
 import grpc.aio
 
 from lamarck.errors import DeliveryFailed, StoreError
+from lamarck.gossip.sync import SyncPage, SyncQuery
 from lamarck.node.api.limits import PeerLimits
 from lamarck.node.api.peer_auth import PeerTokens
-from lamarck.node.gossip.sync import SyncPage, SyncQuery
 from lamarck.node.importing.view import REGISTRY_DEPENDENT_REASONS
 from lamarck.node.peer_tls import PeerTls
 from lamarck.proto.canonical import sha256_hex

@@ -16,21 +16,22 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from lamarck.domain.rows import LessonFilter
 from lamarck.errors import DeliveryFailed, NotFound
-from lamarck.node.gossip.audience import BandOf, DeclaredProjects, peers_for
-from lamarck.node.gossip.outbox import Outbox, OutboxWorker
-from lamarck.node.gossip.publisher import (
+from lamarck.gossip.audience import BandOf, DeclaredProjects, peers_for
+from lamarck.gossip.publisher import (
     PUBLISHED_STATUSES,
     GossipParams,
     lesson_version,
     may_publish,
     sign_lesson,
 )
-from lamarck.node.gossip.router import Forwardable, GossipRouter
-from lamarck.node.importing.decision import ImportParams
-from lamarck.node.importing.self_check import own_record_refusal
+from lamarck.gossip.router import Forwardable, GossipRouter
+from lamarck.node.gossip.outbox import Outbox, OutboxWorker
 from lamarck.node.sharing.peer_client import PeerClient
-from lamarck.node.store.port import LessonFilter, LessonStore
+from lamarck.node.store.port import LessonStore
+from lamarck.policy.decision import ImportParams
+from lamarck.policy.self_check import own_record_refusal
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.identity import NodeIdentity
 from lamarck.registry.directory import PeerInfo

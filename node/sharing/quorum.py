@@ -51,10 +51,14 @@ from lamarck.consensus.certificate import (
 from lamarck.consensus.params import QuorumParams
 from lamarck.consensus.tally import Accepted, Electorate, Pending, Rejected, tally
 from lamarck.consensus.voters import Candidate, NetworkView, select_voters
+from lamarck.domain.rows import (
+    LessonEvent,
+    QuarantineRow,
+)
 from lamarck.errors import InvalidRecord, StoreError
-from lamarck.node.importing.decision import DecisionReason
 from lamarck.node.importing.pipeline import QUORUM_ACTOR, ImportPipeline
-from lamarck.node.store.port import LessonEvent, LessonStore, QuarantineRow
+from lamarck.node.store.port import LessonStore
+from lamarck.policy.decision import DecisionReason
 from lamarck.proto.clock import Clock
 from lamarck.proto.memory import MemoryV2, parse_memory
 from lamarck.proto.signed import SignedMemory

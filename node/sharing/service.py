@@ -42,13 +42,13 @@ from lamarck.errors import (
     StoreError,
     VerificationError,
 )
+from lamarck.gossip.audience import band_reader
+from lamarck.gossip.router import GossipRouter
 from lamarck.node.api.node_status import CatchUpProgress, NetworkSnapshot
 from lamarck.node.api.peer_auth import PeerTokens
 from lamarck.node.api.peer_handlers import PublishDeps, handle_request_vote, shareable_records
 from lamarck.node.api.reputation import GlobalTrustBook, HasBook, recompute_global_trust
-from lamarck.node.gossip.audience import band_reader
 from lamarck.node.gossip.outbox import Outbox
-from lamarck.node.gossip.router import GossipRouter
 from lamarck.node.importing.batch import PrimedEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from lamarck.errors import InvalidRecord
-from lamarck.node.gossip.audience import BandOf
-from lamarck.node.importing.decision import charged_sender
+from lamarck.gossip.audience import BandOf
+from lamarck.policy.decision import charged_sender
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity

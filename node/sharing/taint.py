@@ -50,22 +50,22 @@ from lamarck.consensus.taint import (
     taint_plan,
     tainted_sources,
 )
+from lamarck.domain.rows import (
+    LessonEvent,
+    LessonFilter,
+    LessonRow,
+    LessonStatus,
+    QuarantineRow,
+)
 from lamarck.errors import InvalidRecord, NotFound
-from lamarck.node.gossip.publisher import sign_lesson
-from lamarck.node.learning.mechanical import (
+from lamarck.gossip.publisher import sign_lesson
+from lamarck.learning.mechanical import (
     MECHANICAL_TAG,
     MechanicalLesson,
     avoided_operation,
     lesson_target,
 )
-from lamarck.node.store.port import (
-    LessonEvent,
-    LessonFilter,
-    LessonRow,
-    LessonStatus,
-    LessonStore,
-    QuarantineRow,
-)
+from lamarck.node.store.port import LessonStore
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity

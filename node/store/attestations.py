@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from lamarck.consensus.attestation import AttestationParams, created_at, placement
-from lamarck.node.lru import Lru
+from lamarck.domain.lru import Lru
 from lamarck.node.store.port import LessonStore
 from lamarck.node.store.postgres import PostgresLessonStore, db_guard
 from lamarck.proto.attestation import Attestation

@@ -18,11 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from lamarck.errors import ConflictError, NotFound, StoreError
-from lamarck.node.learning.conflicts import has_local_evidence
-from lamarck.node.learning.mechanical import is_about
-from lamarck.node.learning.scopes import PROJECT_PREFIX
-from lamarck.node.store.port import (
+from lamarck.domain.rows import (
     Category,
     ImportedRecord,
     LessonEvent,
@@ -30,7 +26,6 @@ from lamarck.node.store.port import (
     LessonFilter,
     LessonRow,
     LessonStatus,
-    LessonStore,
     OutcomeRow,
     QuarantineRow,
     RejectionRow,
@@ -40,6 +35,11 @@ from lamarck.node.store.port import (
     check_event_kinds,
     lesson_sort_key,
 )
+from lamarck.errors import ConflictError, NotFound, StoreError
+from lamarck.learning.conflicts import has_local_evidence
+from lamarck.learning.mechanical import is_about
+from lamarck.learning.scopes import PROJECT_PREFIX
+from lamarck.node.store.port import LessonStore
 from lamarck.node.store.recall_index import exact_top_k
 
 __all__ = [

@@ -37,11 +37,7 @@ import asyncpg
 import numpy as np
 from pgvector.asyncpg import register_vector
 
-from lamarck.errors import ConflictError, NotFound, StoreError, StoreUnavailable
-from lamarck.node.learning.mechanical import AVOID_TAG
-from lamarck.node.store.memory import QUARANTINE_STATES
-from lamarck.node.store.migrate import run_migrations
-from lamarck.node.store.port import (
+from lamarck.domain.rows import (
     Category,
     ImportedRecord,
     LessonEvent,
@@ -49,7 +45,6 @@ from lamarck.node.store.port import (
     LessonFilter,
     LessonRow,
     LessonStatus,
-    LessonStore,
     OutcomeRow,
     ProvenanceEntry,
     QuarantineRow,
@@ -59,6 +54,11 @@ from lamarck.node.store.port import (
     Vector,
     check_event_kinds,
 )
+from lamarck.errors import ConflictError, NotFound, StoreError, StoreUnavailable
+from lamarck.learning.mechanical import AVOID_TAG
+from lamarck.node.store.memory import QUARANTINE_STATES
+from lamarck.node.store.migrate import run_migrations
+from lamarck.node.store.port import LessonStore
 from lamarck.node.store.recall_index import (
     COVERED_STATUSES,
     RecallIndex,

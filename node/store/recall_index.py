@@ -31,8 +31,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from lamarck.errors import ConfigError
-from lamarck.node.store.port import (
+from lamarck.domain.rows import (
     Category,
     LessonFilter,
     LessonRow,
@@ -41,6 +40,7 @@ from lamarck.node.store.port import (
     ScoredLesson,
     Vector,
 )
+from lamarck.errors import ConfigError
 
 __all__ = [
     "COVERED_STATUSES",

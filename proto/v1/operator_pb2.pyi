@@ -528,7 +528,7 @@ class GetHealthResponse(_message.Message):
 
     REPORT_JSON_FIELD_NUMBER: _builtins.int
     report_json: _builtins.str
-    """The report as JSON (lamarck.node.health.render.report_to_json; its "version" field says
+    """The report as JSON (lamarck.health.render.report_to_json; its "version" field says
     which shape), so new figures need no schema change.
     """
     def __init__(

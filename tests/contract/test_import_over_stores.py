@@ -9,11 +9,12 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from lamarck.domain.rows import LessonFilter
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
 from lamarck.node.importing.view import StoreImportView
-from lamarck.node.store.port import LessonFilter, LessonStore
+from lamarck.node.store.port import LessonStore
+from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2

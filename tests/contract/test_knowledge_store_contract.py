@@ -8,8 +8,12 @@ import dataclasses
 
 import pytest
 
+from lamarck.domain.rows import (
+    LessonEvent,
+    LessonFilter,
+)
 from lamarck.errors import StoreError
-from lamarck.node.store.port import LessonEvent, LessonFilter, LessonStore
+from lamarck.node.store.port import LessonStore
 from tests.contract.test_lesson_store_contract import T0, lesson
 
 

@@ -3,7 +3,11 @@ Remember dedupe lookup is one such query with ``limit=1``)."""
 
 from __future__ import annotations
 
-from lamarck.node.store.port import LessonFilter, LessonStatus, LessonStore
+from lamarck.domain.rows import (
+    LessonFilter,
+    LessonStatus,
+)
+from lamarck.node.store.port import LessonStore
 from tests.contract.test_lesson_store_contract import lesson
 
 

@@ -15,21 +15,21 @@ import asyncpg
 import numpy as np
 import pytest
 
-from lamarck.errors import ConflictError, InvalidRecord, NotFound, StoreError, StoreUnavailable
-from lamarck.node.store.migrate import load_migrations, run_migrations
-from lamarck.node.store.port import (
+from lamarck.domain.rows import (
     Category,
     LessonEvent,
     LessonFilter,
     LessonRow,
     LessonStatus,
-    LessonStore,
     OutcomeRow,
     ProvenanceEntry,
     QuarantineRow,
     RejectionRow,
     RelevanceFloor,
 )
+from lamarck.errors import ConflictError, InvalidRecord, NotFound, StoreError, StoreUnavailable
+from lamarck.node.store.migrate import load_migrations, run_migrations
+from lamarck.node.store.port import LessonStore
 from lamarck.node.store.postgres import VECTOR_INDEX, PostgresLessonStore, translate_error
 
 # The dimension the conftest migrates its template database with (conftest.DIM).

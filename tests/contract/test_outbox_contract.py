@@ -14,7 +14,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from lamarck.domain.rows import (
+    LessonRow,
+    LessonStatus,
+)
 from lamarck.errors import DeliveryFailed, NotFound
+from lamarck.gossip.publisher import GossipParams
 from lamarck.node.gossip.outbox import (
     LAST_ERROR_MAX_CHARS,
     InMemoryOutbox,
@@ -24,9 +29,8 @@ from lamarck.node.gossip.outbox import (
     PostgresOutbox,
     outbox_for,
 )
-from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonRow, LessonStatus, LessonStore
+from lamarck.node.store.port import LessonStore
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 L1 = "6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab"

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lamarck.node.store.port import (
+from lamarck.domain.rows import (
     Category,
     LessonFilter,
     LessonRow,

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.domain.rows import LessonRow, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from lamarck.node.store.port import (
+from lamarck.domain.rows import (
     Category,
     LessonFilter,
     LessonRow,

@@ -7,8 +7,14 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from lamarck.domain.rows import (
+    LessonEvent,
+    LessonRow,
+    LessonStatus,
+    OutcomeRow,
+)
 from lamarck.errors import ConflictError
-from lamarck.node.store.port import LessonEvent, LessonRow, LessonStatus, LessonStore, OutcomeRow
+from lamarck.node.store.port import LessonStore
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 8

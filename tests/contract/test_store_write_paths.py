@@ -12,16 +12,16 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from lamarck.errors import ConflictError, InvalidRecord, NotFound
-from lamarck.node.store.port import (
+from lamarck.domain.rows import (
     LessonEvent,
     LessonFilter,
     LessonRow,
     LessonStatus,
-    LessonStore,
     ProvenanceEntry,
     RelevanceFloor,
 )
+from lamarck.errors import ConflictError, InvalidRecord, NotFound
+from lamarck.node.store.port import LessonStore
 
 DIM = 8  # the conftest's template dimension
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

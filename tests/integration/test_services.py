@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lamarck.node.store.port import LessonFilter, LessonRow, LessonStatus
+from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from lamarck.agent import RunRecorder, project_digest
+from lamarck.cli import app
 from lamarck.client import Client
-from lamarck.node.cli import app
 
 pytestmark = pytest.mark.integration
 

@@ -50,7 +50,7 @@ def _mcp_argv(home: Path, project: Path, *extra: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "lamarck.node.cli",
+        "lamarck.cli",
         "mcp",
         "--home",
         str(home),

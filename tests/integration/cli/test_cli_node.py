@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from lamarck.cli import app
 from lamarck.client import Client
-from lamarck.node.cli import app
 from lamarck.operator import OperatorClient
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.signed import SignedMemory
@@ -422,7 +422,7 @@ def test_export_json_to_stdout_is_a_usage_error(node: Any) -> None:
 
 
 def _cli_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "lamarck.node.cli", *args]
+    return [sys.executable, "-m", "lamarck.cli", *args]
 
 
 def _wait_serving(home: Path, process: subprocess.Popen[bytes], timeout_s: float) -> None:

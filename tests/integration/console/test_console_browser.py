@@ -33,18 +33,8 @@ from playwright import async_api as playwright_api
 from lamarck.consensus.params import QuorumParams
 from lamarck.consensus.tally import Electorate, tally
 from lamarck.consensus.votes import Verdict
-from lamarck.node.api.operator_service import OperatorServicer
-from lamarck.node.api.reputation import NodeReputation, store_tallies
-from lamarck.node.console.http import ConsoleParams
-from lamarck.node.console.plots import PlotParams
-from lamarck.node.console.server import ConsoleApp, ConsoleServer, start_console
-from lamarck.node.embedding import Embedder
-from lamarck.node.health.params import HealthParams
-from lamarck.node.importing.pipeline import ImportPipeline
-from lamarck.node.importing.view import StoreImportView
-from lamarck.node.sharing.quorum import QuorumLedger
-from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import (
+from lamarck.domain.embedder import Embedder
+from lamarck.domain.rows import (
     LessonEvent,
     LessonFilter,
     LessonRow,
@@ -53,6 +43,16 @@ from lamarck.node.store.port import (
     QuarantineRow,
     RejectionRow,
 )
+from lamarck.health.params import HealthParams
+from lamarck.node.api.operator_service import OperatorServicer
+from lamarck.node.api.reputation import NodeReputation, store_tallies
+from lamarck.node.console.http import ConsoleParams
+from lamarck.node.console.plots import PlotParams
+from lamarck.node.console.server import ConsoleApp, ConsoleServer, start_console
+from lamarck.node.importing.pipeline import ImportPipeline
+from lamarck.node.importing.view import StoreImportView
+from lamarck.node.sharing.quorum import QuorumLedger
+from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2

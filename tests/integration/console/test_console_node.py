@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from lamarck.cli import app
 from lamarck.client import Client
-from lamarck.node.cli import app
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.timefmt import format_ts
 

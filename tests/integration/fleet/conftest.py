@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.fleet.supervisor import FLEET_FILE, Fleet, FleetSpec
+from lamarck.fleet.supervisor import FLEET_FILE, Fleet, FleetSpec
 
 #: How many port ranges a start tries before the test fails.
 PORT_TRIES = 5
@@ -87,7 +87,7 @@ def module_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "lamarck.node.cli", *args]
+    return [sys.executable, "-m", "lamarck.cli", *args]
 
 
 def _past_port_check(directory: Path, process: subprocess.Popen[bytes]) -> bool:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lamarck.node.fleet.attack_fleet import start_attack_fleet
-from lamarck.node.fleet.authority import AuthorityParams, run_authority
-from lamarck.node.fleet.supervisor import Fleet
+from lamarck.fleet.attack_fleet import start_attack_fleet
+from lamarck.fleet.authority import AuthorityParams, run_authority
+from lamarck.fleet.supervisor import Fleet
 
 # A fleet's start and the pushes' imports take minutes on a loaded 2-core machine.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]

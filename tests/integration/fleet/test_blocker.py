@@ -15,8 +15,8 @@ from collections.abc import Callable
 import pytest
 
 from lamarck.agent.recovery import TurnStatus
-from lamarck.node.fleet.blocker import DECLARED_TOOLS, SIGN_IN, BlockerReport, run_blocker
-from lamarck.node.fleet.supervisor import Fleet
+from lamarck.fleet.blocker import DECLARED_TOOLS, SIGN_IN, BlockerReport, run_blocker
+from lamarck.fleet.supervisor import Fleet
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
-from lamarck.node.fleet.byzantine import ByzantineParams, run_byzantine
-from lamarck.node.fleet.supervisor import Fleet
+from lamarck.fleet.byzantine import ByzantineParams, run_byzantine
+from lamarck.fleet.supervisor import Fleet
 
 pytestmark = pytest.mark.integration
 

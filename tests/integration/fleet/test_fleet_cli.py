@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from lamarck.node.fleet.launcher import pid_alive
+from lamarck.fleet.launcher import pid_alive
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +26,7 @@ FleetUp = Callable[..., tuple[subprocess.Popen[bytes], int]]
 
 
 def _lamarck(*args: str) -> list[str]:
-    return [sys.executable, "-m", "lamarck.node.cli", *args]
+    return [sys.executable, "-m", "lamarck.cli", *args]
 
 
 def _state(d: Path) -> dict[str, Any]:

@@ -8,7 +8,7 @@
   signed by a Sybil key nobody admitted, is accepted by no node and reaches no prompt.
 
 * A high-stakes lesson published with fabricated votes or a forged quorum certificate
-  (``lamarck.node.fleet.planted``: node 1's key pushes it to every other node through
+  (``lamarck.fleet.planted``: node 1's key pushes it to every other node through
   PeerService.Publish) is refused by every peer for the typed reason of its shape, is
   accepted by none and reaches no prompt; the control, a certificate the admitted peers'
   keys signed unaltered, is accepted. 5 nodes: a certificate needs 4 voters besides its
@@ -28,9 +28,9 @@ from lamarck.agent.loop import ActContext, LearningLoop, LoopParams, Task
 from lamarck.agent.run import RunParams
 from lamarck.client import Client, Situation
 from lamarck.errors import EvidenceError
-from lamarck.node.fleet.planted import EXPECTED_REASON, run_planted_certificates
-from lamarck.node.fleet.supervisor import Fleet
-from lamarck.node.learning.params import ContextParams
+from lamarck.fleet.planted import EXPECTED_REASON, run_planted_certificates
+from lamarck.fleet.supervisor import Fleet
+from lamarck.learning.params import ContextParams
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity

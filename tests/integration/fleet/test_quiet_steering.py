@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from lamarck.node.fleet.attack_fleet import start_attack_fleet
-from lamarck.node.fleet.steering import SteeringParams, run_steering
-from lamarck.node.fleet.supervisor import Fleet
+from lamarck.fleet.attack_fleet import start_attack_fleet
+from lamarck.fleet.steering import SteeringParams, run_steering
+from lamarck.fleet.supervisor import Fleet
 
 # A fleet's start, the honest phase and two rounds take minutes on a loaded 2-core machine.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
-from lamarck.node.fleet.poisoning import PoisonParams, run_poisoning
-from lamarck.node.fleet.supervisor import Fleet
+from lamarck.fleet.poisoning import PoisonParams, run_poisoning
+from lamarck.fleet.supervisor import Fleet
 
 pytestmark = pytest.mark.integration
 

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from lamarck.client import Client
-from lamarck.node.fleet.driver import DriverParams, FleetDriver, NodeHandle
-from lamarck.node.fleet.report import ISOLATED, SHARED, TurnRecord, learning_figures
-from lamarck.node.fleet.supervisor import Fleet, NodeProcess
-from lamarck.node.fleet.workloads import Workload, WorkloadParams, make_workload
+from lamarck.fleet.driver import DriverParams, FleetDriver, NodeHandle
+from lamarck.fleet.report import ISOLATED, SHARED, TurnRecord, learning_figures
+from lamarck.fleet.supervisor import Fleet, NodeProcess
+from lamarck.fleet.workloads import Workload, WorkloadParams, make_workload
 
 pytestmark = pytest.mark.integration
 

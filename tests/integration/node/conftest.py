@@ -44,7 +44,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from lamarck.client import dial_address
-from lamarck.node.fleet import launcher
+from lamarck.fleet import launcher
 from lamarck.node.peer_tls import dial_home
 
 #: Flags every test node gets unless the test overrides them.

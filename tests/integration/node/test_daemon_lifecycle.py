@@ -163,7 +163,7 @@ def test_metrics_endpoint_serves_lamarck_metrics(node: Any) -> None:
 def test_node_status_says_where_recall_searches(node: Any) -> None:
     """``lamarck node status --json`` carries the recall index's state (nothing recalled yet
     on this node: not read), as the console and the CLI's table show it."""
-    argv = [sys.executable, "-m", "lamarck.node.cli", "node", "status", "--home", str(node.home)]
+    argv = [sys.executable, "-m", "lamarck.cli", "node", "status", "--home", str(node.home)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAMARCK_")}
     done = subprocess.run([*argv, "--json"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

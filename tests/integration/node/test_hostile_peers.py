@@ -116,7 +116,7 @@ class _CountingPipeline:
 
     async def import_record(self, raw: bytes, **_: Any) -> Any:
         self.seen += 1
-        from lamarck.node.importing.decision import ImportOutcome
+        from lamarck.policy.decision import ImportOutcome
 
         return _Result(outcome=ImportOutcome.DUPLICATE)
 

@@ -15,8 +15,8 @@ from lamarck.agent.recovery import TurnStatus
 from lamarck.agent.run import RunParams
 from lamarck.agent.situation import Situation
 from lamarck.client import Client
-from lamarck.node.fleet.blocker import IMPROVISE, SIGN_IN, CliWorld, session
-from lamarck.node.learning.params import ContextParams
+from lamarck.fleet.blocker import IMPROVISE, SIGN_IN, CliWorld, session
+from lamarck.learning.params import ContextParams
 from lamarck.proto.clock import FixedClock
 
 pytestmark = pytest.mark.integration

@@ -87,7 +87,7 @@ def _recall_refusal(node: Any) -> tuple[grpc.StatusCode, str]:
 
 
 def _status_exit(home: Path) -> int:
-    argv = [sys.executable, "-m", "lamarck.node.cli", "node", "status", "--home", str(home)]
+    argv = [sys.executable, "-m", "lamarck.cli", "node", "status", "--home", str(home)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAMARCK_")}
     return subprocess.run(argv, env=env, capture_output=True, timeout=60, check=False).returncode
 

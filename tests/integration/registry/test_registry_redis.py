@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
+from lamarck.domain.rows import LessonFilter
 from lamarck.errors import AdmissionRefused, RegistryError, Unauthenticated
 from lamarck.node.api.peer_auth import PeerAuthenticator, PeerTokens
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter
+from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import make_rotation

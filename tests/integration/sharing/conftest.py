@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import pytest
 
 from lamarck.client import Client, Lesson
-from lamarck.node.gossip.publisher import GossipParams
+from lamarck.gossip.publisher import GossipParams
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.timefmt import format_ts
 from lamarck.registry.params import RegistryParams

@@ -23,8 +23,8 @@ import pytest
 from conftest import REDIS_URL, expected_transfer, fixtures, imported, sync_calls, wait_for
 from typer.testing import CliRunner
 
+from lamarck.cli import app
 from lamarck.errors import AdmissionRefused
-from lamarck.node.cli import app
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import init_keys, show_keys
@@ -209,7 +209,7 @@ def test_the_cli_uses_the_running_embedded_registry_of_a_home_without_redis_url(
 def _lamarck(*args: str) -> Any:
     """Run ``lamarck`` as an operator would (own process, no LAMARCK_* settings); JSON out."""
     done = subprocess.run(
-        [sys.executable, "-m", "lamarck.node.cli", *args, "--json"],
+        [sys.executable, "-m", "lamarck.cli", *args, "--json"],
         env=fixtures.node_env(),
         capture_output=True,
         text=True,

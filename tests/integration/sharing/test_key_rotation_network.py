@@ -25,9 +25,9 @@ from conftest import REDIS_URL, Net, wait_for
 from typer.testing import CliRunner
 
 import lamarck
+from lamarck.cli import app
 from lamarck.client import Client
 from lamarck.errors import AdmissionRefused
-from lamarck.node.cli import app
 from lamarck.node.sharing import ENROLLMENT_FILE
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity

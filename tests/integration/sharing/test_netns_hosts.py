@@ -46,8 +46,8 @@ from conftest import Net, fixtures, wait_for
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from lamarck.client import Client
+from lamarck.fleet import launcher
 from lamarck.node.api.peer_auth import PeerTokens
-from lamarck.node.fleet import launcher
 from lamarck.node.peer_tls import dial_home
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from lamarck.domain.rows import LessonRow, LessonStatus
+from lamarck.gossip.publisher import GossipParams
 from lamarck.node.gossip.outbox import OutboxWorker, PostgresOutbox
-from lamarck.node.gossip.publisher import GossipParams
 from lamarck.node.store.embedded import EmbeddedPostgres, default_server_settings
-from lamarck.node.store.port import LessonRow, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
 
 pytestmark = pytest.mark.integration

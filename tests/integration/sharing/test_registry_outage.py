@@ -29,7 +29,7 @@ import redis
 from conftest import Net, expected_transfer, fixtures, imported, wait_for
 
 from lamarck.errors import RegistryError
-from lamarck.node.fleet.supervisor import listed_peers
+from lamarck.fleet.supervisor import listed_peers
 from lamarck.proto.clock import SystemClock
 from lamarck.registry.embedded import redis_server_executable
 from lamarck.registry.params import AdmissionMode, RegistryParams

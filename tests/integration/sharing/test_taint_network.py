@@ -30,8 +30,8 @@ import pytest
 from conftest import REDIS_URL, Net, imported, outcome, wait_for
 from typer.testing import CliRunner
 
+from lamarck.cli import app
 from lamarck.client import Client
-from lamarck.node.cli import app
 from lamarck.operator import OperatorClient
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import SystemClock

@@ -10,7 +10,7 @@ import pytest
 from conftest import imported, outcome, sync_calls, wait_for
 
 from lamarck.client import Client
-from lamarck.node.gossip.publisher import GossipParams
+from lamarck.gossip.publisher import GossipParams
 
 pytestmark = pytest.mark.integration
 

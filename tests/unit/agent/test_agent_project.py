@@ -12,8 +12,8 @@ import pytest
 
 from lamarck.agent import project_digest, project_scope_of
 from lamarck.errors import InvalidRecord
-from lamarck.node.learning.scopes import project_digest as store_digest
-from lamarck.node.learning.scopes import validate_scope
+from lamarck.learning.scopes import project_digest as store_digest
+from lamarck.learning.scopes import validate_scope
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

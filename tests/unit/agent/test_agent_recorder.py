@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from lamarck.agent import RunParams, RunRecorder, derive_outcome, parse_run
 from lamarck.agent.run import run_json_schema, shipped_run_schema
 from lamarck.errors import ConfigError, InvalidRecord
-from lamarck.node.learning.mechanical import MechanicalLesson
+from lamarck.learning.mechanical import MechanicalLesson
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
 

@@ -25,7 +25,7 @@ from lamarck.agent.loop import (
 from lamarck.agent.run import RunParams
 from lamarck.client import Lesson, LessonChange, OutcomeResult, RecallResult
 from lamarck.errors import ConfigError
-from lamarck.node.learning.params import ContextParams
+from lamarck.learning.params import ContextParams
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
 

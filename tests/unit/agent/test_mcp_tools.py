@@ -20,8 +20,8 @@ from lamarck.client import (
     RecallResult,
 )
 from lamarck.errors import ConfigError, LamarckError, NotFound
-from lamarck.node.mcp.server import INSTRUCTIONS, BearerAuth, McpParams, build_server, serve_http
-from lamarck.node.mcp.tools import DESCRIPTIONS, LamarckTools, NodeLink
+from lamarck.mcp.server import INSTRUCTIONS, BearerAuth, McpParams, build_server, serve_http
+from lamarck.mcp.tools import DESCRIPTIONS, LamarckTools, NodeLink
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
 

@@ -28,12 +28,12 @@ from lamarck.agent.guard import (
 )
 from lamarck.agent.recovery import RecoveryParams, TurnStatus
 from lamarck.agent.situation import Situation, SituationLesson, ToolSpec
+from lamarck.domain.rows import LessonStatus
+from lamarck.learning.params import LearningParams
+from lamarck.learning.scopes import project_scope
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.learning.params import LearningParams
-from lamarck.node.learning.scopes import project_scope
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonStatus
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 
 T = TypeVar("T")

@@ -8,7 +8,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from lamarck.node.importing.autonomy import MODEL_FILE
+from lamarck.policy.autonomy import MODEL_FILE
 
 # `bench` is a directory at the repository root, importable from there (not installed).
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
@@ -23,7 +23,7 @@ def test_the_corpus_file_is_what_its_generator_writes() -> None:
 def test_the_packaged_classifier_was_trained_on_the_whole_tune_split() -> None:
     # bench/train_autonomy.py records what it read; a tune template added without retraining
     # would leave the weights behind the corpus the filter is measured on.
-    text = resources.files("lamarck.node.importing").joinpath(MODEL_FILE).read_text("utf-8")
+    text = resources.files("lamarck.policy").joinpath(MODEL_FILE).read_text("utf-8")
     trained_on = json.loads(text)["trained_on"]
     found = re.search(r"split=tune \((\d+) records\)", trained_on)
     assert found is not None, trained_on

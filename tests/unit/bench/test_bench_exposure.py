@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from lamarck.client import CheckResult, Conflict, RecallResult
-from lamarck.node.fleet.workloads import WorkloadParams, make_workload
+from lamarck.fleet.workloads import WorkloadParams, make_workload
 
 # `bench` is a directory at the repository root, importable from there (not installed).
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))

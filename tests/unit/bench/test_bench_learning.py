@@ -6,9 +6,9 @@ import random
 import sys
 from pathlib import Path
 
+from lamarck.learning.knowledge_params import KnowledgeParams
+from lamarck.learning.params import LearningParams
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.learning.knowledge_params import KnowledgeParams
-from lamarck.node.learning.params import LearningParams
 
 # `bench` is a directory at the repository root, importable from there (not installed).
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from lamarck.node.cli import app
+from lamarck.cli import app
 from lamarck.node.daemon import database_where
 
 runner = CliRunner()

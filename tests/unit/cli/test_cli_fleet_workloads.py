@@ -19,10 +19,10 @@ from typing import Any, ClassVar
 import pytest
 from typer.testing import CliRunner
 
-from lamarck.node.cli import app
-from lamarck.node.cli import fleet as fleet_cli
-from lamarck.node.fleet import scenarios
-from lamarck.node.fleet.scenarios import REPEATS, SCENARIOS
+from lamarck.cli import app
+from lamarck.cli import fleet as fleet_cli
+from lamarck.fleet import scenarios
+from lamarck.fleet.scenarios import REPEATS, SCENARIOS
 
 runner = CliRunner()
 
@@ -247,13 +247,13 @@ def test_retrieval_poisoning_uses_every_target_and_the_fleets_embedder(
 ) -> None:
     calls = _fake_runs(monkeypatch)
     _up(tmp_path, "--workload", "retrieval-poisoning", "--nodes", "4", "--exit")
-    from lamarck.node.fleet.workloads import TARGETS
+    from lamarck.fleet.workloads import TARGETS
 
     assert {c[2][1:] for c in calls} == {(len(TARGETS), "hashing")}
 
 
 def test_every_scenario_name_is_a_workload_name_distinct_from_the_driver_workloads() -> None:
-    from lamarck.node.fleet.workloads import WORKLOADS
+    from lamarck.fleet.workloads import WORKLOADS
 
     assert set(NEW) == set(SCENARIOS)
     assert not set(SCENARIOS) & set(WORKLOADS)

@@ -25,7 +25,17 @@ import pytest
 from prometheus_client import REGISTRY
 from typer.testing import CliRunner
 
+from lamarck.cli import app
+from lamarck.domain.rows import (
+    LessonEvent,
+    LessonRow,
+    LessonStatus,
+    QuarantineRow,
+    RejectionRow,
+)
 from lamarck.errors import ConfigError
+from lamarck.health.params import HealthParams, refresh_spacing_s
+from lamarck.health.render import gauge_values, report_from_json
 from lamarck.node import metrics
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.node_status import (
@@ -39,17 +49,7 @@ from lamarck.node.api.node_status import (
     status_to_json,
 )
 from lamarck.node.api.operator_service import OperatorServicer
-from lamarck.node.cli import app
-from lamarck.node.health.params import HealthParams, refresh_spacing_s
-from lamarck.node.health.render import gauge_values, report_from_json
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import (
-    LessonEvent,
-    LessonRow,
-    LessonStatus,
-    QuarantineRow,
-    RejectionRow,
-)
 from lamarck.node.store.recall_index import RecallIndexState, RecallIndexStatus
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc

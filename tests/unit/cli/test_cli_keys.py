@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lamarck.node.cli import app
+from lamarck.cli import app
 from lamarck.node.lock import HomeLock
 from lamarck.proto.identity import b64u_decode, node_id_for
 from lamarck.proto.keys import identity_path, load_private_key, verify_rotation

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from lamarck.cli import agent_cmds, app
+from lamarck.cli import lessons as lessons_cli
 from lamarck.client import (
     CheckResult,
     Conflict,
@@ -23,8 +25,6 @@ from lamarck.client import (
     LessonPage,
     RecallResult,
 )
-from lamarck.node.cli import agent_cmds, app
-from lamarck.node.cli import lessons as lessons_cli
 
 runner = CliRunner()
 AT = datetime(2026, 3, 1, tzinfo=UTC)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from lamarck.cli import app, main
+from lamarck.cli.errors import exit_code_for
 from lamarck.errors import CliError, ConfigError, KeyFileError, NotFound
-from lamarck.node.cli import app, main
-from lamarck.node.cli.errors import exit_code_for
 
 runner = CliRunner()
 
@@ -211,7 +211,7 @@ def test_exit_codes_follow_the_error_kind() -> None:
 def test_the_console_script_prints_one_line_and_no_traceback(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAMARCK_")}
     done = subprocess.run(
-        [sys.executable, "-m", "lamarck.node.cli", "node", "status", "--home", str(tmp_path)],
+        [sys.executable, "-m", "lamarck.cli", "node", "status", "--home", str(tmp_path)],
         capture_output=True,
         text=True,
         env=env,

@@ -7,7 +7,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from lamarck.node.cli import app
+from lamarck.cli import app
 
 runner = CliRunner()
 

@@ -28,14 +28,14 @@ import numpy.typing as npt
 import pytest
 from typer.testing import CliRunner
 
+from lamarck.cli import app
+from lamarck.domain.embedder import Embedder
+from lamarck.domain.rows import LessonFilter, LessonRow, QuarantineRow, RejectionRow
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.operator_service import OperatorServicer
-from lamarck.node.cli import app
-from lamarck.node.embedding import Embedder
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, LessonRow, QuarantineRow, RejectionRow
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from lamarck.cli.quarantine import print_quorum
 from lamarck.node.api.quorum_view import parse_quorum
-from lamarck.node.cli.quarantine import print_quorum
 
 QUORUM = {
     "content_hash": "ab" * 32,

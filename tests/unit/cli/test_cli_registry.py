@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from lamarck.node.cli import app
+from lamarck.cli import app
 from lamarck.node.sharing import read_enrollment
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from lamarck.node.cli import app
+from lamarck.cli import app
 from lamarck.proto.keys import init_keys
 
 runner = CliRunner()

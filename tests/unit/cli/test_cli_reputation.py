@@ -23,14 +23,14 @@ import grpc.aio
 import pytest
 from typer.testing import CliRunner
 
+from lamarck.cli import app
+from lamarck.domain.rows import RejectionRow
 from lamarck.errors import InvalidRecord, NotFound
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.api.reputation import NodeReputation, store_tallies
-from lamarck.node.cli import app
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import RejectionRow
 from lamarck.operator import OperatorClient
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.v1 import operator_pb2_grpc

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from lamarck.node.cli import app
+from lamarck.cli import app
 from lamarck.proto.schema import SCHEMA_KINDS, json_schema
 
 runner = CliRunner()

@@ -11,7 +11,19 @@ from html.parser import HTMLParser
 import pytest
 
 from lamarck.consensus.corroboration import EvidenceClass, Support
+from lamarck.domain.rows import (
+    LessonEvent,
+    LessonRow,
+    LessonStatus,
+    ProvenanceEntry,
+    QuarantineRow,
+)
 from lamarck.errors import ConfigError, InvalidRecord, NotFound
+from lamarck.health.figures import CalibrationBucket, Finding, Severity
+from lamarck.health.inputs import HealthInputs, Prediction
+from lamarck.health.params import HealthParams
+from lamarck.health.report import health_report
+from lamarck.learning.influence import LessonEvidence
 from lamarck.node.console.activity import activity_timeline, window_start
 from lamarck.node.console.assets import CONTENT_TYPES, asset
 from lamarck.node.console.http import ConsoleParams
@@ -30,18 +42,6 @@ from lamarck.node.console.pages import (
     reputation_page,
 )
 from lamarck.node.console.plots import PlotParams, bar_chart, calibration_curve, timeline_chart
-from lamarck.node.health.figures import CalibrationBucket, Finding, Severity
-from lamarck.node.health.inputs import HealthInputs, Prediction
-from lamarck.node.health.params import HealthParams
-from lamarck.node.health.report import health_report
-from lamarck.node.learning.influence import LessonEvidence
-from lamarck.node.store.port import (
-    LessonEvent,
-    LessonRow,
-    LessonStatus,
-    ProvenanceEntry,
-    QuarantineRow,
-)
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.scores import PeerBand, ScorePart
 from lamarck.reputation.table import ReputationRow

@@ -11,19 +11,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lamarck.node.api.operator_service import OperatorServicer
-from lamarck.node.console.http import SECURITY_HEADERS, ConsoleParams, Request, Response
-from lamarck.node.console.plots import PlotParams
-from lamarck.node.console.server import COOKIE, ConsoleApp, console_hosts, start_console
-from lamarck.node.health.params import HealthParams
-from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import (
+from lamarck.domain.rows import (
     LessonEvent,
     LessonRow,
     LessonStatus,
     QuarantineRow,
     RejectionRow,
 )
+from lamarck.health.params import HealthParams
+from lamarck.node.api.operator_service import OperatorServicer
+from lamarck.node.console.http import SECURITY_HEADERS, ConsoleParams, Request, Response
+from lamarck.node.console.plots import PlotParams
+from lamarck.node.console.server import COOKIE, ConsoleApp, console_hosts, start_console
+from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

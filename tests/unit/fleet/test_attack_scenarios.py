@@ -8,19 +8,19 @@ from pathlib import Path
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.fleet.agents import Said
-from lamarck.node.fleet.attack_fleet import attack_fleet_spec
-from lamarck.node.fleet.authority import AuthorityParams, claims_of, reached, topic_reading
-from lamarck.node.fleet.authority_claims import HELD_OUT, TASKS, TUNING
-from lamarck.node.fleet.steering import (
+from lamarck.fleet.agents import Said
+from lamarck.fleet.attack_fleet import attack_fleet_spec
+from lamarck.fleet.authority import AuthorityParams, claims_of, reached, topic_reading
+from lamarck.fleet.authority_claims import HELD_OUT, TASKS, TUNING
+from lamarck.fleet.steering import (
     SteeringParams,
     first_form,
     preferred_form,
     section_advice,
     share_ratio,
 )
-from lamarck.node.fleet.workloads import TARGETS, pitfall_for
-from lamarck.node.learning.influence import InfluenceParams
+from lamarck.fleet.workloads import TARGETS, pitfall_for
+from lamarck.learning.influence import InfluenceParams
 
 HABIT, GOOD, STEER = "shell:make t", "shell:make -C build t", "shell:make -C src t"
 FORMS = (HABIT, GOOD, STEER)

@@ -63,7 +63,7 @@ def test_a_figure_with_no_goal_named_is_shown_and_never_judged() -> None:
 
 
 def test_the_learning_verdict_judges_by_the_goal_of_its_condition() -> None:
-    from lamarck.node.fleet.report import learning_verdict
+    from lamarck.fleet.report import learning_verdict
 
     figures = {
         "shared_repeated_known_mistakes": 3.0,

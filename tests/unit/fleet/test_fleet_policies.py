@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.fleet.agents import (
+from lamarck.fleet.agents import (
     Advice,
     AgentMemory,
     Attempt,
@@ -18,7 +18,7 @@ from lamarck.node.fleet.agents import (
     remember_turn,
     run_attempts,
 )
-from lamarck.node.fleet.report import (
+from lamarck.fleet.report import (
     TurnRecord,
     arm_figures,
     evidence_delay_text,
@@ -29,8 +29,8 @@ from lamarck.node.fleet.report import (
     quorum_figures,
     quorum_table,
 )
-from lamarck.node.fleet.supervisor import FleetSpec
-from lamarck.node.fleet.workloads import (
+from lamarck.fleet.supervisor import FleetSpec
+from lamarck.fleet.workloads import (
     WorkloadParams,
     isolated_pitfall,
     make_workload,
@@ -259,7 +259,7 @@ def test_a_poisoner_share_of_one_is_refused() -> None:
 
 
 def test_reputation_rows_name_peers_by_fleet_name_and_list_refusals() -> None:
-    from lamarck.node.fleet.report import reputation_rows
+    from lamarck.fleet.report import reputation_rows
     from lamarck.reputation.scores import PeerBand
     from lamarck.reputation.table import ReputationRow
 

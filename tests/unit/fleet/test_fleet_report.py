@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from lamarck.node.fleet.report import (
+from lamarck.fleet.report import (
     NODES_LEGEND,
     NodeCounts,
     learning_table,

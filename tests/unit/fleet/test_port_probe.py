@@ -10,7 +10,7 @@ import time
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.fleet.launcher import check_ports_free, port_is_free
+from lamarck.fleet.launcher import check_ports_free, port_is_free
 
 HOST = "127.0.0.1"
 BOUND_S = 10.0  # seconds to wait for the kernel to reach TIME-WAIT, never reached when it does

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
-from lamarck.node.gossip.publisher import GossipParams
+from lamarck.gossip.publisher import GossipParams
 from lamarck.node.importing.view import HeldRecords
 from lamarck.node.sharing.anti_entropy import AntiEntropy, sync_sample
 from lamarck.node.store.memory import InMemoryLessonStore

@@ -13,15 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors
-from lamarck.node.gossip.publisher import GossipParams
-from lamarck.node.gossip.sync import SyncPage, SyncQuery
+from lamarck.domain.embedder import (
+    Embedder,
+    Vectors,
+)
+from lamarck.domain.rows import LessonFilter
+from lamarck.gossip.publisher import GossipParams
+from lamarck.gossip.sync import SyncPage, SyncQuery
+from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.sharing.anti_entropy import AntiEntropy
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity

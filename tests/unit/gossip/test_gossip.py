@@ -11,18 +11,12 @@ from typing import Any, TypeVar
 
 import pytest
 
+from lamarck.domain.rows import LessonRow, LessonStatus
 from lamarck.errors import ConfigError, DeliveryFailed
-from lamarck.node.api.peer_handlers import (
-    PublishDeps,
-    handle_publish,
-    handle_sync,
-    shareable_records,
-)
-from lamarck.node.gossip.audience import band_reader, may_receive, peers_for
-from lamarck.node.gossip.outbox import InMemoryOutbox, OutboxWorker, retry_delay
-from lamarck.node.gossip.publisher import GossipParams, may_publish, sign_lesson
-from lamarck.node.gossip.router import Forwardable, GossipRouter, tree_order
-from lamarck.node.gossip.sync import (
+from lamarck.gossip.audience import band_reader, may_receive, peers_for
+from lamarck.gossip.publisher import GossipParams, may_publish, sign_lesson
+from lamarck.gossip.router import Forwardable, GossipRouter, tree_order
+from lamarck.gossip.sync import (
     SyncPage,
     SyncQuery,
     bucket_summary,
@@ -30,11 +24,17 @@ from lamarck.node.gossip.sync import (
     select_for_sync,
     sync_step,
 )
-from lamarck.node.importing.decision import ImportOutcome
+from lamarck.node.api.peer_handlers import (
+    PublishDeps,
+    handle_publish,
+    handle_sync,
+    shareable_records,
+)
+from lamarck.node.gossip.outbox import InMemoryOutbox, OutboxWorker, retry_delay
 from lamarck.node.importing.pipeline import ImportSource
 from lamarck.node.sharing.projects import ProjectPeers
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signed import SignedMemory

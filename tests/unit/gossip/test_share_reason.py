@@ -9,15 +9,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lamarck.node.gossip.publisher import PUBLISHED_STATUSES, GossipParams, may_publish
-from lamarck.node.gossip.share_reason import (
+from lamarck.domain.rows import Category, LessonRow, LessonStatus
+from lamarck.gossip.publisher import PUBLISHED_STATUSES, GossipParams, may_publish
+from lamarck.gossip.share_reason import (
     SHAREABLE_STATUSES,
     ShareReason,
     SharingState,
     share_status,
     why_not_shared,
 )
-from lamarck.node.store.port import Category, LessonRow, LessonStatus
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PROJECT = "project:" + "ab" * 16

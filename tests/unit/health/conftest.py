@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from lamarck.node.health.figures import HealthReport
-from lamarck.node.health.inputs import HealthInputs, Prediction
-from lamarck.node.health.params import HealthParams
-from lamarck.node.health.report import health_report
-from lamarck.node.store.port import Category, LessonEvent, LessonRow, LessonStatus
+from lamarck.domain.rows import Category, LessonEvent, LessonRow, LessonStatus
+from lamarck.health.figures import HealthReport
+from lamarck.health.inputs import HealthInputs, Prediction
+from lamarck.health.params import HealthParams
+from lamarck.health.report import health_report
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

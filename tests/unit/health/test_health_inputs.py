@@ -7,16 +7,16 @@ from datetime import UTC, datetime
 
 import pytest
 
+from lamarck.domain.rows import LessonEvent
 from lamarck.errors import InvalidRecord
-from lamarck.node.health.inputs import (
+from lamarck.health.inputs import (
     Prediction,
     ValidationResult,
     predictions_from_validations,
     similarity_of,
     validations_from_events,
 )
-from lamarck.node.health.params import HealthParams
-from lamarck.node.store.port import LessonEvent
+from lamarck.health.params import HealthParams
 
 AT = datetime(2026, 2, 1, tzinfo=UTC)
 

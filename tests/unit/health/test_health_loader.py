@@ -9,18 +9,18 @@ from typing import Any
 
 import pytest
 
-from lamarck.errors import StoreError
-from lamarck.node.api import health_loader
-from lamarck.node.api.health_loader import current_report, load_health_inputs
-from lamarck.node.health.params import HealthParams
-from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import (
+from lamarck.domain.rows import (
     Category,
     LessonEvent,
     LessonFilter,
     LessonRow,
     LessonStatus,
 )
+from lamarck.errors import StoreError
+from lamarck.health.params import HealthParams
+from lamarck.node.api import health_loader
+from lamarck.node.api.health_loader import current_report, load_health_inputs
+from lamarck.node.store.memory import InMemoryLessonStore
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.health.params import HealthParams
+from lamarck.health.params import HealthParams
 
 
 def test_defaults_are_the_seed_numbers() -> None:

@@ -6,15 +6,15 @@ import json
 
 import pytest
 
+from lamarck.domain.rows import LessonStatus
 from lamarck.errors import InvalidRecord
-from lamarck.node.health.render import (
+from lamarck.health.render import (
     JSON_VERSION,
     gauge_values,
     render_text,
     report_from_json,
     report_to_json,
 )
-from lamarck.node.store.port import LessonStatus
 
 
 def busy_store(store) -> None:

@@ -6,12 +6,12 @@ from datetime import datetime
 
 import pytest
 
+from lamarck.domain.rows import Category, LessonStatus
 from lamarck.errors import InvalidRecord
-from lamarck.node.health.figures import HealthReport, Severity
-from lamarck.node.health.inputs import HealthInputs
-from lamarck.node.health.params import HealthParams
-from lamarck.node.health.report import health_report
-from lamarck.node.store.port import Category, LessonStatus
+from lamarck.health.figures import HealthReport, Severity
+from lamarck.health.inputs import HealthInputs
+from lamarck.health.params import HealthParams
+from lamarck.health.report import health_report
 
 
 def codes(report: HealthReport) -> set[str]:

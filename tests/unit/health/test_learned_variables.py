@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from lamarck.learning.params import LearningParams
 from lamarck.node.api.health_loader import learned_variables
-from lamarck.node.learning.params import LearningParams
 from lamarck.node.lessons.core import LEARNER_STATE_KEY
 from lamarck.node.store.memory import InMemoryLessonStore
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lamarck.node.importing.filters import (
+from lamarck.policy.filters import (
     Corroboration,
     DeclaredTool,
     EstablishedLesson,

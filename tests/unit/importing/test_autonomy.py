@@ -9,9 +9,13 @@ import numpy as np
 import pytest
 from importing_helpers import FakeView, record
 
+from lamarck.domain.embedder import Vectors
 from lamarck.errors import ConfigError
-from lamarck.node.embedding import HashingEmbedder, Vectors, make_minilm
-from lamarck.node.importing.autonomy import (
+from lamarck.node.embedding import (
+    HashingEmbedder,
+    make_minilm,
+)
+from lamarck.policy.autonomy import (
     AUTONOMY_UNSURE,
     AutonomyFilter,
     AutonomyParams,
@@ -22,7 +26,7 @@ from lamarck.node.importing.autonomy import (
     normalise,
     vectors_for,
 )
-from lamarck.node.importing.filters import FilterReason, Verdict, VerdictKind
+from lamarck.policy.filters import FilterReason, Verdict, VerdictKind
 
 PARAMS = AutonomyParams()
 STRUCTURE_ONLY = AutonomyFilter(PARAMS)

@@ -14,8 +14,13 @@ import numpy as np
 import pytest
 from importing_helpers import NOW, record_obj
 
+from lamarck.domain.embedder import (
+    Embedder,
+    Vectors,
+)
+from lamarck.domain.rows import LessonFilter
 from lamarck.errors import ConfigError, StoreUnavailable
-from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors
+from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.batch import (
     BatchImporter,
     BatchImportParams,
@@ -32,7 +37,6 @@ from lamarck.node.importing.pipeline import (
 )
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2

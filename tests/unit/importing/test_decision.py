@@ -14,7 +14,7 @@ from lamarck.errors import (
     SecretDetected,
     VerificationError,
 )
-from lamarck.node.importing.decision import (
+from lamarck.policy.decision import (
     ConservativeHighStakesRule,
     DecisionReason,
     HighStakesParams,
@@ -23,7 +23,7 @@ from lamarck.node.importing.decision import (
     Incoming,
     decide_import,
 )
-from lamarck.node.importing.filters import (
+from lamarck.policy.filters import (
     Corroboration,
     DeclaredTool,
     FilterReason,

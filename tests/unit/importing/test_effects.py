@@ -10,25 +10,25 @@ from datetime import timedelta
 
 from importing_helpers import NOW, record, record_obj
 
+from lamarck.domain.rows import LessonRow, LessonStatus
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.importing.decision import (
-    ImportDecision,
-    ImportOutcome,
-    ImportParams,
-    Incoming,
-    decide_import,
-)
 from lamarck.node.importing.effects import (
     ESTABLISHED_LIMIT,
     Candidate,
     apply_decision,
     select_established,
 )
-from lamarck.node.importing.filters import EstablishedLesson
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import HoldReason, StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.policy.decision import (
+    ImportDecision,
+    ImportOutcome,
+    ImportParams,
+    Incoming,
+    decide_import,
+)
+from lamarck.policy.filters import EstablishedLesson
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2

@@ -9,7 +9,7 @@ import pytest
 from importing_helpers import OTHER, SOURCE, FakeView, record
 
 from lamarck.errors import ConfigError
-from lamarck.node.importing.filters import (
+from lamarck.policy.filters import (
     AllOf,
     AutonomyClaimFilter,
     ConflictsWithEstablished,

@@ -11,11 +11,11 @@ import uuid
 from test_lesson_lifecycle import NodeB, outcome
 from test_pipeline import ATTACKER_KEY, SOURCE_KEY, signed_raw
 
+from lamarck.domain.rows import LessonStatus
 from lamarck.errors import StoreUnavailable
-from lamarck.node.importing.decision import ImportOutcome
+from lamarck.learning.scopes import project_scope
 from lamarck.node.importing.pipeline import ImportPipeline
-from lamarck.node.learning.scopes import project_scope
-from lamarck.node.store.port import LessonStatus
+from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.identity import NodeIdentity
 from lamarck.reputation.events import EventKind
 

@@ -28,17 +28,17 @@ from test_pipeline import (
     signed_raw,
 )
 
+from lamarck.domain.rows import LessonFilter, LessonStatus
+from lamarck.gossip.audience import band_reader
+from lamarck.gossip.publisher import GossipParams, lesson_version, sign_lesson
 from lamarck.node.api.agent_service import AgentServicer
 from lamarck.node.api.peer_handlers import shareable_records
 from lamarck.node.console.pages import lesson_page
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.gossip.audience import band_reader
-from lamarck.node.gossip.publisher import GossipParams, lesson_version, sign_lesson
-from lamarck.node.importing.decision import ImportOutcome
 from lamarck.node.importing.pipeline import ImportSource
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, LessonStatus
-from lamarck.node.store.service import LessonService
+from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome

@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from bench.lesson_corpus import lesson_sentences
-from lamarck.node import literal_gate
-from lamarck.node.importing.autonomy import _LEET_TOKEN, AutonomyParams, StructureReader, normalise
-from lamarck.node.importing.filters import FilterParams, any_of
-from lamarck.node.learning import secrets
-from lamarck.node.literal_gate import GatedPattern, required_literals
+from lamarck.learning import literal_gate, secrets
+from lamarck.learning.literal_gate import GatedPattern, required_literals
+from lamarck.policy.autonomy import _LEET_TOKEN, AutonomyParams, StructureReader, normalise
+from lamarck.policy.filters import FilterParams, any_of
 
 CORPUS = Path(__file__).resolve().parents[3] / "bench" / "data" / "autonomy_corpus.jsonl"
 

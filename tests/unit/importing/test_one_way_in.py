@@ -36,15 +36,15 @@ from test_pipeline import (
     signed_raw,
 )
 
+from lamarck.domain.rows import LessonEvent, LessonFilter, LessonRow
 from lamarck.errors import StoreError, StoreUnavailable
+from lamarck.gossip.sync import SyncPage, SyncQuery, sync_step
 from lamarck.node.api.peer_handlers import PublishDeps, handle_publish
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.gossip.sync import SyncPage, SyncQuery, sync_step
-from lamarck.node.importing.decision import ImportOutcome, ImportParams
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonEvent, LessonFilter, LessonRow
+from lamarck.policy.decision import ImportOutcome, ImportParams
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.signed import SignedMemory

@@ -19,14 +19,14 @@ import pytest
 from importing_helpers import NOW, SEASONED, record_obj, ts
 from prometheus_client import REGISTRY
 
+from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus
 from lamarck.errors import PolicyRejected, ReplayError, SecretDetected, VerificationError
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.importing.decision import ImportOutcome, ImportParams
-from lamarck.node.importing.filters import AllOf, FilterParams, SecretFilter, StatisticalOutlier
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, LessonRow, LessonStatus
+from lamarck.policy.decision import ImportOutcome, ImportParams
+from lamarck.policy.filters import AllOf, FilterParams, SecretFilter, StatisticalOutlier
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity, b64u_encode
@@ -1026,7 +1026,7 @@ def test_a_cautious_lesson_from_a_peer_is_stored(tmp_path: Any) -> None:
 
 def test_an_unsure_lesson_is_quarantined_and_never_recalled(tmp_path: Any) -> None:
     async def go() -> None:
-        from lamarck.node.store.service import LessonService
+        from lamarck.node.lessons.service import LessonService
 
         embedder = HashingEmbedder(dim=DIM)
         h = Harness(params=node_chain(tmp_path, embedder), embedder=embedder)
@@ -1049,13 +1049,13 @@ def test_the_pipeline_embeds_the_filter_texts_with_the_content_in_one_call(
     tmp_path: Any,
 ) -> None:
     async def go() -> None:
-        from lamarck.node.importing.autonomy import (
+        from lamarck.policy.autonomy import (
             AutonomyFilter,
             AutonomyParams,
             ClassifierWeights,
             MeaningModel,
         )
-        from lamarck.node.importing.filters import default_filters
+        from lamarck.policy.filters import default_filters
 
         embedder = CountingHashing()
         autonomy = AutonomyParams(semantic_embedders=(embedder.name,))
@@ -1087,13 +1087,13 @@ def test_a_caveat_met_again_is_not_embedded_again() -> None:
     that never met the caveat judges it."""
 
     async def go() -> None:
-        from lamarck.node.importing.autonomy import (
+        from lamarck.policy.autonomy import (
             AutonomyFilter,
             AutonomyParams,
             ClassifierWeights,
             MeaningModel,
         )
-        from lamarck.node.importing.filters import default_filters
+        from lamarck.policy.filters import default_filters
 
         def harness(embedder: CountingHashing) -> Harness:
             autonomy = AutonomyParams(semantic_embedders=(embedder.name,))

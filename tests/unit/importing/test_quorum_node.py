@@ -25,10 +25,10 @@ from lamarck.consensus.certificate import QuorumCertificate, certificate_bytes, 
 from lamarck.consensus.high_stakes import HighStakesRule
 from lamarck.consensus.params import HighStakesParams, QuorumParams
 from lamarck.consensus.votes import Verdict
+from lamarck.domain.rows import LessonFilter, OutcomeRow
 from lamarck.errors import InvalidRecord, VerificationError
 from lamarck.node.api.peer_handlers import PublishDeps, handle_publish, handle_request_vote
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.importing.decision import DecisionReason, ImportOutcome, ImportParams
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.sharing.quorum import (
@@ -41,7 +41,7 @@ from lamarck.node.sharing.quorum import (
     voter_reality_events,
 )
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, OutcomeRow
+from lamarck.policy.decision import DecisionReason, ImportOutcome, ImportParams
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity

@@ -6,9 +6,9 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lamarck.node.importing.decision import ImportParams
-from lamarck.node.importing.filters import DeclaredTool, FilterParams, default_filters
-from lamarck.node.importing.self_check import own_record_refusal
+from lamarck.policy.decision import ImportParams
+from lamarck.policy.filters import DeclaredTool, FilterParams, default_filters
+from lamarck.policy.self_check import own_record_refusal
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory

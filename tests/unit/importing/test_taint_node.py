@@ -17,15 +17,15 @@ import numpy as np
 from importing_helpers import NOW, record_obj
 
 from lamarck.consensus.params import TaintParams
+from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus, OutcomeRow
+from lamarck.gossip.publisher import lesson_version
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.gossip.publisher import lesson_version
-from lamarck.node.importing.decision import ImportOutcome, ImportParams
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.sharing.taint import RETRACT_MARK, TAINT_MARK, TaintSweeper
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, LessonRow, LessonStatus, OutcomeRow
+from lamarck.policy.decision import ImportOutcome, ImportParams
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2

@@ -11,8 +11,7 @@ from lamarck.consensus.corroboration import (
     Support,
 )
 from lamarck.errors import ConfigError
-from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.learning.influence import (
+from lamarck.learning.influence import (
     AuthorityPrototypes,
     InfluenceParams,
     LessonEvidence,
@@ -23,6 +22,7 @@ from lamarck.node.learning.influence import (
     evidence_order,
     plan_hint,
 )
+from lamarck.node.embedding import HashingEmbedder
 
 P = InfluenceParams()
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lamarck.node.learning.attribution import Effect, attribute
-from lamarck.node.learning.outcomes import StepResult, ToolStep, Verdict
+from lamarck.learning.attribution import Effect, attribute
+from lamarck.learning.outcomes import StepResult, ToolStep, Verdict
 
 OK, FAILED, REFUSED = StepResult.OK, StepResult.FAILED, StepResult.REFUSED
 PASSED = Verdict(passed=True, teaches=True)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lamarck.node.learning.confidence import (
+from lamarck.learning.confidence import (
     Band,
     Confirmed,
     Contradicted,
@@ -19,7 +19,7 @@ from lamarck.node.learning.confidence import (
     initial_confidence,
     should_retire,
 )
-from lamarck.node.learning.params import ConfidenceParams
+from lamarck.learning.params import ConfidenceParams
 
 P = ConfidenceParams()
 

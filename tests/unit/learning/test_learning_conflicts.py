@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from lamarck.domain.rows import LessonRow, LessonStatus
 from lamarck.errors import InvalidRecord
-from lamarck.node.learning.attribution import Attribution, Effect
-from lamarck.node.learning.conflicts import (
+from lamarck.learning.attribution import Attribution, Effect
+from lamarck.learning.conflicts import (
     ConflictKind,
     Trial,
     apply_update,
@@ -24,11 +25,10 @@ from lamarck.node.learning.conflicts import (
     trials_from_attributions,
     winner_of,
 )
-from lamarck.node.learning.knowledge_params import ConflictParams
-from lamarck.node.learning.mechanical import MechanicalLesson
-from lamarck.node.learning.params import ContextParams
-from lamarck.node.learning.prompt import conflict_line
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.learning.knowledge_params import ConflictParams
+from lamarck.learning.mechanical import MechanicalLesson
+from lamarck.learning.params import ContextParams
+from lamarck.learning.prompt import conflict_line
 from lamarck.reputation.events import EventKind
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)

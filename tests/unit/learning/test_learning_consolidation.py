@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from lamarck.domain.rows import LessonRow, LessonStatus
 from lamarck.errors import InvalidRecord
-from lamarck.node.learning.conflicts import _negated, is_negated
-from lamarck.node.learning.consolidation import (
+from lamarck.learning.conflicts import _negated, is_negated
+from lamarck.learning.consolidation import (
     Merge,
     RecallGroup,
     apply_merge,
@@ -18,10 +19,9 @@ from lamarck.node.learning.consolidation import (
     plan_consolidation,
     specifics,
 )
-from lamarck.node.learning.knowledge_params import NEGATION_MARKERS, ConsolidationParams
-from lamarck.node.learning.mechanical import MechanicalLesson
-from lamarck.node.learning.params import ContextParams
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.learning.knowledge_params import NEGATION_MARKERS, ConsolidationParams
+from lamarck.learning.mechanical import MechanicalLesson
+from lamarck.learning.params import ContextParams
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 P = ConsolidationParams()

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lamarck.node.learning.context_match import context_similarity, critical_differences
-from lamarck.node.learning.params import ContextParams
+from lamarck.learning.context_match import context_similarity, critical_differences
+from lamarck.learning.params import ContextParams
 
 P = ContextParams()
 BASE = {"domain": "python", "environment": "linux", "tools": ["pytest", "git"], "scale": "small"}

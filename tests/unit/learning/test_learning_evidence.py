@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.learning.evidence import LocalCopy, confidence_on_new_version, local_evidence
-from lamarck.node.learning.params import ConfidenceParams, EvidenceParams
+from lamarck.learning.evidence import LocalCopy, confidence_on_new_version, local_evidence
+from lamarck.learning.params import ConfidenceParams, EvidenceParams
 
 P = EvidenceParams()
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.learning.knowledge_params import (
+from lamarck.learning.knowledge_params import (
     ConflictParams,
     ConsolidationParams,
     KnowledgeParams,

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from lamarck.node.learning.knowledge_params import LifecycleParams
-from lamarck.node.learning.lifecycle import LifecycleState, state_of
-from lamarck.node.store.port import LessonRow, LessonStatus
+from lamarck.domain.rows import LessonRow, LessonStatus
+from lamarck.learning.knowledge_params import LifecycleParams
+from lamarck.learning.lifecycle import LifecycleState, state_of
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 P = LifecycleParams()

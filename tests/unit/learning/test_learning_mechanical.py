@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from lamarck.node.learning.mechanical import (
+from lamarck.learning.mechanical import (
     MechanicalLesson,
     avoided_operation,
     lesson_target,
     mechanical_lessons,
 )
-from lamarck.node.learning.outcomes import StepResult, ToolStep, Verdict
+from lamarck.learning.outcomes import StepResult, ToolStep, Verdict
 
 OK, FAILED, REFUSED = StepResult.OK, StepResult.FAILED, StepResult.REFUSED
 PASSED = Verdict(passed=True, teaches=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.learning.notes import NoteKeyParams, note_operation
+from lamarck.learning.notes import NoteKeyParams, note_operation
 
 PARAMS = NoteKeyParams()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lamarck.node.learning.outcomes import CheckRun, derive_verdict
+from lamarck.learning.outcomes import CheckRun, derive_verdict
 from lamarck.proto.outcome import CheckRun as ProtoCheckRun
 from lamarck.proto.outcome import footer_passed
 

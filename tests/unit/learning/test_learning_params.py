@@ -8,7 +8,7 @@ import math
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.learning.params import (
+from lamarck.learning.params import (
     ConfidenceParams,
     ContextParams,
     LearningParams,

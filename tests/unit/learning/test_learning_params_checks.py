@@ -7,7 +7,7 @@ import math
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.learning import params as learning_params
+from lamarck.learning import params as learning_params
 from lamarck.params_checks import (
     check_finite,
     check_int,

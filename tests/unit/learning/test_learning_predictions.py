@@ -6,12 +6,12 @@ import random
 from datetime import UTC, datetime
 
 from lamarck.agent.recorder import RunRecorder
+from lamarck.domain.rows import OutcomeRow
+from lamarck.learning.predictions import recorded_prediction, recorded_predictions
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.learning.predictions import recorded_prediction, recorded_predictions
 from lamarck.node.lessons.predictions import load_recorded_predictions
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import OutcomeRow
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lamarck.learning.params import LessonParams
 from lamarck.node.embedding import token_counter
-from lamarck.node.learning.params import LessonParams
 
 # `bench` is a directory at the repository root, importable from there (not installed).
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from bench.lesson_corpus import lesson_sentences
-from lamarck.node.learning.prompt import (
+from lamarck.learning.prompt import (
     HEADER,
     build_lessons_section,
     conservative_token_bound,

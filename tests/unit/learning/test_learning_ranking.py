@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lamarck.node.learning.params import LessonParams
-from lamarck.node.learning.ranking import Candidate, idle_days, rank, recency, score
+from lamarck.learning.params import LessonParams
+from lamarck.learning.ranking import Candidate, idle_days, rank, recency, score
 
 P = LessonParams()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lamarck.errors import InvalidRecord
-from lamarck.node.learning.params import LessonParams
-from lamarck.node.learning.scopes import (
+from lamarck.learning.params import LessonParams
+from lamarck.learning.scopes import (
     GLOBAL,
     after_confirmation,
     after_contradiction,

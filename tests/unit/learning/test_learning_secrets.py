@@ -11,8 +11,8 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lamarck.node.learning import secrets
-from lamarck.node.learning.secrets import has_secret, scan_for_secrets
+from lamarck.learning import secrets
+from lamarck.learning.secrets import has_secret, scan_for_secrets
 
 # Built by concatenation so that this file itself does not look like it holds credentials.
 AWS = "AKIA" + "IOSFODNN7EXAMPLE"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lamarck.errors import InvalidRecord
-from lamarck.node.learning.situations import (
+from lamarck.learning.situations import (
     Escalate,
     Note,
     Probe,

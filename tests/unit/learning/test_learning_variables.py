@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lamarck.errors import InvalidRecord
-from lamarck.node.learning.context_match import context_similarity
-from lamarck.node.learning.knowledge_params import VariableParams
-from lamarck.node.learning.params import ContextParams
-from lamarck.node.learning.variables import (
+from lamarck.learning.context_match import context_similarity
+from lamarck.learning.knowledge_params import VariableParams
+from lamarck.learning.params import ContextParams
+from lamarck.learning.variables import (
     Importance,
     VariableImportanceLearner,
     VariableStats,

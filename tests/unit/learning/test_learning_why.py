@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from lamarck.node.learning.outcomes import CheckRun, derive_verdict
-from lamarck.node.learning.why import NothingLearned, why_nothing_learned
+from lamarck.learning.outcomes import CheckRun, derive_verdict
+from lamarck.learning.why import NothingLearned, why_nothing_learned
 
 
 def run(order: int, *, ran: bool = True, failed: bool = False, stale: bool = False) -> CheckRun:

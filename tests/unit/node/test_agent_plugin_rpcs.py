@@ -18,16 +18,16 @@ import pytest
 
 from lamarck.client import AsyncClient
 from lamarck.errors import InvalidRecord, NotFound
+from lamarck.gossip.publisher import GossipParams
+from lamarck.gossip.share_reason import SharingState
+from lamarck.learning.situations import Situation
 from lamarck.node.api.agent_service import CLAIM_NOTE, AgentServicer
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.gossip.publisher import GossipParams
-from lamarck.node.gossip.share_reason import SharingState
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
-from lamarck.node.learning.situations import Situation
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.timefmt import format_ts

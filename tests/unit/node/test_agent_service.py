@@ -24,6 +24,8 @@ import numpy.typing as npt
 import pytest
 
 from lamarck.client import AsyncClient, Client
+from lamarck.domain.embedder import Embedder
+from lamarck.domain.rows import LessonFilter
 from lamarck.errors import (
     ConflictError,
     InvalidRecord,
@@ -31,19 +33,17 @@ from lamarck.errors import (
     NotFound,
     SecretDetected,
 )
+from lamarck.gossip.publisher import lesson_version
+from lamarck.learning.params import LearningParams
+from lamarck.learning.scopes import project_scope
+from lamarck.learning.write_behind import WriteBehindParams
 from lamarck.node.api.agent_service import AgentServicer
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.peer_handlers import PublishDeps, handle_publish
-from lamarck.node.embedding import Embedder
-from lamarck.node.gossip.publisher import lesson_version
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
-from lamarck.node.learning.params import LearningParams
-from lamarck.node.learning.scopes import project_scope
-from lamarck.node.learning.write_behind import WriteBehindParams
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter
-from lamarck.node.store.service import LessonService
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from lamarck.errors import ConfigError
+from lamarck.fleet.blocker import DECLARED_TOOLS, PROBE, SIGN_IN
+from lamarck.fleet.supervisor import FleetSpec
 from lamarck.node.config import DeclaredToolSetting, load_settings
 from lamarck.node.daemon import parse_args
-from lamarck.node.fleet.blocker import DECLARED_TOOLS, PROBE, SIGN_IN
-from lamarck.node.fleet.supervisor import FleetSpec
-from lamarck.node.importing.filters import DeclaredTool
 from lamarck.node.params import node_params
+from lamarck.policy.filters import DeclaredTool
 
 GH = {"tool": "check_cli_setup", "unblock": ["run `gh auth login`"], "probe": ["gh auth status"]}
 GH_TOOL = DeclaredTool(

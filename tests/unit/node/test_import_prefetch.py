@@ -10,13 +10,17 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+from lamarck.domain.embedder import (
+    Embedder,
+    Vectors,
+)
 from lamarck.node.api.agent_service import AgentServicer
-from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors
+from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2

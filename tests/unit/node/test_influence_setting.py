@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from lamarck.errors import ConfigError
+from lamarck.learning.influence import InfluenceParams
 from lamarck.node.config import load_settings
-from lamarck.node.learning.influence import InfluenceParams
 from lamarck.node.params import node_params
 
 

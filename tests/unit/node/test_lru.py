@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from lamarck.node.lru import Lru
+from lamarck.domain.lru import Lru
 
 
 def test_it_forgets_the_key_used_longest_ago_beyond_its_size() -> None:

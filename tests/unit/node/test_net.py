@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lamarck.node.net import is_loopback_address, is_loopback_host
+from lamarck.net import is_loopback_address, is_loopback_host
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ from lamarck.errors import ConfigError
 from lamarck.node.api.server import NodeContext
 from lamarck.node.config import load_settings
 from lamarck.node.embedding import HashingEmbedder
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S

@@ -28,6 +28,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from lamarck.domain.embedder import Embedder
+from lamarck.domain.rows import LessonFilter, QuarantineRow, RejectionRow
 from lamarck.errors import (
     ConflictError,
     InvalidRecord,
@@ -48,13 +50,11 @@ from lamarck.node.api.server import (
     build_servers,
 )
 from lamarck.node.config import load_settings
-from lamarck.node.embedding import Embedder
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
 from lamarck.node.importing.view import StoreImportView
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, QuarantineRow, RejectionRow
-from lamarck.node.store.service import LessonService
 from lamarck.operator import AsyncOperatorClient
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.clock import FixedClock

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from lamarck.errors import ConfigError
+from lamarck.fleet.supervisor import FleetSpec
 from lamarck.node.config import MAX_REGISTRY_HEARTBEAT_S, load_settings
-from lamarck.node.fleet.supervisor import FleetSpec
 from lamarck.node.params import node_params
 from lamarck.registry.params import RegistryParams
 

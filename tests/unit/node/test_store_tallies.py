@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus, RejectionRow
 from lamarck.errors import StoreError
 from lamarck.node.api.reputation import store_tallies
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, LessonRow, LessonStatus, RejectionRow
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 A, B = "lmk1" + "a" * 32, "lmk1" + "b" * 32

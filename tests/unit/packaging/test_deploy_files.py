@@ -33,10 +33,10 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
+from lamarck.cli import app
+from lamarck.net import is_loopback_address
 from lamarck.node.api.server import HEALTH_SERVICE, PEER_SERVICE
-from lamarck.node.cli import app
 from lamarck.node.config import NodeSettings
-from lamarck.node.net import is_loopback_address
 
 REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "deploy"

@@ -19,6 +19,13 @@ SUBPACKAGES = [
     "lamarck.registry",
     "lamarck.consensus",
     "lamarck.reputation",
+    "lamarck.domain",
+    "lamarck.learning",
+    "lamarck.policy",
+    "lamarck.gossip",
+    "lamarck.health",
+    "lamarck.fleet",
+    "lamarck.sim",
 ]
 
 

@@ -24,23 +24,23 @@ from lamarck.consensus.corroboration import (
     Support,
     evidence_class,
 )
+from lamarck.domain.rows import LessonFilter, LessonRow
 from lamarck.errors import StoreUnavailable
+from lamarck.gossip.publisher import GossipParams, sign_lesson
+from lamarck.learning.influence import InfluenceParams
+from lamarck.learning.params import LearningParams
+from lamarck.learning.scopes import project_scope
 from lamarck.node.api.agent_service import AgentServicer
 from lamarck.node.api.peer_auth import PeerTokens
 from lamarck.node.api.peer_handlers import PublishDeps, handle_publish, handle_sync
-from lamarck.node.gossip.publisher import GossipParams, sign_lesson
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
-from lamarck.node.learning.influence import InfluenceParams
-from lamarck.node.learning.params import LearningParams
-from lamarck.node.learning.scopes import project_scope
 from lamarck.node.lessons.attested_support import AttestedSupportReader, SharingSupportReader
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.sharing.attestations import Attestations
 from lamarck.node.sharing.peer_client import PeerClient, sort_sync_records
 from lamarck.node.store.attestations import InMemoryAttestationStore
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, LessonRow
-from lamarck.node.store.service import LessonService
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from lamarck.node.learning.mechanical import MechanicalLesson
+from lamarck.domain.rows import LessonRow, LessonStatus
+from lamarck.learning.mechanical import MechanicalLesson
 from lamarck.node.sharing.taint import unrelated_in_play
-from lamarck.node.store.port import LessonRow, LessonStatus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 LIAR = "lmk1liar"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from lamarck.node.gossip.audience import band_reader
+from lamarck.gossip.audience import band_reader
 from lamarck.node.sharing.summaries import SummaryIntake
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import FixedClock

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.fleet import driver as driver_core
+from lamarck.fleet import driver as driver_core
 from lamarck.node.lessons.core import OutcomeResult
 from lamarck.node.lessons.outcomes import OutcomeLearning
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.sharing.publishing import Publisher
-from lamarck.node.sim.learning import LearningSimParams, run_learning
-from lamarck.node.store.service import LessonService
+from lamarck.sim.learning import LearningSimParams, run_learning
 
 SMALL = LearningSimParams(nodes=3, agents=6, rounds=3, seed=0)
 

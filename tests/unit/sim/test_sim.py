@@ -11,20 +11,20 @@ import pytest
 from lamarck.consensus import taint as taint_core
 from lamarck.consensus.params import QuorumParams
 from lamarck.errors import ConfigError
-from lamarck.node.gossip import router as router_core
-from lamarck.node.importing import decision as decision_core
-from lamarck.node.importing.decision import ImportDecision, ImportOutcome
-from lamarck.node.learning import attribution as attribution_core
-from lamarck.node.learning.attribution import Attribution, Effect
-from lamarck.node.learning.outcomes import ToolStep, Verdict
+from lamarck.gossip import router as router_core
+from lamarck.learning import attribution as attribution_core
+from lamarck.learning.attribution import Attribution, Effect
+from lamarck.learning.outcomes import ToolStep, Verdict
 from lamarck.node.lessons import outcomes as lessons_outcomes
-from lamarck.node.sim.calibration import push_calibration, tree_depth
-from lamarck.node.sim.engine import SimCores
-from lamarck.node.sim.params import SimParams
-from lamarck.node.sim.records import LessonKind, honest_lesson, subtle_poison
-from lamarck.node.sim.scenarios import identities_for, run_main, run_sybil, workload_pitfalls
+from lamarck.policy import decision as decision_core
+from lamarck.policy.decision import ImportDecision, ImportOutcome
 from lamarck.proto.outcome import Outcome
 from lamarck.reputation.params import ReputationParams
+from lamarck.sim.calibration import push_calibration, tree_depth
+from lamarck.sim.engine import SimCores
+from lamarck.sim.params import SimParams
+from lamarck.sim.records import LessonKind, honest_lesson, subtle_poison
+from lamarck.sim.scenarios import identities_for, run_main, run_sybil, workload_pitfalls
 
 
 @pytest.mark.parametrize("n", [5, 10, 20])
@@ -235,8 +235,8 @@ def test_the_simulators_shortcuts_change_no_figure(monkeypatch: pytest.MonkeyPat
     # Filter verdicts and authority readings kept per record, the directory sorted once,
     # timestamps parsed once:
     # the same seeded run without them gives the same figures.
-    from lamarck.node.sim import engine
     from lamarck.proto import timefmt
+    from lamarck.sim import engine
 
     params = SimParams(nodes=40, byzantine_share=0.3, lessons=3, attack_records=4, horizon_s=90)
     fast = run_main(params, SimCores(), identities_for(40, 1)).values

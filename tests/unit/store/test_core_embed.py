@@ -12,10 +12,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lamarck.node.embedding import Embedder, HashingEmbedder, Vectors
+from lamarck.domain.embedder import (
+    Embedder,
+    Vectors,
+)
+from lamarck.learning.params import LearningParams
+from lamarck.learning.prompt import estimate_tokens
+from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
-from lamarck.node.learning.params import LearningParams
-from lamarck.node.learning.prompt import estimate_tokens
 from lamarck.node.lessons.core import EmbedderLike, LessonCore
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock

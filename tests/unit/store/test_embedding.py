@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from lamarck.domain.embedder import Embedder
 from lamarck.errors import ConfigError
 from lamarck.node.embedding import (
     DEFAULT_DIM,
     MINILM_PACKAGE,
-    Embedder,
     EmbeddingFallbackWarning,
     HashingEmbedder,
     MiniLMEmbedder,

@@ -18,14 +18,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lamarck.consensus.corroboration import EvidenceClass, Support
+from lamarck.domain.rows import LessonRow, LessonStatus, QuarantineRow
+from lamarck.learning.influence import InfluenceParams
+from lamarck.learning.mechanical import MechanicalLesson
+from lamarck.learning.params import LearningParams, LessonParams
+from lamarck.learning.prompt import HINTS_HEADER
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.learning.influence import InfluenceParams
-from lamarck.node.learning.mechanical import MechanicalLesson
-from lamarck.node.learning.params import LearningParams, LessonParams
-from lamarck.node.learning.prompt import HINTS_HEADER
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonRow, LessonStatus, QuarantineRow
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

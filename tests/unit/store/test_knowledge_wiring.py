@@ -8,10 +8,10 @@ import dataclasses
 
 import pytest
 
-from lamarck.node.learning.params import LearningParams, LessonParams
-from lamarck.node.learning.scopes import project_scope
+from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus
+from lamarck.learning.params import LearningParams, LessonParams
+from lamarck.learning.scopes import project_scope
 from lamarck.node.lessons.core import LEARNER_STATE_KEY
-from lamarck.node.store.port import LessonFilter, LessonRow, LessonStatus
 from lamarck.reputation.events import EventKind
 from tests.unit.store.test_lesson_service import P1, Harness
 

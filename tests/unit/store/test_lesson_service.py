@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from lamarck.domain.rows import Category, LessonFilter, LessonStatus
 from lamarck.errors import (
     ConflictError,
     EvidenceError,
@@ -22,10 +23,9 @@ from lamarck.errors import (
     PolicyRejected,
     SecretDetected,
 )
-from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.learning.params import LearningParams, LessonParams
-from lamarck.node.learning.scopes import GLOBAL, project_scope
-from lamarck.node.learning.situations import (
+from lamarck.learning.params import LearningParams, LessonParams
+from lamarck.learning.scopes import GLOBAL, project_scope
+from lamarck.learning.situations import (
     Escalate,
     Note,
     Probe,
@@ -34,9 +34,9 @@ from lamarck.node.learning.situations import (
     SituationCall,
     env_fingerprint,
 )
+from lamarck.node.embedding import HashingEmbedder
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import Category, LessonFilter, LessonStatus
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.timefmt import format_ts

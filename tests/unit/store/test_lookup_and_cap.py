@@ -8,12 +8,12 @@ import dataclasses
 import pytest
 from test_lesson_service import P1, Harness
 
+from lamarck.domain.rows import Category, LessonFilter, LessonRow, LessonStatus
 from lamarck.errors import ConfigError
-from lamarck.node.learning.params import LearningParams, LessonParams
-from lamarck.node.learning.scopes import project_scope
+from lamarck.learning.params import LearningParams, LessonParams
+from lamarck.learning.scopes import project_scope
 from lamarck.node.maintenance import MaintenanceLoop
 from lamarck.node.params import MaintenanceParams
-from lamarck.node.store.port import Category, LessonFilter, LessonRow, LessonStatus
 
 BAD, GOOD, TARGET = "shell:pytest tests/", "shell:pytest", "the test suite"
 

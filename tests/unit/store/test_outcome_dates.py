@@ -17,8 +17,8 @@ import numpy.typing as npt
 import pytest
 
 from lamarck.errors import ConfigError, InvalidRecord
-from lamarck.node.learning.params import LearningParams
-from lamarck.node.learning.prompt import estimate_tokens
+from lamarck.learning.params import LearningParams
+from lamarck.learning.prompt import estimate_tokens
 from lamarck.node.lessons.core import LessonCore
 from lamarck.node.lessons.outcomes import OutcomeLearning
 from lamarck.node.store.memory import InMemoryLessonStore

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from lamarck.node.learning.scopes import project_scope
+from lamarck.domain.rows import LessonRow
+from lamarck.learning.scopes import project_scope
 from lamarck.node.lessons.core import OutcomeResult
-from lamarck.node.store.port import LessonRow
 from lamarck.reputation.events import EventKind
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation

@@ -12,14 +12,14 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from lamarck.errors import ConfigError
-from lamarck.node.store.port import (
+from lamarck.domain.rows import (
     Category,
     LessonFilter,
     LessonRow,
     LessonStatus,
     RelevanceFloor,
 )
+from lamarck.errors import ConfigError
 from lamarck.node.store.recall_index import (
     RecallIndex,
     RecallIndexParams,

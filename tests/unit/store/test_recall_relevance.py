@@ -14,10 +14,15 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from lamarck.node.embedding import Embedder, HashingEmbedder, MiniLMEmbedder, minilm_available
+from lamarck.domain.embedder import Embedder
+from lamarck.domain.rows import Category, LessonRow, LessonStatus
+from lamarck.node.embedding import (
+    HashingEmbedder,
+    MiniLMEmbedder,
+    minilm_available,
+)
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import Category, LessonRow, LessonStatus
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 
 LESSONS = {

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from lamarck.errors import EvidenceError
+from lamarck.gossip.publisher import GossipParams
+from lamarck.gossip.share_reason import ShareReason, why_not_shared
+from lamarck.learning.params import LearningParams
+from lamarck.learning.situations import Situation
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.gossip.publisher import GossipParams
-from lamarck.node.gossip.share_reason import ShareReason, why_not_shared
-from lamarck.node.learning.params import LearningParams
-from lamarck.node.learning.situations import Situation
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.timefmt import format_ts

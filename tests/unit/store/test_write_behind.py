@@ -15,14 +15,14 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from lamarck.domain.rows import LessonFilter, LessonStatus
 from lamarck.errors import ConfigError, StoreUnavailable
+from lamarck.learning.params import LearningParams
+from lamarck.learning.write_behind import WriteBehindParams
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.learning.params import LearningParams
-from lamarck.node.learning.write_behind import WriteBehindParams
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.lessons.write_behind import WriteBehind
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.node.store.port import LessonFilter, LessonStatus
-from lamarck.node.store.service import LessonService
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.timefmt import format_ts

@@ -1,0 +1,919 @@
+"""The simulated network: SimPy time and links around the node's shipped pure cores.
+
+What runs is the node's own code, imported, never copied:
+
+* the import decision and filters: ``lamarck.policy.decision.decide_import`` over an
+  ``ImportSnapshot`` built from the node's own indexes (``HeldRecords``, ``SourceHistory``);
+* confidence transfer (inside the decision: ``lamarck.reputation.transfer``);
+* the reputation scorer, pairwise and global trust: one ``ReputationBook`` per honest node,
+  fed the decision's events and the reality events of ``lamarck.learning.reality``;
+* gossip targets: ``peers_for`` (audience), ``GossipParams.direct_push_max`` (the origin pushes
+  to every allowed peer with hop limit 1), else ``GossipRouter`` (tree children, forwarding
+  with the hop limit, dedupe, covering for a child that cannot be reached);
+* anti-entropy: ``sync_step`` pulling pages that ``select_for_sync`` serves from the peer's
+  holdings, from the peers ``sync_sample`` (``AntiEntropy.once``'s rule) picks each round;
+* outcomes: the fleet agent's ``RunRecorder`` derives each simulated turn's outcome, and
+  ``outcome_verdict`` and ``attribute`` judge it as ``OutcomeLearning.record_outcome`` does, over
+  the in-play rows ``imported_row`` builds; ``reality_events`` charges their sources;
+* the taint sweep: ``lamarck.consensus.taint``'s ``tainted_sources`` and ``taint_plan`` (what
+  ``TaintSweeper.once`` applies), run at a node's next sweep tick after it graylists a source;
+  a lesson taken out leaves the node's advice and its Sync answers, as a retired one does.
+
+Modules are imported as modules and their functions looked up on each call, so a test that
+monkeypatches a core function changes what the simulator does. The one thing added around
+``tree_order`` is a memo (:func:`shared_tree_orders`): every node lays out a record's tree
+over the same membership, so the order is computed once per record and view, not once per
+node (a 10,000-node sort per receiver would cost hours); the function and its answer are
+the shipped ones.
+
+SimPy is the event engine (pure Python, deterministic, 10^5 events/s is ample here: the
+cores, not the queue, dominate the cost). The node's async cores (router, ``sync_step``) run
+on one private asyncio loop; their injected ``send``/``fetch`` never wait, so each call
+completes at one simulated instant and the link delay is a SimPy timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextvars
+import dataclasses
+import hashlib
+import math
+import random
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import simpy
+
+from lamarck.agent.recorder import RunRecorder
+from lamarck.consensus import taint as taint_core
+from lamarck.consensus.corroboration import Support
+from lamarck.consensus.params import TaintParams
+from lamarck.errors import DeliveryFailed
+from lamarck.fleet.agents import (
+    Advice,
+    AgentMemory,
+    Attempt,
+    Said,
+    attempt_order,
+    run_attempts,
+    says_prefer,
+)
+from lamarck.fleet.workloads import Pitfall, succeeds
+from lamarck.gossip import audience as audience_core
+from lamarck.gossip import router as router_core
+from lamarck.gossip import sync as sync_core
+from lamarck.gossip.publisher import GossipParams
+from lamarck.learning import attribution as attribution_core
+from lamarck.learning import influence as influence_core
+from lamarck.learning import reality as reality_core
+from lamarck.learning.attribution import Effect
+from lamarck.learning.influence import InfluenceParams
+from lamarck.learning.prompt import format_line
+from lamarck.node.importing import effects as effects_core
+from lamarck.node.importing import pipeline as pipeline_core
+from lamarck.node.importing.effects import Candidate
+from lamarck.node.importing.view import HeldRecords, ImportSnapshot, SourceHistory
+from lamarck.node.lessons import outcomes as lessons_outcomes
+from lamarck.node.sharing import anti_entropy as anti_entropy_core
+from lamarck.policy import decision as decision_core
+from lamarck.policy import filters as importing_filters
+from lamarck.policy.decision import ImportOutcome, ImportParams, Incoming
+from lamarck.policy.filters import (
+    Corroboration,
+    EstablishedLesson,
+    established_floor,
+    needs_established,
+)
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.outcome import Outcome
+from lamarck.reputation.book import ReputationBook, TrustConfig
+from lamarck.reputation.events import ReputationEvent
+from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
+from lamarck.reputation.scores import PeerBand
+from lamarck.sim.params import SimParams
+from lamarck.sim.records import LessonKind, SimRecord, VerifiedRecords
+
+__all__ = ["SimClock", "SimCores", "SimNetwork", "SimPeer", "shared_tree_orders"]
+
+#: Which membership the router is laying a tree over right now (set by the simulator).
+_VIEW: contextvars.ContextVar[object | None] = contextvars.ContextVar("sim_view", default=None)
+
+_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+#: The project digest the simulated agents' outcomes name (any valid digest: attribution
+#: does not read it).
+_SIM_PROJECT = hashlib.sha256(b"lamarck-sim").hexdigest()
+
+
+@contextmanager
+def shared_tree_orders() -> Iterator[None]:
+    """Memoise the shipped ``tree_order`` per (record, origin, view) while the simulator runs."""
+    original = router_core.tree_order
+    cache: dict[tuple[str, str, object], list[str]] = {}
+
+    def cached(content_hash: str, origin: str, members: Any) -> list[str]:
+        token = _VIEW.get()
+        if token is None:
+            return original(content_hash, origin, members)
+        key = (content_hash, origin, token)
+        order = cache.get(key)
+        if order is None:
+            order = original(content_hash, origin, members)
+            cache[key] = order
+        return order
+
+    router_core.tree_order = cached
+    try:
+        yield
+    finally:
+        router_core.tree_order = original
+
+
+class SimClock:
+    """A ``Clock`` reading the simulation's time (seconds after a fixed epoch)."""
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self._env = env
+
+    def now(self) -> datetime:
+        """The simulated instant, UTC."""
+        return _EPOCH + timedelta(seconds=float(self._env.now))
+
+
+class RecordVerdicts:
+    """One filter whose verdict reads the record only (never the view), asked once per record.
+
+    Every receiver gets the same verified record object for the same bytes
+    (:class:`VerifiedRecords`), so the shipped filter's answer is kept per record: the same
+    answer, computed once instead of at every node (the literal and injection searches were a
+    fifth of a 1,000-node run).
+    """
+
+    #: The filters whose ``check`` reads nothing of the view.
+    PURE = (
+        importing_filters.InjectedInstructionFilter,
+        importing_filters.AutonomyClaimFilter,
+        importing_filters.SecretFilter,
+    )
+
+    def __init__(self, inner: importing_filters.Filter) -> None:
+        self.inner = inner
+        self._seen: dict[int, tuple[object, importing_filters.Verdict]] = {}
+
+    def check(self, record: Any, view: Any) -> importing_filters.Verdict:
+        """The inner filter's verdict on ``record`` (computed at its first sight)."""
+        hit = self._seen.get(id(record))
+        if hit is not None and hit[0] is record:
+            return hit[1]
+        verdict = self.inner.check(record, view)
+        self._seen[id(record)] = (record, verdict)
+        return verdict
+
+
+def shared_verdicts(params: ImportParams) -> ImportParams:
+    """``params`` with the record-only filters of its chain asked once per record."""
+    chain = params.filters
+    if not isinstance(chain, importing_filters.AllOf):
+        return params
+    parts = [RecordVerdicts(f) if isinstance(f, RecordVerdicts.PURE) else f for f in chain.filters]
+    return dataclasses.replace(params, filters=importing_filters.AllOf(parts))
+
+
+@dataclass(frozen=True, slots=True)
+class SimCores:
+    """The parameter objects the node's cores are given (the node's defaults unless told)."""
+
+    gossip: GossipParams = field(default_factory=GossipParams)
+    reputation: ReputationParams = field(default_factory=ReputationParams)
+    importing: ImportParams = field(default_factory=ImportParams)
+    pairwise: PairwiseParams = field(default_factory=PairwiseParams)
+    global_trust: GlobalTrustParams = field(default_factory=GlobalTrustParams)
+    taint: TaintParams = field(default_factory=TaintParams)
+    influence: InfluenceParams = field(default_factory=InfluenceParams)
+
+
+@dataclass(slots=True)
+class SimPeer:
+    """One node: its id, behaviour, link position, and the node-side state the cores read."""
+
+    index: int
+    node_id: str
+    byzantine: bool
+    ring: float
+    router: router_core.GossipRouter
+    book: ReputationBook | None
+    up: bool = True
+    side: int = 0
+    held: dict[str, bytes] = field(default_factory=dict)
+    index_held: HeldRecords = field(default_factory=HeldRecords)
+    history: SourceHistory = field(default_factory=SourceHistory)
+    # The lessons held here by operation, as the established set and the advice read them.
+    established: dict[str, list[Candidate]] = field(default_factory=dict)
+    confidence: dict[str, float] = field(default_factory=dict)
+    # Lessons this node's own outcomes confirmed (proven here).
+    proven: set[str] = field(default_factory=set)
+    view_only: frozenset[int] | None = None  # an eclipsed node's view (None: the directory)
+    sweep_phase: float = 0.0  # when, within each TaintParams.sweep_interval_s, it sweeps
+    sweep_due: bool = False  # a taint sweep is scheduled at its next tick
+
+
+@dataclass(slots=True)
+class Counters:
+    """What the network carried, and what the cores decided, since the last reset."""
+
+    messages: int = 0  # records carried by Publish (one per record per target)
+    publish_bytes: int = 0
+    sync_bytes: int = 0
+    sync_records: int = 0
+    sends_failed: int = 0
+    accepted_from_graylisted: int = 0  # records accepted although their signer was graylisted
+    tainted: int = 0  # lessons the taint sweep took out of an honest node's prompts and Syncs
+    decisions: int = 0
+    events: int = 0
+    # Honest agents' turns where a poisoned lesson took part in choosing the order (followed,
+    # or tied with an honest lesson) and the first attempt was the failing form.
+    poisoned_decisions: int = 0
+    # ... of them, those where a poisoned lesson tied an honest one (the agent kept its habit).
+    poisoned_ties: int = 0
+    # ... of them, those whose first attempt the poisoned lessons changed: without them the
+    # agent would have tried the working form first.
+    poison_harm: int = 0
+    # Poisoned lessons that entered an honest prompt as a labelled unverified hint.
+    poison_hints: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+
+class SimNetwork:
+    """N simulated nodes over SimPy links; see the module docstring."""
+
+    def __init__(self, params: SimParams, cores: SimCores, identities: Sequence[NodeIdentity]):
+        if len(identities) != params.nodes:
+            raise ValueError("one identity per node")
+        self.params = params
+        self.cores = dataclasses.replace(cores, importing=shared_verdicts(cores.importing))
+        self.env = simpy.Environment()
+        self.clock = SimClock(self.env)
+        self.rng = random.Random(params.seed)
+        self.loop = asyncio.new_event_loop()
+        self.verified = VerifiedRecords(cores.importing.max_future_skew_s)
+        self.counters = Counters()
+        self.partitioned = False
+        n = params.nodes
+        byz = set(self.rng.sample(range(n), round(params.byzantine_share * n)))
+        self.identities = list(identities)
+        self.peers: list[SimPeer] = []
+        for i, ident in enumerate(identities):
+            book = None
+            if i not in byz:
+                trust = TrustConfig(ident.node_id, cores.pairwise, cores.global_trust)
+                book = ReputationBook(cores.reputation, self.clock, trust)
+            self.peers.append(
+                SimPeer(
+                    index=i,
+                    node_id=ident.node_id,
+                    byzantine=i in byz,
+                    ring=self.rng.random(),
+                    router=router_core.GossipRouter(cores.gossip, ident.node_id),
+                    book=book,
+                )
+            )
+        # Sweep phases from their own stream, so turning the sweep off changes no other draw.
+        sweep_rng = random.Random(f"taint-sweep:{params.seed}")
+        for peer in self.peers:
+            peer.sweep_phase = sweep_rng.uniform(0.0, cores.taint.sweep_interval_s)
+        self.by_id = {p.node_id: p for p in self.peers}
+        self.all_ids = frozenset(self.by_id)
+        self._sorted_ids = sorted(self.all_ids)
+        #: content hash -> node index -> (time it was accepted, hops it travelled).
+        self.arrivals: dict[str, dict[int, tuple[float, int]]] = {}
+        self.records: dict[str, SimRecord] = {}
+        self.pitfalls: dict[str, Pitfall] = {}
+        #: (honest node, source) -> records judged before the source was graylisted there.
+        self.judged: dict[tuple[int, str], int] = {}
+        self.graylisted_after: dict[tuple[int, str], int] = {}
+        #: (poisoned content hash, honest node) pairs where the lesson decided an agent's order.
+        self.in_prompt: set[tuple[str, int]] = set()
+        self.sim_events = 0
+        #: The fleet agent's outcome per (target, attempts), and the ids its recorder draws.
+        self._outcomes: dict[tuple[str, tuple[Attempt, ...]], Outcome] = {}
+        self._outcome_rng = random.Random(f"outcomes:{params.seed}")
+        # The node's draws for unverified hints, from their own stream (the gate off draws
+        # none, and changes no other draw).
+        self._hint_rng = random.Random(f"hints:{params.seed}")
+        #: Signed outcome attestations per lesson: honest nodes whose own outcome confirmed
+        #: it, and those whose outcome contradicted it (each node its own principal).
+        self.attest_confirm: dict[str, set[int]] = {}
+        self.attest_contra: dict[str, set[int]] = {}
+        self._authority: dict[str, bool] = {}
+        self._established_floor = established_floor(self.cores.importing.filters)
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release the private event loop."""
+        self.loop.close()
+
+    def _run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return self.loop.run_until_complete(coro)
+
+    def at(self, delay: float, action: Callable[[], None]) -> None:
+        """Run ``action`` ``delay`` simulated seconds from now."""
+        ev = self.env.timeout(max(0.0, delay))
+        ev.callbacks.append(lambda _e: action())
+        self.sim_events += 1
+
+    def honest(self) -> list[SimPeer]:
+        """The honest nodes."""
+        return [p for p in self.peers if not p.byzantine]
+
+    def latency(self, a: SimPeer, b: SimPeer) -> float:
+        """One-way latency a -> b (the ring model of ``SimParams``) plus processing."""
+        d = abs(a.ring - b.ring)
+        d = min(d, 1.0 - d) * 2.0
+        p = self.params
+        return p.latency_min_s + (p.latency_max_s - p.latency_min_s) * d + p.processing_s
+
+    def reachable(self, a: SimPeer, b: SimPeer) -> bool:
+        """Whether a connection a -> b can be made now (both up, same side of a partition)."""
+        return a.up and b.up and (not self.partitioned or a.side == b.side)
+
+    def view(self, peer: SimPeer) -> frozenset[str]:
+        """The peers this node lists (the directory; an eclipsed node lists only its own)."""
+        if peer.view_only is None:
+            return self.all_ids
+        return frozenset(self.peers[i].node_id for i in peer.view_only) | {peer.node_id}
+
+    def others(self, peer: SimPeer) -> list[str]:
+        """The peers ``peer`` lists, itself excluded, in id order (the directory's order is
+        kept sorted once: a 10,000-id sort per anti-entropy round cost minutes)."""
+        if peer.view_only is not None:
+            return sorted(self.view(peer) - {peer.node_id})
+        ids = self._sorted_ids
+        i = bisect.bisect_left(ids, peer.node_id)
+        return ids[:i] + ids[i + 1 :]
+
+    def _token(self, peer: SimPeer, excluded: frozenset[str] = frozenset()) -> object:
+        return ("view", peer.view_only, excluded)
+
+    # -- gossip -----------------------------------------------------------------------------
+    def _send(self, sender: SimPeer) -> router_core.ForwardSend:
+        async def send(target: str, raws: Sequence[bytes], hop_count: int) -> None:
+            self._transmit(sender, self.by_id[target], raws, hop_count, self.cores.gossip.hop_limit)
+
+        return send
+
+    def _transmit(
+        self, sender: SimPeer, to: SimPeer, raws: Sequence[bytes], hop_count: int, hop_limit: int
+    ) -> None:
+        p = self.params
+        if not self.reachable(sender, to) or self.rng.random() < p.loss:
+            self.counters.sends_failed += 1
+            raise DeliveryFailed(f"{to.node_id} unreachable", target=to.node_id)
+        self.counters.messages += len(raws)
+        self.counters.publish_bytes += p.request_bytes + sum(
+            len(r) + p.record_overhead_bytes for r in raws
+        )
+        batch = tuple(raws)
+        self.at(
+            self.latency(sender, to),
+            lambda: self._arrive(to, batch, hop_count, hop_limit, sender),
+        )
+
+    def publish(self, record: SimRecord, *, flood: bool = False) -> None:
+        """The origin sends ``record`` now: direct push or tree children (the node's rule).
+
+        ``flood``: a Byzantine origin ignores the rule and pushes to everyone, hop limit 1.
+        """
+        origin = self.peers[record.origin]
+        self.records[record.content_hash] = record
+        origin.held[record.content_hash] = record.raw
+        self.arrivals.setdefault(record.content_hash, {})[origin.index] = (float(self.env.now), 0)
+        peers = self.others(origin)
+        band_of = self._band_of(origin)
+        allowed = audience_core.peers_for("public", peers, band_of)
+        gossip = self.cores.gossip
+        direct = flood or len(peers) <= gossip.direct_push_max
+        if direct:
+            targets = allowed
+        else:
+            excluded = frozenset(peers) - frozenset(allowed)
+            token = _VIEW.set(self._token(origin, excluded))
+            try:
+                targets = origin.router.children(record.content_hash, origin.node_id, allowed)
+            finally:
+                _VIEW.reset(token)
+        origin.router.first_sight(record.content_hash)
+        for target in targets:
+            to = self.by_id[target]
+            try:
+                self._transmit(origin, to, [record.raw], 0, 1 if direct else gossip.hop_limit)
+            except DeliveryFailed:
+                if not direct:
+                    self._cover(origin, record, target)
+
+    def _cover(self, origin: SimPeer, record: SimRecord, failed: str) -> None:
+        fwd = router_core.Forwardable(record.content_hash, record.raw, origin.node_id)
+        token = _VIEW.set(self._token(origin))
+        try:
+            self._run(
+                origin.router.cover(
+                    [fwd], failed, peers=self.view(origin), hop_count=1, send=self._send(origin)
+                )
+            )
+        finally:
+            _VIEW.reset(token)
+
+    def _band_of(self, peer: SimPeer) -> audience_core.BandOf:
+        if peer.book is None:
+            return lambda _p: PeerBand.NEUTRAL
+        return audience_core.band_reader(peer.book, self.cores.reputation)
+
+    def _arrive(
+        self,
+        peer: SimPeer,
+        raws: tuple[bytes, ...],
+        hop_count: int,
+        hop_limit: int,
+        via: SimPeer,
+    ) -> None:
+        if not peer.up:
+            return
+        forwards: list[router_core.Forwardable] = []
+        for raw in raws:
+            fwd = self.import_record(peer, raw, via, hops=hop_count + 1)
+            if fwd is not None:
+                forwards.append(fwd)
+        if not forwards or peer.byzantine:
+            return  # a Byzantine node takes everything and passes nothing on
+        if not peer.router.should_forward(hop_count, hop_limit):
+            return
+        token = _VIEW.set(self._token(peer))
+        try:
+            self._run(
+                peer.router.forward(
+                    forwards,
+                    peers=self.view(peer) - {peer.node_id},
+                    hop_count=hop_count,
+                    hop_limit=hop_limit,
+                    exclude={via.node_id, *(f.origin for f in forwards)} - {peer.node_id},
+                    send=self._send(peer),
+                )
+            )
+        finally:
+            _VIEW.reset(token)
+
+    # -- import -----------------------------------------------------------------------------
+    def import_record(
+        self, peer: SimPeer, raw: bytes, via: SimPeer, *, hops: int
+    ) -> router_core.Forwardable | None:
+        """Run the node's import decision on ``raw`` at ``peer``; returns what to forward."""
+        now = self.clock.now()
+        signed = self.verified.get(raw, now)
+        h = signed.content_hash
+        record = signed.memory
+        source = record.provenance.source_agent_id
+        if source == peer.node_id:
+            return None  # our own lesson coming back: the pipeline answers DUPLICATE
+        if peer.byzantine:
+            if h not in peer.held:
+                peer.held[h] = raw
+                self.arrivals.setdefault(h, {})[peer.index] = (float(self.env.now), hops)
+            return None
+        book = peer.book
+        assert book is not None  # every honest node has a book
+        operation = record.lesson.operation if record.lesson is not None else ""
+        snapshot = ImportSnapshot(
+            self_id=peer.node_id,
+            source_reputation=(source, book.score(source)),
+            source_track=book.track_record(source),
+            corr=Corroboration(),
+            established=(),
+            history=peer.history.stats(source, now),
+            tool=None,
+            versions=peer.index_held.known_versions(record.id),
+            rejected_reason=peer.index_held.previously_rejected(h),
+        )
+        filters = self.cores.importing.filters
+        floor = self._established_floor
+        if floor is not None and needs_established(filters, record, snapshot):
+            # The pipeline's read of the store, by the shared rule over what this node holds.
+            held = peer.established.get(operation, ())
+            snapshot = dataclasses.replace(
+                snapshot, established=effects_core.select_established(record, held, floor)
+            )
+        # hops -1: an anti-entropy pull (the node's Sync path), not a push.
+        incoming = Incoming(record=record, content_hash=h, via_node_id=via.node_id, pulled=hops < 0)
+        decision = decision_core.decide_import(incoming, snapshot, self.cores.importing, now)
+        # What follows the decision: the pipeline's own step (charges, holds, history).
+        effects = effects_core.apply_decision(decision)
+        c = self.counters
+        c.decisions += 1
+        c.outcomes[decision.outcome.value] = c.outcomes.get(decision.outcome.value, 0) + 1
+        was_gray = self._graylisted(peer, source)
+        if decision.outcome is not ImportOutcome.DUPLICATE:
+            self._count_judged(peer, source, was_gray)
+        for event in effects.charges:
+            book.emit(event)
+            c.events += 1
+        version = record.lesson.version if record.lesson is not None else 1
+        if effects.judged is not None:
+            peer.index_held.reject(h, effects.judged)
+        if effects.hold:
+            peer.index_held.add(record.id, version=version, content_hash=h, source_id=source)
+        if effects.counted:
+            peer.history.add(source, now, record.confidence)
+        if effects.store:
+            peer.index_held.add(
+                record.id, version=version, content_hash=h, source_id=source, lesson_id=h
+            )
+            confidence = decision.confidence if decision.confidence is not None else 0.0
+            peer.held[h] = raw
+            peer.confidence[h] = confidence
+            peer.established.setdefault(operation, []).append(
+                Candidate(
+                    EstablishedLesson(h, record.content, confidence),
+                    operation,
+                    record.context.domain,
+                    record.context.environment,
+                    now,
+                )
+            )
+            self.arrivals.setdefault(h, {})[peer.index] = (float(self.env.now), hops)
+            if was_gray:
+                c.accepted_from_graylisted += 1
+            self._agent_turn(peer, h)
+        self._note_graylist(peer, source, was_gray)
+        if effects.forward:
+            return router_core.Forwardable(h, raw, source)
+        return None
+
+    def _graylisted(self, peer: SimPeer, source: str) -> bool:
+        assert peer.book is not None
+        return self._band_of(peer)(source) is PeerBand.GRAYLISTED
+
+    def _count_judged(self, peer: SimPeer, source: str, was_gray: bool) -> None:
+        if not was_gray:
+            key = (peer.index, source)
+            self.judged[key] = self.judged.get(key, 0) + 1
+
+    def _note_graylist(self, peer: SimPeer, source: str, was_gray: bool) -> None:
+        key = (peer.index, source)
+        if was_gray or not self._graylisted(peer, source):
+            return
+        if key not in self.graylisted_after:
+            self.graylisted_after[key] = self.judged.get(key, 0)
+        self._sweep_soon(peer)
+
+    # -- taint ------------------------------------------------------------------------------
+    def _sweep_soon(self, peer: SimPeer) -> None:
+        """A source just became graylisted here: the node's next periodic taint sweep (every
+        ``TaintParams.sweep_interval_s`` at its own phase) is the one that acts on it. Sweeps
+        that would find no newly graylisted source are skipped: they take nothing out."""
+        if not self.params.taint_sweep or peer.sweep_due:
+            return
+        interval = self.cores.taint.sweep_interval_s
+        now = float(self.env.now)
+        ticks = max(0, math.ceil((now - peer.sweep_phase) / interval))
+        peer.sweep_due = True
+
+        def tick() -> None:
+            self.sweep(peer)
+
+        self.at(peer.sweep_phase + ticks * interval - now, tick)
+
+    def sweep(self, peer: SimPeer) -> int:
+        """The node's taint sweep at ``peer``: the shipped ``tainted_sources`` and
+        ``taint_plan`` over its live lessons; each lesson taken out leaves its prompts (the
+        advice) and its Sync answers. Returns how many it took out."""
+        peer.sweep_due = False
+        book = peer.book
+        if book is None:
+            return 0
+        facts: list[taint_core.LessonFacts] = []
+        for h in peer.held:
+            rec = self.records.get(h)
+            if rec is None:
+                continue
+            signer = self.peers[rec.origin].node_id
+            imported_from = None if signer == peer.node_id else signer
+            facts.append(taint_core.LessonFacts(h, imported_from, (), h))
+        sources = {f.imported_from for f in facts if f.imported_from is not None}
+        if not sources:
+            return 0
+        band_of = self._band_of(peer)
+        tainted = taint_core.tainted_sources(
+            sources, revoked=(), band_of={s: band_of(s) for s in sources}
+        )
+        if not tainted:
+            return 0
+        # The simulated nodes learn no local lessons, so no outcome ties one to a taken lesson.
+        plan = taint_core.taint_plan(facts, {}, tainted)
+        now = self.clock.now()
+        for h in plan.lesson_ids:
+            raw = peer.held.pop(h)
+            peer.confidence.pop(h, None)
+            lesson = self.verified.get(raw, now).memory.lesson
+            operation = lesson.operation if lesson is not None else ""
+            kept = [e for e in peer.established.get(operation, ()) if e.lesson.lesson_id != h]
+            peer.established[operation] = kept
+        self.counters.tainted += len(plan.lesson_ids)
+        return len(plan.lesson_ids)
+
+    def _agent_turn(self, peer: SimPeer, h: str) -> None:
+        """An honest agent on ``peer`` meets the lesson's pitfall (the fleet agent's policy),
+        and the node learns from its outcome by its own rules.
+
+        The node shows what it holds on the pitfall's two forms (:meth:`_shown`: with the
+        influence gate, only proven and corroborated lessons as advice and unverified ones as
+        labelled hints in the plan-time share; without it, every lesson as advice of one
+        class); the agent orders its attempts by ``attempt_order`` and the environment answers
+        (``succeeds``). The lessons that decided the order are in play (in a prompt). The
+        outcome is the one the fleet agent records (``RunRecorder``: one ``test`` check per
+        attempt); the node folds it with ``outcome_verdict`` and ``attribute`` as
+        ``OutcomeLearning.record_outcome`` does, ``reality_events`` charges each attributed
+        lesson's source, and the node signs an attestation for each lesson its outcome judged
+        (confirmed: proven here). A turn where a poisoned lesson took part in the order and the
+        first attempt was the failing form is a poisoned decision, a tie included.
+        """
+        rec = self.records.get(h)
+        if rec is None:
+            return
+        p = self.pitfalls.get(rec.target)
+        if p is None:
+            return
+        advice, hints = self._shown(peer, p)
+        order, in_play = attempt_order(p, advice, AgentMemory(), hints)
+        if not in_play:
+            return  # no lesson shaped the run: the outcome attributes nothing
+        attempts = run_attempts(order, lambda op: succeeds(p, op, flipped=False))
+        poisoned = [x for x in in_play if self.records[x].kind != LessonKind.HONEST]
+        if poisoned and attempts[0].operation == p.failing:
+            self.counters.poisoned_decisions += 1
+            if len(poisoned) < len(in_play):
+                self.counters.poisoned_ties += 1
+            if self._first_without(p, advice, hints, set(poisoned)) == p.working:
+                self.counters.poison_harm += 1
+        hinted = {s.lesson_id for s in hints}
+        self.counters.poison_hints += sum(1 for x in poisoned if x in hinted)
+        outcome = self._outcome(p, attempts)
+        verdict = lessons_outcomes.outcome_verdict(outcome)
+        now = self.clock.now()
+        rows = []
+        for lesson_id in in_play:
+            raw = peer.held.get(lesson_id)
+            if raw is None:
+                continue
+            signed = self.verified.get(raw, now)
+            rows.append(
+                pipeline_core.imported_row(
+                    signed,
+                    lesson_id=lesson_id,
+                    confidence=peer.confidence.get(lesson_id, 0.0),
+                    via_node_id=signed.memory.provenance.source_agent_id,
+                    now=now,
+                )
+            )
+            if self.records[lesson_id].kind != LessonKind.HONEST:
+                self.in_prompt.add((lesson_id, peer.index))
+        attributions = attribution_core.attribute(
+            [(r.id, r.operation) for r in rows], lessons_outcomes.outcome_steps(outcome), verdict
+        )
+        for a in attributions:
+            if a.effect is Effect.CONFIRMED:
+                peer.proven.add(a.lesson_id)
+                self.attest_confirm.setdefault(a.lesson_id, set()).add(peer.index)
+            elif a.effect is Effect.CONTRADICTED:
+                self.attest_contra.setdefault(a.lesson_id, set()).add(peer.index)
+        events = reality_core.reality_events(
+            rows, attributions, outcome_id=f"{h}:{peer.index}", at=now
+        )
+        assert peer.book is not None
+        by_source: dict[str, list[ReputationEvent]] = {}
+        for event in events:
+            by_source.setdefault(event.node_id, []).append(event)
+        for source, charged in by_source.items():
+            was_gray = self._graylisted(peer, source)
+            self._count_judged(peer, source, was_gray)
+            for event in charged:
+                peer.book.emit(event)
+                self.counters.events += 1
+            self._note_graylist(peer, source, was_gray)
+
+    @staticmethod
+    def _first_without(
+        p: Pitfall, advice: Sequence[Advice], hints: Sequence[Said], left_out: set[str]
+    ) -> str:
+        """The form the agent would have tried first had ``left_out`` not been shown."""
+        kept = [
+            Advice(
+                a.operation,
+                a.preamble,
+                tuple(x for x in a.lesson_ids if x not in left_out),
+                tuple(x for x in a.lessons if x.lesson_id not in left_out),
+                tuple(x for x in a.unresolved if x.lesson_id not in left_out),
+            )
+            for a in advice
+        ]
+        order, _ = attempt_order(
+            p, kept, AgentMemory(), [x for x in hints if x.lesson_id not in left_out]
+        )
+        return order[0]
+
+    def _shown(self, peer: SimPeer, p: Pitfall) -> tuple[list[Advice], list[Said]]:
+        """What the node shows an agent at ``p``: the decision-time advice per form and the
+        plan-time hints, by the influence gate (``learning/influence.py``) when
+        ``SimParams.influence_gate`` is on."""
+        gate = self.params.influence_gate
+        params = self.cores.influence
+        advice: list[Advice] = []
+        hints: list[Said] = []
+        deciding: list[tuple[tuple[int, int, float, str], influence_core.LessonEvidence, Said]]
+        deciding = []
+        for op in (p.failing, p.working):
+            for c in peer.established.get(op, ()):
+                lesson = c.lesson
+                if not gate:
+                    line = f"(confidence {lesson.confidence:.2f}) {format_line(lesson.content)}"
+                    said = Said(lesson.lesson_id, lesson.content, 1, 0, lesson.confidence)
+                    advice.append(Advice(op, line, (lesson.lesson_id,), (said,)))
+                    continue
+                ev = self._evidence(peer, lesson.lesson_id, op, lesson.content, params)
+                said = Said(
+                    lesson.lesson_id,
+                    lesson.content,
+                    ev.evidence_class.rank,
+                    ev.independent,
+                    lesson.confidence,
+                )
+                if ev.decides:
+                    key = influence_core.evidence_order(ev, lesson.confidence, lesson.lesson_id)
+                    deciding.append((key, ev, said))
+                elif len(hints) < params.max_unverified_hints and influence_core.plan_hint(
+                    ev, self._hint_rng.random(), params
+                ):
+                    hints.append(said)
+        if not gate:
+            return advice, hints
+        # Lessons on one form agree; the two forms' lessons are a conflict, shown together:
+        # the strongest of each side by evidence, and a side holds only by a stronger class.
+        deciding.sort(key=lambda t: t[0])
+        by_side: dict[str, list[Said]] = {}
+        best: dict[str, influence_core.LessonEvidence] = {}
+        for op, (_, ev, said) in ((self._side(p, t[2]), t) for t in deciding):
+            by_side.setdefault(op, []).append(said)
+            best.setdefault(op, ev)
+        order = list(best)  # strongest side first
+        lead = influence_core.conflict_leader([best[op] for op in order])
+        if lead is not None:
+            held = tuple(by_side[order[lead]])
+            advice.append(Advice(order[lead], "", tuple(x.lesson_id for x in held), held))
+        elif by_side:
+            sides = tuple(x for op in order for x in by_side[op])
+            advice.append(Advice(p.working, "", (), (), sides))
+        return advice, hints
+
+    @staticmethod
+    def _side(p: Pitfall, said: Said) -> str:
+        """The form a lesson at ``p`` recommends."""
+        return p.failing if says_prefer(said.content, p.failing) else p.working
+
+    def _about_authority(
+        self, h: str, operation: str, content: str, params: InfluenceParams
+    ) -> bool:
+        """The lexicon's reading of a lesson's topic (rule 3), read once per lesson: it
+        reads the lesson's own words only."""
+        found = self._authority.get(h)
+        if found is None:
+            found = influence_core.authority_by_lexicon(operation, (), content, params)
+            self._authority[h] = found
+        return found
+
+    def _evidence(
+        self, peer: SimPeer, h: str, operation: str, content: str, params: InfluenceParams
+    ) -> influence_core.LessonEvidence:
+        """The lesson's evidence at ``peer``: proven here by its own outcomes, or corroborated
+        by attestations of other honest nodes (the source's excluded; a node that attested
+        both verdicts counts for neither)."""
+        origin = self.records[h].origin
+        confirm = self.attest_confirm.get(h, set())
+        contra = self.attest_contra.get(h, set())
+        support = Support(
+            confirming=frozenset(
+                self.peers[i].node_id for i in confirm - contra - {origin, peer.index}
+            ),
+        )
+        return influence_core.evidence_of(
+            imported=True,
+            local_confirmations=1 if h in peer.proven else 0,
+            support=support,
+            authority=self._about_authority(h, operation, content, params),
+            approved=False,
+            params=params,
+        )
+
+    def _outcome(self, p: Pitfall, attempts: tuple[Attempt, ...]) -> Outcome:
+        """The outcome the fleet agent's recorder derives for ``attempts`` at ``p`` (one
+        ``test`` check per attempt, as ``FleetDriver`` records them). Memoised per (target,
+        attempts): the derivation reads nothing else that attribution uses (only the outcome
+        id and dates differ), and the SDK's model validation per turn would dominate a
+        10,000-node run."""
+        key = (p.target, attempts)
+        outcome = self._outcomes.get(key)
+        if outcome is None:
+            recorder = RunRecorder(
+                session_id=f"sim-{p.target}",
+                goal=f"build the {p.target} target",
+                project=_SIM_PROJECT,
+                clock=self.clock,
+                rng=self._outcome_rng,
+            )
+            for a in attempts:
+                recorder.check(
+                    "test", passed=a.ok, operation=a.operation, target=p.target, label="build"
+                )
+            outcome = recorder.finish().outcome
+            self._outcomes[key] = outcome
+        return outcome
+
+    # -- anti-entropy -----------------------------------------------------------------------
+    def start_anti_entropy(self, nodes: Sequence[SimPeer], until: float) -> None:
+        """Every node in ``nodes`` pulls from a sample of its listed peers each interval (as the
+        node does)."""
+        interval = self.cores.gossip.anti_entropy_interval_s
+        for peer in nodes:
+            self.env.process(self._ae_loop(peer, self.rng.uniform(0.0, interval), until))
+
+    def _ae_loop(self, peer: SimPeer, phase: float, until: float) -> Any:
+        yield self.env.timeout(phase)
+        interval = self.cores.gossip.anti_entropy_interval_s
+        while self.env.now < until:
+            if peer.up:
+                yield from self._ae_round(peer, until)
+            yield self.env.timeout(interval)
+
+    def _ae_round(self, peer: SimPeer, until: float) -> Any:
+        gossip = self.cores.gossip
+        # The peers AntiEntropy.once asks this round (its own sample rule, imported).
+        others = anti_entropy_core.sync_sample(self.others(peer), gossip, self.rng)
+        owed = 0.0  # round-trip time of pulls that could bring nothing, not yet waited
+        for other_id in others:
+            if self.env.now + owed >= until or not peer.up:
+                break
+            other = self.by_id[other_id]
+            rtt = 2 * self.latency(peer, other)
+            self.counters.sync_bytes += self.params.request_bytes
+            if owed >= self.params.ae_quantum_s:
+                # Let simulated time catch up with the pulls scanned so far, so the next peer
+                # is judged (up, reachable, holding what) at about the time it is asked.
+                yield self.env.timeout(owed)
+                owed = 0.0
+                self.sim_events += 1
+                if self.env.now >= until or not peer.up:
+                    break
+            if not self.reachable(peer, other):
+                owed += rtt
+                continue
+            serves = {} if other.byzantine else other.held
+            if serves.keys() <= peer.held.keys():
+                # Nothing to bring: the exchange costs a round trip and its summary only.
+                owed += rtt
+                continue
+            yield self.env.timeout(owed + rtt)
+            owed = 0.0
+            self.sim_events += 1
+            if not (peer.up and self.reachable(peer, other)):
+                continue
+            self._run(self._pull(peer, other, serves, gossip))
+        if owed:
+            yield self.env.timeout(owed)
+
+    async def _pull(
+        self, peer: SimPeer, other: SimPeer, serves: dict[str, bytes], gossip: GossipParams
+    ) -> int:
+        async def fetch(query: sync_core.SyncQuery) -> sync_core.SyncPage:
+            page = sync_core.select_for_sync(serves, query, gossip.sync_prefix_len)
+            self.counters.sync_bytes += sum(
+                len(raw) + self.params.record_overhead_bytes for _, raw in page.records
+            )
+            self.counters.sync_records += len(page.records)
+            return page
+
+        async def importer(raw: bytes) -> object:
+            return self.import_record(peer, raw, other, hops=-1)
+
+        return await sync_core.sync_step(
+            peer.held,
+            fetch,
+            importer,
+            prefix_len=gossip.sync_prefix_len,
+            page_size=gossip.batch_size,
+        )
+
+    # -- running ----------------------------------------------------------------------------
+    def run_until(self, t: float) -> None:
+        """Advance the simulation to time ``t`` (seconds), tree orders shared."""
+        with shared_tree_orders():
+            self.env.run(until=t)
