@@ -76,6 +76,7 @@ from lamarck.node.net import LOOPBACK_NAMES
 from lamarck.node.store.port import LessonFilter, LessonRow, LessonStore, QuarantineRow
 from lamarck.proto.timefmt import parse_ts
 from lamarck.proto.v1 import operator_pb2
+from lamarck.registry.labels import with_label
 
 __all__ = [
     "COOKIE",
@@ -327,8 +328,9 @@ class ConsoleApp:
 
     async def _overview(self) -> Response:
         status = await self._status()
+        label = status.get("node_label", "")
         facts = [
-            ("node", status["node_id"] or "-"),
+            ("node", with_label(status["node_id"], label) if status["node_id"] else "-"),
             ("peer service", "serving" if status["peer_serving"] else "NOT serving"),
             *status_rows(status).items(),
         ]
@@ -346,15 +348,18 @@ class ConsoleApp:
     async def _reputation_table(self) -> Response:
         rows = await self._book().rows()
         rows.sort(key=lambda r: (-r.score, r.peer))
-        return self._html("Reputation", "reputation", pages.reputation_page(rows))
+        body = pages.reputation_page(rows, self._op.labels())
+        return self._html("Reputation", "reputation", body)
 
     async def _peer(self, node_id: str) -> Response:
         book = self._book()
         found = [r for r in await book.rows() if r.peer == node_id]
         if not found:
             raise NotFound(f"no peer {node_id[:100]} in the reputation book", id=node_id)
-        body = pages.peer_page(found[0], await book.history(node_id))
-        return self._html(f"Peer {node_id}", "reputation", body)
+        labels = self._op.labels()
+        body = pages.peer_page(found[0], await book.history(node_id), labels, p=self._plot)
+        title = f"Peer {with_label(node_id, labels.get(node_id, ''))}"
+        return self._html(title, "reputation", body)
 
     async def _quarantine(self) -> Response:
         rows: list[QuarantineRow] = []
@@ -389,21 +394,25 @@ class ConsoleApp:
             token = reply.next_page_token
             if not token:
                 break
-        body = pages.quarantine_page(rows, csrf_token=self._csrf, details=details)
+        body = pages.quarantine_page(
+            rows, csrf_token=self._csrf, details=details, labels=self._op.labels()
+        )
         return self._html("Quarantine", "quarantine", body)
 
     async def _lessons(self) -> Response:
         flt = LessonFilter(statuses=None, limit=self._p.lessons_shown)
         rows = await self._store().list_lessons(flt)
         evidence = await self._evidence(rows) if self._evidence is not None else {}
-        return self._html("Lessons", "lessons", pages.lessons_page(rows, evidence))
+        body = pages.lessons_page(rows, evidence, self._op.labels())
+        return self._html("Lessons", "lessons", body)
 
     async def _lesson(self, lesson_id: str) -> Response:
         store = self._store()
         row = await store.get_lesson(lesson_id)
         events = await store.lesson_events([lesson_id])
         evidence = await self._evidence([row]) if self._evidence is not None else {}
-        return self._html("Lesson", "lessons", pages.lesson_page(row, events, evidence.get(row.id)))
+        body = pages.lesson_page(row, events, evidence.get(row.id), self._op.labels())
+        return self._html("Lesson", "lessons", body)
 
     async def _health(self) -> Response:
         reply = await self._op.GetHealth(operator_pb2.GetHealthRequest(), None)

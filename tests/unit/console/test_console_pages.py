@@ -494,7 +494,7 @@ def test_a_lesson_page_shows_evidence_provenance_and_history() -> None:
     assert "outcome-1" in body
     assert find(tags, "a", href="/reputation/lmk1x") and find(tags, "a", href="/reputation/lmk1y")
     assert "0.40 → 0.60" in body and ">0.40<" in body
-    assert "imported from lmk1x" in body
+    assert 'imported from <a href="/reputation/lmk1x"' in body
     assert find(tags, "ul", id="provenance") and find(tags, "table", id="history")
 
 
