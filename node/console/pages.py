@@ -19,11 +19,21 @@ from lamarck.node.api.quorum_view import certificate_state
 from lamarck.node.api.reputation import event_source
 from lamarck.node.console.activity import ActivityTimeline
 from lamarck.node.console.markup import Markup, el, join, void
-from lamarck.node.console.plots import PlotParams, bar_chart, calibration_curve, timeline_chart
+from lamarck.node.console.plots import (
+    PlotParams,
+    bar_chart,
+    bin_text,
+    calibration_curve,
+    line_chart,
+    rate_series,
+    timeline_chart,
+)
+from lamarck.node.console.series import evidence_counts, quarantine_ages
 from lamarck.node.health.figures import Finding, HealthReport
 from lamarck.node.learning.influence import LessonEvidence, evidence_label
 from lamarck.node.store.port import LessonEvent, LessonRow, QuarantineRow
 from lamarck.proto.timefmt import format_ts
+from lamarck.registry.labels import with_label
 from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.table import TOP_PARTS, ReputationRow, global_text, named_parts, parts_text
 
@@ -200,15 +210,36 @@ def health_page(report: HealthReport, *, p: PlotParams, activity: ActivityTimeli
                 el(
                     "p",
                     f"{activity.imports} imported, {activity.rejections} rejected in "
-                    f"{len(activity.bins)} bins of {activity.bin_hours:g} h",
+                    f"{len(activity.bins)} bins of {bin_text(activity.bin_hours)} "
+                    "(the bins follow the node's age)",
                     class_="muted",
                 ),
                 timeline_chart(activity, p=p),
                 id="activity",
             ),
+            el(
+                "section",
+                el("h2", "Imports and refusals per minute, by reason"),
+                _rates(activity, p),
+                id="rates",
+            ),
             el("section", el("h2", "Transfer success"), transfer, id="transfer"),
             el("section", el("h2", "Update velocity"), velocity, id="velocity"),
         ]
+    )
+
+
+def _rates(activity: ActivityTimeline, p: PlotParams) -> Markup:
+    """Imports and each refusal reason per minute over the activity window."""
+    if not activity.bins:
+        return el("p", "no activity yet", class_="muted")
+    return line_chart(
+        rate_series(activity),
+        title="Imports and refusals per minute, by reason",
+        p=p,
+        start=activity.bins[0].start,
+        end=activity.bins[-1].end,
+        unit="/min",
     )
 
 
@@ -233,9 +264,32 @@ def _select(label: str, name: str, table: str, values: Sequence[str], **extra: s
     )
 
 
-def reputation_page(rows: Sequence[ReputationRow], labels: Labels = _NO_LABELS) -> Markup:
+#: A time series: (time, value) points, oldest first.
+Series = Sequence[tuple[datetime, float]]
+
+
+def _trend_chart(trends: Mapping[str, Series], labels: Labels, p: PlotParams, title: str) -> Markup:
+    """Each peer's score over time, one line per peer (named by label and id start)."""
+    points = [at for line in trends.values() for at, _ in line]
+    if not points:
+        return el("p", "no reputation events yet", class_="muted")
+    series = [
+        (with_label(peer, labels.get(peer, ""), width=SHORT_ID_CHARS), line)
+        for peer, line in trends.items()
+    ]
+    return line_chart(series, title=title, p=p, start=min(points), end=max(points), y_max=1.0)
+
+
+def reputation_page(
+    rows: Sequence[ReputationRow],
+    labels: Labels = _NO_LABELS,
+    *,
+    trends: Mapping[str, Series] | None = None,
+    p: PlotParams | None = None,
+) -> Markup:
     """The reputation table: sortable, filterable by band and by expertise domain; each peer
-    links to its page, its label beside its id."""
+    links to its page, its label beside its id. ``trends``: each peer's score over time
+    (``series.score_series``), drawn above the table."""
     bands = sorted({r.band.value for r in rows})
     domains = sorted({d for r in rows for d in r.domains})
     filters = el(
@@ -298,7 +352,17 @@ def reputation_page(rows: Sequence[ReputationRow], labels: Labels = _NO_LABELS) 
         id="reputation",
         class_="sortable filterable",
     )
-    return join([filters, table])
+    chart = (
+        el(
+            "section",
+            el("h2", "Reputation over time"),
+            _trend_chart(trends, labels, p, "Reputation score over time, per peer"),
+            id="trend",
+        )
+        if trends and p is not None
+        else ""
+    )
+    return join([chart, filters, table])
 
 
 def peer_page(
@@ -307,6 +371,7 @@ def peer_page(
     labels: Labels = _NO_LABELS,
     *,
     p: PlotParams | None = None,
+    trend: Series = (),
 ) -> Markup:
     """One peer: its score parts (those that move the score, largest effect first), pairwise
     and global trust, expertise, and its event history with reasons, newest first."""
@@ -367,7 +432,17 @@ def peer_page(
         id="events",
         class_="sortable",
     )
-    return join([summary, el("h2", "Score parts"), parts, el("h2", "Events"), history])
+    chart = (
+        el(
+            "section",
+            el("h2", "Score over time"),
+            _trend_chart({row.peer: trend}, labels, p, "Reputation score over time"),
+            id="trend",
+        )
+        if p is not None and trend
+        else ""
+    )
+    return join([summary, chart, el("h2", "Score parts"), parts, el("h2", "Events"), history])
 
 
 def _decide_form(row: QuarantineRow, decision: str, csrf_token: str) -> Markup:
@@ -491,6 +566,8 @@ def quarantine_page(
     csrf_token: str,
     details: Mapping[str, HeldDetails] | None = None,
     labels: Labels = _NO_LABELS,
+    now: datetime | None = None,
+    p: PlotParams | None = None,
 ) -> Markup:
     """The quarantine queue: each held record's reasons, the confidence an approval would
     store it at, the quorum's votes and certificate state; approve / reject pending ones.
@@ -531,13 +608,20 @@ def quarantine_page(
                 id=f"q-{r.id}",
             )
         )
-    return el(
+    table = el(
         "table",
         _sort_header("record", "source", "reasons", "stored at", "quorum", "decision"),
         el("tbody", *items),
         id="quarantine",
         class_="sortable",
     )
+    pending = [r.received_at for r in rows if r.state == "pending"]
+    if now is None or p is None or not pending:
+        return table
+    ages = bar_chart(
+        quarantine_ages(pending, now), title="Pending held records by time waiting", p=p
+    )
+    return join([el("section", el("h2", "How long they wait"), ages, id="ages"), table])
 
 
 def _origin(row: LessonRow) -> str:
@@ -568,8 +652,10 @@ def lessons_page(
     rows: Sequence[LessonRow],
     evidence: Mapping[str, LessonEvidence] | None = None,
     labels: Labels = _NO_LABELS,
+    p: PlotParams | None = None,
 ) -> Markup:
-    """Lessons: text search and filters by scope, status, origin and evidence class (proven
+    """Lessons: the active ones by evidence class (a chart, with ``p``), text search and
+    filters by scope, status, origin and evidence class (proven
     here, corroborated, unverified, with the principals behind it); each links to its page."""
     ev = evidence or {}
 
@@ -630,7 +716,18 @@ def lessons_page(
         id="lessons",
         class_="sortable filterable",
     )
-    return join([filters, table])
+    classes = [e.evidence_class for r in rows if r.status.value == "active" and (e := ev.get(r.id))]
+    chart = (
+        el(
+            "section",
+            el("h2", "Active lessons by evidence class"),
+            bar_chart(evidence_counts(classes), title="Active lessons by evidence class", p=p),
+            id="evidence-classes",
+        )
+        if p is not None and classes
+        else ""
+    )
+    return join([chart, filters, table])
 
 
 def lesson_page(
