@@ -779,9 +779,9 @@ def lesson_page(
             el(
                 "li",
                 "from ",
-                _short_peer(e.source_node_id, labels),
+                _short_peer(e.source_node_id, labels, short=False),
                 " via ",
-                _short_peer(e.via_node_id, labels),
+                _short_peer(e.via_node_id, labels, short=False),
                 " at ",
                 _when(e.received_at),
                 el("code", f" {e.content_hash[:12]}") if e.content_hash else "",

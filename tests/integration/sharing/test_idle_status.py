@@ -38,7 +38,8 @@ def _duplicates(node: Any) -> int:
 
 
 def _cli(node: Any, *args: str) -> str:
-    result = runner.invoke(app, [*args, "--home", str(node.home)])
+    # Wide enough that no table cell wraps.
+    result = runner.invoke(app, [*args, "--home", str(node.home)], env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
     return result.stdout
 
