@@ -531,7 +531,7 @@ async def test_a_lesson_page_shows_its_history_evidence_and_where_it_came_from(
     assert [h.split("\t")[1] for h in history] == ["imported", "confirmed"]
     main = await page.inner_text("main")
     assert "imported from lmk1alpha" in main and "0.54" in main and "0.90" in main
-    await page.click(f"#provenance a:text('{SOURCE.node_id}')")
+    await page.click(f"#provenance a[title='{SOURCE.node_id}']")
     await page.wait_for_url(re.compile(r"/reputation/"))
     # The author is in the node's table by the lessons imported from it.
     assert await page.inner_text("h1") == f"Peer {SOURCE.node_id}"
