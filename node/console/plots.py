@@ -297,7 +297,10 @@ def timeline_chart(timeline: ActivityTimeline, *, p: PlotParams) -> Markup:
 
 
 def _time_format(span: timedelta) -> str:
-    """How a tick's time reads over ``span``: the clock within a day, else the date too."""
+    """How a tick's time reads over ``span``: the clock (to the second within ten minutes)
+    within a day, else the date too."""
+    if span <= timedelta(minutes=10):
+        return "%H:%M:%S"
     if span <= timedelta(days=1):
         return "%H:%M"
     if span <= timedelta(days=7):
@@ -320,7 +323,7 @@ def _nice_max(value: float) -> float:
     """The smallest of 1, 2, 2.5 or 5 times a power of ten that is at least ``value``."""
     if value <= 0:
         return 1.0
-    power = 10 ** math.floor(math.log10(value))
+    power = 10.0 ** math.floor(math.log10(value))
     return next(k * power for k in (1, 2, 2.5, 5, 10) if k * power >= value - 1e-12)
 
 
@@ -343,7 +346,7 @@ def line_chart(
     """
     m, w, h = p.margin, p.width, p.timeline_height
     left = m + 12  # room for the y tick values
-    top = m + 14 * math.ceil(len(series) / 3)  # room for the legend, three names a row
+    top = 8 + 14 * math.ceil(len(series) / 3)  # room for the legend, three names a row
     values = [v for _, points in series for _, v in points]
     high = y_max if y_max is not None else _nice_max(max(values, default=0.0))
     span = max((end - start).total_seconds(), 1.0)
@@ -392,7 +395,7 @@ def line_chart(
         ]
     for i, (name, points) in enumerate(series):
         colour = PALETTE[i % len(PALETTE)]
-        lx, ly = left + (i % 3) * (w / 3), m + 14 * (i // 3)
+        lx, ly = left + (i % 3) * (w / 3), 4 + 14 * (i // 3)
         items += [
             el("rect", x=_n(lx), y=_n(ly), width="10", height="10", fill=colour),
             el("text", name, x=_n(lx + 14), y=_n(ly + 9), class_="legend"),
