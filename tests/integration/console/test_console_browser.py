@@ -670,5 +670,10 @@ async def test_labels_sit_beside_ids_and_every_chart_is_drawn_where_it_belongs(
     assert sum(waited) == 4
     # Lessons: the active ones by evidence class.
     await page.goto(base + "/lessons")
-    classes = page.locator("#evidence-classes svg text.label")
-    assert await classes.all_inner_texts() == ["proven here", "corroborated", "unverified"]
+    chart = page.locator("#evidence-classes svg")
+    names = await chart.locator("text.label").evaluate_all("ts => ts.map(t => t.textContent)")
+    assert names == ["proven here", "corroborated", "unverified"]
+    # Five active lessons learned here, the first import corroborated, the other five not.
+    counts = await chart.locator("rect.bar").evaluate_all("rs => rs.map(r => r.dataset.value)")
+    assert counts == ["5", "1", "5"]
+    await _shot(page, "labels-lessons")
