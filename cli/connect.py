@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lamarck.client import Client
-from lamarck.errors import CliError
+from lamarck.errors import CliError, LamarckError
 
 __all__ = [
     "NODE_FILE",
@@ -16,6 +16,7 @@ __all__ = [
     "fleet_dir",
     "fleet_labels",
     "fleet_node_home",
+    "known_labels",
     "running_node",
 ]
 
@@ -75,6 +76,24 @@ def fleet_labels() -> dict[str, str]:
         for n in _running_fleet_entries()
         if n.get("name") and n.get("node_id")
     }
+
+
+def known_labels(home: Path) -> dict[str, str]:
+    """Node id -> human label, to show beside the ids: the running fleet's names (node1..N),
+    then the labels the node on ``home`` knows from its registry (its enrollment tokens and
+    registrations: they win). The node's are left out if it cannot be asked (not running, no
+    operator token readable): the ids are shown alone then, never guessed."""
+    labels = fleet_labels()
+    try:
+        # Imported here: the operator client is only needed on this path.
+        from lamarck.operator import OperatorClient
+
+        with OperatorClient.from_home(home) as op:
+            served = op.status().get("labels") or {}
+    except (LamarckError, OSError):
+        return labels
+    labels.update({str(k): str(v) for k, v in served.items() if v})
+    return labels
 
 
 def _fleet_hint() -> str:

@@ -37,6 +37,7 @@ from lamarck.fleet.driver import DriverParams, FleetDriver, NodeHandle, scrape_c
 from lamarck.fleet.launcher import LaunchParams
 from lamarck.fleet.report import (
     EVIDENCE_CLASSES,
+    NODE_ID_SHOWN,
     NODES_LEGEND,
     NodeCounts,
     evidence_delay_text,
@@ -72,6 +73,7 @@ from lamarck.fleet.supervisor import (
 )
 from lamarck.fleet.workloads import Workload, WorkloadParams, make_workload
 from lamarck.node.sharing.quorum import QUORUM_DIR, QuorumLedger
+from lamarck.registry.labels import with_label
 
 __all__ = ["DEFAULT_DIR", "app", "down", "register", "status", "up"]
 
@@ -310,7 +312,8 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
         "byzantine" if h.byzantine else "honest, gate off" if i in fleet.spec.gate_off else "honest"
         for i, h in enumerate(handles)
     ]
-    names = [h.name for h in handles]
+    # Each node by its fleet label beside the start of its id (a label is a claim, not an id).
+    names = [with_label(h.node_id, h.name, width=NODE_ID_SHOWN) for h in handles]
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -391,7 +394,7 @@ def _run_scenario(
 ) -> dict[str, float]:
     """Run a scenario's repetitions with a progress bar and the live per-node table; print
     every run's figures, their mean and spread; return the mean and spread figures."""
-    names = [n.name for n in fleet.nodes]
+    names = [with_label(n.node_id, n.name, width=NODE_ID_SHOWN) for n in fleet.nodes]
     roles = ["byzantine" if fleet.spec.is_byzantine(i) else "honest" for i in range(len(names))]
     progress = Progress(
         TextColumn("{task.description}"),

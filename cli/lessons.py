@@ -8,11 +8,12 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from lamarck.cli.connect import client_for, fleet_labels
+from lamarck.cli.connect import client_for, known_labels
 from lamarck.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.cli.output import emit_json, key_value_table, print_table
 from lamarck.client import Client, HistoryEntry, Lesson, LessonPage
 from lamarck.proto.timefmt import format_ts
+from lamarck.registry.labels import with_label
 
 __all__ = [
     "LESSON_STATUSES",
@@ -103,13 +104,11 @@ def evidence_cell(lesson: Lesson) -> str:
 
 def origin_cell(lesson: Lesson, labels: Mapping[str, str] | None = None) -> str:
     """Where the lesson came from: ``local`` (learned here) or ``imported`` and from whom
-    (its fleet label, node1..N, when a fleet names it)."""
+    (its label beside its id, when the node or the fleet names it)."""
     if lesson.origin != "imported":
         return lesson.origin or "local"
     source = lesson.source_node_id
-    label = (labels or {}).get(source, "")
-    shown = f"{source[:10]}…" if len(source) > 11 else source
-    return f"imported from {label} {shown}" if label else f"imported from {shown}"
+    return "imported from " + with_label(source, (labels or {}).get(source, ""), width=10)
 
 
 def list_title(shown: int, *, more: bool) -> str:
@@ -246,7 +245,8 @@ def list_lessons(
 ) -> None:
     """List lessons, most confident first."""
     statuses = statuses_from(status)  # a usage error before any connection is tried
-    with client_for(resolve_home(home)) as client:
+    where = resolve_home(home)
+    with client_for(where) as client:
         # One more than asked: whether the list was cut is said, never left to guess.
         lessons = [
             lesson
@@ -262,10 +262,10 @@ def list_lessons(
         ]
     more = len(lessons) > limit
     lessons = lessons[:limit]
-    labels = fleet_labels()
     if as_json:
         emit_json([lesson_json(lesson) for lesson in lessons])
         return
+    labels = known_labels(where)
     print_table(
         list_title(len(lessons), more=more),
         ["id", "v", "status", "state", "evidence", "from", "conf", "scope", "operation", "content"],

@@ -27,6 +27,7 @@ from lamarck.node.config import load_settings
 from lamarck.node.peer_tls import dial_home
 from lamarck.operator import OperatorClient
 from lamarck.proto.v1 import peer_pb2
+from lamarck.registry.labels import with_label
 
 __all__ = ["HEALTH_TIMEOUT_S", "app", "register", "start", "status"]
 
@@ -225,6 +226,8 @@ def status(home: HomeOption = None, as_json: JsonOption = False) -> None:
         )
         node_status = facts["status"]
         if isinstance(node_status, dict) and node_status:
+            # The label the network knows this node by, beside its id (never instead of it).
+            rows["node_id"] = with_label(str(rows["node_id"]), node_status.get("node_label", ""))
             rows.update(status_rows(node_status))
         elif node_status:
             rows["status"] = node_status

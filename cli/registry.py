@@ -53,6 +53,7 @@ from lamarck.proto.identity import (
 from lamarck.proto.keys import load_private_key, save_private_key, show_keys
 from lamarck.proto.timefmt import format_ts, parse_ts
 from lamarck.registry.directory import PeerInfo
+from lamarck.registry.labels import MAX_LABEL_CHARS, check_label
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.records import (
     Retraction,
@@ -328,10 +329,22 @@ def enroll(
             show_default=False,
         ),
     ] = None,
+    label: Annotated[
+        str | None,
+        typer.Option(
+            "--label",
+            metavar="TEXT",
+            help="The node's human label (e.g. node3), shown beside its id everywhere: "
+            f"1-{MAX_LABEL_CHARS} printable characters.",
+            show_default=False,
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Sign an enrollment token admitting one node; it goes to <node home>/enrollment.json."""
+    if label is not None:
+        check_label(label)
     if home is not None:
         if node_id is not None or public_key is not None:
             raise ConfigError(
@@ -365,6 +378,7 @@ def enroll(
         expires_at=now + timedelta(days=days),
         node_id=node_id,
         public_key=public_key,
+        label=label,
     )
     text = _record_text(token.wire())
     if out is None:
@@ -375,6 +389,7 @@ def enroll(
         "path": str(out),
         "node_id": token.node_id,
         "public_key": token.public_key,
+        "label": token.label or "",
         "operator_public_key": operator.public_key_b64,
         "expires_at": token.expires_at,
     }

@@ -13,11 +13,12 @@ event; what reality judged of its lessons stays. All go through the node's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
 
-from lamarck.cli.connect import fleet_labels
+from lamarck.cli.connect import known_labels
 from lamarck.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.cli.output import emit_json, key_value_table, print_table
 from lamarck.cli.quarantine import operator_for
@@ -29,6 +30,7 @@ from lamarck.operator import (
     ReputationTable,
 )
 from lamarck.proto.timefmt import format_ts
+from lamarck.registry.labels import resolve_peer
 from lamarck.reputation.table import (
     SortKey,
     global_text,
@@ -62,14 +64,16 @@ _WideOption = Annotated[
 ]
 
 
-def table_json(table: ReputationTable) -> dict[str, Any]:
-    """The table as plain JSON: whose view, when, and the rows."""
+def table_json(table: ReputationTable, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The table as plain JSON: whose view, when, and the rows (each with its ``label``)."""
     at = table.global_trust_computed_at
+    names = labels or {}
     return {
         "observer_node_id": table.observer_node_id,
+        "observer_label": names.get(table.observer_node_id, ""),
         "computed_at": format_ts(table.computed_at),
         "global_trust_computed_at": format_ts(at) if at else None,
-        "peers": [row_to_obj(r) for r in table.rows],
+        "peers": [{**row_to_obj(r), "label": names.get(r.peer, "")} for r in table.rows],
     }
 
 
@@ -98,12 +102,13 @@ def table(
     """Print the reputation table (no subcommand), one line per peer, in 120 columns."""
     if ctx.invoked_subcommand is not None:
         return
-    with operator_for(resolve_home(home)) as op:
+    where = resolve_home(home)
+    with operator_for(where) as op:
         shown = op.reputation(sort.value, domain)
+    labels = known_labels(where)
     if as_json:
-        emit_json(table_json(shown))
+        emit_json(table_json(shown, labels))
         return
-    labels = fleet_labels()
     typer.echo(render_table(shown.rows, sort=sort, domain=domain, wide=wide, labels=labels))
     at = shown.global_trust_computed_at
     peers = "1 peer" if len(shown.rows) == 1 else f"{len(shown.rows)} peers"
@@ -129,7 +134,7 @@ def _show_text(shown: PeerReputation, labels: dict[str, str]) -> None:
     facts["records_rejected"] = ", ".join(
         f"{reason}:{n}" for reason, n in sorted(shown.row.rejected.items())
     )
-    key_value_table(f"reputation of {shown.row.peer}", facts)
+    key_value_table(f"reputation of {facts['peer']}", facts)
     print_table(
         f"{len(shown.events)} event(s), newest first",
         ["at", "kind", "source", "weight", "domain", "record", "why"],
@@ -152,11 +157,11 @@ def _show_text(shown: PeerReputation, labels: dict[str, str]) -> None:
 def peer_reputation(
     op: OperatorClient, peer: str, labels: dict[str, str], limit: int
 ) -> PeerReputation:
-    """The row and history of the peer ``peer`` names: its id, its fleet label (``node3``),
-    or the start of its id as the table shows it (``lmk1abcdefgh…``)."""
-    by_label = [node_id for node_id, label in labels.items() if label == peer]
-    if by_label:
-        return op.peer_reputation(by_label[0], limit=limit)
+    """The row and history of the peer ``peer`` names: its id, its label (``node3``: the
+    one node labelled so; a label two nodes share is ``ambiguous_label``), or the start of its
+    id as the table shows it (``lmk1abcdefgh…``)."""
+    if peer in labels.values():
+        return op.peer_reputation(resolve_peer(peer, labels), limit=limit)
     try:
         return op.peer_reputation(peer, limit=limit)
     except NotFound:
@@ -177,7 +182,7 @@ def show(
         str,
         typer.Argument(
             metavar="PEER",
-            help="The peer: its node id, the start of it, or its fleet label (node3).",
+            help="The peer: its node id, the start of it, or its label (node3).",
         ),
     ],
     limit: Annotated[int, typer.Option(min=1, help="At most this many events.")] = 100,
@@ -185,11 +190,18 @@ def show(
     as_json: JsonOption = False,
 ) -> None:
     """One peer's row and its event history with reasons, newest first."""
-    labels = fleet_labels()
-    with operator_for(resolve_home(home)) as op:
+    where = resolve_home(home)
+    labels = known_labels(where)
+    with operator_for(where) as op:
         shown = peer_reputation(op, peer, labels, limit)
     if as_json:
-        emit_json({**row_to_obj(shown.row), "events": [event_json(e) for e in shown.events]})
+        emit_json(
+            {
+                **row_to_obj(shown.row),
+                "label": labels.get(shown.row.peer, ""),
+                "events": [event_json(e) for e in shown.events],
+            }
+        )
         return
     _show_text(shown, labels)
 

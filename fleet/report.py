@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from prometheus_client.parser import text_string_to_metric_families
 from rich.table import Table
 
+from lamarck.registry.labels import with_label
 from lamarck.reputation.table import ReputationRow, global_text
 
 __all__ = [
     "EVIDENCE_CLASSES",
     "NODES_LEGEND",
+    "NODE_ID_SHOWN",
     "ROUTINE_REFUSALS",
     "ArmFigures",
     "NodeCounts",
@@ -54,6 +56,9 @@ __all__ = [
     "scenario_table",
     "split_refusals",
 ]
+
+#: Characters of a node id the fleet's tables show beside its label.
+NODE_ID_SHOWN = 12
 
 SHARED = "shared"
 ISOLATED = "isolated"
@@ -381,13 +386,14 @@ def quorum_table(figures: Mapping[str, float]) -> Table:
 def reputation_rows(
     rows: Iterable[ReputationRow], names: Mapping[str, str]
 ) -> list[dict[str, object]]:
-    """Rows of a node's reputation table as the fleet prints them (peers by fleet name)."""
+    """Rows of a node's reputation table as the fleet prints them (each peer's fleet name
+    beside the start of its id)."""
     out: list[dict[str, object]] = []
     for r in rows:
         refused = ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items()) if v)
         out.append(
             {
-                "peer": names.get(r.peer, r.peer[:12]),
+                "peer": with_label(r.peer, names.get(r.peer, ""), width=NODE_ID_SHOWN),
                 "band": str(r.band),
                 "score": f"{r.score:.2f}",
                 "global trust": global_text(r.global_trust, 3),

@@ -378,7 +378,7 @@ class Fleet:
         finally:
             await directory.aclose()
 
-    def _token(self, node_id: str, public_key: str) -> EnrollmentToken:
+    def _token(self, node_id: str, public_key: str, label: str | None = None) -> EnrollmentToken:
         assert self.operator is not None
         now = SystemClock().now()
         return sign_enrollment(
@@ -387,6 +387,7 @@ class Fleet:
             expires_at=now + timedelta(days=_ENROLLMENT_DAYS),
             node_id=node_id,
             public_key=public_key,
+            label=label,
         )
 
     def _spawn(self, i: int) -> NodeProcess:
@@ -399,7 +400,7 @@ class Fleet:
             endorser = self.operators[self.spec.operator_of(i)]
             asyncio.run(self._endorse(endorser, identity.node_id, public_key))
         else:
-            token = self._token(identity.node_id, public_key)
+            token = self._token(identity.node_id, public_key, label=name)
             (home / _ENROLLMENT_FILE).write_text(json.dumps(token.wire(), indent=2) + "\n")
         if i in self.spec.gate_off:
             with (home / "lamarck.toml").open("a") as config:
@@ -415,6 +416,8 @@ class Fleet:
             "redis_url": self.redis_url,
             "redis_namespace": self.namespace,
             "admission": self._mode.value,
+            # The fleet's name of the node, shown beside its id by every peer.
+            "label": name,
             "operator_public_key": self.operator.public_key_b64,
             # Each operator endorses its share of the fleet, whatever the default cap.
             "max_identities_per_endorser": max(8, self.spec.nodes),

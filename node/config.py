@@ -33,6 +33,7 @@ from lamarck.errors import ConfigError, InvalidRecord
 from lamarck.net import is_loopback_address
 from lamarck.proto.identity import is_node_id, public_key_from_b64
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
+from lamarck.registry.labels import check_label
 
 __all__ = [
     "CONFIG_FILE",
@@ -182,6 +183,10 @@ class NodeSettings(BaseSettings):
     # every token and revocation is refused. This node's own token, if any, is read from
     # `<home>/enrollment.json`.
     operator_public_key: str = ""
+    # This node's human label (e.g. "build-box"), signed into its registration and shown
+    # beside its id by every peer (a label its enrollment token carries wins). 1-40 printable
+    # characters; empty: none. A claim, not an identity.
+    label: str = ""
     domains: tuple[str, ...] = ()
     # Project scopes (`project:<digest>`, or just the digest) whose lessons may be published;
     # global lessons always may.
@@ -237,6 +242,16 @@ class NodeSettings(BaseSettings):
         host, sep, port = value.rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
             raise ValueError("must be host:port (port 0-65535) or unix:/path")
+        return value
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, value: str) -> str:
+        if value:
+            try:
+                check_label(value)
+            except InvalidRecord as e:
+                raise ValueError(str(e)) from e
         return value
 
     @field_validator("advertise_address")

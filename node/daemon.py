@@ -504,6 +504,8 @@ class Node:
             hosts=console_hosts(host, settings.console_hosts),
             login_code=code,
             evidence=lambda rows: ctx.lessons.evidence(rows),
+            reputation_params=params.reputation,
+            wall_clock=self.clock,
         )
         self._console = await start_console(app, settings.console_listen, params=params.console)
         self._console_login_url = self._console.login_url(code)

@@ -50,6 +50,7 @@ from lamarck.proto.clock import Clock
 from lamarck.proto.identity import b64u_decode, node_id_for
 from lamarck.proto.timefmt import format_ts, parse_ts
 from lamarck.registry.directory import IssuedNonce, PeerDirectory, PeerInfo
+from lamarck.registry.labels import check_label
 from lamarck.registry.records import (
     AdmissionProof,
     Endorsement,
@@ -569,6 +570,7 @@ def _peer_to_json(p: PeerInfo) -> dict[str, Any]:
         "registered_at": format_ts(p.registered_at),
         "signed_at": format_ts(p.signed_at) if p.signed_at is not None else None,
         "tls_certificate": p.tls_certificate,
+        "label": p.label,
     }
 
 
@@ -583,7 +585,18 @@ def _peer_from_json(d: Mapping[str, Any]) -> PeerInfo:
         # Absent from files written before registration times were kept.
         signed_at=parse_ts(d["signed_at"]) if d.get("signed_at") else None,
         tls_certificate=str(d.get("tls_certificate") or ""),
+        label=_cached_label(d.get("label")),
     )
+
+
+def _cached_label(value: object) -> str:
+    """A label read back from the cache file: shown only if it still passes the label rule."""
+    if not isinstance(value, str) or not value:
+        return ""
+    try:
+        return check_label(value)
+    except InvalidRecord:
+        return ""
 
 
 def cached_peer_ids(path: Path) -> set[str]:

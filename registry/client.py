@@ -66,7 +66,10 @@ class RegistryClient:
         node_id: str | None = None,
         kept_path: Path | None = None,
         tls_certificate: str | None = None,
+        label: str | None = None,
     ) -> None:
+        """``label``: this node's own human label, signed into its registration (an
+        enrollment token's label wins over it where peers show it)."""
         self._directory = directory
         self._identity = identity
         self._address = address
@@ -89,6 +92,7 @@ class RegistryClient:
         self._registered = False
         # The peer-port certificate the registration binds to this id (None: plaintext).
         self._tls_certificate = tls_certificate
+        self._label = label or None
 
     @property
     def node_id(self) -> str:
@@ -139,6 +143,7 @@ class RegistryClient:
             created_at=self._clock.now(),
             rotation=dict(self._rotation) if self._rotation is not None else None,
             tls_certificate=self._tls_certificate,
+            label=self._label,
         )
         kept = self._kept
         if kept is not None and self._rotation is not None:

@@ -62,6 +62,9 @@ class PeerInfo:
     #: The peer's TLS certificate as its signed registration carries it (unpadded base64url
     #: DER), ``""`` for a peer that registered none.
     tls_certificate: str = ""
+    #: The peer's human label (``Registration.shown_label``; ``""``: none): a claim shown
+    #: beside its id, never instead of it.
+    label: str = ""
 
     @classmethod
     def from_registration(cls, reg: Registration, registered_at: datetime) -> PeerInfo:
@@ -75,6 +78,7 @@ class PeerInfo:
             registered_at=registered_at,
             signed_at=parse_ts(reg.created_at),
             tls_certificate=reg.tls_certificate or "",
+            label=reg.shown_label,
         )
 
 

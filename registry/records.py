@@ -39,6 +39,7 @@ from lamarck.proto.keys import KeyRotation
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts, is_canonical_ts, parse_ts
 from lamarck.proto.tls import certificate_pem
+from lamarck.registry.labels import check_label, peer_label
 from lamarck.registry.params import AdmissionMode
 
 __all__ = [
@@ -96,6 +97,15 @@ def _check_node_id(value: str) -> str:
     return value
 
 
+def _check_label(value: str) -> str:
+    try:
+        return check_label(value)
+    except InvalidRecord as e:
+        raise ValueError(str(e)) from e
+
+
+#: A node's human label (``lamarck.registry.labels``): a claim shown beside its id.
+NodeLabel = Annotated[str, AfterValidator(_check_label)]
 #: A node id (``lmk1`` + 32 base32 characters).
 NodeId = Annotated[str, AfterValidator(_check_node_id)]
 #: A raw Ed25519 public key as unpadded base64url.
@@ -160,6 +170,8 @@ class EnrollmentToken(RegistryRecord):
     public_key: PublicKeyB64 | None = None
     issued_at: Timestamp
     expires_at: Timestamp
+    #: The human label the operator gives the node (shown beside its id everywhere).
+    label: NodeLabel | None = None
 
     @model_validator(mode="after")
     def _names_someone(self) -> Self:
@@ -247,6 +259,14 @@ class Registration(RegistryRecord):
     created_at: Timestamp
     rotation: dict[str, Any] | None = None
     tls_certificate: str | None = Field(default=None, max_length=8192)
+    #: The node's own human label (its ``label`` setting); an enrollment label wins over it.
+    label: NodeLabel | None = None
+
+    @property
+    def shown_label(self) -> str:
+        """The label peers show beside this node's id (``lamarck.registry.labels``)."""
+        token = self.admission.enrollment_token
+        return peer_label(self.label, token.label if token is not None else None)
 
     @field_validator("tls_certificate")
     @classmethod
@@ -360,6 +380,7 @@ def sign_registration(
     node_id: str | None = None,
     rotation: dict[str, Any] | None = None,
     tls_certificate: str | None = None,
+    label: str | None = None,
 ) -> Registration:
     """Build and sign a registration for ``identity`` (``node_id`` differs only after rotation)."""
     body = {
@@ -373,6 +394,7 @@ def sign_registration(
         "created_at": format_ts(created_at),
         "rotation": rotation,
         "tls_certificate": tls_certificate,
+        "label": label,
     }
     reg: Registration = _signed(Registration, RecordKind.registration, body, identity)
     return reg
@@ -406,14 +428,17 @@ def sign_enrollment(
     expires_at: datetime,
     node_id: str | None = None,
     public_key: str | None = None,
+    label: str | None = None,
 ) -> EnrollmentToken:
-    """Build and sign an operator enrollment token for a node id and/or public key."""
+    """Build and sign an operator enrollment token for a node id and/or public key, with the
+    node's human ``label`` if given (validated: ``InvalidRecord(reason="invalid_label")``)."""
     body = {
         "type": "enrollment",
         "node_id": node_id,
         "public_key": public_key,
         "issued_at": format_ts(issued_at),
         "expires_at": format_ts(expires_at),
+        "label": None if label is None else check_label(label),
     }
     token: EnrollmentToken = _signed(EnrollmentToken, RecordKind.enrollment, body, operator)
     return token

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from lamarck.proto.timefmt import format_ts
+from lamarck.registry.labels import with_label
 from lamarck.reputation.scores import PeerBand
 
 __all__ = [
@@ -186,9 +187,7 @@ TOP_PARTS = 2
 
 def peer_text(peer: str, labels: Mapping[str, str], *, short: bool) -> str:
     """A peer as the operator knows it: its label beside its id (shortened when ``short``)."""
-    shown = peer if not short or len(peer) <= ID_PREFIX + 1 else peer[:ID_PREFIX] + "…"
-    label = labels.get(peer, "")
-    return f"{label} {shown}" if label else shown
+    return with_label(peer, labels.get(peer, ""), width=ID_PREFIX if short else 0)
 
 
 def _narrow_cells(row: ReputationRow, labels: Mapping[str, str]) -> list[str]:

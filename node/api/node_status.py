@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from lamarck.health.figures import Finding
 from lamarck.node.store.recall_index import RecallIndexState, RecallIndexStatus
 from lamarck.proto.timefmt import format_ts
+from lamarck.registry.labels import with_label
 from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.table import ReputationRow
 
@@ -150,6 +151,8 @@ class NodeStatus:
     reputation_top: tuple[ReputationTop, ...] = ()
     #: Where recall searches (None: a store without the index, the in-memory adapter).
     recall_index: RecallIndexState | None = None
+    #: Node id -> human label of every node known (this one included): shown beside ids.
+    labels: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def peer_serving(self) -> bool:
@@ -176,10 +179,12 @@ def build_status(
     reputation: Sequence[ReputationRow] = (),
     top: int = 0,
     recall_index: RecallIndexState | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> NodeStatus:
     """The status from plain values: the pending quarantine rows per set of reasons, the rejection
     log's reasons, import counts by result and reason, the health warnings, the
-    reputation book (its ``top`` highest scores, ties by id) and the recall index's state."""
+    reputation book (its ``top`` highest scores, ties by id), the recall index's state and
+    the nodes' human labels by id."""
     held: Counter[str] = Counter()
     for reasons, count in pending_reasons.items():
         for reason in set(reasons):
@@ -196,6 +201,7 @@ def build_status(
         warnings=tuple(warnings),
         reputation_top=tuple(ReputationTop(r.peer, r.score, r.band.value) for r in best),
         recall_index=recall_index,
+        labels=dict(sorted((labels or {}).items())),
     )
 
 
@@ -239,6 +245,8 @@ def status_to_json(status: NodeStatus) -> dict[str, Any]:
     return {
         "version": STATUS_JSON_VERSION,
         "node_id": status.node_id,
+        "node_label": status.labels.get(status.node_id, ""),
+        "labels": dict(status.labels),
         "generated_at": format_ts(now),
         "peer_serving": status.peer_serving,
         "network": _network_json(status.network, now) if status.network else None,
@@ -292,6 +300,11 @@ def status_rows(status: Mapping[str, Any]) -> dict[str, str]:
     """``status_to_json``'s dict as labelled one-line facts (the CLI's table, the console's
     overview)."""
     rows: dict[str, str] = {}
+    labels: Mapping[str, str] = status.get("labels") or {}  # absent from an older node's
+
+    def peer(node_id: str) -> str:
+        return with_label(node_id, labels.get(node_id, ""))
+
     network = status.get("network")
     if network is None:
         rows["admission"] = "no network side (sharing not started)"
@@ -302,8 +315,10 @@ def status_rows(status: Mapping[str, Any]) -> dict[str, str]:
         rows["admission"] = f"{a['state']}{why} (mode {a['mode'] or '-'}{by})"
         rows["registry"] = a["registry"] or "-"
         peers = network["live_peers"]
-        rows["live peers"] = f"{len(peers)}" + (f": {', '.join(peers)}" if peers else "")
-        rows["last sync"] = _counts(network["last_sync"])
+        rows["live peers"] = f"{len(peers)}" + (
+            f": {', '.join(peer(p) for p in peers)}" if peers else ""
+        )
+        rows["last sync"] = _counts({peer(p): at for p, at in network["last_sync"].items()})
         outbox = network["outbox"]
         age = outbox["oldest_age_s"]
         rows["outbox"] = f"{outbox['depth']} undelivered" + (
@@ -314,7 +329,7 @@ def status_rows(status: Mapping[str, Any]) -> dict[str, str]:
         pulls = network.get("catching_up") or []  # absent from an older node's status
         if pulls:
             rows["catching up"] = "; ".join(
-                f"from {c['peer']}: {c['imported']} of {c['offered']} offered so far"
+                f"from {peer(c['peer'])}: {c['imported']} of {c['offered']} offered so far"
                 f" ({c['records_per_s']:.0f} records/s since {c['started_at']})"
                 for c in pulls
             )
@@ -330,7 +345,7 @@ def status_rows(status: Mapping[str, Any]) -> dict[str, str]:
     )
     rows["reputation top"] = (
         ", ".join(
-            f"{r['node_id']} {r['score']:.3f} ({r['band']})" for r in status["reputation_top"]
+            f"{peer(r['node_id'])} {r['score']:.3f} ({r['band']})" for r in status["reputation_top"]
         )
         or "-"
     )

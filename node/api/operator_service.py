@@ -40,7 +40,7 @@ import asyncio
 import dataclasses
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -213,8 +213,12 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         quorum: Callable[[str], str] | None = None,
         taint: Callable[[], TaintSweeper | None] | None = None,
         variables: Callable[[], Awaitable[dict[str, dict[str, object]]]] | None = None,
+        labels: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
+        """``labels``: node id -> human label of the nodes known (the registry's), for the
+        status (``None``: none known)."""
         self._store = provider_of(store, LessonStore)
+        self._labels = labels or dict
         # The learned context-variable classes (issue 18 §4), added to the health report.
         self._variables = variables
         # The quorum on a held record as JSON, by content hash ("" when none was asked).
@@ -233,6 +237,10 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         # The last health report computed and when: a status within
         # ``HealthParams.status_warnings_max_age_s`` shows its warnings.
         self._last_report: tuple[datetime, HealthReport, float] | None = None
+
+    def labels(self) -> dict[str, str]:
+        """Node id -> human label of the nodes known (this one included), to show beside ids."""
+        return dict(self._labels())
 
     async def _row(self, quarantine_id: str) -> QuarantineRow:
         """The quarantine row ``quarantine_id`` in any state, or ``NotFound``."""
@@ -487,6 +495,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             reputation=table,
             top=REPUTATION_TOP,
             recall_index=index,
+            labels=self._labels(),
         )
         return status_to_json(status)
 
@@ -637,4 +646,5 @@ def make_operator_servicer(
         quorum=lambda h: ctx.sharing.quorum.describe(h) if ctx.sharing is not None else "",
         taint=lambda: ctx.sharing.taint if ctx.sharing is not None else None,
         variables=lambda: learned_variables(ctx.store, ctx.params.learning),
+        labels=lambda: ctx.sharing.membership.labels() if ctx.sharing is not None else {},
     )

@@ -12,7 +12,12 @@ from datetime import datetime
 
 from lamarck.domain.rows import LessonFilter
 from lamarck.node.api.health_loader import EVENT_CHUNK, LESSON_PAGE
-from lamarck.node.console.activity import ActivityTimeline, activity_timeline, window_start
+from lamarck.node.console.activity import (
+    ActivityTimeline,
+    activity_timeline,
+    bins_for_age,
+    window_start,
+)
 from lamarck.node.console.http import ConsoleParams
 from lamarck.node.store.port import LessonStore
 
@@ -48,7 +53,9 @@ async def _import_times(store: LessonStore, since: datetime, max_rows: int) -> l
 
 
 async def load_activity(store: LessonStore, p: ConsoleParams, now: datetime) -> ActivityTimeline:
-    """Imports and rejections binned over the window ending at ``now``."""
+    """Imports and rejections binned over the window ending at ``now``, in bins fitted to the
+    age of the node's history within the configured window (``bins_for_age``: from its
+    oldest import or refusal)."""
     since = window_start(now, p)
     max_rows = int(p.activity_max_rows)
     imports = await _import_times(store, since, max_rows)
@@ -57,4 +64,6 @@ async def load_activity(store: LessonStore, p: ConsoleParams, now: datetime) -> 
         for row in await store.list_rejections(max_rows)
         if row.received_at >= since
     ]
-    return activity_timeline(imports, rejections, now=now, p=p)
+    oldest = min([*imports, *(at for at, _ in rejections)], default=now)
+    fitted = bins_for_age(now - oldest, p)
+    return activity_timeline(imports, rejections, now=now, p=fitted)

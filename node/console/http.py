@@ -64,6 +64,12 @@ class ConsoleParams:
     activity_bin_h: float = 24.0
     activity_max_bins: int = 400
     activity_max_rows: int = 20000
+    # Bins follow the node's age: the finest width of a fixed ladder (a minute, 5 and 15
+    # minutes, an hour, 6 hours, a day; never finer than needed, never wider than
+    # activity_bin_h) that draws the node's whole history in at most this many bins.
+    activity_target_bins: int = 60
+    # Peers whose score over time the reputation page draws (the lowest scores first).
+    trend_peers: int = 8
     # Seconds a console session lasts after its login, and most sessions kept at once (the
     # oldest is forgotten first).
     session_ttl_s: float = 43200.0

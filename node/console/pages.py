@@ -22,8 +22,18 @@ from lamarck.node.api.quorum_view import certificate_state
 from lamarck.node.api.reputation import event_source
 from lamarck.node.console.activity import ActivityTimeline
 from lamarck.node.console.markup import Markup, el, join, void
-from lamarck.node.console.plots import PlotParams, bar_chart, calibration_curve, timeline_chart
+from lamarck.node.console.plots import (
+    PlotParams,
+    bar_chart,
+    bin_text,
+    calibration_curve,
+    line_chart,
+    rate_series,
+    timeline_chart,
+)
+from lamarck.node.console.series import evidence_counts, quarantine_ages
 from lamarck.proto.timefmt import format_ts
+from lamarck.registry.labels import with_label
 from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.table import TOP_PARTS, ReputationRow, global_text, named_parts, parts_text
 
@@ -50,6 +60,9 @@ NAV: tuple[tuple[str, str, str], ...] = (
     ("lessons", "/lessons", "Lessons"),
     ("health", "/health", "Health"),
 )
+#: Node id -> human label (``lamarck.registry.labels``): shown beside an id, never instead.
+Labels = Mapping[str, str]
+_NO_LABELS: Labels = {}
 #: The form field and meta tag name carrying the anti-forgery token.
 CSRF_FIELD = "csrf_token"
 
@@ -197,15 +210,36 @@ def health_page(report: HealthReport, *, p: PlotParams, activity: ActivityTimeli
                 el(
                     "p",
                     f"{activity.imports} imported, {activity.rejections} rejected in "
-                    f"{len(activity.bins)} bins of {activity.bin_hours:g} h",
+                    f"{len(activity.bins)} bins of {bin_text(activity.bin_hours)} "
+                    "(the bins follow the node's age)",
                     class_="muted",
                 ),
                 timeline_chart(activity, p=p),
                 id="activity",
             ),
+            el(
+                "section",
+                el("h2", "Imports and refusals per minute, by reason"),
+                _rates(activity, p),
+                id="rates",
+            ),
             el("section", el("h2", "Transfer success"), transfer, id="transfer"),
             el("section", el("h2", "Update velocity"), velocity, id="velocity"),
         ]
+    )
+
+
+def _rates(activity: ActivityTimeline, p: PlotParams) -> Markup:
+    """Imports and each refusal reason per minute over the activity window."""
+    if not activity.bins:
+        return el("p", "no activity yet", class_="muted")
+    return line_chart(
+        rate_series(activity),
+        title="Imports and refusals per minute, by reason",
+        p=p,
+        start=activity.bins[0].start,
+        end=activity.bins[-1].end,
+        unit="/min",
     )
 
 
@@ -230,9 +264,32 @@ def _select(label: str, name: str, table: str, values: Sequence[str], **extra: s
     )
 
 
-def reputation_page(rows: Sequence[ReputationRow]) -> Markup:
+#: A time series: (time, value) points, oldest first.
+Series = Sequence[tuple[datetime, float]]
+
+
+def _trend_chart(trends: Mapping[str, Series], labels: Labels, p: PlotParams, title: str) -> Markup:
+    """Each peer's score over time, one line per peer (named by label and id start)."""
+    points = [at for line in trends.values() for at, _ in line]
+    if not points:
+        return el("p", "no reputation events yet", class_="muted")
+    series = [
+        (with_label(peer, labels.get(peer, ""), width=SHORT_ID_CHARS), line)
+        for peer, line in trends.items()
+    ]
+    return line_chart(series, title=title, p=p, start=min(points), end=max(points), y_max=1.0)
+
+
+def reputation_page(
+    rows: Sequence[ReputationRow],
+    labels: Labels = _NO_LABELS,
+    *,
+    trends: Mapping[str, Series] | None = None,
+    p: PlotParams | None = None,
+) -> Markup:
     """The reputation table: sortable, filterable by band and by expertise domain; each peer
-    links to its page."""
+    links to its page, its label beside its id. ``trends``: each peer's score over time
+    (``series.score_series``), drawn above the table."""
     bands = sorted({r.band.value for r in rows})
     domains = sorted({d for r in rows for d in r.domains})
     filters = el(
@@ -255,7 +312,11 @@ def reputation_page(rows: Sequence[ReputationRow]) -> Markup:
         *(
             el(
                 "tr",
-                el("td", el("a", r.peer, href=f"/reputation/{r.peer}"), data_sort=r.peer),
+                el(
+                    "td",
+                    _short_peer(r.peer, labels, short=False),
+                    data_sort=labels.get(r.peer, "") + r.peer,
+                ),
                 el("td", r.principal or "–"),
                 el("td", r.band.value, data_sort=r.band.value),
                 num(r.score, f"{r.score:.3f}"),
@@ -291,10 +352,27 @@ def reputation_page(rows: Sequence[ReputationRow]) -> Markup:
         id="reputation",
         class_="sortable filterable",
     )
-    return join([filters, table])
+    chart = (
+        el(
+            "section",
+            el("h2", "Reputation over time"),
+            _trend_chart(trends, labels, p, "Reputation score over time, per peer"),
+            id="trend",
+        )
+        if trends and p is not None
+        else ""
+    )
+    return join([chart, filters, table])
 
 
-def peer_page(row: ReputationRow, events: Sequence[ReputationEvent]) -> Markup:
+def peer_page(
+    row: ReputationRow,
+    events: Sequence[ReputationEvent],
+    labels: Labels = _NO_LABELS,
+    *,
+    p: PlotParams | None = None,
+    trend: Series = (),
+) -> Markup:
     """One peer: its score parts (those that move the score, largest effect first), pairwise
     and global trust, expertise, and its event history with reasons, newest first."""
     moving = named_parts(row.parts)
@@ -312,6 +390,8 @@ def peer_page(row: ReputationRow, events: Sequence[ReputationEvent]) -> Markup:
     )
     accuracy = "n/a" if row.weighted_accuracy is None else f"{row.weighted_accuracy:.2f}"
     facts = [
+        ("node id", row.peer),
+        ("label", labels.get(row.peer, "") or "none"),
         ("score", f"{row.score:.3f}"),
         ("band", row.band.value),
         ("principal", row.principal or "–"),
@@ -352,7 +432,17 @@ def peer_page(row: ReputationRow, events: Sequence[ReputationEvent]) -> Markup:
         id="events",
         class_="sortable",
     )
-    return join([summary, el("h2", "Score parts"), parts, el("h2", "Events"), history])
+    chart = (
+        el(
+            "section",
+            el("h2", "Score over time"),
+            _trend_chart({row.peer: trend}, labels, p, "Reputation score over time"),
+            id="trend",
+        )
+        if p is not None and trend
+        else ""
+    )
+    return join([summary, chart, el("h2", "Score parts"), parts, el("h2", "Events"), history])
 
 
 def _decide_form(row: QuarantineRow, decision: str, csrf_token: str) -> Markup:
@@ -388,7 +478,7 @@ def _stored_at(row: QuarantineRow) -> Markup:
     return el("td", f"{row.confidence:.2f}", rule, data_sort=f"{row.confidence:.6f}")
 
 
-def _votes(votes: Sequence[Mapping[str, Any]]) -> Markup:
+def _votes(votes: Sequence[Mapping[str, Any]], labels: Labels = _NO_LABELS) -> Markup:
     """Each vote received: voter, verdict and confidence, how many outcomes it names, whether
     it counted (the vote's time is the row's title)."""
     if not votes:
@@ -408,7 +498,7 @@ def _votes(votes: Sequence[Mapping[str, Any]]) -> Markup:
             *(
                 el(
                     "tr",
-                    el("td", _short_peer(str(v.get("voter_id", "")))),
+                    el("td", _short_peer(str(v.get("voter_id", "")), labels)),
                     el("td", f"{v.get('verdict', '')} {float(v.get('confidence', 0.0)):.2f}"),
                     el("td", str(len(v.get("outcome_ids") or ()))),
                     el("td", counted(v)),
@@ -427,13 +517,24 @@ def _votes(votes: Sequence[Mapping[str, Any]]) -> Markup:
 SHORT_ID_CHARS = 12
 
 
-def _short_peer(node_id: str) -> Markup:
-    """A link to a peer's page showing the start of its id (all of it on hover)."""
-    shown = node_id if len(node_id) <= SHORT_ID_CHARS else node_id[:SHORT_ID_CHARS] + "…"
-    return el("a", shown, href=f"/reputation/{node_id}", title=node_id)
+def _short_peer(node_id: str, labels: Labels = _NO_LABELS, *, short: bool = True) -> Markup:
+    """A link to a peer's page: its label (a claim, so never alone) beside its id, shortened
+    to its start when ``short`` (all of it on hover)."""
+    cut = short and len(node_id) > SHORT_ID_CHARS + 1
+    shown = node_id[:SHORT_ID_CHARS] + "…" if cut else node_id
+    label = labels.get(node_id, "")
+    return el(
+        "a",
+        el("span", label, class_="peer-label") if label else "",
+        " " if label else "",
+        el("code", shown, class_="peer-id"),
+        href=f"/reputation/{node_id}",
+        title=node_id,
+        class_="peer",
+    )
 
 
-def _quorum(quorum: Mapping[str, Any] | None) -> Markup:
+def _quorum(quorum: Mapping[str, Any] | None, labels: Labels = _NO_LABELS) -> Markup:
     """The quorum on a held record: state, counts against thresholds, certificate, votes."""
     if quorum is None:
         return el("td", el("span", "not asked", class_="muted"), class_="quorum")
@@ -453,7 +554,7 @@ def _quorum(quorum: Mapping[str, Any] | None) -> Markup:
         el("p", tally),
         el("p", "certificate: ", el("span", certificate_state(quorum), class_="certificate")),
         el("p", "next attempt ", str(quorum["next_at"])) if quorum.get("next_at") else "",
-        _votes(quorum.get("votes") or ()),
+        _votes(quorum.get("votes") or (), labels),
         class_="quorum",
         data_quorum=state,
     )
@@ -464,6 +565,9 @@ def quarantine_page(
     *,
     csrf_token: str,
     details: Mapping[str, HeldDetails] | None = None,
+    labels: Labels = _NO_LABELS,
+    now: datetime | None = None,
+    p: PlotParams | None = None,
 ) -> Markup:
     """The quarantine queue: each held record's reasons, the confidence an approval would
     store it at, the quorum's votes and certificate state; approve / reject pending ones.
@@ -495,22 +599,29 @@ def quarantine_page(
                     el("div", more.preview) if more.preview else "",
                     data_sort=format_ts(r.received_at),
                 ),
-                el("td", _short_peer(r.source_node_id)),
+                el("td", _short_peer(r.source_node_id, labels)),
                 el("td", el("ul", *(el("li", reason) for reason in r.reasons))),
                 _stored_at(r),
-                _quorum(more.quorum),
+                _quorum(more.quorum, labels),
                 el("td", actions),
                 data_state=r.state,
                 id=f"q-{r.id}",
             )
         )
-    return el(
+    table = el(
         "table",
         _sort_header("record", "source", "reasons", "stored at", "quorum", "decision"),
         el("tbody", *items),
         id="quarantine",
         class_="sortable",
     )
+    pending = [r.received_at for r in rows if r.state == "pending"]
+    if now is None or p is None or not pending:
+        return table
+    ages = bar_chart(
+        quarantine_ages(pending, now), title="Pending held records by time waiting", p=p
+    )
+    return join([el("section", el("h2", "How long they wait"), ages, id="ages"), table])
 
 
 def _origin(row: LessonRow) -> str:
@@ -538,9 +649,13 @@ def _scope_text(scope: str) -> str:
 
 
 def lessons_page(
-    rows: Sequence[LessonRow], evidence: Mapping[str, LessonEvidence] | None = None
+    rows: Sequence[LessonRow],
+    evidence: Mapping[str, LessonEvidence] | None = None,
+    labels: Labels = _NO_LABELS,
+    p: PlotParams | None = None,
 ) -> Markup:
-    """Lessons: text search and filters by scope, status, origin and evidence class (proven
+    """Lessons: the active ones by evidence class (a chart, with ``p``), text search and
+    filters by scope, status, origin and evidence class (proven
     here, corroborated, unverified, with the principals behind it); each links to its page."""
     ev = evidence or {}
 
@@ -577,7 +692,15 @@ def lessons_page(
                 el("td", f"{r.confidence:.2f}", data_sort=f"{r.confidence:.6f}"),
                 el("td", r.status.value),
                 el("td", _scope_text(r.scope), title=r.scope),
-                el("td", _origin(r)),
+                el(
+                    "td",
+                    _origin(r),
+                    *(
+                        (" from ", _short_peer(r.source_node_id, labels))
+                        if r.imported_from is not None and r.source_node_id
+                        else ()
+                    ),
+                ),
                 data_scope=r.scope,
                 data_status=r.status.value,
                 data_origin=_origin(r),
@@ -593,14 +716,28 @@ def lessons_page(
         id="lessons",
         class_="sortable filterable",
     )
-    return join([filters, table])
+    classes = [e.evidence_class for r in rows if r.status.value == "active" and (e := ev.get(r.id))]
+    chart = (
+        el(
+            "section",
+            el("h2", "Active lessons by evidence class"),
+            bar_chart(evidence_counts(classes), title="Active lessons by evidence class", p=p),
+            id="evidence-classes",
+        )
+        if p is not None and classes
+        else ""
+    )
+    return join([chart, filters, table])
 
 
 def lesson_page(
-    row: LessonRow, events: Sequence[LessonEvent], evidence: LessonEvidence | None = None
+    row: LessonRow,
+    events: Sequence[LessonEvent],
+    evidence: LessonEvidence | None = None,
+    labels: Labels = _NO_LABELS,
 ) -> Markup:
     """One lesson: what it says, its evidence, where it came from, and its event history."""
-    facts = [
+    facts: list[tuple[str, str | Markup]] = [
         ("operation", row.operation),
         ("evidence", _evidence_text(evidence, row.confidence)),
         ("confidence", f"{row.confidence:.2f}"),
@@ -608,14 +745,19 @@ def lesson_page(
         ("scope", row.scope),
         (
             "origin",
-            _origin(row) if row.imported_from is None else f"imported from {row.imported_from}",
+            _origin(row)
+            if row.imported_from is None
+            else join([Markup("imported from "), _short_peer(row.imported_from, labels)]),
         ),
         ("confirmations / contradictions", f"{row.confirmations} / {row.contradictions}"),
         ("uses", f"{row.use_count} (last {format_ts(row.last_used) if row.last_used else '–'})"),
     ]
     if row.imported_from is not None:
         facts += [
-            ("author", row.source_node_id or "–"),
+            (
+                "author",
+                _short_peer(row.source_node_id, labels, short=False) if row.source_node_id else "–",
+            ),
             ("confidence claimed by its author", _maybe(row.original_confidence)),
             ("confidence stored at import", _maybe(row.transferred_confidence)),
             ("signed record sha256", row.content_hash or "–"),
@@ -637,9 +779,9 @@ def lesson_page(
             el(
                 "li",
                 "from ",
-                el("a", e.source_node_id, href=f"/reputation/{e.source_node_id}"),
+                _short_peer(e.source_node_id, labels, short=False),
                 " via ",
-                el("a", e.via_node_id, href=f"/reputation/{e.via_node_id}"),
+                _short_peer(e.via_node_id, labels, short=False),
                 " at ",
                 _when(e.received_at),
                 el("code", f" {e.content_hash[:12]}") if e.content_hash else "",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from datetime import datetime, timedelta
 
 from lamarck.errors import ConfigError
 from lamarck.health.figures import CalibrationBucket
@@ -18,7 +19,29 @@ from lamarck.node.console.activity import ActivityBin, ActivityTimeline
 from lamarck.node.console.markup import Markup, el
 from lamarck.proto.timefmt import format_ts
 
-__all__ = ["PlotParams", "bar_chart", "calibration_curve", "timeline_chart"]
+__all__ = [
+    "PALETTE",
+    "PlotParams",
+    "bar_chart",
+    "bin_text",
+    "calibration_curve",
+    "line_chart",
+    "rate_series",
+    "time_ticks",
+    "timeline_chart",
+]
+
+#: Stroke colours of a line chart's series, in order (then again from the first).
+PALETTE = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +87,10 @@ class PlotParams:
                 reason="invalid_params",
                 field="min_radius",
             )
+
+
+#: Where the calibration plot's axes carry a tick.
+_QUARTERS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 def _n(value: float) -> str:
@@ -139,6 +166,28 @@ def calibration_curve(buckets: Sequence[CalibrationBucket], *, p: PlotParams) ->
         el("text", "confidence", x=x(0.5), y=_n(m + side + m * 0.8), class_="axis"),
         el("text", "accuracy", x="0", y=y(1.05), class_="axis"),
     ]
+    # Ticks every quarter on both axes, with their values.
+    for t in _QUARTERS:
+        items += [
+            el("line", x1=x(t), y1=y(0), x2=x(t), y2=_n(m + side + 4), class_="tick"),
+            el(
+                "text",
+                f"{t:g}",
+                x=x(t),
+                y=_n(m + side + 14),
+                class_="tick-label x",
+                text_anchor="middle",
+            ),
+            el("line", x1=_n(m - 4), y1=y(t), x2=x(0), y2=y(t), class_="tick"),
+            el(
+                "text",
+                f"{t:g}",
+                x=_n(m - 6),
+                y=_n(m + (1.0 - t) * side + 3),
+                class_="tick-label y",
+                text_anchor="end",
+            ),
+        ]
     if buckets:
         points = " ".join(f"{x(b.mean_confidence)},{y(b.accuracy)}" for b in buckets)
         items.append(el("polyline", points=points, class_="curve"))
@@ -171,8 +220,21 @@ def calibration_curve(buckets: Sequence[CalibrationBucket], *, p: PlotParams) ->
 
 
 def _bin_label(b: ActivityBin, hours: float) -> str:
-    """A bin's start as ``MM-DD`` for bins of a day or more, ``MM-DD HH:MM`` otherwise."""
-    return b.start.strftime("%m-%d" if hours >= 24 else "%m-%d %H:%M")
+    """A bin's start as ``MM-DD`` for bins of a day or more, ``HH:MM`` for bins under an hour,
+    ``MM-DD HH:MM`` otherwise."""
+    if hours >= 24:
+        return b.start.strftime("%m-%d")
+    return b.start.strftime("%H:%M" if hours < 1 else "%m-%d %H:%M")
+
+
+def bin_text(hours: float) -> str:
+    """A bin width as an operator reads it: ``1 min``, ``15 min``, ``6 h``, ``1 day``."""
+    if hours >= 24:
+        days = hours / 24
+        return f"{days:g} day" + ("" if days == 1 else "s")
+    if hours >= 1:
+        return f"{hours:g} h"
+    return f"{round(hours * 60):d} min"
 
 
 def timeline_chart(timeline: ActivityTimeline, *, p: PlotParams) -> Markup:
@@ -232,3 +294,166 @@ def timeline_chart(timeline: ActivityTimeline, *, p: PlotParams) -> Markup:
         aria_label="Imports and rejections over time",
         class_="chart timeline",
     )
+
+
+def _time_format(span: timedelta) -> str:
+    """How a tick's time reads over ``span``: the clock (to the second within ten minutes)
+    within a day, else the date too."""
+    if span <= timedelta(minutes=10):
+        return "%H:%M:%S"
+    if span <= timedelta(days=1):
+        return "%H:%M"
+    if span <= timedelta(days=7):
+        return "%m-%d %H:%M"
+    return "%m-%d"
+
+
+def time_ticks(start: datetime, end: datetime, most: int) -> list[tuple[datetime, str]]:
+    """At most ``most`` evenly spaced ticks from ``start`` to ``end`` (both included), each
+    with its label in the format the span calls for."""
+    span = end - start
+    fmt = _time_format(span)
+    if most <= 1 or span <= timedelta(0):
+        return [(start, start.strftime(fmt))]
+    step = span / (most - 1)
+    return [(start + step * i, (start + step * i).strftime(fmt)) for i in range(most)]
+
+
+def _nice_max(value: float) -> float:
+    """The smallest of 1, 2, 2.5 or 5 times a power of ten that is at least ``value``."""
+    if value <= 0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(k * power for k in (1, 2, 2.5, 5, 10) if k * power >= value - 1e-12)
+
+
+def line_chart(
+    series: Sequence[tuple[str, Sequence[tuple[datetime, float]]]],
+    *,
+    title: str,
+    p: PlotParams,
+    start: datetime,
+    end: datetime,
+    y_max: float | None = None,
+    unit: str = "",
+) -> Markup:
+    """One line per ``(name, points)`` over a time axis from ``start`` to ``end``, with ticks
+    and their values on both axes and a legend; the y axis runs from 0 to ``y_max`` (default:
+    a round number above the largest value).
+
+    Each line carries its name in ``data-series`` and its points in ``data-points``; a series
+    with one point is drawn as a dot.
+    """
+    m, w, h = p.margin, p.width, p.timeline_height
+    left = m + 12  # room for the y tick values
+    top = 8 + 14 * math.ceil(len(series) / 3)  # room for the legend, three names a row
+    values = [v for _, points in series for _, v in points]
+    high = y_max if y_max is not None else _nice_max(max(values, default=0.0))
+    span = max((end - start).total_seconds(), 1.0)
+
+    def x(at: datetime) -> float:
+        return left + w * min(1.0, max(0.0, (at - start).total_seconds() / span))
+
+    def y(v: float) -> float:
+        return top + h * (1.0 - min(1.0, max(0.0, v / high)))
+
+    items: list[Markup] = [
+        el("title", title),
+        el("rect", x=_n(left), y=_n(top), width=_n(w), height=_n(h), class_="frame"),
+    ]
+    for k in range(5):
+        v = high * k / 4
+        items += [
+            el("line", x1=_n(left - 4), y1=_n(y(v)), x2=_n(left + w), y2=_n(y(v)), class_="grid"),
+            el(
+                "text",
+                f"{v:.3g}{unit}",
+                x=_n(left - 6),
+                y=_n(y(v) + 3),
+                class_="tick-label y",
+                text_anchor="end",
+            ),
+        ]
+    for at, label in time_ticks(start, end, p.timeline_labels):
+        items += [
+            el(
+                "line",
+                x1=_n(x(at)),
+                y1=_n(top + h),
+                x2=_n(x(at)),
+                y2=_n(top + h + 4),
+                class_="tick",
+            ),
+            el(
+                "text",
+                label,
+                x=_n(x(at)),
+                y=_n(top + h + 16),
+                class_="tick-label x",
+                text_anchor="middle",
+            ),
+        ]
+    for i, (name, points) in enumerate(series):
+        colour = PALETTE[i % len(PALETTE)]
+        lx, ly = left + (i % 3) * (w / 3), 4 + 14 * (i // 3)
+        items += [
+            el("rect", x=_n(lx), y=_n(ly), width="10", height="10", fill=colour),
+            el("text", name, x=_n(lx + 14), y=_n(ly + 9), class_="legend"),
+        ]
+        ordered = sorted(points)
+        coords = " ".join(f"{_n(x(at))},{_n(y(v))}" for at, v in ordered)
+        if len(ordered) == 1:
+            ((at, v),) = ordered
+            items.append(
+                el(
+                    "circle",
+                    el("title", f"{name}: {v:.3g}{unit}"),
+                    cx=_n(x(at)),
+                    cy=_n(y(v)),
+                    r="3",
+                    fill=colour,
+                    class_="series",
+                    data_series=name,
+                    data_points="1",
+                )
+            )
+        elif ordered:
+            items.append(
+                el(
+                    "polyline",
+                    el("title", name),
+                    points=coords,
+                    fill="none",
+                    stroke=colour,
+                    stroke_width="2",
+                    class_="series",
+                    data_series=name,
+                    data_points=str(len(ordered)),
+                )
+            )
+    return el(
+        "svg",
+        *items,
+        xmlns="http://www.w3.org/2000/svg",
+        viewBox=f"0 0 {_n(w + left + m)} {_n(top + h + m)}",
+        role="img",
+        aria_label=title,
+        class_="chart lines",
+    )
+
+
+def rate_series(timeline: ActivityTimeline) -> list[tuple[str, list[tuple[datetime, float]]]]:
+    """Imports and refusals by reason per minute, one point per bin (at its middle): the
+    series ``line_chart`` draws for the health page."""
+    minutes = timeline.bin_hours * 60
+    middle = timedelta(hours=timeline.bin_hours / 2)
+    reasons = sorted({r for b in timeline.bins for r in b.rejected})
+    out = [("imported", [(b.start + middle, b.imports / minutes) for b in timeline.bins])]
+    for reason in reasons:
+        out.append(
+            (
+                f"refused: {reason}",
+                [(b.start + middle, b.rejected.get(reason, 0) / minutes) for b in timeline.bins],
+            )
+        )
+    return out

@@ -78,9 +78,14 @@ from lamarck.node.console.http import (
 )
 from lamarck.node.console.markup import Markup, el, void
 from lamarck.node.console.plots import PlotParams
+from lamarck.node.console.series import score_series
 from lamarck.node.store.port import LessonStore
+from lamarck.proto.clock import Clock, SystemClock
 from lamarck.proto.timefmt import parse_ts
 from lamarck.proto.v1 import operator_pb2
+from lamarck.registry.labels import with_label
+from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.table import ReputationRow
 
 __all__ = [
     "COOKIE",
@@ -175,9 +180,12 @@ class ConsoleApp:
         clock: Callable[[], float] = time.monotonic,
         new_session: Callable[[], str] | None = None,
         evidence: EvidenceOf | None = None,
+        reputation_params: ReputationParams | None = None,
+        wall_clock: Clock | None = None,
     ) -> None:
         """``evidence`` reads the lessons' evidence classes (the lesson service's; None: the
-        pages show none)."""
+        pages show none). ``reputation_params`` are the book's (its scores over time are
+        replayed with them); ``wall_clock`` says what time the charts end at."""
         if not csrf_token:
             raise ConfigError("the console needs an anti-forgery token", reason="no_csrf_token")
         if not token:
@@ -196,6 +204,8 @@ class ConsoleApp:
         # Session id -> when it expires (monotonic seconds); the oldest go first when full.
         self._sessions: Lru[str, float] = Lru(params.max_sessions)
         self._evidence = evidence
+        self._rep_params = reputation_params or ReputationParams()
+        self._wall = wall_clock or SystemClock()
 
     # -- entry point -------------------------------------------------------------------------
     async def handle(self, request: Request) -> Response:
@@ -332,8 +342,9 @@ class ConsoleApp:
 
     async def _overview(self) -> Response:
         status = await self._status()
+        label = status.get("node_label", "")
         facts = [
-            ("node", status["node_id"] or "-"),
+            ("node", with_label(status["node_id"], label) if status["node_id"] else "-"),
             ("peer service", "serving" if status["peer_serving"] else "NOT serving"),
             *status_rows(status).items(),
         ]
@@ -348,18 +359,35 @@ class ConsoleApp:
             raise StoreUnavailable("the reputation book is not loaded yet", reason="starting")
         return book
 
+    async def _trend(self, book: ReputationSource, row: ReputationRow) -> list[Any]:
+        """``row``'s peer's score over time, replayed from its history."""
+        events = await book.history(row.peer)
+        return score_series(
+            row.peer, events, self._rep_params, now=self._wall.now(), current=row.score
+        )
+
     async def _reputation_table(self) -> Response:
-        rows = await self._book().rows()
+        book = self._book()
+        rows = await book.rows()
         rows.sort(key=lambda r: (-r.score, r.peer))
-        return self._html("Reputation", "reputation", pages.reputation_page(rows))
+        # The lowest scores first: the peers an operator is looking for.
+        watched = sorted(rows, key=lambda r: (r.score, r.peer))[: self._p.trend_peers]
+        trends = {r.peer: await self._trend(book, r) for r in watched}
+        body = pages.reputation_page(rows, self._op.labels(), trends=trends, p=self._plot)
+        return self._html("Reputation", "reputation", body)
 
     async def _peer(self, node_id: str) -> Response:
         book = self._book()
         found = [r for r in await book.rows() if r.peer == node_id]
         if not found:
             raise NotFound(f"no peer {node_id[:100]} in the reputation book", id=node_id)
-        body = pages.peer_page(found[0], await book.history(node_id))
-        return self._html(f"Peer {node_id}", "reputation", body)
+        labels = self._op.labels()
+        trend = await self._trend(book, found[0])
+        body = pages.peer_page(
+            found[0], await book.history(node_id), labels, p=self._plot, trend=trend
+        )
+        title = f"Peer {with_label(node_id, labels.get(node_id, ''))}"
+        return self._html(title, "reputation", body)
 
     async def _quarantine(self) -> Response:
         rows: list[QuarantineRow] = []
@@ -394,21 +422,30 @@ class ConsoleApp:
             token = reply.next_page_token
             if not token:
                 break
-        body = pages.quarantine_page(rows, csrf_token=self._csrf, details=details)
+        body = pages.quarantine_page(
+            rows,
+            csrf_token=self._csrf,
+            details=details,
+            labels=self._op.labels(),
+            now=self._wall.now(),
+            p=self._plot,
+        )
         return self._html("Quarantine", "quarantine", body)
 
     async def _lessons(self) -> Response:
         flt = LessonFilter(statuses=None, limit=self._p.lessons_shown)
         rows = await self._store().list_lessons(flt)
         evidence = await self._evidence(rows) if self._evidence is not None else {}
-        return self._html("Lessons", "lessons", pages.lessons_page(rows, evidence))
+        body = pages.lessons_page(rows, evidence, self._op.labels(), p=self._plot)
+        return self._html("Lessons", "lessons", body)
 
     async def _lesson(self, lesson_id: str) -> Response:
         store = self._store()
         row = await store.get_lesson(lesson_id)
         events = await store.lesson_events([lesson_id])
         evidence = await self._evidence([row]) if self._evidence is not None else {}
-        return self._html("Lesson", "lessons", pages.lesson_page(row, events, evidence.get(row.id)))
+        body = pages.lesson_page(row, events, evidence.get(row.id), self._op.labels())
+        return self._html("Lesson", "lessons", body)
 
     async def _health(self) -> Response:
         reply = await self._op.GetHealth(operator_pb2.GetHealthRequest(), None)

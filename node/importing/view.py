@@ -135,6 +135,12 @@ class HeldRecords:
         """The versions kept as history only since this node started."""
         return frozenset(self._history)
 
+    def held_hashes(self) -> frozenset[str]:
+        """Every version held, whatever became of it: stored (active, retired, superseded)
+        or quarantined (pending or decided). A Sync pull counts them as held: a peer that
+        offers one again offers nothing new."""
+        return frozenset(h.content_hash for held in self._by_record.values() for h in held)
+
     def reject(self, content_hash: str, reason: str) -> None:
         """Remember that the record with ``content_hash`` was rejected for ``reason``."""
         self._rejected.setdefault(content_hash, reason)

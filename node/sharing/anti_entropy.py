@@ -134,14 +134,17 @@ class AntiEntropy:
         """What this node holds, by the same selection a Sync serves (also when incognito),
         and the attestations it keeps for those records, and the versions it judged and kept as
         history only (a copy that moved on to its source's edit holds the edit's bytes, not the
-        superseded record's: pulled again each round, it would be judged again each round)."""
+        superseded record's: pulled again each round, it would be judged again each round),
+        and every version it holds but does not serve (a retired copy, a held record): a
+        peer re-offering one would count as a duplicate import at every idle round."""
         held = await shareable_records(
             self._store, self._identity, self._params, self._band_of, self._identity.node_id
         )
         attestations = self._attestations
         me = self._identity.node_id
         attested = await attestations.shareable(held, me) if attestations is not None else {}
-        return {*held, *attested, *self._pipeline.view.held.history_hashes()}
+        index = self._pipeline.view.held
+        return {*held, *attested, *index.history_hashes(), *index.held_hashes()}
 
     async def own_projects(self) -> list[str]:
         """The project scopes this node works on, declared in every Sync it sends."""

@@ -36,6 +36,7 @@ from lamarck.registry.cache import CachedDirectory
 from lamarck.registry.client import RegistryClient
 from lamarck.registry.directory import PeerInfo
 from lamarck.registry.embedded import EmbeddedRedis
+from lamarck.registry.labels import peer_label
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.records import EnrollmentToken
 from lamarck.registry.redis_directory import RedisPeerDirectory
@@ -107,6 +108,10 @@ class Membership:
         # The last refusal itself (for the node's status), and whether it was ever admitted.
         self._refused: RegistryError | None = None
         self._admitted_once = False
+        # Node id -> human label of every node seen in the registry (kept when it leaves, so
+        # the operator still reads who an old peer was); this node's own from its settings.
+        self._labels: dict[str, str] = {}
+        self._own_label = settings.label
         #: Where this node asked to be admitted (named in every refusal it logs).
         self.registry_name = ""
 
@@ -164,13 +169,15 @@ class Membership:
             version=lamarck.__version__,
             mode=mode,
             clock=self._clock,
-            enrollment_token=read_enrollment(settings.home),
+            enrollment_token=(token := read_enrollment(settings.home)),
             # The admission proof this node got is kept in its home and presented again if
             # the network's Redis loses it (docs/operating.md).
             kept_path=settings.home / ADMITTED_FILE,
             # The registration binds this node's TLS certificate to its identity.
             tls_certificate=self._tls.certificate if self._tls is not None else None,
+            label=settings.label or None,
         )
+        self._own_label = peer_label(settings.label, token.label if token is not None else None)
         # After `lamarck keys rotate` the node is the id of its new key: its registrations
         # carry the rotation (signed by both keys), on which the registry admits it as the
         # successor of its old id and moves that id's pin.
@@ -219,6 +226,7 @@ class Membership:
         metrics.REGISTRY_ROUNDS.labels(result="ok" if ok else "unreachable").inc()
         peers = await self.directory.live_peers()
         self._peers = {p.node_id: p for p in peers if p.node_id != self._identity.node_id}
+        self._labels.update((p.node_id, p.label) for p in peers if p.label)
         if self._tls is not None:
             # The peer port accepts client certificates of the listed peers only.
             self._tls.trust_peers(p.tls_certificate for p in self._peers.values())
@@ -282,6 +290,12 @@ class Membership:
     def live_peers(self) -> list[str]:
         """Ids of the live peers (other than this node) as last seen in the registry."""
         return sorted(self._peers)
+
+    def labels(self) -> dict[str, str]:
+        """Node id -> human label of every node this one has seen in the registry, itself
+        included (``lamarck.registry.labels``: a claim shown beside the id)."""
+        own = {self._identity.node_id: self._own_label} if self._own_label else {}
+        return {**self._labels, **own}
 
     @property
     def peers(self) -> dict[str, PeerInfo]:

@@ -30,6 +30,7 @@ import numpy.typing as npt
 import pytest
 from playwright import async_api as playwright_api
 
+from lamarck.consensus.corroboration import EvidenceClass, Support
 from lamarck.consensus.params import QuorumParams
 from lamarck.consensus.tally import Electorate, tally
 from lamarck.consensus.votes import Verdict
@@ -44,6 +45,7 @@ from lamarck.domain.rows import (
     RejectionRow,
 )
 from lamarck.health.params import HealthParams
+from lamarck.learning.influence import LessonEvidence
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.api.reputation import NodeReputation, store_tallies
 from lamarck.node.console.http import ConsoleParams
@@ -77,6 +79,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "console"
 HAVE_CHROMIUM = shutil.which("chromium") is not None or Path(CHROMIUM).exists()
 PEERS = {"lmk1alpha": 6, "lmk1bravo": 1, "lmk1charlie": 3}
+#: Human labels the registry would give: one peer's and this node's (the rest have none).
+LABELS = {"lmk1charlie": "node3", ME.node_id: "this-node"}
 #: Seven voters asked about the high-stakes record q4 (fixed keys).
 VOTERS = tuple(NodeIdentity.from_seed(bytes([40 + k]) * 32) for k in range(7))
 #: What came back: three confirmations, one contradiction, and a forgery in voter 0's name.
@@ -304,6 +308,21 @@ async def _fill(store: InMemoryLessonStore) -> None:
     await store.quarantine(held(4, ("awaiting_quorum",)))
 
 
+async def _evidence(rows: Sequence[LessonRow]) -> dict[str, LessonEvidence]:
+    """Proven here for lessons learned here, corroborated by two principals for the first
+    import, unverified for the other imports."""
+    out = {}
+    for r in rows:
+        if r.imported_from is None:
+            out[r.id] = LessonEvidence(EvidenceClass.PROVEN_HERE, Support(), imported=False)
+        elif r.id == "imported-0":
+            two = Support(confirming=frozenset({"op-a", "op-b"}))
+            out[r.id] = LessonEvidence(EvidenceClass.CORROBORATED, two, imported=True)
+        else:
+            out[r.id] = LessonEvidence(EvidenceClass.UNVERIFIED, Support(), imported=True)
+    return out
+
+
 @pytest.fixture
 async def console() -> AsyncIterator[Console]:
     store = InMemoryLessonStore(dim=TinyEmbedder.dim)
@@ -347,6 +366,7 @@ async def console() -> AsyncIterator[Console]:
         node_id=ME.node_id,
         reputation=lambda: reputation,
         quorum=ledger.describe,
+        labels=lambda: dict(LABELS),
     )
     params = ConsoleParams()
     app = ConsoleApp(
@@ -358,6 +378,8 @@ async def console() -> AsyncIterator[Console]:
         csrf_token="test-csrf-" + "x" * 20,
         token=OPERATOR_TOKEN,
         login_code=LOGIN_CODE,
+        wall_clock=clock,
+        evidence=_evidence,
     )
     server = await start_console(app, "127.0.0.1:0", params=params)
     try:
@@ -435,7 +457,8 @@ async def test_the_health_page_plots_imports_and_rejections_over_time(
     assert await plot.is_visible()
     box = await plot.bounding_box()
     assert box is not None and box["height"] > 100  # drawn, not an empty element
-    # Fourteen days, one column pair a day (the first rect of each class is the legend).
+    # The oldest import is 78 hours old: 6-hour bins, 13 of history and the one being filled
+    # (the first rect of each class is the legend).
     imported = await plot.locator("rect.imported").evaluate_all(
         "rs => rs.slice(1).map(r => Number(r.dataset.value))"
     )
@@ -443,9 +466,9 @@ async def test_the_health_page_plots_imports_and_rejections_over_time(
         "rs => rs.slice(1).map(r => Number(r.dataset.value))"
     )
     assert len(imported) == len(rejected) == 14
-    assert imported[-4:] == [3, 0, 1, 2]  # 3 days ago, 2, yesterday, today
-    assert rejected[-2:] == [1, 2]
-    assert "6 imported, 3 rejected" in await page.inner_text("#activity")
+    assert imported[0] == 3 and imported[-6] == 1 and imported[-2:] == [2, 0]
+    assert rejected[-6] == 1 and rejected[-2:] == [2, 0]
+    assert "6 imported, 3 rejected in 14 bins of 6 h" in await page.inner_text("#activity")
     await _shot(page, "health-activity")
 
 
@@ -508,7 +531,7 @@ async def test_a_lesson_page_shows_its_history_evidence_and_where_it_came_from(
     assert [h.split("\t")[1] for h in history] == ["imported", "confirmed"]
     main = await page.inner_text("main")
     assert "imported from lmk1alpha" in main and "0.54" in main and "0.90" in main
-    await page.click(f"#provenance a:text('{SOURCE.node_id}')")
+    await page.click(f"#provenance a[title='{SOURCE.node_id}']")
     await page.wait_for_url(re.compile(r"/reputation/"))
     # The author is in the node's table by the lessons imported from it.
     assert await page.inner_text("h1") == f"Peer {SOURCE.node_id}"
@@ -582,3 +605,75 @@ async def test_a_forged_cross_site_post_is_refused_and_changes_nothing(
     rows = {r.id: r.state for r in await console.store.list_quarantine(None)}
     assert rows["q3"] == "pending"
     assert not await console.store.lesson_events(["q3"])
+
+
+async def _box(locator: Any) -> dict[str, float]:
+    box = await locator.bounding_box()
+    assert box is not None, locator
+    return dict(box)
+
+
+async def test_labels_sit_beside_ids_and_every_chart_is_drawn_where_it_belongs(
+    console: Console, page: Any
+) -> None:
+    base = console.server.url.rstrip("/")
+    # A labelled peer: the label, then its id, on one line of the same cell.
+    await page.goto(base + "/reputation")
+    cell = page.locator("#reputation tbody tr", has_text="lmk1charlie").locator("td").first
+    label, node_id = cell.locator(".peer-label"), cell.locator(".peer-id")
+    assert await label.inner_text() == "node3" and await node_id.inner_text() == "lmk1charlie"
+    lb, ib = await _box(label), await _box(node_id)
+    assert lb["x"] + lb["width"] <= ib["x"] + 1  # beside, to its left
+    assert abs((lb["y"] + lb["height"] / 2) - (ib["y"] + ib["height"] / 2)) < 6  # one line
+    # An unlabelled peer shows its id alone.
+    bravo = page.locator("#reputation tbody tr", has_text="lmk1bravo").locator("td").first
+    assert await bravo.locator(".peer-label").count() == 0
+    # Reputation over time: one series per peer, drawn above the table.
+    trend = page.locator("#trend svg.lines")
+    series = await trend.locator(".series").evaluate_all("ss => ss.map(s => s.dataset.series)")
+    rows = await page.locator("#reputation tbody tr").count()
+    assert len(series) == rows and "node3 lmk1charlie" in series
+    tb, table = await _box(trend), await _box(page.locator("#reputation"))
+    assert tb["height"] > 100 and tb["y"] + tb["height"] <= table["y"]
+    await _shot(page, "labels-reputation")
+    await page.goto(base + "/reputation/lmk1charlie")
+    assert await page.inner_text("h1") == "Peer node3 lmk1charlie"
+    line = page.locator("#trend svg polyline.series")
+    assert await line.count() == 1 and int(await line.get_attribute("data-points") or 0) >= 4
+    # The overview names this node by its label beside its id.
+    await page.goto(base + "/")
+    assert f"this-node {ME.node_id}" in await page.inner_text("main")
+
+    # Health: rates per minute by reason, and the calibration plot's ticks outside its frame.
+    await page.goto(base + "/health")
+    rates = await page.locator("#rates svg .series").evaluate_all(
+        "ss => ss.map(s => s.dataset.series)"
+    )
+    assert rates == ["imported", "refused: bad_signature", "refused: stale_version"]
+    frame = await _box(page.locator("#calibration svg rect.frame"))
+    xs = page.locator("#calibration svg text.tick-label.x")
+    ys = page.locator("#calibration svg text.tick-label.y")
+    assert await xs.count() == await ys.count() == 5
+    for k in range(5):
+        xb, yb = await _box(xs.nth(k)), await _box(ys.nth(k))
+        assert xb["y"] >= frame["y"] + frame["height"] - 1  # under the plot
+        assert yb["x"] + yb["width"] <= frame["x"] + 1  # left of the plot
+    lefts = [(await _box(xs.nth(k)))["x"] for k in range(5)]
+    assert lefts == sorted(lefts)  # 0 to 1, left to right
+
+    # Quarantine: how long the pending records have waited (all four held under an hour ago
+    # or days ago: the bars sum to the queue).
+    await page.goto(base + "/quarantine")
+    bars = page.locator("#ages svg rect.bar")
+    assert await bars.count() == 6
+    waited = await bars.evaluate_all("rs => rs.map(r => Number(r.dataset.value))")
+    assert sum(waited) == 4
+    # Lessons: the active ones by evidence class.
+    await page.goto(base + "/lessons")
+    chart = page.locator("#evidence-classes svg")
+    names = await chart.locator("text.label").evaluate_all("ts => ts.map(t => t.textContent)")
+    assert names == ["proven here", "corroborated", "unverified"]
+    # Five active lessons learned here, the first import corroborated, the other five not.
+    counts = await chart.locator("rect.bar").evaluate_all("rs => rs.map(r => r.dataset.value)")
+    assert counts == ["5", "1", "5"]
+    await _shot(page, "labels-lessons")

@@ -341,3 +341,47 @@ def test_retract_checks_the_hash_the_reason_and_the_networks_operator_key(
     _config(home, operator_public_key=op.public_key_b64)
     line = _refused([*args, "--content-hash", "ab" * 32, "--reason", "x"])
     assert line.startswith("lamarck: registry_not_running: ")
+
+
+# -- labels -------------------------------------------------------------------------------
+
+
+def test_enroll_signs_the_nodes_label_and_a_registration_carrying_it_shows_it(
+    operator: tuple[Path, NodeIdentity],
+) -> None:
+    from lamarck.registry.directory import PeerInfo
+    from lamarck.registry.records import Admission, sign_registration
+
+    path, op = operator
+    node = NodeIdentity.generate()
+    args = ["registry", "enroll", "--node-id", node.node_id, "--operator-key", str(path)]
+    token = EnrollmentToken.from_wire(json.loads(_ok([*args, "--label", "node3"])))
+    assert token.label == "node3"
+    # The label is under the operator's signature: changing it breaks the token.
+    verify_signed_by(RecordKind.enrollment, token, op.public_key_b64)
+    _check(token, node, op.public_key_b64)
+    # A node registering with this token is shown by the operator's label, whatever its own.
+    now = SystemClock().now()
+    reg = sign_registration(
+        node,
+        address="127.0.0.1:7000",
+        domains=(),
+        version="1",
+        nonce="bm9uY2Utbm9uY2Utbm9uY2U",
+        admission=Admission(mode=AdmissionMode.OPERATOR, enrollment_token=token),
+        created_at=now,
+        label="i-am-the-operator",
+    )
+    assert PeerInfo.from_registration(reg, now).label == "node3"
+    assert reg.label == "i-am-the-operator"
+
+
+@pytest.mark.parametrize("label", ["", " node3", "node\n3", "a\x1b[31mred", "x" * 41])
+def test_enroll_refuses_a_label_that_is_empty_padded_unprintable_or_too_long(
+    operator: tuple[Path, NodeIdentity], label: str
+) -> None:
+    path, _ = operator
+    node = NodeIdentity.generate()
+    args = ["registry", "enroll", "--node-id", node.node_id, "--operator-key", str(path)]
+    line = _refused([*args, "--label", label])
+    assert line.startswith("lamarck: invalid_label: ")

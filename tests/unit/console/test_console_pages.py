@@ -24,13 +24,14 @@ from lamarck.health.inputs import HealthInputs, Prediction
 from lamarck.health.params import HealthParams
 from lamarck.health.report import health_report
 from lamarck.learning.influence import LessonEvidence
-from lamarck.node.console.activity import activity_timeline, window_start
+from lamarck.node.console.activity import activity_timeline, bins_for_age, window_start
 from lamarck.node.console.assets import CONTENT_TYPES, asset
 from lamarck.node.console.http import ConsoleParams
 from lamarck.node.console.markup import Markup, attrs, el, esc, void
 from lamarck.node.console.pages import (
     CSRF_FIELD,
     NAV,
+    SHORT_ID_CHARS,
     HeldDetails,
     health_page,
     lesson_page,
@@ -41,8 +42,17 @@ from lamarck.node.console.pages import (
     quarantine_page,
     reputation_page,
 )
-from lamarck.node.console.plots import PlotParams, bar_chart, calibration_curve, timeline_chart
+from lamarck.node.console.plots import (
+    PlotParams,
+    bar_chart,
+    calibration_curve,
+    line_chart,
+    rate_series,
+    timeline_chart,
+)
+from lamarck.node.console.series import evidence_counts, quarantine_ages, score_series
 from lamarck.reputation.events import EventKind, ReputationEvent
+from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.scores import PeerBand, ScorePart
 from lamarck.reputation.table import ReputationRow
 
@@ -153,8 +163,15 @@ def test_the_health_page_draws_bands_calibration_transfer_and_velocity() -> None
     assert len(find(tags, "circle")) == 2  # one point per non-empty confidence bin
     assert "No external validations" in body
     assert 'class="finding critical"' in body
-    assert len(find(tags, "svg")) == 5
-    assert "1 imported, 1 rejected in 7 bins of 24 h" in body
+    assert len(find(tags, "svg")) == 6
+    assert "1 imported, 1 rejected in 7 bins of 1 day" in body
+    # The calibration plot has its ticks, valued, on both axes.
+    calibration = body[body.index('id="calibration"') : body.index('id="validity"')]
+    ticks = re.findall(r'class="tick-label (x|y)"[^>]*>([0-9.]+)<', calibration)
+    assert sorted(v for a, v in ticks if a == "x") == ["0", "0.25", "0.5", "0.75", "1"]
+    assert sorted(v for a, v in ticks if a == "y") == ["0", "0.25", "0.5", "0.75", "1"]
+    # Imports and refusals per minute, one line per series, in the rates section.
+    assert 'id="rates"' in body and 'data-series="refused: bad_signature"' in body
 
 
 # -- imports and rejections over time ----------------------------------------------------------
@@ -494,7 +511,7 @@ def test_a_lesson_page_shows_evidence_provenance_and_history() -> None:
     assert "outcome-1" in body
     assert find(tags, "a", href="/reputation/lmk1x") and find(tags, "a", href="/reputation/lmk1y")
     assert "0.40 → 0.60" in body and ">0.40<" in body
-    assert "imported from lmk1x" in body
+    assert 'imported from <a href="/reputation/lmk1x"' in body
     assert find(tags, "ul", id="provenance") and find(tags, "table", id="history")
 
 
@@ -509,3 +526,120 @@ def test_every_listed_asset_ships_and_nothing_else_is_served() -> None:
         asset("../pages.py")
     with pytest.raises(NotFound):
         asset("console.html")
+
+
+def test_every_page_shows_a_peers_label_beside_its_id_escaped_never_instead() -> None:
+    peer, other = "lmk1" + "a" * 32, "lmk1" + "b" * 32
+    labels = {peer: "node2 <b>", other: "node3"}
+    table = reputation_page([breakdown(peer, 0.9, PeerBand.TRUSTED)], labels)
+    assert '<span class="peer-label">node2 &lt;b&gt;</span>' in table
+    assert f'<code class="peer-id">{peer}</code>' in table
+    page = peer_page(breakdown(peer, 0.9, PeerBand.TRUSTED), [], labels)
+    assert "node2 &lt;b&gt;" in page and peer in page
+    held = QuarantineRow(
+        id="q1",
+        content_hash="h" * 64,
+        source_node_id=other,
+        reasons=("low_reputation",),
+        received_at=datetime(2026, 1, 1, tzinfo=UTC),
+        signed_record=b"",
+    )
+    queue = quarantine_page([held], csrf_token="t", labels=labels)
+    assert '<span class="peer-label">node3</span>' in queue
+    assert f'<code class="peer-id">{other[:SHORT_ID_CHARS]}…</code>' in queue
+    # No label known: the id alone, no empty label element.
+    bare = reputation_page([breakdown(peer, 0.9, PeerBand.TRUSTED)])
+    assert "peer-label" not in bare and peer in bare
+
+
+# -- charts that follow the node's age, and the operator's plots ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("age", "bin_minutes", "bins"),
+    [
+        (timedelta(0), 1, 10),  # a node just started: minute bins, never a single bar
+        (timedelta(minutes=7), 1, 10),
+        (timedelta(minutes=50), 1, 51),
+        (timedelta(hours=3), 5, 37),
+        (timedelta(hours=20), 60, 21),
+        (timedelta(days=3), 360, 13),
+        (timedelta(days=30), 1440, 14),  # older than the window: days, the window's 14
+    ],
+)
+def test_activity_bins_follow_the_nodes_age(age: timedelta, bin_minutes: int, bins: int) -> None:
+    fitted = bins_for_age(age, ConsoleParams())
+    assert round(fitted.activity_bin_h * 60) == bin_minutes
+    now = datetime(2026, 3, 7, 15, 30, 20, tzinfo=UTC)
+    timeline = activity_timeline([now - age], [], now=now, p=fitted)
+    assert len(timeline.bins) == bins
+    assert timeline.bins[-1].start <= now < timeline.bins[-1].end
+    if age <= timedelta(days=14):
+        assert timeline.imports == 1  # the oldest event is inside the window
+
+
+def test_a_young_nodes_activity_is_drawn_in_minutes_with_clock_labels() -> None:
+    now = datetime(2026, 3, 7, 15, 30, 20, tzinfo=UTC)
+    imports = [now - timedelta(minutes=m) for m in (0, 1, 1, 6)]
+    fitted = bins_for_age(timedelta(minutes=6), ConsoleParams())
+    timeline = activity_timeline(imports, [(now, "stale")], now=now, p=fitted)
+    chart = timeline_chart(timeline, p=PLOTS)
+    assert ">15:21<" in chart  # minute bins are labelled by the clock alone
+    assert [b.imports for b in timeline.bins][-7:] == [1, 0, 0, 0, 0, 2, 1]
+    rates = dict(rate_series(timeline))
+    assert [v for _, v in rates["imported"]][-2:] == [2.0, 1.0]  # per minute
+    assert [v for _, v in rates["refused: stale"]][-1] == 1.0
+
+
+def test_a_line_chart_has_valued_ticks_a_legend_and_a_line_per_series() -> None:
+    t0 = datetime(2026, 3, 7, 12, tzinfo=UTC)
+    chart = line_chart(
+        [("a", [(t0, 0.2), (t0 + timedelta(hours=1), 0.8)]), ("b", [(t0, 0.5)])],
+        title="scores",
+        p=PLOTS,
+        start=t0,
+        end=t0 + timedelta(hours=1),
+        y_max=1.0,
+    )
+    tags = parse(chart)
+    [line] = find(tags, "polyline")
+    assert line["data-series"] == "a" and line["data-points"] == "2"
+    assert find(tags, "circle")[0]["data-series"] == "b"  # one point: a dot
+    assert ">12:00<" in chart and ">13:00<" in chart
+    assert ">0<" in chart and ">0.5<" in chart and ">1<" in chart
+    assert 'class="legend">a<' in chart and 'class="legend">b<' in chart
+
+
+def test_the_score_over_time_replays_the_books_rule_and_ends_at_the_books_score() -> None:
+    params = ReputationParams()
+    t0 = datetime(2026, 3, 1, tzinfo=UTC)
+    events = [
+        ReputationEvent(EventKind.LESSON_CONTRADICTED, "lmk1p", t0 + timedelta(hours=h))
+        for h in (2, 1)
+    ]
+    line = score_series("lmk1p", events, params, now=t0 + timedelta(days=1), current=0.3)
+    assert [at for at, _ in line] == [t0 + timedelta(hours=h) for h in (1, 1, 2, 24)]
+    assert line[0][1] == pytest.approx(params.initial_score)
+    assert line[1][1] < line[0][1] and line[2][1] < line[1][1]  # each contradiction costs
+    assert line[-1][1] == 0.3
+    assert score_series("lmk1p", [], params, now=t0, current=0.5) == [(t0, 0.5)]
+
+
+def test_quarantine_ages_and_evidence_classes_are_counted_per_bar() -> None:
+    now = datetime(2026, 3, 7, tzinfo=UTC)
+    waits = [timedelta(minutes=2), timedelta(minutes=30), timedelta(hours=30), timedelta(days=9)]
+    ages = dict(quarantine_ages([now - w for w in waits], now))
+    assert ages == {
+        "< 10 min": 1,
+        "10-60 min": 1,
+        "1-6 h": 0,
+        "6-24 h": 0,
+        "1-7 days": 1,
+        "> 7 days": 1,
+    }
+    classes = [EvidenceClass.UNVERIFIED, EvidenceClass.PROVEN_HERE, EvidenceClass.UNVERIFIED]
+    assert evidence_counts(classes) == [
+        ("proven here", 1.0),
+        ("corroborated", 0.0),
+        ("unverified", 2.0),
+    ]

@@ -250,7 +250,7 @@ async def test_the_listener_answers_with_security_headers_and_bounds_requests() 
         await server.stop()
 
 
-async def test_the_health_page_plots_stored_imports_and_rejections_by_day() -> None:
+async def test_the_health_page_plots_stored_imports_and_rejections_in_bins_fitted_to_age() -> None:
     store = InMemoryLessonStore(dim=8)
     for n, days_ago in enumerate((0, 0, 1, 30)):
         at = NOW - timedelta(days=days_ago)
@@ -273,12 +273,17 @@ async def test_the_health_page_plots_stored_imports_and_rejections_by_day() -> N
     reply = await app(store).handle(authed("/health"))
     body = reply.body.decode()
     assert reply.status == 200 and 'id="activity"' in body
-    # The default window is 14 days: the import 30 days ago is not drawn.
-    assert "3 imported, 3 rejected in 14 bins of 24 h" in body
+    # The default window is 14 days: the import 30 days ago is not drawn; the oldest drawn
+    # event is 50 hours old, so the bins are hours (50 of history and the one being filled).
+    assert "3 imported, 3 rejected in 51 bins of 1 h" in body
     columns = re.findall(r'class="(imported|rejected)" data-value="(\d+)"', body)
-    assert [int(v) for k, v in columns if k == "imported"][-2:] == [1, 2]
-    assert [int(v) for k, v in columns if k == "rejected"][-3:] == [1, 0, 2]
-    assert "2 rejected (bad_signature 2)" in body
+    imported = [int(v) for k, v in columns if k == "imported"]
+    rejected = [int(v) for k, v in columns if k == "rejected"]
+    assert len(imported) == 51 and sum(imported) == 3 and imported[-1] == 2
+    assert sum(rejected) == 3 and rejected[0] == 1  # the stale one opens the window
+    assert "1 rejected (bad_signature 1)" in body
+    # The same activity per minute, by reason: one line each.
+    assert 'data-series="imported"' in body and 'data-series="refused: stale"' in body
 
 
 async def test_the_quarantine_page_shows_stored_confidence_and_the_operator_services_quorum() -> (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -258,7 +259,7 @@ def test_a_poisoner_share_of_one_is_refused() -> None:
         WorkloadParams(poisoners_arm_share=1.0)
 
 
-def test_reputation_rows_name_peers_by_fleet_name_and_list_refusals() -> None:
+def test_reputation_rows_show_the_fleet_name_beside_the_id_and_list_refusals() -> None:
     from lamarck.fleet.report import reputation_rows
     from lamarck.reputation.scores import PeerBand
     from lamarck.reputation.table import ReputationRow
@@ -270,8 +271,11 @@ def test_reputation_rows_name_peers_by_fleet_name_and_list_refusals() -> None:
         score=0.12,
         rejected={"bad_signature": 3, "replay": 0},
     )
-    (shown,) = reputation_rows([row], {"lmk1abc": "node5"})
-    assert shown["peer"] == "node5"
+    long_id = "lmk1" + "a" * 32
+    (shown, unnamed) = reputation_rows([row, replace(row, peer=long_id)], {"lmk1abc": "node5"})
+    # A label is a claim: beside the id, never instead of it.
+    assert shown["peer"] == "node5 lmk1abc"
+    assert unnamed["peer"] == long_id[:12] + "…"
     assert shown["band"] == "graylisted"
     assert shown["refused"] == "bad_signature 3"
 
