@@ -73,7 +73,7 @@ from lamarck.fleet.supervisor import (
 )
 from lamarck.fleet.workloads import Workload, WorkloadParams, make_workload
 from lamarck.node.sharing.quorum import QUORUM_DIR, QuorumLedger
-from lamarck.registry.labels import with_label
+from lamarck.proto.labels import with_label
 
 __all__ = ["DEFAULT_DIR", "app", "down", "register", "status", "up"]
 

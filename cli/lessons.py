@@ -12,8 +12,8 @@ from lamarck.cli.connect import client_for, known_labels
 from lamarck.cli.options import HomeOption, JsonOption, resolve_home
 from lamarck.cli.output import emit_json, key_value_table, print_table
 from lamarck.client import Client, HistoryEntry, Lesson, LessonPage
+from lamarck.proto.labels import with_label
 from lamarck.proto.timefmt import format_ts
-from lamarck.registry.labels import with_label
 
 __all__ = [
     "LESSON_STATUSES",

@@ -26,8 +26,8 @@ from lamarck.node.api.node_status import status_rows
 from lamarck.node.config import load_settings
 from lamarck.node.peer_tls import dial_home
 from lamarck.operator import OperatorClient
+from lamarck.proto.labels import with_label
 from lamarck.proto.v1 import peer_pb2
-from lamarck.registry.labels import with_label
 
 __all__ = ["HEALTH_TIMEOUT_S", "app", "register", "start", "status"]
 

@@ -51,9 +51,9 @@ from lamarck.proto.identity import (
     public_key_from_b64,
 )
 from lamarck.proto.keys import load_private_key, save_private_key, show_keys
+from lamarck.proto.labels import MAX_LABEL_CHARS, check_label
 from lamarck.proto.timefmt import format_ts, parse_ts
 from lamarck.registry.directory import PeerInfo
-from lamarck.registry.labels import MAX_LABEL_CHARS, check_label
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.records import (
     Retraction,

@@ -29,8 +29,8 @@ from lamarck.operator import (
     ReputationEventEntry,
     ReputationTable,
 )
+from lamarck.proto.labels import resolve_peer
 from lamarck.proto.timefmt import format_ts
-from lamarck.registry.labels import resolve_peer
 from lamarck.reputation.table import (
     SortKey,
     global_text,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from prometheus_client.parser import text_string_to_metric_families
 from rich.table import Table
 
-from lamarck.registry.labels import with_label
+from lamarck.proto.labels import with_label
 from lamarck.reputation.table import ReputationRow, global_text
 
 __all__ = [

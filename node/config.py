@@ -32,8 +32,8 @@ from pydantic_settings import (
 from lamarck.errors import ConfigError, InvalidRecord
 from lamarck.net import is_loopback_address
 from lamarck.proto.identity import is_node_id, public_key_from_b64
+from lamarck.proto.labels import check_label
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
-from lamarck.registry.labels import check_label
 
 __all__ = [
     "CONFIG_FILE",

@@ -48,9 +48,9 @@ from typing import Any, TypeVar
 from lamarck.errors import InvalidRecord, LamarckError, RegistryError
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import b64u_decode, node_id_for
+from lamarck.proto.labels import check_label
 from lamarck.proto.timefmt import format_ts, parse_ts
 from lamarck.registry.directory import IssuedNonce, PeerDirectory, PeerInfo
-from lamarck.registry.labels import check_label
 from lamarck.registry.records import (
     AdmissionProof,
     Endorsement,

@@ -36,10 +36,10 @@ from pydantic import (
 from lamarck.errors import InvalidRecord
 from lamarck.proto.identity import NodeIdentity, b64u_decode, is_node_id
 from lamarck.proto.keys import KeyRotation
+from lamarck.proto.labels import check_label, peer_label
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts, is_canonical_ts, parse_ts
 from lamarck.proto.tls import certificate_pem
-from lamarck.registry.labels import check_label, peer_label
 from lamarck.registry.params import AdmissionMode
 
 __all__ = [
@@ -104,7 +104,7 @@ def _check_label(value: str) -> str:
         raise ValueError(str(e)) from e
 
 
-#: A node's human label (``lamarck.registry.labels``): a claim shown beside its id.
+#: A node's human label (``lamarck.proto.labels``): a claim shown beside its id.
 NodeLabel = Annotated[str, AfterValidator(_check_label)]
 #: A node id (``lmk1`` + 32 base32 characters).
 NodeId = Annotated[str, AfterValidator(_check_node_id)]
@@ -264,7 +264,7 @@ class Registration(RegistryRecord):
 
     @property
     def shown_label(self) -> str:
-        """The label peers show beside this node's id (``lamarck.registry.labels``)."""
+        """The label peers show beside this node's id (``lamarck.proto.labels``)."""
         token = self.admission.enrollment_token
         return peer_label(self.label, token.label if token is not None else None)
 

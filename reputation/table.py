@@ -14,8 +14,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from lamarck.proto.labels import with_label
 from lamarck.proto.timefmt import format_ts
-from lamarck.registry.labels import with_label
 from lamarck.reputation.scores import PeerBand
 
 __all__ = [

@@ -24,8 +24,8 @@ from typing import Any, Protocol
 
 from lamarck.health.figures import Finding
 from lamarck.node.store.recall_index import RecallIndexState, RecallIndexStatus
+from lamarck.proto.labels import with_label
 from lamarck.proto.timefmt import format_ts
-from lamarck.registry.labels import with_label
 from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.table import ReputationRow
 

@@ -32,8 +32,8 @@ from lamarck.node.console.plots import (
     timeline_chart,
 )
 from lamarck.node.console.series import evidence_counts, quarantine_ages
+from lamarck.proto.labels import with_label
 from lamarck.proto.timefmt import format_ts
-from lamarck.registry.labels import with_label
 from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.table import TOP_PARTS, ReputationRow, global_text, named_parts, parts_text
 
@@ -60,7 +60,7 @@ NAV: tuple[tuple[str, str, str], ...] = (
     ("lessons", "/lessons", "Lessons"),
     ("health", "/health", "Health"),
 )
-#: Node id -> human label (``lamarck.registry.labels``): shown beside an id, never instead.
+#: Node id -> human label (``lamarck.proto.labels``): shown beside an id, never instead.
 Labels = Mapping[str, str]
 _NO_LABELS: Labels = {}
 #: The form field and meta tag name carrying the anti-forgery token.

@@ -81,9 +81,9 @@ from lamarck.node.console.plots import PlotParams
 from lamarck.node.console.series import score_series
 from lamarck.node.store.port import LessonStore
 from lamarck.proto.clock import Clock, SystemClock
+from lamarck.proto.labels import with_label
 from lamarck.proto.timefmt import parse_ts
 from lamarck.proto.v1 import operator_pb2
-from lamarck.registry.labels import with_label
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.table import ReputationRow
 

@@ -30,13 +30,13 @@ from lamarck.node.peer_tls import PeerTls
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import latest_rotation
+from lamarck.proto.labels import peer_label
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.admitted_file import ADMITTED_FILE
 from lamarck.registry.cache import CachedDirectory
 from lamarck.registry.client import RegistryClient
 from lamarck.registry.directory import PeerInfo
 from lamarck.registry.embedded import EmbeddedRedis
-from lamarck.registry.labels import peer_label
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.records import EnrollmentToken
 from lamarck.registry.redis_directory import RedisPeerDirectory
@@ -293,7 +293,7 @@ class Membership:
 
     def labels(self) -> dict[str, str]:
         """Node id -> human label of every node this one has seen in the registry, itself
-        included (``lamarck.registry.labels``: a claim shown beside the id)."""
+        included (``lamarck.proto.labels``: a claim shown beside the id)."""
         own = {self._identity.node_id: self._own_label} if self._own_label else {}
         return {**self._labels, **own}
 

@@ -8,14 +8,14 @@ from lamarck.errors import ConfigError, InvalidRecord, NotFound
 from lamarck.node.config import NodeSettings
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.registry.directory import PeerInfo
-from lamarck.registry.labels import (
+from lamarck.proto.labels import (
     MAX_LABEL_CHARS,
     check_label,
     peer_label,
     resolve_peer,
     with_label,
 )
+from lamarck.registry.directory import PeerInfo
 from lamarck.registry.params import AdmissionMode
 from lamarck.registry.records import Admission, Registration, sign_registration
 
