@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lamarck.domain.rows import LessonRow, LessonStatus
+from lamarck.errors import DeliveryFailed
 from lamarck.gossip.publisher import GossipParams
 from lamarck.node.gossip.outbox import OutboxWorker, PostgresOutbox
 from lamarck.node.store.embedded import EmbeddedPostgres, default_server_settings
@@ -67,7 +68,7 @@ async def test_postgres_outbox_retries_with_backoff_and_survives_a_restart(
 
     async def send(target: str, raws: Sequence[bytes]) -> None:
         if target in down:
-            raise ConnectionError("unreachable")
+            raise DeliveryFailed(f"{target} is unreachable")
         got.setdefault(target, []).extend(raws)
 
     async def load(lid: str, content_hash: str) -> bytes | None:
