@@ -7,9 +7,11 @@ rest honestly (their nodes share both, with the evidence their runs claim). Ever
 node runs with the influence gate off (a node setting that only measurement uses), so one run
 gives both arms over every honest decision of the run, not a snapshot:
 
-* **poisoned decisions**: honest decisions whose first attempt a known poison changed (the
-  first attempt differs with every poisoned lesson taken away), gate on vs gate off; goal:
-  gate on <= 1 % of gate off (``poisoned_decisions_ratio``);
+* **poisoned decisions**: honest decisions whose first attempt a known poison (a lesson
+  telling the failing form over the working one) changed (the first attempt differs with
+  every poisoned lesson taken away), gate on vs gate off; goal: gate on <= 1 % of gate off
+  (``poisoned_decisions_ratio``); beside them the decisions a poison was before at all
+  (``*_exposed_decisions``), followed or not;
 * **known mistakes repeated** per 100 honest turns on gated nodes, with the liars vs the same
   fleet with no liars (``--byzantine 0``, the liars' nodes honest); goal: equal within 1 per
   100 turns (``liars_repeated_per_100_turns_delta``);
@@ -19,7 +21,8 @@ gives both arms over every honest decision of the run, not a snapshot:
 The last line is one JSON object of the figures (mean and ``_spread`` over the runs).
 ``--quick``: one run of each fleet at 6 nodes (2 liars) and 4 rounds.
 
-Usage: ``python -m bench.liars [--quick] [--runs N] [--nodes N] [--byzantine N] [--seed N]``
+Usage: ``python -m bench.liars [--quick] [--runs N] [--nodes N] [--byzantine N] [--seed N]
+[--base-port P]``
 """
 
 from __future__ import annotations
@@ -33,8 +36,11 @@ import tempfile
 from pathlib import Path
 
 
-def fleet_run(nodes: int, byzantine: int, agents: int, rounds: int, seed: int) -> dict[str, float]:
-    """One fresh fleet's figures (its ``--json`` line)."""
+def fleet_run(
+    nodes: int, byzantine: int, agents: int, rounds: int, seed: int, base_port: int = 9100
+) -> dict[str, float]:
+    """One fresh fleet's figures (its ``--json`` line); ``fleet up`` mints every node's key,
+    so the liars are fresh identities each run."""
     with tempfile.TemporaryDirectory(prefix="lamarck-liars-") as tmp:
         argv = [
             sys.executable,
@@ -57,7 +63,7 @@ def fleet_run(nodes: int, byzantine: int, agents: int, rounds: int, seed: int) -
             "--dir",
             str(Path(tmp) / "fleet"),
             "--base-port",
-            "8600",
+            str(base_port),
             "--exit",
             "--json",
         ]
@@ -81,6 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--nodes", type=int, default=10)
     ap.add_argument("--byzantine", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--base-port", type=int, default=9100)
     args = ap.parse_args(argv)
     runs, nodes, byz, rounds = args.runs, args.nodes, args.byzantine, 6
     if args.quick:
@@ -88,12 +95,14 @@ def main(argv: list[str] | None = None) -> None:
     agents = 2 * nodes
     rows: list[dict[str, float]] = []
     for k in range(runs):
-        liars = fleet_run(nodes, byz, agents, rounds, args.seed + k)
-        clean = fleet_run(nodes, 0, agents, rounds, args.seed + k)
+        liars = fleet_run(nodes, byz, agents, rounds, args.seed + k, args.base_port)
+        clean = fleet_run(nodes, 0, agents, rounds, args.seed + k, args.base_port)
         on, off = liars.get("gate_on_poisoned_decisions", 0.0), liars["gate_off_poisoned_decisions"]
         row = {
             "gate_on_poisoned_decisions": on,
             "gate_off_poisoned_decisions": off,
+            "gate_on_exposed_decisions": liars.get("gate_on_exposed_decisions", 0.0),
+            "gate_off_exposed_decisions": liars.get("gate_off_exposed_decisions", 0.0),
             "gate_on_turns": liars.get("gate_on_turns", 0.0),
             "gate_off_turns": liars.get("gate_off_turns", 0.0),
             "liars_repeated_per_100_turns": round(
@@ -122,9 +131,11 @@ def main(argv: list[str] | None = None) -> None:
     out["poisoned_decisions_ratio"] = (
         round(out["gate_on_poisoned_decisions"] / off_mean, 4) if off_mean else 0.0
     )
+    empty = " (the ungated nodes made none: the ratio says nothing)" if not off_mean else ""
     print(
         f"poisoned decisions: gate on {out['gate_on_poisoned_decisions']:g} vs gate off "
-        f"{off_mean:g} (goal: on <= 1 % of off); known mistakes repeated per 100 gated turns: "
+        f"{off_mean:g}{empty} (goal: on <= 1 % of off); known mistakes repeated per 100 gated "
+        "turns: "
         f"{out['liars_repeated_per_100_turns']:g} with liars vs "
         f"{out['clean_repeated_per_100_turns']:g} without (goal: within 1)"
     )

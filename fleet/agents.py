@@ -6,11 +6,17 @@ and records the run. The policy is the seeds' default agent: it tries **the form
 first** (the failing one) unless a lesson says otherwise — the agent's own fresh lesson, or
 advice on file (``CheckOperation``'s lessons, each with its evidence class). It follows the
 influence rule: proven here over corroborated over unverified, then more independent
-principals, then more confidence; an exact tie keeps the habit. An unverified lesson is
-never advice: a plan-time hint (recall's labelled hints) is at most tried first when no
-advice speaks and nothing contradicts it (the canary that lets an honest lesson be proven
-here). An unresolved conflict keeps the habit, and both sides go in play, so the outcome
-records which side reality favoured.
+principals, then more confidence. An unverified lesson is never advice: a plan-time hint
+(recall's labelled hints) is at most tried first when no advice speaks (the canary that lets
+an honest lesson be proven here).
+
+When the evidence does not decide — an exact tie, an unresolved conflict, hints that
+disagree — the agent tries first the form its habit would not (the habit comes next if it
+fails), and every side is in play, so the outcome proves one side here after one try. A
+side that tells the habit adds nothing the agent would not do anyway; letting it cancel the
+other side would give a lie that agrees with the habit a reach a lone lie never has (it
+could silence every honest hint), while trying the other side first gives a lie no more
+than the canary already gives it alone.
 
 A **poisoner** fabricates its runs: it reports the working form failed and the failing form
 worked, so its node learns (and, once proven in a second project, shares) the inverted
@@ -32,6 +38,7 @@ __all__ = [
     "attempt_order",
     "fabricated_attempts",
     "followed_poison",
+    "poison_shown",
     "remember_turn",
     "run_attempts",
     "says_avoid",
@@ -49,9 +56,17 @@ class Said:
     rank: int
     independent: int = 0
     confidence: float = 0.0
-    #: A known poison: its source is a liar, or it inverts a real pitfall (the measuring
+    #: A known poison: it tells the form that fails over the one that works (the measuring
     #: harness knows; the agent does not read it).
     poisoned: bool = False
+    #: Whether the node lets it drive decisions (proven here or corroborated, or any lesson
+    #: with the gate off); ``None``: read from the class (proven or corroborated).
+    decides: bool | None = None
+
+    @property
+    def advice(self) -> bool:
+        """Whether the node would give it as advice when nothing contradicts it."""
+        return self.rank < 2 if self.decides is None else self.decides
 
     def key(self) -> tuple[int, int, float]:
         """Strongest first: class, independent support, confidence (never recency)."""
@@ -123,12 +138,14 @@ def attempt_order(
     """The forms to try, in order, and the lessons that decided it (to name in play).
 
     The agent's own fresh lesson wins. Else the advice on file: the strongest side by
-    evidence (class, independent support, confidence) decides; an exact tie keeps the habit.
-    With no advice, an unresolved conflict (on file, or between plan-time hints) keeps the
-    habit; a lone unverified hint against the known form is tried first (the canary). Every
-    lesson that took part is named, so the outcome judges it.
+    evidence (class, independent support, confidence) decides. When nothing decides — an
+    exact tie, an unresolved conflict (on file, or between plan-time hints), or only hints —
+    a side telling the form the habit does not try first is tried first (a lone hint is the
+    canary; in a conflict the habit's side adds nothing, see the module docstring), else the
+    habit. Every lesson that took part is named, so the outcome judges it.
     """
     habit = (p.failing, p.working)
+    other = (p.working, p.failing)
     own = memory.preferred.get(p.target)
     if own is not None and own[0] in habit:
         first = own[0]
@@ -138,17 +155,21 @@ def attempt_order(
         best_w = min((s.key() for s in for_working), default=None)
         best_f = min((s.key() for s in for_failing), default=None)
         if best_w is not None and (best_f is None or best_w < best_f):
-            return (p.working, p.failing), _ids(for_working)
+            return other, _ids(for_working)
         if best_f is not None and (best_w is None or best_f < best_w):
             return habit, _ids(for_failing)
-        return habit, _ids(for_working, for_failing)  # an exact tie: the habit
+        return other, _ids(for_working, for_failing)  # an exact tie: the other form first
     open_w, open_f = _sides(p, [s for a in advice for s in a.unresolved])
     hint_w, hint_f = _sides(p, hints)
-    if open_w or open_f or (hint_w and hint_f):
-        return habit, _ids(open_w, open_f, hint_w, hint_f)
-    if hint_w:
-        return (p.working, p.failing), _ids(hint_w)
-    return habit, _ids(hint_f)
+    deciding = _ids(open_w, open_f, hint_w, hint_f)
+    return (other if open_w or hint_w else habit), deciding
+
+
+def poison_shown(advice: Sequence[Advice], hints: Sequence[Said] = ()) -> bool:
+    """Whether a known poison was before the agent: advice, a conflict side or a hint."""
+    return any(s.poisoned for a in advice for s in (*a.lessons, *a.unresolved)) or any(
+        s.poisoned for s in hints
+    )
 
 
 def followed_poison(
@@ -160,29 +181,36 @@ def followed_poison(
     """Whether the agent's decision followed a poisoned lesson: its first attempt differs
     from the one it makes with every poisoned lesson taken away (``Said.poisoned``).
 
-    Counterfactual, so a poison that only sat beside the habit is not counted, and a tie a
-    poison forced (the habit kept where the honest lesson alone would have decided) is.
+    Counterfactual, so a poison that only sat beside the habit is not counted, and a tie or
+    a conflict a poison forced (the habit kept where the honest lesson alone would have
+    been tried) is.
     """
-    if not any(s.poisoned for a in advice for s in (*a.lessons, *a.unresolved)) and not any(
-        s.poisoned for s in hints
-    ):
+    if not poison_shown(advice, hints):
         return False
-    clean = [_without_poison(p, a) for a in advice]
+    clean: list[Advice] = []
     honest_hints = [s for s in hints if not s.poisoned]
+    for a in advice:
+        kept, freed = _without_poison(p, a)
+        clean.append(kept)
+        honest_hints.extend(freed)
     first = attempt_order(p, advice, memory, hints)[0][0]
     return first != attempt_order(p, clean, memory, honest_hints)[0][0]
 
 
-def _without_poison(p: Pitfall, a: Advice) -> Advice:
-    """What the check would have said with no poisoned lesson on file: a conflict left with
-    one side only is no conflict, its deciding lessons are advice and the rest not shown."""
+def _without_poison(p: Pitfall, a: Advice) -> tuple[Advice, list[Said]]:
+    """What the check would have said with no poisoned lesson on file, and the hints that
+    would have been shown instead: a conflict left with one side only is no conflict, so
+    its sides that may decide are advice and the others what an unverified lesson in no
+    conflict is at plan time, a hint (every relevant one, at the default share)."""
     lessons = [s for s in a.lessons if not s.poisoned]
     open_ = [s for s in a.unresolved if not s.poisoned]
+    freed: list[Said] = []
     working, failing = _sides(p, open_)
     if open_ and not (working and failing) and len(open_) < len(a.unresolved):
-        lessons.extend(s for s in open_ if s.rank < 2)
+        lessons.extend(s for s in open_ if s.advice)
+        freed = [s for s in open_ if not s.advice]
         open_ = []
-    return Advice(a.operation, a.preamble, a.lesson_ids, tuple(lessons), tuple(open_))
+    return Advice(a.operation, a.preamble, a.lesson_ids, tuple(lessons), tuple(open_)), freed
 
 
 def run_attempts(order: Sequence[str], works: Callable[[str], bool]) -> tuple[Attempt, ...]:

@@ -35,6 +35,7 @@ from lamarck.fleet.agents import (
     attempt_order,
     fabricated_attempts,
     followed_poison,
+    poison_shown,
     remember_turn,
     run_attempts,
     says_avoid,
@@ -296,7 +297,11 @@ class FleetDriver:
             clock=SystemClock(),
             rng=self._ids,
         )
-        for turn, project in enumerate(projects):
+        turns = list(projects)
+        if arm == SHARED and self.poisoner(agent) and self.workload.lies(agent, pitfall):
+            # A liar records its fabricated run more often than the task's two turns.
+            turns += [projects[k % 2] for k in range(self.workload.lie_turns - 2)]
+        for turn, project in enumerate(turns):
             loop = (
                 loop
                 if turn == 0
@@ -343,8 +348,22 @@ class FleetDriver:
                     for op in (p.failing, p.working)
                 ]
                 hints = [said(x, self._poison(p, flipped)) for x in ctx.hints]
+                # The plan-time conflicts no side holds are unresolved sides too.
+                advice.append(
+                    Advice(
+                        "plan",
+                        "",
+                        unresolved=tuple(
+                            said(x, self._poison(p, flipped))
+                            for c in ctx.conflicts
+                            if not c.holds
+                            for x in c.sides
+                        ),
+                    )
+                )
                 order, deciding = attempt_order(p, advice, memory, hints)
                 seen["poisoned"] = followed_poison(p, advice, memory, hints)
+                seen["exposed"] = poison_shown(advice, hints)
                 ctx.recorder.lessons_in_play(deciding)
                 attempts = run_attempts(order, lambda op: succeeds(p, op, flipped=flipped))
                 own = memory.preferred.get(p.target)
@@ -382,18 +401,17 @@ class FleetDriver:
                 created=created,
                 outcome_id=report.update.outcome_id,
                 poisoned=bool(seen.get("poisoned", False)),
+                exposed=bool(seen.get("exposed", False)),
             )
         )
 
     def _poison(self, p: Pitfall, flipped: bool) -> Callable[[Lesson], bool]:
-        """Which lessons are known poison for ``p``: from a Byzantine node, or telling the
-        form that fails now over the one that works (the inverted pitfall lesson)."""
-        liars = {n.node_id for n in self.nodes if n.byzantine and n.node_id}
+        """Which lessons are known poison for ``p``: those telling the form that fails now
+        over the one that works (the inverted pitfall lesson), whoever signed them. A liar's
+        honest lesson is no poison: following it is the right decision."""
         bad, good = (p.working, p.failing) if flipped else (p.failing, p.working)
 
         def poisoned(lesson: Lesson) -> bool:
-            if lesson.source_node_id in liars and lesson.origin == "imported":
-                return True
             return says_avoid(lesson.content, good) or says_prefer(lesson.content, bad)
 
         return poisoned
@@ -414,6 +432,7 @@ def said(lesson: Lesson, poisoned: Callable[[Lesson], bool] = _never) -> Said:
         e.independent_principals,
         lesson.confidence,
         poisoned=poisoned(lesson),
+        decides=e.decides,
     )
 
 

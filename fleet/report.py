@@ -83,6 +83,9 @@ class TurnRecord:
     outcome_id: str = ""
     # The first attempt followed a known poison (``agents.followed_poison``).
     poisoned: bool = False
+    # A known poison was before the agent at the decision (advice, a conflict side or a
+    # hint), followed or not.
+    exposed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,7 @@ class ArmFigures:
     repeated_known_mistakes: int
     first_attempt_success: float
     poisoned_decisions: int = 0
+    exposed_decisions: int = 0
 
 
 def arm_figures(records: Sequence[TurnRecord], arm: str) -> ArmFigures:
@@ -116,6 +120,7 @@ def arm_figures(records: Sequence[TurnRecord], arm: str) -> ArmFigures:
         repeated_known_mistakes=repeated,
         first_attempt_success=(sum(r.first_ok for r in mine) / turns) if turns else 0.0,
         poisoned_decisions=sum(r.poisoned for r in mine),
+        exposed_decisions=sum(r.exposed for r in mine),
     )
 
 
@@ -268,7 +273,8 @@ def evidence_table(
 
 def gate_figures(records: Sequence[TurnRecord], gate_off: Iterable[int]) -> dict[str, float]:
     """Honest agents' shared-arm turns on nodes with the influence gate on and off (in one
-    run): turns, decisions that followed a known poison, and known mistakes repeated."""
+    run): turns, decisions that followed a known poison, decisions a known poison was before
+    (followed or not), and known mistakes repeated."""
     off = set(gate_off)
     out: dict[str, float] = {}
     for name, mine in (
@@ -278,6 +284,7 @@ def gate_figures(records: Sequence[TurnRecord], gate_off: Iterable[int]) -> dict
         f = arm_figures(mine, SHARED)
         out[f"{name}_turns"] = float(f.turns)
         out[f"{name}_poisoned_decisions"] = float(f.poisoned_decisions)
+        out[f"{name}_exposed_decisions"] = float(f.exposed_decisions)
         out[f"{name}_repeated_known_mistakes"] = float(f.repeated_known_mistakes)
     return out
 

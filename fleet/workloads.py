@@ -93,6 +93,10 @@ class Workload:
     # The pitfalls the poisoners lie about (None: every one); on the others they work
     # honestly, so their nodes share honest lessons too and keep their standing.
     lies_on: frozenset[int] | None = None
+    # Turns a liar records for each task it lies on (the task's two, then fabricated runs
+    # in the same projects): fabricating costs a liar nothing, so its node's lesson reaches
+    # the confidence a well-confirmed lesson claims.
+    lie_turns: int = 2
 
     def lies(self, agent: int, pitfall: int) -> bool:
         """Whether ``agent``, a poisoner, fabricates its run on ``pitfall``."""
@@ -246,9 +250,11 @@ def _pitfalls(seed: int, params: WorkloadParams) -> Workload:
 
 def _plausible_liars(seed: int, params: WorkloadParams) -> Workload:
     # The recurring pitfalls; the Byzantine nodes' agents invert every other pitfall's lesson
-    # and learn the rest honestly (liars that keep their standing).
+    # and learn the rest honestly (liars that keep their standing). Each lie is recorded in
+    # three runs, so the liar's node claims about 0.8 for it (0.5 at birth, then up to +0.15
+    # a run).
     base = _recurring("plausible-liars", seed, params)
-    return replace(base, lies_on=frozenset(range(0, len(base.pitfalls), 2)))
+    return replace(base, lies_on=frozenset(range(0, len(base.pitfalls), 2)), lie_turns=3)
 
 
 #: Every named workload: name -> builder(seed, params).

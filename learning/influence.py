@@ -22,7 +22,9 @@ Influence follows evidence (``lamarck.consensus.corroboration``): for this node 
 4. **Order is evidence, never recency**: class, then independent support, then confidence,
    then the lesson id (``evidence_order``). Two lessons that disagree are shown together; the
    stronger side holds only when its class is strictly stronger (``conflict_leader``), so two
-   unverified sides never decide anything: the agent keeps its own habit.
+   unverified sides never decide anything: neither is advice, both are in play, and the
+   agent tries first the form its habit would not (a lie that agrees with the habit cannot
+   cancel an honest hint), so its outcome proves one side here after one try.
 
 Local lessons are proven here by construction and unaffected by rules 2 and 3.
 """
@@ -534,19 +536,33 @@ def evidence_order(
     return (evidence.evidence_class.rank, -evidence.independent, -confidence, lesson_id)
 
 
-def conflict_leader(sides: Sequence[LessonEvidence]) -> int | None:
+def conflict_leader(
+    sides: Sequence[LessonEvidence], confidences: Sequence[float] = ()
+) -> int | None:
     """The index of the side that holds in a conflict (``sides`` ordered by
     ``evidence_order``), or None when it is unresolved.
 
     The first side holds only when its class is strictly stronger than every other side's
     and it may drive decisions: proven over corroborated over unverified. Sides of one class
     are unresolved (reality settles them), and so is any conflict among unverified sides.
+    With the gate off (a measuring switch: as before the gate) and ``confidences`` given
+    (the sides' own, in the same order), the first side holds when it is strictly ahead by
+    ``evidence_order`` (class, independent support, confidence): before the gate the more
+    confident side won a conflict and only an exact tie was left unresolved.
     """
     if len(sides) < 2 or not sides[0].decides:
         return 0 if len(sides) == 1 and sides[0].decides else None
     first = sides[0].evidence_class.rank
     if all(s.evidence_class.rank > first for s in sides[1:]):
         return 0
+    if not sides[0].gated and len(confidences) == len(sides):
+
+        def key(i: int) -> tuple[int, int, float]:
+            s = sides[i]
+            return (s.evidence_class.rank, -s.independent, -confidences[i])
+
+        if all(key(0) < key(i) for i in range(1, len(sides))):
+            return 0
     return None
 
 

@@ -122,7 +122,7 @@ def conflict_line(
     else:
         verdict = (
             f"Unresolved: neither side is advice until the next run of {runs} settles it; "
-            "keep your own habit."
+            "try first the side that differs from what you would do anyway."
         )
     return f"Contested on `{operation}`: {shown}. {verdict}"
 

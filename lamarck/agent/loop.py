@@ -286,7 +286,8 @@ class ActContext:
     #: at most something to try where a wrong try is cheap.
     hints: tuple[Lesson, ...] = ()
     #: Lessons that disagree, strongest evidence first (``Conflict.holds``: the side that
-    #: holds, "" while unresolved: then the agent keeps its own habit).
+    #: holds, "" while unresolved: then the agent tries first the side that differs from
+    #: what it would do anyway, and the outcome settles the conflict).
     conflicts: tuple[Conflict, ...] = ()
 
 

@@ -238,7 +238,7 @@ class Recall:
             if a not in held or b not in held:
                 continue
             sides = tuple(self._ordered([held[a], held[b]], evidence))
-            lead = conflict_leader([evidence[s.id] for s in sides])
+            lead = conflict_leader([evidence[s.id] for s in sides], [s.confidence for s in sides])
             found = found_pairs.get((a, b)) or conflict_between(
                 held[a],
                 held[b],

@@ -20,7 +20,9 @@ def test_each_run_compares_the_gate_and_the_fleet_without_liars(
 ) -> None:
     calls: list[tuple[int, int, int]] = []
 
-    def fake_run(nodes: int, byz: int, agents: int, rounds: int, seed: int) -> dict[str, float]:
+    def fake_run(
+        nodes: int, byz: int, agents: int, rounds: int, seed: int, base_port: int = 0
+    ) -> dict[str, float]:
         calls.append((nodes, byz, seed))
         base = {"gate_on_turns": 100.0, "gate_off_turns": 80.0}
         if byz:

@@ -16,6 +16,7 @@ from lamarck.fleet.agents import (
     attempt_order,
     fabricated_attempts,
     followed_poison,
+    poison_shown,
     remember_turn,
     run_attempts,
 )
@@ -99,7 +100,8 @@ def test_proven_beats_corroborated_beats_unverified_whatever_the_confidence() ->
     assert decide(Said("L1", HONEST, CORROBORATED, 2, 0.3), Said("L2", POISON, PROVEN))[0] == (
         P.failing
     )
-    # Within a class: more independent principals, then more confidence; a tie: the habit.
+    # Within a class: more independent principals, then more confidence; a tie: the form the
+    # habit would not try first.
     more = Said("L1", HONEST, CORROBORATED, 3, 0.3)
     assert decide(more, Said("L2", POISON, CORROBORATED, 2, 0.9))[0] == P.working
     tie_h, tie_p = (
@@ -109,17 +111,20 @@ def test_proven_beats_corroborated_beats_unverified_whatever_the_confidence() ->
     order, deciding = attempt_order(
         P, [Advice(P.failing, "", (), (tie_h,)), Advice(P.working, "", (), (tie_p,))], AgentMemory()
     )
-    assert order == (P.failing, P.working) and set(deciding) == {"L1", "L2"}
+    assert order == (P.working, P.failing) and set(deciding) == {"L1", "L2"}
 
 
-def test_an_unresolved_conflict_keeps_the_habit_and_puts_both_sides_in_play() -> None:
+def test_an_unresolved_conflict_tries_the_side_the_habit_would_not_and_names_both() -> None:
     sides = (Said("L1", HONEST, UNVERIFIED, 0, 0.29), Said("L2", POISON, UNVERIFIED, 0, 0.36))
     advice = Advice(P.failing, "Contested ...", ("L1", "L2"), (), sides)
     order, deciding = attempt_order(P, [advice], AgentMemory())
-    assert order == (P.failing, P.working) and set(deciding) == {"L1", "L2"}
+    assert order == (P.working, P.failing) and set(deciding) == {"L1", "L2"}
     # Two plan-time hints that disagree: the same.
     order, deciding = attempt_order(P, [], AgentMemory(), list(sides))
-    assert order == (P.failing, P.working) and set(deciding) == {"L1", "L2"}
+    assert order == (P.working, P.failing) and set(deciding) == {"L1", "L2"}
+    # A side that agrees with the habit alone moves nothing.
+    order, deciding = attempt_order(P, [Advice(P.failing, "", (), (), sides[1:])], AgentMemory())
+    assert order == (P.failing, P.working) and deciding == ("L2",)
 
 
 def test_a_lone_unverified_hint_is_tried_first_and_never_beats_advice() -> None:
@@ -138,22 +143,46 @@ def test_a_decision_follows_a_poison_only_when_the_poison_changed_the_first_atte
     honest = Said("L1", HONEST, UNVERIFIED, 0, 0.29)
     lie = Said("L2", POISON, UNVERIFIED, 0, 0.36, poisoned=True)
     # Gate off: both are advice and the lie's higher confidence wins: followed.
-    off = [Advice(P.failing, "", (), (honest,)), Advice(P.working, "", (), (lie,))]
+    off = [
+        Advice(P.failing, "", (), (replace(honest, decides=True),)),
+        Advice(P.working, "", (), (replace(lie, decides=True),)),
+    ]
     assert followed_poison(P, off, AgentMemory())
-    # A conflict the lie forced keeps the habit where the honest hint alone is tried: followed.
-    assert followed_poison(P, [], AgentMemory(), [honest, lie])
+    # A conflict of unverified sides tries the honest side first, as the honest hint alone
+    # is tried: a lie that agrees with the habit changes nothing.
+    assert not followed_poison(P, [], AgentMemory(), [honest, lie])
     conflict = Advice(P.failing, "Contested", (), (), (honest, lie))
-    proven = Said("L1", HONEST, PROVEN, 0, 0.29)
+    assert not followed_poison(P, [conflict], AgentMemory())
+    # A lie against the habit beside an honest side that agrees with it is tried first:
+    # followed (the canary's reach, no more).
+    flipped_honest = Said("L3", POISON, UNVERIFIED, 0, 0.3)
+    flipped_lie = Said("L4", HONEST, UNVERIFIED, 0, 0.3, poisoned=True)
     assert followed_poison(
-        P, [Advice(P.failing, "Contested", (), (), (proven, lie))], AgentMemory()
+        P, [Advice(P.failing, "C", (), (), (flipped_honest, flipped_lie))], AgentMemory()
     )
+    proven = Said("L1", HONEST, PROVEN, 0, 0.29)
     # The lie beside the habit it tells anyway, or beaten by stronger advice: not followed.
     assert not followed_poison(P, [], AgentMemory(), [lie])
-    assert not followed_poison(P, [conflict], AgentMemory())  # the honest side alone: no advice
     stronger = [Advice(P.failing, "", (), (proven, lie))]
     assert not followed_poison(P, stronger, AgentMemory())
     # No poison at all: never.
     assert not followed_poison(P, [], AgentMemory(), [honest])
+
+
+def test_without_the_poison_an_unverified_side_left_alone_is_a_hint() -> None:
+    # The honest side of a conflict the lie made would have been a plan-time hint without
+    # it, so the counterfactual tries it first: a lie that forced the habit is counted.
+    honest = Said("L1", HONEST, UNVERIFIED, 0, 0.29)
+    lie = Said("L2", POISON, CORROBORATED, 2, 0.5, poisoned=True)
+    held = Advice(P.failing, "C", (), (lie,), ())
+    assert not followed_poison(P, [held], AgentMemory())  # the honest lesson not shown at all
+    conflict = Advice(P.failing, "C", (), (), (lie, honest))
+    order, _ = attempt_order(P, [conflict], AgentMemory())
+    assert order[0] == P.working and not followed_poison(P, [conflict], AgentMemory())
+    # With the gate off the side left alone is advice.
+    off = Advice(P.failing, "C", (), (replace(lie, decides=True),), ())
+    order, _ = attempt_order(P, [off], AgentMemory())
+    assert order[0] == P.failing and not followed_poison(P, [off], AgentMemory())
 
 
 def test_the_tally_counts_poisoned_decisions_of_honest_agents_only() -> None:
@@ -311,13 +340,37 @@ def test_plausible_liars_lie_on_every_other_pitfall_and_learn_the_rest() -> None
 
 
 def test_gate_figures_split_honest_turns_by_the_nodes_gate() -> None:
-    def rec(node: int, poisoned: bool) -> TurnRecord:
-        return TurnRecord("shared", 0, node, node, 0, 0, ("b",), 0, True, False, poisoned=poisoned)
+    def rec(node: int, poisoned: bool, exposed: bool = True) -> TurnRecord:
+        return TurnRecord(
+            "shared",
+            0,
+            node,
+            node,
+            0,
+            0,
+            ("b",),
+            0,
+            True,
+            False,
+            poisoned=poisoned,
+            exposed=exposed,
+        )
 
-    records = [rec(0, False), rec(1, True), rec(1, True), rec(2, True)]
+    records = [rec(0, False, False), rec(1, True), rec(1, True), rec(2, True), rec(2, False)]
     f = gate_figures(records, gate_off=(1,))
-    assert (f["gate_on_turns"], f["gate_on_poisoned_decisions"]) == (2.0, 1.0)
+    assert (f["gate_on_turns"], f["gate_on_poisoned_decisions"]) == (3.0, 1.0)
     assert (f["gate_off_turns"], f["gate_off_poisoned_decisions"]) == (2.0, 2.0)
+    # Decisions a poison was before, followed or not.
+    assert (f["gate_on_exposed_decisions"], f["gate_off_exposed_decisions"]) == (2.0, 2.0)
+
+
+def test_a_poison_is_shown_as_advice_a_conflict_side_or_a_hint() -> None:
+    lie = Said("L2", POISON, UNVERIFIED, 0, 0.3, poisoned=True)
+    honest = Said("L1", HONEST, UNVERIFIED, 0, 0.3)
+    assert not poison_shown([Advice(P.failing, "", (), (honest,))], [honest])
+    assert poison_shown([Advice(P.failing, "", (), (lie,))])
+    assert poison_shown([Advice(P.failing, "", (), (), (honest, lie))])
+    assert poison_shown([], [lie])
 
 
 def test_quorum_figures_count_decisions_and_pending_rounds_by_reason() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -203,6 +205,17 @@ def test_a_conflict_holds_only_for_a_strictly_stronger_class() -> None:
     assert conflict_leader([unverified, unverified]) is None
     assert conflict_leader([corroborated, ev(EvidenceClass.CORROBORATED, 5)]) is None
     assert conflict_leader([proven, proven]) is None
+    # Confidences matter only with the gate off.
+    assert conflict_leader([unverified, unverified], [0.8, 0.2]) is None
+
+
+def test_with_the_gate_off_the_more_confident_side_holds_as_before_the_gate() -> None:
+    off = dataclasses.replace(ev(EvidenceClass.UNVERIFIED), gated=False)
+    assert conflict_leader([off, off], [0.8, 0.2]) == 0
+    assert conflict_leader([off, off], [0.5, 0.5]) is None  # an exact tie: unresolved
+    assert conflict_leader([off, off]) is None  # no confidences: by class only
+    more = dataclasses.replace(ev(EvidenceClass.UNVERIFIED, 1), gated=False)
+    assert conflict_leader([more, off], [0.2, 0.8]) == 0  # independent support first
 
 
 def test_labels_say_what_the_class_is_and_never_call_an_unverified_lesson_proved() -> None:
