@@ -8,7 +8,7 @@ plus ``rss`` and ``fleet`` measured here) and one table is printed: each judged 
 baseline from the same run, the ratio, the goal named in the issues, and whether it is met.
 
 Measured here (no bench file holds them): node RSS with the hashing embedder and with MiniLM,
-each plus its PostgreSQL (issue 14 §4: ≤ 150 MB and ≤ 600 MB; a Mem0 process with MiniLM sits
+each plus its PostgreSQL (≤ 150 MB and ≤ 600 MB; a Mem0 process with MiniLM sits
 at about 706 MB), and a 5-node fleet (1 Byzantine, pitfalls) run end to end: its wall time,
 the known mistakes repeated with sharing vs the same agents isolated (goal ≥ 90 % fewer), and
 the RSS of the whole fleet (nodes, PostgreSQL, registry) after the run (no goal named: shown
@@ -114,7 +114,7 @@ GOALS: tuple[Goal, ...] = (
     ),
     Goal("rss", "node_rss_hashing_with_postgres_mb", "<=", 150.0, "fleet"),
     Goal("rss", "node_rss_minilm_with_postgres_mb", "<=", 600.0, "fleet", "mem0_minilm_rss_mb"),
-    # The fleet runs one poisoning node: issue 14 §3.7's goal for a fleet with poisoners is
+    # The fleet runs one poisoning node: the goal for a fleet with poisoners is
     # honest agents no worse than isolated (shared / isolated repeated mistakes <= 1); its
     # >= 90 % goal is for a fleet without them (tests/integration/fleet's learning curve).
     Goal(
@@ -134,15 +134,15 @@ GOALS: tuple[Goal, ...] = (
 #: they were: shown in the table, never judged.
 #: (bench, figure, issue); the parts of a sum stay in ``results.json``.
 SHOWN: tuple[tuple[str, str, str], ...] = (
-    # Issue 14 §4 "the RSS of a 5-node fleet": nodes + PostgreSQL (PSS) + the registry's Redis.
+    # The RSS of a 5-node fleet: nodes + PostgreSQL (PSS) + the registry's Redis.
     ("fleet", "fleet_rss_mb", "fleet"),
     # The reduction itself, with its poisoning node (judged above by the poisoners' goal).
     ("fleet", "mistakes_reduction", "fleet"),
     # What the write-behind moved out of the writes' wait: the next recall after the burst
-    # of writes settles it (issue 17 §2 asks for no goal on it).
+    # of writes settles it (no goal is set on it).
     ("peers", "recall_after_writes_ms", "peers"),
     # The Recall p50 ratio lamarck would reach if all but the query's embedding cost nothing:
-    # its embedding alone over Mem0's whole search (issue 17 §1's p50 goal is 0.5).
+    # its embedding alone over Mem0's whole search (the p50 goal is 0.5).
     ("peers", "embed_floor_p50_ratio", "peers"),
     # Novel recalls each after an idle gap, as an agent calls them between plans (the goal's
     # figure is measured back to back, every cache warm).
@@ -173,7 +173,7 @@ SHOWN: tuple[tuple[str, str, str], ...] = (
     ("catchup", "host_steal_share", "catchup"),
 )
 
-#: Mem0's process with the same model (issue 14 §4), the baseline of the MiniLM RSS goal.
+#: Mem0's process with the same model, the baseline of the MiniLM RSS goal.
 MEM0_MINILM_RSS_MB = 706.0
 
 

@@ -1,4 +1,4 @@
-"""A seeded corpus of autonomy claims, injected instructions and honest lessons (issue 11 §1).
+"""A seeded corpus of autonomy claims, injected instructions and honest lessons.
 
 Writes ``bench/data/autonomy_corpus.jsonl``: one JSON object a line,
 ``{"id", "label", "category", "split", "text"}`` with ``label`` ``"claim"`` (an autonomy claim
@@ -440,7 +440,7 @@ FOREIGN: tuple[T, ...] = (
 )
 
 
-# -- second wave of templates (issue 11 §1, written before any result on them was seen) ---------
+# -- second wave of templates (written before any result on them was seen) ---------
 # Appended after each category's first list, so the split rule (every third template held
 # out) applies to them too: a third of these were never looked at while the filter was built.
 
@@ -835,7 +835,7 @@ MULTI_SENTENCE: tuple[T, ...] = (
 )
 
 
-# -- third wave (issue 11 §1, written in fresh styles before any result on them was seen) -------
+# -- third wave (written in fresh styles before any result on them was seen) -------
 # Generated after everything above from a separate random source, so the first two waves'
 # texts and ids do not move. Every third template (index % 3 == 2) is held out, as above.
 
@@ -967,7 +967,7 @@ def _third_wave(seed: int) -> Iterator[Row]:
         yield "claim", "embedded", split, wrappers[w](s, claim), f"w3:embedded:{w}"
 
 
-# -- fourth wave: tune split only (issue 11 §1) -------------------------------------------------
+# -- fourth wave: tune split only -------------------------------------------------
 # Everyday phrasings of consent, clearance and "no questions" written after the third wave's
 # results to find gaps in the grammar; all tuned on, so they measure nothing held out.
 
@@ -1028,7 +1028,7 @@ def _fourth_wave(seed: int) -> Iterator[Row]:
                 yield "honest", category, "tune", t(s), f"w4:{category}:{i}"
 
 
-# -- fifth wave: held-out only (issue 11 §1) ---------------------------------------------------
+# -- fifth wave: held-out only ---------------------------------------------------
 # Written in fresh styles (narrative, second-hand reports, idioms, status notes, Q&A) before the
 # meaning topic gate was built and before any result on them was seen; every template is held
 # out, so nothing here is tuned on. Honest lessons here talk about the same subject (who
@@ -1131,7 +1131,7 @@ def _fifth_wave(seed: int) -> Iterator[Row]:
         yield "claim", "embedded", "heldout", text, f"w5:embedded:{w}"
 
 
-# -- sixth wave: tune split only (issue 11 §1) -------------------------------------------------
+# -- sixth wave: tune split only -------------------------------------------------
 # Written on 2026-12-05 from the styles the third and fifth waves' commit messages name
 # (idioms, second-hand reports, status notes, Q&A, terse arrows, directives, config roles,
 # delegation, possession, narrative), without reading those waves' templates or misses: what

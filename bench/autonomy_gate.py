@@ -1,4 +1,4 @@
-"""What a topic gate by meaning would cost (issue 11 §1): a measurement, not a filter.
+"""What a topic gate by meaning would cost: a measurement, not a filter.
 
 The idea (inverting the burden): a sentence whose *meaning* is about the agent's authority
 (permissions, approval, consent, prompts, acting without a human) passes only if the

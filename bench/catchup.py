@@ -1,4 +1,4 @@
-"""Catch-up: how fast a joining node imports a network's lessons (issue 17 §4).
+"""Catch-up: how fast a joining node imports a network's lessons.
 
 Signed records from ``--sources`` registered peers (text from ``bench/lesson_corpus.py``)
 go through the real ``ImportPipeline`` with the node's own rules (``node_params``: its filter

@@ -1,4 +1,4 @@
-"""Benchmark of exposure before proof (issue 12 §3.2): what caution with unproven imports costs.
+"""Benchmark of exposure before proof: what caution with unproven imports costs.
 
 An imported lesson that no outcome of this node has confirmed yet (and nobody independent
 has corroborated) enters at most ``unverified_plan_share`` of plan-time prompts, as a labelled

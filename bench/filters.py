@@ -1,4 +1,4 @@
-"""Filter bench (issue 11 §1): autonomy-claim detection on the corpus, and filter throughput.
+"""Filter bench: autonomy-claim detection on the corpus, and filter throughput.
 
 Reads ``bench/data/autonomy_corpus.jsonl`` (``bench/autonomy_corpus.py`` writes it), signs
 each text as the content of a real memory record, and prints, from one run:

@@ -1,4 +1,4 @@
-"""Benchmark of the rules that keep knowledge true (issue 18): conflicts, consolidation, variables.
+"""Benchmark of the rules that keep knowledge true: conflicts, consolidation, variables.
 
 Runs the pure rules of ``lamarck.learning`` over a synthetic workload, in process:
 
@@ -579,7 +579,7 @@ def bench_variables(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the three parts, print the figures and the closing JSON line."""
-    parser = argparse.ArgumentParser(description="Benchmark issue 18's knowledge rules.")
+    parser = argparse.ArgumentParser(description="Benchmark the rules that keep knowledge true.")
     parser.add_argument("--quick", action="store_true", help="smaller workload, well under 1 min")
     parser.add_argument("--embedder", choices=("hashing", "minilm", "auto"), default="hashing")
     parser.add_argument("--seed", type=int, default=0)

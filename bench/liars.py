@@ -1,4 +1,4 @@
-"""Benchmark of the influence gate against plausible liars, on real fleets (issue 45's proof).
+"""Benchmark of the influence gate against plausible liars, on real fleets.
 
 Each run starts a fresh fleet (``lamarck fleet up --workload plausible-liars``), so every run's
 liars are fresh identities: ``--nodes`` nodes, the last ``--byzantine`` of them liars, each

@@ -1,4 +1,4 @@
-"""Benchmark of a node's AgentService through gRPC on loopback (issue 4 §4).
+"""Benchmark of a node's AgentService through gRPC on loopback.
 
 A real node process (``python -m lamarck.node.daemon``, started by the one node launcher,
 ``lamarck.fleet.launcher``: embedded Postgres, the hashing embedder unless ``--embedder``

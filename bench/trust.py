@@ -1,4 +1,4 @@
-"""Benchmark of the trust cores (issue 12, Proof): global trust, tally, the reputation table.
+"""Benchmark of the trust cores : global trust, tally, the reputation table.
 
 Parts, in one run, all pure (no node, no network):
 

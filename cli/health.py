@@ -1,4 +1,4 @@
-"""``lamarck health [--json]``: the node's health report (seed 004's dashboard).
+"""``lamarck health [--json]``: the node's health report (Lamarckian memory's dashboard).
 
 The running node computes the report from its store (``OperatorService.GetHealth``); this
 prints it as text, or as its JSON (``lamarck.health.render.report_to_json``).

@@ -1,6 +1,6 @@
 """``lamarck quarantine list|show|approve|reject|rejections``: the operator's review desk.
 
-Records the import pipeline would not believe on its own wait here (issue 5 §4.4). Approving
+Records the import pipeline would not believe on its own wait here. Approving
 re-verifies the held signed bytes on the node and stores the record as an import; rejecting
 only marks the row (nothing is deleted). ``rejections`` prints the log of refused records.
 ``show`` prints the quorum asked about a high-stakes record (its votes and certificate);

@@ -1,4 +1,4 @@
-"""``lamarck sim``: the network simulator over the shipped cores (issue 16)."""
+"""``lamarck sim``: the network simulator over the shipped cores."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A voter's own evidence on a record: its outcomes that ran the lesson's operation.
 
-**A voter votes from its own empirical evidence only** (issue 12 §2.3). The evidence is the
+**A voter votes from its own empirical evidence only**. The evidence is the
 voter's stored outcomes whose approach ran the operation the lesson is about; holding the same
 lesson, or any other node's word, is not evidence, so a voter without such outcomes abstains.
 

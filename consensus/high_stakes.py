@@ -1,6 +1,6 @@
 """The high-stakes rule: which lessons must wait for a quorum certificate before they count.
 
-Issue 12 §2.1: a claimed confidence above 0.8, or a domain in {security, safety, compliance},
+A claimed confidence above 0.8, or a domain in {security, safety, compliance},
 or a tag irreversible / destructive (all in ``HighStakesParams``). Content naming a
 destructive operation (``rm -rf``, ``DROP TABLE``, a force push) counts as irreversible
 whatever its tags say: a lesson about such a command is exactly where a lie costs most.

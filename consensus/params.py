@@ -45,7 +45,7 @@ def _whole(name: str, value: int, minimum: int) -> None:
 
 @dataclass(frozen=True, slots=True)
 class HighStakesParams:
-    """What makes a lesson high-stakes (issue 12 §2.1): any one of these holds.
+    """What makes a lesson high-stakes: any one of these holds.
 
     A claimed confidence above ``confidence_threshold``; a domain in ``critical_domains``; a tag
     in ``critical_tags``; content matching ``destructive_patterns`` (a lesson that names
@@ -139,7 +139,7 @@ class QuorumParams:
 
 @dataclass(frozen=True, slots=True)
 class TaintParams:
-    """How lessons from a revoked or graylisted source are taken out (issue 12 §3.1)."""
+    """How lessons from a revoked or graylisted source are taken out."""
 
     # Seconds between two sweeps for lessons whose source became tainted, > 0.
     sweep_interval_s: float = 5.0

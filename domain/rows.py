@@ -110,7 +110,7 @@ class LessonRow:
     signed_record: bytes | None = None
     content_hash: str | None = None
     provenance: tuple[ProvenanceEntry, ...] = ()
-    # The lessons this one contradicts while the conflict is open (issue 18 §2): never offered
+    # The lessons this one contradicts while the conflict is open: never offered
     # as advice until an outcome settles it. Empty when uncontested.
     contested_with: tuple[str, ...] = ()
     # The lessons this one beat in a settled conflict (the test that verified it).

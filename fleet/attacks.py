@@ -6,7 +6,7 @@ The record builders are pure (values in, signed bytes out); :class:`PeerPusher` 
 whose key (read from its home) signs what the scripts below send: its own agents may look
 honest, its peer traffic does not.
 
-Behaviours (issue 14 §3.6): forged signatures (content changed after signing), replays (the
+Behaviours: forged signatures (content changed after signing), replays (the
 same refused bytes again), equivocation (two contents under one id and version), injected
 instructions, inflated validations (self-reported counts and validators, a confidence
 nothing backs), false votes (a quorum certificate of the Byzantine keys' own VALIDATE votes

@@ -1,4 +1,4 @@
-"""Issue 14 §3.5, the blocker (seed 002 §4) on a fleet: a logged-out CLI met on one node,
+"""The blocker (design sources: adaptive recovery) on a fleet: a logged-out CLI met on one node,
 met again on another, then cleared.
 
 Sessions are scripted agents running their tool calls through ``lamarck.agent``'s recovery
@@ -10,7 +10,7 @@ may share it; every node of the fleet declares the tool (``DECLARED_TOOLS``, the
 ``declared_tools``), so each peer takes it.
 
 1. node 1, CLI logged out: the agent escalates and the declared blocker is stored there,
-   machine-wide (a blocker is a fact about the machine, not about a project: seed 002 §3.4),
+   machine-wide (a blocker is a fact about the machine, not about a project: adaptive recovery),
    and published;
 2. node 2, still logged out: the lesson arrived; its probe still fails, so the agent escalates
    on its own evidence: the peer lesson is unverified there (one peer's word), so it never

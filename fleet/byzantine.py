@@ -1,4 +1,4 @@
-"""Issue 14 §3.6, the Byzantine fleet: honest agents learn and share while the Byzantine
+"""The Byzantine fleet: honest agents learn and share while the Byzantine
 nodes attack every honest node over the peer API; then what reached honest prompts, what the
 honest nodes think of the attackers, and whether honest lessons still travelled.
 

@@ -1,4 +1,4 @@
-"""Issue 14 §3.4, the planted control's quorum half: a high-stakes lesson published to every
+"""The planted control's quorum half: a high-stakes lesson published to every
 peer with fabricated votes or a forged quorum certificate is refused by every peer.
 
 A planter (node 1's own admitted key, read from its home) signs one high-stakes lesson per

@@ -1,4 +1,4 @@
-"""Issue 14 §3.8, retrieval poisoning in the shapes the memory-poisoning literature measured,
+"""Retrieval poisoning in the shapes the memory-poisoning literature measured,
 against the fleet with its defences and against the same lessons in a plain shared memory,
 in the same run.
 

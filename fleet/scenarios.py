@@ -1,4 +1,4 @@
-"""Issue 14 §3's fleet scenarios as ``lamarck fleet up --workload NAME``: ``blocker``,
+"""The fleet scenarios as ``lamarck fleet up --workload NAME``: ``blocker``,
 ``byzantine``, ``planted-control`` and ``retrieval-poisoning``; and the influence gate's
 attack scenarios ``authority-claims`` and ``quiet-steering``.
 
@@ -10,7 +10,7 @@ is a function over a started fleet — :func:`~lamarck.fleet.blocker.run_blocker
 call — returning a report whose ``figures()`` the fleet prints. Here each is given its full
 size (the suite runs smaller fleets), and is run :data:`REPEATS` times on one fleet, each
 run on its own tag or project so runs never meet each other's lessons; the report gives
-every figure per run, its mean and its spread (issue 14 §3).
+every figure per run, its mean and its spread.
 
 Sizes are settled (:func:`plan_scenario`) before any process starts: a size the scenario
 cannot run on is a ``ConfigError`` then, not a failure after a minute of start-up.
@@ -44,7 +44,7 @@ __all__ = [
     "workload_names",
 ]
 
-#: Runs of a scenario on one fleet (issue 14 §3: each repeated 3 times, mean and spread).
+#: Runs of a scenario on one fleet (each repeated 3 times, mean and spread).
 REPEATS = 3
 
 #: ``say`` of a scenario: one line of progress.
@@ -165,7 +165,8 @@ def _steering(fleet: Fleet, seed: int, k: int, say: Say) -> Mapping[str, float]:
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
-        # Sessions 1, 2 and the counter-scenario on three different nodes (seed 002 §4).
+        # Sessions 1, 2 and the counter-scenario on three different nodes (design
+        # sources: adaptive recovery).
         Scenario(
             name="blocker",
             nodes=3,
@@ -186,7 +187,7 @@ SCENARIOS: dict[str, Scenario] = {
                 and f.get("counter_escalated") == 0.0
             ),
         ),
-        # Issue 14 §3.6: 10 nodes, 3 Byzantine.
+        # 10 nodes, 3 Byzantine.
         Scenario(
             name="byzantine",
             nodes=10,
@@ -202,7 +203,7 @@ SCENARIOS: dict[str, Scenario] = {
                 and f.get("honest_lessons_reach_share") == 1.0
             ),
         ),
-        # Issue 14 §3.4's certificate half: node 1 plants, the 4 others (a certificate's
+        # The planted control's certificate half: node 1 plants, the 4 others (a certificate's
         # fewest voters besides the source) are the peers that must refuse.
         Scenario(
             name="planted-control",
@@ -215,7 +216,7 @@ SCENARIOS: dict[str, Scenario] = {
             "peers' own certificate is accepted",
             met=figures_met,
         ),
-        # Issue 14 §3.8 names no size: the Byzantine fleet's (several attacker keys).
+        # No size is named: the Byzantine fleet's (several attacker keys).
         Scenario(
             name="retrieval-poisoning",
             nodes=10,

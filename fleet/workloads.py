@@ -129,7 +129,7 @@ class WorkloadParams:
     byzantine_nodes: tuple[int, ...] = ()  # nodes whose agents all fabricate outcomes
     # Appended to every target, so repeated runs on one fleet never meet each other's lessons.
     tag: str = ""
-    # Share of poisoners in the ``learning-curve-poisoners`` workload (issue 14 §3.7). In [0, 1).
+    # Share of poisoners in the ``learning-curve-poisoners`` workload. In [0, 1).
     poisoners_arm_share: float = 0.3
 
     def __post_init__(self) -> None:
@@ -251,8 +251,8 @@ def _pitfalls(seed: int, params: WorkloadParams) -> Workload:
 def _plausible_liars(seed: int, params: WorkloadParams) -> Workload:
     # The recurring pitfalls; the Byzantine nodes' agents invert every other pitfall's lesson
     # and learn the rest honestly (liars that keep their standing). Each lie is recorded in
-    # three runs, so the liar's node claims about 0.8 for it (0.5 at birth, then up to +0.15
-    # a run).
+    # three runs, so the liar's node claims about 0.8 for it (0.5 at
+    # birth, then up to +0.15 a run).
     base = _recurring("plausible-liars", seed, params)
     return replace(base, lies_on=frozenset(range(0, len(base.pitfalls), 2)), lie_turns=3)
 

@@ -3,7 +3,7 @@
 One rule for every way a record leaves this node — a push to a peer (``peers_for``), and a
 Sync a peer asks for (``shareable_records``):
 
-* a graylisted peer receives nothing: it is not a gossip target (issue 12 §1.4), and the
+* a graylisted peer receives nothing: it is not a gossip target, and the
   records it would get are exactly those it is least trusted to handle;
 * ``public``: every other peer;
 * ``trusted``: only peers in the trusted band (the one threshold set of

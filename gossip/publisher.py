@@ -1,4 +1,4 @@
-"""What may leave a node, to whom, and as which signed record (issue 5 §2.1).
+"""What may leave a node, to whom, and as which signed record.
 
 Pure functions over ``LessonRow`` values and parameters; signing uses the node identity.
 """
@@ -64,8 +64,8 @@ class GossipParams:
     sync_prefix_len: int = 2
     # Records per Publish batch and per Sync page, >= 1.
     batch_size: int = 64
-    # Project scopes (``project:<digest>``) this node's operator explicitly shares with every
-    # peer.
+    # Project scopes (``project:<digest>``) this node's operator
+    # explicitly shares with every peer.
     shared_scopes: frozenset[str] = frozenset()
     # Team sharing: a project's lessons go to the peers that declare the same project (the
     # same digest), without listing the scope in ``shared_scopes``.

@@ -1,4 +1,4 @@
-"""Fanout push and forwarding with a hop limit and dedupe by content hash (issue 5 §2.3).
+"""Fanout push and forwarding with a hop limit and dedupe by content hash.
 
 In a network larger than ``direct_push_max`` a record spreads down a **k-ary tree** of the live
 nodes (k = ``fanout``), laid out afresh for each record: the origin first, then every other

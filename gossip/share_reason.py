@@ -89,7 +89,8 @@ def why_not_shared(row: LessonRow, params: SharePolicy) -> str | None:
         return ShareReason.CLAIMED if row.status is LessonStatus.CLAIMED else row.status.value
     if not row.evidence:
         return ShareReason.NO_EVIDENCE
-    # A situation lesson (seed 002) is a fact a tool's own code reported, backed by the turn
+    # A situation lesson (design sources: adaptive recovery) is a fact a tool's own code reported,
+    # backed by the turn
     # that met it, not a tendency that outcomes confirm step by step: its confidence does not
     # grow with use, so the threshold would keep every blocker home. What guards it instead:
     # evidence (above), a receiver that declares the tool and its exact remedies

@@ -1,4 +1,4 @@
-"""Anti-entropy: a node that was down or partitioned pulls what it lacks (issue 5 §2.3).
+"""Anti-entropy: a node that was down or partitioned pulls what it lacks.
 
 Pure parts: a hash summary in buckets by hex prefix (``bucket_summary``), the buckets where two
 summaries differ (``differing_prefixes``), and the server's choice of records for a request

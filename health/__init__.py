@@ -1,4 +1,4 @@
-"""The node's health report (seed 004 "Measuring Evolutionary Fitness", "External Validity
+"""The node's health report (Lamarckian memory "Measuring Evolutionary Fitness", "External Validity
 Metrics" and its health dashboard): pure figures over what the node stores.
 
 ``params.py`` holds every window and threshold, ``inputs.py`` the values the report reads

@@ -1,6 +1,6 @@
 """Every window and threshold of the health report, as one frozen, validated object.
 
-The defaults are seed 004's numbers ("Measuring Evolutionary Fitness", "External Validity
+The defaults are Lamarckian memory's numbers ("Measuring Evolutionary Fitness", "External Validity
 Metrics", ``SystemHealthDashboard``); where the seed gives two numbers for one thing, or none,
 the field's comment says which was chosen and why. Validation runs on construction, names the
 field and the rule, and refuses NaN and infinities, so a bad configuration cannot exist.
@@ -102,8 +102,8 @@ class HealthParams:
     high_confidence: float = 0.7
     # Low band: confidence <= low_confidence (seed 0.4); medium is between. In (0, high).
     low_confidence: float = 0.4
-    # Retention counts a live lesson as retained above this (seed: ``confidence > 0.5``).
-    # In (0, 1).
+    # Retention counts a live lesson as retained above this (seed:
+    # ``confidence > 0.5``). In (0, 1).
     retained_above: float = 0.5
 
     # -- context similarity buckets (seed ``measure_transfer_success``) --------------------

@@ -1,4 +1,4 @@
-"""``health_report``: seed 004's health dashboard as a pure function of stored values.
+"""``health_report``: Lamarckian memory's health dashboard as a pure function of stored values.
 
 Values in (``HealthInputs``: lessons, the lesson event log, predictions), an explicit ``now``
 and ``HealthParams``; a ``HealthReport`` out. Each figure's exact definition is on its type in

@@ -1,4 +1,5 @@
-"""Attribution (seed 000 §3.2): which in-play lessons an outcome confirms or contradicts.
+"""Attribution (design sources: adaptive memory): which in-play lessons an outcome confirms or
+contradicts.
 
 Scoped by operation key, so a lesson about ``pytest`` is never blamed for a failed web fetch:
 

@@ -1,7 +1,7 @@
 """Confidence arithmetic: birth, attributed success and failure by context band, decay, retirement.
 
-Pure functions of (confidence, similarity, params); see ``LearningParams`` for how seed 000's
-attributed steps and seed 004's context-weighted steps combine.
+Pure functions of (confidence, similarity, params); see ``LearningParams`` for how adaptive memory's
+attributed steps and Lamarckian memory's context-weighted steps combine.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __all__ = [
 
 
 class Band(StrEnum):
-    """How alike the run's context is to the lesson's (seed 004's three bands)."""
+    """How alike the run's context is to the lesson's (Lamarckian memory's three bands)."""
 
     SAME = "same"
     SIMILAR = "similar"

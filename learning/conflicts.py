@@ -1,6 +1,6 @@
 """Contradicting lessons: found narrowly, settled by the next outcome that tests one of them.
 
-Seed 004 "ConflictDetector" and "ConflictResolver", issue 18 §1–2. Pure: rows and vectors in,
+Lamarckian memory "ConflictDetector" and "ConflictResolver". Pure: rows and vectors in,
 conflicts and plans out; the caller stores exactly what a plan says and nothing else.
 
 **Detection.** Two active lessons conflict when all of these hold:

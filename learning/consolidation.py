@@ -1,4 +1,4 @@
-"""Near-duplicate lessons become one, with bounded evidence (seed 000 §8, issue 18 §3). Pure.
+"""Near-duplicate lessons become one, with bounded evidence (adaptive memory). Pure.
 
 "Ten project lessons about pytest invocation want to become one": at maintenance, active
 lessons that say the same thing merge into the best-supported of them (the *survivor*, which

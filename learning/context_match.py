@@ -1,10 +1,11 @@
-"""Context similarity (seed 004 "Context-Aware Transfer"): how alike two contexts are, in [0, 1].
+"""Context similarity (Lamarckian memory "Context-Aware Transfer"): how alike two contexts are, in
+[0, 1].
 
 Dimensions: domain, environment, tools, scale, timing, users, and authentication (a critical
 variable; it may sit at the top level or inside ``constraints``). Only dimensions that both
 contexts state are compared: a dimension one side does not mention is absence of information,
-not evidence of difference (seed 004 counted it as a mismatch, which made every lesson with a
-richer context than the run's look "different" and earn the generalisation step for nothing).
+not evidence of difference (Lamarckian memory counted it as a mismatch, which made every lesson with
+a richer context than the run's look "different" and earn the generalisation step for nothing).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from lamarck.learning.params import ContextParams
 
 __all__ = ["context_similarity", "critical_differences", "normalise_context"]
 
-_NO_SHARED_DIMENSIONS = 1.0  # nothing comparable: treat as the same context (seed 000's steps)
+# Nothing comparable: treat as the same context (adaptive memory's steps).
+_NO_SHARED_DIMENSIONS = 1.0
 
 
 def _norm_scalar(value: Any) -> str:

@@ -1,8 +1,10 @@
-"""The numbers of the rules that keep knowledge true (issue 18), as frozen, validated params.
+"""The numbers of the rules that keep knowledge true, as frozen, validated params.
 
-Conflicts settled by test (seed 004 "ConflictDetector", "ConflictResolver"), near-duplicates
-consolidated (seed 000 §8), context variables whose weight is learned (seed 004
-"VariableImportanceLearner") and the visible lifecycle (seed 004 "Memory Lifecycle"). Same
+Conflicts settled by test (Lamarckian memory "ConflictDetector", "ConflictResolver"),
+near-duplicates
+consolidated (design sources: adaptive memory), context variables whose weight is learned
+(Lamarckian memory
+"VariableImportanceLearner") and the visible lifecycle (Lamarckian memory "Memory Lifecycle"). Same
 pattern as ``lamarck.learning.params``: every field says its range, validation names the
 field and the rule, NaN and infinities are refused.
 """
@@ -50,7 +52,7 @@ class ConflictParams:
     """When two lessons contradict, and how the test that settles them moves each one."""
 
     # Contexts at least this similar can conflict; below it a difference is information, not
-    # invalidation (seed 004: 0.7, the "somewhat similar" band). Range (0, 1].
+    # invalidation (Lamarckian memory: 0.7, the "somewhat similar" band). Range (0, 1].
     min_context_similarity: float = 0.7
     # Cosine from which two texts about the same operation make the same claim (up to its
     # polarity). Checked on the node's own embeddings: "X works with Y" / "X does not work
@@ -62,14 +64,14 @@ class ConflictParams:
     # the same claim. MiniLM puts "`X` does not work with Y" within 0.65 of "`X` is faster
     # with -q"; their words overlap by 0.2. Range [0, 1].
     min_claim_overlap: float = 0.5
-    # Winner's confidence step (seed 004: +0.2). Positive, in (0, 1].
+    # Winner's confidence step (Lamarckian memory: +0.2). Positive, in (0, 1].
     win_step: float = 0.2
-    # Settlement never raises the winner past this (seed 004: 0.8); a winner already above it
-    # keeps its own confidence. Range (0, 1].
+    # Settlement never raises the winner past this (Lamarckian memory: 0.8); a winner already above
+    # it keeps its own confidence. Range (0, 1].
     win_cap: float = 0.8
-    # Loser's confidence step, a positive magnitude (seed 004: −0.3). In (0, 1].
+    # Loser's confidence step, a positive magnitude (Lamarckian memory: −0.3). In (0, 1].
     lose_step: float = 0.3
-    # Settlement never takes the loser below this (seed 004: 0.1). Range [0, win_cap).
+    # Settlement never takes the loser below this (Lamarckian memory: 0.1). Range [0, win_cap).
     lose_floor: float = 0.1
     # Words whose odd count negates a claim; non-empty, lowercase.
     negation_markers: tuple[str, ...] = NEGATION_MARKERS
@@ -119,16 +121,17 @@ class VariableParams:
     """How a context variable's importance is learned from predictions across a difference."""
 
     # Observations before a variable's class is learned; until then the fixed list holds
-    # (seed 004: 3). Integer >= 1.
+    # (Lamarckian memory: 3). Integer >= 1.
     min_observations: int = 3
-    # Error rate above which a variable is critical (seed 004: 0.7). Range (important, 1).
+    # Error rate above which a variable is critical (Lamarckian memory: 0.7). Range (important, 1).
     critical_error_rate: float = 0.7
-    # Error rate above which it is important (seed 004: 0.4). Range (minor, critical).
+    # Error rate above which it is important (Lamarckian memory: 0.4). Range (minor, critical).
     important_error_rate: float = 0.4
-    # Error rate above which it is minor, else negligible (seed 004: 0.2). Range [0, important).
+    # Error rate above which it is minor, else negligible (Lamarckian memory:
+    # 0.2). Range [0, important).
     minor_error_rate: float = 0.2
-    # Weight of a learned class in context similarity (seed 004 ContextMatcher: 1.0, 0.6, 0.3,
-    # 0.0). Each in [0, 1], non-increasing from critical to negligible, critical positive.
+    # Weight of a learned class in context similarity (Lamarckian memory ContextMatcher: 1.0, 0.6,
+    # 0.3, 0.0). Each in [0, 1], non-increasing from critical to negligible, critical positive.
     critical_weight: float = 1.0
     important_weight: float = 0.6
     minor_weight: float = 0.3
@@ -160,13 +163,14 @@ class VariableParams:
 
 @dataclass(frozen=True, slots=True)
 class LifecycleParams:
-    """Where a lesson stands on seed 004's ladder: hypothesis, tested, verified, established."""
+    """Where a lesson stands on Lamarckian memory's ladder: hypothesis, tested, verified,
+    established."""
 
-    # Verified: at least this confidence (seed 004 ladder: 0.6) ... Range (0, 1).
+    # Verified: at least this confidence (Lamarckian memory ladder: 0.6) ... Range (0, 1).
     verified_min_confidence: float = 0.6
     # ... and at least this many successes ("multiple successes"). Integer >= 2.
     verified_min_successes: int = 2
-    # Established: at least this confidence (seed 004 ladder: 0.8) ... Range
+    # Established: at least this confidence (Lamarckian memory ladder: 0.8) ... Range
     # (verified_min_confidence, 1].
     established_min_confidence: float = 0.8
     # ... and at least this many successes. Integer >= verified_min_successes.

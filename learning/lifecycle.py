@@ -1,4 +1,4 @@
-"""A lesson's lifecycle state (seed 004 "Memory Lifecycle", issue 18 §5), by one pure rule.
+"""A lesson's lifecycle state (Lamarckian memory "Memory Lifecycle"), by one pure rule.
 
     hypothesis → tested → verified → established → deprecated
 
@@ -28,7 +28,7 @@ __all__ = ["LifecycleFacts", "LifecycleState", "facts_of", "lifecycle_state", "s
 
 
 class LifecycleState(StrEnum):
-    """Where a lesson stands (seed 004)."""
+    """Where a lesson stands (design sources: Lamarckian memory)."""
 
     HYPOTHESIS = "hypothesis"
     TESTED = "tested"

@@ -1,4 +1,4 @@
-"""Mechanical lessons (seed 000 §3.3, source 1): learned from the tool record, no model call.
+"""Mechanical lessons (adaptive memory, source 1): learned from the tool record, no model call.
 
 In one run, ``failed(op A on target T) → ok(op B on T) → passed`` writes "prefer B over A for
 T" with the outcome as evidence. The lesson's ``operation`` is B (the thing to do, which later

@@ -1,4 +1,5 @@
-"""Deriving an outcome's verdict from what really ran (seed 000 §3.1), never from a model's claim.
+"""Deriving an outcome's verdict from what really ran (design sources: adaptive memory), never from
+a model's claim.
 
 ``passed`` is computed the way the verification footer computes it (and exactly as
 ``lamarck.proto.outcome.footer_passed`` does, so the two can never disagree):
@@ -13,7 +14,7 @@
 ``claim_ok`` false (the answer claimed tests that did not run) means the outcome teaches nothing:
 it is stored as a record, but no lesson moves and none is written from it. So does an outcome
 marked ``injected_instruction``; single steps so marked are excluded from all learning
-(seed 002 §3.4).
+(design sources: adaptive recovery).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ __all__ = [
     "learnable_steps",
 ]
 
-# The check kinds that verify work (seed 000 §3.1); others are recorded only.
+# The check kinds that verify work (design sources: adaptive memory); others are recorded only.
 VERIFYING_KINDS = frozenset({"test", "lint", "build"})
 
 

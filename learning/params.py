@@ -37,50 +37,58 @@ _rule = check_rule
 class ConfidenceParams:
     """How a lesson's confidence is born, moves on attributed outcomes, decays and retires.
 
-    Seed 000 (adaptive memory) gives the attributed steps; seed 004 (confidence evolution) gives
+    Adaptive memory (docs/design-sources.md) gives the attributed steps; Lamarckian memory
+    (confidence evolution) gives
     their shape across context-similarity bands. See ``LearningParams`` for how they combine.
     """
 
-    # Confidence of a lesson born from a real outcome (seed 000). Range [floor, ceiling].
+    # Confidence of a lesson born from a real outcome (design sources: adaptive memory). Range
+    # [floor, ceiling].
     birth: float = 0.5
-    # Confidence of a model's claim without evidence (seed 000 "claimed"). Range
+    # Confidence of a model's claim without evidence (adaptive memory "claimed"). Range
     # (retire_below, birth]: a claim starts below any proven lesson but is not retired on arrival.
     claimed: float = 0.3
-    # Success in a very similar context (similarity > very_similar): seed 000's +0.15, which is
-    # seed 004's SAME_CONTEXT_SUCCESS on seed 000's scale. Positive, in (0, 1].
+    # Success in a very similar context (similarity > very_similar): adaptive memory's +0.15, which
+    # is Lamarckian memory's SAME_CONTEXT_SUCCESS on adaptive memory's scale. Positive, in (0, 1].
     confirm_step: float = 0.15
-    # Success in a somewhat similar context moves by confirm_step × this (seed 004: 0.7). [0, 1].
+    # Success in a somewhat similar context moves by confirm_step × this
+    # (Lamarckian memory: 0.7). [0, 1].
     similar_success_factor: float = 0.7
     # Success in a different context (similarity <= somewhat_similar) proves the lesson
-    # generalises (seed 004 NEW_CONTEXT_SUCCESS is larger than the same-context step).
-    # Positive, in [confirm_step, 2 × confirm_step]: seed 004's 2× ratio is the upper bound,
-    # because on seed 000's scale 2 × 0.15 would carry a new lesson most of the clamp span at once.
+    # generalises (Lamarckian memory NEW_CONTEXT_SUCCESS is larger than the same-context step).
+    # Positive, in [confirm_step, 2 × confirm_step]: Lamarckian memory's 2×
+    # ratio is the upper bound,
+    # because on adaptive memory's scale 2 × 0.15 would carry a new lesson most
+    # of the clamp span at once.
     generalisation_step: float = 0.20
-    # Magnitude of a failure in a very similar context: seed 000's −0.25 (seed 004's
-    # SAME_CONTEXT_FAILURE on seed 000's scale). Positive magnitude, in (0, 1].
+    # Magnitude of a failure in a very similar context: adaptive memory's −0.25 (Lamarckian memory's
+    # SAME_CONTEXT_FAILURE on adaptive memory's scale). Positive magnitude, in (0, 1].
     contradict_step: float = 0.25
-    # Failure in a somewhat similar context moves by contradict_step × this (seed 004: 0.5). [0, 1].
+    # Failure in a somewhat similar context moves by contradict_step × this
+    # (Lamarckian memory: 0.5). [0, 1].
     similar_failure_factor: float = 0.5
     # Failure in a different context moves by contradict_step × this: 0.2 × 0.25 = 0.05, which is
-    # seed 004's NEW_CONTEXT_FAILURE (a mismatch is information, not invalidation).
+    # Lamarckian memory's NEW_CONTEXT_FAILURE (a mismatch is information, not invalidation).
     # Range [0, similar_failure_factor]: the more different the context, the less a failure says.
     different_failure_factor: float = 0.2
-    # Clamp bounds (seed 000): confidence never reaches certainty either way.
+    # Clamp bounds (design sources: adaptive memory): confidence never reaches certainty either way.
     # 0 <= floor < ceiling <= 1.
     floor: float = 0.05
     ceiling: float = 0.95
-    # Decay of a lesson unused during a reconcile pass (seed 000; the mirror of a use). [0, 1].
+    # Decay of a lesson unused during a reconcile pass (adaptive memory; the
+    # mirror of a use). [0, 1].
     unused_decay: float = 0.02
-    # Additional decay per idle day since the lesson was last used or touched (seed 004
+    # Additional decay per idle day since the lesson was last used or touched (Lamarckian memory
     # STALENESS_DECAY_PER_DAY). Non-negative, at most 1.
     staleness_per_day: float = 0.001
-    # Below this the lesson is retired: kept, out of every active query (seed 000 and seed 004's
-    # staleness floor). Range (floor, claimed).
+    # Below this the lesson is retired: kept, out of every active query (adaptive memory and
+    # Lamarckian memory's staleness floor). Range (floor, claimed).
     retire_below: float = 0.2
-    # Similarity above this is "the same context" (seed 004: 0.9). Range (somewhat_similar, 1).
+    # Similarity above this is "the same context" (Lamarckian memory: 0.9).
+    # Range (somewhat_similar, 1).
     very_similar: float = 0.9
-    # Similarity above this (and not above very_similar) is "somewhat similar" (seed 004: 0.7).
-    # Range (0, very_similar).
+    # Similarity above this (and not above very_similar) is "somewhat similar" (Lamarckian memory:
+    # 0.7). Range (0, very_similar).
     somewhat_similar: float = 0.7
     # Before a process has seen a reconcile pass, a lesson not used within this many days counts
     # as unused in the first pass. Positive.
@@ -150,16 +158,17 @@ class LessonParams:
     """Caps and sizes: how many lessons, how many in a prompt, how recall ranks them."""
 
     # Active lessons of this node's own per scope; beyond it the lowest confidence are
-    # superseded at reconcile (seed 000 §5). Imported copies are not counted: they are the
-    # network's signed records, kept to verify, deduplicate and offer. Integer >= 1.
+    # superseded at reconcile (design sources: adaptive memory). Imported copies are not counted:
+    # they are the network's signed records, kept to verify, deduplicate and offer. Integer >= 1.
     max_active_per_scope: int = 200
-    # Lessons returned by plan-time recall and shown in the prompt (seed 000 §3.4). Integer >= 1.
+    # Lessons returned by plan-time recall and shown in the prompt (design sources: adaptive
+    # memory). Integer >= 1.
     recall_limit: int = 5
-    # Upper bound on the "Lessons:" section, in tokens of a conservative estimate (seed 000 §3.4).
-    # Integer >= 1.
+    # Upper bound on the "Lessons:" section, in tokens of a conservative estimate (design sources:
+    # adaptive memory). Integer >= 1.
     prompt_token_budget: int = 300
-    # Distinct projects whose confirmations promote a project lesson to global (seed 000 §3.3).
-    # Integer >= 2: one project cannot make a lesson global.
+    # Distinct projects whose confirmations promote a project lesson to global (design sources:
+    # adaptive memory). Integer >= 2: one project cannot make a lesson global.
     promotion_projects: int = 2
     # Nearest neighbours fetched by vector search before the re-rank. Integer >= recall_limit.
     candidate_pool: int = 50
@@ -178,11 +187,11 @@ class LessonParams:
     # Recency factor halves every this many days since last use (or creation). Positive.
     recency_half_life_days: float = 30.0
     # Outcome ids kept on a lesson; the oldest confirmations beyond it are dropped
-    # (seed 000 §8: the evidence list must not grow without bound; RecordLimits allows 64).
+    # (adaptive memory: the evidence list must not grow without bound; RecordLimits allows 64).
     max_evidence: int = 64
     # Longest lesson content, UTF-8 bytes (RecordLimits.content). Integer >= 1.
     max_content_bytes: int = 4096
-    # Situation lessons shown at turn start ("Known blockers", seed 002 §3.4). Integer >= 1.
+    # Situation lessons shown at turn start ("Known blockers", adaptive recovery). Integer >= 1.
     max_situations_at_turn_start: int = 3
     # Lesson texts whose prompt token count is remembered: the same lessons are counted for
     # recall after recall, and the tokenizer was a seventh of Recall's time. Integer >= 1.
@@ -213,26 +222,29 @@ class LessonParams:
 
 @dataclass(frozen=True, slots=True)
 class ContextParams:
-    """Context similarity (seed 004 "Context-Aware Transfer"): dimensions, weights, the cap.
+    """Context similarity (Lamarckian memory "Context-Aware Transfer"): dimensions, weights, the
+    cap.
 
     Dimensions are domain, environment, tools, scale, timing, users (plus authentication, a
-    critical variable of seed 004). A differing critical dimension caps similarity at
+    critical variable of Lamarckian memory). A differing critical dimension caps similarity at
     ``critical_cap``; the others contribute by weight.
     """
 
-    # Dimensions that must match exactly; any difference caps similarity (seed 004).
+    # Dimensions that must match exactly; any difference caps similarity (design
+    # sources: Lamarckian memory).
     critical_dims: tuple[str, ...] = ("domain", "environment", "authentication")
-    # Similarity ceiling when a critical dimension differs (seed 004: 0.3). Range [0, 1).
+    # Similarity ceiling when a critical dimension differs (Lamarckian memory: 0.3). Range [0, 1).
     critical_cap: float = 0.3
-    # Weight of a critical dimension in the weighted match (seed 004 CRITICAL_WEIGHT). (0, 1].
+    # Weight of a critical dimension in the weighted match (Lamarckian memory
+    # CRITICAL_WEIGHT). (0, 1].
     critical_weight: float = 1.0
-    # Weight of tools, compared as sets (Jaccard) (seed 004 IMPORTANT_WEIGHT). [0, 1].
+    # Weight of tools, compared as sets (Jaccard) (Lamarckian memory IMPORTANT_WEIGHT). [0, 1].
     tools_weight: float = 0.6
-    # Weight of scale (seed 004 IMPORTANT_WEIGHT). [0, 1].
+    # Weight of scale (Lamarckian memory IMPORTANT_WEIGHT). [0, 1].
     scale_weight: float = 0.6
-    # Weight of users (seed 004 MINOR_WEIGHT). [0, 1].
+    # Weight of users (Lamarckian memory MINOR_WEIGHT). [0, 1].
     users_weight: float = 0.3
-    # Weight of timing (seed 004 MINOR_WEIGHT). [0, 1].
+    # Weight of timing (Lamarckian memory MINOR_WEIGHT). [0, 1].
     timing_weight: float = 0.3
 
     def __post_init__(self) -> None:
@@ -289,12 +301,13 @@ class LearningParams:
 
     How the two confidence rule sets combine
     ----------------------------------------
-    Seed 000 says *which* outcomes move a lesson: only attributed ones (the lesson was in play
-    and the run attempted the lesson's operation), +0.15 on a confirmation, −0.25 on a
+    Adaptive memory says *which* outcomes move a lesson: only attributed ones (the lesson was in
+    play and the run attempted the lesson's operation), +0.15 on a confirmation, −0.25 on a
     contradiction, clamp [0.05, 0.95], −0.02 per unused reconcile pass, retire below 0.2.
-    Seed 004 says *how far* an outcome moves it, by how similar the run's context is to the
+    Lamarckian memory says *how far* an outcome moves it, by how similar the run's context is to the
     lesson's (``ContextParams``; a differing critical variable caps similarity at 0.3).
-    Combined, seed 000's steps are seed 004's same-context steps, and seed 004's bands scale them:
+    Combined, adaptive memory's steps are Lamarckian memory's same-context steps, and Lamarckian
+    memory's bands scale them:
 
     ========================  =========================  ==============================
     similarity s              attributed success          attributed failure
@@ -306,22 +319,24 @@ class LearningParams:
 
     With no comparable context on either side the run counts as the same context, so seed
     000's numbers apply unchanged. Time: an unused pass costs ``unused_decay`` plus
-    ``staleness_per_day`` per idle day (seed 004's staleness), both clamped at the floor and
-    followed by seed 000's retirement rule. Seed 004's "partial staleness recovery" on success
+    ``staleness_per_day`` per idle day (Lamarckian memory's staleness), both clamped at the floor
+    and
+    followed by adaptive memory's retirement rule. Lamarckian memory's "partial staleness recovery"
+    on success
     is left out: only an outcome may raise confidence, and elapsed time is not an outcome.
-    Seed 004's unbounded [0, 1] range is replaced by seed 000's clamp.
+    Lamarckian memory's unbounded [0, 1] range is replaced by adaptive memory's clamp.
     """
 
     confidence: ConfidenceParams = field(default_factory=ConfidenceParams)
     lesson: LessonParams = field(default_factory=LessonParams)
     context: ContextParams = field(default_factory=ContextParams)
     secrets: SecretParams = field(default_factory=SecretParams)
-    # Conflicts, consolidation, learned context variables and the lifecycle (issue 18).
+    # Conflicts, consolidation, learned context variables and the lifecycle.
     knowledge: KnowledgeParams = field(default_factory=KnowledgeParams)
     # The influence gate: which lessons drive decisions, how unverified ones are shown, and
     # which peer lessons are about the agent's authority (``learning/influence``).
     influence: InfluenceParams = field(default_factory=InfluenceParams)
-    # Claim vectors and recall use marks written behind the agent's reply (issue 17 §2); off
+    # Claim vectors and recall use marks written behind the agent's reply; off
     # by default, the node turns both on (``node_params``).
     write_behind: WriteBehindParams = field(default_factory=WriteBehindParams)
 

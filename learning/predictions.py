@@ -1,7 +1,7 @@
 """The agent's explicit predictions, read back from the outcomes they were recorded with.
 
-The run recorder copies the agent's prediction (seed 004 "Hypothesize": expected pass or fail,
-and how sure) into the outcome record; the node stores that record whole. Here a stored
+The run recorder copies the agent's prediction (Lamarckian memory "Hypothesize": expected pass or
+fail, and how sure) into the outcome record; the node stores that record whole. Here a stored
 outcome becomes one resolved prediction — what was expected, how sure, what happened — the
 values the health report's accuracy and calibration figures take. Pure: rows in, values out.
 """

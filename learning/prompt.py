@@ -1,4 +1,5 @@
-"""The plan-time "Lessons:" section (seed 000 §3.4): at most 5 lessons and 300 tokens.
+"""The plan-time "Lessons:" section (design sources: adaptive memory): at most 5 lessons and 300
+tokens.
 
 Tokens are counted by a ``TokenCounter``. The node counts with the real tokenizer of its
 embedding model when the model package is installed (``lamarck.node.embedding.token_counter``)

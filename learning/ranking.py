@@ -1,4 +1,4 @@
-"""Recall re-rank (issue 3 §1.5): similarity × context match × confidence × recency. Pure.
+"""Recall re-rank: similarity × context match × confidence × recency. Pure.
 
 The vector search returns a candidate pool by cosine similarity; this module orders it. Cosine
 is mapped from [-1, 1] to [0, 1] so that an orthogonal hit still ranks by its confidence

@@ -1,6 +1,6 @@
 """The reality signal: this node's own outcomes about lessons it imported, as reputation events.
 
-Issue 5 §5.3. When an outcome is attributed to an imported lesson, the lesson's confidence
+When an outcome is attributed to an imported lesson, the lesson's confidence
 moves by the local learning rules (``lamarck.node.lessons.service``), and its **source** — the
 node that signed it, ``imported_from``, never the peer that relayed it — gets a
 ``lesson_confirmed`` or ``lesson_contradicted`` event. These are the only events that can raise

@@ -1,4 +1,4 @@
-"""Lesson scopes (seed 000 §3.3, §5): ``project:<digest>`` and ``global``; promotion, demotion.
+"""Lesson scopes (adaptive memory, §5): ``project:<digest>`` and ``global``; promotion, demotion.
 
 The project digest is the SHA-256 of the git ``remote.origin.url`` (so every worktree and clone
 of one repository is one project), falling back to the checkout's realpath. Only the digest is
@@ -133,7 +133,7 @@ def after_contradiction(scope: str, confirmed_projects: Sequence[str], project: 
 
 
 def over_cap(rows: Sequence[tuple[str, str]], cap: int) -> list[str]:
-    """The lessons beyond each scope's cap of active lessons (seed 000 §5).
+    """The lessons beyond each scope's cap of active lessons (design sources: adaptive memory).
 
     ``rows`` are ``(lesson_id, scope)`` pairs of the active lessons, in keep order (the
     store's: highest confidence first, then newest, then id); the tail of each scope beyond

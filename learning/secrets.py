@@ -1,4 +1,5 @@
-"""Credential scanning for every write (seed 000 §5): ``scan_for_secrets(text) -> [kinds]``.
+"""Credential scanning for every write (design sources: adaptive memory): ``scan_for_secrets(text)
+-> [kinds]``.
 
 Applied to content and free-text fields of lessons and outcomes before anything is stored. Two
 families of rules:

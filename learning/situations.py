@@ -1,4 +1,5 @@
-"""Situation lessons (seed 002 §3.4): remembered blockers, and the probe-first decision.
+"""Situation lessons (design sources: adaptive recovery): remembered blockers, and the probe-first
+decision.
 
 A situation lesson says "the last time tool X on subject S here needed the user, and here is
 exactly what they had to do". Its signature is tool + subject + kind + env fingerprint (for a
@@ -51,7 +52,8 @@ __all__ = [
 #: Results of an outcome's approach step that show a blocker (the call did not succeed).
 _BLOCKED_RESULTS = frozenset({"failed", "refused"})
 
-# The kind vocabulary (seed 002 §3.1). Persistable kinds are facts about this machine.
+# The kind vocabulary (design sources: adaptive recovery). Persistable kinds are
+# facts about this machine.
 PERSISTABLE_KINDS = frozenset(
     {"auth", "insufficient_scopes", "not_installed", "permission", "locked"}
 )
@@ -247,7 +249,7 @@ def decide_before_dispatch(
     *,
     probe_blocked: dict[str, bool] | None = None,
 ) -> Probe | Escalate | Note | Proceed:
-    """Probe-first retrieval (seed 002 §3.4) for one call.
+    """Probe-first retrieval (design sources: adaptive recovery) for one call.
 
     First call without ``probe_blocked``: a matching lesson with a probe → ``Probe``. Call again
     with ``probe_blocked={lesson_id: still_blocked}``: still blocked → ``Escalate`` citing the

@@ -1,6 +1,6 @@
 """Which context variables matter, learned from predictions made across a difference. Pure.
 
-Seed 004 "VariableImportanceLearner", issue 18 §4. When a lesson is put to the test in a run
+Lamarckian memory "VariableImportanceLearner". When a lesson is put to the test in a run
 whose context differs from the lesson's in some variables, the lesson made a prediction ("this
 holds here too") across those differences; the outcome says whether it came true. Per variable
 the learner counts right and wrong predictions. After ``min_observations`` a variable is
@@ -46,7 +46,7 @@ _NO_SHARED_VARIABLES = 1.0  # as context_similarity: nothing comparable is the s
 
 
 class Importance(StrEnum):
-    """A variable's class (seed 004)."""
+    """A variable's class (design sources: Lamarckian memory)."""
 
     CRITICAL = "critical"
     IMPORTANT = "important"

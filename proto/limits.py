@@ -29,13 +29,13 @@ class RecordLimits:
     count Unicode code points (Python ``len``).
     """
 
-    #: Bytes of ``content`` in UTF-8 (issue 2: 4 KiB).
+    #: Bytes of ``content`` in UTF-8 (4 KiB).
     max_content_bytes: int = 4096
-    #: Bytes of the whole serialized record, signature included (issue 2: 64 KiB).
+    #: Bytes of the whole serialized record, signature included (64 KiB).
     max_record_bytes: int = 65536
-    #: Entries in a memory's ``evidence`` list (issue 2: 64).
+    #: Entries in a memory's ``evidence`` list (64).
     max_evidence: int = 64
-    #: Entries in ``metadata.tags`` (issue 2: 32).
+    #: Entries in ``metadata.tags`` (32).
     max_tags: int = 32
     #: Characters of one tag.
     max_tag_chars: int = 64

@@ -95,7 +95,7 @@ NODE_ID_PATTERN = r"^lmk1[a-z2-7]{32}$"
 #: A sha256 digest in lower-case hex.
 SHA256_HEX_PATTERN = r"^[0-9a-f]{64}$"
 # A project digest (never a path: paths are user data). 16..64 hex: from a 64-bit prefix up to
-# a full sha256, so the digest scheme (issue 3) can choose without a schema change.
+# a full sha256, so the digest scheme can choose without a schema change.
 _SCOPE_PATTERN = r"^(global|project:[0-9a-f]{16,64})$"
 _SUPERSEDED_PATTERN = (
     r"^([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
@@ -554,7 +554,8 @@ class Metadata(RecordBlock):
 
 
 class Lesson(RecordBlock):
-    """lamarck extension block: what a lesson is about and where it stands (seed 000 §3.3)."""
+    """lamarck extension block: what a lesson is about and where it stands (design sources: adaptive
+    memory)."""
 
     operation: _ShortText = Field(description="the operation key the lesson is about")
     scope: Annotated[str, StringConstraints(pattern=_SCOPE_PATTERN)] = Field(
@@ -577,10 +578,10 @@ SituationKind = Literal[
 
 
 class Situation(RecordBlock):
-    """lamarck extension block: a remembered blocker (seed 002 §3.4).
+    """lamarck extension block: a remembered blocker (design sources: adaptive recovery).
 
     ``unblock`` and ``probe`` come only from tool code, so an inferred situation carries
-    neither (seed 002 §3.2); that rule is checked here.
+    neither (design sources: adaptive recovery); that rule is checked here.
     """
 
     tool: _ShortText

@@ -8,7 +8,7 @@ The footer rule is data here: each check run carries its ``order`` in the turn a
 anything was ``mutated_after`` it, so ``footer_passed`` can recompute the verdict, and a
 record whose ``passed`` is more optimistic than its own checks is rejected.
 
-``prediction`` is the agent's explicit forecast before it acted (seed 004 "Hypothesize"):
+``prediction`` is the agent's explicit forecast before it acted (Lamarckian memory "Hypothesize"):
 stored with the outcome, so the node can measure prediction accuracy and calibration.
 ``schema_version`` defaults to ``"1.0"`` when a writer leaves it out, as the schema says.
 """
@@ -82,7 +82,7 @@ class CheckRun(RecordBlock):
 
 
 class Prediction(RecordBlock):
-    """The agent's explicit prediction before acting (seed 004 "Hypothesize")."""
+    """The agent's explicit prediction before acting (Lamarckian memory "Hypothesize")."""
 
     expected: Literal["pass", "fail"] = Field(description="what the agent expects the run to do")
     confidence: Probability = Field(description="how sure it is, 0..1")
@@ -136,7 +136,7 @@ class Outcome(RecordModel):
         default=False, description="a result carried an injected instruction: learn nothing"
     )
     prediction: Prediction | None = Field(
-        default=None, description="the agent's forecast before it acted (seed 004 Hypothesize)"
+        default=None, description="the agent's forecast before it acted (its hypothesis)"
     )
     recorded_by: NodeId | None = Field(default=None, description="the node that recorded it")
     signature: Signature | None = None

@@ -25,7 +25,7 @@ from lamarck.proto.timefmt import parse_ts
 
 __all__ = ["DEFAULT_MAX_FUTURE_SKEW_S", "SignedMemory", "require_canonical"]
 
-#: A record dated further than this into the future is refused (issue 2 §4.3).
+#: A record dated further than this into the future is refused.
 DEFAULT_MAX_FUTURE_SKEW_S = 300.0
 
 

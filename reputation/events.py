@@ -18,7 +18,7 @@ __all__ = ["RAISING_KINDS", "EventKind", "ReputationEvent", "ValidationSource"]
 
 
 class ValidationSource(StrEnum):
-    """Who established a fact about a lesson, strongest first (seed 004, principle 5).
+    """Who established a fact about a lesson, strongest first (Lamarckian memory, principle 5).
 
     Physical reality > human (operator) > other agent > documentation > internal consistency.
     ``ReputationParams`` gives each level a weight in that order; internal consistency (memory

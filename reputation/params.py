@@ -22,7 +22,7 @@ Shape of the rules (seed "Multi-Agent Coordination", TrustEvolution and AgentRep
   ``graylist_threshold`` (below it a peer is graylisted: its records are not imported, it is no
   voter and no gossip target, and its score stops decaying back toward neutral, so only a
   reality event can lift it out).
-* The validation hierarchy (seed 004, principle 5) weighs each contradicting event by who
+* The validation hierarchy (Lamarckian memory, principle 5) weighs each contradicting event by who
   established it: ``weight_reality`` > ``weight_operator`` > ``weight_other_agent`` >
   ``weight_documentation`` > internal consistency, which weighs nothing (not a parameter: no
   configuration may let memory agreeing with memory move anyone).

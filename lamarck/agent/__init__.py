@@ -4,12 +4,12 @@
   checks, mutations, lessons in play and a prediction; ``finish()`` derives the outcome by the
   node's own rules. :func:`project_digest` keys a checkout. The run format (``Run``,
   ``parse_run``, ``derive_outcome``) ships its JSON Schema as ``run_schema.json``.
-* Seed 002, adaptive recovery (``situation``, ``classify``, ``recovery``, ``guard``): the
+* Adaptive recovery (``situation``, ``classify``, ``recovery``, ``guard``): the
   :class:`Situation` contract and :func:`validate_situation`, the generic
   :func:`classify_result`, the :class:`RecoveryState` rules, and :class:`ToolGuard` with
   :func:`open_turn` / :func:`close_turn` over a :class:`SituationMemory` (in memory, or
   :class:`NodeSituationMemory` on a node).
-* Seed 004, the learning loop (``loop``): :class:`LearningLoop` runs REMEMBER → ASSESS →
+* Lamarckian memory, the learning loop (``loop``): :class:`LearningLoop` runs REMEMBER → ASSESS →
   ENGAGE → HYPOTHESIZE → ACT → OBSERVE → UPDATE → EXTRACT over a node.
 """
 

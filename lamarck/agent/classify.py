@@ -1,4 +1,5 @@
-"""Reading a tool result (seed 002 §3.2): declared first, inferred second, never per-tool code.
+"""Reading a tool result (design sources: adaptive recovery): declared first, inferred second, never
+per-tool code.
 
 ``read_result(tool, args, result, params=...)`` is what an agent loop calls on every result:
 
@@ -54,7 +55,7 @@ _PAYLOAD_KEYS = ("results", "items", "matches", "output", "stdout", "content", "
 _STATUS_KEYS = ("status_code", "http_status", "code", "status")
 _EXIT_KEYS = ("exit_code", "returncode", "exit_status")
 _FAILED_STATUSES = frozenset({"error", "failed", "failure"})
-# HTTP statuses that are signals in themselves (seed 002 §3.2).
+# HTTP statuses that are signals in themselves (design sources: adaptive recovery).
 _HTTP_AUTH = frozenset({401, 403})
 _HTTP_QUOTA = 429
 _HTTP_ERROR_FROM = 400
@@ -249,7 +250,8 @@ def _kind(tool: ToolSpec, result: Any, outcome: CallOutcome, p: ClassifierParams
 def classify_result(
     tool: ToolSpec, args: Mapping[str, Any], result: Any, *, params: ClassifierParams
 ) -> Classification:
-    """The inferred reading of a result that declares nothing (seed 002 §3.2)."""
+    """The inferred reading of a result that declares nothing (design sources: adaptive
+    recovery)."""
     outcome = _outcome(result)
     kind = _kind(tool, result, outcome, params)
     _, content = _texts(result, outcome)

@@ -1,4 +1,4 @@
-"""Seed 004's learning loop over a node: REMEMBER → ASSESS → ENGAGE → HYPOTHESIZE → ACT →
+"""Lamarckian memory's learning loop over a node: REMEMBER → ASSESS → ENGAGE → HYPOTHESIZE → ACT →
 OBSERVE → UPDATE → EXTRACT.
 
 ::
@@ -12,9 +12,9 @@ OBSERVE → UPDATE → EXTRACT.
   advice (proven here or corroborated lessons) is assessed and may shape the prediction; its
   unverified hints and conflicts reach ACT labelled, never as a basis.
 * **ASSESS** — each lesson's confidence adjusted by how alike its context is to the task's
-  (the node's ``context_similarity``), and the critical dimensions that differ (seed 004
+  (the node's ``context_similarity``), and the critical dimensions that differ (Lamarckian memory
   "Context-Aware Knowledge Transfer": a critical difference means *do not transfer*).
-* **ENGAGE** — seed 004's decision tree: ask, test, search, or proceed.
+* **ENGAGE** — Lamarckian memory's decision tree: ask, test, search, or proceed.
 * **HYPOTHESIZE** — an explicit prediction (pass or fail, and how sure), recorded on the run.
 * **ACT** — the agent's callback, which records its tool calls and checks on the recorder.
 * **OBSERVE** — the recorder derives the outcome by the node's rules; prediction vs reality.
@@ -90,24 +90,26 @@ class Phase(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class LoopParams:
-    """Every number of the loop (seed 004's thresholds), validated when built."""
+    """Every number of the loop (Lamarckian memory's thresholds), validated when built."""
 
-    # Lessons asked of the node per task (seed 004 REMEMBER: 10). Integer in [1, 100].
+    # Lessons asked of the node per task (Lamarckian memory REMEMBER: 10). Integer in [1, 100].
     recall_limit: int = 10
-    # Lessons below this confidence are not assessed (seed 004 REMEMBER: 0.3). [0, 1].
+    # Lessons below this confidence are not assessed (Lamarckian memory REMEMBER: 0.3). [0, 1].
     min_confidence: float = 0.3
-    # ENGAGE: collaborative work with the user there asks below this (seed 004: 0.6). [0, 1].
+    # ENGAGE: collaborative work with the user there asks below this
+    # (Lamarckian memory: 0.6). [0, 1].
     ask_below: float = 0.6
-    # ENGAGE: a testable, low-risk task is tested first below this (seed 004: 0.7). [0, 1].
+    # ENGAGE: a testable, low-risk task is tested first below this (Lamarckian memory: 0.7). [0, 1].
     test_below: float = 0.7
-    # ENGAGE: documented tasks are searched below this (seed 004: 0.5). [0, 1].
+    # ENGAGE: documented tasks are searched below this (Lamarckian memory: 0.5). [0, 1].
     search_below: float = 0.5
     # HYPOTHESIZE: the chance of a pass with no applicable lesson. [0, 1].
     prior_pass: float = 0.5
-    # EXTRACT: observations of a variable before its importance is judged (seed 004: 3). >= 1.
+    # EXTRACT: observations of a variable before its importance is judged
+    # (Lamarckian memory: 3). >= 1.
     importance_min_observations: int = 3
-    # EXTRACT: error rate when a variable differs above which it is critical (seed 004: 0.7),
-    # important (0.4) and minor (0.2); below minor it is negligible. 0 <= minor <= important
+    # EXTRACT: error rate when a variable differs above which it is critical (Lamarckian memory:
+    # 0.7), important (0.4) and minor (0.2); below minor it is negligible. 0 <= minor <= important
     # <= critical <= 1.
     critical_error_rate: float = 0.7
     important_error_rate: float = 0.4
@@ -154,7 +156,7 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class Assessment:
-    """One recalled lesson judged against this task's context (seed 004 ASSESS)."""
+    """One recalled lesson judged against this task's context (Lamarckian memory ASSESS)."""
 
     lesson: Lesson
     context_match: float  # in [0, 1]
@@ -163,7 +165,7 @@ class Assessment:
 
     @property
     def transferable(self) -> bool:
-        """No critical variable differs (seed 004: otherwise "cannot transfer")."""
+        """No critical variable differs (Lamarckian memory: otherwise "cannot transfer")."""
         return not self.critical_differences
 
 
@@ -195,7 +197,7 @@ def assess(
 
 
 class Engagement(StrEnum):
-    """What to do before acting (seed 004 ENGAGE)."""
+    """What to do before acting (Lamarckian memory ENGAGE)."""
 
     ASK = "ask"
     TEST = "test"
@@ -209,7 +211,8 @@ def best_confidence(assessments: Sequence[Assessment]) -> float:
 
 
 def engage(task: Task, confidence: float, *, params: LoopParams) -> Engagement:
-    """Seed 004's decision tree: ask a present collaborator, test cheaply, search, or proceed."""
+    """Lamarckian memory's decision tree: ask a present collaborator, test cheaply, search, or
+    proceed."""
     if (
         task.collaborative
         and task.user_available
@@ -228,7 +231,7 @@ def engage(task: Task, confidence: float, *, params: LoopParams) -> Engagement:
 
 @dataclass(frozen=True, slots=True)
 class Hypothesis:
-    """An explicit prediction before acting (seed 004 HYPOTHESIZE)."""
+    """An explicit prediction before acting (Lamarckian memory HYPOTHESIZE)."""
 
     expected: Expected
     confidence: float  # how sure the agent is of ``expected``, in [0, 1]
@@ -242,7 +245,7 @@ class Hypothesis:
 
     @property
     def text(self) -> str:
-        """Seed 004's template, filled in."""
+        """Lamarckian memory's template, filled in."""
         basis = ", ".join(self.basis) if self.basis else "no prior lesson"
         lines = [f"Based on {basis}, I expect the run to {self.expected}."]
         lines.append(f"Confidence: {self.confidence:.2f}")
@@ -302,7 +305,7 @@ class ActReport:
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """Reality against the prediction (seed 004 OBSERVE), without interpretation."""
+    """Reality against the prediction (Lamarckian memory OBSERVE), without interpretation."""
 
     expected: Expected
     actual: Expected
@@ -322,7 +325,7 @@ class Extracted:
 
 @dataclass(slots=True)
 class Calibration:
-    """Running prediction accuracy and Brier score (seed 004: enables calibration)."""
+    """Running prediction accuracy and Brier score (Lamarckian memory: enables calibration)."""
 
     predictions: int = 0
     correct: int = 0
@@ -351,7 +354,7 @@ class Calibration:
 
 @dataclass(slots=True)
 class VariableImportance:
-    """Which context variables matter, learned from predictions (seed 004 EXTRACT).
+    """Which context variables matter, learned from predictions (Lamarckian memory EXTRACT).
 
     Each time a lesson shaped a prediction, every dimension in which its context differed
     from the task's is counted, as a correct or a wrong prediction. A variable whose

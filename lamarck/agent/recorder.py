@@ -6,7 +6,7 @@
 
     rec = RunRecorder(session_id=session, goal=task, project=project_digest("."))
     rec.lessons_in_play(recalled.lessons)             # or ids
-    rec.predict("pass", 0.8)                          # seed 004 "Hypothesize" (optional)
+    rec.predict("pass", 0.8)                          # Lamarckian memory "Hypothesize" (optional)
     rec.check("test", passed=False, operation="shell:pytest tests/", target="suite")
     rec.tool_call("edit", "ok", target="conftest.py", mutates=True)
     rec.check("test", passed=True, operation="shell:pytest", target="suite")

@@ -1,4 +1,4 @@
-"""The recovery policy of seed 002 §3.3-3.4: stop, ask, and remember. A pure core.
+"""The recovery policy of adaptive recovery: stop, ask, and remember. A pure core.
 
 One :class:`RecoveryState` per turn holds the open blockers (by subject) and a workaround
 count for each. The agent loop asks it before every call and tells it every result::
@@ -97,13 +97,14 @@ _KIND_TEXT = {
 
 @dataclass(frozen=True, slots=True)
 class RecoveryParams:
-    """The numbers of the recovery policy (seed 002 §3.3), validated when built."""
+    """The numbers of the recovery policy (design sources: adaptive recovery), validated when
+    built."""
 
-    # Workarounds allowed after a blocker a tool declared, before escalating (seed 002: 2).
-    # Integer >= 1.
+    # Workarounds allowed after a blocker a tool declared, before escalating (adaptive
+    # recovery: 2). Integer >= 1.
     max_workarounds_after_declared: int = 2
-    # Workarounds allowed after a blocker the generic classifier inferred (seed 002: 4, a regex
-    # is less sure than a tool). Integer >= max_workarounds_after_declared.
+    # Workarounds allowed after a blocker the generic classifier inferred (adaptive recovery: 4, a
+    # regex is less sure than a tool). Integer >= max_workarounds_after_declared.
     max_workarounds_after_inferred: int = 4
 
     def __post_init__(self) -> None:
@@ -238,7 +239,8 @@ class _Blocker:
 
 @dataclass(slots=True)
 class RecoveryState:
-    """The recovery policy's state for one turn (seed 002 §3.3). Pure: no I/O."""
+    """The recovery policy's state for one turn (design sources: adaptive recovery). Pure: no
+    I/O."""
 
     tools: Mapping[str, ToolSpec]
     params: RecoveryParams

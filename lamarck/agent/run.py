@@ -116,7 +116,8 @@ _ProjectDigest = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16,64}$")]
 class RunParams:
     """Constants of turning a run into an outcome; validated on construction."""
 
-    #: Characters of the user's request kept as the outcome's ``goal_digest`` (seed 000: ~200).
+    #: Characters of the user's request kept as the outcome's
+    #: ``goal_digest`` (adaptive memory: ~200).
     goal_chars: int = 200
 
     def __post_init__(self) -> None:

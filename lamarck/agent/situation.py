@@ -1,4 +1,4 @@
-"""The ``Situation`` contract of seed 002 §3.1-3.2, on the agent's side.
+"""The ``Situation`` contract of adaptive recovery, on the agent's side.
 
 A tool that knows its own failure modes *declares* a situation next to its status::
 

@@ -136,7 +136,7 @@ class AgentServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RecordSituation(self, request, context):
-        """Remember a declared blocker (seed 002): a situation lesson tool code reported, after the
+        """Remember a declared blocker (design sources: adaptive recovery): a situation lesson tool code reported, after the
         turn escalated or the user answered. Inferred situations are refused.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -50,7 +50,7 @@ class AgentServiceStub:
     Remember: _grpc.UnaryUnaryMultiCallable[_agent_pb2.RememberRequest, _agent_pb2.RememberResponse]
     """Store a model's claim as a claimed lesson (no evidence, never recalled until proven)."""
     RecordSituation: _grpc.UnaryUnaryMultiCallable[_agent_pb2.RecordSituationRequest, _agent_pb2.RecordSituationResponse]
-    """Remember a declared blocker (seed 002): a situation lesson tool code reported, after the
+    """Remember a declared blocker (design sources: adaptive recovery): a situation lesson tool code reported, after the
     turn escalated or the user answered. Inferred situations are refused.
     """
     GetLesson: _grpc.UnaryUnaryMultiCallable[_agent_pb2.GetLessonRequest, _agent_pb2.GetLessonResponse]
@@ -86,7 +86,7 @@ class AgentServiceAsyncStub(AgentServiceStub):
     Remember: _aio.UnaryUnaryMultiCallable[_agent_pb2.RememberRequest, _agent_pb2.RememberResponse]  # type: ignore[assignment]
     """Store a model's claim as a claimed lesson (no evidence, never recalled until proven)."""
     RecordSituation: _aio.UnaryUnaryMultiCallable[_agent_pb2.RecordSituationRequest, _agent_pb2.RecordSituationResponse]  # type: ignore[assignment]
-    """Remember a declared blocker (seed 002): a situation lesson tool code reported, after the
+    """Remember a declared blocker (design sources: adaptive recovery): a situation lesson tool code reported, after the
     turn escalated or the user answered. Inferred situations are refused.
     """
     GetLesson: _aio.UnaryUnaryMultiCallable[_agent_pb2.GetLessonRequest, _agent_pb2.GetLessonResponse]  # type: ignore[assignment]
@@ -149,7 +149,7 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _agent_pb2.RecordSituationRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_agent_pb2.RecordSituationResponse, _abc.Awaitable[_agent_pb2.RecordSituationResponse]]:
-        """Remember a declared blocker (seed 002): a situation lesson tool code reported, after the
+        """Remember a declared blocker (design sources: adaptive recovery): a situation lesson tool code reported, after the
         turn escalated or the user answered. Inferred situations are refused.
         """
 

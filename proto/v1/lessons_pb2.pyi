@@ -512,7 +512,7 @@ class LessonView(_message.Message):
     running). Empty when shared.
     """
     lifecycle_state: _builtins.str
-    """Where the lesson stands on seed 004's ladder, by one rule over its confidence and
+    """Where the lesson stands on Lamarckian memory's ladder, by one rule over its confidence and
     evidence: "hypothesis", "tested", "verified", "established" or "deprecated".
     """
     @_builtins.property

@@ -155,7 +155,7 @@ class OperatorServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetHealth(self, request, context):
-        """The node's health report (seed 004's dashboard), computed from the store now.
+        """The node's health report (Lamarckian memory's dashboard), computed from the store now.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

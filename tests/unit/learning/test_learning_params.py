@@ -83,4 +83,4 @@ def test_context_and_secret_params_validate() -> None:
 
 def test_learning_params_docstring_explains_how_the_rule_sets_combine() -> None:
     doc = LearningParams.__doc__ or ""
-    assert "generalisation" in doc and "seed 000" in doc and "seed 004" in doc
+    assert "generalisation" in doc and "adaptive memory" in doc and "Lamarckian memory" in doc
