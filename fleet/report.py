@@ -339,8 +339,18 @@ def learning_verdict(figures: Mapping[str, float], *, byzantine: int = 0) -> str
     return (
         f"{fewer}. With {poisoners} the goal is honest agents no worse off than isolated "
         f"({shared} vs {isolated}: {met}); the 90% goal is for a fleet without poisoners "
-        "(--byzantine 0). The mistakes left with sharing follow a poisoner's lessons until "
-        "reality exposes it."
+        f"(--byzantine 0). {_poison_sentence(figures)}"
+    )
+
+
+def _poison_sentence(figures: Mapping[str, float]) -> str:
+    """What the poisoners' lessons did to the honest decisions, by the counted figure."""
+    followed = round(figures.get(f"{SHARED}_poisoned_decisions", 0.0))
+    if not followed:
+        return "No honest decision followed a poisoned lesson."
+    return (
+        f"{followed} honest decision{'s' if followed > 1 else ''} followed a poisoned lesson "
+        "before reality exposed its source."
     )
 
 

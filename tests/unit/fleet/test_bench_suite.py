@@ -75,3 +75,6 @@ def test_the_learning_verdict_judges_by_the_goal_of_its_condition() -> None:
     poisoned = learning_verdict(figures, byzantine=1)
     assert "With 1 poisoning node" in poisoned and "(3 vs 24: met)" in poisoned
     assert "node(s)" not in poisoned and "3.0" not in poisoned
+    assert "No honest decision followed a poisoned lesson." in poisoned
+    followed = learning_verdict({**figures, "shared_poisoned_decisions": 2.0}, byzantine=1)
+    assert "2 honest decisions followed a poisoned lesson" in followed
