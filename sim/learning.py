@@ -50,7 +50,7 @@ from typing import Any
 
 import simpy
 
-from lamarck.client import DEFAULT_TIMEOUT_S, AsyncClient, Client, _BlockingTransport
+from lamarck.client import DEFAULT_TIMEOUT_S, AsyncClient, Client
 from lamarck.errors import ConfigError, LamarckError
 from lamarck.fleet import driver as driver_core
 from lamarck.fleet.driver import DriverParams, FleetDriver, NodeHandle
@@ -79,6 +79,7 @@ from lamarck.registry.directory import PeerInfo
 from lamarck.reputation.book import ReputationBook
 from lamarck.sim.engine import SimClock
 from lamarck.sim.scenarios import identities_for
+from lamarck.transport import BlockingTransport
 
 __all__ = [
     "LEARNING_FIGURES",
@@ -153,7 +154,7 @@ class SimPins:
         return {}
 
 
-class InProcessTransport(_BlockingTransport):
+class InProcessTransport(BlockingTransport):
     """The SDK's blocking transport with the wire replaced by a call to the node's servicer.
 
     The SDK's own call code builds the request and reads the reply (``AsyncClient``); this
