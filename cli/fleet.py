@@ -305,6 +305,7 @@ def _run_workload(console: Console, fleet: Fleet, work: Any, seed: int) -> dict[
             byzantine=fleet.spec.is_byzantine(i),
             home=n.home,
             node_id=n.node_id,
+            influence_gate=i not in fleet.spec.gate_off,
         )
         for i, n in enumerate(fleet.nodes)
     ]

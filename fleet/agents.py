@@ -134,6 +134,8 @@ def attempt_order(
     advice: Sequence[Advice],
     memory: AgentMemory,
     hints: Sequence[Said] = (),
+    *,
+    pre_gate: bool = False,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The forms to try, in order, and the lessons that decided it (to name in play).
 
@@ -143,6 +145,10 @@ def attempt_order(
     a side telling the form the habit does not try first is tried first (a lone hint is the
     canary; in a conflict the habit's side adds nothing, see the module docstring), else the
     habit. Every lesson that took part is named, so the outcome judges it.
+
+    ``pre_gate`` is the agent of a node with the influence gate off (the measuring baseline:
+    the node and its agents as before the gate): an exact tie or an unresolved conflict keeps
+    the habit, as it did when the node showed one lesson and a tie went to the newer one.
     """
     habit = (p.failing, p.working)
     other = (p.working, p.failing)
@@ -158,10 +164,13 @@ def attempt_order(
             return other, _ids(for_working)
         if best_f is not None and (best_w is None or best_f < best_w):
             return habit, _ids(for_failing)
-        return other, _ids(for_working, for_failing)  # an exact tie: the other form first
+        # An exact tie: the other form first (before the gate: the habit).
+        return (habit if pre_gate else other), _ids(for_working, for_failing)
     open_w, open_f = _sides(p, [s for a in advice for s in a.unresolved])
     hint_w, hint_f = _sides(p, hints)
     deciding = _ids(open_w, open_f, hint_w, hint_f)
+    if pre_gate and (open_w or open_f or (hint_w and hint_f)):
+        return habit, deciding
     return (other if open_w or hint_w else habit), deciding
 
 
@@ -177,9 +186,12 @@ def followed_poison(
     advice: Sequence[Advice],
     memory: AgentMemory,
     hints: Sequence[Said] = (),
+    *,
+    pre_gate: bool = False,
 ) -> bool:
     """Whether the agent's decision followed a poisoned lesson: its first attempt differs
-    from the one it makes with every poisoned lesson taken away (``Said.poisoned``).
+    from the one it makes with every poisoned lesson taken away (``Said.poisoned``);
+    ``pre_gate`` as for :func:`attempt_order`.
 
     Counterfactual, so a poison that only sat beside the habit is not counted, and a tie or
     a conflict a poison forced (the habit kept where the honest lesson alone would have
@@ -193,8 +205,8 @@ def followed_poison(
         kept, freed = _without_poison(p, a)
         clean.append(kept)
         honest_hints.extend(freed)
-    first = attempt_order(p, advice, memory, hints)[0][0]
-    return first != attempt_order(p, clean, memory, honest_hints)[0][0]
+    first = attempt_order(p, advice, memory, hints, pre_gate=pre_gate)[0][0]
+    return first != attempt_order(p, clean, memory, honest_hints, pre_gate=pre_gate)[0][0]
 
 
 def _without_poison(p: Pitfall, a: Advice) -> tuple[Advice, list[Said]]:

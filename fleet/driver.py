@@ -87,6 +87,9 @@ class NodeHandle:
     home: Path | None = None
     #: The node's id: what a lesson names as its source ("" when unknown).
     node_id: str = ""
+    #: Whether the node runs the influence gate; its agents then follow the gate's rule, else
+    #: the agent before the gate (``attempt_order``'s ``pre_gate``: the measuring baseline).
+    influence_gate: bool = True
 
 
 def scrape_counts(url: str, timeout_s: float = 5.0) -> NodeCounts | None:
@@ -361,8 +364,9 @@ class FleetDriver:
                         ),
                     )
                 )
-                order, deciding = attempt_order(p, advice, memory, hints)
-                seen["poisoned"] = followed_poison(p, advice, memory, hints)
+                pre_gate = not self.nodes[node].influence_gate
+                order, deciding = attempt_order(p, advice, memory, hints, pre_gate=pre_gate)
+                seen["poisoned"] = followed_poison(p, advice, memory, hints, pre_gate=pre_gate)
                 seen["exposed"] = poison_shown(advice, hints)
                 ctx.recorder.lessons_in_play(deciding)
                 attempts = run_attempts(order, lambda op: succeeds(p, op, flipped=flipped))

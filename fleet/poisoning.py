@@ -204,6 +204,7 @@ def run_poisoning(
             fleet.nodes[i].agent_addr,
             fleet.nodes[i].metrics_url,
             home=fleet.nodes[i].home,
+            influence_gate=i not in fleet.spec.gate_off,
         )
         for i in honest
     ]

@@ -280,6 +280,7 @@ def run_steering(
             fleet.nodes[i].agent_addr,
             fleet.nodes[i].metrics_url,
             home=fleet.nodes[i].home,
+            influence_gate=i not in fleet.spec.gate_off,
         )
         for i in honest
     ]

@@ -645,7 +645,8 @@ class SimNetwork:
         if p is None:
             return
         advice, hints = self._shown(peer, p)
-        order, in_play = attempt_order(p, advice, AgentMemory(), hints)
+        pre_gate = not self.params.influence_gate
+        order, in_play = attempt_order(p, advice, AgentMemory(), hints, pre_gate=pre_gate)
         if not in_play:
             return  # no lesson shaped the run: the outcome attributes nothing
         attempts = run_attempts(order, lambda op: succeeds(p, op, flipped=False))
@@ -702,9 +703,8 @@ class SimNetwork:
                 self.counters.events += 1
             self._note_graylist(peer, source, was_gray)
 
-    @staticmethod
     def _first_without(
-        p: Pitfall, advice: Sequence[Advice], hints: Sequence[Said], left_out: set[str]
+        self, p: Pitfall, advice: Sequence[Advice], hints: Sequence[Said], left_out: set[str]
     ) -> str:
         """The form the agent would have tried first had ``left_out`` not been shown."""
         kept = [
@@ -718,7 +718,11 @@ class SimNetwork:
             for a in advice
         ]
         order, _ = attempt_order(
-            p, kept, AgentMemory(), [x for x in hints if x.lesson_id not in left_out]
+            p,
+            kept,
+            AgentMemory(),
+            [x for x in hints if x.lesson_id not in left_out],
+            pre_gate=not self.params.influence_gate,
         )
         return order[0]
 

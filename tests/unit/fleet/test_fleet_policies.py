@@ -127,6 +127,24 @@ def test_an_unresolved_conflict_tries_the_side_the_habit_would_not_and_names_bot
     assert order == (P.failing, P.working) and deciding == ("L2",)
 
 
+def test_the_agent_before_the_gate_keeps_its_habit_on_a_tie_or_an_unresolved_conflict() -> None:
+    # The gate-off baseline: a tie or a conflict keeps the habit, so a lie that agrees with
+    # the habit cancels the honest lesson (the harm the gate removes).
+    honest = Said("L1", HONEST, CORROBORATED, 2, 0.5)
+    lie = Said("L2", POISON, CORROBORATED, 2, 0.5, poisoned=True)
+    tie = [Advice(P.failing, "", (), (honest,)), Advice(P.working, "", (), (lie,))]
+    assert attempt_order(P, tie, AgentMemory(), pre_gate=True)[0] == (P.failing, P.working)
+    assert attempt_order(P, tie, AgentMemory())[0] == (P.working, P.failing)
+    assert followed_poison(P, tie, AgentMemory(), pre_gate=True)
+    assert not followed_poison(P, tie, AgentMemory())
+    sides = (replace(honest, rank=UNVERIFIED), replace(lie, rank=UNVERIFIED))
+    conflict = [Advice(P.failing, "Contested", (), (), sides)]
+    assert attempt_order(P, conflict, AgentMemory(), pre_gate=True)[0][0] == P.failing
+    # A lone hint is still tried first: the canary is older than the gate.
+    lone = [sides[0]]
+    assert attempt_order(P, [], AgentMemory(), lone, pre_gate=True)[0][0] == P.working
+
+
 def test_a_lone_unverified_hint_is_tried_first_and_never_beats_advice() -> None:
     hint = Said("H1", HONEST, UNVERIFIED, 0, 0.29)
     order, deciding = attempt_order(P, [], AgentMemory(), [hint])
