@@ -26,6 +26,7 @@ from lamarck.policy.autonomy import (
     normalise,
     vectors_for,
 )
+from lamarck.policy.autonomy_rules import RULES, Family, Kind, Rule
 from lamarck.policy.filters import FilterReason, Verdict, VerdictKind
 
 PARAMS = AutonomyParams()
@@ -358,8 +359,10 @@ def test_params_refuse_nan_and_bad_patterns() -> None:
         AutonomyParams(unsure_probability=math.nan)
     with pytest.raises(ConfigError, match="reject_probability"):
         AutonomyParams(reject_probability=1.5)
-    with pytest.raises(ConfigError, match="consent_patterns"):
-        AutonomyParams(consent_patterns=("(unclosed",))
+    with pytest.raises(ConfigError, match=r"consent\.broken"):
+        Rule("consent.broken", Family.CONSENT, Kind.CONSENT, "(unclosed", examples=("x",))
+    with pytest.raises(ConfigError, match="used twice"):
+        AutonomyParams(rules=(*RULES, RULES[0]))
     with pytest.raises(ConfigError, match="max_sentences"):
         AutonomyParams(max_sentences=0)
     with pytest.raises(ConfigError, match="clause_window"):

@@ -13,7 +13,8 @@ import pytest
 from bench.lesson_corpus import lesson_sentences
 from lamarck.learning import literal_gate, secrets
 from lamarck.learning.literal_gate import GatedPattern, required_literals
-from lamarck.policy.autonomy import _LEET_TOKEN, AutonomyParams, StructureReader, normalise
+from lamarck.policy.autonomy import AutonomyParams, StructureReader, normalise
+from lamarck.policy.autonomy_params import _LEET_TOKEN
 from lamarck.policy.filters import FilterParams, any_of
 
 CORPUS = Path(__file__).resolve().parents[3] / "bench" / "data" / "autonomy_corpus.jsonl"
@@ -123,7 +124,7 @@ def test_every_grammar_pattern_finds_exactly_what_it_found_ungated() -> None:
     reader = StructureReader(AutonomyParams())
     patterns = [v for v in vars(reader).values() if isinstance(v, GatedPattern)]
     for name in ("_permissive", "_consent", "_careful", "_spanning", "_injection", "_roleplay"):
-        patterns += getattr(reader, name)
+        patterns += [gated for _, gated in getattr(reader, name)]
     assert sum(p.literals is not None for p in patterns) >= 80  # nearly all are gated
     texts = _texts()
     assert len(texts) > 8_000
