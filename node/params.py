@@ -28,9 +28,10 @@ from lamarck.node.embedding import OnnxParams
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.store.recall_index import RecallIndexParams
 from lamarck.node.supervision import SupervisionParams
-from lamarck.policy.autonomy import AutonomyFilter, AutonomyParams, meaning_model
+from lamarck.policy.autonomy import AutonomyParams
+from lamarck.policy.chain import build_filters
 from lamarck.policy.decision import ConservativeHighStakesRule, ImportParams
-from lamarck.policy.filters import DeclaredTool, FilterParams, default_filters
+from lamarck.policy.filters import DeclaredTool, FilterParams
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.proofs import ProofParams
@@ -180,9 +181,8 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
             for t in settings.declared_tools
         )
     )
-    autonomy_filter = AutonomyFilter(autonomy, meaning_model(embedder, autonomy))
     importing = ImportParams(
-        filters=default_filters(filters, autonomy=autonomy_filter),
+        filters=build_filters(filters, autonomy, embedder, learning.secrets),
         # The one clock-skew tolerance: records, registry records and outcomes alike.
         max_future_skew_s=settings.max_future_skew_s,
         transfer=transfer,

@@ -82,7 +82,13 @@ from lamarck.policy.autonomy_meaning import (
     MeaningModel,
     meaning_model,
 )
-from lamarck.policy.autonomy_params import AutonomyParams, compile_pattern, gated, normalise
+from lamarck.policy.autonomy_params import (
+    AutonomyParams,
+    compile_pattern,
+    gated,
+    normalise,
+    raw_form,
+)
 from lamarck.policy.autonomy_rules import (
     CONFIG_RULE,
     DECLINED_RULE,
@@ -189,6 +195,7 @@ class StructureReader:
         self._spanning = rules(Kind.SPANNING)
         self._injection = rules(Kind.INJECTION)
         self._roleplay = rules(Kind.ROLEPLAY)
+        self._raw_injection = rules(Kind.RAW_INJECTION)
         self._cue = c("cue", params.cue_pattern)
         self._terse = c("terse_line", params.terse_line_pattern)
         self._terse_careful = c("terse_careful_subject", params.terse_careful_subject_pattern)
@@ -279,6 +286,15 @@ class StructureReader:
             if affirms:
                 return Evidence(sentence, Polarity.CLAIM, True, asked.rule)
             return Evidence(sentence, Polarity.CAREFUL, True)
+        return None
+
+    def read_raw(self, text: str) -> Evidence | None:
+        """Text aimed at the agent's tools or prompt, read on the raw text (``raw_form``)
+        before anything else: injected, or None."""
+        raw = raw_form(text)
+        for rule, pattern in self._raw_injection:
+            if pattern.search(raw):
+                return Evidence(raw, Polarity.INJECTED, True, rule.id)
         return None
 
     def read_spanning(self, normalised: str) -> Evidence | None:
@@ -637,7 +653,8 @@ class AutonomyFilter:
             return kept
         normalised = normalise(text, self._p)
         sentences = self._reader.sentences(normalised)
-        found = [self._reader.read(s) for s in sentences]
+        raw = self._reader.read_raw(text)
+        found = [*(() if raw is None else (raw,)), *(self._reader.read(s) for s in sentences)]
         # A terse rule split by its own "?" ("confirm? skip") is read whole, line by line.
         if "?" in normalised:
             for line in normalised.split("\n"):

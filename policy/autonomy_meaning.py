@@ -95,9 +95,14 @@ class MeaningModel:
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
-def meaning_model(embedder: Embedder | None, params: AutonomyParams) -> MeaningModel | None:
-    """The node's meaning check for ``embedder`` (None: structure only)."""
+def meaning_model(
+    embedder: Embedder | None,
+    params: AutonomyParams,
+    weights: ClassifierWeights | None = None,
+) -> MeaningModel | None:
+    """The node's meaning check for ``embedder`` (None: structure only); ``weights``: the
+    packaged classifier unless given."""
     if embedder is None or embedder.name not in params.semantic_embedders:
         return None
-    model = MeaningModel(embedder, params)
+    model = MeaningModel(embedder, params, weights)
     return model if model.enabled else None

@@ -49,7 +49,7 @@ from lamarck.policy.autonomy_rules import (
     Rule,
 )
 
-__all__ = ["AutonomyParams", "compile_pattern", "gated", "normalise"]
+__all__ = ["AutonomyParams", "compile_pattern", "gated", "normalise", "raw_form"]
 
 
 def _probability(name: str, value: float) -> None:
@@ -232,3 +232,12 @@ def normalise(text: str, params: AutonomyParams) -> str:
     text = _MARKUP.sub(" ", text)
     text = re.sub(r"\bw/o\b", "without", text, flags=re.IGNORECASE)
     return " ".join(text.lower().split()) if "\n" not in text else text.lower()
+
+
+def raw_form(text: str) -> str:
+    """The text as the raw injection rules read it: NFKC, format characters removed,
+    lower-cased; nothing else undone (pipes, brackets and quotes are what they match)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+        text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return text.lower()

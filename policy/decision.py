@@ -64,13 +64,13 @@ from lamarck.errors import (
     VerificationError,
 )
 from lamarck.learning.params import EvidenceParams
+from lamarck.policy.chain import build_filters
 from lamarck.policy.filters import (
     Corroboration,
     Filter,
     FilterReason,
     ImportView,
     VerdictKind,
-    default_filters,
 )
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
@@ -168,7 +168,7 @@ class ImportParams:
     transfer: TransferParams = field(default_factory=TransferParams)
     # Only the band thresholds are read here; wire the same instance the reputation book uses.
     reputation: ReputationParams = field(default_factory=ReputationParams)
-    filters: Filter = field(default_factory=default_filters)
+    filters: Filter = field(default_factory=build_filters)
     high_stakes: HighStakesRule = field(default_factory=_default_high_stakes)
     # How this node's own evidence on a copy meets a newer version from its source.
     evidence: EvidenceParams = field(default_factory=EvidenceParams)

@@ -82,6 +82,7 @@ from lamarck.node.lessons import outcomes as lessons_outcomes
 from lamarck.node.sharing import anti_entropy as anti_entropy_core
 from lamarck.policy import decision as decision_core
 from lamarck.policy import filters as importing_filters
+from lamarck.policy.autonomy import AutonomyFilter
 from lamarck.policy.decision import ImportOutcome, ImportParams, Incoming
 from lamarck.policy.filters import (
     Corroboration,
@@ -153,10 +154,10 @@ class RecordVerdicts:
     fifth of a 1,000-node run).
     """
 
-    #: The filters whose ``check`` reads nothing of the view.
+    #: The filters whose ``check`` reads nothing of the view (the autonomy filter reads it
+    #: only for vectors of its meaning check, the same for the same record).
     PURE = (
-        importing_filters.InjectedInstructionFilter,
-        importing_filters.AutonomyClaimFilter,
+        AutonomyFilter,
         importing_filters.SecretFilter,
     )
 

@@ -1049,13 +1049,8 @@ def test_the_pipeline_embeds_the_filter_texts_with_the_content_in_one_call(
     tmp_path: Any,
 ) -> None:
     async def go() -> None:
-        from lamarck.policy.autonomy import (
-            AutonomyFilter,
-            AutonomyParams,
-            ClassifierWeights,
-            MeaningModel,
-        )
-        from lamarck.policy.filters import default_filters
+        from lamarck.policy.autonomy import AutonomyParams, ClassifierWeights
+        from lamarck.policy.chain import build_filters
 
         embedder = CountingHashing()
         autonomy = AutonomyParams(semantic_embedders=(embedder.name,))
@@ -1065,8 +1060,7 @@ def test_the_pipeline_embeds_the_filter_texts_with_the_content_in_one_call(
         weights = ClassifierWeights(
             embedder.name, (*(20.0 * float(v) for v in direction), 0.0), -10
         )
-        model = MeaningModel(embedder, autonomy, weights)
-        chain = default_filters(autonomy=AutonomyFilter(autonomy, model))
+        chain = build_filters(autonomy=autonomy, embedder=embedder, weights=weights)
         h = Harness(params=ImportParams(filters=chain), embedder=embedder)
         content = f"Pin the node version in CI. {claim_like}"
         embedder.batches.clear()
@@ -1087,19 +1081,13 @@ def test_a_caveat_met_again_is_not_embedded_again() -> None:
     that never met the caveat judges it."""
 
     async def go() -> None:
-        from lamarck.policy.autonomy import (
-            AutonomyFilter,
-            AutonomyParams,
-            ClassifierWeights,
-            MeaningModel,
-        )
-        from lamarck.policy.filters import default_filters
+        from lamarck.policy.autonomy import AutonomyParams, ClassifierWeights
+        from lamarck.policy.chain import build_filters
 
         def harness(embedder: CountingHashing) -> Harness:
             autonomy = AutonomyParams(semantic_embedders=(embedder.name,))
             zero = ClassifierWeights(embedder.name, (0.0,) * (embedder.dim + 1), -10)
-            model = MeaningModel(embedder, autonomy, zero)
-            chain = default_filters(autonomy=AutonomyFilter(autonomy, model))
+            chain = build_filters(autonomy=autonomy, embedder=embedder, weights=zero)
             return Harness(params=ImportParams(filters=chain), embedder=embedder)
 
         caveat = "the job hangs waiting for input otherwise"

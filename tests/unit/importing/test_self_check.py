@@ -6,8 +6,9 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from lamarck.policy.chain import build_filters
 from lamarck.policy.decision import ImportParams
-from lamarck.policy.filters import DeclaredTool, FilterParams, default_filters
+from lamarck.policy.filters import DeclaredTool, FilterParams
 from lamarck.policy.self_check import own_record_refusal
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
@@ -95,7 +96,7 @@ _GH = {
 
 
 def _declaring(*tools: DeclaredTool) -> ImportParams:
-    return ImportParams(filters=default_filters(FilterParams(declared_tools=tools)))
+    return ImportParams(filters=build_filters(FilterParams(declared_tools=tools)))
 
 
 def test_a_situation_lesson_about_a_declared_tool_would_be_accepted() -> None:
