@@ -32,7 +32,7 @@ if __package__ in (None, ""):
 
 from bench.filters import BenchView, signed_record
 from lamarck.domain.embedder import Embedder
-from lamarck.policy.autonomy import AutonomyFilter
+from lamarck.policy.autonomy import AutonomyFilter, AutonomyParams, meaning_model
 from lamarck.policy.chain import build_filters
 from lamarck.policy.filters import Filter, VerdictKind
 from lamarck.proto.signed import SignedMemory
@@ -108,8 +108,13 @@ def figures(by_split: dict[str, Rates], prefix: str = "") -> dict[str, float]:
 
 def autonomy_judge(embedder: Embedder | None = None) -> Callable[[str], bool]:
     """Whether the node's autonomy filter holds a signed record with ``text`` as content."""
-    chain = build_filters(embedder=embedder)
+    chain = build_filters()
     autonomy: Filter = next(f for f in chain.filters if isinstance(f, AutonomyFilter))
+    if embedder is not None:
+        # The node's filter with the meaning check; the bench gives no vectors, so it embeds
+        # what it reads (the pipeline embeds them before the decision).
+        params = AutonomyParams()
+        autonomy = AutonomyFilter(params, meaning_model(embedder, params), embed_missing=True)
     view = BenchView()
     counter = iter(range(10**9))
 

@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         bank = MeaningModel(embedder, params)
         load_s = time.perf_counter() - t0
-        semantic = AutonomyFilter(params, bank)
+        semantic = AutonomyFilter(params, bank, embed_missing=True)
         view, unique, embed_s = pipeline_view(semantic, records, embedder)
         extra = len(unique) - len({r.content for r in records})
         print(
@@ -428,7 +428,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_minilm:
         # No reuse: the filter embeds every text it reads itself (cache off).
         cold = AutonomyFilter(
-            AutonomyParams(cache_size=0), MeaningModel(embedder, AutonomyParams())
+            AutonomyParams(cache_size=0),
+            MeaningModel(embedder, AutonomyParams()),
+            embed_missing=True,
         )
         sample = records[: 200 if args.quick else 600]
         t0 = time.process_time()

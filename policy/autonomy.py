@@ -56,8 +56,10 @@ the influence gate, not this filter, keeps unverified peer lessons from driving 
 **Vectors.** The import pipeline embeds every record's content once, before its lock. The
 filter reuses that vector and any sentence vectors through :class:`TextVectors` (the view the
 pipeline builds): :meth:`AutonomyFilter.texts_to_embed` says which texts it will look up, so
-the pipeline embeds them in the same batch. Without them the filter embeds itself (slow path,
-cached) when it holds an embedder, and otherwise decides by structure alone.
+the pipeline embeds them in the same batch. The filter never embeds at decision time: a text
+the meaning check should read and has no vector of (not given, not kept) makes the record
+``autonomy_unsure`` (quarantined: fail closed). Offline tools (benches, training) build it with
+``embed_missing=True`` to embed what a view does not give.
 
 **With the hashing embedder** the meaning part is off (its vectors match words, not meaning:
 a cosine to an exemplar says nothing about intent). Everything structural still holds; what
@@ -628,8 +630,17 @@ class AutonomyFilter:
     filter embeds what it needs with the bank's embedder and caches the result.
     """
 
-    def __init__(self, params: AutonomyParams, model: MeaningModel | None = None) -> None:
+    def __init__(
+        self,
+        params: AutonomyParams,
+        model: MeaningModel | None = None,
+        *,
+        embed_missing: bool = False,
+    ) -> None:
         self._p = params
+        # Offline tools only (benches, training): embed a vector the view does not give. The
+        # import decision never embeds: a vector it lacks makes the record unsure.
+        self._embed_missing = embed_missing
         self._reader = StructureReader(params)
         self._bank = model if model is not None and model.enabled else None
         self._cache: Lru[str, Vectors] = Lru(params.cache_size)
@@ -707,10 +718,10 @@ class AutonomyFilter:
         return evidence.cue and evidence.polarity in (Polarity.NONE, Polarity.WEAK)
 
     def _vector(self, text: str, view: ImportView, *, keep: bool) -> Vectors | None:
-        """``text``'s vector: given by the view, else kept, else embedded here (and kept). A
-        sentence's given vector (``keep``) is kept, so that ``texts_to_embed`` leaves it out
-        next time; a content's is not (each record's is new: it would only push the
-        sentences out)."""
+        """``text``'s vector: given by the view, else kept, else (``embed_missing`` only)
+        embedded here and kept; None if none of these. A sentence's given vector (``keep``)
+        is kept, so that ``texts_to_embed`` leaves it out next time; a content's is not (each
+        record's is new: it would only push the sentences out)."""
         if conforms(view, TextVectors):
             given = cast(TextVectors, view).text_vector(text)
             if given is not None:
@@ -720,7 +731,7 @@ class AutonomyFilter:
         if self._bank is None:
             return None
         cached = self._cache.get(text)
-        if cached is not None:
+        if cached is not None or not self._embed_missing:
             return cached
         vector: Vectors = self._bank.embedder.embed([text])[0]
         self._cache.put(text, vector)
@@ -780,10 +791,14 @@ class AutonomyFilter:
             return Judgement(verdict, tuple(evidence))
         scores: list[tuple[str, float, float]] = []
         best = 0.0
+        # A text the meaning check should read but has no vector of (the pipeline did not
+        # give it): unsure, never accepted unread (fail closed; the decision never embeds).
+        missing = False
         for text, text_weak in self.meaning_inputs(record, evidence, content_sentences):
             embedded_as = self._embedded_as(text, record.content)
             vector = self._vector(embedded_as, view, keep=embedded_as != record.content)
             if vector is None:
+                missing = True
                 continue
             p = model.probability(vector, text_weak)
             scores.append((text, p, float(text_weak)))
@@ -793,7 +808,7 @@ class AutonomyFilter:
             return Judgement(
                 Verdict.reject(FilterReason.AUTONOMY_CLAIM), tuple(evidence), tuple(scores)
             )
-        if weak or best >= rules.unsure_probability:
+        if weak or missing or best >= rules.unsure_probability:
             return Judgement(Verdict.quarantine(AUTONOMY_UNSURE), tuple(evidence), tuple(scores))
         return Judgement(Verdict.accept(), tuple(evidence), tuple(scores))
 
