@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 
+from lamarck.consensus.high_stakes import HighStakesRule
 from lamarck.domain.embedder import Embedder
 from lamarck.learning.params import SecretParams
 from lamarck.learning.secrets import scan_for_secrets
 from lamarck.policy.autonomy import AutonomyFilter
 from lamarck.policy.autonomy_meaning import ClassifierWeights, meaning_model
 from lamarck.policy.autonomy_params import AutonomyParams
+from lamarck.policy.decision import ImportParams, ImportPolicy
 from lamarck.policy.filters import (
     AllOf,
     ConflictsWithEstablished,
@@ -29,7 +31,7 @@ from lamarck.policy.filters import (
     UnverifiedHighConfidence,
 )
 
-__all__ = ["build_filters"]
+__all__ = ["build_filters", "build_policy"]
 
 
 def build_filters(
@@ -64,3 +66,14 @@ def build_filters(
             ),
         ]
     )
+
+
+def build_policy(
+    params: ImportParams,
+    embedder: Embedder | None = None,
+    weights: ClassifierWeights | None = None,
+) -> ImportPolicy:
+    """The checks of the import decision built from its parameters (once, at wiring): the
+    filter chain (``build_filters``) and the high-stakes rule."""
+    filters = build_filters(params.filters, params.autonomy, embedder, params.secrets, weights)
+    return ImportPolicy(filters, HighStakesRule(params.high_stakes))
