@@ -8,6 +8,7 @@ import pytest
 from importing_helpers import OTHER, SOURCE, FakeView, record
 
 from lamarck.errors import ConfigError
+from lamarck.learning.params import SecretParams
 from lamarck.policy.autonomy import AutonomyFilter, AutonomyParams
 from lamarck.policy.chain import build_filters
 from lamarck.policy.filters import (
@@ -469,3 +470,16 @@ def test_a_chain_says_the_least_confidence_of_the_established_lessons_it_reads()
         ]
     )
     assert established_floor(both) == 0.7
+
+
+def test_the_import_secret_scan_uses_the_secret_params_it_is_built_with() -> None:
+    """The node builds its chain with the secret parameters local learning writes through:
+    a value its own scanner would pass is not refused on import for a stricter default."""
+    content = "Set password=abcd1234xyz in the staging config."
+    assert build_filters().check(record(content=content), FakeView()).reason == (
+        FilterReason.SECRET_DETECTED
+    )
+    lax = SecretParams(min_value_len=64)
+    assert build_filters(secrets=lax).check(record(content=content), FakeView()).kind is (
+        VerdictKind.ACCEPT
+    )
