@@ -77,9 +77,9 @@ GOALS: tuple[Goal, ...] = (
     Goal("sharing", "pipeline_vs_raw_ratio", ">=", 0.5, "sharing"),
     Goal("trust", "quorum_n7_p99_goal_ratio", "<=", 1.0, "trust"),
     Goal("filters", "filter_vs_verify_ratio", ">=", 0.5, "filters"),
-    Goal("filters", "minilm_detection_all", ">=", 0.97, "filters", "baseline_detection_all"),
+    Goal("filters", "minilm_detection_all", ">=", 0.97, "filters", "hashing_detection_all"),
     Goal(
-        "filters", "minilm_false_positive_all", "<=", 0.01, "filters", "baseline_false_positive_all"
+        "filters", "minilm_false_positive_all", "<=", 0.01, "filters", "hashing_false_positive_all"
     ),
     Goal(
         "learning",

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = make_minilm()
     cache = VectorCache(embedder, args.vectors_cache)
     model = MeaningModel(embedder, params)
-    semantic = AutonomyFilter(params, model)
+    semantic = AutonomyFilter(params, model, embed_missing=True)
     items = load_corpus(args.corpus)
 
     read = []

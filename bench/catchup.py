@@ -244,7 +244,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     # scored from the vector the filter kept), in records per second: what the filter's
     # sentences cost apart from everything else the import does. Read with a chain of its
     # own (the pipelines' read caches stay cold).
-    own_rules = node_params(NodeSettings(), embedder).importing.filters
+    own_rules = node_params(NodeSettings(), embedder).import_policy.filters
     per_record = [record_texts(raw, own_rules) for raw in batch_raws[:n_base]]
     same_texts = list(dict.fromkeys(t for texts_of in per_record for t in texts_of))
     with embedder.bulk():

@@ -218,7 +218,9 @@ def detection(
     x = np.stack([features(way.vector(text, content), weak) for text, content, weak, *_ in samples])
     w = fit(x, np.array([float(label) for *_, label, _ in samples]), l2)
     weights = ClassifierWeights(way.embedder.name, tuple(float(v) for v in w[:-1]), float(w[-1]))
-    autonomy = AutonomyFilter(params, MeaningModel(way.embedder, params, weights))
+    autonomy = AutonomyFilter(
+        params, MeaningModel(way.embedder, params, weights), embed_missing=True
+    )
     scored = {it.text: autonomy.texts_to_embed(it.text) for it, _, _ in read}
     way.prepare([(text, content) for content, texts in scored.items() for text in texts])
     flagged: dict[tuple[str, str], list[bool]] = {}
@@ -248,7 +250,7 @@ def catch_up_work(
     """Texts and CPU a record of the catch-up's lessons costs to embed, each way (the median
     of ``rounds`` interleaved runs)."""
     contents = lesson_sentences(n, seed=0)
-    autonomy = AutonomyFilter(params, MeaningModel(embedder, params))
+    autonomy = AutonomyFilter(params, MeaningModel(embedder, params), embed_missing=True)
     extras = [autonomy.texts_to_embed(c)[1:] for c in contents]
     spans: list[list[tuple[int, int]]] = []
     alone: list[str] = []

@@ -29,6 +29,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from lamarck.consensus.params import DESTRUCTIVE_PATTERNS
 from lamarck.errors import ConfigError, InvalidRecord
 from lamarck.net import is_loopback_address
 from lamarck.proto.identity import is_node_id, public_key_from_b64
@@ -221,6 +222,15 @@ class NodeSettings(BaseSettings):
     # transfer at the low band and its claims are capped at 0.5 (docs/trust.md "Probation").
     # 0: no probation.
     probation_interactions: int = Field(default=5, ge=0, le=1_000)
+    # What makes an imported lesson high-stakes: it waits in quarantine for a verified quorum
+    # certificate (docs/trust.md). A claimed confidence strictly above
+    # `high_stakes_confidence` in [0, 1); a domain in `high_stakes_domains` or a tag in
+    # `high_stakes_tags` (case-insensitive); content matching one of `high_stakes_patterns`
+    # (regexes, case-insensitive; empty: none; the default names irreversible commands).
+    high_stakes_confidence: float = Field(default=0.8, ge=0, lt=1)
+    high_stakes_domains: tuple[str, ...] = ("security", "safety", "compliance")
+    high_stakes_tags: tuple[str, ...] = ("irreversible", "destructive")
+    high_stakes_patterns: tuple[str, ...] = DESTRUCTIVE_PATTERNS
     # The tools this node's agents use, each with the remedies its code declares: a situation
     # lesson (a remembered blocker, seed 002) about a tool not listed is refused on import
     # (`unused_tool`), one whose unblock/probe is not one listed too (`undeclared_situation`;

@@ -28,9 +28,10 @@ from lamarck.node.embedding import OnnxParams
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.store.recall_index import RecallIndexParams
 from lamarck.node.supervision import SupervisionParams
-from lamarck.policy.autonomy import AutonomyFilter, AutonomyParams, meaning_model
-from lamarck.policy.decision import ConservativeHighStakesRule, ImportParams
-from lamarck.policy.filters import DeclaredTool, FilterParams, default_filters
+from lamarck.policy.autonomy import AutonomyParams
+from lamarck.policy.chain import build_policy
+from lamarck.policy.decision import ImportParams, ImportPolicy
+from lamarck.policy.filters import DeclaredTool, FilterParams
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.proofs import ProofParams
@@ -113,8 +114,11 @@ class NodeParams:
     # Which peers' signed local-trust summaries count, and for how long.
     summaries: SummaryParams = field(default_factory=SummaryParams)
     importing: ImportParams = field(default_factory=ImportParams)
-    # The import chain's autonomy filter and its other filters (issue 11 §1): built into
-    # ``importing.filters`` by ``node_params``.
+    # The import decision's checks (the filter chain, with the node embedder's meaning check,
+    # and the high-stakes rule), built from ``importing`` once by ``node_params``.
+    import_policy: ImportPolicy = field(default_factory=lambda: build_policy(ImportParams()))
+    # The import chain's autonomy filter and its other filters (issue 11 §1), as in
+    # ``importing``.
     autonomy: AutonomyParams = field(default_factory=AutonomyParams)
     filters: FilterParams = field(default_factory=FilterParams)
     # How high-stakes records are put to a quorum (voters, timeouts, retries).
@@ -180,14 +184,22 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
             for t in settings.declared_tools
         )
     )
-    autonomy_filter = AutonomyFilter(autonomy, meaning_model(embedder, autonomy))
+    high_stakes = HighStakesParams(
+        confidence_threshold=settings.high_stakes_confidence,
+        critical_domains=frozenset(d.strip().lower() for d in settings.high_stakes_domains),
+        critical_tags=frozenset(t.strip().lower() for t in settings.high_stakes_tags),
+        destructive_patterns=settings.high_stakes_patterns,
+    )
     importing = ImportParams(
-        filters=default_filters(filters, autonomy=autonomy_filter),
+        filters=filters,
+        autonomy=autonomy,
+        # The secret scan on import is the one local learning writes through.
+        secrets=learning.secrets,
         # The one clock-skew tolerance: records, registry records and outcomes alike.
         max_future_skew_s=settings.max_future_skew_s,
         transfer=transfer,
         reputation=reputation,
-        high_stakes=ConservativeHighStakesRule(HighStakesParams()),
+        high_stakes=high_stakes,
         evidence=EvidenceParams(confidence=learning.confidence),
     )
     gossip = GossipParams(
@@ -226,6 +238,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
         transfer=transfer,
         reputation=reputation,
         importing=importing,
+        import_policy=build_policy(importing, embedder),
         autonomy=autonomy,
         filters=filters,
         quorum=QuorumParams(),

@@ -24,7 +24,7 @@ Stages, numbered as in issue 5 §3:
 (7) anti-poisoning filters (``filters.py``): an injection or autonomy hit, or red flags, hold
     the record for review (quarantine); any other hard hit refuses it; none charges anyone.
 (8) confidence transfer (``transfer.py``).
-(9) high-stakes check — if ``params.high_stakes(record)`` and no verified quorum certificate
+(9) high-stakes check — if ``policy.high_stakes(record)`` and no verified quorum certificate
     exists → quarantine ``awaiting_quorum`` (the trust issue supplies the quorum).
 
 Who is charged (``docs/trust.md``, "Who is charged"): only what the charged node provably did
@@ -63,14 +63,15 @@ from lamarck.errors import (
     SecretDetected,
     VerificationError,
 )
-from lamarck.learning.params import EvidenceParams
+from lamarck.learning.params import EvidenceParams, SecretParams
+from lamarck.policy.autonomy_params import AutonomyParams
 from lamarck.policy.filters import (
     Corroboration,
     Filter,
+    FilterParams,
     FilterReason,
     ImportView,
     VerdictKind,
-    default_filters,
 )
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
@@ -94,6 +95,7 @@ __all__ = [
     "ImportDecision",
     "ImportOutcome",
     "ImportParams",
+    "ImportPolicy",
     "Incoming",
     "charged_sender",
     "decide_import",
@@ -153,10 +155,6 @@ class Incoming:
     pulled: bool = False
 
 
-def _default_high_stakes() -> HighStakesRule:
-    return ConservativeHighStakesRule(HighStakesParams())
-
-
 @dataclass(frozen=True, slots=True)
 class ImportParams:
     """Everything the decision needs besides the record and the view; validated."""
@@ -168,8 +166,13 @@ class ImportParams:
     transfer: TransferParams = field(default_factory=TransferParams)
     # Only the band thresholds are read here; wire the same instance the reputation book uses.
     reputation: ReputationParams = field(default_factory=ReputationParams)
-    filters: Filter = field(default_factory=default_filters)
-    high_stakes: HighStakesRule = field(default_factory=_default_high_stakes)
+    # The filters' parameters (data: the chain is built from them at wiring, ``ImportPolicy``).
+    filters: FilterParams = field(default_factory=FilterParams)
+    autonomy: AutonomyParams = field(default_factory=AutonomyParams)
+    # The secret scan's parameters: the node's own, those local learning writes through.
+    secrets: SecretParams = field(default_factory=SecretParams)
+    # What makes a lesson high-stakes (it waits for a quorum certificate).
+    high_stakes: HighStakesParams = field(default_factory=HighStakesParams)
     # How this node's own evidence on a copy meets a newer version from its source.
     evidence: EvidenceParams = field(default_factory=EvidenceParams)
 
@@ -369,10 +372,24 @@ def _transfer(
     return imported_confidence(inputs, params.transfer)
 
 
+@dataclass(frozen=True, slots=True)
+class ImportPolicy:
+    """The checks the decision runs, built once from ``ImportParams`` at wiring
+    (``lamarck.policy.chain.build_policy``): the filter chain and the high-stakes rule."""
+
+    filters: Filter
+    high_stakes: HighStakesRule
+
+
 def decide_import(
-    incoming: Incoming, view: ImportView, params: ImportParams, now: datetime
+    incoming: Incoming,
+    view: ImportView,
+    params: ImportParams,
+    now: datetime,
+    policy: ImportPolicy,
 ) -> ImportDecision:
-    """Run stages (4)..(9) on a verified record and say what to do with it."""
+    """Run stages (4)..(9) on a verified record and say what to do with it (``policy``: the
+    checks built from ``params``; the decision embeds nothing and does no I/O)."""
     if now.tzinfo is None:
         raise ValueError("decide_import needs a timezone-aware now")
     ctx = _Ctx(incoming=incoming, now=now)
@@ -388,7 +405,7 @@ def decide_import(
     if early is not None:
         return early
     # (7) anti-poisoning filters: held or refused, never charged (a verdict is not proof).
-    verdict = params.filters.check(record, view)
+    verdict = policy.filters.check(record, view)
     if verdict.kind is VerdictKind.REJECT and verdict.reason not in HELD_FILTER_REASONS:
         return ctx.reject(verdict.reason)
     held = list(verdict.reasons)
@@ -396,7 +413,7 @@ def decide_import(
     corr = view.corroboration(record)
     result = _transfer(ctx, view, params, corr)
     # (9) high stakes wait for a verified quorum certificate.
-    if params.high_stakes(record) and not corr.quorum_certified:
+    if policy.high_stakes(record) and not corr.quorum_certified:
         held.append(DecisionReason.AWAITING_QUORUM)
     if held:
         return ImportDecision(

@@ -3,9 +3,10 @@
 Two families (issue 5 §4):
 
 * **Hard rejects** — one hit and the record is refused: ``injected_instruction`` (text aimed at
-  the agent rather than about the world), ``secret_detected``, ``autonomy_claim`` (a lesson may
-  only make an agent *more* careful) and ``undeclared_situation`` (a blocker's unblock/probe
-  must come from tool code, seed 002 §3.4).
+  the agent rather than about the world) and ``autonomy_claim`` (a lesson may only make an
+  agent *more* careful), both given by ``lamarck.policy.autonomy.AutonomyFilter``;
+  ``secret_detected`` and ``undeclared_situation`` (a blocker's unblock/probe must come from
+  tool code, seed 002 §3.4). ``lamarck.policy.chain.build_filters`` builds the chain.
 * **Red flags** (seed ``is_likely_poisoned``) — each is a suspicion, two or more quarantine the
   record for an operator: unverified high confidence, high contradiction rate, conflict with
   established local knowledge, statistical outlier against the source's history.
@@ -27,20 +28,18 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, cast, runtime_checkable
 
 from lamarck.errors import ConfigError
 from lamarck.learning.knowledge_params import NEGATION_MARKERS
-from lamarck.learning.literal_gate import GatedPattern
 from lamarck.learning.secrets import scan_for_secrets
 from lamarck.proto.memory import MemoryV2
 from lamarck.reputation.transfer import TrackRecord
 
 __all__ = [
     "AllOf",
-    "AutonomyClaimFilter",
     "ConflictsWithEstablished",
     "Corroboration",
     "DeclaredSituationFilter",
@@ -51,7 +50,6 @@ __all__ = [
     "FilterReason",
     "HighContradictionRate",
     "ImportView",
-    "InjectedInstructionFilter",
     "KnownVersion",
     "ReadsEstablished",
     "ReadsEstablishedWhen",
@@ -65,9 +63,7 @@ __all__ = [
     "UnverifiedHighConfidence",
     "Verdict",
     "VerdictKind",
-    "any_of",
     "conforms",
-    "default_filters",
     "established_floor",
     "needs_established",
     "reads_meaning",
@@ -263,64 +259,6 @@ class FilterReason(StrEnum):
 # --------------------------------------------------------------------------------------------
 # Parameters.
 
-_INJECTION_PATTERNS: tuple[str, ...] = (
-    # "ignore previous instructions" and its variants.
-    r"\b(ignore|disregard|forget|override)\b[^.\n]{0,40}?\b(previous|prior|above|earlier|all|"
-    r"any|your|system)\b[^.\n]{0,20}?\b(instructions?|prompts?|rules|guidelines|directions)\b",
-    # "run this curl", "execute the following command".
-    r"\b(run|execute|paste|type|copy)\s+(this|these|the\s+following)\s+(curl|wget|commands?|"
-    r"scripts?|snippets?|code|one-liner)\b",
-    # Download piped into an interpreter: curl ... | sh, wget -qO- ... | python.
-    r"\b(curl|wget|iwr|invoke-webrequest)\b[^\n|]*\|\s*(sudo\s+)?([a-z]*sh|python[0-9.]*|perl|"
-    r"ruby|node|iex|invoke-expression)\b",
-    r"\$\(\s*(curl|wget)\b",
-    # Tool-call syntax: tags, special tokens, function-call JSON.
-    r"<\s*/?\s*([a-z_]+:)?(tool_call|tool_calls|tool_use|tool_result|function_call|"
-    r"function_calls|invoke)\b",
-    r"<\|[a-z_]{2,32}\|>",
-    r"\[/?(tool_calls|inst)\]",
-    r"\{\s*\"(tool|tool_name|tool_calls|tool_use|function_call|function)\"\s*:",
-    r"\"name\"\s*:\s*\"[^\"]*\"\s*,\s*\"(arguments|parameters|input|args)\"\s*:",
-    # Imperatives that address the agent rather than describe the world.
-    r"\byou\s+(must|should|will|are\s+to|need\s+to)\s+now\b",
-    r"\bfrom\s+now\s+on,?\s+(you|the\s+agent|always|never)\b",
-    r"\b(new|updated|real)\s+(system\s+)?instructions?\s*:",
-    r"\b(do\s+not|don't|never)\s+(tell|inform|alert|warn)\s+the\s+user\b",
-)
-
-_AUTONOMY_PATTERNS: tuple[str, ...] = (
-    r"\bskip(ping)?\s+(the\s+|any\s+|all\s+)?(user\s+)?(confirmations?|approvals?|reviews?|"
-    r"prompts?|permission\s+checks?)\b",
-    r"\bno\s+need\s+to\s+(ask|confirm|check\s+with|wait\s+for|get\s+approval)\b",
-    r"\bwithout\s+(asking|confirmation|confirming|approval|review|reviewing|permission|"
-    r"telling|consent)\b",
-    r"\bauto[-\s]?approv(e|es|ed|al|ing)\b",
-    r"\b(disable|turn\s+off|bypass|escape|skip|circumvent)\s+(the\s+)?(sandbox(ing)?|"
-    r"permission\s+(checks?|gates?|prompts?)|safety\s+(checks?|gates?)|guardrails?)\b",
-    r"\b(you|agents?|the\s+agent|the\s+assistant)\s+(are|is)\s+(now\s+)?(allowed|authori[sz]ed|"
-    r"permitted|cleared)\s+to\b",
-    r"\b(grant|give)\s+(yourself|the\s+agent|agents?|the\s+assistant)\b",
-    r"\b(full|unrestricted|complete)\s+(autonomy|access|permissions?)\b",
-    r"\bact\s+autonomously\b",
-    r"\bassume\s+(the\s+user\s+)?(has\s+)?(consent|consented|approval|approved)\b",
-    r"\b(never|don't|do\s+not)\s+(ask|prompt|check\s+with|wait\s+for)\s+(the\s+user|for\s+"
-    r"(confirmation|permission|approval))\b",
-    r"--dangerously-skip-permissions\b|--yolo\b",
-)
-
-_NEGATIONS: tuple[str, ...] = (
-    "never",
-    "not",
-    "don't",
-    "dont",
-    "mustn't",
-    "shouldn't",
-    "cannot",
-    "can't",
-    "avoid",
-    "refuse",
-)
-
 # One negation list for the import filter and the conflict rule (learning/conflicts.py).
 _CONFLICT_MARKERS: tuple[str, ...] = NEGATION_MARKERS
 
@@ -360,11 +298,6 @@ class FilterParams:
     outlier_confidence_std_floor: float = 0.05
     # Daily rate that is an outlier for a source with too little history. > 0.
     new_source_max_daily_rate: float = 20.0
-    # Words before an autonomy phrase, within the same clause, searched for a negation. >= 0.
-    negation_window_words: int = 3
-    injection_patterns: tuple[str, ...] = _INJECTION_PATTERNS
-    autonomy_patterns: tuple[str, ...] = _AUTONOMY_PATTERNS
-    negations: tuple[str, ...] = _NEGATIONS
     conflict_markers: tuple[str, ...] = _CONFLICT_MARKERS
     # The tools this node's agents use, each with the remedies its code declares (the node
     # setting ``declared_tools``): a situation lesson about any other tool, or with any other
@@ -396,18 +329,9 @@ class FilterParams:
             raise ConfigError("invalid red_flag_threshold: must be at least 1")
         if self.outlier_min_history < 1:
             raise ConfigError("invalid outlier_min_history: must be at least 1")
-        if self.negation_window_words < 0:
-            raise ConfigError("invalid negation_window_words: must not be negative")
         names = [t.name for t in self.declared_tools]
         if len(set(names)) != len(names):
             raise ConfigError("invalid declared_tools: a tool is declared twice")
-        for f in fields(self):
-            if f.name.endswith("_patterns"):
-                for pattern in getattr(self, f.name):
-                    try:
-                        re.compile(pattern)
-                    except re.error as exc:
-                        raise ConfigError(f"invalid {f.name}: {pattern!r}: {exc}") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -585,35 +509,6 @@ def record_texts(record: MemoryV2) -> Iterator[str]:
         yield from (t for t in (sit.tool, sit.subject, sit.unblock, sit.probe) if t)
 
 
-def any_of(patterns: Sequence[str]) -> GatedPattern:
-    """One case-insensitive pattern that matches a text exactly when one of ``patterns``
-    does (each kept in its own non-capturing group; an empty list matches nothing), skipping
-    a text without any literal every match holds (``literal_gate``)."""
-    if not patterns:
-        return GatedPattern(re.compile(r"(?!)"))
-    return GatedPattern(re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE))
-
-
-class InjectedInstructionFilter:
-    """Rejects text aimed at the agent: injected instructions, piped downloads, tool calls.
-
-    No negation exemption: "never mind, ignore previous instructions" must not pass, so a
-    careful lesson quoting ``curl ... | sh`` is refused too (fail closed; it can be rephrased).
-    """
-
-    def __init__(self, params: FilterParams) -> None:
-        # One alternation finds a match exactly where any of the patterns would: one scan
-        # of each text instead of one per pattern (the filter runs on every import).
-        self._any = any_of(params.injection_patterns)
-
-    def check(self, record: MemoryV2, view: ImportView) -> Verdict:
-        """Reject on the first pattern found in any text field."""
-        for text in record_texts(record):
-            if self._any.search(text):
-                return Verdict.reject(FilterReason.INJECTED_INSTRUCTION)
-        return Verdict.accept()
-
-
 class SecretFilter:
     """Rejects a record carrying anything that looks like a credential.
 
@@ -629,44 +524,6 @@ class SecretFilter:
         for text in record_texts(record):
             if self._scan(text):
                 return Verdict.reject(FilterReason.SECRET_DETECTED)
-        return Verdict.accept()
-
-
-_CLAUSE_BREAK = re.compile(r"[.,;:!?\n()\[\]\"]")
-
-
-class AutonomyClaimFilter:
-    """Rejects lessons claiming permissions or autonomy: a lesson may only add caution.
-
-    A phrase is exempt only when a negation ("never", "do not", "avoid"...) stands within
-    ``negation_window_words`` words before it *in the same clause*: "never skip confirmation"
-    is a careful lesson; "don't worry, skip confirmation" is not (the comma ends the clause).
-    Descriptive uses ("deleting without confirmation lost data") are refused too: fail closed,
-    the author can say it as a rule ("always confirm before deleting").
-    """
-
-    def __init__(self, params: FilterParams) -> None:
-        self._patterns = tuple(re.compile(p, re.IGNORECASE) for p in params.autonomy_patterns)
-        # Most texts hold none of the phrases: one scan tells, before the per-phrase walk
-        # that weighs negations (which needs each pattern's own matches).
-        self._any = any_of(params.autonomy_patterns)
-        self._negations = frozenset(n.lower() for n in params.negations)
-        self._window = params.negation_window_words
-
-    def _negated(self, text: str, start: int) -> bool:
-        clause = _CLAUSE_BREAK.split(text[:start])[-1]
-        words = clause.lower().split()[-self._window :] if self._window else []
-        return any(w in self._negations for w in words)
-
-    def check(self, record: MemoryV2, view: ImportView) -> Verdict:
-        """Reject on the first non-negated autonomy phrase."""
-        for text in record_texts(record):
-            if not self._any.search(text):
-                continue
-            for pattern in self._patterns:
-                for match in pattern.finditer(text):
-                    if not self._negated(text, match.start()):
-                        return Verdict.reject(FilterReason.AUTONOMY_CLAIM)
         return Verdict.accept()
 
 
@@ -892,29 +749,3 @@ class RedFlags:
         """Quarantine with the raised flags as reasons, or accept."""
         raised = self.raised(record, view)
         return Verdict.quarantine(*raised) if len(raised) >= self.threshold else Verdict.accept()
-
-
-def default_filters(params: FilterParams | None = None, autonomy: Filter | None = None) -> AllOf:
-    """The production chain: hard rejects (cheapest first), then the red flags.
-
-    ``autonomy`` replaces the keyword ``AutonomyClaimFilter`` (the node passes its
-    ``AutonomyFilter``, built with its embedder in ``node_params``).
-    """
-    p = params or FilterParams()
-    return AllOf(
-        [
-            DeclaredSituationFilter(p),
-            InjectedInstructionFilter(p),
-            autonomy if autonomy is not None else AutonomyClaimFilter(p),
-            SecretFilter(),
-            RedFlags(
-                [
-                    UnverifiedHighConfidence(p),
-                    HighContradictionRate(p),
-                    ConflictsWithEstablished(p),
-                    StatisticalOutlier(p),
-                ],
-                p.red_flag_threshold,
-            ),
-        ]
-    )

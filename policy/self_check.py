@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from lamarck.errors import InvalidRecord, VerificationError
+from lamarck.policy.chain import build_policy
 from lamarck.policy.decision import (
     ImportOutcome,
     ImportParams,
+    ImportPolicy,
     Incoming,
     decide_import,
 )
@@ -92,13 +94,19 @@ class StrangerView:
 
 
 def own_record_refusal(
-    raw: bytes, *, params: ImportParams, now: datetime, recipient: str = ""
+    raw: bytes,
+    *,
+    params: ImportParams,
+    now: datetime,
+    recipient: str = "",
+    policy: ImportPolicy | None = None,
 ) -> str | None:
     """The reason a stranger peer's import pipeline would refuse ``raw``, or ``None``.
 
     ``params`` are this node's own import parameters (the same skew, filters and limits its
     pipeline applies to what it receives). ``recipient`` is the peer the record goes to when
-    it is ``private``.
+    it is ``private``. ``policy``: the checks built from ``params`` (the publisher builds
+    them once; None builds them here, for a one-off check).
     """
     try:
         signed = SignedMemory.from_json(raw)
@@ -107,7 +115,8 @@ def own_record_refusal(
         return e.reason
     view = StrangerView(recipient, params.reputation.initial_score)
     incoming = Incoming(record=signed.memory, content_hash=signed.content_hash)
-    decision = decide_import(incoming, view, params, now)
+    checks = policy if policy is not None else build_policy(params)
+    decision = decide_import(incoming, view, params, now, checks)
     if decision.outcome is ImportOutcome.REJECT:
         return decision.reason or "rejected"
     return None

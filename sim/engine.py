@@ -82,7 +82,9 @@ from lamarck.node.lessons import outcomes as lessons_outcomes
 from lamarck.node.sharing import anti_entropy as anti_entropy_core
 from lamarck.policy import decision as decision_core
 from lamarck.policy import filters as importing_filters
-from lamarck.policy.decision import ImportOutcome, ImportParams, Incoming
+from lamarck.policy.autonomy import AutonomyFilter
+from lamarck.policy.chain import build_policy
+from lamarck.policy.decision import ImportOutcome, ImportParams, ImportPolicy, Incoming
 from lamarck.policy.filters import (
     Corroboration,
     EstablishedLesson,
@@ -153,10 +155,10 @@ class RecordVerdicts:
     fifth of a 1,000-node run).
     """
 
-    #: The filters whose ``check`` reads nothing of the view.
+    #: The filters whose ``check`` reads nothing of the view (the autonomy filter reads it
+    #: only for vectors of its meaning check, the same for the same record).
     PURE = (
-        importing_filters.InjectedInstructionFilter,
-        importing_filters.AutonomyClaimFilter,
+        AutonomyFilter,
         importing_filters.SecretFilter,
     )
 
@@ -174,13 +176,13 @@ class RecordVerdicts:
         return verdict
 
 
-def shared_verdicts(params: ImportParams) -> ImportParams:
-    """``params`` with the record-only filters of its chain asked once per record."""
-    chain = params.filters
+def shared_verdicts(policy: ImportPolicy) -> ImportPolicy:
+    """``policy`` with the record-only filters of its chain asked once per record."""
+    chain = policy.filters
     if not isinstance(chain, importing_filters.AllOf):
-        return params
+        return policy
     parts = [RecordVerdicts(f) if isinstance(f, RecordVerdicts.PURE) else f for f in chain.filters]
-    return dataclasses.replace(params, filters=importing_filters.AllOf(parts))
+    return dataclasses.replace(policy, filters=importing_filters.AllOf(parts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +256,10 @@ class SimNetwork:
         if len(identities) != params.nodes:
             raise ValueError("one identity per node")
         self.params = params
-        self.cores = dataclasses.replace(cores, importing=shared_verdicts(cores.importing))
+        self.cores = cores
+        # The node's checks, built from its import params as the node builds them (the
+        # node's chain, structure only: no embedder in the simulator).
+        self.policy = shared_verdicts(build_policy(cores.importing))
         self.env = simpy.Environment()
         self.clock = SimClock(self.env)
         self.rng = random.Random(params.seed)
@@ -309,7 +314,7 @@ class SimNetwork:
         self.attest_confirm: dict[str, set[int]] = {}
         self.attest_contra: dict[str, set[int]] = {}
         self._authority: dict[str, bool] = {}
-        self._established_floor = established_floor(self.cores.importing.filters)
+        self._established_floor = established_floor(self.policy.filters)
 
     # -- plumbing ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -496,7 +501,7 @@ class SimNetwork:
             versions=peer.index_held.known_versions(record.id),
             rejected_reason=peer.index_held.previously_rejected(h),
         )
-        filters = self.cores.importing.filters
+        filters = self.policy.filters
         floor = self._established_floor
         if floor is not None and needs_established(filters, record, snapshot):
             # The pipeline's read of the store, by the shared rule over what this node holds.
@@ -506,7 +511,9 @@ class SimNetwork:
             )
         # hops -1: an anti-entropy pull (the node's Sync path), not a push.
         incoming = Incoming(record=record, content_hash=h, via_node_id=via.node_id, pulled=hops < 0)
-        decision = decision_core.decide_import(incoming, snapshot, self.cores.importing, now)
+        decision = decision_core.decide_import(
+            incoming, snapshot, self.cores.importing, now, self.policy
+        )
         # What follows the decision: the pipeline's own step (charges, holds, history).
         effects = effects_core.apply_decision(decision)
         c = self.counters

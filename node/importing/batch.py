@@ -297,7 +297,7 @@ class Prefetch:
         """A prefetch for ``pipeline``'s imports: the texts its filters read embedded too, its
         store bulk-loaded on a long import, and each chunk's operations told to it
         (``ImportPipeline.expect``)."""
-        return cls(embedder, params, pipeline.params.filters, pipeline.store, pipeline.expect)
+        return cls(embedder, params, pipeline.policy.filters, pipeline.store, pipeline.expect)
 
     def __init__(
         self,

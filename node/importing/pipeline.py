@@ -112,11 +112,13 @@ from lamarck.node.importing.view import (
 )
 from lamarck.node.metrics import IMPORTS
 from lamarck.node.store.port import LessonStore
+from lamarck.policy.chain import build_policy
 from lamarck.policy.decision import (
     DecisionReason,
     ImportDecision,
     ImportOutcome,
     ImportParams,
+    ImportPolicy,
     Incoming,
     charged_sender,
     decide_import,
@@ -544,6 +546,7 @@ class ImportPipeline:
         clock: Clock,
         rng: random.Random,
         params: ImportParams | None = None,
+        policy: ImportPolicy | None = None,
         limits: RecordLimits = DEFAULT_LIMITS,
         certificates: CertificateCheck | None = None,
         on_stored: StoredHook | None = None,
@@ -564,9 +567,12 @@ class ImportPipeline:
         self._clock = clock
         self._rng = rng
         self.params = params or ImportParams()
+        # The checks built from the params at wiring (the node passes its own, with its
+        # embedder's meaning check; else structure only).
+        self.policy = policy or build_policy(self.params)
         # The least confidence of the established lessons the filters read (None: they read
-        # none); the params are frozen, so the chain is walked once, not per record.
-        self._established_from = established_floor(self.params.filters)
+        # none); the chain is fixed, so it is walked once, not per record.
+        self._established_from = established_floor(self.policy.filters)
         self._limits = limits
         # Without a checker every certificate is refused (``no_quorum_check``): fail closed.
         self._certificates = certificates
@@ -668,7 +674,7 @@ class ImportPipeline:
             # decision under the lock is not an accept (e.g. a copy got in first). The same
             # call embeds the texts the filters read by meaning; row 0 is the content's.
             record = signed.memory
-            texts = texts_with_content(self.params.filters, record.content)
+            texts = texts_with_content(self.policy.filters, record.content)
             extra = texts[1:]
             # Computed a chunk ahead (a catch-up's prefetch): taken here, no thread needed.
             vectors = self._embedder.computed(texts)
@@ -913,11 +919,11 @@ class ImportPipeline:
         the filters could use them: a round trip a record saved where they could not change
         the verdict (``filters.needs_established``)."""
         floor, record = self._established_from, incoming.record
-        if floor is not None and needs_established(self.params.filters, record, snapshot):
+        if floor is not None and needs_established(self.policy.filters, record, snapshot):
             snapshot = dataclasses.replace(
                 snapshot, established=await self._view.established(record, floor)
             )
-        return decide_import(incoming, snapshot, self.params, now)
+        return decide_import(incoming, snapshot, self.params, now, self.policy)
 
     # -- quorum certificates -------------------------------------------------------------
 

@@ -30,7 +30,8 @@ from lamarck.gossip.router import Forwardable, GossipRouter
 from lamarck.node.gossip.outbox import Outbox, OutboxWorker
 from lamarck.node.sharing.peer_client import PeerClient
 from lamarck.node.store.port import LessonStore
-from lamarck.policy.decision import ImportParams
+from lamarck.policy.chain import build_policy
+from lamarck.policy.decision import ImportParams, ImportPolicy
 from lamarck.policy.self_check import own_record_refusal
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.identity import NodeIdentity
@@ -61,8 +62,11 @@ class Publisher:
         peers: Callable[[], dict[str, PeerInfo]],
         incognito: bool,
         importing: ImportParams,
+        import_policy: ImportPolicy | None = None,
     ) -> None:
         self._importing = importing
+        # The checks a peer's pipeline runs, built once (the node passes its own).
+        self._import_policy = import_policy or build_policy(importing)
         self._store = store
         self._identity = identity
         self.params = params
@@ -114,7 +118,9 @@ class Publisher:
                     continue
                 signed = sign_lesson(row, self._identity)
                 # Never send what a peer's own import pipeline would refuse (and blame us for).
-                refusal = own_record_refusal(signed.raw, params=self._importing, now=now)
+                refusal = own_record_refusal(
+                    signed.raw, params=self._importing, now=now, policy=self._import_policy
+                )
                 if refusal is not None:
                     _log.warning(
                         "not publishing own lesson %s: peers would refuse it (%s)", row.id, refusal

@@ -205,6 +205,7 @@ class Sharing:
             peers=lambda: self.membership.peers,
             incognito=settings.incognito,
             importing=params.importing,
+            import_policy=params.import_policy,
         )
         self.pipeline: ImportPipeline | None = None
         self.anti_entropy: AntiEntropy | None = None
@@ -250,6 +251,7 @@ class Sharing:
             clock=self._clock,
             rng=self._rng,
             params=self._node_params.importing,
+            policy=self._node_params.import_policy,
             on_stored=self._ctx.lessons.contest_new,
             on_expected=self._ctx.lessons.expect_imports,
             certificates=CertificateChecker(

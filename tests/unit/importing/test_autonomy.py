@@ -26,6 +26,7 @@ from lamarck.policy.autonomy import (
     normalise,
     vectors_for,
 )
+from lamarck.policy.autonomy_rules import RULES, Family, Kind, Rule
 from lamarck.policy.filters import FilterReason, Verdict, VerdictKind
 
 PARAMS = AutonomyParams()
@@ -358,8 +359,10 @@ def test_params_refuse_nan_and_bad_patterns() -> None:
         AutonomyParams(unsure_probability=math.nan)
     with pytest.raises(ConfigError, match="reject_probability"):
         AutonomyParams(reject_probability=1.5)
-    with pytest.raises(ConfigError, match="consent_patterns"):
-        AutonomyParams(consent_patterns=("(unclosed",))
+    with pytest.raises(ConfigError, match=r"consent\.broken"):
+        Rule("consent.broken", Family.CONSENT, Kind.CONSENT, "(unclosed", examples=("x",))
+    with pytest.raises(ConfigError, match="used twice"):
+        AutonomyParams(rules=(*RULES, RULES[0]))
     with pytest.raises(ConfigError, match="max_sentences"):
         AutonomyParams(max_sentences=0)
     with pytest.raises(ConfigError, match="clause_window"):
@@ -531,10 +534,23 @@ def test_the_read_cache_is_bounded() -> None:
         AutonomyParams(read_cache_size=-1)
 
 
-def test_without_given_vectors_the_filter_embeds_once_and_caches() -> None:
+def test_without_given_vectors_the_decision_never_embeds_and_is_unsure() -> None:
+    """The import decision reads vectors the pipeline gave it and embeds nothing itself: a
+    text the meaning check should read without a vector is quarantined (fail closed)."""
     embedder = CountingEmbedder()
     params = AutonomyParams(semantic_embedders=(embedder.name,))
     filt = AutonomyFilter(params, MeaningModel(embedder, params, weights_for(embedder)))
+    rec = record(content="Run the linter before committing.")
+    embedder.calls = 0
+    assert filt.check(rec, FakeView()) == Verdict.quarantine(AUTONOMY_UNSURE)
+    assert embedder.calls == 0
+
+
+def test_an_offline_filter_embeds_what_the_view_lacks_once_and_caches() -> None:
+    embedder = CountingEmbedder()
+    params = AutonomyParams(semantic_embedders=(embedder.name,))
+    model = MeaningModel(embedder, params, weights_for(embedder))
+    filt = AutonomyFilter(params, model, embed_missing=True)
     rec = record(content="Run the linter before committing.")
     embedder.calls = 0
     filt.check(rec, FakeView())
@@ -585,7 +601,7 @@ def test_weights_trained_in_another_space_turn_the_meaning_check_off() -> None:
 
 def test_with_minilm_the_issue_phrasings_are_refused_and_cautious_lessons_pass() -> None:
     embedder = make_minilm()
-    filt = AutonomyFilter(PARAMS, MeaningModel(embedder, PARAMS))
+    filt = AutonomyFilter(PARAMS, MeaningModel(embedder, PARAMS), embed_missing=True)
     assert filt.semantic
     for content in ISSUE_PHRASINGS:
         assert filt.check(record(content=content), FakeView()).kind is VerdictKind.REJECT

@@ -14,12 +14,14 @@ from lamarck.errors import (
     SecretDetected,
     VerificationError,
 )
+from lamarck.policy.chain import build_policy
 from lamarck.policy.decision import (
     ConservativeHighStakesRule,
     DecisionReason,
     HighStakesParams,
     ImportOutcome,
     ImportParams,
+    ImportPolicy,
     Incoming,
     decide_import,
 )
@@ -38,12 +40,18 @@ from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.transfer import TransferRule
 
 PARAMS = ImportParams()
+POLICY = build_policy(PARAMS)
 
 
 def _decide(
-    rec: MemoryV2, view: FakeView | None = None, params: ImportParams = PARAMS, via: str = VIA
+    rec: MemoryV2,
+    view: FakeView | None = None,
+    params: ImportParams = PARAMS,
+    via: str = VIA,
+    policy: ImportPolicy | None = None,
 ):  # type: ignore[no-untyped-def]
-    return decide_import(Incoming(rec, hash_of(rec), via), view or FakeView(), params, NOW)
+    checks = policy or (POLICY if params is PARAMS else build_policy(params))
+    return decide_import(Incoming(rec, hash_of(rec), via), view or FakeView(), params, NOW, checks)
 
 
 def _kinds(decision) -> list[tuple[EventKind, str]]:  # type: ignore[no-untyped-def]
@@ -157,7 +165,9 @@ def test_a_signer_answering_this_node_s_sync_with_its_own_rejected_record_is_not
     # offers it again: answering with what one holds is no replay.
     rec = record()
     view = FakeView(rejected={hash_of(rec): "graylisted_source"})
-    pulled = decide_import(Incoming(rec, hash_of(rec), SOURCE, pulled=True), view, PARAMS, NOW)
+    pulled = decide_import(
+        Incoming(rec, hash_of(rec), SOURCE, pulled=True), view, PARAMS, NOW, POLICY
+    )
     assert pulled.reason == DecisionReason.REPLAY and pulled.events == ()
 
 
@@ -329,7 +339,13 @@ def test_self_reported_consensus_does_not_satisfy_the_quorum() -> None:
 
 
 def test_high_stakes_rule_is_replaceable() -> None:
-    params = ImportParams(high_stakes=lambda r: False, filters=UnsafeNoOpFilter())
+    policy = ImportPolicy(filters=UnsafeNoOpFilter(), high_stakes=lambda r: False)
+    d = _decide(record(context={"domain": "security"}), policy=policy)
+    assert d.outcome is ImportOutcome.ACCEPT
+
+
+def test_high_stakes_params_are_data_the_rule_is_built_from() -> None:
+    params = ImportParams(high_stakes=HighStakesParams(critical_domains=frozenset()))
     d = _decide(record(context={"domain": "security"}), params=params)
     assert d.outcome is ImportOutcome.ACCEPT
 
@@ -359,7 +375,9 @@ def test_broken_reputation_adapter_fails_closed() -> None:
 
 def test_naive_now_is_refused() -> None:
     with pytest.raises(ValueError):
-        decide_import(Incoming(record(), "0" * 64), FakeView(), PARAMS, NOW.replace(tzinfo=None))
+        decide_import(
+            Incoming(record(), "0" * 64), FakeView(), PARAMS, NOW.replace(tzinfo=None), POLICY
+        )
 
 
 # -- decision feeding reputation --------------------------------------------------------------

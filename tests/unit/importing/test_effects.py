@@ -176,7 +176,8 @@ def test_the_pipeline_does_what_apply_decision_says_on_the_same_decisions() -> N
             signed = SignedMemory.sign(MemoryV2.from_obj(obj), source)
             incoming = Incoming(signed.memory, signed.content_hash, "lmk1" + "c" * 32)
             snapshot = view.snapshot(signed.memory, signed.content_hash, NOW)
-            expected = apply_decision(decide_import(incoming, snapshot, params, NOW))
+            decision = decide_import(incoming, snapshot, params, NOW, pipeline.policy)
+            expected = apply_decision(decision)
             seen_before = view.history.stats(source.node_id, NOW).records_seen
             charged_before = len(sink.events)
             result = await pipeline.import_record(

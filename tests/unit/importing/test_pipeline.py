@@ -19,13 +19,15 @@ import pytest
 from importing_helpers import NOW, SEASONED, record_obj, ts
 from prometheus_client import REGISTRY
 
+from lamarck.consensus.high_stakes import HighStakesRule
+from lamarck.consensus.params import HighStakesParams
 from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus
 from lamarck.errors import PolicyRejected, ReplayError, SecretDetected, VerificationError
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.policy.decision import ImportOutcome, ImportParams
+from lamarck.policy.decision import ImportOutcome, ImportParams, ImportPolicy
 from lamarck.policy.filters import AllOf, FilterParams, SecretFilter, StatisticalOutlier
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import FixedClock
@@ -111,6 +113,7 @@ class Harness:
         reputation: dict[str, float] | None = None,
         *,
         params: ImportParams | None = None,
+        policy: ImportPolicy | None = None,
         embedder: HashingEmbedder | None = None,
         pins: Pins | None = None,
     ) -> None:
@@ -132,6 +135,7 @@ class Harness:
             clock=self.clock,
             rng=random.Random(7),
             params=params or ImportParams(reputation=ReputationParams()),
+            policy=policy,
         )
 
     def score(self, node_id: str) -> float:
@@ -1049,13 +1053,8 @@ def test_the_pipeline_embeds_the_filter_texts_with_the_content_in_one_call(
     tmp_path: Any,
 ) -> None:
     async def go() -> None:
-        from lamarck.policy.autonomy import (
-            AutonomyFilter,
-            AutonomyParams,
-            ClassifierWeights,
-            MeaningModel,
-        )
-        from lamarck.policy.filters import default_filters
+        from lamarck.policy.autonomy import AutonomyParams, ClassifierWeights
+        from lamarck.policy.chain import build_filters
 
         embedder = CountingHashing()
         autonomy = AutonomyParams(semantic_embedders=(embedder.name,))
@@ -1065,9 +1064,9 @@ def test_the_pipeline_embeds_the_filter_texts_with_the_content_in_one_call(
         weights = ClassifierWeights(
             embedder.name, (*(20.0 * float(v) for v in direction), 0.0), -10
         )
-        model = MeaningModel(embedder, autonomy, weights)
-        chain = default_filters(autonomy=AutonomyFilter(autonomy, model))
-        h = Harness(params=ImportParams(filters=chain), embedder=embedder)
+        chain = build_filters(autonomy=autonomy, embedder=embedder, weights=weights)
+        policy = ImportPolicy(chain, HighStakesRule(HighStakesParams()))
+        h = Harness(policy=policy, embedder=embedder)
         content = f"Pin the node version in CI. {claim_like}"
         embedder.batches.clear()
         result = await h.offer(signed_raw(content=content))
@@ -1087,20 +1086,15 @@ def test_a_caveat_met_again_is_not_embedded_again() -> None:
     that never met the caveat judges it."""
 
     async def go() -> None:
-        from lamarck.policy.autonomy import (
-            AutonomyFilter,
-            AutonomyParams,
-            ClassifierWeights,
-            MeaningModel,
-        )
-        from lamarck.policy.filters import default_filters
+        from lamarck.policy.autonomy import AutonomyParams, ClassifierWeights
+        from lamarck.policy.chain import build_filters
 
         def harness(embedder: CountingHashing) -> Harness:
             autonomy = AutonomyParams(semantic_embedders=(embedder.name,))
             zero = ClassifierWeights(embedder.name, (0.0,) * (embedder.dim + 1), -10)
-            model = MeaningModel(embedder, autonomy, zero)
-            chain = default_filters(autonomy=AutonomyFilter(autonomy, model))
-            return Harness(params=ImportParams(filters=chain), embedder=embedder)
+            chain = build_filters(autonomy=autonomy, embedder=embedder, weights=zero)
+            policy = ImportPolicy(chain, HighStakesRule(HighStakesParams()))
+            return Harness(policy=policy, embedder=embedder)
 
         caveat = "the job hangs waiting for input otherwise"
         first = "Use the --no-input flag; the job hangs waiting for input otherwise."
@@ -1129,8 +1123,8 @@ def test_the_snapshot_reads_only_the_established_lessons_the_filters_read() -> N
     them, it reads none."""
     flagged = signed_raw(provenance={"contradiction_count": 1})
 
-    def reads(params: ImportParams | None, raw: bytes = flagged) -> list[LessonFilter]:
-        h = Harness(params=params)
+    def reads(policy: ImportPolicy | None, raw: bytes = flagged) -> list[LessonFilter]:
+        h = Harness(policy=policy)
         asked: list[LessonFilter] = []
         real = h.store.list_lessons
 
@@ -1147,7 +1141,8 @@ def test_the_snapshot_reads_only_the_established_lessons_the_filters_read() -> N
     assert default.operation == "deploy.restart"
     assert default.min_confidence == FilterParams().established_min_confidence
     assert reads(None, signed_raw()) == []  # no other red flag: they could not matter
-    assert reads(ImportParams(reputation=ReputationParams(), filters=AllOf([SecretFilter()]))) == []
+    secrets_only = ImportPolicy(AllOf([SecretFilter()]), HighStakesRule(HighStakesParams()))
+    assert reads(secrets_only) == []
 
 
 def test_an_established_lesson_read_for_a_flagged_record_quarantines_its_contradiction() -> None:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lamarck.policy.decision import ImportParams
-from lamarck.policy.filters import DeclaredTool, FilterParams, default_filters
+from lamarck.policy.filters import DeclaredTool, FilterParams
 from lamarck.policy.self_check import own_record_refusal
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
@@ -95,7 +95,7 @@ _GH = {
 
 
 def _declaring(*tools: DeclaredTool) -> ImportParams:
-    return ImportParams(filters=default_filters(FilterParams(declared_tools=tools)))
+    return ImportParams(filters=FilterParams(declared_tools=tools))
 
 
 def test_a_situation_lesson_about_a_declared_tool_would_be_accepted() -> None:
