@@ -10,6 +10,7 @@ from typing import Any
 import grpc
 import grpc.aio
 from google.protobuf import json_format, struct_pb2
+from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2, status_pb2
 
 from lamarck import errors
@@ -339,7 +340,7 @@ def error_from_rpc(err: grpc.RpcError) -> LamarckError:
         elif key == _DETAILS_KEY and isinstance(value, bytes):
             try:
                 status = status_pb2.Status.FromString(value)
-            except Exception:  # a garbled detail must not hide the error itself
+            except DecodeError:  # a garbled detail must not hide the error itself
                 continue
             for any_detail in status.details:
                 info = error_details_pb2.ErrorInfo()

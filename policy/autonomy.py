@@ -1,4 +1,4 @@
-"""Autonomy claims: a lesson may only make an agent more careful (seed 002 §3.4, issue 11 §1).
+"""Autonomy claims: a lesson may only make an agent more careful (design sources: safety).
 
 A lesson never grants a permission, approves on the user's behalf, skips a confirmation, or
 adds a tool or a command to run. Keyword lists alone are close to useless against this (an

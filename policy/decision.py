@@ -6,7 +6,7 @@ stages already passed — (1) size and schema (``MemoryV2`` parsing), (2) signat
 to do, the confidence to store, and the reputation events to emit. It never stores, sends or
 raises for a policy outcome; the node does that with the answer.
 
-Stages, numbered as in issue 5 §3:
+Stages, in order:
 
 (4) timestamps — any record time beyond ``now + max_future_skew_s`` → reject
     ``future_timestamp``; ``updated_at`` older than ``max_age_days`` → reject ``expired``.
@@ -130,7 +130,7 @@ class DecisionReason(StrEnum):
 
 
 # --------------------------------------------------------------------------------------------
-# High stakes: the rule lives in ``lamarck.consensus.high_stakes`` (issue 12 §2.1); the old names
+# High stakes: the rule lives in ``lamarck.consensus.high_stakes``; the old names
 # stay importable from here: ``HighStakesRule`` is the callable type, ``ConservativeHighStakesRule``
 # the rule itself, ``HighStakesParams`` its parameters.
 
@@ -334,7 +334,7 @@ def _access(ctx: _Ctx, view: ImportView) -> ImportDecision | None:
 
 
 def _graylisted(ctx: _Ctx, view: ImportView, params: ImportParams) -> ImportDecision | None:
-    """A graylisted source's records are not imported (issue 12 §1.4): its band is the one
+    """A graylisted source's records are not imported: its band is the one
     threshold set transfer, gossip and voter choice read. No new charge: it is down already,
     and only reality or its operator's reset (``lamarck reputation reset``) lifts it."""
     source = ctx.source

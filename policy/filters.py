@@ -1,12 +1,12 @@
 """Anti-poisoning filters: small objects with ``check(record, view) -> Verdict``, composed.
 
-Two families (issue 5 §4):
+Two families:
 
 * **Hard rejects** — one hit and the record is refused: ``injected_instruction`` (text aimed at
   the agent rather than about the world) and ``autonomy_claim`` (a lesson may only make an
   agent *more* careful), both given by ``lamarck.policy.autonomy.AutonomyFilter``;
   ``secret_detected`` and ``undeclared_situation`` (a blocker's unblock/probe must come from
-  tool code, seed 002 §3.4). ``lamarck.policy.chain.build_filters`` builds the chain.
+  tool code, adaptive recovery). ``lamarck.policy.chain.build_filters`` builds the chain.
 * **Red flags** (seed ``is_likely_poisoned``) — each is a suspicion, two or more quarantine the
   record for an operator: unverified high confidence, high contradiction rate, conflict with
   established local knowledge, statistical outlier against the source's history.
