@@ -24,6 +24,7 @@ from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
+from lamarck.consensus.accountability import voter_events_for_reality
 from lamarck.consensus.corroboration import EvidenceClass
 from lamarck.domain.rows import (
     Category,
@@ -54,7 +55,6 @@ from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.lessons.core import RecalledLesson
 from lamarck.node.lessons.recall import ShownConflict
 from lamarck.node.lessons.service import LessonService
-from lamarck.node.sharing.quorum import voter_reality_events
 from lamarck.node.store.port import LessonStore
 from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.canonical import sha256_hex
@@ -1017,8 +1017,10 @@ def make_agent_servicer(ctx: NodeContext) -> AgentServicer:
             if ctx.sharing is None
             else SharingState(ctx.sharing.params, incognito=ctx.sharing.incognito)
         ),
-        voters=lambda reality: voter_reality_events(
-            reality, ctx.sharing.quorum if ctx.sharing is not None else None
+        voters=lambda reality: (
+            ()
+            if ctx.sharing is None
+            else voter_events_for_reality(reality, ctx.sharing.quorum.certificate)
         ),
         attester=lambda outcome, reality: _attest_on(ctx, outcome, reality),
         primed=ctx.embedder if isinstance(ctx.embedder, PrimedEmbedder) else None,

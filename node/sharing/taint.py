@@ -43,11 +43,11 @@ from datetime import datetime, timedelta
 from lamarck.consensus.params import TaintParams
 from lamarck.consensus.taint import (
     RETRACTED_RECORD,
-    TAINT_REASONS,
     TAINTED_SOURCE,
     LessonFacts,
     Taken,
     taint_plan,
+    taint_reason,
     tainted_sources,
 )
 from lamarck.domain.rows import (
@@ -123,7 +123,7 @@ def is_taint_row(row: QuarantineRow) -> bool:
 
 
 def _taint_reason(row: QuarantineRow) -> str | None:
-    return next((r for r in TAINT_REASONS if r in row.reasons), None)
+    return taint_reason(row.reasons)
 
 
 def _record_id(raw: bytes) -> str:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.api.server import NodeContext
 from lamarck.node.config import load_settings
+from lamarck.node.daemon import node_context
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
@@ -52,7 +52,7 @@ async def test_a_reality_event_before_sharing_starts_lands_in_the_book(tmp_path:
     settings = load_settings(home=tmp_path)
     params = node_params(settings)
     clock = FixedClock(NOW)
-    ctx = NodeContext(
+    ctx = node_context(
         settings=settings,
         identity=NodeIdentity.generate(),
         clock=clock,

@@ -50,6 +50,7 @@ from lamarck.node.api.server import (
     build_servers,
 )
 from lamarck.node.config import load_settings
+from lamarck.node.daemon import node_context
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.lessons.service import LessonService
@@ -729,7 +730,7 @@ async def wired(tmp_path: Path) -> AsyncIterator[tuple[NodeServers, NodeContext]
     """The node's real servers (every interceptor) with an agent and an operator token."""
     settings = load_settings(home=tmp_path, listen="127.0.0.1:0", agent_listen="127.0.0.1:0")
     clock = FixedClock(NOW + timedelta(hours=1))
-    ctx = NodeContext(
+    ctx = node_context(
         settings=settings,
         identity=OTHER_KEY,
         clock=clock,
