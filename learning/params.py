@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from lamarck.learning.influence import InfluenceParams
 from lamarck.learning.knowledge_params import KnowledgeParams
+from lamarck.learning.notes import NoteKeyParams
 from lamarck.learning.write_behind import WriteBehindParams
 from lamarck.params_checks import check_finite, check_positive_int, check_range, check_rule
 
@@ -324,6 +325,8 @@ class LearningParams:
     # Claim vectors and recall use marks written behind the agent's reply (issue 17 §2); off
     # by default, the node turns both on (``node_params``).
     write_behind: WriteBehindParams = field(default_factory=WriteBehindParams)
+    # How a claim stored without an operation gets its key from its text.
+    notes: NoteKeyParams = field(default_factory=NoteKeyParams)
 
     def __post_init__(self) -> None:
         """Check the parts are the right types (each validated itself on construction)."""

@@ -79,7 +79,7 @@ from lamarck.node.lessons.service import LessonService
 from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging, logs_are_json
 from lamarck.node.maintenance import MaintenanceLoop
-from lamarck.node.params import EmbedderParams, NodeParams, node_params, trust_config
+from lamarck.node.params import NodeParams, embedder_params, node_params, trust_config
 from lamarck.node.peer_tls import PeerTls, peer_tls_for
 from lamarck.node.sharing import Sharing
 from lamarck.node.store.embedded import EmbeddedPostgres
@@ -316,12 +316,12 @@ class Node:
         # (4) The embedder may load a model (seconds): off the event loop.
         # Wrapped so catch-up and bundle imports can embed a chunk ahead of the pipeline
         # (node/importing/batch.py); every other call goes straight to the model.
-        embedding = EmbedderParams()  # built once here; no setting speaks to it yet
+        embedding = embedder_params(settings)
         made = await asyncio.to_thread(make_embedder, settings.embedder, onnx=embedding.onnx)
         embedder = PrimedEmbedder(made, embedding.batch_import)
         database = "external" if settings.database_url else "embedded"
         # Every rule's parameters, once: nothing below builds its own.
-        self.params = params = node_params(settings, embedder)
+        self.params = params = node_params(settings, embedder, embedding)
         self.ctx = ctx = node_context(
             settings,
             identity,

@@ -49,6 +49,7 @@ __all__ = [
     "EmbedderParams",
     "MaintenanceParams",
     "NodeParams",
+    "embedder_params",
     "node_params",
     "trust_config",
 ]
@@ -103,8 +104,6 @@ class NodeParams:
     """Every parameter object a node runs with; build with ``node_params(settings)``."""
 
     learning: LearningParams = field(default_factory=LearningParams)
-    transfer: TransferParams = field(default_factory=TransferParams)
-    reputation: ReputationParams = field(default_factory=ReputationParams)
     pairwise: PairwiseParams = field(default_factory=PairwiseParams)
     global_trust: GlobalTrustParams = field(default_factory=GlobalTrustParams)
     principals: PrincipalParams = field(default_factory=PrincipalParams)
@@ -112,10 +111,11 @@ class NodeParams:
     pretrusted: tuple[str, ...] = ()
     # Which peers' signed local-trust summaries count, and for how long.
     summaries: SummaryParams = field(default_factory=SummaryParams)
+    # The import decision; it holds the node's one ``transfer`` and ``reputation`` (read
+    # through the properties below, so each is one field of the tree).
     importing: ImportParams = field(default_factory=ImportParams)
-    # The import chain's autonomy filter and its other filters (issue 11 §1): built into
-    # ``importing.filters`` by ``node_params``.
-    autonomy: AutonomyParams = field(default_factory=AutonomyParams)
+    # The import chain's filters (issue 11 §1): built into ``importing.filters`` by
+    # ``node_params``, with the autonomy filter over the node's embedder.
     filters: FilterParams = field(default_factory=FilterParams)
     # How high-stakes records are put to a quorum (voters, timeouts, retries).
     quorum: QuorumParams = field(default_factory=QuorumParams)
@@ -129,8 +129,8 @@ class NodeParams:
     peer_auth: PeerAuthParams = field(default_factory=PeerAuthParams)
     maintenance: MaintenanceParams = field(default_factory=MaintenanceParams)
     peer_limits: PeerLimits = field(default_factory=PeerLimits)
-    # How catch-up imports embed ahead of the pipeline (chunk size, progress lines).
-    batch_import: BatchImportParams = field(default_factory=BatchImportParams)
+    # How the embedder runs and how catch-up imports embed ahead of the pipeline.
+    embedding: EmbedderParams = field(default_factory=EmbedderParams)
     health: HealthParams = field(default_factory=HealthParams)
     console: ConsoleParams = field(default_factory=ConsoleParams)
     plot: PlotParams = field(default_factory=PlotParams)
@@ -139,14 +139,38 @@ class NodeParams:
     # Recallable lessons the Postgres store keeps in memory for recall's search (issue 17 §1).
     recall_index: RecallIndexParams = field(default_factory=RecallIndexParams)
 
+    @property
+    def reputation(self) -> ReputationParams:
+        """The reputation thresholds: the book scores with them, the import decision bands
+        peers by them (one instance, held by ``importing``)."""
+        return self.importing.reputation
 
-def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> NodeParams:
+    @property
+    def transfer(self) -> TransferParams:
+        """How an imported lesson's confidence transfers: the lesson service and the import
+        decision read the same rule (one instance, held by ``importing``)."""
+        return self.importing.transfer
+
+
+def embedder_params(settings: NodeSettings) -> EmbedderParams:
+    """How the node's embedder runs; built before the rest of ``NodeParams`` (the daemon
+    makes the embedder with it, then passes both to ``node_params``). No setting speaks to it
+    yet: the defaults."""
+    return EmbedderParams()
+
+
+def node_params(
+    settings: NodeSettings,
+    embedder: Embedder | None = None,
+    embedding: EmbedderParams | None = None,
+) -> NodeParams:
     """The node's parameters: the rules' defaults where no setting speaks, the settings
     where one does, and each shared piece wired into every object that reads it.
 
     ``embedder`` is the node's own (the daemon passes it): the import chain's autonomy
     filter reads the vectors the pipeline computes with it, by meaning when it is MiniLM and
-    by structure alone otherwise (also when no embedder is given).
+    by structure alone otherwise (also when no embedder is given). ``embedding`` is what the
+    embedder was made with (``embedder_params``; built here when not given).
     """
     learning = LearningParams(
         influence=InfluenceParams(
@@ -169,8 +193,11 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
         probation=ProbationParams(interactions=settings.probation_interactions)
     )
     reputation = ReputationParams()
-    # The catch-up chunking the node's embedder was wrapped with (one set for both).
-    batch_import = embedder.params if isinstance(embedder, PrimedEmbedder) else BatchImportParams()
+    if embedding is None:
+        embedding = embedder_params(settings)
+        # The catch-up chunking the node's embedder was wrapped with (one set for both).
+        if isinstance(embedder, PrimedEmbedder):
+            embedding = EmbedderParams(onnx=embedding.onnx, batch_import=embedder.params)
     autonomy = AutonomyParams()
     # The tools this node's agents use: the only ones a situation lesson may be about, here
     # and in the self-check of what this node publishes.
@@ -210,7 +237,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
         status_warnings_max_age_s=settings.health_refresh_s,
     )
     return NodeParams(
-        batch_import=batch_import,
+        embedding=embedding,
         peer_limits=PeerLimits(
             max_concurrent=settings.peer_max_concurrent,
             rate_per_s=settings.peer_rate_per_s,
@@ -223,10 +250,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
         maintenance=MaintenanceParams(global_trust_interval_s=settings.global_trust_interval_s),
         health=health,
         learning=learning,
-        transfer=transfer,
-        reputation=reputation,
         importing=importing,
-        autonomy=autonomy,
         filters=filters,
         quorum=QuorumParams(),
         taint=TaintParams(),

@@ -45,7 +45,7 @@ from lamarck.gossip.publisher import lesson_record, sign_lesson
 from lamarck.gossip.share_reason import SharingState, share_status
 from lamarck.learning.influence import LessonEvidence, evidence_label
 from lamarck.learning.lifecycle import state_of
-from lamarck.learning.notes import NoteKeyParams, note_operation
+from lamarck.learning.notes import note_operation
 from lamarck.learning.scopes import GLOBAL, project_scope, validate_scope
 from lamarck.learning.situations import Situation, SituationSource
 from lamarck.learning.why import NothingLearned
@@ -93,7 +93,6 @@ CLAIM_NOTE = (
     "To record what just happened (what ran, what passed), call RecordOutcome instead: "
     "lessons are learned from outcomes."
 )
-_NOTE_KEYS = NoteKeyParams()
 
 #: The voters' reputation events for an outcome's reality events (issue 12 §2.6).
 VoterJudge = Callable[[Sequence[ReputationEvent]], Sequence[ReputationEvent]]
@@ -279,7 +278,6 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         pipeline: ImportPipeline | Provider[ImportPipeline],
         sink: Callable[[], ReputationSink | None] | None = None,
         sharing: Callable[[], SharingState | None] | None = None,
-        notes: NoteKeyParams = _NOTE_KEYS,
         voters: VoterJudge | None = None,
         primed: PrimedEmbedder | None = None,
         attester: Attester | None = None,
@@ -294,7 +292,6 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self._sink = sink or (lambda: None)
         # The sharing side's rule inputs, for "is this lesson shared" (None: not running).
         self._sharing = sharing or (lambda: None)
-        self._notes = notes
         # The voters' events for an outcome's reality events (none before sharing starts).
         self._voters: VoterJudge = voters or (lambda _: ())
         # This node's attestations and the attesters' events (none before sharing starts).
@@ -580,9 +577,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         )
         ctx = context_from_proto(request.context) if request.HasField("context") else None
         content, operation = request.content.strip(), request.operation.strip()
-        if content and not operation:
-            operation = note_operation(content, self._notes)
         store, service = self._store(), self._service()
+        if content and not operation:
+            operation = note_operation(content, service.params.notes)
         if content:
             # One indexed lookup (operation, then the exact content), never a scope's rows.
             held = await store.list_lessons(

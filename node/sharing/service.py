@@ -151,6 +151,7 @@ class Sharing:
             params=params.registry,
             auth=params.peer_auth,
             principals=params.principals,
+            proofs=params.proofs,
             # Peers on other machines dial the advertised address, not the bound one.
             address=settings.advertise_address
             or (ctx.peer_addresses[0] if ctx.peer_addresses else ""),
@@ -285,7 +286,7 @@ class Sharing:
             clock=self._clock,
             rng=self._rng,
             primed=primed,
-            batch=self._node_params.batch_import,
+            batch=self._node_params.embedding.batch_import,
             summaries=self.summaries.receive,
             attestations=self.attestations,
         )

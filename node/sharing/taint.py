@@ -73,7 +73,7 @@ from lamarck.registry.directory import PeerDirectory
 from lamarck.registry.records import Retraction
 from lamarck.reputation.scores import PeerBand
 
-__all__ = ["RETRACT_MARK", "TAINT_ACTOR", "TAINT_MARK", "TaintSweeper", "is_taint_row"]
+__all__ = ["RETRACT_MARK", "TAINT_ACTOR", "TAINT_MARK", "TaintSweeper"]
 
 _log = logging.getLogger("lamarck.node.sharing.taint")
 
@@ -114,12 +114,6 @@ def unrelated_in_play(
             if theirs is not None and (theirs.target != own.target or own.reversed_by(theirs)):
                 out.add(lesson_id)
     return frozenset(out)
-
-
-def is_taint_row(row: QuarantineRow) -> bool:
-    """Whether a quarantine row holds a lesson the sweep took out (tainted source or
-    retracted record)."""
-    return _taint_reason(row) is not None
 
 
 def _taint_reason(row: QuarantineRow) -> str | None:
