@@ -56,6 +56,7 @@ from bench.host import HostWatch, machine_line
 from bench.lesson_corpus import lesson_sentences
 from lamarck.domain.embedder import Embedder
 from lamarck.domain.rows import LessonFilter
+from lamarck.learning.params import LearningParams
 from lamarck.node.config import NodeSettings
 from lamarck.node.embedding import make_embedder
 from lamarck.node.importing.batch import (
@@ -77,6 +78,7 @@ from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
+from lamarck.reputation.transfer import TransferParams
 
 __all__ = ["main", "run"]
 
@@ -166,7 +168,14 @@ def _pipeline(
     rules = node_params(NodeSettings(), embedder).importing
     book = InMemoryReputation(ReputationParams(), clock)
     # As the node wires it: each stored copy is contested against what it contradicts.
-    lessons = LessonService(store, embedder, clock, rng=random.Random(seed + 1))
+    lessons = LessonService(
+        store,
+        embedder,
+        clock,
+        LearningParams(),
+        rng=random.Random(seed + 1),
+        transfer=TransferParams(),
+    )
     return ImportPipeline(
         store=store,
         view=StoreImportView(store, book, SELF.node_id),

@@ -57,6 +57,7 @@ from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.outcome import Outcome
+from lamarck.reputation.transfer import TransferParams
 
 __all__ = ["main", "run"]
 
@@ -188,7 +189,14 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         store = await PostgresLessonStore.connect(dsn, embedder.dim)
         # The node's own learning parameters (a taught lesson's vector behind the reply).
         learning = node_params(NodeSettings()).learning
-        service = LessonService(store, embedder, SystemClock(), learning, rng=random.Random(2))
+        service = LessonService(
+            store,
+            embedder,
+            SystemClock(),
+            learning,
+            rng=random.Random(2),
+            transfer=TransferParams(),
+        )
         try:
             took = await _fill(store, filler, args.small)
             _log(f"  filled {filler.count} in {took:.1f} s")

@@ -38,6 +38,7 @@ from lamarck.errors import (
     StoreUnavailable,
     VerificationError,
 )
+from lamarck.learning.params import LearningParams
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.api.peer_service import PeerService
@@ -68,6 +69,7 @@ from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
+from lamarck.reputation.transfer import TransferParams
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SOURCE_KEY = NodeIdentity.from_seed(bytes([7]) * 32)
@@ -752,7 +754,17 @@ def _ready(ctx: NodeContext) -> InMemoryLessonStore:
     store = InMemoryLessonStore(dim=TinyEmbedder.dim)
     clock = ctx.clock
     ctx.sharing = SimpleNamespace(pipeline=pipeline_for(store, clock))  # type: ignore[assignment]
-    ctx.set_ready(store, LessonService(store, TinyEmbedder(), clock, rng=random.Random(1)))
+    ctx.set_ready(
+        store,
+        LessonService(
+            store,
+            TinyEmbedder(),
+            clock,
+            LearningParams(),
+            rng=random.Random(1),
+            transfer=TransferParams(),
+        ),
+    )
     return store
 
 
