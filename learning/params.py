@@ -183,8 +183,6 @@ class LessonParams:
     max_evidence: int = 64
     # Longest lesson content, UTF-8 bytes (RecordLimits.content). Integer >= 1.
     max_content_bytes: int = 4096
-    # Situation lessons shown at turn start ("Known blockers", seed 002 §3.4). Integer >= 1.
-    max_situations_at_turn_start: int = 3
     # Lesson texts whose prompt token count is remembered: the same lessons are counted for
     # recall after recall, and the tokenizer was a seventh of Recall's time. Integer >= 1.
     token_count_cache: int = 4096
@@ -209,7 +207,6 @@ class LessonParams:
         _rule(self.recency_half_life_days > 0, "recency_half_life_days", "must be positive")
         _positive_int("max_evidence", self.max_evidence)
         _positive_int("max_content_bytes", self.max_content_bytes)
-        _positive_int("max_situations_at_turn_start", self.max_situations_at_turn_start)
 
 
 @dataclass(frozen=True, slots=True)
