@@ -58,7 +58,7 @@ from lamarck.domain.embedder import Embedder
 from lamarck.domain.rows import LessonFilter
 from lamarck.learning.params import LearningParams
 from lamarck.node.config import NodeSettings
-from lamarck.node.embedding import make_embedder
+from lamarck.node.embedding import OnnxParams, make_embedder
 from lamarck.node.importing.batch import (
     BatchImporter,
     BatchImportParams,
@@ -203,7 +203,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     _log(f"catch-up: {n} records batched, {n_one} one by one, {args.sources} sources, {shared}")
     _log(f"  {machine_line()}")
     host = HostWatch()
-    embedder = make_embedder(args.embedder)
+    embedder = make_embedder(args.embedder, onnx=OnnxParams())
     _log(f"  embedder: {embedder.name} ({type(embedder).__name__})")
     sources = [NodeIdentity.from_seed(bytes([i + 1]) * 32) for i in range(args.sources)]
     pins = _Pins(sources)

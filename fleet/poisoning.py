@@ -49,7 +49,7 @@ from lamarck.fleet.workloads import (
     Task as FleetTask,
 )
 from lamarck.learning.params import ContextParams
-from lamarck.node.embedding import make_embedder
+from lamarck.node.embedding import OnnxParams, make_embedder
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.keys import identity_path, load_private_key
 
@@ -247,7 +247,7 @@ def run_poisoning(
         say(f"attack phase: {len(report.pushes)} poisoned records pushed; MINJA runs recorded")
         driver.settle()
     # (3) honest agents take the target tasks: the fleet, and the plain shared memory.
-    embedder = make_embedder(params.embedder)
+    embedder = make_embedder(params.embedder, onnx=OnnxParams())
 
     def embed(texts: list[str]) -> np.ndarray:
         return np.asarray(embedder.embed(texts), dtype=np.float32)

@@ -34,8 +34,6 @@ PENDING: dict[str, str] = {
     # The policy's secret filter scans with the default SecretParams (its scanner is the
     # module function): the filter chain is being reworked apart.
     "learning/secrets.py": "scan_for_secrets(text, p=None) builds SecretParams()",
-    # The embedder's ONNX session params default for benches and tests.
-    "node/embedding.py": "OnnxMiniLMEmbedder(params=None) builds OnnxParams()",
     # The SDK's recorder: an agent process's own default run params.
     "lamarck/agent/recorder.py": "Recorder(params=None) builds RunParams()",
 }
