@@ -58,8 +58,9 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class EmbedderParams:
     """How the node's embedder runs: its ONNX session, and how catch-ups embed ahead of the
-    import pipeline. Built before the rest of ``NodeParams``, which needs the embedder (the
-    autonomy filter reads by its meaning)."""
+    import pipeline. Built first (``embedder_params``): the daemon makes the embedder with it,
+    and the rest of ``NodeParams`` needs the embedder (the autonomy filter reads by its
+    meaning); it is then held as ``NodeParams.embedding``."""
 
     onnx: OnnxParams = field(default_factory=OnnxParams)
     batch_import: BatchImportParams = field(default_factory=BatchImportParams)

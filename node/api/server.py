@@ -113,18 +113,19 @@ class NodeContext:
     identity: NodeIdentity
     clock: Clock
     embedder: Embedder
-    # The pieces of the node's one ``NodeParams`` the servicers read:
-    #: per-peer limits (the peer server's interceptor and PeerService);
+    # The pieces of the node's one ``NodeParams`` the servicers read (``node_context`` in the
+    # daemon takes them from the tree; this package never imports it).
+    #: Per-peer limits (the peer server's interceptor and PeerService).
     peer_limits: PeerLimits
-    #: how this node votes when a peer asks (RequestVote);
+    #: How this node votes when a peer asks (RequestVote).
     quorum: QuorumParams
-    #: the one clock-skew tolerance (records, registry records and votes alike);
+    #: The one clock-skew tolerance (records, registry records and votes alike).
     max_future_skew_s: float
-    #: the health report's windows and thresholds (OperatorService.GetHealth);
+    #: The health report's windows and thresholds (OperatorService.GetHealth).
     health: HealthParams
-    #: the learning rules (the learned variables in the health report);
+    #: The learning rules (the learned variables in the health report).
     learning: LearningParams
-    #: the reputation thresholds (the score of a node before the book is loaded).
+    #: The reputation thresholds (the score of a node before the book is loaded).
     reputation_params: ReputationParams
     #: Actual peer-facing addresses (``host:port`` with the bound port), preferred first.
     peer_addresses: list[str] = field(default_factory=list)
