@@ -35,13 +35,13 @@ import numpy as np
 from lamarck.fleet.attack_fleet import start_attack_fleet
 from lamarck.fleet.authority import AuthorityParams, claims_of, run_authority, topic_reading
 from lamarck.learning.influence import AuthorityPrototypes, InfluenceParams
-from lamarck.node.embedding import make_embedder
+from lamarck.node.embedding import OnnxParams, make_embedder
 
 
 def topic_figures() -> dict[str, float]:
     """The gate's topic reading over the tuning and the held-out claim sets."""
     params = InfluenceParams()
-    embedder = make_embedder("minilm")
+    embedder = make_embedder("minilm", onnx=OnnxParams())
     prototypes = AuthorityPrototypes.of(
         np.asarray(embedder.embed(list(params.authority_prototypes)), dtype=np.float32),
         params.authority_similarity,

@@ -40,7 +40,7 @@ if __package__ in (None, ""):
 from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, load_corpus
 from bench.filters import BenchView
 from bench.train_autonomy import FOLDS, VectorCache, _EmptyView, fit, record_of
-from lamarck.node.embedding import make_minilm
+from lamarck.node.embedding import OnnxParams, make_minilm
 from lamarck.policy.autonomy import (
     AutonomyFilter,
     AutonomyParams,
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
     params = AutonomyParams()
     structure = AutonomyFilter(params)
-    embedder = make_minilm()
+    embedder = make_minilm(params=OnnxParams())
     cache = VectorCache(embedder, args.vectors_cache)
     model = MeaningModel(embedder, params)
     semantic = AutonomyFilter(params, model, embed_missing=True)

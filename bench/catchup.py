@@ -56,8 +56,9 @@ from bench.host import HostWatch, machine_line
 from bench.lesson_corpus import lesson_sentences
 from lamarck.domain.embedder import Embedder
 from lamarck.domain.rows import LessonFilter
+from lamarck.learning.params import LearningParams
 from lamarck.node.config import NodeSettings
-from lamarck.node.embedding import make_embedder
+from lamarck.node.embedding import OnnxParams, make_embedder
 from lamarck.node.importing.batch import (
     BatchImporter,
     BatchImportParams,
@@ -70,6 +71,7 @@ from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.policy.chain import build_policy
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
@@ -77,6 +79,7 @@ from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
+from lamarck.reputation.transfer import TransferParams
 
 __all__ = ["main", "run"]
 
@@ -166,7 +169,14 @@ def _pipeline(
     rules = node_params(NodeSettings(), embedder).importing
     book = InMemoryReputation(ReputationParams(), clock)
     # As the node wires it: each stored copy is contested against what it contradicts.
-    lessons = LessonService(store, embedder, clock, rng=random.Random(seed + 1))
+    lessons = LessonService(
+        store,
+        embedder,
+        clock,
+        LearningParams(),
+        rng=random.Random(seed + 1),
+        transfer=TransferParams(),
+    )
     return ImportPipeline(
         store=store,
         view=StoreImportView(store, book, SELF.node_id),
@@ -194,7 +204,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     _log(f"catch-up: {n} records batched, {n_one} one by one, {args.sources} sources, {shared}")
     _log(f"  {machine_line()}")
     host = HostWatch()
-    embedder = make_embedder(args.embedder)
+    embedder = make_embedder(args.embedder, onnx=OnnxParams())
     _log(f"  embedder: {embedder.name} ({type(embedder).__name__})")
     sources = [NodeIdentity.from_seed(bytes([i + 1]) * 32) for i in range(args.sources)]
     pins = _Pins(sources)
@@ -244,7 +254,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     # scored from the vector the filter kept), in records per second: what the filter's
     # sentences cost apart from everything else the import does. Read with a chain of its
     # own (the pipelines' read caches stay cold).
-    own_rules = node_params(NodeSettings(), embedder).import_policy.filters
+    own_rules = build_policy(node_params(NodeSettings(), embedder).importing, embedder).filters
     per_record = [record_texts(raw, own_rules) for raw in batch_raws[:n_base]]
     same_texts = list(dict.fromkeys(t for texts_of in per_record for t in texts_of))
     with embedder.bulk():

@@ -51,6 +51,7 @@ from lamarck.domain.embedder import (
 )
 from lamarck.node.embedding import (
     HashingEmbedder,
+    OnnxParams,
     make_minilm,
 )
 from lamarck.policy.autonomy import (
@@ -332,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     cells, misses = hash_cells, hash_misses
     embed_s = 0.0
     if not args.no_minilm:
-        embedder = make_minilm()
+        embedder = make_minilm(params=OnnxParams())
         t0 = time.perf_counter()
         bank = MeaningModel(embedder, params)
         load_s = time.perf_counter() - t0

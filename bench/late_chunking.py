@@ -63,6 +63,7 @@ from bench.train_autonomy import (
 from lamarck.domain.embedder import Vectors
 from lamarck.node.embedding import (
     OnnxMiniLMEmbedder,
+    OnnxParams,
     make_minilm,
 )
 from lamarck.policy.autonomy import (
@@ -298,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_PATH)
     args = parser.parse_args(argv)
     n = args.n or (160 if args.quick else 3000)
-    embedder = make_minilm("onnx")
+    embedder = make_minilm("onnx", params=OnnxParams())
     if not isinstance(embedder, OnnxMiniLMEmbedder):  # make_minilm("onnx") or ConfigError
         raise SystemExit("the ONNX MiniLM is needed")
     params = AutonomyParams()

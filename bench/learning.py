@@ -63,7 +63,7 @@ from lamarck.learning.outcomes import StepResult, ToolStep, Verdict
 from lamarck.learning.params import LearningParams
 from lamarck.learning.ranking import Candidate, rank
 from lamarck.learning.variables import Importance, VariableImportanceLearner
-from lamarck.node.embedding import make_embedder
+from lamarck.node.embedding import OnnxParams, make_embedder
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 PROJECT = "project:" + "a1" * 16
@@ -594,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     n_facts = args.facts or (300 if args.quick else 2000)
     trials = args.trials or (100 if args.quick else 500)
     kp, lp = KnowledgeParams(), LearningParams()
-    embedder = make_embedder(args.embedder)
+    embedder = make_embedder(args.embedder, onnx=OnnxParams())
     started = time.perf_counter()
 
     figures: dict[str, Any] = {"embedder": embedder.name}

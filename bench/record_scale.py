@@ -50,13 +50,14 @@ from lamarck.domain.rows import LessonRow, LessonStatus
 from lamarck.learning.mechanical import AVOID_TAG, MECHANICAL_TAG, TARGET_TAG
 from lamarck.learning.scopes import project_scope
 from lamarck.node.config import NodeSettings
-from lamarck.node.embedding import make_embedder
+from lamarck.node.embedding import OnnxParams, make_embedder
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.outcome import Outcome
+from lamarck.reputation.transfer import TransferParams
 
 __all__ = ["main", "run"]
 
@@ -169,7 +170,7 @@ def _kinds(figures: dict[str, float], lat: list[float], tag: str) -> None:
 
 async def run(args: argparse.Namespace) -> dict[str, float]:
     """Fill, measure, fill more, measure again; return the figures."""
-    embedder: Embedder = make_embedder(args.embedder)
+    embedder: Embedder = make_embedder(args.embedder, onnx=OnnxParams())
     filler = _Filler(embedder.dim, args.ops, seed=0)
     rng = random.Random(1)
     figures: dict[str, float] = {
@@ -188,7 +189,14 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         store = await PostgresLessonStore.connect(dsn, embedder.dim)
         # The node's own learning parameters (a taught lesson's vector behind the reply).
         learning = node_params(NodeSettings()).learning
-        service = LessonService(store, embedder, SystemClock(), learning, rng=random.Random(2))
+        service = LessonService(
+            store,
+            embedder,
+            SystemClock(),
+            learning,
+            rng=random.Random(2),
+            transfer=TransferParams(),
+        )
         try:
             took = await _fill(store, filler, args.small)
             _log(f"  filled {filler.count} in {took:.1f} s")

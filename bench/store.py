@@ -56,6 +56,7 @@ from lamarck.node.embedding import (
     MINILM_MODEL_NAME,
     HashingEmbedder,
     MiniLMEmbedder,
+    OnnxParams,
     make_embedder,
 )
 from lamarck.node.store.embedded import EmbeddedPostgres
@@ -366,7 +367,11 @@ def _choose_embedder(kind: str, quick: bool, uncached: int) -> tuple[Embedder, s
     """
     if kind == "hashing":
         return HashingEmbedder(), "requested"
-    embedder = make_embedder("minilm") if kind == "minilm" else make_embedder("auto")
+    embedder = (
+        make_embedder("minilm", onnx=OnnxParams())
+        if kind == "minilm"
+        else make_embedder("auto", onnx=OnnxParams())
+    )
     if not isinstance(embedder, MiniLMEmbedder):
         return embedder, "MiniLM not installed"
     if uncached == 0:
@@ -546,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         args.single = 200 if args.quick else 1_000
     logging.basicConfig(level=logging.WARNING)
     if args.embed_only:
-        embedder = make_embedder(args.embedder)
+        embedder = make_embedder(args.embedder, onnx=OnnxParams())
         texts = lesson_sentences(args.n, args.seed)
         _, cached = corpus_embeddings(texts, args.seed, embedder, generator=lesson_sentences)
         _log(f"cache {'already present' if cached else 'written'} in {CACHE_DIR}")

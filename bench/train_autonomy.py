@@ -38,7 +38,7 @@ from lamarck.domain.embedder import (
     Embedder,
     Vectors,
 )
-from lamarck.node.embedding import make_minilm
+from lamarck.node.embedding import OnnxParams, make_minilm
 from lamarck.policy.autonomy import (
     MODEL_FILE,
     AutonomyFilter,
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     params = AutonomyParams()
     structure = AutonomyFilter(params)  # no model: structure only, to read the sentences
     tune = [it for it in load_corpus(args.corpus) if it.split == "tune"]
-    embedder = make_minilm()
+    embedder = make_minilm(params=OnnxParams())
     cache = VectorCache(embedder, args.vectors_cache)
 
     samples: list[Sample] = []

@@ -43,6 +43,7 @@ __all__ = [
     "TaintPlan",
     "Taken",
     "taint_plan",
+    "taint_reason",
     "tainted_sources",
 ]
 
@@ -52,6 +53,13 @@ TAINTED_SOURCE = "tainted_source"
 RETRACTED_RECORD = "retracted_record"
 #: Every reason the taint rule takes a lesson out with.
 TAINT_REASONS: tuple[str, ...] = (TAINTED_SOURCE, RETRACTED_RECORD)
+
+
+def taint_reason(reasons: Iterable[str]) -> str | None:
+    """The taint reason among a held record's reasons, in rule order (``None``: the record
+    is held for another reason, not by the taint sweep)."""
+    held = set(reasons)
+    return next((r for r in TAINT_REASONS if r in held), None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,6 +66,10 @@ class DriverParams:
     isolated_arm: bool = True
     # After every round, read each node's lessons to time honest lessons' evidence.
     track_evidence: bool = False
+    # The agents' own rules: the learning loop's, its context capture's and its recorder's.
+    loop: LoopParams = field(default_factory=LoopParams)
+    context: ContextParams = field(default_factory=ContextParams)
+    run: RunParams = field(default_factory=RunParams)
 
     def __post_init__(self) -> None:
         """Refuse non-positive or non-finite times."""
@@ -294,9 +298,9 @@ class FleetDriver:
         loop = LearningLoop(
             client,
             project=projects[0],
-            params=LoopParams(),
-            context_params=ContextParams(),
-            run_params=RunParams(),
+            params=self.params.loop,
+            context_params=self.params.context,
+            run_params=self.params.run,
             clock=SystemClock(),
             rng=self._ids,
         )
@@ -311,9 +315,9 @@ class FleetDriver:
                 else LearningLoop(
                     client,
                     project=project,
-                    params=LoopParams(),
-                    context_params=ContextParams(),
-                    run_params=RunParams(),
+                    params=self.params.loop,
+                    context_params=self.params.context,
+                    run_params=self.params.run,
                     clock=SystemClock(),
                     rng=self._ids,
                 )

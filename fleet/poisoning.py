@@ -30,8 +30,7 @@ from typing import Literal
 
 import numpy as np
 
-from lamarck.agent.loop import ActContext, LearningLoop, LoopParams, Task
-from lamarck.agent.run import RunParams
+from lamarck.agent.loop import ActContext, LearningLoop, Task
 from lamarck.client import Client
 from lamarck.errors import ConfigError
 from lamarck.fleet.agents import says_avoid, says_prefer
@@ -48,8 +47,7 @@ from lamarck.fleet.workloads import (
 from lamarck.fleet.workloads import (
     Task as FleetTask,
 )
-from lamarck.learning.params import ContextParams
-from lamarck.node.embedding import make_embedder
+from lamarck.node.embedding import OnnxParams, make_embedder
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.keys import identity_path, load_private_key
 
@@ -126,7 +124,9 @@ class PoisonReport:
         }
 
 
-def _minja(client: Client, p: Pitfall, seed: int, agent: int, rng: random.Random) -> int:
+def _minja(
+    client: Client, p: Pitfall, seed: int, agent: int, rng: random.Random, params: DriverParams
+) -> int:
     """An attacker's agent records fabricated runs: the good form 'failed', the harmful one
     'worked', in two projects (so its node makes the lesson global and shares it)."""
     created = 0
@@ -140,9 +140,9 @@ def _minja(client: Client, p: Pitfall, seed: int, agent: int, rng: random.Random
         loop = LearningLoop(
             client,
             project=project_digest_for(seed, 1000 + agent, k),
-            params=LoopParams(),
-            context_params=ContextParams(),
-            run_params=RunParams(),
+            params=params.loop,
+            context_params=params.context,
+            run_params=params.run,
             clock=SystemClock(),
             rng=rng,
         )
@@ -241,14 +241,14 @@ def run_poisoning(
                 pusher.close()
             with Client(fleet.nodes[a].agent_addr, timeout=60) as client:
                 for p in pitfalls:
-                    report.minja_lessons += _minja(client, p, seed, a, rng)
+                    report.minja_lessons += _minja(client, p, seed, a, rng, dparams)
                     poison_texts.append(
                         f"Prefer `{harmful_form(p)}` over `{p.working}` for {p.target}."
                     )
         say(f"attack phase: {len(report.pushes)} poisoned records pushed; MINJA runs recorded")
         driver.settle()
     # (3) honest agents take the target tasks: the fleet, and the plain shared memory.
-    embedder = make_embedder(params.embedder)
+    embedder = make_embedder(params.embedder, onnx=OnnxParams())
 
     def embed(texts: list[str]) -> np.ndarray:
         return np.asarray(embedder.embed(texts), dtype=np.float32)

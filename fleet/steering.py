@@ -29,8 +29,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from lamarck.agent.loop import ActContext, LearningLoop, LoopParams, Task
-from lamarck.agent.run import RunParams
+from lamarck.agent.loop import ActContext, LearningLoop, Task
 from lamarck.client import Client, Lesson
 from lamarck.errors import ConfigError
 from lamarck.fleet.agents import Said
@@ -39,7 +38,6 @@ from lamarck.fleet.driver import DriverParams, FleetDriver, NodeHandle, said
 from lamarck.fleet.supervisor import Fleet
 from lamarck.fleet.workloads import TARGETS, Pitfall, Workload, pitfall_for, project_digest_for
 from lamarck.fleet.workloads import Task as FleetTask
-from lamarck.learning.params import ContextParams
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.keys import identity_path, load_private_key
 
@@ -297,7 +295,9 @@ def run_steering(
                 with Client(fleet.nodes[h].agent_addr, timeout=60) as client:
                     for k, p in enumerate(everything):
                         kind = arm if k < params.targets else f"{arm}_novel"
-                        _decide(client, fleet.nodes[h].name, kind, r, h, p, seed, texts, report)
+                        _decide(
+                            client, fleet.nodes[h].name, kind, r, h, p, seed, texts, report, dparams
+                        )
             driver.settle()
             say(f"steering: round {r + 1}: {report.figures()}")
     return report
@@ -313,6 +313,7 @@ def _decide(
     seed: int,
     texts: Sequence[str],
     report: SteeringReport,
+    params: DriverParams,
 ) -> None:
     """One honest agent's turn on ``p``: recall, check, decide, run, record."""
     forms = (p.failing, p.working, steered_form(p))
@@ -320,9 +321,9 @@ def _decide(
     loop = LearningLoop(
         client,
         project=project_digest_for(seed, 100 + h, r % 2),
-        params=LoopParams(),
-        context_params=ContextParams(),
-        run_params=RunParams(),
+        params=params.loop,
+        context_params=params.context,
+        run_params=params.run,
         clock=SystemClock(),
         rng=random.Random(f"{seed}-{r}-{h}-{p.target}"),
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from lamarck.learning.influence import InfluenceParams
 from lamarck.learning.knowledge_params import KnowledgeParams
+from lamarck.learning.notes import NoteKeyParams
 from lamarck.learning.write_behind import WriteBehindParams
 from lamarck.params_checks import check_finite, check_positive_int, check_range, check_rule
 
@@ -191,8 +192,6 @@ class LessonParams:
     max_evidence: int = 64
     # Longest lesson content, UTF-8 bytes (RecordLimits.content). Integer >= 1.
     max_content_bytes: int = 4096
-    # Situation lessons shown at turn start ("Known blockers", adaptive recovery). Integer >= 1.
-    max_situations_at_turn_start: int = 3
     # Lesson texts whose prompt token count is remembered: the same lessons are counted for
     # recall after recall, and the tokenizer was a seventh of Recall's time. Integer >= 1.
     token_count_cache: int = 4096
@@ -217,7 +216,6 @@ class LessonParams:
         _rule(self.recency_half_life_days > 0, "recency_half_life_days", "must be positive")
         _positive_int("max_evidence", self.max_evidence)
         _positive_int("max_content_bytes", self.max_content_bytes)
-        _positive_int("max_situations_at_turn_start", self.max_situations_at_turn_start)
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,6 +337,8 @@ class LearningParams:
     # Claim vectors and recall use marks written behind the agent's reply; off
     # by default, the node turns both on (``node_params``).
     write_behind: WriteBehindParams = field(default_factory=WriteBehindParams)
+    # How a claim stored without an operation gets its key from its text.
+    notes: NoteKeyParams = field(default_factory=NoteKeyParams)
 
     def __post_init__(self) -> None:
         """Check the parts are the right types (each validated itself on construction)."""

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import lamarck
+from lamarck.domain.embedder import Embedder
 from lamarck.errors import ConfigError, LamarckError
 from lamarck.health.render import gauge_values
 from lamarck.node import metrics
@@ -78,8 +79,8 @@ from lamarck.node.lessons.service import LessonService
 from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging, logs_are_json
 from lamarck.node.maintenance import MaintenanceLoop
-from lamarck.node.params import EmbedderParams, node_params, trust_config
-from lamarck.node.peer_tls import peer_tls_for
+from lamarck.node.params import NodeParams, embedder_params, node_params, trust_config
+from lamarck.node.peer_tls import PeerTls, peer_tls_for
 from lamarck.node.sharing import Sharing
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
@@ -129,6 +130,38 @@ def load_or_create_identity(home: Path) -> NodeIdentity:
     identity = init_keys(home)
     _log.info("created node identity", extra={"node_id": identity.node_id, "path": str(path)})
     return identity
+
+
+def node_context(
+    settings: NodeSettings,
+    identity: NodeIdentity,
+    clock: Clock,
+    embedder: Embedder,
+    params: NodeParams,
+    *,
+    database: str = "",
+    agent_token: str | None = None,
+    operator_token: str | None = None,
+    peer_tls: PeerTls | None = None,
+) -> NodeContext:
+    """What the servicers read, with the pieces of the node's one ``params`` they use (the
+    servers never see the whole tree)."""
+    return NodeContext(
+        settings=settings,
+        identity=identity,
+        clock=clock,
+        embedder=embedder,
+        peer_limits=params.peer_limits,
+        quorum=params.quorum,
+        max_future_skew_s=params.importing.max_future_skew_s,
+        health=params.health,
+        learning=params.learning,
+        reputation_params=params.reputation,
+        database=database,
+        agent_token=agent_token,
+        operator_token=operator_token,
+        peer_tls=peer_tls,
+    )
 
 
 def default_agent_factory(ctx: NodeContext) -> agent_pb2_grpc.AgentServiceServicer:
@@ -202,6 +235,8 @@ class Node:
         self._stop_hooks: list[StopHook] = []
         self._node_file_written = False
         self.ctx: NodeContext | None = None
+        #: Every rule's parameters, built once at start (``node_params``).
+        self.params: NodeParams | None = None
         #: Parts whose stop overran its bound and was left behind (see ``stop``).
         self.abandoned: list[str] = []
 
@@ -243,6 +278,11 @@ class Node:
             "embedder_warmup_s": self.embedder_warmup_s,
         }
 
+    def _require_params(self) -> NodeParams:
+        if self.params is None:
+            raise ConfigError("the node is not started", reason="not_started")
+        return self.params
+
     def _require_ctx(self) -> NodeContext:
         if self.ctx is None:
             raise ConfigError("the node is not started", reason="not_started")
@@ -276,18 +316,18 @@ class Node:
         # (4) The embedder may load a model (seconds): off the event loop.
         # Wrapped so catch-up and bundle imports can embed a chunk ahead of the pipeline
         # (node/importing/batch.py); every other call goes straight to the model.
-        embedding = EmbedderParams()  # built once here; no setting speaks to it yet
+        embedding = embedder_params(settings)
         made = await asyncio.to_thread(make_embedder, settings.embedder, onnx=embedding.onnx)
         embedder = PrimedEmbedder(made, embedding.batch_import)
         database = "external" if settings.database_url else "embedded"
         # Every rule's parameters, once: nothing below builds its own.
-        params = node_params(settings, embedder)
-        self.ctx = ctx = NodeContext(
-            settings=settings,
-            identity=identity,
-            clock=self.clock,
-            embedder=embedder,
-            params=params,
+        self.params = params = node_params(settings, embedder, embedding)
+        self.ctx = ctx = node_context(
+            settings,
+            identity,
+            self.clock,
+            embedder,
+            params,
             database=database,
             agent_token=token,
             operator_token=operator_token,
@@ -432,7 +472,7 @@ class Node:
 
     def _supervised(self, store: PostgresLessonStore) -> list[Supervised]:
         """The parts the supervisor watches: the store, and the registry if the node owns it."""
-        params = self._require_ctx().params.supervision
+        params = self._require_params().supervision
         parts: list[Supervised] = [StorePart(store, params.probe_timeout_s, embedded=self._pg)]
         sharing = self._sharing
         if sharing is not None and sharing.membership.owns_registry:
@@ -491,7 +531,7 @@ class Node:
         host = settings.console_listen.rpartition(":")[0].strip("[]")
         if ctx.operator_token is None:
             raise ConfigError("the console needs the operator token", reason="no_operator_token")
-        params = ctx.params
+        params = self._require_params()
         code = new_secret()
         app = ConsoleApp(
             servers.operator,

@@ -651,9 +651,10 @@ class OnnxMiniLMEmbedder(Embedder):
         *,
         model_path: str | Path | None = None,
         cache_dir: str | Path | None = None,
-        params: OnnxParams | None = None,
+        params: OnnxParams,
     ) -> None:
-        """Check onnxruntime, tokenizers and the model are present; export if needed; load."""
+        """Check onnxruntime, tokenizers and the model are present; export if needed; load.
+        ``params`` are the session's (the node's ``EmbedderParams.onnx``)."""
         try:
             ort, tokenizers, package = _import_onnx()
         except (ImportError, OSError) as e:
@@ -663,7 +664,7 @@ class OnnxMiniLMEmbedder(Embedder):
                 reason="embedder_unavailable",
                 package=MINILM_PACKAGE,
             ) from e
-        self.params = params if params is not None else OnnxParams()
+        self.params = params
         path = Path(model_path) if model_path is not None else Path(package.get_model_path())
         if not (path / "tokenizer.json").is_file() or not (path / "config.json").is_file():
             raise ConfigError(
@@ -822,7 +823,7 @@ def make_minilm(
     runtime: MiniLMRuntime = "auto",
     *,
     cache_dir: str | Path | None = None,
-    params: OnnxParams | None = None,
+    params: OnnxParams,
 ) -> Embedder:
     """The MiniLM embedder on ``runtime``. ``auto``: onnxruntime when it is installed and the
     export works (no torch in the process: the node's RSS drops by ~300 MB, a query embeds ~3x
@@ -845,7 +846,7 @@ def make_embedder(
     *,
     runtime: MiniLMRuntime = "auto",
     cache_dir: str | Path | None = None,
-    onnx: OnnxParams | None = None,
+    onnx: OnnxParams,
 ) -> Embedder:
     """Build the node's embedder.
 

@@ -29,8 +29,7 @@ from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
 from lamarck.node.store.recall_index import RecallIndexParams
 from lamarck.node.supervision import SupervisionParams
 from lamarck.policy.autonomy import AutonomyParams
-from lamarck.policy.chain import build_policy
-from lamarck.policy.decision import ImportParams, ImportPolicy
+from lamarck.policy.decision import ImportParams
 from lamarck.policy.filters import DeclaredTool, FilterParams
 from lamarck.proto.peer_auth import PeerAuthParams
 from lamarck.registry.params import AdmissionMode, RegistryParams
@@ -50,6 +49,7 @@ __all__ = [
     "EmbedderParams",
     "MaintenanceParams",
     "NodeParams",
+    "embedder_params",
     "node_params",
     "trust_config",
 ]
@@ -58,8 +58,8 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class EmbedderParams:
     """How the node's embedder runs: its ONNX session, and how catch-ups embed ahead of the
-    import pipeline. Built before the rest of ``NodeParams``, which needs the embedder (the
-    autonomy filter reads by its meaning)."""
+    import pipeline. Built first (``embedder_params``): the daemon makes the embedder with it;
+    it is then held as ``NodeParams.embedding``."""
 
     onnx: OnnxParams = field(default_factory=OnnxParams)
     batch_import: BatchImportParams = field(default_factory=BatchImportParams)
@@ -104,8 +104,6 @@ class NodeParams:
     """Every parameter object a node runs with; build with ``node_params(settings)``."""
 
     learning: LearningParams = field(default_factory=LearningParams)
-    transfer: TransferParams = field(default_factory=TransferParams)
-    reputation: ReputationParams = field(default_factory=ReputationParams)
     pairwise: PairwiseParams = field(default_factory=PairwiseParams)
     global_trust: GlobalTrustParams = field(default_factory=GlobalTrustParams)
     principals: PrincipalParams = field(default_factory=PrincipalParams)
@@ -113,13 +111,11 @@ class NodeParams:
     pretrusted: tuple[str, ...] = ()
     # Which peers' signed local-trust summaries count, and for how long.
     summaries: SummaryParams = field(default_factory=SummaryParams)
+    # The import decision; it holds the node's one ``transfer`` and ``reputation`` (read
+    # through the properties below, so each is one field of the tree).
     importing: ImportParams = field(default_factory=ImportParams)
-    # The import decision's checks (the filter chain, with the node embedder's meaning check,
-    # and the high-stakes rule), built from ``importing`` once by ``node_params``.
-    import_policy: ImportPolicy = field(default_factory=lambda: build_policy(ImportParams()))
-    # The import chain's autonomy filter and its other filters (issue 11 §1), as in
-    # ``importing``.
-    autonomy: AutonomyParams = field(default_factory=AutonomyParams)
+    # The import chain's filter params, as ``importing`` holds them (read by tests and the
+    # benches that build a chain of their own).
     filters: FilterParams = field(default_factory=FilterParams)
     # How high-stakes records are put to a quorum (voters, timeouts, retries).
     quorum: QuorumParams = field(default_factory=QuorumParams)
@@ -133,8 +129,8 @@ class NodeParams:
     peer_auth: PeerAuthParams = field(default_factory=PeerAuthParams)
     maintenance: MaintenanceParams = field(default_factory=MaintenanceParams)
     peer_limits: PeerLimits = field(default_factory=PeerLimits)
-    # How catch-up imports embed ahead of the pipeline (chunk size, progress lines).
-    batch_import: BatchImportParams = field(default_factory=BatchImportParams)
+    # How the embedder runs and how catch-up imports embed ahead of the pipeline.
+    embedding: EmbedderParams = field(default_factory=EmbedderParams)
     health: HealthParams = field(default_factory=HealthParams)
     console: ConsoleParams = field(default_factory=ConsoleParams)
     plot: PlotParams = field(default_factory=PlotParams)
@@ -143,20 +139,45 @@ class NodeParams:
     # Recallable lessons the Postgres store keeps in memory for recall's search (issue 17 §1).
     recall_index: RecallIndexParams = field(default_factory=RecallIndexParams)
 
+    @property
+    def reputation(self) -> ReputationParams:
+        """The reputation thresholds: the book scores with them, the import decision bands
+        peers by them (one instance, held by ``importing``)."""
+        return self.importing.reputation
 
-def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> NodeParams:
+    @property
+    def transfer(self) -> TransferParams:
+        """How an imported lesson's confidence transfers: the lesson service and the import
+        decision read the same rule (one instance, held by ``importing``)."""
+        return self.importing.transfer
+
+
+def embedder_params(settings: NodeSettings) -> EmbedderParams:
+    """How the node's embedder runs; built before the rest of ``NodeParams`` (the daemon
+    makes the embedder with it, then passes both to ``node_params``). No setting speaks to it
+    yet: the defaults."""
+    return EmbedderParams()
+
+
+def node_params(
+    settings: NodeSettings,
+    embedder: Embedder | None = None,
+    embedding: EmbedderParams | None = None,
+) -> NodeParams:
     """The node's parameters: the rules' defaults where no setting speaks, the settings
     where one does, and each shared piece wired into every object that reads it.
 
-    ``embedder`` is the node's own (the daemon passes it): the import chain's autonomy
-    filter reads the vectors the pipeline computes with it, by meaning when it is MiniLM and
-    by structure alone otherwise (also when no embedder is given).
+    ``embedder`` is the node's own (the daemon passes it): the catch-up chunking it was
+    wrapped with is the one ``embedding`` holds. ``embedding`` is what the embedder was made
+    with (``embedder_params``; built here when not given). The import decision's checks are
+    built from ``importing`` with that embedder where the pipeline is wired (params hold
+    data only).
     """
     learning = LearningParams(
         influence=InfluenceParams(
             unverified_plan_share=settings.unverified_plan_share, gate=settings.influence_gate
         ),
-        # The agent waits for no new lesson's vector and no recall's use marks (issue 17 §2).
+        # The agent waits for no new lesson's vector and no recall's use marks.
         # They are written once the queue has been quiet for 0.1 s (or 256 vectors wait): in
         # a burst, the model embedding meanwhile took the agent's cores from its next calls.
         write_behind=WriteBehindParams(
@@ -173,8 +194,11 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
         probation=ProbationParams(interactions=settings.probation_interactions)
     )
     reputation = ReputationParams()
-    # The catch-up chunking the node's embedder was wrapped with (one set for both).
-    batch_import = embedder.params if isinstance(embedder, PrimedEmbedder) else BatchImportParams()
+    if embedding is None:
+        embedding = embedder_params(settings)
+        # The catch-up chunking the node's embedder was wrapped with (one set for both).
+        if isinstance(embedder, PrimedEmbedder):
+            embedding = EmbedderParams(onnx=embedding.onnx, batch_import=embedder.params)
     autonomy = AutonomyParams()
     # The tools this node's agents use: the only ones a situation lesson may be about, here
     # and in the self-check of what this node publishes.
@@ -222,7 +246,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
         status_warnings_max_age_s=settings.health_refresh_s,
     )
     return NodeParams(
-        batch_import=batch_import,
+        embedding=embedding,
         peer_limits=PeerLimits(
             max_concurrent=settings.peer_max_concurrent,
             rate_per_s=settings.peer_rate_per_s,
@@ -235,11 +259,7 @@ def node_params(settings: NodeSettings, embedder: Embedder | None = None) -> Nod
         maintenance=MaintenanceParams(global_trust_interval_s=settings.global_trust_interval_s),
         health=health,
         learning=learning,
-        transfer=transfer,
-        reputation=reputation,
         importing=importing,
-        import_policy=build_policy(importing, embedder),
-        autonomy=autonomy,
         filters=filters,
         quorum=QuorumParams(),
         taint=TaintParams(),

@@ -9,7 +9,7 @@ down: nobody can be admitted without the registry.
 
 The copy lives in memory and, when a path is given, in a JSON file in the node's home, so a
 node restarted during an outage still knows its peers. ``refresh()`` pulls a fresh copy; the
-node calls it every ``cache_refresh_interval_s`` (no timers in here).
+node calls it after each heartbeat (``heartbeat_interval_s``; no timers in here).
 
 Revocations are never forgotten: the backing directory reports only revocations the
 operator signed, and the copy keeps the union of every one it has been told of (in memory

@@ -48,8 +48,6 @@ class RegistryParams(BaseModel):
     nonce_ttl_s: float = Field(default=60.0)
     #: The Sybil gate; ``open`` is unsafe outside tests and demos.
     admission: AdmissionMode = Field(default=AdmissionMode.OPERATOR, strict=False)
-    #: How often the node refreshes its local peer cache from the registry (> 0).
-    cache_refresh_interval_s: float = Field(default=15.0)
     #: Allowed clock skew for ``created_at`` in the future on signed registry records (>= 0).
     max_future_skew_s: float = Field(default=DEFAULT_MAX_FUTURE_SKEW_S)
     #: How long a stopping node waits for the registry to take it off the live peer list
@@ -73,7 +71,6 @@ class RegistryParams(BaseModel):
             "deregister_timeout_s",
         ):
             _positive(name, getattr(self, name))
-        _positive("cache_refresh_interval_s", self.cache_refresh_interval_s)
         if not math.isfinite(self.max_future_skew_s) or self.max_future_skew_s < 0:
             raise ConfigError(
                 f"invalid max_future_skew_s={self.max_future_skew_s}: must be finite and >= 0",

@@ -167,7 +167,9 @@ class ProofPolicy:
         proof_params: ProofParams | None = None,
     ) -> ProofPolicy:
         """The policy of a directory configured with ``params`` and ``operator_public_key``."""
-        return cls(params.admission, operator_public_key, params, proof_params or ProofParams())
+        if proof_params is None:  # the policy's default (ProofParams' defaults)
+            return cls(params.admission, operator_public_key, params)
+        return cls(params.admission, operator_public_key, params, proof_params)
 
 
 @dataclass(frozen=True, slots=True)

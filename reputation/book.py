@@ -22,7 +22,7 @@ there are none (never a uniform vector). A peer no row rates is unknown (``None`
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 
@@ -50,8 +50,8 @@ class TrustConfig:
     """
 
     self_id: str
-    pairwise: PairwiseParams
-    global_trust: GlobalTrustParams
+    pairwise: PairwiseParams = field(default_factory=PairwiseParams)
+    global_trust: GlobalTrustParams = field(default_factory=GlobalTrustParams)
     pretrusted: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

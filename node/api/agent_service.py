@@ -24,6 +24,7 @@ from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
+from lamarck.consensus.accountability import voter_events_for_reality
 from lamarck.consensus.corroboration import EvidenceClass
 from lamarck.domain.rows import (
     Category,
@@ -44,7 +45,7 @@ from lamarck.gossip.publisher import lesson_record, sign_lesson
 from lamarck.gossip.share_reason import SharingState, share_status
 from lamarck.learning.influence import LessonEvidence, evidence_label
 from lamarck.learning.lifecycle import state_of
-from lamarck.learning.notes import NoteKeyParams, note_operation
+from lamarck.learning.notes import note_operation
 from lamarck.learning.scopes import GLOBAL, project_scope, validate_scope
 from lamarck.learning.situations import Situation, SituationSource
 from lamarck.learning.why import NothingLearned
@@ -54,7 +55,6 @@ from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.lessons.core import RecalledLesson
 from lamarck.node.lessons.recall import ShownConflict
 from lamarck.node.lessons.service import LessonService
-from lamarck.node.sharing.quorum import voter_reality_events
 from lamarck.node.store.port import LessonStore
 from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.canonical import sha256_hex
@@ -93,7 +93,6 @@ CLAIM_NOTE = (
     "To record what just happened (what ran, what passed), call RecordOutcome instead: "
     "lessons are learned from outcomes."
 )
-_NOTE_KEYS = NoteKeyParams()
 
 #: The voters' reputation events for an outcome's reality events (issue 12 §2.6).
 VoterJudge = Callable[[Sequence[ReputationEvent]], Sequence[ReputationEvent]]
@@ -279,7 +278,6 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         pipeline: ImportPipeline | Provider[ImportPipeline],
         sink: Callable[[], ReputationSink | None] | None = None,
         sharing: Callable[[], SharingState | None] | None = None,
-        notes: NoteKeyParams = _NOTE_KEYS,
         voters: VoterJudge | None = None,
         primed: PrimedEmbedder | None = None,
         attester: Attester | None = None,
@@ -294,7 +292,6 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self._sink = sink or (lambda: None)
         # The sharing side's rule inputs, for "is this lesson shared" (None: not running).
         self._sharing = sharing or (lambda: None)
-        self._notes = notes
         # The voters' events for an outcome's reality events (none before sharing starts).
         self._voters: VoterJudge = voters or (lambda _: ())
         # This node's attestations and the attesters' events (none before sharing starts).
@@ -580,9 +577,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         )
         ctx = context_from_proto(request.context) if request.HasField("context") else None
         content, operation = request.content.strip(), request.operation.strip()
-        if content and not operation:
-            operation = note_operation(content, self._notes)
         store, service = self._store(), self._service()
+        if content and not operation:
+            operation = note_operation(content, service.params.notes)
         if content:
             # One indexed lookup (operation, then the exact content), never a scope's rows.
             held = await store.list_lessons(
@@ -1017,8 +1014,10 @@ def make_agent_servicer(ctx: NodeContext) -> AgentServicer:
             if ctx.sharing is None
             else SharingState(ctx.sharing.params, incognito=ctx.sharing.incognito)
         ),
-        voters=lambda reality: voter_reality_events(
-            reality, ctx.sharing.quorum if ctx.sharing is not None else None
+        voters=lambda reality: (
+            ()
+            if ctx.sharing is None
+            else voter_events_for_reality(reality, ctx.sharing.quorum.certificate)
         ),
         attester=lambda outcome, reality: _attest_on(ctx, outcome, reality),
         primed=ctx.embedder if isinstance(ctx.embedder, PrimedEmbedder) else None,

@@ -44,6 +44,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from lamarck.consensus.taint import taint_reason
 from lamarck.domain.rows import (
     LessonEvent,
     QuarantineRow,
@@ -56,6 +57,7 @@ from lamarck.health.render import report_to_json
 from lamarck.node import metrics
 from lamarck.node.api.bulk_jobs import BulkJob, BulkJobs
 from lamarck.node.api.health_loader import current_report, learned_variables
+from lamarck.node.api.network_side import TaintSide
 from lamarck.node.api.node_status import (
     NetworkSource,
     ReputationSource,
@@ -66,7 +68,6 @@ from lamarck.node.api.reputation import GlobalTrustClock, event_to_pb, row_to_pb
 from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.crashpoint import crash_point
 from lamarck.node.importing.pipeline import ImportPipeline
-from lamarck.node.sharing.taint import TaintSweeper, is_taint_row
 from lamarck.node.store.port import LessonStore
 from lamarck.node.store.recall_index import HasRecallIndex
 from lamarck.policy.decision import ImportOutcome
@@ -211,7 +212,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         network: Callable[[], NetworkSource | None] | None = None,
         reputation: Callable[[], ReputationSource | None] | None = None,
         quorum: Callable[[str], str] | None = None,
-        taint: Callable[[], TaintSweeper | None] | None = None,
+        taint: Callable[[], TaintSide | None] | None = None,
         variables: Callable[[], Awaitable[dict[str, dict[str, object]]]] | None = None,
         labels: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
@@ -596,7 +597,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
     async def _store_approved(self, row: QuarantineRow) -> tuple[str, str | None]:
         """Store the held record through the import pipeline; its lesson id and the transfer
         rule applied. A refusal raises its typed error (the row stays pending)."""
-        if is_taint_row(row):
+        if taint_reason(row.reasons) is not None:
             # The lesson is stored (retired by the taint): a release makes it active again.
             sweeper = self._taint()
             if sweeper is None:
@@ -623,15 +624,14 @@ def _reply_within(context: Any) -> float | None:
 def make_operator_servicer(
     ctx: NodeContext,
     *,
-    health: HealthParams | None = None,
     network: Callable[[], NetworkSource | None] | None = None,
     reputation: Callable[[], ReputationSource | None] | None = None,
 ) -> OperatorServicer:
     """The OperatorService for a daemon's ``NodeContext`` (store and pipeline read per call).
 
-    ``health`` comes from the node's configuration; without it the seed's defaults apply
-    (``HealthParams()``), built here once, where the servicer is wired. ``network`` and
-    ``reputation`` are read on each GetStatus (the daemon passes the sharing side's).
+    The health report's windows and thresholds are the context's (the node's one
+    ``NodeParams``). ``network`` and ``reputation`` are read on each GetStatus (the daemon
+    passes the sharing side's).
     """
 
     return OperatorServicer(
@@ -639,12 +639,12 @@ def make_operator_servicer(
         ctx.clock,
         pipeline=ctx.import_pipeline,
         sink=ctx.reputation_sink,
-        health=health if health is not None else HealthParams(),
+        health=ctx.health,
         node_id=ctx.identity.node_id,
         network=network,
         reputation=reputation,
         quorum=lambda h: ctx.sharing.quorum.describe(h) if ctx.sharing is not None else "",
         taint=lambda: ctx.sharing.taint if ctx.sharing is not None else None,
-        variables=lambda: learned_variables(ctx.store, ctx.params.learning),
+        variables=lambda: learned_variables(ctx.store, ctx.learning),
         labels=lambda: ctx.sharing.membership.labels() if ctx.sharing is not None else {},
     )

@@ -55,7 +55,7 @@ from lamarck.proto.v1 import peer_pb2, records_pb2
 from lamarck.reputation.scores import PeerBand
 
 if TYPE_CHECKING:
-    from lamarck.node.sharing.attestations import Attestations
+    from lamarck.node.api.network_side import AttestationsSide
 
 __all__ = [
     "ACK_FOR",
@@ -96,7 +96,7 @@ class PublishDeps:
     spawn: Callable[[Awaitable[object]], None] | None = None
     #: Where received outcome attestations are verified and kept (None: refused as
     #: ``unsupported_kind``).
-    attestations: Attestations | None = None
+    attestations: AttestationsSide | None = None
 
 
 async def handle_publish(
@@ -191,7 +191,7 @@ _AFTER_MEMORIES = (
 
 
 async def _attestation_acks(
-    records: Sequence[records_pb2.SignedRecord], attestations: Attestations | None
+    records: Sequence[records_pb2.SignedRecord], attestations: AttestationsSide | None
 ) -> list[records_pb2.RecordAck]:
     """The acks of a batch's attestation records: ACCEPTED when kept here, DUPLICATE when held
     already (or older than its attester's held one), REJECTED with the reason it was refused

@@ -46,8 +46,8 @@ from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
 
 if TYPE_CHECKING:
+    from lamarck.node.api.network_side import NetworkSide
     from lamarck.node.api.server import NodeContext
-    from lamarck.node.sharing import Sharing
 
 __all__ = [
     "NONCE_KIND",
@@ -113,7 +113,7 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
     def __init__(self, ctx: NodeContext) -> None:
         self._ctx = ctx
         # The node's one set of peer limits (NodeParams, from the settings).
-        self._limits = ctx.params.peer_limits
+        self._limits = ctx.peer_limits
         self._records = RecordBudget(self._limits)
         # Rotations change only through `lamarck keys rotate`, which needs the node stopped.
         self._rotations = rotation_records(ctx.home)
@@ -140,7 +140,7 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
             response.proof.CopyFrom(make_nonce_proof(ctx, request.nonce))
         return response
 
-    def _sharing(self) -> Sharing:
+    def _sharing(self) -> NetworkSide:
         sharing = self._ctx.sharing
         if sharing is None or not self._ctx.ready:
             raise StoreUnavailable("sharing is starting or stopping", reason="starting")
@@ -208,8 +208,8 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
             identity=ctx.identity,
             now=ctx.clock.now(),
             rng=sharing.rng,
-            params=ctx.params.quorum,
-            max_future_skew_s=ctx.params.importing.max_future_skew_s,
+            params=ctx.quorum,
+            max_future_skew_s=ctx.max_future_skew_s,
         )
 
     async def GetReputation(

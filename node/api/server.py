@@ -30,8 +30,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
+from lamarck.consensus.params import QuorumParams
 from lamarck.domain.embedder import Embedder
 from lamarck.errors import ConfigError, StoreUnavailable
+from lamarck.health.params import HealthParams
+from lamarck.learning.params import LearningParams
 from lamarck.node.api.interceptors import (
     AuthInterceptor,
     DeadlineInterceptor,
@@ -39,10 +42,11 @@ from lamarck.node.api.interceptors import (
     MetricsInterceptor,
     PeerLimitInterceptor,
 )
+from lamarck.node.api.limits import PeerLimits
+from lamarck.node.api.network_side import NetworkSide
 from lamarck.node.api.node_status import ReputationSource
 from lamarck.node.config import NodeSettings
 from lamarck.node.lessons.service import LessonService
-from lamarck.node.params import NodeParams
 from lamarck.node.peer_tls import PeerTls
 from lamarck.node.store.port import LessonStore
 from lamarck.proto.clock import Clock
@@ -55,11 +59,11 @@ from lamarck.proto.v1 import (
     peer_pb2,
     peer_pb2_grpc,
 )
+from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import ReputationSink, ReputationView
 
 if TYPE_CHECKING:
     from lamarck.node.importing.pipeline import ImportPipeline
-    from lamarck.node.sharing import Sharing
 
 __all__ = [
     "AGENT_SERVICE",
@@ -109,8 +113,20 @@ class NodeContext:
     identity: NodeIdentity
     clock: Clock
     embedder: Embedder
-    #: Every rule's parameters, built once from the settings (``node_params``).
-    params: NodeParams
+    # The pieces of the node's one ``NodeParams`` the servicers read (``node_context`` in the
+    # daemon takes them from the tree; this package never imports it).
+    #: Per-peer limits (the peer server's interceptor and PeerService).
+    peer_limits: PeerLimits
+    #: How this node votes when a peer asks (RequestVote).
+    quorum: QuorumParams
+    #: The one clock-skew tolerance (records, registry records and votes alike).
+    max_future_skew_s: float
+    #: The health report's windows and thresholds (OperatorService.GetHealth).
+    health: HealthParams
+    #: The learning rules (the learned variables in the health report).
+    learning: LearningParams
+    #: The reputation thresholds (the score of a node before the book is loaded).
+    reputation_params: ReputationParams
     #: Actual peer-facing addresses (``host:port`` with the bound port), preferred first.
     peer_addresses: list[str] = field(default_factory=list)
     #: Actual agent-facing address.
@@ -125,7 +141,7 @@ class NodeContext:
     #: and console session needs it. ``None`` only in a context that serves no agent server.
     operator_token: str | None = None
     #: The network side (registry, gossip, import), once the daemon started it; else ``None``.
-    sharing: Sharing | None = None
+    sharing: NetworkSide | None = None
     #: The operator's reputation table over the node's book, once it is loaded.
     reputation_table: ReputationSource | None = None
     _store: LessonStore | None = None
@@ -180,7 +196,7 @@ class NodeContext:
         book = self._reputation
         if isinstance(book, ReputationView):
             return book.score(node_id)
-        return self.params.reputation.initial_score
+        return self.reputation_params.initial_score
 
     def import_pipeline(self) -> ImportPipeline:
         """The node's one import pipeline (every record from another node enters by it);
@@ -379,7 +395,7 @@ async def build_servers(
             MetricsInterceptor("peer"),
             ErrorInterceptor(),
             PeerLimitInterceptor.from_params(
-                ctx.params.peer_limits,
+                ctx.peer_limits,
                 # An authenticated caller is budgeted by its node id, anyone else by its
                 # connection: never by the id a request merely claims.
                 identify=lambda md: ctx.sharing.known_peer(md) if ctx.sharing is not None else None,
@@ -415,7 +431,6 @@ async def build_servers(
 
     operator = make_operator_servicer(
         ctx,
-        health=ctx.params.health,
         network=lambda: ctx.sharing.network_snapshot if ctx.sharing is not None else None,
         reputation=lambda: ctx.reputation_table,
     )

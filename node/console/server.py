@@ -173,6 +173,7 @@ class ConsoleApp:
         reputation: Callable[[], ReputationSource | None],
         params: ConsoleParams,
         plot: PlotParams,
+        reputation_params: ReputationParams,
         csrf_token: str,
         token: str,
         hosts: Iterable[str] = LOOPBACK_NAMES,
@@ -180,7 +181,6 @@ class ConsoleApp:
         clock: Callable[[], float] = time.monotonic,
         new_session: Callable[[], str] | None = None,
         evidence: EvidenceOf | None = None,
-        reputation_params: ReputationParams | None = None,
         wall_clock: Clock | None = None,
     ) -> None:
         """``evidence`` reads the lessons' evidence classes (the lesson service's; None: the
@@ -204,7 +204,7 @@ class ConsoleApp:
         # Session id -> when it expires (monotonic seconds); the oldest go first when full.
         self._sessions: Lru[str, float] = Lru(params.max_sessions)
         self._evidence = evidence
-        self._rep_params = reputation_params or ReputationParams()
+        self._rep_params = reputation_params
         self._wall = wall_clock or SystemClock()
 
     # -- entry point -------------------------------------------------------------------------

@@ -84,11 +84,6 @@ __all__ = [
     "ReconcileResult",
 ]
 
-# Defaults for a service built without a node (tests, benches, the simulator); the daemon
-# always passes the parameters of its one ``NodeParams``.
-_DEFAULT_PARAMS = LearningParams()
-_DEFAULT_TRANSFER = TransferParams()
-
 
 class LessonService:
     """Applies the learning rules over a ``LessonStore``; see the module docstring."""
@@ -98,11 +93,11 @@ class LessonService:
         store: LessonStore,
         embedder: EmbedderLike,
         clock: Clock,
-        params: LearningParams = _DEFAULT_PARAMS,
+        params: LearningParams,
         *,
         rng: random.Random | None = None,
         token_counter: TokenCounter = estimate_tokens,
-        transfer: TransferParams = _DEFAULT_TRANSFER,
+        transfer: TransferParams,
         max_future_skew_s: float = DEFAULT_MAX_FUTURE_SKEW_S,
         support: SupportReader | None = None,
         topics: AuthorityPrototypes | None = None,

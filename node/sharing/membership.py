@@ -38,6 +38,7 @@ from lamarck.registry.client import RegistryClient
 from lamarck.registry.directory import PeerInfo
 from lamarck.registry.embedded import EmbeddedRedis
 from lamarck.registry.params import AdmissionMode, RegistryParams
+from lamarck.registry.proofs import ProofParams
 from lamarck.registry.records import EnrollmentToken
 from lamarck.registry.redis_directory import RedisPeerDirectory
 from lamarck.reputation.params import PrincipalParams
@@ -85,10 +86,12 @@ class Membership:
         params: RegistryParams,
         auth: PeerAuthParams,
         principals: PrincipalParams,
+        proofs: ProofParams,
         address: str,
         tls: PeerTls | None = None,
     ) -> None:
         self._principals = principals
+        self._proofs = proofs
         self._tls = tls
         self._settings = settings
         self._identity = identity
@@ -140,6 +143,7 @@ class Membership:
             clock=self._clock,
             operator_public_key=settings.operator_public_key or None,
             principal_params=self._principals,
+            proof_params=self._proofs,
             password=settings.redis_password.get_secret_value() if settings.redis_url else "",
             ca_file=settings.redis_ca_file if settings.redis_url else "",
         )

@@ -74,6 +74,7 @@ from lamarck.node.sharing.summaries import SummaryIntake
 from lamarck.node.sharing.taint import TaintSweeper
 from lamarck.node.store.attestations import attestations_for
 from lamarck.node.store.port import LessonStore
+from lamarck.policy.chain import build_policy
 from lamarck.proto.tls import TlsMaterial
 from lamarck.proto.v1 import peer_pb2, records_pb2
 from lamarck.proto.vote import Vote
@@ -151,6 +152,7 @@ class Sharing:
             params=params.registry,
             auth=params.peer_auth,
             principals=params.principals,
+            proofs=params.proofs,
             # Peers on other machines dial the advertised address, not the bound one.
             address=settings.advertise_address
             or (ctx.peer_addresses[0] if ctx.peer_addresses else ""),
@@ -189,6 +191,9 @@ class Sharing:
             max_records=params.peer_limits.publish_max_records,
         )
         self.view = StoreImportView(store, reputation, self._identity.node_id)
+        #: The import decision's checks, built once from the node's params with its embedder
+        #: (the autonomy filter's meaning check): the pipeline's and the publisher's.
+        self.import_policy = build_policy(params.importing, ctx.embedder)
         self.router = GossipRouter(self.params, self._identity.node_id)
         self.outbox = outbox
         #: The projects each peer declared it works on (team sharing).
@@ -205,7 +210,7 @@ class Sharing:
             peers=lambda: self.membership.peers,
             incognito=settings.incognito,
             importing=params.importing,
-            import_policy=params.import_policy,
+            import_policy=self.import_policy,
         )
         self.pipeline: ImportPipeline | None = None
         self.anti_entropy: AntiEntropy | None = None
@@ -251,7 +256,7 @@ class Sharing:
             clock=self._clock,
             rng=self._rng,
             params=self._node_params.importing,
-            policy=self._node_params.import_policy,
+            policy=self.import_policy,
             on_stored=self._ctx.lessons.contest_new,
             on_expected=self._ctx.lessons.expect_imports,
             certificates=CertificateChecker(
@@ -287,7 +292,7 @@ class Sharing:
             clock=self._clock,
             rng=self._rng,
             primed=primed,
-            batch=self._node_params.batch_import,
+            batch=self._node_params.embedding.batch_import,
             summaries=self.summaries.receive,
             attestations=self.attestations,
         )

@@ -43,11 +43,11 @@ from datetime import datetime, timedelta
 from lamarck.consensus.params import TaintParams
 from lamarck.consensus.taint import (
     RETRACTED_RECORD,
-    TAINT_REASONS,
     TAINTED_SOURCE,
     LessonFacts,
     Taken,
     taint_plan,
+    taint_reason,
     tainted_sources,
 )
 from lamarck.domain.rows import (
@@ -73,7 +73,7 @@ from lamarck.registry.directory import PeerDirectory
 from lamarck.registry.records import Retraction
 from lamarck.reputation.scores import PeerBand
 
-__all__ = ["RETRACT_MARK", "TAINT_ACTOR", "TAINT_MARK", "TaintSweeper", "is_taint_row"]
+__all__ = ["RETRACT_MARK", "TAINT_ACTOR", "TAINT_MARK", "TaintSweeper"]
 
 _log = logging.getLogger("lamarck.node.sharing.taint")
 
@@ -116,14 +116,8 @@ def unrelated_in_play(
     return frozenset(out)
 
 
-def is_taint_row(row: QuarantineRow) -> bool:
-    """Whether a quarantine row holds a lesson the sweep took out (tainted source or
-    retracted record)."""
-    return _taint_reason(row) is not None
-
-
 def _taint_reason(row: QuarantineRow) -> str | None:
-    return next((r for r in TAINT_REASONS if r in row.reasons), None)
+    return taint_reason(row.reasons)
 
 
 def _record_id(raw: bytes) -> str:

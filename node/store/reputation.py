@@ -58,7 +58,7 @@ from lamarck.proto.clock import Clock
 from lamarck.reputation.book import PeerLedger, ReputationBook, TrustConfig, table_rows
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.global_trust import GlobalTrust
-from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
+from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.scores import ScoreBreakdown, TrustBand
 from lamarck.reputation.table import ReputationRow
 from lamarck.reputation.transfer import TrackRecord
@@ -81,7 +81,7 @@ LOAD_PREFETCH = 2000
 HISTORY_MAX = 1000
 #: The trust configuration of a book not told whose it is: the seed's pairwise steps, no
 #: global trust (``TrustConfig.self_id`` empty). The daemon passes its own.
-UNANCHORED = TrustConfig("", PairwiseParams(), GlobalTrustParams())
+UNANCHORED = TrustConfig("")
 
 _INSERT = (
     "INSERT INTO reputation_events (key, kind, node_id, at, at_offset_s, weight, record_hash,"

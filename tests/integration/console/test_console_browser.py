@@ -375,6 +375,7 @@ async def console() -> AsyncIterator[Console]:
         reputation=lambda: reputation,
         params=params,
         plot=PlotParams(),
+        reputation_params=ReputationParams(),
         csrf_token="test-csrf-" + "x" * 20,
         token=OPERATOR_TOKEN,
         login_code=LOGIN_CODE,

@@ -27,6 +27,7 @@ from lamarck.node.api.server import (
     build_servers,
 )
 from lamarck.node.config import load_settings
+from lamarck.node.daemon import node_context
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.params import node_params
 from lamarck.proto.clock import SystemClock
@@ -70,7 +71,7 @@ async def start(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     async def _start(**flags: Any) -> Started:
         given = {"listen": "127.0.0.1:0", "agent_listen": "127.0.0.1:0", **flags}
         settings = load_settings(home=tmp_path, **given)
-        ctx = NodeContext(
+        ctx = node_context(
             settings=settings,
             identity=NodeIdentity.generate(),
             clock=SystemClock(),

@@ -28,15 +28,15 @@ from lamarck.node.api.interceptors import ErrorInterceptor, PeerLimitInterceptor
 from lamarck.node.api.limits import PeerLimits
 from lamarck.node.api.peer_service import PeerService
 from lamarck.node.api.server import (
-    NodeContext,
     NodeServers,
     UnimplementedAgentService,
     build_servers,
 )
 from lamarck.node.api.status import reason_from_rpc_error
 from lamarck.node.config import load_settings
+from lamarck.node.daemon import node_context
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.params import NodeParams, node_params
+from lamarck.node.params import node_params
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.v1 import agent_pb2, operator_pb2, peer_pb2, peer_pb2_grpc, records_pb2
@@ -152,12 +152,8 @@ class _Sharing:
 class _Ctx:
     home: Path
     sharing: _Sharing
-    limits: PeerLimits
+    peer_limits: PeerLimits
     ready: bool = True
-
-    @property
-    def params(self) -> NodeParams:
-        return NodeParams(peer_limits=self.limits)
 
 
 def _batch(n: int) -> peer_pb2.PublishRequest:
@@ -219,7 +215,7 @@ async def test_one_sender_cannot_make_the_node_import_beyond_its_records_per_sec
 async def node_servers(tmp_path: Path) -> AsyncIterator[NodeServers]:
     """The node's two real servers (every interceptor), before the store is ready."""
     settings = load_settings(home=tmp_path, listen="127.0.0.1:0", agent_listen="127.0.0.1:0")
-    ctx = NodeContext(
+    ctx = node_context(
         settings=settings,
         identity=NodeIdentity.generate(),
         clock=SystemClock(),

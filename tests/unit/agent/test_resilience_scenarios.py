@@ -35,6 +35,7 @@ from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
+from lamarck.reputation.transfer import TransferParams
 
 T = TypeVar("T")
 SCOPE = project_scope("ab" * 32)
@@ -283,7 +284,12 @@ def node_memory() -> Iterator[_Adapter]:
     loop = asyncio.new_event_loop()
     store = InMemoryLessonStore(dim=64)
     service = LessonService(
-        store, HashingEmbedder(64), FixedClock(), LearningParams(), rng=random.Random(3)
+        store,
+        HashingEmbedder(64),
+        FixedClock(),
+        LearningParams(),
+        rng=random.Random(3),
+        transfer=TransferParams(),
     )
     try:
         yield _Adapter(ServiceMemory(service, store, loop))

@@ -13,6 +13,7 @@ from lamarck.node.embedding import OnnxMiniLMEmbedder, make_minilm
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from bench.late_chunking import LatePass, span_of
+from lamarck.node.embedding import OnnxParams
 
 CONTENT = "Run `pytest -x` from the repo root. Ask before deleting the **cache** dir!"
 
@@ -34,7 +35,7 @@ def test_a_sentence_whose_words_normalising_changed_is_not_found() -> None:
 
 
 def test_the_late_pass_gives_the_embedders_content_vectors_and_a_sentence_near_its_own() -> None:
-    embedder = make_minilm("onnx")
+    embedder = make_minilm("onnx", params=OnnxParams())
     assert isinstance(embedder, OnnxMiniLMEmbedder)
     contents = [CONTENT, "Use sudo freely on the build box."]
     span = span_of("ask before deleting the cache dir", CONTENT)

@@ -25,6 +25,7 @@ from lamarck.node.console.plots import PlotParams
 from lamarck.node.console.server import COOKIE, ConsoleApp, console_hosts, start_console
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
+from lamarck.reputation.params import ReputationParams
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CSRF = "c" * 32
@@ -64,6 +65,7 @@ def app(
         reputation=lambda: None,
         params=params or ConsoleParams(),
         plot=PlotParams(),
+        reputation_params=ReputationParams(),
         csrf_token=CSRF,
         token=TOKEN,
         hosts=hosts,

@@ -13,6 +13,7 @@ from lamarck.domain.embedder import Vectors
 from lamarck.errors import ConfigError
 from lamarck.node.embedding import (
     HashingEmbedder,
+    OnnxParams,
     make_minilm,
 )
 from lamarck.policy.autonomy import (
@@ -600,7 +601,7 @@ def test_weights_trained_in_another_space_turn_the_meaning_check_off() -> None:
 
 
 def test_with_minilm_the_issue_phrasings_are_refused_and_cautious_lessons_pass() -> None:
-    embedder = make_minilm()
+    embedder = make_minilm(params=OnnxParams())
     filt = AutonomyFilter(PARAMS, MeaningModel(embedder, PARAMS), embed_missing=True)
     assert filt.semantic
     for content in ISSUE_PHRASINGS:

@@ -31,6 +31,7 @@ from test_pipeline import (
 from lamarck.domain.rows import LessonFilter, LessonStatus
 from lamarck.gossip.audience import band_reader
 from lamarck.gossip.publisher import GossipParams, lesson_version, sign_lesson
+from lamarck.learning.params import LearningParams
 from lamarck.node.api.agent_service import AgentServicer
 from lamarck.node.api.peer_handlers import shareable_records
 from lamarck.node.console.pages import lesson_page
@@ -47,6 +48,7 @@ from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2, lessons_pb2
 from lamarck.reputation.events import EventKind
 from lamarck.reputation.params import ReputationParams
+from lamarck.reputation.transfer import TransferParams
 
 DIM = 64
 OPERATION = "deploy.restart"  # the operation of importing_helpers.record_obj
@@ -103,7 +105,12 @@ class NodeB(Harness):
     def __init__(self) -> None:
         super().__init__()
         self.service = LessonService(
-            self.store, HashingEmbedder(dim=DIM), self.clock, rng=random.Random(11)
+            self.store,
+            HashingEmbedder(dim=DIM),
+            self.clock,
+            LearningParams(),
+            rng=random.Random(11),
+            transfer=TransferParams(),
         )
         self.n = 0
 
@@ -139,7 +146,14 @@ async def test_export_twice_across_a_confidence_change_then_gossip_is_one_row_no
     # Node A: learns a lesson, exports it, confirms it (confidence moves), exports again.
     a_clock = FixedClock(NOW - timedelta(hours=1))
     a_store = InMemoryLessonStore(dim=DIM)
-    a_service = LessonService(a_store, HashingEmbedder(dim=DIM), a_clock, rng=random.Random(3))
+    a_service = LessonService(
+        a_store,
+        HashingEmbedder(dim=DIM),
+        a_clock,
+        LearningParams(),
+        rng=random.Random(3),
+        transfer=TransferParams(),
+    )
     # A's pipeline is never used here (Export only), but the servicer is wired as the node's.
     servicer = AgentServicer(
         a_service, SOURCE_KEY, a_clock, store=a_store, pipeline=Harness().pipeline
@@ -188,7 +202,14 @@ async def test_export_twice_across_a_confidence_change_then_gossip_is_one_row_no
 def test_the_record_version_moves_with_every_signed_field() -> None:
     a_store = InMemoryLessonStore(dim=DIM)
     a_clock = FixedClock(NOW)
-    service = LessonService(a_store, HashingEmbedder(dim=DIM), a_clock, rng=random.Random(5))
+    service = LessonService(
+        a_store,
+        HashingEmbedder(dim=DIM),
+        a_clock,
+        LearningParams(),
+        rng=random.Random(5),
+        transfer=TransferParams(),
+    )
 
     async def go() -> None:
         learned = await service.record_outcome(
@@ -266,7 +287,12 @@ class NodeA:
         self.clock = FixedClock(NOW - timedelta(hours=1))
         self.store = InMemoryLessonStore(dim=DIM)
         self.service = LessonService(
-            self.store, HashingEmbedder(dim=DIM), self.clock, rng=random.Random(3)
+            self.store,
+            HashingEmbedder(dim=DIM),
+            self.clock,
+            LearningParams(),
+            rng=random.Random(3),
+            transfer=TransferParams(),
         )
         self.lesson_id = ""
         self.params = GossipParams()
@@ -436,7 +462,14 @@ class Scores:
 async def test_retiring_on_the_source_spreads_through_sync_and_retires_the_holders_copy() -> None:
     a_clock = FixedClock(NOW - timedelta(hours=1))
     a_store = InMemoryLessonStore(dim=DIM)
-    a_service = LessonService(a_store, HashingEmbedder(dim=DIM), a_clock, rng=random.Random(3))
+    a_service = LessonService(
+        a_store,
+        HashingEmbedder(dim=DIM),
+        a_clock,
+        LearningParams(),
+        rng=random.Random(3),
+        transfer=TransferParams(),
+    )
     learned = await a_service.record_outcome(
         outcome(a_clock, 1, [(BAD, "failed", TARGET), (GOOD, "ok", TARGET)])
     )

@@ -23,6 +23,7 @@ from lamarck.consensus.high_stakes import HighStakesRule
 from lamarck.consensus.params import HighStakesParams
 from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus
 from lamarck.errors import PolicyRejected, ReplayError, SecretDetected, VerificationError
+from lamarck.learning.params import LearningParams
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
@@ -39,7 +40,7 @@ from lamarck.proto.timefmt import parse_ts
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
-from lamarck.reputation.transfer import TrackRecord
+from lamarck.reputation.transfer import TrackRecord, TransferParams
 
 T = TypeVar("T")
 
@@ -1041,7 +1042,14 @@ def test_an_unsure_lesson_is_quarantined_and_never_recalled(tmp_path: Any) -> No
         assert h.events.events == []  # suspicion is not proof: nobody is charged
         quarantine = await h.store.list_quarantine(state=None)
         assert [q.content_hash for q in quarantine] == [result.content_hash]
-        service = LessonService(h.store, embedder, h.clock, rng=random.Random(3))
+        service = LessonService(
+            h.store,
+            embedder,
+            h.clock,
+            LearningParams(),
+            rng=random.Random(3),
+            transfer=TransferParams(),
+        )
         recalled = await service.recall(content, None, "global", "session-1")
         assert content not in {row.content for row in recalled.lessons}
         assert "autonomously" not in str(recalled.section)

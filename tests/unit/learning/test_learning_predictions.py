@@ -7,12 +7,14 @@ from datetime import UTC, datetime
 
 from lamarck.agent.recorder import RunRecorder
 from lamarck.domain.rows import OutcomeRow
+from lamarck.learning.params import LearningParams
 from lamarck.learning.predictions import recorded_prediction, recorded_predictions
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.lessons.predictions import load_recorded_predictions
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
+from lamarck.reputation.transfer import TransferParams
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PROJECT = "ab" * 32
@@ -55,7 +57,14 @@ def test_outcomes_without_a_usable_prediction_are_skipped() -> None:
 async def test_a_recorded_run_stores_its_prediction_for_the_health_report() -> None:
     clock = FixedClock(NOW)
     store = InMemoryLessonStore(dim=32)
-    service = LessonService(store, HashingEmbedder(32), clock, rng=random.Random(1))
+    service = LessonService(
+        store,
+        HashingEmbedder(32),
+        clock,
+        LearningParams(),
+        rng=random.Random(1),
+        transfer=TransferParams(),
+    )
     runs = (("pass", True), ("pass", False), ("fail", False))
     for seed, (expected, passes) in enumerate(runs):
         rec = RunRecorder(

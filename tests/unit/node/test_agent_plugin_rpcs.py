@@ -20,6 +20,7 @@ from lamarck.client import AsyncClient
 from lamarck.errors import InvalidRecord, NotFound
 from lamarck.gossip.publisher import GossipParams
 from lamarck.gossip.share_reason import SharingState
+from lamarck.learning.params import LearningParams
 from lamarck.learning.situations import Situation
 from lamarck.node.api.agent_service import CLAIM_NOTE, AgentServicer
 from lamarck.node.api.interceptors import ErrorInterceptor
@@ -34,6 +35,7 @@ from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2_grpc
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
+from lamarck.reputation.transfer import TransferParams
 
 PROJECT = "c3" * 32
 BAD, GOOD, TARGET = "shell:pytest tests/", "shell:pytest", "the test suite"
@@ -96,7 +98,9 @@ async def node() -> AsyncIterator[Node]:
     clock = FixedClock()
     identity = NodeIdentity.from_seed(bytes([7]) * 32)
     embedder = HashingEmbedder(EMBED_DIM)
-    service = LessonService(store, embedder, clock, rng=random.Random(7))
+    service = LessonService(
+        store, embedder, clock, LearningParams(), rng=random.Random(7), transfer=TransferParams()
+    )
     book = InMemoryReputation(ReputationParams(), clock)
     pipeline = ImportPipeline(
         store=store,

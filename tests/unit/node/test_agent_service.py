@@ -54,6 +54,7 @@ from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, peer_pb2, records_pb2
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
+from lamarck.reputation.transfer import TransferParams
 
 PROJECT = "a1" * 32
 BAD, GOOD, TARGET = "shell:pytest tests/", "shell:pytest", "the test suite"
@@ -163,7 +164,12 @@ async def start_node(
     clock = FixedClock()
     identity = NodeIdentity.from_seed(bytes([seed]) * 32)
     service = LessonService(
-        store, TinyEmbedder(), clock, learning or LearningParams(), rng=random.Random(seed)
+        store,
+        TinyEmbedder(),
+        clock,
+        learning or LearningParams(),
+        rng=random.Random(seed),
+        transfer=TransferParams(),
     )
     book = InMemoryReputation(ReputationParams(), clock)
     registry = Registry(known) if known is not None else None

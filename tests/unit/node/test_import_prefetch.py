@@ -32,6 +32,9 @@ from lamarck.reputation.port import InMemoryReputation
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "importing"))
 from importing_helpers import NOW, record_obj
 
+from lamarck.learning.params import LearningParams
+from lamarck.reputation.transfer import TransferParams
+
 SELF = NodeIdentity.from_seed(b"\x81" * 32)
 DIM = 32
 
@@ -80,7 +83,9 @@ def _acks(embedder: Embedder, primed: PrimedEmbedder | None, bundle: bytes) -> l
         clock=clock,
         rng=random.Random(1),
     )
-    service = LessonService(store, embedder, clock, rng=random.Random(2))
+    service = LessonService(
+        store, embedder, clock, LearningParams(), rng=random.Random(2), transfer=TransferParams()
+    )
     servicer = AgentServicer(service, SELF, clock, store=store, pipeline=pipeline, primed=primed)
 
     async def parts() -> AsyncIterator[agent_pb2.ImportRequest]:

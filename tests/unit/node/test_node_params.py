@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.api.server import NodeContext
+from lamarck.learning.params import LearningParams
 from lamarck.node.config import load_settings
+from lamarck.node.daemon import node_context
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
@@ -21,6 +22,7 @@ from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 from lamarck.registry.rules import PinReason, pin_decision
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.port import InMemoryReputation
+from lamarck.reputation.transfer import TransferParams
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -52,7 +54,7 @@ async def test_a_reality_event_before_sharing_starts_lands_in_the_book(tmp_path:
     settings = load_settings(home=tmp_path)
     params = node_params(settings)
     clock = FixedClock(NOW)
-    ctx = NodeContext(
+    ctx = node_context(
         settings=settings,
         identity=NodeIdentity.generate(),
         clock=clock,
@@ -61,7 +63,13 @@ async def test_a_reality_event_before_sharing_starts_lands_in_the_book(tmp_path:
     )
     book = InMemoryReputation(params.reputation, clock)
     store = InMemoryLessonStore(dim=16)
-    ctx.set_ready(store, LessonService(store, HashingEmbedder(dim=16), clock), book)
+    ctx.set_ready(
+        store,
+        LessonService(
+            store, HashingEmbedder(dim=16), clock, LearningParams(), transfer=TransferParams()
+        ),
+        book,
+    )
     assert ctx.sharing is None  # the network side has not started
     sink = ctx.reputation_sink()
     assert sink is book

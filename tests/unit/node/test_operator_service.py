@@ -38,6 +38,7 @@ from lamarck.errors import (
     StoreUnavailable,
     VerificationError,
 )
+from lamarck.learning.params import LearningParams
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.api.peer_service import PeerService
@@ -50,6 +51,7 @@ from lamarck.node.api.server import (
     build_servers,
 )
 from lamarck.node.config import load_settings
+from lamarck.node.daemon import node_context
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.lessons.service import LessonService
@@ -67,6 +69,7 @@ from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
+from lamarck.reputation.transfer import TransferParams
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SOURCE_KEY = NodeIdentity.from_seed(bytes([7]) * 32)
@@ -729,7 +732,7 @@ async def wired(tmp_path: Path) -> AsyncIterator[tuple[NodeServers, NodeContext]
     """The node's real servers (every interceptor) with an agent and an operator token."""
     settings = load_settings(home=tmp_path, listen="127.0.0.1:0", agent_listen="127.0.0.1:0")
     clock = FixedClock(NOW + timedelta(hours=1))
-    ctx = NodeContext(
+    ctx = node_context(
         settings=settings,
         identity=OTHER_KEY,
         clock=clock,
@@ -751,7 +754,17 @@ def _ready(ctx: NodeContext) -> InMemoryLessonStore:
     store = InMemoryLessonStore(dim=TinyEmbedder.dim)
     clock = ctx.clock
     ctx.sharing = SimpleNamespace(pipeline=pipeline_for(store, clock))  # type: ignore[assignment]
-    ctx.set_ready(store, LessonService(store, TinyEmbedder(), clock, rng=random.Random(1)))
+    ctx.set_ready(
+        store,
+        LessonService(
+            store,
+            TinyEmbedder(),
+            clock,
+            LearningParams(),
+            rng=random.Random(1),
+            transfer=TransferParams(),
+        ),
+    )
     return store
 
 

@@ -38,7 +38,7 @@ class _Sharing:
 
 def _service(sharing: _Sharing, home: Path) -> PeerService:
     ctx = SimpleNamespace(
-        params=SimpleNamespace(peer_limits=PeerLimits()),
+        peer_limits=PeerLimits(),
         home=home,
         sharing=sharing,
         ready=True,

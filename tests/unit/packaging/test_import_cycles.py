@@ -20,14 +20,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 
-#: Cycles left among the node's own parts: the gRPC servicers' NodeContext and the node's
-#: params tree tie api, console, params and sharing together. This set may only shrink.
-KNOWN: dict[str, frozenset[str]] = {
-    "lamarck.node": frozenset(
-        {"lamarck.node.api", "lamarck.node.console", "lamarck.node.params", "lamarck.node.sharing"}
-    ),
-}
-
 
 def _roots() -> dict[str, str]:
     """setup.py's ROOTS, read without running setup.py."""
@@ -140,18 +132,8 @@ def test_sub_packages_form_no_cycle(graph: Graph) -> None:
     """A cycle among a package's children that takes in a sub-package (modules of one folder
     that import each other are that folder's own business)."""
     packages = set(_packages(graph))
-    found = {p: [c for c in _cycles(graph, p) if c & packages] for p in sorted(packages)}
-    unexpected = {
-        p: [sorted(c) for c in cycles if not c <= KNOWN.get(p, frozenset())]
-        for p, cycles in found.items()
-    }
-    assert {p: c for p, c in unexpected.items() if c} == {}
-
-
-def test_the_known_cycles_are_still_there(graph: Graph) -> None:
-    """Once a known cycle is broken its entry in KNOWN goes, so it cannot come back."""
-    for parent, allowed in KNOWN.items():
-        assert any(c == allowed for c in _cycles(graph, parent)), (parent, allowed)
+    found = {p: [sorted(c) for c in _cycles(graph, p) if c & packages] for p in sorted(packages)}
+    assert {p: c for p, c in found.items() if c} == {}
 
 
 def test_the_graph_covers_every_root(graph: Graph) -> None:

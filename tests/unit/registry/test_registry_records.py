@@ -33,7 +33,6 @@ NONCE = "bm9uY2Utbm9uY2Utbm9uY2U"
         ("heartbeat_ttl_s", 0.0),
         ("heartbeat_ttl_s", float("nan")),
         ("nonce_ttl_s", -1.0),
-        ("cache_refresh_interval_s", float("inf")),
         ("max_future_skew_s", -1.0),
         ("deregister_timeout_s", 0.0),
         ("deregister_timeout_s", float("inf")),

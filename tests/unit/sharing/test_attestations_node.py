@@ -50,6 +50,7 @@ from lamarck.proto.v1 import agent_pb2, peer_pb2, records_pb2
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
+from lamarck.reputation.transfer import TransferParams
 from tests.unit.node.test_agent_service import TinyEmbedder
 
 DIM = TinyEmbedder.dim
@@ -122,7 +123,12 @@ class Node:
         # Every recall shows the unverified import (as a hint), so each outcome judges it.
         shown = LearningParams(influence=InfluenceParams(unverified_plan_share=1.0))
         self.service = LessonService(
-            self.store, TinyEmbedder(), self.clock, shown, rng=random.Random(seed)
+            self.store,
+            TinyEmbedder(),
+            self.clock,
+            shown,
+            rng=random.Random(seed),
+            transfer=TransferParams(),
         )
         book = InMemoryReputation(ReputationParams(), self.clock)
         self.pipeline = ImportPipeline(

@@ -18,6 +18,7 @@ from lamarck.node.embedding import (
     EmbeddingFallbackWarning,
     HashingEmbedder,
     MiniLMEmbedder,
+    OnnxParams,
     make_embedder,
     minilm_available,
 )
@@ -144,7 +145,7 @@ def test_auto_falls_back_to_hashing_with_a_visible_warning_when_the_model_is_mis
         caplog.at_level(logging.WARNING, logger="lamarck.node.embedding"),
         pytest.warns(EmbeddingFallbackWarning, match=MINILM_PACKAGE),
     ):
-        embedder = make_embedder("auto")
+        embedder = make_embedder("auto", onnx=OnnxParams())
     assert isinstance(embedder, HashingEmbedder)
     assert any(MINILM_PACKAGE in r.getMessage() for r in caplog.records)
 
@@ -155,17 +156,17 @@ def test_explicit_minilm_without_the_package_is_a_config_error_naming_it(
     """Asking for the model by name never silently degrades."""
     _hide_model_package(monkeypatch)
     with pytest.raises(ConfigError, match=MINILM_PACKAGE) as info:
-        make_embedder("minilm")
+        make_embedder("minilm", onnx=OnnxParams())
     assert info.value.reason == "embedder_unavailable"
 
 
 def test_auto_picks_minilm_when_installed_and_hashing_when_asked(minilm: MiniLMEmbedder) -> None:
     """The default is the real model; ``hashing`` is available on request."""
-    assert isinstance(make_embedder("auto", runtime="torch"), MiniLMEmbedder)
-    assert isinstance(make_embedder("hashing"), HashingEmbedder)
+    assert isinstance(make_embedder("auto", runtime="torch", onnx=OnnxParams()), MiniLMEmbedder)
+    assert isinstance(make_embedder("hashing", onnx=OnnxParams()), HashingEmbedder)
 
 
 def test_unknown_embedder_kind_is_a_config_error() -> None:
     """A typo in configuration is refused, not mapped to a default."""
     with pytest.raises(ConfigError):
-        make_embedder("word2vec")  # type: ignore[arg-type]
+        make_embedder("word2vec", onnx=OnnxParams())  # type: ignore[arg-type]

@@ -44,7 +44,7 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def onnx(cache_dir: Path) -> Iterator[OnnxMiniLMEmbedder]:
-    yield OnnxMiniLMEmbedder(cache_dir=cache_dir)
+    yield OnnxMiniLMEmbedder(cache_dir=cache_dir, params=OnnxParams())
 
 
 def test_onnx_vectors_match_the_torch_model_within_cosine_0_999(
@@ -121,7 +121,7 @@ def test_the_sessions_threads_stop_spinning_when_a_run_ends_unless_asked(
         )
 
     assert OnnxParams().spin_after_run is False
-    assert config(OnnxMiniLMEmbedder(cache_dir=cache_dir)) == ("1", "1")
+    assert config(OnnxMiniLMEmbedder(cache_dir=cache_dir, params=OnnxParams())) == ("1", "1")
     spinning = OnnxMiniLMEmbedder(cache_dir=cache_dir, params=OnnxParams(spin_after_run=True))
     assert config(spinning) == ("1", "0")
 
@@ -189,7 +189,7 @@ def test_batches_run_on_the_8_bit_weights_where_the_processor_multiplies_in_int8
     np.testing.assert_allclose(bulk, queries, atol=1e-4)  # one file, one set of weights
     for has_int8, expected in ((True, "w8"), (False, "full")):
         monkeypatch.setattr(embedding, "int8_dot_product", lambda has=has_int8: has)
-        auto = OnnxMiniLMEmbedder(cache_dir=cache_dir)
+        auto = OnnxMiniLMEmbedder(cache_dir=cache_dir, params=OnnxParams())
         assert OnnxParams().bulk_weights_8bit is has_int8
         assert (auto.bulk_file == weights8_file(auto.model_file)) is (expected == "w8")
         assert (auto.bulk_file == auto.model_file) is (expected == "full")
@@ -238,7 +238,7 @@ def test_the_export_is_reused_and_named_by_the_model(
 ) -> None:
     """A second embedder loads the file the first exported (no second export)."""
     before = onnx.model_file.stat().st_mtime_ns
-    other = OnnxMiniLMEmbedder(cache_dir=cache_dir)
+    other = OnnxMiniLMEmbedder(cache_dir=cache_dir, params=OnnxParams())
     assert other.model_file == onnx.model_file
     assert onnx.model_file.stat().st_mtime_ns == before
     assert onnx.model_file.name.startswith(MINILM_MODEL_NAME)
@@ -248,8 +248,8 @@ def test_the_export_is_reused_and_named_by_the_model(
 def test_the_onnx_embedder_never_loads_torch(onnx: OnnxMiniLMEmbedder, cache_dir: Path) -> None:
     """The RSS lever: a process embedding with the exported model has no torch in it."""
     code = (
-        "import sys; from lamarck.node.embedding import OnnxMiniLMEmbedder as E; "
-        f"E(cache_dir={str(cache_dir)!r}).embed(['a text']); "
+        "import sys; from lamarck.node.embedding import OnnxMiniLMEmbedder as E, OnnxParams; "
+        f"E(cache_dir={str(cache_dir)!r}, params=OnnxParams()).embed(['a text']); "
         "print('torch' in sys.modules)"
     )
     done = subprocess.run(
@@ -260,10 +260,12 @@ def test_the_onnx_embedder_never_loads_torch(onnx: OnnxMiniLMEmbedder, cache_dir
 
 def test_make_embedder_picks_onnx_and_torch_on_request(cache_dir: Path) -> None:
     """``minilm`` runs on onnxruntime when it can; ``runtime='torch'`` keeps the old path."""
-    assert isinstance(make_embedder("minilm", cache_dir=cache_dir), OnnxMiniLMEmbedder)
-    assert isinstance(make_embedder("minilm", runtime="torch"), MiniLMEmbedder)
+    assert isinstance(
+        make_embedder("minilm", cache_dir=cache_dir, onnx=OnnxParams()), OnnxMiniLMEmbedder
+    )
+    assert isinstance(make_embedder("minilm", runtime="torch", onnx=OnnxParams()), MiniLMEmbedder)
     with pytest.raises(ConfigError):
-        make_embedder("minilm", runtime="tpu")  # type: ignore[arg-type]
+        make_embedder("minilm", runtime="tpu", onnx=OnnxParams())  # type: ignore[arg-type]
 
 
 def test_make_embedder_runs_the_session_with_the_params_it_is_given(cache_dir: Path) -> None:

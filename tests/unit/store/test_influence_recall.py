@@ -27,6 +27,7 @@ from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
+from lamarck.reputation.transfer import TransferParams
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DIM = 128
@@ -76,6 +77,7 @@ class Node:
             ),
             rng=random.Random(seed),
             support=self.support,
+            transfer=TransferParams(),
         )
         self._n = 0
 

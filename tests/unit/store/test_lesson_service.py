@@ -72,7 +72,12 @@ class Harness:
         self.store = InMemoryLessonStore(dim=embedder.dim)
         self.clock = FixedClock()
         self.service = LessonService(
-            self.store, embedder, self.clock, params or LearningParams(), rng=random.Random(7)
+            self.store,
+            embedder,
+            self.clock,
+            params or LearningParams(),
+            rng=random.Random(7),
+            transfer=TransferParams(),
         )
         self._n = 0
 

@@ -16,6 +16,7 @@ import pytest
 
 from lamarck.domain.embedder import Embedder
 from lamarck.domain.rows import Category, LessonRow, LessonStatus
+from lamarck.learning.params import LearningParams
 from lamarck.node.embedding import (
     HashingEmbedder,
     MiniLMEmbedder,
@@ -24,6 +25,7 @@ from lamarck.node.embedding import (
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
+from lamarck.reputation.transfer import TransferParams
 
 LESSONS = {
     "pytest": "Run pytest from the repository root, not tests/: conftest.py lives at the root.",
@@ -60,7 +62,9 @@ SESSION = "s"
 def _service(embedder: Embedder) -> tuple[LessonService, InMemoryLessonStore]:
     store = InMemoryLessonStore(dim=embedder.dim)
     clock = FixedClock()
-    service = LessonService(store, embedder, clock, rng=random.Random(1))
+    service = LessonService(
+        store, embedder, clock, LearningParams(), rng=random.Random(1), transfer=TransferParams()
+    )
     return service, store
 
 

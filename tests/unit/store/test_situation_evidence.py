@@ -25,6 +25,7 @@ from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.timefmt import format_ts
+from lamarck.reputation.transfer import TransferParams
 
 PROJECT = "a1" * 32
 GH = Situation.declared(
@@ -44,7 +45,12 @@ class Harness:
         self.store = InMemoryLessonStore(dim=64)
         self.clock = FixedClock()
         self.service = LessonService(
-            self.store, HashingEmbedder(64), self.clock, LearningParams(), rng=random.Random(3)
+            self.store,
+            HashingEmbedder(64),
+            self.clock,
+            LearningParams(),
+            rng=random.Random(3),
+            transfer=TransferParams(),
         )
         self._n = 0
 

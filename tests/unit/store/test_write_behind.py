@@ -26,6 +26,7 @@ from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
 from lamarck.proto.timefmt import format_ts
+from lamarck.reputation.transfer import TransferParams
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DIM = 64
@@ -99,6 +100,7 @@ def service(
         FixedClock(NOW),
         LearningParams(write_behind=params),
         rng=random.Random(seed),
+        transfer=TransferParams(),
     )
 
 

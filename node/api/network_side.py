@@ -1,0 +1,106 @@
+"""What the servicers read of the node's network side, as ports.
+
+``lamarck.node.sharing`` builds the network side (``Sharing``) on top of this package: it
+authenticates peers with ``peer_auth``, answers votes with ``peer_handlers`` and reports its
+state as ``node_status`` facts. The servicers here read it back through these protocols, so
+this package never imports the one above it; ``Sharing`` satisfies them as it stands.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from lamarck.consensus.certificate import QuorumCertificate
+from lamarck.domain.rows import QuarantineRow
+from lamarck.gossip.publisher import GossipParams
+from lamarck.node.api.node_status import NetworkSnapshot
+from lamarck.proto.outcome import Outcome
+from lamarck.reputation.events import ReputationEvent
+
+if TYPE_CHECKING:
+    from lamarck.node.api.peer_handlers import PublishDeps
+    from lamarck.node.importing.pipeline import ImportPipeline
+
+__all__ = [
+    "AttestationAnswer",
+    "AttestationsSide",
+    "MembershipSide",
+    "NetworkSide",
+    "QuorumSide",
+    "TaintSide",
+]
+
+
+class AttestationAnswer(Protocol):
+    """What became of one received attestation."""
+
+    @property
+    def content_hash(self) -> str: ...
+    @property
+    def kept(self) -> bool: ...
+    @property
+    def reason(self) -> str: ...
+
+
+class AttestationsSide(Protocol):
+    """The node's outcome attestations: received from peers, made on outcomes, offered."""
+
+    def receive(self, raws: Sequence[bytes]) -> Awaitable[Sequence[AttestationAnswer]]: ...
+    def on_outcome(
+        self, outcome: Outcome, reality: Sequence[ReputationEvent]
+    ) -> Awaitable[tuple[ReputationEvent, ...]]: ...
+    def shareable(
+        self, offered: Mapping[str, bytes], requester: str
+    ) -> Awaitable[dict[str, bytes]]: ...
+
+
+class QuorumSide(Protocol):
+    """The quorum certificates the node holds and the rounds it runs."""
+
+    def certificate(self, content_hash: str) -> QuorumCertificate | None: ...
+    def certificate_bytes(self, content_hash: str) -> bytes | None: ...
+    def describe(self, content_hash: str) -> str: ...
+
+
+class TaintSide(Protocol):
+    """Releases a lesson the taint sweep took out."""
+
+    def release(self, row: QuarantineRow, note: str, actor: str) -> Awaitable[str]: ...
+
+
+class MembershipSide(Protocol):
+    """The registry's view of the nodes known."""
+
+    def labels(self) -> dict[str, str]: ...
+
+
+class NetworkSide(Protocol):
+    """The network side the servicers read (``lamarck.node.sharing.Sharing``)."""
+
+    @property
+    def params(self) -> GossipParams: ...
+    @property
+    def incognito(self) -> bool: ...
+    @property
+    def rng(self) -> random.Random: ...
+    @property
+    def pipeline(self) -> ImportPipeline | None: ...
+    @property
+    def publish_deps(self) -> PublishDeps | None: ...
+    @property
+    def attestations(self) -> AttestationsSide: ...
+    @property
+    def quorum(self) -> QuorumSide: ...
+    @property
+    def taint(self) -> TaintSide: ...
+    @property
+    def membership(self) -> MembershipSide: ...
+    def authenticate(self, metadata: Any, claimed: str, channel: str | None) -> Awaitable[str]: ...
+    def known_peer(self, metadata: Any) -> str | None: ...
+    def shareable(
+        self, requester: str, projects: Sequence[str] = ()
+    ) -> Awaitable[dict[str, bytes]]: ...
+    def trust_summaries(self) -> list[bytes]: ...
+    def network_snapshot(self) -> Awaitable[NetworkSnapshot]: ...
