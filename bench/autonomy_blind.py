@@ -34,6 +34,7 @@ from bench.filters import BenchView, signed_record
 from lamarck.domain.embedder import Embedder
 from lamarck.policy.autonomy import AutonomyFilter, AutonomyParams, meaning_model
 from lamarck.policy.chain import build_filters
+from lamarck.policy.decision import ImportParams
 from lamarck.policy.filters import Filter, VerdictKind
 from lamarck.proto.signed import SignedMemory
 
@@ -108,7 +109,7 @@ def figures(by_split: dict[str, Rates], prefix: str = "") -> dict[str, float]:
 
 def autonomy_judge(embedder: Embedder | None = None) -> Callable[[str], bool]:
     """Whether the node's autonomy filter holds a signed record with ``text`` as content."""
-    chain = build_filters()
+    chain = build_filters(ImportParams())
     autonomy: Filter = next(f for f in chain.filters if isinstance(f, AutonomyFilter))
     if embedder is not None:
         # The node's filter with the meaning check; the bench gives no vectors, so it embeds

@@ -61,6 +61,7 @@ from lamarck.policy.autonomy import (
     vectors_for,
 )
 from lamarck.policy.chain import build_filters
+from lamarck.policy.decision import ImportParams
 from lamarck.policy.filters import (
     AllOf,
     Corroboration,
@@ -394,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         figures["detection_vs_structure_ratio"] = figures["minilm_detection_all"] / base
 
     # -- throughput ------------------------------------------------------------------------
-    chain = build_filters()
+    chain = build_filters(ImportParams())
     kept = [f for f in chain.filters if not isinstance(f, AutonomyFilter)]
     chain_new = AllOf([*kept[:1], semantic, *kept[1:]])  # in the autonomy filter's place
 

@@ -13,17 +13,14 @@ import functools
 
 from lamarck.consensus.high_stakes import HighStakesRule
 from lamarck.domain.embedder import Embedder
-from lamarck.learning.params import SecretParams
 from lamarck.learning.secrets import scan_for_secrets
 from lamarck.policy.autonomy import AutonomyFilter
 from lamarck.policy.autonomy_meaning import ClassifierWeights, meaning_model
-from lamarck.policy.autonomy_params import AutonomyParams
 from lamarck.policy.decision import ImportParams, ImportPolicy
 from lamarck.policy.filters import (
     AllOf,
     ConflictsWithEstablished,
     DeclaredSituationFilter,
-    FilterParams,
     HighContradictionRate,
     RedFlags,
     SecretFilter,
@@ -35,21 +32,20 @@ __all__ = ["build_filters", "build_policy"]
 
 
 def build_filters(
-    params: FilterParams | None = None,
-    autonomy: AutonomyParams | None = None,
+    params: ImportParams,
     embedder: Embedder | None = None,
-    secrets: SecretParams | None = None,
     weights: ClassifierWeights | None = None,
 ) -> AllOf:
-    """The production chain: hard rejects (cheapest first), then the red flags.
+    """The production chain from the import decision's parameters: hard rejects (cheapest
+    first), then the red flags.
 
     ``embedder`` enables the autonomy filter's meaning check when its space is the one the
     classifier was trained in (else structure only); the filter never embeds at decision time
-    when the pipeline gives it the vectors. ``secrets``: the node's secret parameters (the
-    defaults when None); ``weights``: the meaning classifier (the packaged one when None)."""
-    p = params or FilterParams()
-    a = autonomy or AutonomyParams()
-    scan = functools.partial(scan_for_secrets, p=secrets or SecretParams())
+    when the pipeline gives it the vectors. The secret scan is the one the node's params
+    hold (the node passes local learning's); ``weights``: the meaning classifier (the packaged
+    one when None)."""
+    p, a = params.filters, params.autonomy
+    scan = functools.partial(scan_for_secrets, p=params.secrets)
     return AllOf(
         [
             DeclaredSituationFilter(p),
@@ -75,5 +71,5 @@ def build_policy(
 ) -> ImportPolicy:
     """The checks of the import decision built from its parameters (once, at wiring): the
     filter chain (``build_filters``) and the high-stakes rule."""
-    filters = build_filters(params.filters, params.autonomy, embedder, params.secrets, weights)
+    filters = build_filters(params, embedder, weights)
     return ImportPolicy(filters, HighStakesRule(params.high_stakes))

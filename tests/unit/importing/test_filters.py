@@ -11,6 +11,7 @@ from lamarck.errors import ConfigError
 from lamarck.learning.params import SecretParams
 from lamarck.policy.autonomy import AutonomyFilter, AutonomyParams
 from lamarck.policy.chain import build_filters
+from lamarck.policy.decision import ImportParams
 from lamarck.policy.filters import (
     AllOf,
     ConflictsWithEstablished,
@@ -218,8 +219,10 @@ def test_the_default_chain_carries_the_declared_tools() -> None:
         content="`gh` needed the user (auth)",
         situation=_situation(unblock="gh auth login", probe="gh auth status"),
     )
-    assert build_filters(FP).check(rec, FakeView()) == Verdict.reject(FilterReason.UNUSED_TOOL)
-    chain = build_filters(FilterParams(declared_tools=(GH,)))
+    assert build_filters(ImportParams(filters=FP)).check(rec, FakeView()) == Verdict.reject(
+        FilterReason.UNUSED_TOOL
+    )
+    chain = build_filters(ImportParams(filters=FilterParams(declared_tools=(GH,))))
     assert chain.check(rec, FakeView()).kind is not VerdictKind.REJECT
 
 
@@ -352,7 +355,7 @@ def test_established_lessons_are_needed_only_where_they_could_change_the_verdict
     """With no other red flag raised, the established lessons can raise at most one of the
     two needed: the record is accepted whatever they say, and they are not needed. With one
     other raised they decide; with two they add a reason."""
-    chain = build_filters()
+    chain = build_filters(ImportParams())
     calm, opposed = FakeView(), FakeView(established=[_OPPOSED])
     plain = record()
     assert not needs_established(chain, plain, calm)
@@ -388,7 +391,7 @@ def test_leaving_out_the_established_lessons_where_not_needed_never_changes_a_ve
     """Every mix of the other red flags (high confidence, admitted contradictions, a flooding
     new source) and of the established lessons (none, one the record opposes, one it agrees
     with): where they are not needed, the verdict without them is the verdict with them."""
-    chain = build_filters()
+    chain = build_filters(ImportParams())
     flood = SourceStats(records_seen=1, recent_daily_rate=1e6)
     agreeing = EstablishedLesson("l3", "Run database migrations before restarting the api.", 0.9)
     skipped = 0
@@ -448,7 +451,7 @@ def test_verdict_shapes_are_enforced() -> None:
 
 
 def test_default_chain_accepts_an_ordinary_lesson() -> None:
-    assert build_filters().check(record(), FakeView()).kind is VerdictKind.ACCEPT
+    assert build_filters(ImportParams()).check(record(), FakeView()).kind is VerdictKind.ACCEPT
 
 
 def test_filter_params_are_validated() -> None:
@@ -459,8 +462,15 @@ def test_filter_params_are_validated() -> None:
 def test_a_chain_says_the_least_confidence_of_the_established_lessons_it_reads() -> None:
     """``established_floor``: the import view reads no established lesson below it, and none
     at all when nothing in the chain reads them (the red flag is the only reader)."""
-    assert established_floor(build_filters(FP)) == FP.established_min_confidence
-    assert established_floor(build_filters(FilterParams(established_min_confidence=0.6))) == 0.6
+    assert (
+        established_floor(build_filters(ImportParams(filters=FP))) == FP.established_min_confidence
+    )
+    assert (
+        established_floor(
+            build_filters(ImportParams(filters=FilterParams(established_min_confidence=0.6)))
+        )
+        == 0.6
+    )
     assert established_floor(AllOf([SecretFilter(), AUTONOMY])) is None
     assert established_floor(RedFlags([StatisticalOutlier(FP)], 1)) is None
     both = AllOf(
@@ -476,10 +486,10 @@ def test_the_import_secret_scan_uses_the_secret_params_it_is_built_with() -> Non
     """The node builds its chain with the secret parameters local learning writes through:
     a value its own scanner would pass is not refused on import for a stricter default."""
     content = "Set password=abcd1234xyz in the staging config."
-    assert build_filters().check(record(content=content), FakeView()).reason == (
+    assert build_filters(ImportParams()).check(record(content=content), FakeView()).reason == (
         FilterReason.SECRET_DETECTED
     )
     lax = SecretParams(min_value_len=64)
-    assert build_filters(secrets=lax).check(record(content=content), FakeView()).kind is (
-        VerdictKind.ACCEPT
-    )
+    assert build_filters(ImportParams(secrets=lax)).check(
+        record(content=content), FakeView()
+    ).kind is (VerdictKind.ACCEPT)

@@ -1072,7 +1072,7 @@ def test_the_pipeline_embeds_the_filter_texts_with_the_content_in_one_call(
         weights = ClassifierWeights(
             embedder.name, (*(20.0 * float(v) for v in direction), 0.0), -10
         )
-        chain = build_filters(autonomy=autonomy, embedder=embedder, weights=weights)
+        chain = build_filters(ImportParams(autonomy=autonomy), embedder, weights)
         policy = ImportPolicy(chain, HighStakesRule(HighStakesParams()))
         h = Harness(policy=policy, embedder=embedder)
         content = f"Pin the node version in CI. {claim_like}"
@@ -1100,7 +1100,7 @@ def test_a_caveat_met_again_is_not_embedded_again() -> None:
         def harness(embedder: CountingHashing) -> Harness:
             autonomy = AutonomyParams(semantic_embedders=(embedder.name,))
             zero = ClassifierWeights(embedder.name, (0.0,) * (embedder.dim + 1), -10)
-            chain = build_filters(autonomy=autonomy, embedder=embedder, weights=zero)
+            chain = build_filters(ImportParams(autonomy=autonomy), embedder, zero)
             policy = ImportPolicy(chain, HighStakesRule(HighStakesParams()))
             return Harness(policy=policy, embedder=embedder)
 
