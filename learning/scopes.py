@@ -1,4 +1,5 @@
-"""Lesson scopes (adaptive memory, §5): ``project:<digest>`` and ``global``; promotion, demotion.
+"""Lesson scopes (design sources: adaptive memory): ``project:<digest>`` and ``global``; promotion,
+demotion.
 
 The project digest is the SHA-256 of the git ``remote.origin.url`` (so every worktree and clone
 of one repository is one project), falling back to the checkout's realpath. Only the digest is

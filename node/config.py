@@ -59,7 +59,8 @@ def default_home() -> Path:
 
 
 class DeclaredToolSetting(BaseModel):
-    """One tool this node's agents use and the remedies its code declares (seed 002 §3.2).
+    """One tool this node's agents use and the remedies its code declares (design sources: adaptive
+    recovery).
 
     A situation lesson a peer sends about ``tool`` is accepted only when its unblock is one of
     ``unblock`` and its probe one of ``probe`` exactly; about any other tool, never.
@@ -232,7 +233,7 @@ class NodeSettings(BaseSettings):
     high_stakes_tags: tuple[str, ...] = ("irreversible", "destructive")
     high_stakes_patterns: tuple[str, ...] = DESTRUCTIVE_PATTERNS
     # The tools this node's agents use, each with the remedies its code declares: a situation
-    # lesson (a remembered blocker, seed 002) about a tool not listed is refused on import
+    # lesson (a remembered blocker, adaptive recovery) about a tool not listed is refused on import
     # (`unused_tool`), one whose unblock/probe is not one listed too (`undeclared_situation`;
     # neither charges the sender: a filter verdict is no proof). A table per tool in
     # lamarck.toml (`[[declared_tools]]` tool, unblock, probe), a JSON array in

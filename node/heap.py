@@ -8,7 +8,7 @@ node's threads (the event loop, the store's and the embedder's workers, onnxrunt
 intra-op threads) each free a model run's activations into whichever arena they hold, and
 ``malloc_trim`` can give back only whole free pages, so with the default the node's resident
 memory at rest after a burst of writes was 304-316 MB on two cores; with two arenas 244-294 MB
-in ten of eleven runs of the same bench, one at 304 (``bench/peers.py``, issue 17 §3: at most
+in ten of eleven runs of the same bench, one at 304 (``bench/peers.py``: at most
 300 MB). Threads then share arenas,
 and the catch-up bench, which allocates on every thread, measured no loss (``--quick``:
 0.64 / 0.52 with the default, 0.67 / 0.58 with two).

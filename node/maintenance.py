@@ -1,6 +1,6 @@
 """The node's own maintenance: the per-scope cap and reconcile passes, on a schedule.
 
-Seed 000 §5 caps each scope at ``max_active_per_scope`` active lessons of the node's own
+Adaptive memory caps each scope at ``max_active_per_scope`` active lessons of the node's own
 (imported copies are not capped) and decays what goes unused; both are rules of the lesson
 service (``node/lessons/maintenance.py``). This loop is what makes a running node apply them:
 the cap every ``cap_interval_s`` (a burst of outcomes must not leave a scope over its cap for

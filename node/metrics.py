@@ -104,7 +104,7 @@ NODE_INFO = Gauge(
 #: Every figure of the health report (``lamarck.health.render.gauge_values`` names),
 #: e.g. ``lamarck_health{figure="validation_contradiction_rate"}``; ``warning_<code>`` is 1
 #: while that warning is raised. A figure without data is absent, not 0.
-HEALTH = Gauge("lamarck_health", "Health report figures (seed 004 dashboard).", ["figure"])
+HEALTH = Gauge("lamarck_health", "Health report figures (Lamarckian memory dashboard).", ["figure"])
 #: 1 for the node's current admission state (admitted, degraded, pending, refused,
 #: no_registry), 0 for the others.
 ADMISSION = Gauge("lamarck_admission", "The node's registry admission state.", ["state"])

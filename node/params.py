@@ -121,7 +121,7 @@ class NodeParams:
     quorum: QuorumParams = field(default_factory=QuorumParams)
     # How long outcome attestations count and how many are kept per lesson version.
     attestation: AttestationParams = field(default_factory=AttestationParams)
-    # How lessons of revoked or graylisted sources are swept out (issue 12 §3.1).
+    # How lessons of revoked or graylisted sources are swept out.
     taint: TaintParams = field(default_factory=TaintParams)
     gossip: GossipParams = field(default_factory=GossipParams)
     registry: RegistryParams = field(default_factory=RegistryParams)
@@ -134,9 +134,9 @@ class NodeParams:
     health: HealthParams = field(default_factory=HealthParams)
     console: ConsoleParams = field(default_factory=ConsoleParams)
     plot: PlotParams = field(default_factory=PlotParams)
-    # How the store and the registry the node owns are probed and recovered (issue 11 §5).
+    # How the store and the registry the node owns are probed and recovered.
     supervision: SupervisionParams = field(default_factory=SupervisionParams)
-    # Recallable lessons the Postgres store keeps in memory for recall's search (issue 17 §1).
+    # Recallable lessons the Postgres store keeps in memory for recall's search.
     recall_index: RecallIndexParams = field(default_factory=RecallIndexParams)
 
     @property

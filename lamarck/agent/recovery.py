@@ -32,7 +32,7 @@ The rules:
    next, built from the situation's fields alone (:class:`Escalation`). A turn that escalated
    ends ``blocked``, which is not ``done``.
 
-Probe-first use of stored situation lessons (§3.4) is the node's own pure decision
+Probe-first use of stored situation lessons is the node's own pure decision
 (``decide_before_dispatch``): a matching lesson with a probe is probed before the call; still
 blocked escalates at once citing the lesson (no workaround spent); clear invalidates the lesson
 and the call goes on; a lesson without a probe becomes a one-line note. Lessons only make the

@@ -87,14 +87,14 @@ MAX_PAGE_SIZE = 500
 EXPORT_CHUNK_BYTES = 64 * 1024
 #: The actor recorded for writes made through this API (the local agent or its operator).
 ACTOR = "agent"
-#: What Remember's reply tells a caller about the claim it stored (issue 13 §1.3).
+#: What Remember's reply tells a caller about the claim it stored.
 CLAIM_NOTE = (
     "Stored as a claim: it is kept out of recall and sharing until an outcome confirms it. "
     "To record what just happened (what ran, what passed), call RecordOutcome instead: "
     "lessons are learned from outcomes."
 )
 
-#: The voters' reputation events for an outcome's reality events (issue 12 §2.6).
+#: The voters' reputation events for an outcome's reality events.
 VoterJudge = Callable[[Sequence[ReputationEvent]], Sequence[ReputationEvent]]
 #: This node's attestations on the imported lessons an outcome judged (signed, kept, queued to
 #: travel), returning the other attesters' events for that outcome's reality events.
@@ -297,7 +297,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         # This node's attestations and the attesters' events (none before sharing starts).
         self._attester = attester
         # The pipeline's own embedder, when it primes: a bundle's lines are embedded a chunk
-        # at a time ahead of the pipeline (issue 17 §4).
+        # at a time ahead of the pipeline.
         self._primed = primed
 
     # -- helpers ---------------------------------------------------------------------------
@@ -448,7 +448,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         sink = self._sink()
         if sink is not None:
             # The sources of the lessons reality judged, then the voters of any a quorum
-            # accepted (issue 12 §2.6).
+            # accepted.
             attesters = await self._attest(outcome, result.reality)
             for event in (*result.reality, *self._voters(result.reality), *attesters):
                 sink.emit(event)
@@ -614,7 +614,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         s = request.situation
         source = _SITUATION_SOURCE_FROM_PB.get(s.source, SituationSource.DECLARED)
         # The Situation checks the tool, subject, kind and source; the service refuses the
-        # inferred and transient ones (seed 002: only declared facts about the machine).
+        # inferred and transient ones (adaptive recovery: only declared facts about the machine).
         situation = Situation(
             tool=s.tool,
             subject=s.subject,

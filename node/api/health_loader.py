@@ -77,7 +77,7 @@ async def current_report(store: LessonStore, params: HealthParams, now: datetime
 async def learned_variables(
     store: LessonStore, params: LearningParams
 ) -> dict[str, dict[str, object]]:
-    """The health report's ``variables`` section (issue 18 §4): per context variable, the
+    """The health report's ``variables`` section: per context variable, the
     class in force (learned, or the fixed list's until ``min_observations``), whether it was
     learned, and the predictions across a difference in it that held and failed."""
     stored = await store.get_state(LEARNER_STATE_KEY)

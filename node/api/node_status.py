@@ -1,4 +1,4 @@
-"""What a node can truthfully say about itself (issue 15 §2): ``lamarck node status``, the
+"""What a node can truthfully say about itself: ``lamarck node status``, the
 console's overview, ``OperatorService.GetStatus`` and the status gauges.
 
 The network side (registry admission, live peers, last sync, outbox) lives in

@@ -1,6 +1,6 @@
 """``OperatorService``: the operator's review of quarantined records and the rejection log.
 
-Issue 5 §4.4. The import pipeline holds a record it will not believe on its own (two red
+The import pipeline holds a record it will not believe on its own (two red
 flags, a high-stakes claim without a quorum) as a quarantine row; here an operator lists,
 reads, approves or rejects those rows.
 
@@ -220,7 +220,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         status (``None``: none known)."""
         self._store = provider_of(store, LessonStore)
         self._labels = labels or dict
-        # The learned context-variable classes (issue 18 §4), added to the health report.
+        # The learned context-variable classes, added to the health report.
         self._variables = variables
         # The quorum on a held record as JSON, by content hash ("" when none was asked).
         self._quorum = quorum or (lambda _: "")

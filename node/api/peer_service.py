@@ -9,7 +9,7 @@ UNAUTHENTICATED). ``GetReputation`` tells a peer nothing: what this node thinks 
 (and of the asker itself: how close it stands to the graylist) is for this node's operators
 (``OperatorService``), and no peer needs it to take part (trust between nodes travels as what
 they do, judged by reality); an authenticated peer is refused ``reputation_private``.
-``RequestVote`` (issue 12 §2.3), also to an
+``RequestVote``, also to an
 authenticated peer, answers this node's signed vote on the memory judged from its own
 outcomes only (``peer_handlers.handle_request_vote``): without outcomes on the lesson's
 operation it signs ``abstain``.

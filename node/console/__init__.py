@@ -1,4 +1,4 @@
-"""The operator's console: static assets and pure page renderers (issue 15 §3).
+"""The operator's console: static assets and pure page renderers.
 
 ``markup.py`` escapes and builds HTML, ``plots.py`` draws inline SVG charts from values,
 ``pages.py`` renders each page from plain values (a health report, score breakdowns,

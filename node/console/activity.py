@@ -1,4 +1,4 @@
-"""Imports and rejections over time, binned for the health page's plot (issue 15 §3).
+"""Imports and rejections over time, binned for the health page's plot.
 
 A pure function over times: when each lesson was imported (the ``imported`` events of the
 lesson event log) and when each record was refused, with the refusal's reason (the rejection

@@ -1,4 +1,4 @@
-"""The operator's console served over HTTP by the node (issue 15 §3).
+"""The operator's console served over HTTP by the node.
 
 :class:`ConsoleApp` answers requests from the node's own services: overview and health from
 ``OperatorService.GetStatus`` / ``GetHealth``, the quarantine queue from ``ListQuarantine``

@@ -1,5 +1,5 @@
 """The durable outbox: a lesson committed for publishing reaches every intended peer at least
-once, across crashes and peer outages (issue 5 §2.2).
+once, across crashes and peer outages.
 
 One row per (record content hash, target peer). The worker takes the due rows, sends each
 target its batch through an injected async ``send``, and marks rows delivered or schedules a

@@ -1,5 +1,5 @@
 """Batched intake for catch-up: embed a batch at once, outside the lock, while the previous
-batch is decided and stored (issue 17 §4).
+batch is decided and stored.
 
 ``ImportPipeline.import_record`` embeds one record at a time (≈3–10 ms each with MiniLM, where
 a batch of 32 costs ≈3–4 ms a record). ``BatchImporter.import_batch`` keeps every stage and

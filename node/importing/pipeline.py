@@ -1,4 +1,4 @@
-"""The import pipeline: received bytes in, one fail-closed decision out (issue 5 §3).
+"""The import pipeline: received bytes in, one fail-closed decision out.
 
 Stages, in order; the first refusal wins and nothing already stored is altered by it:
 
@@ -25,7 +25,7 @@ Every rejection has a typed error (``ImportResult.error``), is counted in ``IMPO
 recorded with ``LessonStore.record_rejection`` and, where someone provably caused it, reported
 to reputation as an event (``decision.py`` says who).
 
-**One way in** (issue 10 §1). This is the only code that writes a row that came from another
+**One way in**. This is the only code that writes a row that came from another
 node; every call names its :class:`ImportSource`:
 
 * ``peer`` (PeerService.Publish) and ``sync`` (an anti-entropy pull) name the delivering peer;
@@ -557,7 +557,7 @@ class ImportPipeline:
         # reads once which of them its contests could meet a proven lesson on.
         self._on_expected = on_expected
         # Told of every active copy stored, so the lesson service can contest what it
-        # contradicts at once (issue 18): a peer's reversal reaches this node's prompts now,
+        # contradicts at once: a peer's reversal reaches this node's prompts now,
         # not at the next daily reconcile.
         self._on_stored = on_stored
         self._view = view

@@ -312,7 +312,7 @@ class StoreImportView:
     async def load(self, max_rejections: int = 10_000) -> None:
         """Fill the indexes from the store: imported lessons, quarantine, recent rejections."""
         # A few columns a row (no vector, no provenance), and four fields of each record: a
-        # node's start grows with the lessons it imported (issue 17 §3).
+        # node's start grows with the lessons it imported.
         pages = keyset_pages(self._store.imported_records, lambda held: held.lesson_id, _PAGE)
         async for page in pages:
             for held in page:
@@ -392,7 +392,7 @@ class StoreImportView:
         if record.lesson is None:
             return ()
         # Only lessons on this operation in this record's context are read: never the
-        # operation's rows in other contexts, read to be dropped here (issue 17 §5).
+        # operation's rows in other contexts, read to be dropped here.
         rows = await self._store.list_lessons(
             LessonFilter(
                 statuses=(LessonStatus.ACTIVE,),

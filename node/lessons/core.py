@@ -67,7 +67,7 @@ LOOP_ACTOR = "loop"
 AGENT_ACTOR = "agent"
 #: Statuses attribution may move: a claim gains evidence by its first confirmation.
 LIVE = (LessonStatus.ACTIVE, LessonStatus.CLAIMED)
-#: The node-state key of what the context-variable learner has learned (issue 18 §4).
+#: The node-state key of what the context-variable learner has learned.
 LEARNER_STATE_KEY = "variable_importance"
 
 

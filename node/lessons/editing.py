@@ -115,7 +115,7 @@ class LessonEditing:
             log_as=AGENT_ACTOR,
         )
         # A lesson born active that contradicts one on file: both are contested until an
-        # outcome settles it (issue 18 §2); the loop logs the contest.
+        # outcome settles it; the loop logs the contest.
         contested = await self._knowledge.contest_new(row)
         if contested:
             await self._core.log(contested, LOOP_ACTOR)

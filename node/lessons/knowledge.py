@@ -1,4 +1,4 @@
-"""Knowledge that stays true (issue 18) applied over the store: conflicts contested and settled,
+"""Knowledge that stays true applied over the store: conflicts contested and settled,
 near-duplicates merged.
 
 The rules are pure (``learning/conflicts.py``, ``consolidation.py``); this part reads the
@@ -153,8 +153,8 @@ class Knowledge:
         mechanical lesson saying the reverse (the same target: one lookup by its target tag
         among the lessons about the operation) or one about the same operation whose vector is
         within ``min_claim_similarity`` (a vector search under that floor). Neither reads every
-        lesson about a common operation, so the check does not grow with the store (issue 17
-        §5). A lesson whose vector still waits behind a reply is read with it filled in.
+        lesson about a common operation, so the check does not grow with the store. A lesson whose
+        vector still waits behind a reply is read with it filled in.
         """
         core = self._core
         p = core.params
@@ -276,7 +276,8 @@ class Knowledge:
         if update.verified_against is not None:
             verified = _with(verified, update.verified_against)
             # The winner is the loser's next version when it has no earlier one: its history
-            # then holds both lessons and both sides' outcomes (seed 000 §6.3), as a reversal
+            # then holds both lessons and both sides' outcomes (design sources: adaptive memory), as
+            # a reversal
             # learned from the settling outcome already does (``supersedes`` set at insert).
             if supersedes is None:
                 supersedes = other

@@ -1,7 +1,7 @@
 """Maintenance: decay of unused lessons, retirement below the floor, the per-scope cap.
 
 The node runs ``reconcile`` on a schedule (``MaintenanceLoop`` in ``node/maintenance.py``), so
-the cap of seed 000 §5 holds for the lessons a node really accumulates.
+the cap of adaptive memory holds for the lessons a node really accumulates.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class Maintenance:
         self,
     ) -> tuple[builtins.list[LessonChange], builtins.list[LessonChange]]:
         """Contest the conflicts among active lessons that both got in (imports included),
-        then merge near-duplicate local lessons (issue 18 §1, §3); returns both change lists."""
+        then merge near-duplicate local lessons; returns both change lists."""
         active = [
             r for r in await self._all((LessonStatus.ACTIVE,)) if r.category is Category.LESSON
         ]
@@ -126,8 +126,8 @@ class Maintenance:
         """Supersede (by nothing) the lowest-confidence active lessons of this node's own
         beyond each scope's cap.
 
-        The cap bounds what one agent accumulates (seed 000 §5). Imported copies are the
-        network's lessons, each a signed record this node keeps to verify, deduplicate and
+        The cap bounds what one agent accumulates (design sources: adaptive memory). Imported copies
+        are the network's lessons, each a signed record this node keeps to verify, deduplicate and
         offer in a Sync: capping them too superseded all but 200 of a 100k catch-up at the
         next pass (one UPDATE each), and read every one of them whole every 10 minutes.
         """

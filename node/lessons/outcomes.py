@@ -216,8 +216,8 @@ class OutcomeLearning:
         ]
         attributions = attribute([(r.id, r.operation) for r in lessons], steps, verdict)
         learner = await core.load_learner()
-        # Open conflicts first: a settlement moves exactly its two lessons by its own rule
-        # (issue 18 §2), so attribution leaves them alone.
+        # Open conflicts first: a settlement moves exactly its two lessons by its own rule,
+        # so attribution leaves them alone.
         settled = await self._knowledge.settle_in_play(lessons, attributions, outcome.id)
         changes: builtins.list[LessonChange] = list(settled.changes)
         # The rows this outcome wrote whole (a confirmation, a contradiction, a new lesson),
@@ -238,7 +238,7 @@ class OutcomeLearning:
             if att.effect is Effect.NOT_ATTRIBUTED:
                 continue
             # Each tested lesson predicted it would hold in this run's context: what came
-            # true teaches which differing context variables matter (issue 18 §4).
+            # true teaches which differing context variables matter.
             learner = learner.observe(
                 row.context,
                 run_context,
@@ -436,7 +436,7 @@ class OutcomeLearning:
                 category=Category.LESSON,
                 about=lesson.prefer,
                 # Restating and reversing both need the same target: its tag narrows the
-                # indexed lookup to the lessons about it (issue 17 §5).
+                # indexed lookup to the lessons about it.
                 tags=(f"{TARGET_TAG}{lesson.target}",),
                 limit=core.params.lesson.max_active_per_scope,
             )

@@ -1,4 +1,5 @@
-"""Situations (seed 002): declared blockers remembered as lessons, probed before a call."""
+"""Situations (design sources: adaptive recovery): declared blockers remembered as lessons, probed
+before a call."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Writes the store gets after the agent's reply: new lessons' embeddings and recall uses.
 
 An agent waits on ``Remember``, ``RecordOutcome`` and ``Recall``. Some of their writes need
-not be in that wait (issue 17 §2, "nothing an agent waits for that it need not"):
+not be in that wait ("nothing an agent waits for that it need not"):
 
 * **A new lesson's embedding**: a claim's (a lesson without evidence, never in a prompt and
   never contested) and a lesson an outcome teaches. The row is stored at once without it and

@@ -7,7 +7,7 @@ certificate the peer sent with a memory goes into the pipeline with it; the outc
 attestations a page carried are verified and kept once the pull's memories are in (an
 attestation counts only for a lesson held here).
 
-Catch-up (issue 17 §4): with the node's ``PrimedEmbedder`` each page's records are embedded a
+Catch-up: with the node's ``PrimedEmbedder`` each page's records are embedded a
 chunk at a time, ahead of the pipeline (``node/importing/batch.py``'s ``Prefetch``), and a long
 pull logs its progress every ``progress_every`` records; ``catching_up`` holds each running
 pull's progress for the node's status.

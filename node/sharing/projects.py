@@ -1,6 +1,6 @@
 """Which projects each peer works on, as it declared in its own Sync requests.
 
-Team sharing (issue 13 §1.4): a node sends a project's lessons to the peers that work on the
+Team sharing: a node sends a project's lessons to the peers that work on the
 same project. A peer says which projects it works on in every Sync request it sends (the
 scopes of its own lessons and outcomes); the request is authenticated, so a declaration is the
 proven peer's own. Only well-formed project scopes are kept, at most ``limit`` per peer: a peer

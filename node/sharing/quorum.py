@@ -1,6 +1,6 @@
 """Quorum validation on a node: collecting votes on held high-stakes records, and certificates.
 
-The import pipeline holds a high-stakes record as ``awaiting_quorum`` (issue 12 §2). Here:
+The import pipeline holds a high-stakes record as ``awaiting_quorum``. Here:
 
 * :class:`QuorumLedger` remembers, per record hash, the rounds asked, every vote received,
   the state (``pending`` / ``accepted`` / ``rejected`` / ``certified``: a certificate that

@@ -1,4 +1,4 @@
-"""``PostgresReputation``: the reputation book that survives a node restart (issue 5).
+"""``PostgresReputation``: the reputation book that survives a node restart.
 
 Both reputation ports are synchronous (the pure import pipeline calls ``emit`` and ``score``
 without awaiting), so the book answers from memory and persists behind it:
