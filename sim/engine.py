@@ -40,12 +40,14 @@ import contextvars
 import dataclasses
 import hashlib
 import math
+import operator
 import random
+import sys
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, SupportsIndex
 
 import simpy
 
@@ -109,6 +111,22 @@ _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 _SIM_PROJECT = hashlib.sha256(b"lamarck-sim").hexdigest()
 
 
+class _IndexedOrder(list[str]):
+    """A tree order (the shipped list, unchanged) that finds a member's position by a
+    dict, not a scan: every node of a 10,000-node tree looks up its own place."""
+
+    def __init__(self, order: list[str]) -> None:
+        super().__init__(order)
+        self._at = {m: i for i, m in reversed(list(enumerate(order)))}
+
+    def index(self, value: str, start: SupportsIndex = 0, stop: SupportsIndex = sys.maxsize) -> int:
+        """The first position of ``value`` (as ``list.index``)."""
+        i = self._at.get(value)
+        if i is not None and operator.index(start) <= i < operator.index(stop):
+            return i
+        return super().index(value, start, stop)
+
+
 @contextmanager
 def shared_tree_orders() -> Iterator[None]:
     """Memoise the shipped ``tree_order`` per (record, origin, view) while the simulator runs."""
@@ -122,7 +140,7 @@ def shared_tree_orders() -> Iterator[None]:
         key = (content_hash, origin, token)
         order = cache.get(key)
         if order is None:
-            order = original(content_hash, origin, members)
+            order = _IndexedOrder(original(content_hash, origin, members))
             cache[key] = order
         return order
 
@@ -308,6 +326,13 @@ class SimNetwork:
         #: it, and those whose outcome contradicted it (each node its own principal).
         self.attest_confirm: dict[str, set[int]] = {}
         self.attest_contra: dict[str, set[int]] = {}
+        #: Per lesson, the nodes whose attestations confirm it and none contradicts it (the
+        #: confirming set less the contradicting one, kept as attestations are signed).
+        self._confirmers: dict[str, set[int]] = {}
+        #: The evidence rule's answers by what it reads of a simulated lesson (see
+        #: :meth:`_evidence`), and placeholder principal names by count.
+        self._evidence_seen: dict[tuple[bool, int, bool], influence_core.LessonEvidence] = {}
+        self._principal_names: list[str] = []
         self._authority: dict[str, bool] = {}
         self._established_floor = established_floor(self.cores.importing.filters)
 
@@ -455,7 +480,7 @@ class SimNetwork:
             self._run(
                 peer.router.forward(
                     forwards,
-                    peers=self.view(peer) - {peer.node_id},
+                    peers=self.view(peer),  # the router leaves this node out itself
                     hop_count=hop_count,
                     hop_limit=hop_limit,
                     exclude={via.node_id, *(f.origin for f in forwards)} - {peer.node_id},
@@ -685,8 +710,11 @@ class SimNetwork:
             if a.effect is Effect.CONFIRMED:
                 peer.proven.add(a.lesson_id)
                 self.attest_confirm.setdefault(a.lesson_id, set()).add(peer.index)
+                if peer.index not in self.attest_contra.get(a.lesson_id, ()):
+                    self._confirmers.setdefault(a.lesson_id, set()).add(peer.index)
             elif a.effect is Effect.CONTRADICTED:
                 self.attest_contra.setdefault(a.lesson_id, set()).add(peer.index)
+                self._confirmers.get(a.lesson_id, set()).discard(peer.index)
         events = reality_core.reality_events(
             rows, attributions, outcome_id=f"{h}:{peer.index}", at=now
         )
@@ -796,7 +824,41 @@ class SimNetwork:
     ) -> influence_core.LessonEvidence:
         """The lesson's evidence at ``peer``: proven here by its own outcomes, or corroborated
         by attestations of other honest nodes (the source's excluded; a node that attested
-        both verdicts counts for neither)."""
+        both verdicts counts for neither).
+
+        ``evidence_of`` reads a support's principals by their count only (its class, and
+        what ``plan_hint``, ``evidence_order`` and ``conflict_leader`` read of it), and a
+        simulated support has no contradicting principals and no certificate, so its answer
+        is kept per (proven here, confirming principals, about authority), the principals
+        named by count: building each node's set of principals at every turn grew with the
+        network (thousands of attesters per honest lesson at N = 10,000).
+        """
+        origin = self.records[h].origin
+        confirmers = self._confirmers.get(h, set())
+        independent = len(confirmers) - sum(1 for i in {origin, peer.index} if i in confirmers)
+        proven = h in peer.proven
+        authority = self._about_authority(h, operation, content, params)
+        key = (proven, independent, authority)
+        found = self._evidence_seen.get(key)
+        if found is None:
+            names = self._principal_names
+            names.extend(f"principal-{j}" for j in range(len(names), independent))
+            found = influence_core.evidence_of(
+                imported=True,
+                local_confirmations=1 if proven else 0,
+                support=Support(confirming=frozenset(names[:independent])),
+                authority=authority,
+                approved=False,
+                params=params,
+            )
+            self._evidence_seen[key] = found
+        return found
+
+    def _evidence_by_principal(
+        self, peer: SimPeer, h: str, operation: str, content: str, params: InfluenceParams
+    ) -> influence_core.LessonEvidence:
+        """:meth:`_evidence` with each node's principals named (the reference it is tested
+        against: the same figures for a seeded run)."""
         origin = self.records[h].origin
         confirm = self.attest_confirm.get(h, set())
         contra = self.attest_contra.get(h, set())
