@@ -107,6 +107,9 @@ __all__ = ["SimClock", "SimCores", "SimNetwork", "SimPeer", "shared_tree_orders"
 _VIEW: contextvars.ContextVar[object | None] = contextvars.ContextVar("sim_view", default=None)
 
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+#: Evidence answers kept at most (``SimNetwork._evidence``): the counts in use at once are
+#: about two per lesson held (proven here or not), a few dozen.
+_EVIDENCE_KEPT = 256
 #: The project digest the simulated agents' outcomes name (any valid digest: attribution
 #: does not read it).
 _SIM_PROJECT = hashlib.sha256(b"lamarck-sim").hexdigest()
@@ -352,7 +355,7 @@ class SimNetwork:
         #: Per lesson, the nodes whose attestations confirm it and none contradicts it (the
         #: confirming set less the contradicting one, kept as attestations are signed).
         self._confirmers: dict[str, set[int]] = {}
-        #: The evidence rule's answers by what it reads of a simulated lesson (see
+        #: The evidence rule's recent answers by what it reads of a simulated lesson (see
         #: :meth:`_evidence`), and placeholder principal names by count.
         self._evidence_seen: dict[tuple[bool, int, bool], influence_core.LessonEvidence] = {}
         self._principal_names: list[str] = []
@@ -856,7 +859,9 @@ class SimNetwork:
         simulated support has no contradicting principals and no certificate, so its answer
         is kept per (proven here, confirming principals, about authority), the principals
         named by count: building each node's set of principals at every turn grew with the
-        network (thousands of attesters per honest lesson at N = 10,000).
+        network (thousands of attesters per honest lesson at N = 10,000). Only the recent
+        answers are kept (``_EVIDENCE_KEPT``): one per count would hold a set of every size
+        up to the attesters of the most attested lesson, gigabytes at N = 10,000.
         """
         origin = self.records[h].origin
         confirmers = self._confirmers.get(h, set())
@@ -866,6 +871,8 @@ class SimNetwork:
         key = (proven, independent, authority)
         found = self._evidence_seen.get(key)
         if found is None:
+            if len(self._evidence_seen) >= _EVIDENCE_KEPT:
+                self._evidence_seen.clear()
             names = self._principal_names
             names.extend(f"principal-{j}" for j in range(len(names), independent))
             found = influence_core.evidence_of(
