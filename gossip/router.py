@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from lamarck.domain.lru import Lru
@@ -75,9 +76,16 @@ class GossipRouter:
         """``node``'s (default: this node's) children in the record's tree over ``peers``,
         this node and the origin."""
         me = node or self._self
-        order = tree_order(content_hash, origin, {*peers, self._self, me})
+        return self._children_among(content_hash, origin, {*peers, self._self}, me)
+
+    def _children_among(
+        self, content_hash: str, origin: str, members: AbstractSet[str], node: str
+    ) -> list[str]:
+        """``node``'s children in the record's tree over ``members`` (this node among them)
+        and ``node``; ``members`` is only read."""
+        order = tree_order(content_hash, origin, members if node in members else {*members, node})
         k = self._params.fanout
-        i = order.index(me)
+        i = order.index(node)
         return order[k * i + 1 : k * i + k + 1]
 
     def first_sight(self, content_hash: str) -> bool:
@@ -141,12 +149,18 @@ class GossipRouter:
         exclude: Iterable[str],
         send: ForwardSend,
     ) -> list[str]:
-        live = set(peers) - {self._self}
+        # The tree is laid over the peers and this node; a set that already holds this node
+        # is read as it is (a node's view of a large network is not copied per forward).
+        members: AbstractSet[str]
+        if isinstance(peers, (set, frozenset)) and self._self in peers:
+            members = peers
+        else:
+            members = {*peers, self._self}
         skip = set(exclude) | {self._self}
         tried: set[tuple[str, str]] = set()
         plan: dict[str, list[Forwardable]] = {}
         for record in records:
-            for child in self.children(record.content_hash, record.origin, live, node=parent):
+            for child in self._children_among(record.content_hash, record.origin, members, parent):
                 self._plan(plan, tried, skip, child, record)
         delivered: list[str] = []
         while plan:
@@ -163,8 +177,8 @@ class GossipRouter:
                     raise result
                 # The child is down: its subtree would wait for Sync; send to its children.
                 for record in batch:
-                    for grandchild in self.children(
-                        record.content_hash, record.origin, live, node=target
+                    for grandchild in self._children_among(
+                        record.content_hash, record.origin, members, target
                     ):
                         self._plan(plan, tried, skip, grandchild, record)
         return delivered

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -369,6 +369,39 @@ def test_the_origin_covers_for_a_first_hop_peer_that_is_down() -> None:
         reached = await origin.cover([record], dead, peers=nodes[1:], hop_count=1, send=send)
         assert reached == origin.children(_h(8), nodes[0], nodes, node=dead) != []
         assert {hop for _, hop in sent} == {1}
+
+    run(go())
+
+
+def test_a_view_given_as_a_set_holding_this_node_forwards_as_a_list_without_it() -> None:
+    # The router reads a set that already holds this node as it is; a list is copied. Both
+    # lay the same tree, and cover for the same down child.
+    nodes = [f"lmk1{i:032d}" for i in range(50)]
+    me = nodes[1]
+
+    async def targets(peers: Iterable[str], down: frozenset[str]) -> list[str]:
+        sent: list[str] = []
+
+        async def send(target: str, raws: Sequence[bytes], hop: int) -> None:
+            if target in down:
+                raise ConnectionError(f"{target} is down")
+            sent.append(target)
+
+        router = GossipRouter(GossipParams(hop_limit=8), me)
+        record = Forwardable(_h(9), b"r", nodes[0])
+        await router.forward(
+            [record], peers=peers, hop_count=0, hop_limit=8, exclude=[nodes[0]], send=send
+        )
+        return sent
+
+    async def go() -> None:
+        child = GossipRouter(PARAMS, me).children(_h(9), nodes[0], nodes)[0]
+        for down in (frozenset(), frozenset({child})):
+            as_list = await targets([n for n in nodes if n != me], down)
+            assert as_list
+            assert as_list == await targets(frozenset(nodes), down)
+            assert as_list == await targets(set(nodes), down)
+            assert (child in as_list) is not bool(down)
 
     run(go())
 

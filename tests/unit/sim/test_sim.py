@@ -255,3 +255,23 @@ def test_the_simulators_shortcuts_change_no_figure(monkeypatch: pytest.MonkeyPat
     slow = run_main(params, SimCores(), identities_for(40, 1)).values
     assert fast == slow
     assert fast["poison_accepted"] > 0
+
+
+def test_evidence_kept_by_count_and_tree_positions_by_dict_change_no_figure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The gate's evidence kept per (proven here, confirming principals, authority) with the
+    # principals named by count, and each node's place in a tree found by a dict: the same
+    # seeded run with every node's principals named and the tree order scanned gives the same
+    # figures.
+    from lamarck.sim import engine
+
+    params = SimParams(nodes=60, byzantine_share=0.3, lessons=4, attack_records=4, horizon_s=120)
+    fast = run_main(params, SimCores(), identities_for(60, 1)).values
+    monkeypatch.setattr(engine, "_EVIDENCE_KEPT", 3)  # answers dropped and asked again
+    evicting = run_main(params, SimCores(), identities_for(60, 1)).values
+    monkeypatch.setattr(engine.SimNetwork, "_evidence", engine.SimNetwork._evidence_by_principal)
+    monkeypatch.setattr(engine, "_IndexedOrder", list)
+    slow = run_main(params, SimCores(), identities_for(60, 1)).values
+    assert fast == evicting == slow
+    assert fast["poison_hints"] > 0 and fast["poison_accepted"] > 0
