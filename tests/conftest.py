@@ -4,6 +4,7 @@ workers' own summaries (tests/integration/conftest.py) are not shown."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -11,6 +12,15 @@ import pytest
 #: tests/integration/conftest.py's WORKER_OUTPUT_KEY (test directories are not packages).
 _WORKER_OUTPUT_KEY = "lamarck_integration_services"
 _SEEN_KEY = pytest.StashKey[dict[str, str]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A pytest-xdist worker starts with ``COLUMNS=80`` and ``LINES=24`` in its environment,
+    which the CLI reads as a terminal's width (its tables would wrap at 80 columns, as no
+    single-process run does): drop them there."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.pop("COLUMNS", None)
+        os.environ.pop("LINES", None)
 
 
 @pytest.hookimpl(optionalhook=True)
