@@ -30,8 +30,11 @@ run: venv
 bench: venv
 	$(BIN)/python -m bench $(if $(FULL),--full,)
 
+# Two workers, one test file each at a time (a module's fleet or node stays on one worker);
+# TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 2
 test: venv
-	$(BIN)/python -m pytest -q -rs -p no:cacheprovider
+	$(BIN)/python -m pytest -q -rs -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile,)
 
 # lint-imports walks lamarck's folder, which the editable install's remapping hides the other
 # folders from: check the layers (pyproject [tool.importlinter]) over a regular install (build/

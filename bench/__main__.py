@@ -327,7 +327,13 @@ def measure_fleet(base_port: int, *, nodes: int, agents: int, rounds: int) -> di
                 WorkloadParams(nodes=nodes, agents=agents, rounds=rounds, byzantine_nodes=byz),
             )
             handles = [
-                NodeHandle(n.name, n.agent_addr, n.metrics_url, byzantine=spec.is_byzantine(i))
+                NodeHandle(
+                    n.name,
+                    n.agent_addr,
+                    n.metrics_url,
+                    byzantine=spec.is_byzantine(i),
+                    home=n.home,
+                )
                 for i, n in enumerate(fleet.nodes)
             ]
             params = DriverParams(gossip_interval_s=spec.gossip_interval_s)

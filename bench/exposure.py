@@ -324,7 +324,7 @@ def one_run(fleet: Fleet, arm: str, seed: int, sizes: Sizes) -> dict[str, float]
             tag=f"-curve-{seed}",
         ),
     )
-    handles = [NodeHandle(n.name, n.agent_addr, n.metrics_url) for n in fleet.nodes]
+    handles = [NodeHandle(n.name, n.agent_addr, n.metrics_url, home=n.home) for n in fleet.nodes]
     tally = ExposureTally(work, work.poisoners)
     started = time.monotonic()
     with TallyDriver(handles, work, DriverParams(), random.Random(seed), tally=tally) as driver:

@@ -26,7 +26,7 @@ from pathlib import Path
 from lamarck.agent.loop import ActContext, LearningLoop, LoopParams, Task
 from lamarck.agent.run import RunParams
 from lamarck.client import CheckResult, Client, Lesson
-from lamarck.errors import ConfigError, LamarckError
+from lamarck.errors import ConfigError, LamarckError, Unauthenticated
 from lamarck.fleet.agents import (
     Advice,
     AgentMemory,
@@ -279,6 +279,10 @@ class FleetDriver:
         for op in self._operators:
             try:
                 network = op.status().get("network") or {}
+            except Unauthenticated:
+                # A handle without its node's home has no operator token: every settle would
+                # wait out its whole bound. That is the caller's mistake, not a quiet node.
+                raise
             except LamarckError:
                 return False
             if int(network.get("outbox", {}).get("depth", 0)) > 0:

@@ -35,6 +35,8 @@ REDIS_IMAGE = "redis:7-alpine"
 SHARED_REDIS = "redis://127.0.0.1:6379/0"
 #: Environment variable that forces the choice.
 CHOICE_ENV = "LAMARCK_TEST_SERVICES"
+#: Where a pytest-xdist worker reports the services it used (tests/conftest.py prints it).
+WORKER_OUTPUT_KEY = "lamarck_integration_services"
 #: Bound on asking the Docker engine whether it is there.
 DOCKER_PING_TIMEOUT_S = 2
 
@@ -109,6 +111,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if used is not None:
         terminalreporter.write_sep("-", "integration services")
         terminalreporter.write_line(f"integration services: {used.source}: {used.description}")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist, a worker hands what it ran against to the controller, which
+    prints it (tests/conftest.py): the workers' terminal summaries are not shown."""
+    used = session.config.stash.get(_USED_KEY, None)
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if used is not None and workeroutput is not None:
+        workeroutput[WORKER_OUTPUT_KEY] = f"{used.source}: {used.description}"
 
 
 def _run(coro: Coroutine[Any, Any, _T]) -> _T:

@@ -54,7 +54,7 @@ def _run(
     work = make_workload(
         name, k, WorkloadParams(nodes=len(fleet.nodes), tag=f"-{name}-{k}", **sizes)
     )
-    handles = [NodeHandle(n.name, n.agent_addr, n.metrics_url) for n in fleet.nodes]
+    handles = [NodeHandle(n.name, n.agent_addr, n.metrics_url, home=n.home) for n in fleet.nodes]
     params = DriverParams(isolated_arm=isolated)
     with FleetDriver(handles, work, params, random.Random(k)) as driver:
         return work, driver.run()
@@ -123,7 +123,7 @@ def _unlearn_run(
         k,
         WorkloadParams(nodes=len(nodes), tag=f"-unlearn-on-change-{k}"),
     )
-    handles = [NodeHandle(n.name, n.agent_addr, n.metrics_url) for n in nodes]
+    handles = [NodeHandle(n.name, n.agent_addr, n.metrics_url, home=n.home) for n in nodes]
     with FleetDriver(handles, work, DriverParams(isolated_arm=False), random.Random(k)) as d:
         records = d.run()
     return work, [r for r in records if r.arm == SHARED], nodes

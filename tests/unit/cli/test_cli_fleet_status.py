@@ -26,7 +26,8 @@ def test_status_of_a_stopped_fleet_says_stopped_without_a_supervisor_placeholder
 ) -> None:
     state = {"supervisor_pid": _exited_pid(), "state": "running", "nodes": []}
     (tmp_path / "fleet.json").write_text(json.dumps(state))
-    result = runner.invoke(app, ["fleet", "status", "--dir", str(tmp_path)])
+    # Wide enough for the line whatever tmp_path's length (pytest-xdist adds a directory).
+    result = runner.invoke(app, ["fleet", "status", "--dir", str(tmp_path)], env={"COLUMNS": "400"})
     assert result.exit_code == 1
     first = result.stdout.splitlines()[0]
     assert first.endswith(": stopped"), first
