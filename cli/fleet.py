@@ -237,6 +237,9 @@ def up(
             ),
         )
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    # Ctrl-C stops the fleet even when a parent started it with SIGINT ignored (nohup, a
+    # test runner's worker): a Python process keeps an inherited SIG_IGN.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     fleet = Fleet(spec)
     t0 = time.monotonic()
     figures: dict[str, float] = {}
@@ -266,6 +269,7 @@ def up(
     finally:
         fleet.stop(lambda m: console.print(m))
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         console.print(f"fleet stopped; its homes and logs stay in {fleet.dir}")
 
 

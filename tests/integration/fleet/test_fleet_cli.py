@@ -56,6 +56,10 @@ def _owned_pids(d: Path, state: dict[str, Any]) -> list[int]:
     return pids
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def test_ctrl_c_stops_every_node_the_registry_and_postgres(
     tmp_path: Path, fleet_up_process: FleetUp
 ) -> None:
@@ -70,6 +74,9 @@ def test_ctrl_c_stops_every_node_the_registry_and_postgres(
         "1",
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        # Started as nohup or a test runner's worker may start it: SIGINT ignored, which a
+        # Python process keeps; Ctrl-C must stop the fleet all the same.
+        preexec_fn=_ignore_sigint,
     )
     state = _await_running(d, proc)
     pids = _owned_pids(d, state)
