@@ -1,1 +1,1 @@
-"""The network simulator (issue 16): the shipped pure cores over simulated time and links."""
+"""The network simulator: the shipped pure cores over simulated time and links."""

@@ -1,4 +1,4 @@
-"""The simulated runs and their figures (issue 16 §4): propagation and attack, churn,
+"""The simulated runs and their figures: propagation and attack, churn,
 partition, eclipse and Sybil flood, each over a fresh :class:`SimNetwork`.
 
 Anti-entropy rounds run on ``SimParams.ae_sample`` honest nodes (by default every honest

@@ -1,4 +1,4 @@
-"""The import pipeline over each store adapter (issue 10 §1): the one way in behaves alike on
+"""The import pipeline over each store adapter: the one way in behaves alike on
 the in-memory store and on the real Postgres one (a unique-index conflict, a quarantine row's
 kept decision, an approval)."""
 

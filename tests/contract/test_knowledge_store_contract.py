@@ -1,4 +1,4 @@
-"""Contract: what issue 18 stores, in both adapters — a lesson's open conflicts and the
+"""Contract: what the knowledge rules store, in both adapters — a lesson's open conflicts and the
 conflicts it won (``contested_with``, ``verified_against``), the ``contested`` and ``merged``
 event kinds, and the node's state documents (the context-variable learner)."""
 

@@ -1,4 +1,4 @@
-"""The Postgres store's recall index against the real server (issue 17 §1).
+"""The Postgres store's recall index against the real server.
 
 With the index on, recall's searches are answered from memory; these tests prove that they
 cost no round trip once the rows are read, and that every way the adapter writes a lesson

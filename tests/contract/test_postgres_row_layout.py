@@ -1,4 +1,4 @@
-"""How the Postgres store lays out a lesson row, so a later write stays cheap (issue 17 §5).
+"""How the Postgres store lays out a lesson row, so a later write stays cheap.
 
 A confirmation rewrites a row with its indexed values unchanged: it must be a heap-only update,
 touching no index (the HNSW graph included). And the tags index answers a lookup without a

@@ -1,4 +1,4 @@
-"""How the Postgres store's index search is planned: once, not at every recall (issue 17 §1).
+"""How the Postgres store's index search is planned: once, not at every recall.
 
 A bound LIMIT gave Postgres no row estimate for a generic plan, so the HNSW search was planned
 anew at every call (a custom plan each time, ~0.4 ms of a ~2 ms search). With the LIMIT

@@ -1,4 +1,4 @@
-"""The store's one-statement write paths and indexed lookups (issue 17 §2, §5), per adapter.
+"""The store's one-statement write paths and indexed lookups (§5), per adapter.
 
 A lesson written with its events, an update carrying provenance and events, and the retired
 evidence asked about only the ids at hand must answer exactly as the general paths do.

@@ -1,4 +1,4 @@
-"""Issue 14 §3.5, the blocker (seed 002 §4), on a real 3-node fleet, 3 repetitions.
+"""The blocker (design sources: adaptive recovery) on a real 3-node fleet, 3 repetitions.
 
 Session 1 (node 1, CLI logged out) escalates and stores a situation lesson citing the turn's
 recorded outcome, which node 1 publishes; every node declares the CLI tool, so node 2 takes

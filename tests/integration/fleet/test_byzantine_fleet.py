@@ -1,4 +1,4 @@
-"""Issue 14 §3.6, the Byzantine fleet, in the suite: 6 real nodes, 2 Byzantine (the 10-node,
+"""The Byzantine fleet, in the suite: 6 real nodes, 2 Byzantine (the 10-node,
 3-Byzantine run is ``lamarck fleet up --nodes 10 --byzantine 3 --workload byzantine``: on 2
 cores it does not fit the suite's few minutes). 3 repetitions on one fleet, each with its own
 pitfalls; mean and spread printed (``-s``).

@@ -1,4 +1,4 @@
-"""Issue 14 §3.4, the planted control, on a real 3-node fleet, 3 repetitions each.
+"""The planted control, on a real 3-node fleet, 3 repetitions each.
 
 * Fabricated evidence is refused at write time: a situation lesson citing an outcome no node
   recorded (``unknown_evidence``), or an outcome that teaches nothing (an unsupported test

@@ -1,4 +1,4 @@
-"""Issue 14 §3.8, retrieval poisoning (AgentPoison / PoisonedRAG near-duplicates from two
+"""Retrieval poisoning (AgentPoison / PoisonedRAG near-duplicates from two
 admitted attacker keys, MINJA fabricated runs) on a real 5-node fleet with 2 attacker nodes,
 against the same texts in a plain shared memory in the same run; 3 repetitions, mean and
 spread printed (``-s``). Goal: attack success with the defences <= 1 %.

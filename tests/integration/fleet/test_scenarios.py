@@ -1,4 +1,4 @@
-"""Issue 14 §3 scenarios on one real fleet (4 admitted nodes), each run 3 times (tagged).
+"""The fleet scenarios on one real fleet (4 admitted nodes), each run 3 times (tagged).
 
 Each scenario runs its workload through ``FleetDriver`` (scripted agents over the SDK); the
 isolated arm (each agent on its own copy of the pitfall) is the "without sharing" figure.

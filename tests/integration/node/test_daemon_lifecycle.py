@@ -78,7 +78,7 @@ def test_health_serves_the_node_and_agent_but_not_peers_until_admitted(node: Any
     assert _check(node) == serving
     assert _check(node, AGENT) == serving
     # This node has no operator key, so no network admits it: its peer service must not
-    # claim to serve (issue 15 §2), whatever the rest of the node can answer.
+    # claim to serve, whatever the rest of the node can answer.
     assert _check(node, PEER) == health_pb2.HealthCheckResponse.NOT_SERVING
 
 
@@ -142,7 +142,7 @@ def test_publish_and_request_vote_need_a_peer_token(node: Any) -> None:
             stub.RequestVote(peer_pb2.RequestVoteRequest(), timeout=5)
     assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
     assert _reason(anonymous.value) == "token_missing"
-    # A vote is asked of a node by a proven peer, as a Sync is (issue 12 §2.3).
+    # A vote is asked of a node by a proven peer, as a Sync is.
     assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
 
 
@@ -229,7 +229,7 @@ def test_sigterm_exits_0_and_restart_keeps_identity_and_data(
 
 
 def test_a_lone_node_on_a_fresh_home_logs_no_error_and_says_how_to_join(node: Any) -> None:
-    # Issue 14 §1.3: the first start of a node with no network is a normal start.
+    # The first start of a node with no network is a normal start.
     lines = [json.loads(line) for line in node.stderr().splitlines() if line.startswith("{")]
     assert [x["msg"] for x in lines if x["level"] == "ERROR"] == []
     assert any("shares nothing until it joins a network" in x["msg"] for x in lines)

@@ -1,4 +1,4 @@
-"""The SDK's learning loop and situation memory against a real node process (seed 002 §4's
+"""The SDK's learning loop and situation memory against a real node process (adaptive recovery's
 logged-out CLI included: its situation lesson is stored, probed and retired on the node)."""
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def test_learning_loop_records_an_honest_outcome_and_the_node_learns_from_it(
         assert held.lesson_id == stored and held.situation.probe == "gh auth status"
 
 
-# -- seed 002 §4: the logged-out CLI, three sessions, through the SDK against a real node ------
+# -- adaptive recovery: the logged-out CLI, three sessions, through the SDK against a real node
+# ------
 # The script (machine, tools, improvising agent, session) is the fleet blocker scenario's own.
 
 

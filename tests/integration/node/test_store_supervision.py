@@ -1,4 +1,4 @@
-"""Health tells the truth about the store and the registry the node owns (issue 11 §5).
+"""Health tells the truth about the store and the registry the node owns.
 
 A real node (embedded Postgres, embedded Redis, hashing embedder) has its database server,
 then its Redis, killed with SIGKILL. The node must say so (grpc.health NOT_SERVING within a

@@ -1,4 +1,4 @@
-"""Team sharing (issue 13 §1.4): a project's lessons reach the peers that work on the same
+"""Team sharing: a project's lessons reach the peers that work on the same
 project, without anyone listing the project in ``shared_scopes``; other peers never get them."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Seed 004's learning loop over a fake node: eight phases, explicit predictions, calibration."""
+"""Lamarckian memory's learning loop over a fake node: eight phases, explicit predictions,
+calibration."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The recovery policy's rules (seed 002 §3.3-3.4), one test per rule."""
+"""The recovery policy's rules (design sources: adaptive recovery), one test per rule."""
 
 from __future__ import annotations
 

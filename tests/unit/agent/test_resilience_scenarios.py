@@ -1,5 +1,5 @@
-"""Seed 002 §4 (gaia_resilience) as scripted runs: escalate fast on a real blocker, remember it,
-probe it next time, and never escalate on a self-fixable error or a blocker with a way around.
+"""Adaptive recovery (gaia_resilience) as scripted runs: escalate fast on a real blocker, remember
+it, probe it next time, and never escalate on a self-fixable error or a blocker with a way around.
 
 A scripted agent is a list of intended tool calls; it stops when the guard says the turn is
 blocked. The world is a fake machine (is ``gh`` installed, is it signed in). Situation lessons

@@ -305,7 +305,7 @@ def test_an_admitted_node_reports_peers_last_sync_and_outbox_age(node: FakeNode)
 
 def test_a_long_pull_shows_how_far_it_got(node: FakeNode) -> None:
     """A running Sync pull (a catch-up) is in the status with its progress and rate, in the
-    JSON and in the rows the CLI and the console show (issue 17 §4)."""
+    JSON and in the rows the CLI and the console show."""
     node.network[0] = NetworkSnapshot(
         Admission(AdmissionState.ADMITTED, mode="open"),
         live_peers=("lmk1a",),

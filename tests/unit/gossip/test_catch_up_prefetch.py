@@ -1,5 +1,5 @@
 """Anti-entropy catch-up: each Sync page is embedded a chunk at a time ahead of the pipeline,
-with the pipeline's answers unchanged, and a long pull says how far it got (issue 17 §4)."""
+with the pipeline's answers unchanged, and a long pull says how far it got."""
 
 from __future__ import annotations
 

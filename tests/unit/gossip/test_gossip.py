@@ -657,7 +657,7 @@ def test_sync_handler_streams_pages_and_the_importer_catches_up() -> None:
     run(go())
 
 
-# -- team sharing (issue 13 §1.4) -------------------------------------------------------------
+# -- team sharing -------------------------------------------------------------
 
 TEAM = "project:" + "ab" * 16
 OTHER = "project:" + "cd" * 16

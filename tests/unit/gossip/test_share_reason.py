@@ -117,7 +117,8 @@ def test_the_node_state_comes_before_the_row() -> None:
     assert share_status(lesson(), SharingState(PARAMS)) is None
 
 
-# -- situation lessons (seed 002): evidence decides, not confidence ---------------------------
+# -- situation lessons (design sources: adaptive recovery): evidence decides, not confidence
+# ---------------------------
 _GH_BLOCKER: dict[str, Any] = {
     "tool": "check_cli_setup",
     "subject": "gh",

@@ -1,4 +1,4 @@
-"""AutonomyFilter: a lesson may only make an agent more careful (issue 11 §1)."""
+"""AutonomyFilter: a lesson may only make an agent more careful."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A peer's reversal reaches this node at import (issue 14 §3.3, issue 18): an imported lesson
+"""A peer's reversal reaches this node at import: an imported lesson
 that contradicts a lesson this node's own outcomes proved is linked to it at once (the next
 outcome that tells them apart settles it), but a claim from another agent never silences
 what this node's own reality proved: the local lesson stays advice, the copy does not."""

@@ -1,4 +1,4 @@
-"""One lesson across nodes (issue 10 §2): one encoding, one local identity, local evidence kept,
+"""One lesson across nodes: one encoding, one local identity, local evidence kept,
 retirement spread by the signed record, and every step in the lesson's event log.
 
 Node A is a real ``LessonService`` + ``AgentServicer`` (Export) over an in-memory store; node B

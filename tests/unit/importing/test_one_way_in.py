@@ -1,4 +1,4 @@
-"""One way in (issue 10 §1, §4.4): every path into the node is the import pipeline.
+"""One way in (§4.4): every path into the node is the import pipeline.
 
 Over the in-memory store with a fixed clock and seeded ids: duplicates are answered as
 duplicates whatever the index knew, one record's store failure never aborts a batch or a Sync
@@ -90,7 +90,7 @@ def test_a_record_stored_by_a_path_the_index_did_not_see_is_a_duplicate_not_an_e
         h = Harness()
         raw = signed_raw()
         signed = SignedMemory.from_json(raw)
-        # Stored behind the pipeline's back (as a bundle import did before issue 10).
+        # Stored behind the pipeline's back (as a bundle import once did).
         from lamarck.node.importing.pipeline import imported_row
 
         await h.store.insert_lesson(

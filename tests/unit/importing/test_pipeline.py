@@ -947,7 +947,7 @@ def test_inflated_validations_do_not_lift_a_high_confidence_claim_out_of_quarant
     run(go())
 
 
-# -- autonomy claims through the node's own chain (issue 11 §1) ---------------------------------
+# -- autonomy claims through the node's own chain ---------------------------------
 
 
 class CountingHashing(HashingEmbedder):

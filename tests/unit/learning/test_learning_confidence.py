@@ -1,4 +1,5 @@
-"""Confidence rules: seed 000's attributed steps shaped by seed 004's context bands."""
+"""Confidence rules: adaptive memory's attributed steps shaped by Lamarckian memory's context
+bands."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 004 context similarity: critical variables cap it at 0.3, others weigh in."""
+"""Lamarckian memory context similarity: critical variables cap it at 0.3, others weigh in."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The node setting ``declared_tools``: the tools a node's agents use, which a situation
-lesson from a peer must be about (seed 002 §3.4), validated and wired into the import filter."""
+lesson from a peer must be about (design sources: adaptive recovery), validated and wired into the
+import filter."""
 
 from __future__ import annotations
 

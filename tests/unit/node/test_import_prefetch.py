@@ -1,4 +1,4 @@
-"""Bundle Import embeds a streamed bundle a chunk at a time ahead of the pipeline (issue 17 §4),
+"""Bundle Import embeds a streamed bundle a chunk at a time ahead of the pipeline,
 with one ack per line exactly as one record at a time."""
 
 from __future__ import annotations

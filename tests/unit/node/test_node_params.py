@@ -1,4 +1,4 @@
-"""Issue 10 §3.2-3.3: one NodeParams built from the settings; reality events are never dropped
+"""One NodeParams built from the settings; reality events are never dropped
 because the network side has not started yet."""
 
 from __future__ import annotations

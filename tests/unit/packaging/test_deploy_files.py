@@ -1,4 +1,4 @@
-"""The deployment files pass the node only real settings with valid values (issue 14 §2.2).
+"""The deployment files pass the node only real settings with valid values.
 
 No Docker engine or cluster here: the compose file, the Dockerfile and every Kubernetes
 manifest are read as data. Each node container's environment and flags go through the node's

@@ -1,5 +1,5 @@
 """A clone of the repository alone is complete: its docs, tests and benchmarks reach nothing
-outside it, and the README's layout names only folders that exist (issue 10 §5)."""
+outside it, and the README's layout names only folders that exist."""
 
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def test_the_sessions_threads_stop_spinning_when_a_run_ends_unless_asked(
     cache_dir: Path,
 ) -> None:
     """After a run a spinning helper thread holds a core the node needs for Postgres and
-    the reply (issue 17 §1: the recall tail); within a run the threads spin between
+    the reply (the recall tail); within a run the threads spin between
     operators, and ``spin_after_run=True`` lets them go on."""
 
     def config(e: OnnxMiniLMEmbedder) -> tuple[str, str]:

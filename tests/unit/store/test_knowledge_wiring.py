@@ -1,5 +1,5 @@
-"""Issue 18 wired into the lesson service (in-memory store): conflicts contested at write and at
-maintenance, settled narrowly by the next outcome that tests them, near-duplicates merged,
+"""The knowledge rules wired into the lesson service (in-memory store): conflicts contested at write
+and at maintenance, settled narrowly by the next outcome that tests them, near-duplicates merged,
 context variables learned and persisted, contested lessons kept out of the advice."""
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ async def test_a_contradiction_is_found_among_many_surer_lessons_on_its_operatio
     # The check asks the store for the lessons that could contradict the new one (a vector
     # search under the claim similarity), not for the first ones about the operation by
     # confidence: twelve surer lessons on the same tool, more than a page of that lookup, do
-    # not hide the contradiction (issue 17 §5).
+    # not hide the contradiction.
     h = Harness(LearningParams(lesson=LessonParams(max_active_per_scope=5)))
     ev = await _evidence(h)
     yes = await h.service.write_lesson(YES, OP, SCOPE, evidence=[ev])

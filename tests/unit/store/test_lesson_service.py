@@ -1,4 +1,4 @@
-"""LessonService over the in-memory store: the issue-3 rules end to end, and seed 000 §6."""
+"""LessonService over the in-memory store: the issue-3 rules end to end, and adaptive memory"""
 
 from __future__ import annotations
 
@@ -145,7 +145,7 @@ async def _seed_mistake(h: Harness) -> tuple[str, str]:
     return lesson_id, a.id
 
 
-# -- seed 000 §6: the three scenarios and the planted control ------------------------------
+# -- adaptive memory: the three scenarios and the planted control ------------------------------
 
 
 async def test_scenario_seed_a_mistake_then_avoid_it(h: Harness) -> None:
@@ -202,7 +202,7 @@ async def test_scenario_unlearn_when_the_environment_changes(h: Harness) -> None
     assert result.ids("superseded") == [old_id]
     [new_id] = result.ids("created")
     old = await h.store.get_lesson(old_id)
-    # The outcome settles the conflict between the two lessons (issue 18 §2): the loser moves
+    # The outcome settles the conflict between the two lessons: the loser moves
     # by the settlement's −0.3 from 0.65, instead of attribution's −0.25; the winner is new.
     assert old.confidence == pytest.approx(0.35) and old.status is LessonStatus.SUPERSEDED
     assert (await h.store.get_lesson(new_id)).verified_against == (old_id,)
@@ -550,7 +550,7 @@ async def test_written_lesson_counts_its_evidence_project_toward_promotion(h: Ha
     assert (await h.store.get_lesson(row.id)).scope == GLOBAL
 
 
-# -- the reality signal on imported lessons (issue 5 §5.3) ------------------------------------
+# -- the reality signal on imported lessons ------------------------------------
 
 SOURCE_NODE = "lmk1" + "s" * 32
 
@@ -616,7 +616,7 @@ async def test_own_lessons_produce_no_reputation_events(h: Harness) -> None:
     assert result.reality == ()
 
 
-# -- who a lesson may be shared with (issue 5 §2.1) ---------------------------------------------
+# -- who a lesson may be shared with ---------------------------------------------
 
 ALICE_NODE = "lmk1" + "a" * 32
 

@@ -1,4 +1,4 @@
-"""Issue 10 §2.8: a mechanical lesson is found again however old it is; the node's own
+"""A mechanical lesson is found again however old it is; the node's own
 maintenance enforces the per-scope cap."""
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ async def test_a_lesson_retired_by_the_outcome_that_reverses_it_is_linked_to_its
 
 async def test_the_cap_counts_own_lessons_and_leaves_imported_copies_alone() -> None:
     # A node that caught up a network's lessons keeps them: the cap bounds what its own agent
-    # accumulates (seed 000 §5), not the network's signed records it holds.
+    # accumulates (design sources: adaptive memory), not the network's signed records it holds.
     h = Harness(LearningParams(lesson=LessonParams(max_active_per_scope=3, candidate_pool=5)))
     peer = "lmk1" + "p" * 32
     copies = [

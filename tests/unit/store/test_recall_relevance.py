@@ -1,4 +1,4 @@
-"""Issue 10 §2.6: recall has a relevance floor, and reports real scores.
+"""Recall has a relevance floor, and reports real scores.
 
 With the real embedder (all-MiniLM-L6-v2, shipped offline) on real sentences: a query
 unrelated to every lesson gets nothing and an empty prompt section; related queries find their

@@ -1,4 +1,4 @@
-"""A situation lesson's evidence is the turn that met the blocker (seed 002 §3.4, rule 6).
+"""A situation lesson's evidence is the turn that met the blocker (adaptive recovery, rule 6).
 
 ``record_situation`` accepts only outcomes in which a call to the situation's tool failed or
 was refused; such a lesson is shareable (``why_not_shared`` is None), one without evidence
