@@ -14,7 +14,7 @@ from lamarck.domain.rows import (
 )
 from lamarck.errors import StoreError
 from lamarck.node.store.port import LessonStore
-from tests.contract.test_lesson_store_contract import T0, lesson
+from tests.contract.contract_factories import T0, lesson
 
 
 async def test_conflict_columns_round_trip_through_insert_update_and_bulk_insert(

@@ -8,7 +8,7 @@ from lamarck.domain.rows import (
     LessonStatus,
 )
 from lamarck.node.store.port import LessonStore
-from tests.contract.test_lesson_store_contract import lesson
+from tests.contract.contract_factories import lesson
 
 
 async def test_content_filter_finds_only_the_same_claim_in_its_scope_and_operation(

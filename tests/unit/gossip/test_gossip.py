@@ -43,7 +43,7 @@ from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.scores import PeerBand
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "importing"))
-from test_pipeline import SOURCE_KEY, VIA, Harness
+from pipeline_harness import SOURCE_KEY, VIA, Harness
 
 T = TypeVar("T")
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -519,7 +519,7 @@ def _relay_for(raw: bytes) -> GossipRouter:
 def test_publish_acks_each_record_and_forwards_accepted_ones() -> None:
     async def go() -> None:
         h = Harness()
-        from test_pipeline import signed_raw
+        from pipeline_harness import signed_raw
 
         good = signed_raw()
         bad = signed_raw(
@@ -565,7 +565,7 @@ def test_publish_acks_each_record_and_forwards_accepted_ones() -> None:
 def test_publish_answers_before_forwarding_and_a_direct_push_goes_no_further() -> None:
     async def go() -> None:
         h = Harness()
-        from test_pipeline import signed_raw
+        from pipeline_harness import signed_raw
 
         sent: list[str] = []
         spawned: list[Any] = []
@@ -625,7 +625,7 @@ def test_sync_carries_the_trust_summaries_on_its_first_page_only() -> None:
 
 def test_sync_handler_streams_pages_and_the_importer_catches_up() -> None:
     async def go() -> None:
-        from test_pipeline import signed_raw
+        from pipeline_harness import signed_raw
 
         server, client = Harness(), Harness()
         raws = [

@@ -8,8 +8,8 @@ from __future__ import annotations
 import random
 import uuid
 
-from test_lesson_lifecycle import NodeB, outcome
-from test_pipeline import ATTACKER_KEY, SOURCE_KEY, signed_raw
+from lifecycle_harness import NodeB, outcome
+from pipeline_harness import ATTACKER_KEY, SOURCE_KEY, signed_raw
 
 from lamarck.domain.rows import LessonStatus
 from lamarck.errors import StoreUnavailable

@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from importing_helpers import NOW, ts
-from test_pipeline import (
+from lifecycle_harness import ALL, BAD, DIM, GOOD, TARGET, NodeB, outcome
+from pipeline_harness import (
     ATTACKER,
     ATTACKER_KEY,
     SELF,
@@ -28,7 +28,7 @@ from test_pipeline import (
     signed_raw,
 )
 
-from lamarck.domain.rows import LessonFilter, LessonStatus
+from lamarck.domain.rows import LessonStatus
 from lamarck.gossip.audience import band_reader
 from lamarck.gossip.publisher import GossipParams, lesson_version, sign_lesson
 from lamarck.learning.params import LearningParams
@@ -42,85 +42,11 @@ from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import FixedClock
-from lamarck.proto.outcome import Outcome
 from lamarck.proto.signed import SignedMemory
-from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2, lessons_pb2
 from lamarck.reputation.events import EventKind
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.transfer import TransferParams
-
-DIM = 64
-OPERATION = "deploy.restart"  # the operation of importing_helpers.record_obj
-BAD, GOOD, TARGET = "shell:pytest tests/", "shell:pytest", "the test suite"
-ALL = LessonFilter(statuses=None, limit=1000)
-
-
-def outcome(
-    clock: FixedClock,
-    n: int,
-    steps: Sequence[tuple[str, str, str | None]],
-    *,
-    passed: bool = True,
-    in_play: Sequence[str] = (),
-) -> Outcome:
-    """One turn's outcome record."""
-    obj: dict[str, Any] = {
-        "schema_version": "1.0",
-        "kind": "outcome",
-        "id": str(uuid.UUID(int=20_000 + n, version=4)),
-        "session_id": f"s{n}",
-        "turn_index": n,
-        "project": "a1" * 32,
-        "goal_digest": f"task {n}",
-        "approach": [
-            {"operation_key": op, "outcome": result, "target": target}
-            for op, result, target in steps
-        ],
-        "checks": [
-            {
-                "label": "pytest",
-                "target": "",
-                "kind": "test",
-                "order": 0,
-                "ran": True,
-                "failed": not passed,
-                "mutated_after": False,
-            }
-        ],
-        "passed": passed,
-        "claim_ok": True,
-        "steps": len(steps),
-        "tokens": 100,
-        "wall_s": 1.0,
-        "in_play": list(in_play),
-        "created_at": format_ts(clock.now()),
-    }
-    return Outcome.from_obj(obj)
-
-
-class NodeB(Harness):
-    """The importing node: the pipeline harness plus a lesson service over its store."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.service = LessonService(
-            self.store,
-            HashingEmbedder(dim=DIM),
-            self.clock,
-            LearningParams(),
-            rng=random.Random(11),
-            transfer=TransferParams(),
-        )
-        self.n = 0
-
-    async def confirm(self, lesson_id: str) -> None:
-        """A local run that used the copy and succeeded: B's own evidence."""
-        self.n += 1
-        result = await self.service.record_outcome(
-            outcome(self.clock, self.n, [(OPERATION, "ok", None)], in_play=[lesson_id])
-        )
-        assert result.ids("confirmed") == [lesson_id]
 
 
 def newer(version: int, days_ago: float, status: str = "active", **over: Any) -> bytes:

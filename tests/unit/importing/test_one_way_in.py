@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from importing_helpers import NOW, ts
-from test_pipeline import (
+from pipeline_harness import (
     ATTACKER_KEY,
     DIM,
     SELF,

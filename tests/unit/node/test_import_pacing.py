@@ -8,12 +8,12 @@ import pytest
 
 from lamarck.client import ImportPacing
 from lamarck.errors import ConfigError
-from tests.unit.node.test_agent_service import Node, learn, node, other  # noqa: F401
+from tests.unit.node.agent_node import Node, learn
 
 
 async def test_a_long_bundle_is_acknowledged_line_by_line_across_calls(
-    node: Node,  # noqa: F811
-    other: Node,  # noqa: F811
+    node: Node,
+    other: Node,
 ) -> None:
     """Acks keep their bundle line numbers across calls; progress is told after each call."""
     await learn(node)
@@ -32,7 +32,7 @@ async def test_a_long_bundle_is_acknowledged_line_by_line_across_calls(
     assert all(4 >= b - a >= 2 for (a, _), (b, _) in itertools.pairwise(seen))
 
 
-async def test_an_empty_bundle_is_one_call_with_no_acks(node: Node) -> None:  # noqa: F811
+async def test_an_empty_bundle_is_one_call_with_no_acks(node: Node) -> None:
     assert (await node.client.import_bundle(b"")).acks == ()
 
 

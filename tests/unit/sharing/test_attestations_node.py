@@ -51,7 +51,7 @@ from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.transfer import TransferParams
-from tests.unit.node.test_agent_service import TinyEmbedder
+from tests.unit.node.agent_node import TinyEmbedder
 
 DIM = TinyEmbedder.dim
 PROJECT = "a1" * 32

@@ -13,7 +13,7 @@ from lamarck.learning.params import LearningParams, LessonParams
 from lamarck.learning.scopes import project_scope
 from lamarck.node.lessons.core import LEARNER_STATE_KEY
 from lamarck.reputation.events import EventKind
-from tests.unit.store.test_lesson_service import P1, Harness
+from tests.unit.store.lesson_service_harness import P1, Harness
 
 SCOPE = project_scope(P1)
 IMP = "00000000-0000-4000-8000-0000000000aa"

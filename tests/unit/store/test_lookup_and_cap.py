@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from test_lesson_service import P1, Harness
 
 from lamarck.domain.rows import Category, LessonFilter, LessonRow, LessonStatus
 from lamarck.errors import ConfigError
@@ -14,6 +13,7 @@ from lamarck.learning.params import LearningParams, LessonParams
 from lamarck.learning.scopes import project_scope
 from lamarck.node.maintenance import MaintenanceLoop
 from lamarck.node.params import MaintenanceParams
+from tests.unit.store.lesson_service_harness import P1, Harness
 
 BAD, GOOD, TARGET = "shell:pytest tests/", "shell:pytest", "the test suite"
 

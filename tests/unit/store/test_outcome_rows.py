@@ -12,7 +12,7 @@ from lamarck.node.lessons.core import OutcomeResult
 from lamarck.reputation.events import EventKind
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
-from tests.unit.store.test_lesson_service import P1, Harness
+from tests.unit.store.lesson_service_harness import P1, Harness
 
 SCOPE = project_scope(P1)
 OP = "shell:uv sync"
