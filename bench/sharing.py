@@ -109,7 +109,7 @@ from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, import
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.embedded import EmbeddedPostgres, default_server_settings
 from lamarck.node.store.postgres import PostgresLessonStore
-from lamarck.policy.decision import ImportOutcome
+from lamarck.policy.decision import ImportOutcome, ImportParams
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
@@ -783,6 +783,7 @@ async def _import_part(
         view = StoreImportView(a_store, reputation, self_id)
         await view.load()
         pipeline = ImportPipeline(
+            params=ImportParams(),
             store=a_store,
             view=view,
             pins=pins,

@@ -545,7 +545,7 @@ class ImportPipeline:
         embedder: Embedder,
         clock: Clock,
         rng: random.Random,
-        params: ImportParams | None = None,
+        params: ImportParams,
         policy: ImportPolicy | None = None,
         limits: RecordLimits = DEFAULT_LIMITS,
         certificates: CertificateCheck | None = None,
@@ -566,7 +566,7 @@ class ImportPipeline:
         self._embedder = embedder
         self._clock = clock
         self._rng = rng
-        self.params = params or ImportParams()
+        self.params = params
         # The checks built from the params at wiring (the node passes its own, with its
         # embedder's meaning check; else structure only).
         self.policy = policy or build_policy(self.params)

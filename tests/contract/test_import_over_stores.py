@@ -14,7 +14,7 @@ from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.port import LessonStore
-from lamarck.policy.decision import ImportOutcome
+from lamarck.policy.decision import ImportOutcome, ImportParams
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
@@ -84,6 +84,7 @@ def _pipeline(store: LessonStore, known: bool) -> ImportPipeline:
     clock = FixedClock(NOW)
     book = InMemoryReputation(ReputationParams(), clock)
     return ImportPipeline(
+        params=ImportParams(),
         store=store,
         view=StoreImportView(store, book, SELF.node_id),
         pins=Pins(known),

@@ -55,6 +55,7 @@ from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.sharing.quorum import QuorumLedger
 from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.policy.decision import ImportParams
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
@@ -347,6 +348,7 @@ async def console() -> AsyncIterator[Console]:
     ledger = QuorumLedger()
     quorum_round(ledger, signed(4))
     pipeline = ImportPipeline(
+        params=ImportParams(),
         store=store,
         view=StoreImportView(store, book, ME.node_id),
         pins=None,

@@ -26,7 +26,7 @@ from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
-from lamarck.policy.decision import ImportOutcome
+from lamarck.policy.decision import ImportOutcome, ImportParams
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import make_rotation
@@ -287,6 +287,7 @@ async def test_a_sybil_refused_admission_can_neither_call_peers_nor_get_a_record
     store = InMemoryLessonStore(dim=16)
     reputation = InMemoryReputation(ReputationParams(), CLOCK)
     pipeline = ImportPipeline(
+        params=ImportParams(),
         store=store,
         view=StoreImportView(store, reputation, net.b.node_id),
         pins=directory,
@@ -623,6 +624,7 @@ def _pipeline(directory: PeerDirectory, local: NodeIdentity) -> tuple[ImportPipe
     store = InMemoryLessonStore(dim=16)
     reputation = InMemoryReputation(ReputationParams(), CLOCK)
     pipeline = ImportPipeline(
+        params=ImportParams(),
         store=store,
         view=StoreImportView(store, reputation, local.node_id),
         pins=directory,

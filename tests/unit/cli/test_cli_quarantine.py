@@ -36,6 +36,7 @@ from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.policy.decision import ImportParams
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
@@ -146,6 +147,7 @@ def node(tmp_path: Path) -> Iterator[FakeNode]:
         clock = FixedClock(NOW + timedelta(hours=1))
         book = InMemoryReputation(ReputationParams(), clock)
         pipeline = ImportPipeline(
+            params=ImportParams(),
             store=store,
             view=StoreImportView(store, book, NodeIdentity.from_seed(b"\x05" * 32).node_id),
             pins=None,

@@ -26,6 +26,7 @@ from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.sharing.anti_entropy import AntiEntropy
 from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.policy.decision import ImportParams
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
@@ -116,6 +117,7 @@ def _anti_entropy(
     clock = FixedClock(NOW)
     book = InMemoryReputation(ReputationParams(), clock)
     pipeline = ImportPipeline(
+        params=ImportParams(),
         store=store,
         view=StoreImportView(store, book, SELF.node_id),
         pins=_Pins(),

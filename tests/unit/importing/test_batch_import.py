@@ -37,6 +37,7 @@ from lamarck.node.importing.pipeline import (
 )
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.policy.decision import ImportParams
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
@@ -105,6 +106,7 @@ def _pipeline(
     clock = FixedClock(NOW)
     book = InMemoryReputation(ReputationParams(), clock)
     return ImportPipeline(
+        params=ImportParams(),
         store=store,
         view=StoreImportView(store, book, SELF),
         pins=Pins(),

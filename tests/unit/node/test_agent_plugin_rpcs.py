@@ -29,6 +29,7 @@ from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.policy.decision import ImportParams
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.timefmt import format_ts
@@ -103,6 +104,7 @@ async def node() -> AsyncIterator[Node]:
     )
     book = InMemoryReputation(ReputationParams(), clock)
     pipeline = ImportPipeline(
+        params=ImportParams(),
         store=store,
         view=StoreImportView(store, book, identity.node_id),
         pins=None,

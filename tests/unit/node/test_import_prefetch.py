@@ -21,6 +21,7 @@ from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.policy.decision import ImportParams
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
@@ -75,6 +76,7 @@ def _acks(embedder: Embedder, primed: PrimedEmbedder | None, bundle: bytes) -> l
     clock = FixedClock(NOW)
     book = InMemoryReputation(ReputationParams(), clock)
     pipeline = ImportPipeline(
+        params=ImportParams(),
         store=store,
         view=StoreImportView(store, book, SELF.node_id),
         pins=None,

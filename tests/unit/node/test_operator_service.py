@@ -58,6 +58,7 @@ from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.operator import AsyncOperatorClient
+from lamarck.policy.decision import ImportParams
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
@@ -154,6 +155,7 @@ def pipeline_for(
     """The node's import pipeline over ``store`` (this node is OTHER_KEY)."""
     book = book or InMemoryReputation(ReputationParams(), clock)
     return ImportPipeline(
+        params=ImportParams(),
         store=store,
         view=StoreImportView(store, book, OTHER_KEY.node_id),
         pins=pins,

@@ -41,6 +41,7 @@ from lamarck.node.sharing.attestations import Attestations
 from lamarck.node.sharing.peer_client import PeerClient, sort_sync_records
 from lamarck.node.store.attestations import InMemoryAttestationStore
 from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.policy.decision import ImportParams
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
@@ -132,6 +133,7 @@ class Node:
         )
         book = InMemoryReputation(ReputationParams(), self.clock)
         self.pipeline = ImportPipeline(
+            params=ImportParams(),
             store=self.store,
             view=StoreImportView(self.store, book, identity.node_id),
             pins=Pins(),
