@@ -28,7 +28,7 @@ from lamarck.client import Client
 from lamarck.operator import OperatorClient
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.signed import SignedMemory
-from lamarck.proto.timefmt import format_ts
+from tests.factories import outcome_obj
 
 pytestmark = pytest.mark.integration
 
@@ -76,36 +76,16 @@ def node(nodes: tuple[Any, Any]) -> Any:
 
 
 def _outcome(steps: list[tuple[str, str, str]], *, passed: bool = True) -> dict[str, Any]:
-    return {
-        "schema_version": "1.0",
-        "kind": "outcome",
-        "id": str(uuid.uuid4()),
-        "session_id": f"cli-{uuid.uuid4().hex[:8]}",
-        "turn_index": 1,
-        "project": PROJECT,
-        "goal_digest": "make the test suite pass",
-        "approach": [
-            {"operation_key": op, "outcome": result, "target": target}
-            for op, result, target in steps
-        ],
-        "checks": [
-            {
-                "label": "pytest",
-                "target": "",
-                "kind": "test",
-                "order": 0,
-                "ran": True,
-                "failed": not passed,
-                "mutated_after": False,
-            }
-        ],
-        "passed": passed,
-        "claim_ok": True,
-        "steps": len(steps),
-        "tokens": 100,
-        "wall_s": 1.0,
-        "created_at": format_ts(SystemClock().now()),
-    }
+    return outcome_obj(
+        outcome_id=str(uuid.uuid4()),
+        session_id=f"cli-{uuid.uuid4().hex[:8]}",
+        turn_index=1,
+        project=PROJECT,
+        goal_digest="make the test suite pass",
+        steps=steps,
+        created_at=SystemClock().now(),
+        passed=passed,
+    )
 
 
 def learn(node: Any) -> tuple[str, str]:

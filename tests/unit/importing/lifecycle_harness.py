@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Sequence
-from typing import Any
 
 from pipeline_harness import (
     Harness,
@@ -18,8 +17,8 @@ from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.lessons.service import LessonService
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
-from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.transfer import TransferParams
+from tests.factories import outcome_obj
 
 DIM = 64
 OPERATION = "deploy.restart"  # the operation of importing_helpers.record_obj
@@ -36,37 +35,17 @@ def outcome(
     in_play: Sequence[str] = (),
 ) -> Outcome:
     """One turn's outcome record."""
-    obj: dict[str, Any] = {
-        "schema_version": "1.0",
-        "kind": "outcome",
-        "id": str(uuid.UUID(int=20_000 + n, version=4)),
-        "session_id": f"s{n}",
-        "turn_index": n,
-        "project": "a1" * 32,
-        "goal_digest": f"task {n}",
-        "approach": [
-            {"operation_key": op, "outcome": result, "target": target}
-            for op, result, target in steps
-        ],
-        "checks": [
-            {
-                "label": "pytest",
-                "target": "",
-                "kind": "test",
-                "order": 0,
-                "ran": True,
-                "failed": not passed,
-                "mutated_after": False,
-            }
-        ],
-        "passed": passed,
-        "claim_ok": True,
-        "steps": len(steps),
-        "tokens": 100,
-        "wall_s": 1.0,
-        "in_play": list(in_play),
-        "created_at": format_ts(clock.now()),
-    }
+    obj = outcome_obj(
+        outcome_id=str(uuid.UUID(int=20_000 + n, version=4)),
+        session_id=f"s{n}",
+        turn_index=n,
+        project="a1" * 32,
+        goal_digest=f"task {n}",
+        steps=steps,
+        created_at=clock.now(),
+        passed=passed,
+        in_play=list(in_play),
+    )
     return Outcome.from_obj(obj)
 
 

@@ -28,11 +28,11 @@ from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.policy.decision import ImportParams
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2_grpc
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.transfer import TransferParams
+from tests.factories import outcome_obj
 
 PROJECT = "a1" * 32
 
@@ -82,38 +82,17 @@ class Node:
     ) -> dict[str, Any]:
         """An outcome record (as the dict the SDK sends) for one turn."""
         self.n += 1
-        obj: dict[str, Any] = {
-            "schema_version": "1.0",
-            "kind": "outcome",
-            "id": str(uuid.UUID(int=random.Random(self.n).getrandbits(128), version=4)),
-            "session_id": session,
-            "turn_index": self.n,
-            "project": PROJECT,
-            "goal_digest": f"make the test suite pass, turn {self.n}",
-            "approach": [
-                {"operation_key": op, "outcome": result, "target": target}
-                for op, result, target in steps
-            ],
-            "checks": [
-                {
-                    "label": "pytest",
-                    "target": "",
-                    "kind": "test",
-                    "order": 0,
-                    "ran": True,
-                    "failed": not passed,
-                    "mutated_after": False,
-                }
-            ],
-            "passed": passed,
-            "claim_ok": True,
-            "steps": len(steps),
-            "tokens": 100,
-            "wall_s": 1.0,
-            "created_at": format_ts(self.clock.now()),
+        return outcome_obj(
+            outcome_id=str(uuid.UUID(int=random.Random(self.n).getrandbits(128), version=4)),
+            session_id=session,
+            turn_index=self.n,
+            project=PROJECT,
+            goal_digest=f"make the test suite pass, turn {self.n}",
+            steps=steps,
+            created_at=self.clock.now(),
+            passed=passed,
             **(extra or {}),
-        }
-        return obj
+        )
 
 
 class Registry:

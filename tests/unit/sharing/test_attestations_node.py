@@ -46,12 +46,12 @@ from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.peer_auth import PeerAuthParams
-from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2, peer_pb2, records_pb2
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.transfer import TransferParams
+from tests.factories import outcome_obj
 from tests.unit.node.agent_node import TinyEmbedder
 
 DIM = TinyEmbedder.dim
@@ -172,35 +172,16 @@ class Node:
     async def outcome(self, session: str, steps: list[tuple[str, str]], passed: bool) -> Any:
         """Record one turn's outcome through RecordOutcome."""
         self.turn += 1
-        obj = {
-            "schema_version": "1.0",
-            "kind": "outcome",
-            "id": str(uuid.UUID(int=random.Random(self.turn).getrandbits(128), version=4)),
-            "session_id": session,
-            "turn_index": self.turn,
-            "project": PROJECT,
-            "goal_digest": f"make the test suite pass, turn {self.turn}",
-            "approach": [
-                {"operation_key": op, "outcome": result, "target": TARGET} for op, result in steps
-            ],
-            "checks": [
-                {
-                    "label": "pytest",
-                    "target": "",
-                    "kind": "test",
-                    "order": 0,
-                    "ran": True,
-                    "failed": not passed,
-                    "mutated_after": False,
-                }
-            ],
-            "passed": passed,
-            "claim_ok": True,
-            "steps": len(steps),
-            "tokens": 100,
-            "wall_s": 1.0,
-            "created_at": format_ts(self.clock.now()),
-        }
+        obj = outcome_obj(
+            outcome_id=str(uuid.UUID(int=random.Random(self.turn).getrandbits(128), version=4)),
+            session_id=session,
+            turn_index=self.turn,
+            project=PROJECT,
+            goal_digest=f"make the test suite pass, turn {self.turn}",
+            steps=[(op, result, TARGET) for op, result in steps],
+            created_at=self.clock.now(),
+            passed=passed,
+        )
         request = agent_pb2.RecordOutcomeRequest(outcome_json=json.dumps(obj).encode())
         return await self.servicer.RecordOutcome(request, None)
 

@@ -18,8 +18,8 @@ from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
-from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.transfer import TransferParams
+from tests.factories import outcome_obj
 
 P1, P2, P3 = "a1" * 32, "b2" * 32, "c3" * 32
 ROOT, IN_TESTS, SUITE = "shell:pytest", "shell:pytest tests/", "the test suite"
@@ -72,36 +72,17 @@ class Harness:
         goal: str = "",
     ) -> Outcome:
         self._n += 1
-        obj: dict[str, Any] = {
-            "schema_version": "1.0",
-            "kind": "outcome",
-            "id": str(uuid.UUID(int=10_000 + self._n, version=4)),
-            "session_id": session,
-            "turn_index": self._n,
-            "project": project,
-            "goal_digest": goal or f"task {self._n}",
-            "approach": [
-                {"operation_key": op, "outcome": result, "target": target}
-                for op, result, target in steps
-            ],
-            "checks": [
-                {
-                    "label": "pytest",
-                    "target": "",
-                    "kind": "test",
-                    "order": 0,
-                    "ran": True,
-                    "failed": not passed,
-                    "mutated_after": False,
-                }
-            ],
-            "passed": passed,
-            "claim_ok": claim_ok,
-            "steps": len(steps),
-            "tokens": 100,
-            "wall_s": 1.0,
-            "in_play": list(in_play),
-            "created_at": format_ts(self.clock.now()),
-            "injected_instruction": injected,
-        }
+        obj = outcome_obj(
+            outcome_id=str(uuid.UUID(int=10_000 + self._n, version=4)),
+            session_id=session,
+            turn_index=self._n,
+            project=project,
+            goal_digest=goal or f"task {self._n}",
+            steps=steps,
+            created_at=self.clock.now(),
+            passed=passed,
+            claim_ok=claim_ok,
+            in_play=list(in_play),
+            injected_instruction=injected,
+        )
         return Outcome.from_obj(obj)
