@@ -14,10 +14,10 @@ of one failed try, which the agent made anyway before it shared).
 When no advice decides — an unresolved conflict, only hints — the agent keeps its habit
 first and tries the other side next, and every side is in play, so the outcome judges both
 here after at most two tries (an exact tie between two sides that may decide tries the form
-the habit would not first: a side that agrees with the habit adds nothing to it). A lie then reaches nothing a first attempt
-does: one that agrees with the habit is contradicted by the habit's own failure, one that
-differs from it is tried only where the habit already failed (no worse than the agent's own
-search).
+the habit would not first: a side that agrees with the habit adds nothing to it). A lie then
+reaches nothing a first attempt does: one that agrees with the habit is contradicted by the
+habit's own failure, one that differs from it is tried only where the habit already failed
+(no worse than the agent's own search).
 
 A **poisoner** fabricates its runs: it reports the working form failed and the failing form
 worked, so its node learns (and, once proven in a second project, shares) the inverted
