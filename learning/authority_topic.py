@@ -30,8 +30,10 @@ text together. A lesson is about authority when one of these families reads it:
 How a stem matches (``fold`` first, both sides): case is folded, text is NFKC-normalised,
 diacritics on Latin, Greek, Cyrillic, Hebrew and Arabic letters are dropped (and ł, ø, đ, ı,
 æ, œ written plainly), so a claim typed without accents reads like one with them. A plain
-Latin stem matches at the start of a word or of a hyphen or apostrophe part of one
-("cluster-admin", "l'approvazione"). A stem written with diacritics matches anywhere as
+Latin stem matches at the start of a word or of an apostrophe part of one
+("l'approvazione"), and a concept stem (family 1) also at the start of a hyphen or dot
+part ("cluster-admin"; actions and objects stay whole words, as a tool's flags and files
+compound ordinary ones: "--override-channels"). A stem written with diacritics matches anywhere as
 written (German and Swedish compounds: "Sicherheitsprüfung") and, folded, at a word's
 start. A stem in another script, a phrase (it holds a space) or a flag (it starts with
 ``-`` or ``.``) matches anywhere in the folded text: scripts written without spaces glue
@@ -78,7 +80,8 @@ AUTHORITY_TERMS: tuple[str, ...] = (
     # credentials and secrets
     "credential", "secret", "password", "passwd", "passphrase", "token", "api key", "api-key",
     "apikey", "private key", "ssh key", "access key", "deploy key", "signing key", ".env",
-    "keychain", "keyring", ".netrc", ".pgpass", "htpasswd", "id_rsa", "id_ed25519", "oauth",
+    "service key", "master key", "role key", "service role", "creds", "keychain", "keyring",
+    ".netrc", ".pgpass", "htpasswd", "id_rsa", "id_ed25519", "oauth",
     "bearer",
     # privilege and owner roles
     "sudo", "as root", "root user", "root access", "root shell", "root account", "privileg",
@@ -150,12 +153,13 @@ AUTHORITY_ACTIONS: tuple[str, ...] = (
     "disabl", "skip", "bypass", "ignor", "silenc", "suppress", "comment out", "turn off",
     "switch off", "deactivat", "remove", "delete", "mute", "xfail", "turned off",
     "switched off", "turning off", "switching off", "commented", "circumvent", "sidestep",
-    "overrid", "short-circuit", "neuter", "defang", "omit", "get rid", "do without",
+    "overrid", "short-circuit", "neuter", "defang", "get rid", "do without",
     "not worth", "overkill", "pointless", "waste of time", "unnecessary", "not needed",
     "not required", "no need", "needn't", "don't need", "do not need", "don't bother",
     # -- Romance -----------------------------------------------------------------------------
     "désactiv", "desactiv", "desativ", "deshabilit", "desabilit", "disattiv", "disabilit",
-    "dezactiv", "salta", "saltea", "pular", "saute", "sauter", "contourn", "aggira",
+    "dezactiv", "deslig", "apag", "spegn", "étein", "salta", "saltea", "pular", "saute",
+    "sauter", "contourn", "aggira",
     "no hace falta", "no es necesari", "innecesari", "não precisa", "não é necessári",
     "desnecessári", "pas besoin", "pas nécessaire", "non serve", "non è necessari",
     "nu e nevoie", "quita", "elimina", "supprim", "rimuov", "togli",
@@ -178,7 +182,8 @@ AUTHORITY_ACTIONS: tuple[str, ...] = (
     "si lazima", "hakuna haja",
     # -- Chinese, Japanese, Korean -----------------------------------------------------------
     "跳过", "禁用", "关闭", "关掉", "绕过", "忽略", "不需要", "无需", "不必", "不用", "省略",
-    "去掉", "屏蔽", "停用", "跳過", "關閉", "繞過", "スキップ", "無効", "飛ば", "外して",
+    "去掉", "屏蔽", "停用", "注释掉", "跳過", "關閉", "繞過", "スキップ", "無効",
+    "コメントアウト", "飛ば", "外して",
     "回避", "無視", "不要", "いらない", "必要ない", "オフ", "건너뛰", "비활성", "무시", "우회",
     "생략", "필요 없", "필요없", "끄세요", "끄고", "꺼도", "꺼주", "없이", "なしで",
     # -- Hindi, Bengali, Urdu, Arabic, Persian, Thai ---------------------------------------
@@ -191,7 +196,7 @@ AUTHORITY_OBJECTS: tuple[str, ...] = (
     # -- English ------------------------------------------------------------------------------
     "test", "check", "lint", "hook", "verif", "assert", "ci", "pipeline", "review", "scan",
     "protect", "guard", "gate", "secur", "validation", "signature", "smoke", "canary",
-    "coverage", "typecheck",
+    "typecheck",
     # -- other languages ----------------------------------------------------------------------
     "prueba", "comprobaci", "verific", "control", "revisar", "revisão", "segurid", "seguranç",
     "checagem", "contrôl", "sécurit", "revue", "controll", "sicurezz", "kontroll", "prüf",
@@ -203,7 +208,7 @@ AUTHORITY_OBJECTS: tuple[str, ...] = (
     "перевірк", "безпек", "захист", "έλεγχ", "τεστ", "δοκιμ", "ασφάλει",
     "测试", "检查", "校验", "验证", "审查", "评审", "钩子", "安全", "測試", "檢查", "驗證",
     "テスト", "チェック", "検証", "検査", "フック", "レビュー", "セキュリティ",
-    "테스트", "검사", "검증", "리뷰", "보안", "안전",
+    "테스트", "검사", "검증", "검토", "리뷰", "보안", "안전",
     "टेस्ट", "परीक्षण", "जाँच", "जांच", "सत्यापन", "सुरक्षा", "समीक्षा",
     "টেস্ট", "পরীক্ষা", "যাচাই", "নিরাপত্তা", "ٹیسٹ", "جانچ", "حفاظت",
     "اختبار", "فحص", "تحقق", "أمان", "مراجعة", "تست", "آزمون", "بررسی", "امنیت",
@@ -228,6 +233,7 @@ AUTHORITY_PARTICLE_VERBS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("slip", ("past", "through")), ("squeez", ("past", "through")), ("wave", ("through",)),
     ("let", ("through", "slide")), ("skat", ("past", "around")),
     ("push", ("past", "aside")), ("brush", ("aside",)), ("set", ("aside",)),
+    ("put", ("aside", "off")),
     ("do", ("away",)),
     # a state: the check is off, was left off
     ("is", ("off",)), ("are", ("off",)), ("was", ("off",)), ("were", ("off",)),
@@ -263,6 +269,7 @@ AUTHORITY_PREPOSITIONS: tuple[str, ...] = (
 _PRONOUNS = frozenset(("it", "them", "this", "that", "these", "those", "one", "which", "you"))
 _WORDS = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|[-.][-\w]+", re.UNICODE)
 _PARTS = re.compile(r"[-'.]+")
+_ELISION = re.compile(r"'+")
 _CLAUSES = re.compile(r"[!?;\n。！？；]|\.(?:\s|$)")
 _IDENTIFIERS = re.compile(r"[\w.-]+", re.UNICODE)
 _ID_PARTS = re.compile(r"[-_.]+")
@@ -443,16 +450,19 @@ class AuthorityLexicon:
         )
 
 
-def _words(text: str) -> list[str]:
-    """The words of folded text, each followed by its hyphen and apostrophe parts (a flag
-    also read without its dashes)."""
+def _words(text: str, compounds: bool) -> list[str]:
+    """The words of folded text, each followed by its apostrophe parts (an elided article:
+    "l'approvazione") and, with ``compounds``, its hyphen and dot parts ("cluster-admin");
+    a flag is also read without its dashes (without ``compounds``, only a one-word flag:
+    "--ignore" but not "--override-channels")."""
     out: list[str] = []
+    split = _PARTS if compounds else _ELISION
     for word in _WORDS.findall(text):
         out.append(word)
         bare = word.lstrip("-.")
-        if bare != word and bare:
+        if bare != word and bare and (compounds or "-" not in bare):
             out.append(bare)
-        parts = [p for p in _PARTS.split(bare) if p]
+        parts = [p for p in split.split(bare) if p]
         if len(parts) > 1:
             out.extend(parts)
     return out
@@ -463,11 +473,13 @@ def read_authority(text: str, lexicon: AuthorityLexicon) -> bool:
     the four families (module docstring)."""
     raw = unicodedata.normalize("NFKC", " ".join(text.split())).casefold()
     folded = fold(text)
-    words = _words(folded)
-    if lexicon.terms.found(raw, folded, words):
+    if lexicon.terms.found(raw, folded, _words(folded, compounds=True)):
         return True
     if switched_off(folded, lexicon.switch_keys, lexicon.switch_negations, lexicon.off_values):
         return True
+    # An action and an object are whole words: a tool's flags and files compound ordinary
+    # ones ("--override-channels", "type-check"), a concept stem reads the parts too.
+    words = _words(folded, compounds=False)
     if not lexicon.objects.found(raw, folded, words):
         return False
     if lexicon.actions.found(raw, folded, words):

@@ -190,3 +190,13 @@ def test_bad_lexicon_params_are_refused_naming_the_field(field: str, value: obje
     with pytest.raises(ConfigError) as err:
         InfluenceParams(**{field: value})  # type: ignore[arg-type]
     assert err.value.details["field"] == field
+
+
+def test_a_concept_stem_reads_a_compounds_parts_an_action_and_an_object_do_not() -> None:
+    assert authority_by_lexicon("", (), "use the cluster-admin role", P)
+    assert authority_by_lexicon("", (), "saltare l'approvazione", P)
+    # a tool's compound flag is no action against the CI named beside it
+    assert not authority_by_lexicon("", (), "Use `--override-channels` with conda in CI", P)
+    assert not authority_by_lexicon("", (), "run `npm ci --ignore-scripts` first", P)
+    # a one-word flag still is
+    assert authority_by_lexicon("", (), "pytest --ignore=tests/integration", P)
