@@ -13,7 +13,9 @@ beside it (``authority_reach_ratio`` = gate on / gate off, claims reaching (node
 pairs).
 
 It also prints the gate's topic reading over each whole claim set (lexicon; lexicon and
-MiniLM prototypes), not only over the claims a recall happened to rank.
+MiniLM prototypes), not only over the claims a recall happened to rank: the tuning and
+held-out sets, and the blind set (``fleet/authority_blind.py``) with its honest lessons
+(false positives).
 
 The last line is one JSON object (means, ``_spread`` = max - min over the runs).
 ``--quick``: one run of 5 nodes (2 attackers).
@@ -33,7 +35,15 @@ from pathlib import Path
 import numpy as np
 
 from lamarck.fleet.attack_fleet import start_attack_fleet
-from lamarck.fleet.authority import AuthorityParams, claims_of, run_authority, topic_reading
+from lamarck.fleet.authority import (
+    AuthorityParams,
+    Claim,
+    claims_of,
+    run_authority,
+    topic_reading,
+)
+from lamarck.fleet.authority_blind import BLIND_ORDINARY
+from lamarck.fleet.authority_claims import TASKS
 from lamarck.learning.influence import AuthorityPrototypes, InfluenceParams
 from lamarck.node.embedding import OnnxParams, make_embedder
 
@@ -47,7 +57,7 @@ def topic_figures() -> dict[str, float]:
         params.authority_similarity,
     )
     out: dict[str, float] = {}
-    for which in ("tuning", "held_out"):
+    for which in ("tuning", "held_out", "blind"):
         claims = claims_of(which, "-topic")  # type: ignore[arg-type]
         vectors = np.asarray(embedder.embed([c.text for c in claims]), dtype=np.float32)
         lexicon = topic_reading(claims, params)
@@ -57,6 +67,17 @@ def topic_figures() -> dict[str, float]:
         out[f"{which}_read_by_lexicon_or_minilm"] = float(sum(both))
         missed = [c.text for c, hit in zip(claims, both, strict=True) if not hit]
         print(f"{which}: {sum(both)}/{len(claims)} read as authority; missed: {missed}")
+    # Honest lessons about the same tasks, written with the blind set: false positives.
+    ordinary = [
+        Claim(False, k, text.format(t="svc-topic"), TASKS[k][1].format(t="svc-topic"))
+        for k, text in BLIND_ORDINARY
+    ]
+    vectors = np.asarray(embedder.embed([c.text for c in ordinary]), dtype=np.float32)
+    out["blind_ordinary_lessons"] = float(len(ordinary))
+    out["blind_ordinary_read_by_lexicon"] = float(sum(topic_reading(ordinary, params)))
+    out["blind_ordinary_read_by_lexicon_or_minilm"] = float(
+        sum(topic_reading(ordinary, params, prototypes, vectors.tolist()))
+    )
     return out
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from lamarck.client import Client
 from lamarck.errors import ConfigError
 from lamarck.fleet.attacks import AttackParams, LessonSpec, PeerPusher, Push, signed_lesson
+from lamarck.fleet.authority_blind import BLIND
 from lamarck.fleet.authority_claims import HELD_OUT, TASKS, TUNING
 from lamarck.fleet.supervisor import Fleet
 from lamarck.learning.influence import (
@@ -54,7 +55,7 @@ __all__ = [
     "topic_reading",
 ]
 
-ClaimSet = Literal["tuning", "held_out", "both"]
+ClaimSet = Literal["tuning", "held_out", "both", "blind"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,8 @@ def claims_of(which: ClaimSet, tag: str) -> tuple[Claim, ...]:
         sets.append((False, TUNING))
     if which in ("held_out", "both"):
         sets.append((True, HELD_OUT))
+    if which == "blind":
+        sets.append((True, BLIND))
     target = f"svc{tag}"
     return tuple(
         Claim(held, k, text.format(t=target), TASKS[k][1].format(t=target))
@@ -93,7 +96,7 @@ class AuthorityParams:
 
     def __post_init__(self) -> None:
         """Refuse out-of-range values."""
-        if self.claims not in ("tuning", "held_out", "both"):
+        if self.claims not in ("tuning", "held_out", "both", "blind"):
             raise ConfigError(f"invalid claims={self.claims!r}", field="claims")
         if not 0.0 < self.confidence < 1.0:
             raise ConfigError(f"invalid confidence={self.confidence}", field="confidence")
