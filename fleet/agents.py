@@ -11,10 +11,13 @@ first attempt: a plan-time hint (recall's labelled hints) is a **fallback**, tri
 agent's own way has failed (the canary that lets an honest lesson be proven here at the price
 of one failed try, which the agent made anyway before it shared).
 
-When no advice decides — an unresolved conflict, only hints — the agent keeps its habit
-first and tries the other side next, and every side is in play, so the outcome judges both
-here after at most two tries (an exact tie between two sides that may decide tries the form
-the habit would not first: a side that agrees with the habit adds nothing to it). A lie then
+When no advice decides — an unresolved conflict of unverified sides, only hints — the agent
+keeps its habit first and tries the other side next, and every side is in play, so the
+outcome judges both here after at most two tries. Where the side against the habit may
+decide on its own (proven or corroborated: an exact tie, or a conflict between sides of one
+class), that side is tried first: a side that agrees with the habit adds nothing to it, and
+letting it cancel the other would let a lie corroborated by colluding principals silence a
+corroborated honest lesson. A lie then
 reaches nothing a first attempt does: one that agrees with the habit is contradicted by the
 habit's own failure, one that differs from it is tried only where the habit already failed
 (no worse than the agent's own search).
@@ -143,8 +146,9 @@ def attempt_order(
     The agent's own fresh lesson wins. Else the advice on file: the strongest side by
     evidence (class, independent support, confidence) decides. When nothing decides — an
     unresolved conflict (on file, or between plan-time hints) or only hints — the habit goes
-    first and the other form is the fallback (see the module docstring); an exact tie between
-    sides that may decide (proven or corroborated on both) tries the other form first.
+    first and the other form is the fallback (see the module docstring); an exact tie, or an
+    unresolved conflict whose side against the habit may decide on its own (proven or
+    corroborated), tries the other form first.
     Every lesson that took part is named, so the outcome judges it.
 
     ``pre_gate`` is the agent of a node with the influence gate off (the measuring baseline:
@@ -172,9 +176,13 @@ def attempt_order(
     open_w, open_f = _sides(p, [s for a in advice for s in a.unresolved])
     hint_w, hint_f = _sides(p, hints)
     deciding = _ids(open_w, open_f, hint_w, hint_f)
-    if pre_gate and hint_w and not (open_w or open_f or hint_f):
+    if pre_gate:
+        if open_w or open_f or hint_f or not hint_w:
+            return habit, deciding
         return other, deciding
-    return habit, deciding
+    # An unresolved conflict whose side against the habit may decide on its own (proven or
+    # corroborated): that side first, so a side that agrees with the habit cannot cancel it.
+    return (other if any(s.advice for s in open_w) else habit), deciding
 
 
 def poison_shown(advice: Sequence[Advice], hints: Sequence[Said] = ()) -> bool:

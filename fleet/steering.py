@@ -90,9 +90,10 @@ def first_form(
 ) -> str:
     """The command the agent runs first, by the fleet agents' rule
     (``lamarck.fleet.agents.attempt_order``): the strongest advice by evidence (class,
-    independent support, confidence) decides, and an exact tie between different forms, an
-    unresolved conflict or hints alone keep the habit (a hint is a fallback, see
-    :func:`attempt_forms`)."""
+    independent support, confidence) decides, and an exact tie between different forms,
+    an unresolved conflict of unverified sides or hints alone keep the habit (a hint is a
+    fallback, see :func:`attempt_forms`); in an unresolved conflict a side against the habit
+    that may decide on its own goes first."""
     ranked = sorted(
         ((s.key(), f) for s in advice if (f := preferred_form(s.content, forms)) is not None),
         key=lambda x: x[0],
@@ -100,7 +101,14 @@ def first_form(
     if ranked:
         top = [f for k, f in ranked if k == ranked[0][0]]
         return top[0] if len(set(top)) == 1 else habit
-    return habit
+    # An unresolved conflict: a side against the habit that may decide on its own (proven
+    # or corroborated) first, the strongest of them; unverified sides keep the habit.
+    backed = sorted(
+        (s.key(), f)
+        for s in unresolved
+        if s.advice and (f := preferred_form(s.content, forms)) not in (None, habit)
+    )
+    return backed[0][1] if backed else habit
 
 
 def attempt_forms(

@@ -100,6 +100,9 @@ def test_without_advice_the_habit_goes_first_and_hints_are_the_fallback() -> Non
     assert first_form(HABIT, FORMS, [], [], [steer, good]) == HABIT
     assert first_form(HABIT, FORMS, [], [good], [steer]) == HABIT
     assert first_form(HABIT, FORMS, [], [], []) == HABIT
+    # An unresolved conflict whose side against the habit is corroborated: that side first.
+    backed = said(f"Use `{STEER}`.", 1, independent=2)
+    assert first_form(HABIT, FORMS, [], [backed, good], []) == STEER
     # After the habit: the hinted forms, strongest first, then the rest.
     assert attempt_forms(HABIT, FORMS, [], [], [steer, good]) == [HABIT, GOOD, STEER]
     assert attempt_forms(HABIT, FORMS, [], [], []) == list(dict.fromkeys([HABIT, *FORMS]))

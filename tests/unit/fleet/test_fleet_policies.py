@@ -122,6 +122,16 @@ def test_an_unresolved_conflict_keeps_the_habit_first_and_names_both() -> None:
     # Two plan-time hints that disagree: the same.
     order, deciding = attempt_order(P, [], AgentMemory(), list(sides))
     assert order == (P.failing, P.working) and set(deciding) == {"L1", "L2"}
+    # Sides that may decide on their own (one class, corroborated): the side against the
+    # habit first, so a corroborated lie that agrees with the habit cancels nothing.
+    backed = (
+        replace(sides[0], rank=CORROBORATED, independent=2),
+        replace(sides[1], rank=CORROBORATED, independent=2, poisoned=True),
+    )
+    conflict = [Advice(P.failing, "Contested ...", ("L1", "L2"), (), backed)]
+    assert attempt_order(P, conflict, AgentMemory())[0] == (P.working, P.failing)
+    assert not followed_poison(P, conflict, AgentMemory())
+    assert attempt_order(P, conflict, AgentMemory(), pre_gate=True)[0][0] == P.failing
     # A side that agrees with the habit alone moves nothing.
     order, deciding = attempt_order(P, [Advice(P.failing, "", (), (), sides[1:])], AgentMemory())
     assert order == (P.failing, P.working) and deciding == ("L2",)
