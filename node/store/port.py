@@ -4,7 +4,8 @@ Nine narrow ports, each one responsibility of at most ten methods: ``StoreLifecy
 ``OutcomeStore``, ``LessonRows``, ``LessonQueries``, ``LessonRecall``, ``ImportedLessons``,
 ``QuarantineStore``, ``EventLog`` and ``StateStore``. ``LessonStore`` is all of them at once:
 adapters (``memory.py``, ``postgres.py``) implement it whole, and a consumer that needs only
-part of it takes the narrow port it uses. One contract suite per port
+part of it takes the narrow port it uses. The ports are protocols, so a consumer that reads two
+or three of them names a protocol inheriting those (every ``LessonStore`` satisfies it). One contract suite per port
 (``tests/contract/test_store_<port>_contract.py``) runs against each adapter so they cannot
 drift. Rules (confidence, attribution, caps) live in ``lamarck.learning`` and are applied by
 ``lamarck.node.lessons.service``; the ports only persist and query.
@@ -17,7 +18,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from lamarck.domain.rows import (
     ImportedRecord,
@@ -68,7 +69,7 @@ async def keyset_pages(
         after = key(rows[-1])
 
 
-class StoreLifecycle(abc.ABC):
+class StoreLifecycle(Protocol):
     """Opening, closing and units of work of a store, and its counts.
 
     Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
@@ -110,7 +111,7 @@ class StoreLifecycle(abc.ABC):
         """Counts for metrics: lessons by status, outcomes, quarantine, rejections."""
 
 
-class OutcomeStore(abc.ABC):
+class OutcomeStore(Protocol):
     """The outcomes the node's agents recorded.
 
     Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
@@ -132,7 +133,7 @@ class OutcomeStore(abc.ABC):
         """Newest first."""
 
 
-class LessonRows(abc.ABC):
+class LessonRows(Protocol):
     """Lesson rows one at a time (or a batch): write, read back, supersede, delete.
 
     Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
@@ -181,7 +182,7 @@ class LessonRows(abc.ABC):
         """Remove a lesson for good: only as an explicit user action."""
 
 
-class LessonQueries(abc.ABC):
+class LessonQueries(Protocol):
     """Reads over many lessons: filtered lists, keyset scans, counts and aggregates.
 
     Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
@@ -243,7 +244,7 @@ class LessonQueries(abc.ABC):
         of its outcomes' projects, sorted, at most ``limit`` (team sharing declares them)."""
 
 
-class LessonRecall(abc.ABC):
+class LessonRecall(Protocol):
     """Recall's side of the store: vector search, embeddings written behind, use marks.
 
     Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
@@ -278,7 +279,7 @@ class LessonRecall(abc.ABC):
         await self.mark_uses([(lesson_ids, now)])
 
 
-class ImportedLessons(abc.ABC):
+class ImportedLessons(Protocol):
     """What the import pipeline and sharing read about lessons that came from peers.
 
     Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
@@ -306,7 +307,7 @@ class ImportedLessons(abc.ABC):
         tainted before it reads any lesson)."""
 
 
-class QuarantineStore(abc.ABC):
+class QuarantineStore(Protocol):
     """Records held for an operator's review, and the decisions on them.
 
     Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
@@ -338,7 +339,7 @@ class QuarantineStore(abc.ABC):
         """Mark a quarantined record approved or rejected; returns the updated row."""
 
 
-class EventLog(abc.ABC):
+class EventLog(Protocol):
     """Append-only history: the lesson event log and the rejection log.
 
     Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
@@ -360,7 +361,7 @@ class EventLog(abc.ABC):
         """Newest first."""
 
 
-class StateStore(abc.ABC):
+class StateStore(Protocol):
     """Small JSON documents the node keeps under a key (what its learners learned).
 
     Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""

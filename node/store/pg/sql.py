@@ -11,7 +11,7 @@ import abc
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC
-from typing import Any
+from typing import Any, Protocol
 
 import asyncpg
 import numpy as np
@@ -294,7 +294,7 @@ def to_lesson(rec: Any) -> LessonRow:
     )
 
 
-class PgTables(abc.ABC):
+class PgTables(Protocol):
     """What every per-port part of the Postgres adapter reads from the store it is part of:
     the pool (inside ``atomic``, the unit's connection) and the recall index's write hook."""
 
