@@ -5,10 +5,11 @@ Nine narrow ports, each one responsibility of at most ten methods: ``StoreLifecy
 ``QuarantineStore``, ``EventLog`` and ``StateStore``. ``LessonStore`` is all of them at once:
 adapters (``memory.py``, ``postgres.py``) implement it whole, and a consumer that needs only
 part of it takes the narrow port it uses. The ports are protocols, so a consumer that reads two
-or three of them names a protocol inheriting those (every ``LessonStore`` satisfies it). One contract suite per port
-(``tests/contract/test_store_<port>_contract.py``) runs against each adapter so they cannot
-drift. Rules (confidence, attribution, caps) live in ``lamarck.learning`` and are applied by
-``lamarck.node.lessons.service``; the ports only persist and query.
+or three of them names a protocol inheriting those (every ``LessonStore`` satisfies it). One
+contract suite per port (``tests/contract/test_store_<port>_contract.py``) runs against each
+adapter so they cannot drift. Rules (confidence, attribution, caps) live in
+``lamarck.learning`` and are applied by ``lamarck.node.lessons.service``; the ports only
+persist and query.
 """
 
 from __future__ import annotations
