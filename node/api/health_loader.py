@@ -1,4 +1,4 @@
-"""The health report's edge: load its inputs from a ``LessonStore`` and compute it.
+"""The health report's edge: load its inputs from the store (``HealthReads``) and compute it.
 
 ``lamarck.health`` is pure; this module reads what it needs (the facts of every lesson of
 category ``lesson`` in any status, a page at a time, and their event log in chunks) and calls
@@ -10,6 +10,7 @@ Used by ``OperatorService.GetHealth``, the health gauges and the console.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Protocol
 
 from lamarck.domain.rows import (
     LessonEvent,
@@ -27,13 +28,16 @@ from lamarck.learning.params import LearningParams
 from lamarck.learning.variables import VariableImportanceLearner
 from lamarck.node.lessons.core import LEARNER_STATE_KEY
 from lamarck.node.store.port import (
-    LessonStore,
+    EventLog,
+    LessonQueries,
+    StateStore,
     keyset_pages,
 )
 
 __all__ = [
     "EVENT_CHUNK",
     "LESSON_PAGE",
+    "HealthReads",
     "current_report",
     "learned_variables",
     "load_health_inputs",
@@ -45,7 +49,11 @@ LESSON_PAGE = 500
 EVENT_CHUNK = 500
 
 
-async def _all_lessons(store: LessonStore) -> list[LessonFacts]:
+class HealthReads(LessonQueries, EventLog, Protocol):
+    """The store's parts the health report reads: every lesson's facts and their events."""
+
+
+async def _all_lessons(store: LessonQueries) -> list[LessonFacts]:
     """Every lesson (not situation) in any status, each once: its facts, a keyset page at a
     time (whole rows with their vectors and records, by OFFSET pages sorted by confidence,
     took 8.4 s at 20,000 lessons, on every status call and every health refresh)."""
@@ -55,7 +63,7 @@ async def _all_lessons(store: LessonStore) -> list[LessonFacts]:
     return rows
 
 
-async def load_health_inputs(store: LessonStore, params: HealthParams) -> HealthInputs:
+async def load_health_inputs(store: HealthReads, params: HealthParams) -> HealthInputs:
     """The report's inputs as stored now: lessons, their events, implicit predictions."""
     lessons = await _all_lessons(store)
     ids = [row.id for row in lessons]
@@ -69,13 +77,13 @@ async def load_health_inputs(store: LessonStore, params: HealthParams) -> Health
     return HealthInputs(lessons=lessons, events=events, predictions=predictions)
 
 
-async def current_report(store: LessonStore, params: HealthParams, now: datetime) -> HealthReport:
+async def current_report(store: HealthReads, params: HealthParams, now: datetime) -> HealthReport:
     """The health report of ``store`` at ``now``."""
     return health_report(await load_health_inputs(store, params), params, now)
 
 
 async def learned_variables(
-    store: LessonStore, params: LearningParams
+    store: StateStore, params: LearningParams
 ) -> dict[str, dict[str, object]]:
     """The health report's ``variables`` section: per context variable, the
     class in force (learned, or the fixed list's until ``min_observations``), whether it was

@@ -24,7 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from lamarck.errors import RegistryError
 from lamarck.node import metrics
-from lamarck.node.store.port import LessonStore
+from lamarck.node.store.port import EventLog, ImportedLessons
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import operator_pb2
 from lamarck.reputation.book import ReputationBook
@@ -41,6 +41,7 @@ __all__ = [
     "NodeReputation",
     "ReputationTable",
     "TableBook",
+    "TallyReads",
     "event_source",
     "event_to_pb",
     "publish_metrics",
@@ -145,7 +146,11 @@ class ImportTallies:
     truncated: bool = False
 
 
-async def store_tallies(store: LessonStore, max_rows: int = TALLY_MAX_ROWS) -> ImportTallies:
+class TallyReads(ImportedLessons, EventLog, Protocol):
+    """The store's parts the import tallies read: imports per source and the rejection log."""
+
+
+async def store_tallies(store: TallyReads, max_rows: int = TALLY_MAX_ROWS) -> ImportTallies:
     """Count imported lessons (every version) per source and rejections per source and reason.
 
     The imports are counted by the store (exact); the rejection log's newest ``max_rows``."""

@@ -7,7 +7,7 @@ ones that carry a prediction (``lamarck.learning.predictions``).
 from __future__ import annotations
 
 from lamarck.learning.predictions import RecordedPrediction, recorded_predictions
-from lamarck.node.store.port import LessonStore
+from lamarck.node.store.port import OutcomeStore
 
 __all__ = ["OUTCOME_PAGE", "load_recorded_predictions"]
 
@@ -16,7 +16,7 @@ OUTCOME_PAGE = 500
 
 
 async def load_recorded_predictions(
-    store: LessonStore, *, limit: int | None = None
+    store: OutcomeStore, *, limit: int | None = None
 ) -> list[RecordedPrediction]:
     """Every prediction stored with an outcome, newest outcome first (at most ``limit``)."""
     out: list[RecordedPrediction] = []

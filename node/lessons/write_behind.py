@@ -5,7 +5,7 @@ not be in that wait ("nothing an agent waits for that it need not"):
 
 * **A new lesson's embedding**: a claim's (a lesson without evidence, never in a prompt and
   never contested) and a lesson an outcome teaches. The row is stored at once without it and
-  the vector is written behind the reply, in batches (``LessonStore.set_embeddings`` sets the
+  the vector is written behind the reply, in batches (``LessonRecall.set_embeddings`` sets the
   vector and nothing else, so a confirmation written meanwhile is kept). A row written inside
   a unit of work is queued only once that unit commits (:meth:`WriteBehind.until_commit`):
   before, another connection cannot see it, and the vector's UPDATE would find no row.
@@ -21,7 +21,7 @@ rather than a silently stale answer. A recall may bound its wait
 (:meth:`newest`, :meth:`write_embedded`) and says how many it could not search. Nothing is
 dropped: a failed batch stays pending,
 ``close`` (the node's stop) flushes, and a vector lost to a crash is found again at start
-(``LessonStore.unembedded``, :meth:`WriteBehind.recover`).
+(``LessonRecall.unembedded``, :meth:`WriteBehind.recover`).
 
 Every write runs outside the caller's unit of work (a fresh context): the rows it touches
 are already committed, and a caller's rollback must not undo a write this queue counts as
@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from lamarck.errors import StoreError
 from lamarck.learning.write_behind import WriteBehindParams
-from lamarck.node.store.port import LessonStore
+from lamarck.node.store.port import LessonRecall
 
 __all__ = ["EmbedBatch", "WriteBehind", "WriteBehindParams"]
 
@@ -73,7 +73,7 @@ class WriteBehind:
 
     def __init__(
         self,
-        store: LessonStore,
+        store: LessonRecall,
         embed: EmbedBatch,
         params: WriteBehindParams,
         *,

@@ -1,7 +1,7 @@
 """In-memory ``LessonStore``: exact cosine search with numpy, the same semantics as Postgres.
 
-Used by pure tests, the service tests and the fleet simulator. The contract suite
-(``tests/contract/test_lesson_store_contract.py``) runs it side by side with the Postgres
+Used by pure tests, the service tests and the fleet simulator. The contract suites
+(``tests/contract/test_store_<port>_contract.py``) run it side by side with the Postgres
 adapter, so every rule written here (ordering, ties, conflicts, error types) is the rule the
 Postgres adapter follows too.
 """

@@ -1,9 +1,15 @@
-"""The ``LessonStore`` port: what the node needs from persistence (its row types: ``rows.py``).
+"""The store's ports: what the node needs from persistence (its row types: ``rows.py``).
 
-Adapters (``memory.py``, ``postgres.py``) implement it; one contract suite
-(``tests/contract/test_lesson_store_contract.py``) runs against each so they cannot drift.
-Rules (confidence, attribution, caps) live in ``lamarck.learning`` and are applied by
-``lamarck.node.lessons.service``; the port only persists and queries.
+Nine narrow ports, each one responsibility of at most ten methods: ``StoreLifecycle``,
+``OutcomeStore``, ``LessonRows``, ``LessonQueries``, ``LessonRecall``, ``ImportedLessons``,
+``QuarantineStore``, ``EventLog`` and ``StateStore``. ``LessonStore`` is all of them at once:
+adapters (``memory.py``, ``postgres.py``) implement it whole, and a consumer that needs only
+part of it takes the narrow port it uses. The ports are protocols, so a consumer that reads two
+or three of them names a protocol inheriting those (every ``LessonStore`` satisfies it). One
+contract suite per port (``tests/contract/test_store_<port>_contract.py``) runs against each
+adapter so they cannot drift. Rules (confidence, attribution, caps) live in
+``lamarck.learning`` and are applied by ``lamarck.node.lessons.service``; the ports only
+persist and query.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from lamarck.domain.rows import (
     ImportedRecord,
@@ -31,7 +37,16 @@ from lamarck.domain.rows import (
 )
 
 __all__ = [
+    "EventLog",
+    "ImportedLessons",
+    "LessonQueries",
+    "LessonRecall",
+    "LessonRows",
     "LessonStore",
+    "OutcomeStore",
+    "QuarantineStore",
+    "StateStore",
+    "StoreLifecycle",
     "keyset_pages",
 ]
 
@@ -55,14 +70,11 @@ async def keyset_pages(
         after = key(rows[-1])
 
 
-class LessonStore(abc.ABC):
-    """Persistence for lessons, outcomes, quarantine and rejections.
+class StoreLifecycle(Protocol):
+    """Opening, closing and units of work of a store, and its counts.
 
-    Every method raises a ``lamarck.errors.StoreError`` subclass on failure (``NotFound``,
-    ``ConflictError``, ``StoreUnavailable``); backend exceptions never leak.
-    """
+    Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
 
-    # -- lifecycle -------------------------------------------------------------------------
     @abc.abstractmethod
     async def migrate(self) -> None:
         """Create or upgrade the schema; running it twice changes nothing."""
@@ -95,7 +107,16 @@ class LessonStore(abc.ABC):
         del share
         return False
 
-    # -- outcomes --------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def stats(self) -> dict[str, int]:
+        """Counts for metrics: lessons by status, outcomes, quarantine, rejections."""
+
+
+class OutcomeStore(Protocol):
+    """The outcomes the node's agents recorded.
+
+    Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
+
     @abc.abstractmethod
     async def insert_outcome(self, outcome: OutcomeRow) -> None:
         """Store an outcome; a duplicate id raises ``ConflictError``."""
@@ -112,7 +133,12 @@ class LessonStore(abc.ABC):
     async def list_outcomes(self, limit: int = 100, offset: int = 0) -> list[OutcomeRow]:
         """Newest first."""
 
-    # -- lessons ---------------------------------------------------------------------------
+
+class LessonRows(Protocol):
+    """Lesson rows one at a time (or a batch): write, read back, supersede, delete.
+
+    Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
+
     @abc.abstractmethod
     async def insert_lesson(self, lesson: LessonRow, events: Sequence[LessonEvent] = ()) -> None:
         """Store a new lesson (with its embedding); a duplicate id raises ``ConflictError``.
@@ -153,6 +179,16 @@ class LessonStore(abc.ABC):
         """The whole supersede chain containing ``lesson_id``, oldest first (one query)."""
 
     @abc.abstractmethod
+    async def hard_delete(self, lesson_id: str) -> None:
+        """Remove a lesson for good: only as an explicit user action."""
+
+
+class LessonQueries(Protocol):
+    """Reads over many lessons: filtered lists, keyset scans, counts and aggregates.
+
+    Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
+
+    @abc.abstractmethod
     async def list_lessons(self, flt: LessonFilter) -> list[LessonRow]:
         """Lessons matching the filter, highest confidence first, then newest."""
 
@@ -179,26 +215,14 @@ class LessonStore(abc.ABC):
         return [row async for rows in self.scan(flt, page) for row in rows]
 
     @abc.abstractmethod
-    async def set_embeddings(self, vectors: Sequence[tuple[str, Vector]]) -> None:
-        """Set each listed lesson's embedding and nothing else (one round trip); unknown ids
-        are skipped. A vector of another dimension is refused (``StoreError``,
-        ``dimension_mismatch``) and nothing is set."""
-
-    @abc.abstractmethod
-    async def unembedded(self, limit: int) -> list[tuple[str, str]]:
-        """``(id, content)`` of up to ``limit`` claimed or active lessons with no embedding
-        (an embedding deferred by a write-behind that did not finish), oldest first."""
-
-    @abc.abstractmethod
-    async def search(
-        self, query: Vector, k: int, flt: LessonFilter, floor: RelevanceFloor | None = None
-    ) -> list[ScoredLesson]:
-        """Top-``k`` lessons by cosine similarity to ``query`` among those matching ``flt``;
-        with ``floor``, only those of them it keeps (``RelevanceFloor.cut`` of their best)."""
-
-    @abc.abstractmethod
     async def count_lessons(self, flt: LessonFilter) -> int:
         """How many lessons match the filter (ignores limit/offset)."""
+
+    @abc.abstractmethod
+    async def lesson_facts(self, after: str, limit: int) -> list[LessonFacts]:
+        """The facts of every lesson of category ``lesson`` in any status, in lesson id order,
+        the first ``limit`` with an id above ``after`` ("" for the first page): the health
+        report reads the whole store with these, never its whole rows."""
 
     @abc.abstractmethod
     async def retired_evidence_ids(self, among: Sequence[str] | None = None) -> set[str]:
@@ -206,10 +230,6 @@ class LessonStore(abc.ABC):
 
         With ``among``, only those of ``among`` (an indexed lookup about the ids at hand,
         which a per-call check uses so it does not grow with the store)."""
-
-    @abc.abstractmethod
-    async def find_by_content_hash(self, content_hash: str) -> LessonRow | None:
-        """The lesson imported from the record with this content hash, if any."""
 
     @abc.abstractmethod
     async def proven_operations(self, operations: Sequence[str]) -> set[str]:
@@ -223,6 +243,51 @@ class LessonStore(abc.ABC):
     async def project_scopes(self, limit: int) -> list[str]:
         """The project scopes this node works on: those of its own (not imported) lessons and
         of its outcomes' projects, sorted, at most ``limit`` (team sharing declares them)."""
+
+
+class LessonRecall(Protocol):
+    """Recall's side of the store: vector search, embeddings written behind, use marks.
+
+    Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
+
+    @abc.abstractmethod
+    async def search(
+        self, query: Vector, k: int, flt: LessonFilter, floor: RelevanceFloor | None = None
+    ) -> list[ScoredLesson]:
+        """Top-``k`` lessons by cosine similarity to ``query`` among those matching ``flt``;
+        with ``floor``, only those of them it keeps (``RelevanceFloor.cut`` of their best)."""
+
+    @abc.abstractmethod
+    async def set_embeddings(self, vectors: Sequence[tuple[str, Vector]]) -> None:
+        """Set each listed lesson's embedding and nothing else (one round trip); unknown ids
+        are skipped. A vector of another dimension is refused (``StoreError``,
+        ``dimension_mismatch``) and nothing is set."""
+
+    @abc.abstractmethod
+    async def unembedded(self, limit: int) -> list[tuple[str, str]]:
+        """``(id, content)`` of up to ``limit`` claimed or active lessons with no embedding
+        (an embedding deferred by a write-behind that did not finish), oldest first."""
+
+    @abc.abstractmethod
+    async def mark_uses(self, uses: Sequence[tuple[Sequence[str], datetime]]) -> None:
+        """Record the uses of many recalls in one write: for each ``(lesson_ids, at)``, one use
+        of each lesson (``last_used`` the latest of its value and every ``at``, ``use_count``
+        up by the uses); unknown ids are skipped. Marks written behind replies can arrive
+        late, and a burst of recalls leaves many queued."""
+
+    async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:
+        """Record one use of each lesson at ``now`` (``mark_uses`` of one recall)."""
+        await self.mark_uses([(lesson_ids, now)])
+
+
+class ImportedLessons(Protocol):
+    """What the import pipeline and sharing read about lessons that came from peers.
+
+    Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
+
+    @abc.abstractmethod
+    async def find_by_content_hash(self, content_hash: str) -> LessonRow | None:
+        """The lesson imported from the record with this content hash, if any."""
 
     @abc.abstractmethod
     async def imported_records(self, after: str, limit: int) -> list[ImportedRecord]:
@@ -242,28 +307,12 @@ class LessonStore(abc.ABC):
         from: one aggregate, no rows read back (the taint sweep asks which of them are
         tainted before it reads any lesson)."""
 
-    @abc.abstractmethod
-    async def lesson_facts(self, after: str, limit: int) -> list[LessonFacts]:
-        """The facts of every lesson of category ``lesson`` in any status, in lesson id order,
-        the first ``limit`` with an id above ``after`` ("" for the first page): the health
-        report reads the whole store with these, never its whole rows."""
 
-    @abc.abstractmethod
-    async def mark_uses(self, uses: Sequence[tuple[Sequence[str], datetime]]) -> None:
-        """Record the uses of many recalls in one write: for each ``(lesson_ids, at)``, one use
-        of each lesson (``last_used`` the latest of its value and every ``at``, ``use_count``
-        up by the uses); unknown ids are skipped. Marks written behind replies can arrive
-        late, and a burst of recalls leaves many queued."""
+class QuarantineStore(Protocol):
+    """Records held for an operator's review, and the decisions on them.
 
-    async def mark_used(self, lesson_ids: Sequence[str], now: datetime) -> None:
-        """Record one use of each lesson at ``now`` (``mark_uses`` of one recall)."""
-        await self.mark_uses([(lesson_ids, now)])
+    Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
 
-    @abc.abstractmethod
-    async def hard_delete(self, lesson_id: str) -> None:
-        """Remove a lesson for good: only as an explicit user action."""
-
-    # -- quarantine and rejections ---------------------------------------------------------
     @abc.abstractmethod
     async def quarantine(self, row: QuarantineRow) -> None:
         """Hold a record for review (idempotent by content hash)."""
@@ -290,15 +339,12 @@ class LessonStore(abc.ABC):
     async def set_quarantine_state(self, quarantine_id: str, state: str) -> QuarantineRow:
         """Mark a quarantined record approved or rejected; returns the updated row."""
 
-    @abc.abstractmethod
-    async def record_rejection(self, row: RejectionRow) -> None:
-        """Append to the rejection log."""
 
-    @abc.abstractmethod
-    async def list_rejections(self, limit: int = 100) -> list[RejectionRow]:
-        """Newest first."""
+class EventLog(Protocol):
+    """Append-only history: the lesson event log and the rejection log.
 
-    # -- lesson event log ------------------------------------------------------------------
+    Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
+
     @abc.abstractmethod
     async def append_events(self, events: Sequence[LessonEvent]) -> None:
         """Append to the event log (one transaction); an unknown kind raises ``InvalidRecord``."""
@@ -307,7 +353,20 @@ class LessonStore(abc.ABC):
     async def lesson_events(self, lesson_ids: Sequence[str]) -> list[LessonEvent]:
         """The events about any of ``lesson_ids``, oldest first (ties in append order)."""
 
-    # -- node state ------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def record_rejection(self, row: RejectionRow) -> None:
+        """Append to the rejection log."""
+
+    @abc.abstractmethod
+    async def list_rejections(self, limit: int = 100) -> list[RejectionRow]:
+        """Newest first."""
+
+
+class StateStore(Protocol):
+    """Small JSON documents the node keeps under a key (what its learners learned).
+
+    Every method raises a ``lamarck.errors.StoreError`` subclass on failure."""
+
     @abc.abstractmethod
     async def get_state(self, key: str) -> dict[str, Any] | None:
         """The JSON document the node stored under ``key`` (e.g. what the context-variable
@@ -317,7 +376,21 @@ class LessonStore(abc.ABC):
     async def put_state(self, key: str, document: dict[str, Any]) -> None:
         """Store ``document`` (JSON-ready) under ``key``, replacing what was there."""
 
-    # -- stats -----------------------------------------------------------------------------
-    @abc.abstractmethod
-    async def stats(self) -> dict[str, int]:
-        """Counts for metrics: lessons by status, outcomes, quarantine, rejections."""
+
+class LessonStore(
+    StoreLifecycle,
+    OutcomeStore,
+    LessonRows,
+    LessonQueries,
+    LessonRecall,
+    ImportedLessons,
+    QuarantineStore,
+    EventLog,
+    StateStore,
+):
+    """Persistence for lessons, outcomes, quarantine and rejections: every narrow port at once.
+
+    An adapter implements this whole; a consumer that needs only part of it takes the narrow
+    port it uses. Every method raises a ``lamarck.errors.StoreError`` subclass on failure
+    (``NotFound``, ``ConflictError``, ``StoreUnavailable``); backend exceptions never leak.
+    """

@@ -1,5 +1,11 @@
 """Postgres + pgvector ``LessonStore`` on asyncpg.
 
+``PostgresLessonStore`` is every narrow store port at once: the parts that are plain tables
+live one port to a module in ``lamarck.node.store.pg`` (lesson rows, queries, imported
+lessons, outcomes, quarantine, event log, state); this module holds what needs the store's
+own state: the pool and its units of work, migrations, bulk loads and the vector index, and
+recall (search, the recall index, embeddings, use marks).
+
 Every asyncpg/Postgres/socket error is translated at this boundary into a
 ``lamarck.errors.StoreError`` subclass (``raise ... from e``): callers never see asyncpg.
 
@@ -30,7 +36,7 @@ import contextvars
 import json
 import logging
 from collections.abc import AsyncIterator, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Self
 
 import asyncpg
@@ -39,25 +45,30 @@ from pgvector.asyncpg import register_vector
 
 from lamarck.domain.rows import (
     Category,
-    ImportedRecord,
-    LessonEvent,
-    LessonFacts,
     LessonFilter,
-    LessonRow,
     LessonStatus,
-    OutcomeRow,
-    ProvenanceEntry,
-    QuarantineRow,
-    RejectionRow,
     RelevanceFloor,
     ScoredLesson,
     Vector,
-    check_event_kinds,
 )
-from lamarck.errors import ConflictError, NotFound, StoreError, StoreUnavailable
-from lamarck.learning.mechanical import AVOID_TAG
-from lamarck.node.store.memory import QUARANTINE_STATES
+from lamarck.errors import StoreError, StoreUnavailable
 from lamarck.node.store.migrate import run_migrations
+from lamarck.node.store.pg.events import PgEventLog
+from lamarck.node.store.pg.imported import PgImportedLessons
+from lamarck.node.store.pg.lessons import PgLessonRows
+from lamarck.node.store.pg.outcomes import PgOutcomes
+from lamarck.node.store.pg.quarantine import PgQuarantine
+from lamarck.node.store.pg.queries import PgLessonQueries
+from lamarck.node.store.pg.sql import SELECT_LESSON as _SELECT_LESSON
+from lamarck.node.store.pg.sql import (
+    TRANSLATED_ERRORS,
+    PgTables,
+    db_guard,
+    translate_error,
+)
+from lamarck.node.store.pg.sql import to_lesson as _to_lesson
+from lamarck.node.store.pg.sql import where_clause as _where
+from lamarck.node.store.pg.state import PgState
 from lamarck.node.store.port import LessonStore
 from lamarck.node.store.recall_index import (
     COVERED_STATUSES,
@@ -78,126 +89,12 @@ _log = logging.getLogger(__name__)
 # pgvector refuses hnsw.ef_search above 1000.
 _MAX_EF_SEARCH = 1000
 
-_LESSON_COLUMNS = (
-    "id",
-    "content",
-    "operation",
-    "scope",
-    "status",
-    "confidence",
-    "created_at",
-    "updated_at",
-    "category",
-    "evidence",
-    "superseded_by",
-    "supersedes",
-    "last_used",
-    "use_count",
-    "confirmations",
-    "contradictions",
-    "confirmed_projects",
-    "context",
-    "situation",
-    "tags",
-    "memory_type",
-    "access_level",
-    "source_node_id",
-    "imported_from",
-    "original_confidence",
-    "transferred_confidence",
-    "signed_record",
-    "content_hash",
-    "recipients",
-    "contested_with",
-    "verified_against",
-    "change_reason",
-    "embedding",
-)
-_PROVENANCE_COLUMNS = ("lesson_id", "source_node_id", "via_node_id", "received_at", "content_hash")
-
-_SELECT_LESSON = (
-    ", ".join(f"l.{c}" for c in _LESSON_COLUMNS)
-    # An array of anonymous records, decoded by asyncpg from binary (text and timestamptz
-    # as they are): a JSON aggregate cost a search of 30 rows ~0.1 ms to build and parse.
-    + ", ARRAY(SELECT ROW(p.source_node_id, p.via_node_id, p.received_at, p.content_hash)"
-    " FROM lesson_provenance p WHERE p.lesson_id = l.id ORDER BY p.id) AS provenance"
-)
 #: The rows the recall index holds (``recall_index.is_covered``), as SQL on alias ``l``: built
 #: from the same statuses and category, so the two cannot drift apart.
 _COVERED = (
     f"l.embedding IS NOT NULL AND l.category = '{Category.LESSON.value}'"
     f" AND l.status IN ({', '.join(repr(s.value) for s in COVERED_STATUSES)})"
 )
-
-_INSERT_LESSON = "INSERT INTO lessons ({}) VALUES ({})".format(
-    ", ".join(_LESSON_COLUMNS), ", ".join(f"${i}" for i in range(1, len(_LESSON_COLUMNS) + 1))
-)
-# Every column but the id (the key, first) and the embedding (last; kept unless a new one
-# is given).
-_UPDATE_LESSON = "UPDATE lessons SET {}, embedding = COALESCE(${}, embedding) WHERE id = $1".format(
-    ", ".join(f"{c} = ${i + 1}" for i, c in enumerate(_LESSON_COLUMNS[:-1]) if i > 0),
-    len(_LESSON_COLUMNS),
-)
-_INSERT_PROVENANCE = "INSERT INTO lesson_provenance ({}) VALUES ($1, $2, $3, $4, $5)".format(
-    ", ".join(_PROVENANCE_COLUMNS)
-)
-_N = len(_LESSON_COLUMNS)
-# A row and its events (and, for an update, its provenance) in ONE statement: atomic by
-# itself, so an agent's write costs one round trip instead of a transaction's four or five.
-# Events and provenance travel as parallel arrays, inserted in array order.
-_EVENT_ROWS = (
-    "SELECT * FROM unnest(${0}::text[], ${1}::timestamptz[], ${2}::text[], ${3}::text[],"
-    " ${4}::float8[], ${5}::float8[], ${6}::text[], ${7}::text[], ${8}::bigint[])"
-)
-_EVENT_COLUMNS = (
-    "lesson_id, at, kind, actor, confidence_before, confidence_after, reason, outcome_id, version"
-)
-_INSERT_LESSON_AND_EVENTS = (
-    f"WITH l AS ({_INSERT_LESSON} RETURNING id) INSERT INTO lesson_events ({_EVENT_COLUMNS}) "
-    + _EVENT_ROWS.format(*range(_N + 1, _N + 10))
-    + " WHERE EXISTS (SELECT 1 FROM l)"
-)
-_INSERT_LESSON_ALL = (
-    f"WITH l AS ({_INSERT_LESSON} RETURNING id),"
-    f" p AS (INSERT INTO lesson_provenance ({', '.join(_PROVENANCE_COLUMNS)})"
-    f" SELECT $1, x.s, x.v, x.r, x.h FROM unnest(${_N + 1}::text[], ${_N + 2}::text[],"
-    f" ${_N + 3}::timestamptz[], ${_N + 4}::text[]) AS x(s, v, r, h)"
-    " WHERE EXISTS (SELECT 1 FROM l))"
-    f" INSERT INTO lesson_events ({_EVENT_COLUMNS}) "
-    + _EVENT_ROWS.format(*range(_N + 5, _N + 14))
-    + " WHERE EXISTS (SELECT 1 FROM l)"
-)
-_UPDATE_LESSON_ALL = (
-    f"WITH u AS ({_UPDATE_LESSON} RETURNING id),"
-    " d AS (DELETE FROM lesson_provenance WHERE lesson_id = $1 AND EXISTS (SELECT 1 FROM u)),"
-    f" p AS (INSERT INTO lesson_provenance ({', '.join(_PROVENANCE_COLUMNS)})"
-    f" SELECT $1, x.s, x.v, x.r, x.h FROM unnest(${_N + 1}::text[], ${_N + 2}::text[],"
-    f" ${_N + 3}::timestamptz[], ${_N + 4}::text[]) AS x(s, v, r, h)"
-    " WHERE EXISTS (SELECT 1 FROM u)),"
-    f" e AS (INSERT INTO lesson_events ({_EVENT_COLUMNS}) "
-    + _EVENT_ROWS.format(*range(_N + 5, _N + 14))
-    + " WHERE EXISTS (SELECT 1 FROM u)) SELECT count(*) FROM u"
-)
-# Both directions of the supersede chain in one statement: back through ``supersedes``,
-# forward through ``superseded_by`` (a 'retired:<who>' marker matches no id and ends it).
-# The depth bound guards against a cycle written by hand.
-_HISTORY = f"""
-WITH RECURSIVE back(id, link, depth) AS (
-    SELECT id, supersedes, 0 FROM lessons WHERE id = $1
-    UNION ALL
-    SELECT l.id, l.supersedes, b.depth - 1
-    FROM lessons l JOIN back b ON l.id = b.link WHERE b.depth > -100000
-), fwd(id, link, depth) AS (
-    SELECT id, superseded_by, 0 FROM lessons WHERE id = $1
-    UNION ALL
-    SELECT l.id, l.superseded_by, f.depth + 1
-    FROM lessons l JOIN fwd f ON l.id = f.link WHERE f.depth < 100000
-), chain AS (
-    SELECT id, min(depth) AS depth FROM (SELECT id, depth FROM back
-                                         UNION ALL SELECT id, depth FROM fwd) c GROUP BY id
-)
-SELECT {_SELECT_LESSON} FROM chain JOIN lessons l USING (id) ORDER BY chain.depth
-"""
 
 
 def _selective(flt: LessonFilter) -> bool:
@@ -206,59 +103,12 @@ def _selective(flt: LessonFilter) -> bool:
     return any(x is not None for x in (flt.operation, flt.about, flt.tags, flt.content))
 
 
-def translate_error(e: BaseException) -> StoreError:
-    """The ``StoreError`` subclass for an asyncpg, Postgres or socket error."""
-    if isinstance(e, StoreError):
-        return e
-    if isinstance(e, asyncpg.UniqueViolationError):
-        constraint = getattr(e, "constraint_name", None) or ""
-        reason = "duplicate_content_hash" if "content_hash" in constraint else "duplicate_id"
-        return ConflictError(str(e), reason=reason, constraint=constraint)
-    if isinstance(e, asyncpg.ForeignKeyViolationError):
-        return ConflictError(str(e), reason="missing_reference")
-    if isinstance(e, asyncpg.SerializationError | asyncpg.DeadlockDetectedError):
-        return ConflictError(str(e), reason="concurrent_update")
-    if isinstance(e, asyncpg.DataError) and "dimensions" in str(e):
-        return StoreError(str(e), reason="dimension_mismatch")
-    if isinstance(e, asyncpg.DataError | asyncpg.IntegrityConstraintViolationError):
-        return StoreError(str(e), reason="invalid_value")
-    if isinstance(
-        e,
-        asyncpg.PostgresConnectionError
-        | asyncpg.InterfaceError
-        # A connection whose backend was killed mid-protocol can surface as a client-state
-        # error rather than a connection error; it is the same outage to the caller.
-        | asyncpg.InternalClientError
-        | asyncpg.CannotConnectNowError
-        | asyncpg.TooManyConnectionsError
-        | asyncpg.OperatorInterventionError
-        | asyncpg.InsufficientResourcesError
-        | asyncpg.InvalidAuthorizationSpecificationError
-        | asyncpg.InvalidCatalogNameError
-        | OSError
-        | TimeoutError,
-    ):
-        return StoreUnavailable(f"the lesson database is unavailable: {e}")
-    if isinstance(e, asyncpg.PostgresError):
-        return StoreError(str(e), reason="database_error", sqlstate=getattr(e, "sqlstate", None))
-    return StoreError(f"{type(e).__name__}: {e}", reason="database_error")
-
-
 def _encode_jsonb(value: Any) -> bytes:
     return b"\x01" + json.dumps(value, separators=(",", ":")).encode()
 
 
 def _decode_jsonb(data: bytes) -> Any:
     return json.loads(data[1:])
-
-
-TRANSLATED_ERRORS = (
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    asyncpg.InternalClientError,
-    OSError,
-    TimeoutError,
-)
 
 
 class _JoinedPool:
@@ -285,226 +135,12 @@ _UNIT: contextvars.ContextVar[tuple[PostgresLessonStore, _JoinedPool] | None] = 
 )
 
 
-@contextlib.asynccontextmanager
-async def db_guard() -> AsyncIterator[None]:
-    """Translate the database's and its connection's failures raised in the block into
-    ``StoreError``; anything else is a programming error and propagates as itself. Every
-    Postgres adapter over the lesson store's pool guards its calls with this one."""
-    try:
-        yield
-    except TRANSLATED_ERRORS as e:
-        raise translate_error(e) from e
-
-
-def _where(flt: LessonFilter, first: int = 1) -> tuple[str, list[Any]]:
-    """SQL conditions (on alias ``l``) and their arguments, numbered from ``$first``."""
-    conds: list[str] = []
-    args: list[Any] = []
-
-    def arg(value: Any) -> str:
-        args.append(value)
-        return f"${first + len(args) - 1}"
-
-    if flt.statuses is not None:
-        conds.append(f"l.status = ANY({arg([s.value for s in flt.statuses])}::text[])")
-    if flt.scopes is not None:
-        conds.append(f"l.scope = ANY({arg(list(flt.scopes))}::text[])")
-    if flt.category is not None:
-        conds.append(f"l.category = {arg(flt.category.value)}")
-    if flt.operation is not None:
-        conds.append(f"l.operation = {arg(flt.operation)}")
-    if flt.content is not None:
-        conds.append(f"l.content = {arg(flt.content)}")
-    if flt.about is not None:
-        # The three arms of node.learning.mechanical.is_about, each on its own index.
-        key = arg(flt.about)
-        avoid = arg([AVOID_TAG + flt.about])
-        conds.append(
-            f"(l.operation = {key} OR l.tags @> {avoid}::text[]"
-            f" OR (l.situation ->> 'tool') = {key})"
-        )
-    if flt.min_confidence is not None:
-        conds.append(f"l.confidence >= {arg(float(flt.min_confidence))}")
-    if flt.tags is not None:
-        conds.append(f"l.tags @> {arg(list(flt.tags))}::text[]")
-    if flt.context is not None:
-        conds.append(f"l.context @> {arg(dict(flt.context))}::jsonb")
-    if flt.imported is not None:
-        conds.append("l.imported_from IS NOT NULL" if flt.imported else "l.imported_from IS NULL")
-    if flt.sources is not None:
-        conds.append(f"l.imported_from = ANY({arg(list(flt.sources))}::text[])")
-    if flt.content_hashes is not None:
-        conds.append(f"l.content_hash = ANY({arg(list(flt.content_hashes))}::text[])")
-    return (" AND ".join(conds) or "TRUE"), args
-
-
-def _lesson_args(row: LessonRow) -> list[Any]:
-    """Column values of ``row`` in ``_LESSON_COLUMNS`` order."""
-    return [
-        row.id,
-        row.content,
-        row.operation,
-        row.scope,
-        LessonStatus(row.status).value,
-        float(row.confidence),
-        row.created_at,
-        row.updated_at,
-        Category(row.category).value,
-        list(row.evidence),
-        row.superseded_by,
-        row.supersedes,
-        row.last_used,
-        row.use_count,
-        row.confirmations,
-        row.contradictions,
-        list(row.confirmed_projects),
-        row.context,
-        row.situation,
-        list(row.tags),
-        row.memory_type,
-        row.access_level,
-        row.source_node_id,
-        row.imported_from,
-        row.original_confidence,
-        row.transferred_confidence,
-        row.signed_record,
-        row.content_hash,
-        list(row.recipients),
-        list(row.contested_with),
-        list(row.verified_against),
-        row.change_reason,
-        None if row.embedding is None else np.asarray(row.embedding, dtype=np.float32),
-    ]
-
-
-_INSERT_EVENT = (
-    "INSERT INTO lesson_events (lesson_id, at, kind, actor, confidence_before,"
-    " confidence_after, reason, outcome_id, version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-)
-
-
-def _event_args(events: Sequence[LessonEvent]) -> list[tuple[Any, ...]]:
-    return [
-        (
-            e.lesson_id,
-            e.at,
-            e.kind,
-            e.actor,
-            e.confidence_before,
-            e.confidence_after,
-            e.reason,
-            e.outcome_id,
-            e.version,
-        )
-        for e in events
-    ]
-
-
-def _event_columns(events: Sequence[LessonEvent]) -> list[list[Any]]:
-    """The events as nine parallel arrays (``_EVENT_ROWS``)."""
-    rows = _event_args(events)
-    return [[r[i] for r in rows] for i in range(9)]
-
-
-def _provenance_columns(row: LessonRow) -> list[list[Any]]:
-    """The row's provenance as four parallel arrays (source, via, received, hash)."""
-    return [
-        [p.source_node_id for p in row.provenance],
-        [p.via_node_id for p in row.provenance],
-        [p.received_at for p in row.provenance],
-        [p.content_hash for p in row.provenance],
-    ]
-
-
-def _provenance_args(row: LessonRow) -> list[tuple[Any, ...]]:
-    return [
-        (row.id, p.source_node_id, p.via_node_id, p.received_at, p.content_hash)
-        for p in row.provenance
-    ]
-
-
 async def _keep_session(conn: Any) -> None:
     """The pool's reset on release, beyond asyncpg's own (which rolls back an open
     transaction): nothing. The store sets no session state (``SET LOCAL`` ends with its
     transaction; no LISTEN, no session advisory lock, cursors only inside transactions), so
     the default ``RESET ALL; CLOSE ALL; ...`` would only add a round trip to every call."""
     del conn
-
-
-def _to_lesson(rec: Any) -> LessonRow:
-    """A ``LessonRow`` from a record selected with ``_SELECT_LESSON``."""
-    embedding = rec["embedding"]
-    vector: Vector | None = None
-    if embedding is not None:
-        vector = embedding.to_numpy().copy()
-        vector.setflags(write=False)
-    signed = rec["signed_record"]
-    return LessonRow(
-        id=rec["id"],
-        content=rec["content"],
-        operation=rec["operation"],
-        scope=rec["scope"],
-        status=LessonStatus(rec["status"]),
-        confidence=rec["confidence"],
-        created_at=rec["created_at"],
-        updated_at=rec["updated_at"],
-        category=Category(rec["category"]),
-        evidence=tuple(rec["evidence"]),
-        superseded_by=rec["superseded_by"],
-        supersedes=rec["supersedes"],
-        last_used=rec["last_used"],
-        use_count=rec["use_count"],
-        confirmations=rec["confirmations"],
-        contradictions=rec["contradictions"],
-        confirmed_projects=tuple(rec["confirmed_projects"]),
-        context=rec["context"],
-        situation=rec["situation"],
-        tags=tuple(rec["tags"]),
-        memory_type=rec["memory_type"],
-        access_level=rec["access_level"],
-        source_node_id=rec["source_node_id"],
-        imported_from=rec["imported_from"],
-        original_confidence=rec["original_confidence"],
-        transferred_confidence=rec["transferred_confidence"],
-        signed_record=None if signed is None else bytes(signed),
-        content_hash=rec["content_hash"],
-        recipients=tuple(rec["recipients"]),
-        contested_with=tuple(rec["contested_with"]),
-        verified_against=tuple(rec["verified_against"]),
-        change_reason=rec["change_reason"],
-        provenance=tuple(
-            ProvenanceEntry(src, via, at.astimezone(UTC), digest)
-            for src, via, at, digest in rec["provenance"]
-        ),
-        embedding=vector,
-    )
-
-
-def _to_outcome(rec: Any) -> OutcomeRow:
-    return OutcomeRow(
-        id=rec["id"],
-        session_id=rec["session_id"],
-        turn_index=rec["turn_index"],
-        project=rec["project"],
-        passed=rec["passed"],
-        claim_ok=rec["claim_ok"],
-        created_at=rec["created_at"],
-        record=rec["record"],
-    )
-
-
-def _to_quarantine(rec: Any) -> QuarantineRow:
-    return QuarantineRow(
-        id=rec["id"],
-        content_hash=rec["content_hash"],
-        source_node_id=rec["source_node_id"],
-        reasons=tuple(rec["reasons"]),
-        received_at=rec["received_at"],
-        signed_record=bytes(rec["signed_record"]),
-        state=rec["state"],
-        confidence=rec["confidence"],
-        transfer_rule=rec["transfer_rule"],
-    )
 
 
 def _stored_vector(vector: Vector, dim: int) -> Vector:
@@ -530,7 +166,17 @@ def _query_vector(query: Vector, dim: int) -> Vector:
     return q
 
 
-class PostgresLessonStore(LessonStore):
+class PostgresLessonStore(
+    PgLessonRows,
+    PgLessonQueries,
+    PgImportedLessons,
+    PgOutcomes,
+    PgQuarantine,
+    PgEventLog,
+    PgState,
+    PgTables,
+    LessonStore,
+):
     """A ``LessonStore`` in PostgreSQL with pgvector; ``connect()`` is the usual entry point.
 
     ``dim`` is the embedding dimension of the node's embedder; a database created with another
@@ -833,205 +479,6 @@ class PostgresLessonStore(LessonStore):
         await self.drop_vector_index()
         await self.build_vector_index(concurrently=True)
 
-    # -- outcomes --------------------------------------------------------------------------
-    async def insert_outcome(self, outcome: OutcomeRow) -> None:
-        """Store an outcome; a duplicate id raises ``ConflictError``."""
-        async with db_guard():
-            await self.pool.execute(
-                "INSERT INTO outcomes (id, session_id, turn_index, project, passed, claim_ok,"
-                " created_at, record) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                outcome.id,
-                outcome.session_id,
-                outcome.turn_index,
-                outcome.project,
-                outcome.passed,
-                outcome.claim_ok,
-                outcome.created_at,
-                outcome.record,
-            )
-
-    async def get_outcome(self, outcome_id: str) -> OutcomeRow:
-        """Return one outcome or raise ``NotFound``."""
-        async with db_guard():
-            rec = await self.pool.fetchrow("SELECT * FROM outcomes WHERE id = $1", outcome_id)
-        if rec is None:
-            raise NotFound(f"outcome {outcome_id} not found", id=outcome_id)
-        return _to_outcome(rec)
-
-    async def existing_outcome_ids(self, ids: Sequence[str]) -> set[str]:
-        """Return the subset of ``ids`` that are stored outcomes."""
-        if not ids:
-            return set()
-        async with db_guard():
-            recs = await self.pool.fetch(
-                "SELECT id FROM outcomes WHERE id = ANY($1::text[])", list(ids)
-            )
-        return {r["id"] for r in recs}
-
-    async def list_outcomes(self, limit: int = 100, offset: int = 0) -> list[OutcomeRow]:
-        """Newest first (ties by id)."""
-        async with db_guard():
-            recs = await self.pool.fetch(
-                "SELECT * FROM outcomes ORDER BY created_at DESC, id LIMIT $1 OFFSET $2",
-                limit,
-                offset,
-            )
-        return [_to_outcome(r) for r in recs]
-
-    # -- lessons ---------------------------------------------------------------------------
-    async def insert_lesson(self, lesson: LessonRow, events: Sequence[LessonEvent] = ()) -> None:
-        """Store a new lesson (and append ``events``, one transaction); a duplicate id or
-        content hash raises ``ConflictError``."""
-        check_event_kinds(events)
-        # One statement, atomic by itself: no transaction round trips.
-        async with db_guard():
-            if lesson.provenance:
-                await self.pool.execute(
-                    _INSERT_LESSON_ALL,
-                    *_lesson_args(lesson),
-                    *_provenance_columns(lesson),
-                    *_event_columns(events),
-                )
-            elif events:
-                await self.pool.execute(
-                    _INSERT_LESSON_AND_EVENTS, *_lesson_args(lesson), *_event_columns(events)
-                )
-            else:
-                await self.pool.execute(_INSERT_LESSON, *_lesson_args(lesson))
-        self._touch([lesson.id])
-        self._inserted += 1
-
-    async def insert_lessons(self, lessons: Sequence[LessonRow]) -> int:
-        """Bulk insert with binary COPY in one transaction, all or nothing.
-
-        Fast without the HNSW index; for large loads use ``bulk_load()`` (module docstring).
-        """
-        if not lessons:
-            return 0
-        records = [tuple(_lesson_args(row)) for row in lessons]
-        provenance = [p for row in lessons for p in _provenance_args(row)]
-        async with db_guard(), self.pool.acquire() as conn, conn.transaction():
-            await conn.copy_records_to_table(
-                "lessons", records=records, columns=list(_LESSON_COLUMNS)
-            )
-            if provenance:
-                await conn.copy_records_to_table(
-                    "lesson_provenance", records=provenance, columns=list(_PROVENANCE_COLUMNS)
-                )
-        self._touch(row.id for row in lessons)
-        self._inserted += len(records)
-        return len(records)
-
-    async def get_lesson(self, lesson_id: str) -> LessonRow:
-        """Return one lesson or raise ``NotFound``."""
-        async with db_guard():
-            rec = await self.pool.fetchrow(
-                f"SELECT {_SELECT_LESSON} FROM lessons l WHERE l.id = $1", lesson_id
-            )
-        if rec is None:
-            raise NotFound(f"lesson {lesson_id} not found", id=lesson_id)
-        return _to_lesson(rec)
-
-    async def get_lessons(self, ids: Sequence[str]) -> list[LessonRow]:
-        """Return the stored lessons among ``ids`` (missing ids skipped), in input order."""
-        if not ids:
-            return []
-        async with db_guard():
-            recs = await self.pool.fetch(
-                f"SELECT {_SELECT_LESSON} FROM lessons l WHERE l.id = ANY($1::text[])", list(ids)
-            )
-        by_id = {r["id"]: _to_lesson(r) for r in recs}
-        return [by_id[i] for i in ids if i in by_id]
-
-    async def update_lesson(self, lesson: LessonRow, events: Sequence[LessonEvent] = ()) -> None:
-        """Replace an existing lesson's state and provenance (and append ``events``, one
-        transaction); the embedding is kept if unset."""
-        check_event_kinds(events)
-        # One statement (row, provenance and events), atomic by itself: one round trip.
-        async with db_guard():
-            updated = await self.pool.fetchval(
-                _UPDATE_LESSON_ALL,
-                *_lesson_args(lesson),
-                *_provenance_columns(lesson),
-                *_event_columns(events),
-            )
-        if not updated:
-            raise NotFound(f"lesson {lesson.id} not found", id=lesson.id)
-        self._touch([lesson.id])
-
-    async def supersede(self, old_id: str, new: LessonRow) -> None:
-        """Insert ``new`` (its ``supersedes`` set to ``old_id``) and mark the old row superseded.
-
-        ``NotFound`` if the old row is absent; ``ConflictError`` if it is already superseded or
-        retired (the row lock serialises two concurrent edits of the same lesson).
-        """
-        async with db_guard(), self.pool.acquire() as conn, conn.transaction():
-            old = await conn.fetchrow(
-                "SELECT status, superseded_by FROM lessons WHERE id = $1 FOR UPDATE", old_id
-            )
-            if old is None:
-                raise NotFound(f"lesson {old_id} not found", id=old_id)
-            if old["superseded_by"] is not None or old["status"] in ("superseded", "retired"):
-                raise ConflictError(
-                    f"lesson {old_id} is already superseded or retired",
-                    reason="already_superseded",
-                    id=old_id,
-                )
-            args = _lesson_args(new)
-            args[_LESSON_COLUMNS.index("supersedes")] = old_id
-            await conn.execute(_INSERT_LESSON, *args)
-            if new.provenance:
-                await conn.executemany(_INSERT_PROVENANCE, _provenance_args(new))
-            await conn.execute(
-                "UPDATE lessons SET superseded_by = $2, status = 'superseded', updated_at = $3"
-                " WHERE id = $1",
-                old_id,
-                new.id,
-                new.updated_at,
-            )
-        self._touch([old_id, new.id])
-        self._inserted += 1
-
-    async def history(self, lesson_id: str) -> list[LessonRow]:
-        """The supersede chain containing ``lesson_id``, oldest first, in one recursive query."""
-        async with db_guard():
-            recs = await self.pool.fetch(_HISTORY, lesson_id)
-        if not recs:
-            raise NotFound(f"lesson {lesson_id} not found", id=lesson_id)
-        return [_to_lesson(r) for r in recs]
-
-    async def list_lessons(self, flt: LessonFilter) -> list[LessonRow]:
-        """Lessons matching the filter: highest confidence first, then newest, then id."""
-        where, args = _where(flt)
-        n = len(args)
-        async with db_guard():
-            recs = await self.pool.fetch(
-                f"SELECT {_SELECT_LESSON} FROM lessons l WHERE {where}"
-                f" ORDER BY l.confidence DESC, l.created_at DESC, l.id"
-                f" LIMIT ${n + 1} OFFSET ${n + 2}",
-                *args,
-                flt.limit,
-                flt.offset,
-            )
-        return [_to_lesson(r) for r in recs]
-
-    async def scan_lessons(self, flt: LessonFilter, after: str, limit: int) -> list[LessonRow]:
-        """Lessons matching the filter in id order, the first ``limit`` above ``after``
-        (keyset pages on the primary key: a confidence-ordered OFFSET page sorted every
-        matching row, whole, to skip to it: 0.13-0.28 s per page at 20,000 lessons, against
-        0.015 s)."""
-        where, args = _where(flt)
-        n = len(args)
-        async with db_guard():
-            recs = await self.pool.fetch(
-                f"SELECT {_SELECT_LESSON} FROM lessons l WHERE {where} AND l.id > ${n + 1}"
-                f" ORDER BY l.id LIMIT ${n + 2}",
-                *args,
-                after,
-                limit,
-            )
-        return [_to_lesson(r) for r in recs]
-
     async def _search_once(
         self,
         conn: Any,
@@ -1182,146 +629,6 @@ class PostgresLessonStore(LessonStore):
                 index.refresh(dirty, [_to_lesson(r) for r in recs])
         return index if index.enabled and index.loaded else None
 
-    async def count_lessons(self, flt: LessonFilter) -> int:
-        """How many lessons match the filter (ignores limit/offset)."""
-        where, args = _where(flt)
-        async with db_guard():
-            count = await self.pool.fetchval(f"SELECT count(*) FROM lessons l WHERE {where}", *args)
-        return int(count)
-
-    async def retired_evidence_ids(self, among: Sequence[str] | None = None) -> set[str]:
-        """Outcome ids cited by any lesson whose ``superseded_by`` is ``retired:<who>``; with
-        ``among``, only those ids. Read from ``retired_evidence``, which a trigger keeps
-        (migration 0010): no index of ``lessons`` reads its evidence."""
-        async with db_guard():
-            if among is None:
-                recs = await self.pool.fetch(
-                    "SELECT DISTINCT outcome_id AS id FROM retired_evidence"
-                )
-            elif not among:
-                return set()
-            else:
-                recs = await self.pool.fetch(
-                    "SELECT DISTINCT outcome_id AS id FROM retired_evidence"
-                    " WHERE outcome_id = ANY($1::text[])",
-                    list(among),
-                )
-        return {r["id"] for r in recs}
-
-    async def find_by_content_hash(self, content_hash: str) -> LessonRow | None:
-        """The lesson stored with this content hash, if any."""
-        async with db_guard():
-            rec = await self.pool.fetchrow(
-                f"SELECT {_SELECT_LESSON} FROM lessons l WHERE l.content_hash = $1", content_hash
-            )
-        return None if rec is None else _to_lesson(rec)
-
-    async def proven_operations(self, operations: Sequence[str]) -> set[str]:
-        """Of ``operations``, those an active lesson this node's outcomes back is about (on
-        the operation index; ``has_local_evidence`` in SQL)."""
-        if not operations:
-            return set()
-        async with db_guard():
-            recs = await self.pool.fetch(
-                "SELECT DISTINCT l.operation FROM lessons l"
-                " WHERE l.operation = ANY($1::text[]) AND l.status = 'active'"
-                " AND l.category = 'lesson'"
-                " AND ((l.imported_from IS NULL AND l.evidence <> '{}') OR l.confirmations > 0)",
-                list(dict.fromkeys(operations)),
-            )
-        return {r["operation"] for r in recs}
-
-    async def project_scopes(self, limit: int) -> list[str]:
-        """Project scopes of own lessons and of outcomes, sorted, at most ``limit``."""
-        async with db_guard():
-            recs = await self.pool.fetch(
-                "SELECT scope FROM (SELECT DISTINCT scope FROM lessons"
-                " WHERE imported_from IS NULL AND scope LIKE 'project:%'"
-                " UNION SELECT DISTINCT 'project:' || project FROM outcomes WHERE project <> '')"
-                " AS s ORDER BY scope LIMIT $1",
-                limit,
-            )
-        return [r["scope"] for r in recs]
-
-    async def imported_records(self, after: str, limit: int) -> list[ImportedRecord]:
-        """Imported lessons with a signed record and content hash, by id after ``after``:
-        seven columns, no vector or provenance (keyset pages: no OFFSET to skip over)."""
-        async with db_guard():
-            recs = await self.pool.fetch(
-                "SELECT id, content_hash, created_at, signed_record, status, access_level, scope"
-                " FROM lessons"
-                " WHERE imported_from IS NOT NULL AND signed_record IS NOT NULL"
-                " AND content_hash IS NOT NULL AND id > $1 ORDER BY id LIMIT $2",
-                after,
-                limit,
-            )
-        return [
-            ImportedRecord(
-                r["id"],
-                r["content_hash"],
-                r["created_at"],
-                bytes(r["signed_record"]),
-                LessonStatus(r["status"]),
-                r["access_level"],
-                r["scope"],
-            )
-            for r in recs
-        ]
-
-    async def imported_per_source(self) -> dict[str, int]:
-        """Imported lessons (every version) per source node id: one aggregate, no rows read
-        back (paging 20,000 whole rows to count them took 6.5 s)."""
-        async with db_guard():
-            recs = await self.pool.fetch(
-                "SELECT source_node_id, count(*) AS n FROM lessons"
-                " WHERE imported_from IS NOT NULL AND source_node_id <> ''"
-                " GROUP BY source_node_id"
-            )
-        return {r["source_node_id"]: r["n"] for r in recs}
-
-    async def import_sources(self, statuses: Sequence[LessonStatus]) -> set[str]:
-        """The nodes lessons in ``statuses`` were imported from: a skip scan of the
-        ``imported_from`` index, one probe per source, so the cost follows the number of
-        sources, not of lessons (a DISTINCT read every entry: 27 ms at 20,000 lessons)."""
-        async with db_guard():
-            recs = await self.pool.fetch(
-                "WITH RECURSIVE s(source) AS ("
-                " (SELECT imported_from FROM lessons"
-                "  WHERE imported_from IS NOT NULL AND status = ANY($1::text[])"
-                "  ORDER BY imported_from LIMIT 1)"
-                " UNION ALL"
-                " SELECT (SELECT imported_from FROM lessons"
-                "  WHERE imported_from > s.source AND status = ANY($1::text[])"
-                "  ORDER BY imported_from LIMIT 1)"
-                " FROM s WHERE s.source IS NOT NULL)"
-                " SELECT source FROM s WHERE source IS NOT NULL",
-                [LessonStatus(s).value for s in statuses],
-            )
-        return {r["source"] for r in recs}
-
-    async def lesson_facts(self, after: str, limit: int) -> list[LessonFacts]:
-        """Lessons (category ``lesson``, any status) by id after ``after``: six columns (keyset
-        pages; the vector, record and provenance stay where they are)."""
-        async with db_guard():
-            recs = await self.pool.fetch(
-                "SELECT id, status, confidence, created_at, last_used, context FROM lessons"
-                " WHERE category = $1 AND id > $2 ORDER BY id LIMIT $3",
-                Category.LESSON.value,
-                after,
-                limit,
-            )
-        return [
-            LessonFacts(
-                r["id"],
-                LessonStatus(r["status"]),
-                r["confidence"],
-                r["created_at"],
-                r["last_used"],
-                r["context"],
-            )
-            for r in recs
-        ]
-
     async def set_embeddings(self, vectors: Sequence[tuple[str, Vector]]) -> None:
         """Set each listed lesson's embedding only (one pipelined batch); unknown ids are
         skipped."""
@@ -1381,172 +688,6 @@ class PostgresLessonStore(LessonStore):
             index.apply_uses(counts, latest)
         else:
             self._touch(ids)
-
-    async def hard_delete(self, lesson_id: str) -> None:
-        """Remove a lesson, its provenance and pending outbox rows; ``NotFound`` if absent."""
-        async with db_guard(), self.pool.acquire() as conn, conn.transaction():
-            status = await conn.execute("DELETE FROM lessons WHERE id = $1", lesson_id)
-            await conn.execute("DELETE FROM lesson_events WHERE lesson_id = $1", lesson_id)
-        self._touch([lesson_id])
-        if status == "DELETE 0":
-            raise NotFound(f"lesson {lesson_id} not found", id=lesson_id)
-
-    # -- quarantine and rejections ---------------------------------------------------------
-    async def quarantine(self, row: QuarantineRow) -> None:
-        """Hold a record for review; a second record with the same content hash is a no-op."""
-        if row.state not in QUARANTINE_STATES:
-            raise StoreError(f"unknown quarantine state {row.state!r}", reason="bad_state")
-        async with db_guard():
-            await self.pool.execute(
-                "INSERT INTO quarantine (id, content_hash, source_node_id, reasons, received_at,"
-                " signed_record, state, confidence, transfer_rule)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-                " ON CONFLICT (content_hash) DO NOTHING",
-                row.id,
-                row.content_hash,
-                row.source_node_id,
-                list(row.reasons),
-                row.received_at,
-                row.signed_record,
-                row.state,
-                row.confidence,
-                row.transfer_rule,
-            )
-
-    async def list_quarantine(self, state: str | None = "pending") -> list[QuarantineRow]:
-        """Quarantined records in ``state`` (all when ``None``), oldest first, ties by id."""
-        async with db_guard():
-            recs = await self.pool.fetch(
-                "SELECT * FROM quarantine WHERE $1::text IS NULL OR state = $1"
-                " ORDER BY received_at, id",
-                state,
-            )
-        return [_to_quarantine(r) for r in recs]
-
-    async def get_quarantine(self, quarantine_id: str) -> QuarantineRow:
-        """One quarantined record in any state, or ``NotFound`` (by its primary key)."""
-        async with db_guard():
-            rec = await self.pool.fetchrow("SELECT * FROM quarantine WHERE id = $1", quarantine_id)
-        if rec is None:
-            raise NotFound(f"quarantine {quarantine_id} not found", id=quarantine_id)
-        return _to_quarantine(rec)
-
-    async def quarantine_of(self, content_hash: str) -> QuarantineRow | None:
-        """The quarantined record holding ``content_hash`` (its unique index), or ``None``."""
-        async with db_guard():
-            rec = await self.pool.fetchrow(
-                "SELECT * FROM quarantine WHERE content_hash = $1", content_hash
-            )
-        return None if rec is None else _to_quarantine(rec)
-
-    async def quarantine_reasons(self, state: str = "pending") -> dict[tuple[str, ...], int]:
-        """Quarantined records in ``state`` per set of reasons (sorted): one aggregate."""
-        async with db_guard():
-            recs = await self.pool.fetch(
-                "SELECT reasons, count(*) AS n FROM quarantine WHERE state = $1 GROUP BY reasons",
-                state,
-            )
-        out: dict[tuple[str, ...], int] = {}
-        for r in recs:
-            key = tuple(sorted(set(r["reasons"])))
-            out[key] = out.get(key, 0) + r["n"]
-        return out
-
-    async def set_quarantine_state(self, quarantine_id: str, state: str) -> QuarantineRow:
-        """Mark a quarantined record approved, rejected or pending; returns the updated row."""
-        if state not in QUARANTINE_STATES:
-            raise StoreError(f"unknown quarantine state {state!r}", reason="bad_state")
-        async with db_guard():
-            rec = await self.pool.fetchrow(
-                "UPDATE quarantine SET state = $2 WHERE id = $1 RETURNING *", quarantine_id, state
-            )
-        if rec is None:
-            raise NotFound(f"quarantine {quarantine_id} not found", id=quarantine_id)
-        return _to_quarantine(rec)
-
-    async def record_rejection(self, row: RejectionRow) -> None:
-        """Append to the rejection log."""
-        async with db_guard():
-            await self.pool.execute(
-                "INSERT INTO rejections (source_node_id, reason, content_hash, received_at,"
-                " detail) VALUES ($1, $2, $3, $4, $5)",
-                row.source_node_id,
-                row.reason,
-                row.content_hash,
-                row.received_at,
-                row.detail,
-            )
-
-    async def list_rejections(self, limit: int = 100) -> list[RejectionRow]:
-        """Newest first; equal times keep the newest-appended first."""
-        async with db_guard():
-            recs = await self.pool.fetch(
-                "SELECT source_node_id, reason, content_hash, received_at, detail"
-                " FROM rejections ORDER BY received_at DESC, id DESC LIMIT $1",
-                limit,
-            )
-        return [
-            RejectionRow(
-                r["source_node_id"], r["reason"], r["content_hash"], r["received_at"], r["detail"]
-            )
-            for r in recs
-        ]
-
-    # -- lesson event log ------------------------------------------------------------------
-    async def append_events(self, events: Sequence[LessonEvent]) -> None:
-        """Append to the event log in one statement; an unknown kind refuses the whole batch."""
-        check_event_kinds(events)
-        if not events:
-            return
-        async with db_guard():
-            await self.pool.executemany(_INSERT_EVENT, _event_args(events))
-
-    async def lesson_events(self, lesson_ids: Sequence[str]) -> list[LessonEvent]:
-        """The events about any of ``lesson_ids``, oldest first (ties in append order)."""
-        async with db_guard():
-            recs = await self.pool.fetch(
-                "SELECT lesson_id, at, kind, actor, confidence_before, confidence_after, reason,"
-                " outcome_id, version FROM lesson_events WHERE lesson_id = ANY($1::text[])"
-                " ORDER BY at, id",
-                list(lesson_ids),
-            )
-        return [
-            LessonEvent(
-                lesson_id=r["lesson_id"],
-                at=r["at"],
-                kind=r["kind"],
-                actor=r["actor"],
-                confidence_before=r["confidence_before"],
-                confidence_after=r["confidence_after"],
-                reason=r["reason"],
-                outcome_id=r["outcome_id"],
-                version=r["version"],
-            )
-            for r in recs
-        ]
-
-    # -- node state ------------------------------------------------------------------------
-    async def get_state(self, key: str) -> dict[str, Any] | None:
-        """The document stored under ``key`` in ``node_state``, or ``None``."""
-        async with db_guard():
-            doc = await self.pool.fetchval("SELECT document FROM node_state WHERE key = $1", key)
-        return None if doc is None else dict(doc)
-
-    async def put_state(self, key: str, document: dict[str, Any]) -> None:
-        """Store ``document`` under ``key`` (one upsert); a value JSON cannot hold raises
-        ``StoreError`` (``invalid_value``)."""
-        try:
-            json.dumps(document)
-        except (TypeError, ValueError) as e:
-            raise StoreError(f"state {key!r} is not JSON: {e}", reason="invalid_value") from e
-        async with db_guard():
-            await self.pool.execute(
-                "INSERT INTO node_state (key, document, updated_at) VALUES ($1, $2, now())"
-                " ON CONFLICT (key) DO UPDATE SET document = EXCLUDED.document,"
-                " updated_at = EXCLUDED.updated_at",
-                key,
-                document,
-            )
 
     # -- stats -----------------------------------------------------------------------------
     async def database_bytes(self) -> int:

@@ -48,12 +48,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from lamarck.errors import StoreError
-from lamarck.node.store.postgres import (
-    TRANSLATED_ERRORS,
-    PostgresLessonStore,
-    db_guard,
-    translate_error,
-)
+from lamarck.node.store.pg.sql import TRANSLATED_ERRORS, db_guard, translate_error
+from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.proto.clock import Clock
 from lamarck.reputation.book import PeerLedger, ReputationBook, TrustConfig, table_rows
 from lamarck.reputation.events import EventKind, ReputationEvent

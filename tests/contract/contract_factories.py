@@ -1,9 +1,12 @@
-"""Rows for the store contract suites: lessons, outcomes, times and vectors."""
+"""Rows for the store contract suites: lessons, outcomes, quarantined records, signed records,
+times and vectors, and the rows the filter tests select among."""
 
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 
@@ -14,7 +17,13 @@ from lamarck.domain.rows import (
     LessonStatus,
     OutcomeRow,
     ProvenanceEntry,
+    QuarantineRow,
 )
+from lamarck.node.store.port import LessonStore
+from lamarck.proto.identity import NodeIdentity
+from lamarck.proto.memory import MemoryV2
+from lamarck.proto.signed import SignedMemory
+from lamarck.proto.timefmt import format_ts
 
 # The dimension the conftest migrates its template database with (conftest.DIM).
 DIM = 8
@@ -105,3 +114,80 @@ def full_lesson() -> LessonRow:
         change_reason="the suite moved to nox",
         embedding=vec(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8),
     )
+
+
+async def filter_fixture(store: LessonStore) -> None:
+    """Ten lessons that differ in one field each (scope, status, category, source...): what
+    the filter tests select among."""
+    await store.insert_lessons(
+        [
+            lesson("g-hi", confidence=0.9),
+            lesson("g-lo", confidence=0.2),
+            lesson("g-new", confidence=0.5, created_at=at(10)),
+            lesson("g-old", confidence=0.5, created_at=at(0)),
+            lesson("p1", scope="project:1", confidence=0.6),
+            lesson("p2", scope="project:2", confidence=0.6, operation="git push"),
+            lesson("claim", status=LessonStatus.CLAIMED, confidence=0.3),
+            lesson("sit", category=Category.SITUATION, confidence=0.7),
+            lesson("imp", imported_from="lmk1peer", source_node_id="lmk1src", confidence=0.4),
+            lesson("ret", status=LessonStatus.RETIRED, confidence=0.1),
+        ]
+    )
+
+
+def exact_order(rows: list[LessonRow], query: np.ndarray) -> list[tuple[str, float]]:
+    """``(id, cosine)`` of every row against ``query``, best first, ties by id."""
+    sims = []
+    for row in rows:
+        assert row.embedding is not None
+        e = row.embedding.astype(np.float64)
+        q = query.astype(np.float64)
+        sims.append((row.id, float(e @ q / (np.linalg.norm(e) * np.linalg.norm(q)))))
+    return sorted(sims, key=lambda p: (-p[1], p[0]))
+
+
+def quarantined(qid: str, digest: str, seconds: float = 0) -> QuarantineRow:
+    """A pending quarantine row."""
+    return QuarantineRow(
+        id=qid,
+        content_hash=digest,
+        source_node_id="lmk1src",
+        reasons=("low_reputation", "unverified_claim"),
+        received_at=at(seconds),
+        signed_record=b'{"x": 1}',
+    )
+
+
+def signed_record(n: int, content: str, signer: NodeIdentity, now: datetime, **over: Any) -> bytes:
+    """The bytes of a public lesson record number ``n`` (its id from ``n``) that ``signer``
+    signed two days before ``now``: operation ``deploy.step<n>``, domain ``deploy``,
+    environment ``staging``; ``over`` replaces top-level fields."""
+    created = format_ts(now - timedelta(days=2))
+    obj: dict[str, Any] = {
+        "schema_version": "2.0",
+        "id": str(uuid.UUID(int=n, version=4)),
+        "type": "AC",
+        "content": content,
+        "confidence": 0.7,
+        "access_level": "public",
+        "context": {"domain": "deploy", "environment": "staging", "tools": ["alembic"]},
+        "provenance": {
+            "source_agent_id": signer.node_id,
+            "source_type": "empirical",
+            "created_at": created,
+            "updated_at": created,
+        },
+        "evidence": [
+            {
+                "type": "empirical",
+                "description": "it worked",
+                "timestamp": created,
+                "validator": "reality",
+                "outcome_id": str(uuid.UUID(int=500 + n, version=4)),
+            }
+        ],
+        "lesson": {"operation": f"deploy.step{n}", "scope": "global", "status": "active"},
+        "confidence_interval": {"mean": 0.7, "std_dev": 0.1},
+        **over,
+    }
+    return SignedMemory.sign(MemoryV2.from_obj(obj), signer).raw

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import UTC, datetime
 
 from lamarck.domain.rows import LessonFilter
 from lamarck.node.embedding import HashingEmbedder
@@ -17,11 +16,10 @@ from lamarck.node.store.port import LessonStore
 from lamarck.policy.decision import ImportOutcome, ImportParams
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
-from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
+from tests.contract.contract_factories import signed_record
 
 #: Embedding dimension of the contract suite's stores (conftest.DIM).
 DIM = 8
@@ -48,36 +46,8 @@ class Pins:
         return {}
 
 
-def _raw(n: int, content: str, **over: Any) -> bytes:
-    created = format_ts(NOW - timedelta(days=2))
-    obj: dict[str, Any] = {
-        "schema_version": "2.0",
-        "id": str(uuid.UUID(int=n, version=4)),
-        "type": "AC",
-        "content": content,
-        "confidence": 0.7,
-        "access_level": "public",
-        "context": {"domain": "deploy", "environment": "staging", "tools": ["alembic"]},
-        "provenance": {
-            "source_agent_id": SOURCE.node_id,
-            "source_type": "empirical",
-            "created_at": created,
-            "updated_at": created,
-        },
-        "evidence": [
-            {
-                "type": "empirical",
-                "description": "it worked",
-                "timestamp": created,
-                "validator": "reality",
-                "outcome_id": str(uuid.UUID(int=500 + n, version=4)),
-            }
-        ],
-        "lesson": {"operation": f"deploy.step{n}", "scope": "global", "status": "active"},
-        "confidence_interval": {"mean": 0.7, "std_dev": 0.1},
-        **over,
-    }
-    return SignedMemory.sign(MemoryV2.from_obj(obj), SOURCE).raw
+def _raw(n: int, content: str) -> bytes:
+    return signed_record(n, content, SOURCE, NOW)
 
 
 def _pipeline(store: LessonStore, known: bool) -> ImportPipeline:

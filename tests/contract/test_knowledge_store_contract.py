@@ -1,18 +1,15 @@
 """Contract: what the knowledge rules store, in both adapters — a lesson's open conflicts and the
-conflicts it won (``contested_with``, ``verified_against``), the ``contested`` and ``merged``
-event kinds, and the node's state documents (the context-variable learner)."""
+conflicts it won (``contested_with``, ``verified_against``) and the ``contested`` and ``merged``
+event kinds."""
 
 from __future__ import annotations
 
 import dataclasses
 
-import pytest
-
 from lamarck.domain.rows import (
     LessonEvent,
     LessonFilter,
 )
-from lamarck.errors import StoreError
 from lamarck.node.store.port import LessonStore
 from tests.contract.contract_factories import T0, lesson
 
@@ -52,44 +49,3 @@ async def test_contested_and_merged_are_event_kinds(store: LessonStore) -> None:
         ]
     )
     assert [e.kind for e in await store.lesson_events(["a"])] == ["contested", "merged"]
-
-
-async def test_state_documents_round_trip_and_replace(store: LessonStore) -> None:
-    """Nothing stored reads ``None``; a put replaces; keys are independent."""
-    assert await store.get_state("variables") is None
-    doc = {"version": 1, "variables": {"domain": {"correct": 1, "incorrect": 3}}}
-    await store.put_state("variables", doc)
-    assert await store.get_state("variables") == doc
-    await store.put_state("variables", {"version": 1, "variables": {}})
-    await store.put_state("other", {"n": [1, 2.5, "x", None, True]})
-    assert await store.get_state("variables") == {"version": 1, "variables": {}}
-    assert await store.get_state("other") == {"n": [1, 2.5, "x", None, True]}
-
-
-async def test_a_state_document_is_a_copy(store: LessonStore) -> None:
-    """Mutating what was put or what was read never changes what the store holds."""
-    doc = {"variables": {"domain": {"correct": 1}}}
-    await store.put_state("k", doc)
-    doc["variables"]["domain"]["correct"] = 99
-    read = await store.get_state("k")
-    assert read is not None
-    read["variables"] = {}
-    assert await store.get_state("k") == {"variables": {"domain": {"correct": 1}}}
-
-
-async def test_a_state_document_json_cannot_hold_is_refused(store: LessonStore) -> None:
-    """A non-JSON value is a ``StoreError`` (``invalid_value``) and stores nothing."""
-    with pytest.raises(StoreError) as err:
-        await store.put_state("k", {"bad": object()})
-    assert err.value.reason == "invalid_value"
-    assert await store.get_state("k") is None
-
-
-async def test_state_rolls_back_with_a_failed_unit_of_work(store: LessonStore) -> None:
-    """A state write inside ``atomic`` commits or rolls back with the rest of the block."""
-    await store.put_state("k", {"v": 1})
-    with pytest.raises(RuntimeError):
-        async with store.atomic():
-            await store.put_state("k", {"v": 2})
-            raise RuntimeError("boom")
-    assert await store.get_state("k") == {"v": 1}

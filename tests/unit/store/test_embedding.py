@@ -10,10 +10,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from lamarck.domain.embedder import Embedder
 from lamarck.errors import ConfigError
 from lamarck.node.embedding import (
-    DEFAULT_DIM,
     MINILM_PACKAGE,
     EmbeddingFallbackWarning,
     HashingEmbedder,
@@ -38,10 +36,6 @@ def minilm() -> Iterator[MiniLMEmbedder]:
     embedder = MiniLMEmbedder()
     embedder.load()
     yield embedder
-
-
-def _adapters(minilm: MiniLMEmbedder) -> list[Embedder]:
-    return [HashingEmbedder(), minilm]
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
@@ -75,25 +69,6 @@ def test_hashing_embedding_is_identical_across_processes_with_different_hash_see
     second = _embed_in_subprocess(SENTENCES, "2")
     here = HashingEmbedder().embed(SENTENCES).tobytes()
     assert first == second == here
-
-
-def test_both_adapters_return_float32_unit_rows_of_their_dimension(minilm: MiniLMEmbedder) -> None:
-    """Every row is float32, of length ``dim``, and L2-normalised — even for empty text."""
-    for embedder in _adapters(minilm):
-        vectors = embedder.embed(SENTENCES)
-        assert embedder.dim == DEFAULT_DIM
-        assert vectors.dtype == np.float32
-        assert vectors.shape == (len(SENTENCES), embedder.dim)
-        np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-        assert embedder.embed([]).shape == (0, embedder.dim)
-        assert embedder.embed_one(SENTENCES[0]).shape == (embedder.dim,)
-
-
-def test_embedding_a_bare_string_is_refused(minilm: MiniLMEmbedder) -> None:
-    """A str is a Sequence[str]; embedding its letters one by one would be a silent bug."""
-    for embedder in _adapters(minilm):
-        with pytest.raises(TypeError):
-            embedder.embed("Run pytest from the repo root")
 
 
 def test_hashing_similar_sentences_are_closer_than_unrelated_ones() -> None:

@@ -1,0 +1,2 @@
+"""The Postgres adapter's parts, one module per narrow store port (``PostgresLessonStore``
+in ``lamarck.node.store.postgres`` is all of them)."""
