@@ -215,7 +215,7 @@ def test_own_lesson_coming_back_is_a_duplicate() -> None:
     async def go() -> None:
         h = Harness()
         raw = signed_raw(SELF_KEY)
-        from lamarck.node.importing.pipeline import imported_row
+        from lamarck.node.importing.versions import imported_row
 
         signed = SignedMemory.from_json(raw)
         local = imported_row(
