@@ -27,19 +27,19 @@ from lamarck.learning.influence import LessonEvidence
 from lamarck.node.console.activity import activity_timeline, bins_for_age, window_start
 from lamarck.node.console.assets import CONTENT_TYPES, asset
 from lamarck.node.console.http import ConsoleParams
-from lamarck.node.console.markup import Markup, attrs, el, esc, void
-from lamarck.node.console.pages import (
-    CSRF_FIELD,
-    NAV,
-    SHORT_ID_CHARS,
+from lamarck.node.console.lesson_pages import (
     HeldDetails,
-    health_page,
     lesson_page,
     lessons_page,
+    quarantine_page,
+)
+from lamarck.node.console.markup import Markup, attrs, el, esc, void
+from lamarck.node.console.pages import (
+    NAV,
+    health_page,
     overview_page,
     page,
     peer_page,
-    quarantine_page,
     reputation_page,
 )
 from lamarck.node.console.plots import (
@@ -51,6 +51,7 @@ from lamarck.node.console.plots import (
     timeline_chart,
 )
 from lamarck.node.console.series import evidence_counts, quarantine_ages, score_series
+from lamarck.node.console.widgets import CSRF_FIELD, SHORT_ID_CHARS
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.scores import PeerBand, ScorePart
