@@ -51,12 +51,12 @@ from lamarck.node.api.server import (
     build_servers,
 )
 from lamarck.node.config import load_settings
-from lamarck.node.daemon import node_context
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.versions import imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
+from lamarck.node.startup import node_context
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.operator import AsyncOperatorClient
 from lamarck.policy.decision import ImportParams
