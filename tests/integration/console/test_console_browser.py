@@ -67,6 +67,7 @@ from lamarck.reputation.book import ReputationBook, TrustConfig, table_rows
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
 from lamarck.reputation.table import ReputationRow, named_parts
+from tests.factories import lesson_row
 
 pytestmark = pytest.mark.integration
 
@@ -202,16 +203,14 @@ def quorum_round(ledger: QuorumLedger, record: SignedMemory) -> None:
 
 def lesson(n: int, confidence: float, status: LessonStatus = LessonStatus.ACTIVE) -> LessonRow:
     """A local lesson learned ``n`` days ago."""
-    created = NOW - timedelta(days=20 + n)
-    return LessonRow(
-        id=f"lesson-{n}",
+    return lesson_row(
+        f"lesson-{n}",
         content=f"Check the disk before writing large files on host {n}.",
         operation=f"fs.write.{n}",
         scope="global" if n % 2 else "project:" + "ab" * 8,
         status=status,
         confidence=confidence,
-        created_at=created,
-        updated_at=created,
+        at=NOW - timedelta(days=20 + n),
         context={"domain": "ops", "environment": "prod"},
         last_used=NOW - timedelta(days=n),
     )
@@ -243,15 +242,12 @@ class Console:
 def imported_lesson(n: int, days_ago: int) -> LessonRow:
     """A lesson imported from SOURCE via lmk1alpha ``days_ago`` days ago."""
     at = NOW - timedelta(days=days_ago, hours=n + 1)
-    return LessonRow(
-        id=f"imported-{n}",
+    return lesson_row(
+        f"imported-{n}",
         content=f"Pin the base image digest before building release {n}.",
         operation="docker.build",
-        scope="global",
-        status=LessonStatus.ACTIVE,
         confidence=0.62,
-        created_at=at,
-        updated_at=at,
+        at=at,
         evidence=(f"outcome-imp-{n}",),
         source_node_id=SOURCE.node_id,
         imported_from="lmk1alpha",
