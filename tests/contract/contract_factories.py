@@ -58,8 +58,8 @@ def outcome(outcome_id: str, created: datetime = T0, **fields: object) -> Outcom
 
 def full_lesson() -> LessonRow:
     """A lesson with every field set to something other than its default."""
-    return LessonRow(
-        id="full",
+    return lesson_row(
+        "full",
         content="prefer uv over pip for installs",
         operation="pip install",
         scope="project:0f3a",

@@ -13,7 +13,6 @@ import pytest
 from lamarck.consensus.corroboration import EvidenceClass, Support
 from lamarck.domain.rows import (
     LessonEvent,
-    LessonRow,
     LessonStatus,
     ProvenanceEntry,
     QuarantineRow,
@@ -56,6 +55,7 @@ from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.scores import PeerBand, ScorePart
 from lamarck.reputation.table import ReputationRow
+from tests.factories import lesson_row
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 HOSTILE = '<script>alert("x")</script>'
@@ -140,8 +140,8 @@ def test_the_overview_lists_facts_and_warnings_escaped() -> None:
 
 def test_the_health_page_draws_bands_calibration_transfer_and_velocity() -> None:
     rows = [
-        LessonRow("a", "x", "op", "global", LessonStatus.ACTIVE, 0.8, NOW, NOW, last_used=NOW),
-        LessonRow("b", "y", "op", "global", LessonStatus.ACTIVE, 0.3, NOW, NOW, last_used=NOW),
+        lesson_row("a", at=NOW, content="x", operation="op", confidence=0.8, last_used=NOW),
+        lesson_row("b", at=NOW, content="y", operation="op", confidence=0.3, last_used=NOW),
     ]
     predictions = [
         Prediction("op", True, c, NOW - timedelta(days=1), actual_success=ok)
@@ -442,16 +442,15 @@ def test_an_empty_queue_says_so() -> None:
 
 
 def test_lessons_are_filterable_by_scope_status_and_origin() -> None:
-    local = LessonRow("l1", HOSTILE, "git push", "global", LessonStatus.ACTIVE, 0.7, NOW, NOW)
-    imported = LessonRow(
+    local = lesson_row("l1", at=NOW, content=HOSTILE, operation="git push", confidence=0.7)
+    imported = lesson_row(
         "l2",
-        "use -n",
-        "rm",
-        "project:ab",
-        LessonStatus.RETIRED,
-        0.1,
-        NOW,
-        NOW,
+        at=NOW,
+        content="use -n",
+        operation="rm",
+        scope="project:ab",
+        status=LessonStatus.RETIRED,
+        confidence=0.1,
         imported_from="lmk1x",
     )
     evidence = {
@@ -481,15 +480,12 @@ def test_lessons_are_filterable_by_scope_status_and_origin() -> None:
 
 
 def test_a_lesson_page_shows_evidence_provenance_and_history() -> None:
-    row = LessonRow(
+    row = lesson_row(
         "l2",
-        "use -n",
-        "rm",
-        "global",
-        LessonStatus.ACTIVE,
-        0.6,
-        NOW,
-        NOW,
+        at=NOW,
+        content="use -n",
+        operation="rm",
+        confidence=0.6,
         evidence=("outcome-1",),
         imported_from="lmk1x",
         provenance=(ProvenanceEntry("lmk1x", "lmk1y", NOW, "h"),),
