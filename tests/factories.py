@@ -77,13 +77,14 @@ def outcome_obj(
     project: str,
     goal_digest: str,
     steps: Sequence[tuple[str, str, str | None]],
-    created_at: datetime,
+    created_at: datetime | str,
     passed: bool = True,
     claim_ok: bool = True,
     **extra: Any,
 ) -> dict[str, Any]:
     """One turn's outcome: ``steps`` are ``(operation_key, outcome, target)`` in order;
-    ``extra`` adds fields (``in_play``, ``injected_instruction``, ...)."""
+    ``created_at`` a time (or the exact text to send); ``extra`` adds fields (``in_play``,
+    ``injected_instruction``, ...) or replaces the defaults (``tokens``, ``wall_s``)."""
     return {
         "schema_version": "1.0",
         "kind": "outcome",
@@ -112,6 +113,6 @@ def outcome_obj(
         "steps": len(steps),
         "tokens": 100,
         "wall_s": 1.0,
-        "created_at": format_ts(created_at),
+        "created_at": created_at if isinstance(created_at, str) else format_ts(created_at),
         **extra,
     }
