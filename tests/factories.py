@@ -1,8 +1,8 @@
 """Records the suite builds in many places, built one way: a stored lesson (``lesson_row``,
 and the publishable local lesson the sharing tests start from, ``publishable_lesson``), its
-embedding (``unit_vector``), and an outcome record as the dict an agent sends (``kind:
-outcome``), with one ``pytest`` check that passed or failed. Every builder takes keyword
-overrides for any field."""
+embedding (``unit_vector``), a quarantine row holding a signed record (``held_row``), and an
+outcome record as the dict an agent sends (``kind: outcome``), with one ``pytest`` check that
+passed or failed. Every builder takes keyword overrides for any field."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from lamarck.domain.rows import LessonRow, LessonStatus
+from lamarck.domain.rows import LessonRow, LessonStatus, QuarantineRow
+from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
 
 #: The instant a built lesson is made and last updated at unless a test gives its own.
@@ -52,6 +53,28 @@ def lesson_row(
         base["embedding"] = unit_vector(dim)
     base.update(fields)
     return LessonRow(**base)
+
+
+def held_row(
+    held_id: str,
+    record: SignedMemory,
+    *,
+    received_at: datetime = T0,
+    reasons: tuple[str, ...] = ("unverified_high_confidence", "statistical_outlier"),
+    **fields: Any,
+) -> QuarantineRow:
+    """A pending quarantine row holding the signed ``record`` (its bytes, hash and source),
+    held for the two reasons a confident record from an unknown peer gets; ``fields``
+    replace the rest (``state``, ``confidence``, ``transfer_rule``)."""
+    return QuarantineRow(
+        id=held_id,
+        content_hash=record.content_hash,
+        source_node_id=record.source_agent_id,
+        reasons=reasons,
+        received_at=received_at,
+        signed_record=record.raw,
+        **fields,
+    )
 
 
 def publishable_lesson(**fields: Any) -> LessonRow:

@@ -67,7 +67,7 @@ from lamarck.reputation.book import ReputationBook, TrustConfig, table_rows
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
 from lamarck.reputation.table import ReputationRow, named_parts
-from tests.factories import lesson_row
+from tests.factories import held_row, lesson_row
 
 pytestmark = pytest.mark.integration
 
@@ -145,14 +145,11 @@ def signed(n: int) -> SignedMemory:
 
 def held(n: int, reasons: tuple[str, ...] | None = None) -> QuarantineRow:
     """A pending quarantine row holding record ``n``, kept with its import decision."""
-    sm = signed(n)
-    return QuarantineRow(
-        id=f"q{n}",
-        content_hash=sm.content_hash,
-        source_node_id=sm.source_agent_id,
-        reasons=reasons or ("unverified_high_confidence", "statistical_outlier"),
+    return held_row(
+        f"q{n}",
+        signed(n),
         received_at=NOW - timedelta(minutes=10 - n),
-        signed_record=sm.raw,
+        reasons=reasons or ("unverified_high_confidence", "statistical_outlier"),
         confidence=0.47,
         transfer_rule="unknown_peer",
     )
