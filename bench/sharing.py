@@ -105,7 +105,8 @@ from bench.node import outcome
 from lamarck.client import AsyncClient
 from lamarck.gossip.publisher import GossipParams
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
+from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
+from lamarck.node.importing.versions import imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.embedded import EmbeddedPostgres, default_server_settings
 from lamarck.node.store.postgres import PostgresLessonStore

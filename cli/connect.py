@@ -20,7 +20,7 @@ __all__ = [
     "running_node",
 ]
 
-#: Written by the daemon (``lamarck.node.daemon.NODE_FILE``); read here without importing
+#: Written by the daemon (``lamarck.node.startup.NODE_FILE``); read here without importing
 #: the daemon, whose imports (store, servers, embedder) would slow every command's start.
 NODE_FILE = "node.json"
 

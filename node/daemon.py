@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import contextlib
 import gc
-import importlib
 import io
 import json
 import logging
@@ -45,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 import lamarck
-from lamarck.domain.embedder import Embedder
 from lamarck.errors import ConfigError, LamarckError
 from lamarck.health.render import gauge_values
 from lamarck.node import metrics
@@ -57,7 +55,6 @@ from lamarck.node.api.server import (
     NodeContext,
     NodeServers,
     PeerServicerFactory,
-    UnimplementedAgentService,
     build_servers,
 )
 from lamarck.node.config import NodeSettings, load_settings
@@ -80,16 +77,20 @@ from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging, logs_are_json
 from lamarck.node.maintenance import MaintenanceLoop
 from lamarck.node.params import NodeParams, embedder_params, node_params, trust_config
-from lamarck.node.peer_tls import PeerTls, peer_tls_for
+from lamarck.node.peer_tls import peer_tls_for
 from lamarck.node.sharing import Sharing
+from lamarck.node.startup import (
+    NODE_FILE,
+    default_agent_factory,
+    load_or_create_identity,
+    node_context,
+    write_atomically,
+)
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.node.store.reputation import reputation_book_for
 from lamarck.node.supervision import RegistryPart, StorePart, Supervised, Supervisor
 from lamarck.proto.clock import Clock, SystemClock
-from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.keys import identity_path, init_keys, load_private_key
-from lamarck.proto.v1 import agent_pb2_grpc
 from lamarck.token import (
     OPERATOR_TOKEN_FILE,
     TOKEN_FILE,
@@ -98,14 +99,10 @@ from lamarck.token import (
 )
 
 __all__ = [
-    "NODE_FILE",
     "Node",
     "StopHook",
-    "default_agent_factory",
-    "load_or_create_identity",
     "main",
     "parse_args",
-    "read_node_file",
     "run_node",
     "serve",
 ]
@@ -113,92 +110,11 @@ __all__ = [
 # Named explicitly: run as `python -m`, __name__ would be "__main__".
 _log = logging.getLogger("lamarck.node.daemon")
 
-#: ``<home>/node.json``: where a running node says who it is and where it listens.
-NODE_FILE = "node.json"
 #: An async callable run after the servers drained and before the store closes.
 StopHook = Callable[[], Awaitable[None]]
 #: What the embedder embeds once at start-up, so the first call after SERVING finds the model
 #: loaded (lazy sessions, caches) instead of paying seconds for it.
 WARMUP_TEXT = "lamarck warm-up: load the embedding model before serving"
-
-
-def load_or_create_identity(home: Path) -> NodeIdentity:
-    """The home's identity: loaded from ``keys/identity.pem``, created on first start."""
-    path = identity_path(home)
-    if path.exists():
-        return load_private_key(path)
-    identity = init_keys(home)
-    _log.info("created node identity", extra={"node_id": identity.node_id, "path": str(path)})
-    return identity
-
-
-def node_context(
-    settings: NodeSettings,
-    identity: NodeIdentity,
-    clock: Clock,
-    embedder: Embedder,
-    params: NodeParams,
-    *,
-    database: str = "",
-    agent_token: str | None = None,
-    operator_token: str | None = None,
-    peer_tls: PeerTls | None = None,
-) -> NodeContext:
-    """What the servicers read, with the pieces of the node's one ``params`` they use (the
-    servers never see the whole tree)."""
-    return NodeContext(
-        settings=settings,
-        identity=identity,
-        clock=clock,
-        embedder=embedder,
-        peer_limits=params.peer_limits,
-        quorum=params.quorum,
-        max_future_skew_s=params.importing.max_future_skew_s,
-        health=params.health,
-        learning=params.learning,
-        reputation_params=params.reputation,
-        database=database,
-        agent_token=agent_token,
-        operator_token=operator_token,
-        peer_tls=peer_tls,
-    )
-
-
-def default_agent_factory(ctx: NodeContext) -> agent_pb2_grpc.AgentServiceServicer:
-    """The AgentService of ``lamarck.node.api.agent_service``, or a placeholder without it.
-
-    That module provides ``make_agent_servicer(ctx)`` or an ``AgentService(ctx)`` class.
-    """
-    try:
-        # Imported by name: the module is optional (built separately), not a static dependency.
-        module: Any = importlib.import_module("lamarck.node.api.agent_service")
-    except ImportError:
-        _log.warning("AgentService is not installed; agent calls answer UNIMPLEMENTED")
-        return UnimplementedAgentService()
-    if hasattr(module, "make_agent_servicer"):
-        servicer: agent_pb2_grpc.AgentServiceServicer = module.make_agent_servicer(ctx)
-        return servicer
-    servicer = module.AgentService(ctx)
-    return servicer
-
-
-def read_node_file(home: Path) -> dict[str, Any] | None:
-    """The running node's ``node.json``, or ``None`` when there is none (or it is torn)."""
-    try:
-        data = json.loads((Path(home) / NODE_FILE).read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    # Readers poll this file: write aside and rename, so they never see half of it. Mode
-    # 0600 from creation: node.json holds the console's one-time login URL.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 class Node:
@@ -563,7 +479,7 @@ class Node:
         return stats
 
     def _write_node_file(self) -> None:
-        _write_atomically(self.home / NODE_FILE, json.dumps(self.describe(), indent=2) + "\n")
+        write_atomically(self.home / NODE_FILE, json.dumps(self.describe(), indent=2) + "\n")
         self._node_file_written = True
 
     async def stop(self) -> None:

@@ -4,10 +4,11 @@
 from lamarck.registry.cache import CachedDirectory
 from lamarck.registry.client import RegistryClient, TickResult
 from lamarck.registry.directory import IssuedNonce, PeerDirectory, PeerInfo
+from lamarck.registry.directory_records import DirectoryRecords
 from lamarck.registry.embedded import EmbeddedRedis
 from lamarck.registry.memory_directory import InMemoryPeerDirectory, InMemoryRecords
 from lamarck.registry.params import AdmissionMode, RegistryParams
-from lamarck.registry.record_directory import DirectoryRecords, RecordDirectory
+from lamarck.registry.record_directory import RecordDirectory
 from lamarck.registry.records import (
     Admission,
     AdmissionProof,

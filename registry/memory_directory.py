@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from lamarck.proto.clock import Clock
+from lamarck.registry.directory_records import DirectoryRecords, Heartbeat, Listed
 from lamarck.registry.params import RegistryParams
 from lamarck.registry.proofs import IdFacts, ProofParams
-from lamarck.registry.record_directory import DirectoryRecords, Heartbeat, Listed, RecordDirectory
+from lamarck.registry.record_directory import RecordDirectory
 from lamarck.reputation.params import PrincipalParams
 
 __all__ = ["InMemoryPeerDirectory", "InMemoryRecords"]

@@ -6,21 +6,7 @@ own ``DirectoryRecords``: the records they keep, how reads re-verify them and ho
 the Redis one (the contract suite, ``tests/contract/test_peer_directory_contract.py``, runs
 against both).
 
-The records, per id (see ``lamarck.registry.redis_directory`` for their Redis keys):
-
-- a single-use **nonce** with its issue time, readable for twice ``nonce_ttl_s`` so a late
-  use is told apart (``stale_nonce``) from a forged or reused one (``unknown_nonce``);
-- the **pin** (the id's key; first key wins, moved only by a compare-and-set on the old key),
-  the **admission proof** (the admitted signed registration) and the **rotation** records
-  since, in order (see ``lamarck.registry.proofs``); none of them expire;
-- the **listing** (signed registration + registration time) that lives for
-  ``heartbeat_ttl_s`` unless refreshed, and an index of ids that may be listed;
-- the **revoked** index and each id's operator-signed **revocation** record (what counts);
-- the operator-signed **retraction** records, by the content hash each retracts (never
-  expire: a node that was offline when one was made reads it when it is back);
-- the latest **endorsement** published for an id, until it expires;
-- per endorser, the **endorsees** it admitted (never forgotten, revoked ones included), which
-  the endorsement cap (``PrincipalParams.max_identities_per_endorser``) counts.
+The records, per id, are listed with their port, ``lamarck.registry.directory_records``.
 
 Every admitted id carries its **principal** (``VerifiedProof.principal``): :meth:`principals`
 serves them, so quorums and corroboration count operators and endorsement roots, not keys.
@@ -34,14 +20,12 @@ retracted only if an operator-signed retraction of its content hash is.
 
 from __future__ import annotations
 
-import abc
 import json
 import logging
 import random
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from enum import IntEnum
 from typing import Any
 
 from lamarck.errors import (
@@ -57,6 +41,8 @@ from lamarck.proto.identity import b64u_encode
 from lamarck.proto.signing import RecordKind
 from lamarck.proto.timefmt import format_ts, parse_ts
 from lamarck.registry.directory import IssuedNonce, PeerDirectory, PeerInfo
+from lamarck.registry.directory_records import DirectoryRecords, Heartbeat
+from lamarck.registry.operator_records import OperatorRecords
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.proofs import (
     IdFacts,
@@ -65,7 +51,6 @@ from lamarck.registry.proofs import (
     ProofPolicy,
     VerifiedProof,
     endorser_to_fetch,
-    revocation_holds,
     revoked_through,
     verify_admission,
 )
@@ -73,9 +58,6 @@ from lamarck.registry.records import (
     AdmissionProof,
     Endorsement,
     Registration,
-    RegistrySeal,
-    Retraction,
-    Revocation,
     parse_record_ts,
 )
 from lamarck.registry.rotation import check_rotation_record
@@ -83,27 +65,17 @@ from lamarck.registry.rules import (
     Admitted,
     check_endorsement,
     check_registration,
-    check_retraction,
-    check_revocation,
-    check_seal,
     lineage_ids,
     verify_signed_by,
 )
 from lamarck.reputation.params import PrincipalParams
 from lamarck.reputation.principals import endorsement_refusal
 
-__all__ = ["DirectoryRecords", "Heartbeat", "Listed", "RecordDirectory", "check_namespace"]
+__all__ = ["RecordDirectory"]
 
 log = logging.getLogger(__name__)
 
 _NONCE_BYTES = 32
-
-
-def check_namespace(namespace: str) -> str:
-    """``namespace`` if it is usable as a key prefix part; else ``RegistryError``."""
-    if not namespace or any(c in namespace for c in ":{} \n"):
-        raise RegistryError(f"invalid namespace {namespace!r}", reason="invalid_namespace")
-    return namespace
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,144 +91,7 @@ class _Successor:
     moved: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Listed:
-    """A listed id: its raw listing (registration JSON + time) and its records."""
-
-    raw: str
-    facts: IdFacts
-
-
-class Heartbeat(IntEnum):
-    """What refreshing a listing found."""
-
-    REVOKED = -1
-    NOT_LISTED = 0
-    REFRESHED = 1
-
-
-class DirectoryRecords(abc.ABC):
-    """Raw, unverified registry records: what an adapter stores, nothing it decides.
-
-    Each method is one atomic step (a Redis script or transaction, or a dict update with no
-    await inside). Failures of the backing store raise ``RegistryError(reason="unavailable")``.
-    """
-
-    @abc.abstractmethod
-    async def put_nonce(self, nonce: str, issued: str, keep_s: float) -> None:
-        """Keep ``nonce`` with its issue time for ``keep_s`` seconds."""
-
-    @abc.abstractmethod
-    async def take_nonce(self, nonce: str) -> str | None:
-        """Remove ``nonce`` and return its issue time (``None``: unknown or expired)."""
-
-    @abc.abstractmethod
-    async def facts(self, node_ids: Sequence[str]) -> dict[str, IdFacts]:
-        """The records of each of ``node_ids`` (distinct), in one read."""
-
-    @abc.abstractmethod
-    async def facts_and_revoked(
-        self, node_ids: Sequence[str]
-    ) -> tuple[dict[str, IdFacts], set[str]]:
-        """The records of ``node_ids`` and which of them the revoked index holds, in one read."""
-
-    @abc.abstractmethod
-    async def new_pin(
-        self, node_id: str, key: str, proof: str, rotations: Sequence[str] = ()
-    ) -> bool:
-        """Pin ``key`` with ``proof`` and the rotation chain ``rotations`` (a restored id's; a
-        new id has none) if ``node_id`` has no pin, replacing stray rotations; True also if it
-        is already pinned to this very key (its missing proof is filled in)."""
-
-    @abc.abstractmethod
-    async def move_pin(
-        self, node_id: str, old_key: str, new_key: str, rotation: str | None, proof: str | None
-    ) -> bool:
-        """Compare-and-set the pin from ``old_key`` to ``new_key``, appending ``rotation`` and
-        replacing the proof (when given), atomically; False if the pin is not ``old_key``."""
-
-    @abc.abstractmethod
-    async def list_peer(self, node_id: str, listing: str, ttl_s: float) -> bool:
-        """List ``node_id`` for ``ttl_s`` unless the revoked index holds it (False)."""
-
-    @abc.abstractmethod
-    async def refresh(self, node_id: str, ttl_s: float) -> Heartbeat:
-        """Extend a listing by ``ttl_s`` unless the revoked index holds the id."""
-
-    @abc.abstractmethod
-    async def unlist(self, node_id: str) -> None:
-        """Drop ``node_id``'s listing now."""
-
-    @abc.abstractmethod
-    async def listed(self) -> list[Listed]:
-        """Every listed id with its records; ids whose listing expired leave the index."""
-
-    @abc.abstractmethod
-    async def listing(self, node_id: str) -> Listed | None:
-        """``node_id``'s listing with its records, or ``None`` if it is not listed."""
-
-    @abc.abstractmethod
-    async def put_revocation(self, node_id: str, record: str) -> None:
-        """Add ``node_id`` to the revoked index with its record and unlist it, atomically."""
-
-    @abc.abstractmethod
-    async def revocation(self, node_id: str) -> str | None:
-        """``node_id``'s revocation record, or ``None``."""
-
-    @abc.abstractmethod
-    async def revoked_index(self) -> list[tuple[str, str | None]]:
-        """Each id of the revoked index (sorted) with its revocation record, if any."""
-
-    @abc.abstractmethod
-    async def put_retraction(self, content_hash: str, record: str) -> None:
-        """Keep ``record`` as the retraction of ``content_hash`` (replacing an earlier one)."""
-
-    @abc.abstractmethod
-    async def retraction_records(self) -> list[tuple[str, str]]:
-        """Every retraction record with the content hash it is kept under, sorted by hash."""
-
-    @abc.abstractmethod
-    async def put_endorsement(self, endorsee_id: str, record: str, expires_at: datetime) -> None:
-        """Keep ``record`` as the endorsement for ``endorsee_id`` until ``expires_at``."""
-
-    @abc.abstractmethod
-    async def endorsement(self, endorsee_id: str) -> str | None:
-        """The unexpired endorsement record kept for ``endorsee_id``, or ``None``."""
-
-    @abc.abstractmethod
-    async def endorsees(self, endorser_id: str) -> frozenset[str]:
-        """The ids ``endorser_id`` admitted by endorsement (revoked ones included)."""
-
-    @abc.abstractmethod
-    async def add_endorsee(self, endorser_id: str, endorsee_id: str, cap: int | None) -> bool:
-        """Record that ``endorser_id`` admitted ``endorsee_id``, atomically; False (nothing
-        recorded) if it already admitted ``cap`` others (``None``: no cap). An endorsee already
-        recorded is True: re-registering takes no second slot."""
-
-    #: The network's namespace: a seal must name it.
-    namespace: str = "default"
-
-    @abc.abstractmethod
-    async def put_seal(self, record: str) -> None:
-        """Keep ``record`` as the operator's current seal (replacing the one kept)."""
-
-    @abc.abstractmethod
-    async def seal_record(self) -> str | None:
-        """The seal kept, or ``None``."""
-
-    @abc.abstractmethod
-    async def clear(self) -> int:
-        """Delete every record; returns how many were held."""
-
-    @abc.abstractmethod
-    async def ping(self) -> bool:
-        """True when the backing store answers."""
-
-    async def aclose(self) -> None:  # noqa: B027 - optional hook
-        """Release connections; the default holds none."""
-
-
-class RecordDirectory(PeerDirectory):
+class RecordDirectory(OperatorRecords, PeerDirectory):
     """The peer directory over ``DirectoryRecords``; reads re-verify, writes apply the rules.
 
     Reads verify admission proofs with this directory's own ``params.admission`` and
@@ -377,10 +212,6 @@ class RecordDirectory(PeerDirectory):
         """Those of ``node_ids`` whose proof verifies; the others are treated as unregistered."""
         verdicts = await self._verdicts(facts, node_ids, now, memo)
         return {i: v for i, v in verdicts.items() if isinstance(v, VerifiedProof)}
-
-    def _revoked(self, own: IdFacts, now: datetime) -> bool:
-        # A verified revocation stays verified: the directory's memo is safe for writes too.
-        return revocation_holds(own, self._policy, now, self._memo)
 
     async def _proof_to_write(
         self,
@@ -865,148 +696,6 @@ class RecordDirectory(PeerDirectory):
         await self._records.unlist(node_id)
         if not moved:
             raise AdmissionRefused("pin moved concurrently", reason="key_pinned")
-
-    async def revoke(self, revocation: Revocation) -> None:
-        """Revoke (operator-signed): add to the index, keep the record, unlist the peer."""
-        check_revocation(
-            revocation,
-            operator_public_key=self._operator_key,
-            params=self._params,
-            now=self._clock.now(),
-        )
-        await self._records.put_revocation(revocation.node_id, json.dumps(revocation.wire()))
-        log.warning("node revoked", extra={"node_id": revocation.node_id})
-
-    async def is_revoked(self, node_id: str) -> bool:
-        """Whether an operator-signed revocation of ``node_id`` is on record (the index is not
-        consulted: removing an id from it un-revokes nobody, adding one revokes nobody)."""
-        raw = await self._records.revocation(node_id)
-        own = IdFacts(node_id, None, None, revocation=raw)
-        if self._revoked(own, self._clock.now()):
-            return True
-        seal = await self.seal()
-        return seal is not None and node_id in seal.revoked
-
-    async def revoked_ids(self) -> frozenset[str]:
-        """The ids of the revoked index whose revocation record verifies.
-
-        An id removed from the index by hand is missed here, not by ``is_revoked``,
-        ``get_peer`` or ``live_peers``, which read its record.
-        """
-        index = await self._records.revoked_index()
-        now = self._clock.now()
-        seal = await self.seal()
-        return frozenset(
-            i
-            for i, raw in index
-            if raw is not None and self._revoked(IdFacts(i, None, None, revocation=raw), now)
-        ) | frozenset(seal.revoked if seal is not None else ())
-
-    async def seal(self) -> RegistrySeal | None:
-        """The operator's seal kept here if it is the operator's, for this network (a seal
-        that does not verify seals nothing, logged once per memo lifetime)."""
-        raw = await self._records.seal_record()
-        if raw is None:
-            return None
-        now = self._clock.now()
-        key = ("seal", raw, self._operator_key)
-        known = self._memo.get(key, now)
-        if known is False:
-            return None
-        try:
-            seal = RegistrySeal.from_wire(json.loads(raw))
-            if known is not True:
-                check_seal(
-                    seal,
-                    namespace=self._records.namespace,
-                    operator_public_key=self._operator_key,
-                    params=self._params,
-                    now=now,
-                )
-        except (ValueError, InvalidRecord, RegistryError) as e:
-            log.warning("ignoring a seal that does not verify", extra={"error": str(e)})
-            self._memo.put(key, False, now)
-            return None
-        if known is not True:
-            self._memo.put(key, True, now)
-        return seal
-
-    async def key_revoked_since(self, key: str) -> datetime | None:
-        """Since when the operator's seal revokes ``key`` as compromised (``None``: never)."""
-        seal = await self.seal()
-        since = seal.revoked_keys.get(key) if seal is not None else None
-        return parse_record_ts(since) if since is not None else None
-
-    async def publish_seal(self, seal: RegistrySeal) -> None:
-        """Publish the operator's next seal: checked (``bad_seal``), and its ``seq`` above the
-        kept one's (``stale_seal``: a seal never goes back)."""
-        check_seal(
-            seal,
-            namespace=self._records.namespace,
-            operator_public_key=self._operator_key,
-            params=self._params,
-            now=self._clock.now(),
-        )
-        kept = await self.seal()
-        if kept is not None and seal.seq <= kept.seq:
-            raise RegistryError(
-                f"seal {seal.seq} is not newer than the kept seal {kept.seq}", reason="stale_seal"
-            )
-        await self._records.put_seal(json.dumps(seal.wire()))
-        log.info("registry sealed", extra={"seq": seal.seq})
-
-    async def retract(self, retraction: Retraction) -> None:
-        """Publish an operator-signed retraction (checked first, ``bad_retraction``)."""
-        check_retraction(
-            retraction,
-            operator_public_key=self._operator_key,
-            params=self._params,
-            now=self._clock.now(),
-        )
-        await self._records.put_retraction(retraction.content_hash, json.dumps(retraction.wire()))
-        log.warning("record retracted", extra={"content_hash": retraction.content_hash})
-
-    async def retractions(self) -> tuple[Retraction, ...]:
-        """The retractions on record that verify against this directory's operator key, by
-        content hash; any other record (unsigned, another key's, kept under another hash) is
-        logged once per memo lifetime and retracts nothing."""
-        now = self._clock.now()
-        found = []
-        for content_hash, raw in await self._records.retraction_records():
-            retraction = self._retraction_holds(content_hash, raw, now)
-            if retraction is not None:
-                found.append(retraction)
-        return tuple(found)
-
-    def _retraction_holds(self, content_hash: str, raw: str, now: datetime) -> Retraction | None:
-        """The retraction ``raw`` if it is the operator's, of ``content_hash``; else ``None``."""
-        key = ("retraction", content_hash, raw, self._operator_key)
-        known = self._memo.get(key, now)
-        if known is False:
-            return None
-        try:
-            retraction = Retraction.from_wire(json.loads(raw))
-            # Verified within the memo's lifetime: the Ed25519 check is not repeated.
-            if known is not True:
-                if retraction.content_hash != content_hash:
-                    raise RegistryError(
-                        "retraction kept under another hash", reason="bad_retraction"
-                    )
-                check_retraction(
-                    retraction, operator_public_key=self._operator_key, params=self._params, now=now
-                )
-        except (ValueError, InvalidRecord, RegistryError) as e:
-            log.warning(
-                "ignoring a retraction that does not verify",
-                extra={"content_hash": content_hash, "error": str(e)},
-            )
-            # Keyed by the exact record: a refusal is judged again once the memo expires (a
-            # record dated slightly ahead becomes valid), and logged once per judgement.
-            self._memo.put(key, False, now)
-            return None
-        if known is not True:
-            self._memo.put(key, True, now)
-        return retraction
 
     async def endorse(self, endorsement: Endorsement) -> None:
         """Check and publish an endorsement until it expires; the endorser must be admitted

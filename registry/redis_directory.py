@@ -54,15 +54,15 @@ from redis.backoff import ExponentialBackoff
 
 from lamarck.errors import ConfigError, RegistryError
 from lamarck.proto.clock import Clock
-from lamarck.registry.params import RegistryParams
-from lamarck.registry.proofs import IdFacts, ProofParams
-from lamarck.registry.record_directory import (
+from lamarck.registry.directory_records import (
     DirectoryRecords,
     Heartbeat,
     Listed,
-    RecordDirectory,
     check_namespace,
 )
+from lamarck.registry.params import RegistryParams
+from lamarck.registry.proofs import IdFacts, ProofParams
+from lamarck.registry.record_directory import RecordDirectory
 from lamarck.reputation.params import PrincipalParams
 
 __all__ = ["RedisPeerDirectory", "RedisRecords", "connect_redis"]

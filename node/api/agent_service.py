@@ -17,17 +17,12 @@ ack; a bad line is refused with its reason and changes nothing already stored.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from google.protobuf import json_format, struct_pb2
-
 from lamarck.consensus.accountability import voter_events_for_reality
-from lamarck.consensus.corroboration import EvidenceClass
 from lamarck.domain.rows import (
-    Category,
     LessonEvent,
     LessonFilter,
     LessonRow,
@@ -42,13 +37,26 @@ from lamarck.errors import (
     StoreUnavailable,
 )
 from lamarck.gossip.publisher import lesson_record, sign_lesson
-from lamarck.gossip.share_reason import SharingState, share_status
-from lamarck.learning.influence import LessonEvidence, evidence_label
-from lamarck.learning.lifecycle import state_of
+from lamarck.gossip.share_reason import SharingState
+from lamarck.learning.influence import LessonEvidence
 from lamarck.learning.notes import note_operation
 from lamarck.learning.scopes import GLOBAL, project_scope, validate_scope
 from lamarck.learning.situations import Situation, SituationSource
 from lamarck.learning.why import NothingLearned
+from lamarck.node.api.agent_views import (
+    ACCESS_FROM_PB,
+    ACTOR,
+    CHANGE_TO_PB,
+    IMPORT_TO_ACK,
+    SITUATION_SOURCE_FROM_PB,
+    STATUS_TO_PB,
+    compact_json,
+    context_from_proto,
+    described_history,
+    history_entry,
+    lesson_filter,
+    lesson_view,
+)
 from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.importing.batch import Prefetch, PrimedEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
@@ -56,13 +64,11 @@ from lamarck.node.lessons.core import RecalledLesson
 from lamarck.node.lessons.recall import ShownConflict
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.port import LessonStore
-from lamarck.policy.decision import ImportOutcome
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.limits import DEFAULT_LIMITS
 from lamarck.proto.outcome import Outcome
-from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc, lessons_pb2, records_pb2
 from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.port import ReputationSink
@@ -73,8 +79,6 @@ __all__ = [
     "EXPORT_CHUNK_BYTES",
     "MAX_PAGE_SIZE",
     "AgentServicer",
-    "context_from_proto",
-    "evidence_to_proto",
     "make_agent_servicer",
 ]
 
@@ -85,8 +89,6 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 #: Export chunks are about this big (whole lines; one line may exceed it).
 EXPORT_CHUNK_BYTES = 64 * 1024
-#: The actor recorded for writes made through this API (the local agent or its operator).
-ACTOR = "agent"
 #: What Remember's reply tells a caller about the claim it stored.
 CLAIM_NOTE = (
     "Stored as a claim: it is kept out of recall and sharing until an outcome confirms it. "
@@ -99,162 +101,6 @@ VoterJudge = Callable[[Sequence[ReputationEvent]], Sequence[ReputationEvent]]
 #: This node's attestations on the imported lessons an outcome judged (signed, kept, queued to
 #: travel), returning the other attesters' events for that outcome's reality events.
 Attester = Callable[[Outcome, Sequence[ReputationEvent]], Awaitable[Sequence[ReputationEvent]]]
-
-# -- enum maps ---------------------------------------------------------------------------
-
-_STATUS_TO_PB = {
-    LessonStatus.CLAIMED: lessons_pb2.LESSON_STATUS_CLAIMED,
-    LessonStatus.ACTIVE: lessons_pb2.LESSON_STATUS_ACTIVE,
-    LessonStatus.SUPERSEDED: lessons_pb2.LESSON_STATUS_SUPERSEDED,
-    LessonStatus.RETIRED: lessons_pb2.LESSON_STATUS_RETIRED,
-}
-_STATUS_FROM_PB = {v: k for k, v in _STATUS_TO_PB.items()}
-_CATEGORY_TO_PB = {
-    Category.LESSON: lessons_pb2.LESSON_CATEGORY_OPERATION,
-    Category.SITUATION: lessons_pb2.LESSON_CATEGORY_SITUATION,
-}
-_CATEGORY_FROM_PB = {v: k for k, v in _CATEGORY_TO_PB.items()}
-_ACCESS_TO_PB = {
-    "public": lessons_pb2.ACCESS_LEVEL_PUBLIC,
-    "trusted": lessons_pb2.ACCESS_LEVEL_TRUSTED,
-    "private": lessons_pb2.ACCESS_LEVEL_PRIVATE,
-}
-_ACCESS_FROM_PB = {v: k for k, v in _ACCESS_TO_PB.items()}
-_TYPE_TO_PB = {"UC": lessons_pb2.MEMORY_TYPE_UC, "AC": lessons_pb2.MEMORY_TYPE_AC}
-_SITUATION_SOURCE_TO_PB = {
-    "declared": lessons_pb2.SITUATION_SOURCE_DECLARED,
-    "inferred": lessons_pb2.SITUATION_SOURCE_INFERRED,
-}
-_SITUATION_SOURCE_FROM_PB = {v: SituationSource(k) for k, v in _SITUATION_SOURCE_TO_PB.items()}
-# LessonService's change vocabulary → the wire's event kinds.
-_CHANGE_TO_PB = {
-    "created": lessons_pb2.LESSON_EVENT_KIND_CREATED,
-    "confirmed": lessons_pb2.LESSON_EVENT_KIND_CONFIRMED,
-    "contradicted": lessons_pb2.LESSON_EVENT_KIND_CONTRADICTED,
-    "promoted": lessons_pb2.LESSON_EVENT_KIND_PROMOTED,
-    "demoted": lessons_pb2.LESSON_EVENT_KIND_DEMOTED,
-    "retired": lessons_pb2.LESSON_EVENT_KIND_RETIRED,
-    "superseded": lessons_pb2.LESSON_EVENT_KIND_SUPERSEDED,
-}
-_IMPORT_TO_ACK = {
-    ImportOutcome.ACCEPT: records_pb2.ACK_STATUS_ACCEPTED,
-    ImportOutcome.DUPLICATE: records_pb2.ACK_STATUS_DUPLICATE,
-    ImportOutcome.QUARANTINE: records_pb2.ACK_STATUS_QUARANTINED,
-    ImportOutcome.REJECT: records_pb2.ACK_STATUS_REJECTED,
-}
-
-
-_CLASS_TO_PB = {
-    EvidenceClass.PROVEN_HERE: lessons_pb2.EVIDENCE_CLASS_PROVEN_HERE,
-    EvidenceClass.CORROBORATED: lessons_pb2.EVIDENCE_CLASS_CORROBORATED,
-    EvidenceClass.UNVERIFIED: lessons_pb2.EVIDENCE_CLASS_UNVERIFIED,
-}
-
-
-def evidence_to_proto(evidence: LessonEvidence, confidence: float) -> lessons_pb2.Evidence:
-    """A lesson's evidence on the wire, with the label every surface shows."""
-    return lessons_pb2.Evidence(
-        evidence_class=_CLASS_TO_PB[evidence.evidence_class],
-        independent_principals=evidence.independent,
-        contradicting_principals=len(evidence.support.contradicting),
-        certified=evidence.support.certified,
-        peers=evidence.peers,
-        authority=evidence.authority,
-        approved=evidence.approved,
-        label=evidence_label(evidence, confidence),
-    )
-
-
-# -- context ------------------------------------------------------------------------------
-
-
-def _constraint_text(value: Any) -> str:
-    # The record's constraints are string → string; a number or list from a Struct is kept as
-    # its JSON text so it survives the round trip unchanged in meaning.
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
-def context_from_proto(ctx: lessons_pb2.MemoryContext) -> dict[str, Any]:
-    """A ``MemoryContext`` as the context mapping the lesson service and records use."""
-    constraints: dict[str, str] = {}
-    if ctx.HasField("constraints"):
-        raw = json_format.MessageToDict(ctx.constraints)
-        constraints = {str(k): _constraint_text(v) for k, v in raw.items()}
-    return {
-        "domain": ctx.domain,
-        "environment": ctx.environment,
-        "tools": [t for t in ctx.tools if t],
-        "constraints": constraints,
-    }
-
-
-def _context_to_proto(context: Mapping[str, Any]) -> lessons_pb2.MemoryContext:
-    """A stored context mapping as a ``MemoryContext`` (unknown keys are not shown)."""
-    out = lessons_pb2.MemoryContext(
-        domain=str(context.get("domain") or ""),
-        environment=str(context.get("environment") or ""),
-        tools=[str(t) for t in context.get("tools") or () if t],
-    )
-    constraints = context.get("constraints")
-    if isinstance(constraints, Mapping) and constraints:
-        struct = struct_pb2.Struct()
-        struct.update({str(k): _constraint_text(v) for k, v in constraints.items()})
-        out.constraints.CopyFrom(struct)
-    return out
-
-
-# -- rows → records and views ---------------------------------------------------------------
-
-
-def _situation_to_proto(situation: Mapping[str, Any]) -> lessons_pb2.Situation:
-    return lessons_pb2.Situation(
-        tool=str(situation.get("tool") or ""),
-        subject=str(situation.get("subject") or ""),
-        kind=str(situation.get("kind") or ""),
-        interactive=bool(situation.get("interactive", False)),
-        env_fingerprint=str(situation.get("env_fingerprint") or ""),
-        unblock=str(situation.get("unblock") or ""),
-        probe=str(situation.get("probe") or ""),
-        source=_SITUATION_SOURCE_TO_PB.get(
-            str(situation.get("source") or ""), lessons_pb2.SITUATION_SOURCE_UNSPECIFIED
-        ),
-    )
-
-
-def _compact_json(obj: Mapping[str, Any]) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
-
-
-# The event log's kinds → the wire's; the status an ending event leaves the lesson in.
-_EVENT_TO_PB = {
-    **_CHANGE_TO_PB,
-    "decayed": lessons_pb2.LESSON_EVENT_KIND_DECAYED,
-    "edited": lessons_pb2.LESSON_EVENT_KIND_EDITED,
-    "imported": lessons_pb2.LESSON_EVENT_KIND_IMPORTED,
-    "version": lessons_pb2.LESSON_EVENT_KIND_VERSION,
-    "approved": lessons_pb2.LESSON_EVENT_KIND_APPROVED,
-    "rejected": lessons_pb2.LESSON_EVENT_KIND_REJECTED,
-}
-_ENDING_STATUS = {"retired": LessonStatus.RETIRED, "superseded": LessonStatus.SUPERSEDED}
-
-
-def _history_entry(
-    event: LessonEvent, row: LessonRow, version: int, record: bytes
-) -> lessons_pb2.HistoryEntry:
-    """One logged event as a history entry (``version``: the row's place in its chain)."""
-    status = _ENDING_STATUS.get(event.kind, row.status)
-    return lessons_pb2.HistoryEntry(
-        at=format_ts(event.at),
-        kind=_EVENT_TO_PB.get(event.kind, lessons_pb2.LESSON_EVENT_KIND_UNSPECIFIED),
-        version=version,
-        status=_STATUS_TO_PB[status],
-        confidence=row.confidence if event.confidence_after is None else event.confidence_after,
-        confidence_before=event.confidence_before or 0.0,
-        outcome_id=event.outcome_id,
-        actor=event.actor,
-        reason=event.reason,
-        record_json=record,
-    )
 
 
 # -- the servicer ---------------------------------------------------------------------------
@@ -341,55 +187,14 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def _view_at(
         self, row: LessonRow, version: int, evidence: LessonEvidence | None = None
     ) -> lessons_pb2.LessonView:
-        imported = row.imported_from is not None
-        sources = [p.source_node_id for p in row.provenance] or (
-            [row.imported_from] if row.imported_from else []
+        return lesson_view(
+            row,
+            version,
+            evidence,
+            node_id=self.node_id,
+            lifecycle=self._service().params.knowledge.lifecycle,
+            sharing=self._sharing(),
         )
-        if row.signed_record is not None:
-            record_json = row.signed_record
-        else:
-            record_json = _compact_json(lesson_record(row, self.node_id))
-        view = lessons_pb2.LessonView(
-            id=row.id,
-            version=version,
-            content=row.content,
-            confidence=row.confidence,
-            status=_STATUS_TO_PB[row.status],
-            scope=row.scope,
-            operation=row.operation if row.category is Category.LESSON else "",
-            category=_CATEGORY_TO_PB[row.category],
-            memory_type=_TYPE_TO_PB.get(row.memory_type, lessons_pb2.MEMORY_TYPE_UNSPECIFIED),
-            access_level=_ACCESS_TO_PB.get(row.access_level, lessons_pb2.ACCESS_LEVEL_UNSPECIFIED),
-            origin=lessons_pb2.LESSON_ORIGIN_IMPORTED
-            if imported
-            else lessons_pb2.LESSON_ORIGIN_LOCAL,
-            source_node_id=row.source_node_id or self.node_id,
-            tags=list(row.tags),
-            evidence_outcome_ids=[] if imported else list(row.evidence),
-            success_count=row.confirmations,
-            failure_count=row.contradictions,
-            created_at=format_ts(row.created_at),
-            updated_at=format_ts(max(row.updated_at, row.created_at)),
-            superseded_by=row.superseded_by or "",
-            context=_context_to_proto(row.context),
-            imported_from=list(dict.fromkeys(sources)) if imported else [],
-            record_json=record_json,
-            recipients=list(row.recipients),
-            lifecycle_state=state_of(row, self._service().params.knowledge.lifecycle).value,
-            contested_with=list(row.contested_with),
-            verified_against=list(row.verified_against),
-        )
-        if row.situation is not None:
-            view.situation.CopyFrom(_situation_to_proto(row.situation))
-        if evidence is not None:
-            view.evidence.CopyFrom(evidence_to_proto(evidence, row.confidence))
-        if row.original_confidence is not None:
-            view.original_confidence = row.original_confidence
-        # The publisher's own rule (gossip/share_reason.py mirrors may_publish).
-        why_not = share_status(row, self._sharing())
-        view.shared = why_not is None
-        view.not_shared_reason = why_not or ""
-        return view
 
     async def _check_version(self, row: LessonRow, expected: int) -> None:
         """Refuse a write made against a version the lesson has moved on from."""
@@ -460,7 +265,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         versions = {i: await self._version(r) for i, r in rows.items()}
         changes = []
         for change in result.changes:
-            kind = _CHANGE_TO_PB.get(change.change)
+            kind = CHANGE_TO_PB.get(change.change)
             row = rows.get(change.lesson_id)
             if kind is None or row is None:
                 continue
@@ -472,7 +277,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                     version=versions[row.id],
                     confidence_before=change.confidence_before or 0.0,
                     confidence_after=row.confidence if after is None else after,
-                    status=_STATUS_TO_PB[row.status],
+                    status=STATUS_TO_PB[row.status],
                 )
             )
         return agent_pb2.RecordOutcomeResponse(
@@ -612,7 +417,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if not request.HasField("situation"):
             raise InvalidRecord("a situation is required", reason="bad_situation")
         s = request.situation
-        source = _SITUATION_SOURCE_FROM_PB.get(s.source, SituationSource.DECLARED)
+        source = SITUATION_SOURCE_FROM_PB.get(s.source, SituationSource.DECLARED)
         # The Situation checks the tool, subject, kind and source; the service refuses the
         # inferred and transient ones (adaptive recovery: only declared facts about the machine).
         situation = Situation(
@@ -700,7 +505,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if request.HasField("content"):
             row = await service.edit(row.id, request.content, ACTOR, request.reason)
         if access:
-            level = _ACCESS_FROM_PB.get(request.access_level)
+            level = ACCESS_FROM_PB.get(request.access_level)
             if level is None:
                 raise InvalidRecord("unknown access level", reason="bad_access_level")
             row = await service.set_access(row.id, level, tuple(request.recipients), who=ACTOR)
@@ -736,99 +541,14 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         for i, row in enumerate(chain):
             events = by_lesson.get(row.id)
             if events is None:
-                entries.extend(self._described(chain, i))
+                entries.extend(described_history(chain, i, self.node_id))
                 continue
-            record = row.signed_record or _compact_json(lesson_record(row, self.node_id))
+            record = row.signed_record or compact_json(lesson_record(row, self.node_id))
             for j, event in enumerate(events):
-                entries.append(_history_entry(event, row, i + 1, record if j == 0 else b""))
+                entries.append(history_entry(event, row, i + 1, record if j == 0 else b""))
         return agent_pb2.HistoryResponse(entries=entries)
 
-    def _described(self, chain: Sequence[LessonRow], i: int) -> list[lessons_pb2.HistoryEntry]:
-        """History entries for a row without logged events, from its stored state."""
-        row = chain[i]
-        version = i + 1
-        record = row.signed_record or _compact_json(lesson_record(row, self.node_id))
-        first = i == 0
-        entries = [
-            lessons_pb2.HistoryEntry(
-                at=format_ts(row.created_at),
-                kind=(
-                    lessons_pb2.LESSON_EVENT_KIND_IMPORTED
-                    if first and row.imported_from is not None
-                    else lessons_pb2.LESSON_EVENT_KIND_CREATED
-                    if first
-                    else lessons_pb2.LESSON_EVENT_KIND_EDITED
-                ),
-                version=version,
-                status=_STATUS_TO_PB[row.status],
-                confidence=row.confidence,
-                outcome_id=row.evidence[0] if first and row.evidence else "",
-                actor=(row.imported_from or "loop") if first else ACTOR,
-                record_json=record,
-            )
-        ]
-        if row.superseded_by is not None and row.superseded_by.startswith("retired:"):
-            entries.append(
-                lessons_pb2.HistoryEntry(
-                    at=format_ts(row.updated_at),
-                    kind=lessons_pb2.LESSON_EVENT_KIND_RETIRED,
-                    version=version,
-                    status=_STATUS_TO_PB[row.status],
-                    confidence=row.confidence,
-                    confidence_before=row.confidence,
-                    actor=row.superseded_by.removeprefix("retired:"),
-                )
-            )
-        elif row.status is LessonStatus.RETIRED:
-            # Retired by the rules (contradicted below the floor, decay), not by a person.
-            entries.append(
-                lessons_pb2.HistoryEntry(
-                    at=format_ts(row.updated_at),
-                    kind=lessons_pb2.LESSON_EVENT_KIND_RETIRED,
-                    version=version,
-                    status=_STATUS_TO_PB[row.status],
-                    confidence=row.confidence,
-                    confidence_before=row.confidence,
-                    actor="loop",
-                    reason="below_retire_level",
-                )
-            )
-        elif row.superseded_by is not None or row.status is LessonStatus.SUPERSEDED:
-            successor = chain[i + 1] if i + 1 < len(chain) else None
-            entries.append(
-                lessons_pb2.HistoryEntry(
-                    at=format_ts(successor.created_at if successor else row.updated_at),
-                    kind=lessons_pb2.LESSON_EVENT_KIND_SUPERSEDED,
-                    version=version,
-                    status=_STATUS_TO_PB[LessonStatus.SUPERSEDED],
-                    confidence=row.confidence,
-                    confidence_before=row.confidence,
-                    actor="loop",
-                    reason=row.superseded_by or "cap",
-                )
-            )
-        return entries
-
     # -- List ------------------------------------------------------------------------------
-    @staticmethod
-    def _filter(flt: lessons_pb2.LessonFilter, *, limit: int, offset: int) -> LessonFilter:
-        """The wire filter as the store's (an empty filter selects every lesson)."""
-        statuses = tuple(_STATUS_FROM_PB[s] for s in flt.statuses if s in _STATUS_FROM_PB) or None
-        origin = flt.origin
-        return LessonFilter(
-            statuses=statuses,
-            scopes=(validate_scope(flt.scope),) if flt.scope else None,
-            category=_CATEGORY_FROM_PB.get(flt.category),
-            operation=flt.operation or None,
-            min_confidence=flt.min_confidence or None,
-            imported=(
-                None
-                if origin == lessons_pb2.LESSON_ORIGIN_UNSPECIFIED
-                else origin == lessons_pb2.LESSON_ORIGIN_IMPORTED
-            ),
-            limit=limit,
-            offset=offset,
-        )
 
     async def List(self, request: agent_pb2.ListRequest, context: Any) -> agent_pb2.ListResponse:
         """Lessons matching the filter, confidence first, one page at a time."""
@@ -841,7 +561,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             raise InvalidRecord("page_token is not one this server issued", reason="bad_page_token")
         # One more than the page tells whether another page follows.
         rows = await self._store().list_lessons(
-            self._filter(request.filter, limit=size + 1, offset=offset)
+            lesson_filter(request.filter, limit=size + 1, offset=offset)
         )
         more = len(rows) > size
         views = await self._views(rows[:size])
@@ -878,7 +598,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         offset, buffer = 0, bytearray()
         while True:
             rows = await store.list_lessons(
-                self._filter(request.filter, limit=MAX_PAGE_SIZE, offset=offset)
+                lesson_filter(request.filter, limit=MAX_PAGE_SIZE, offset=offset)
             )
             for row in rows:
                 line = self._signed_line(row)
@@ -995,7 +715,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         return records_pb2.RecordAck(
             index=index,
             record_hash=record_hash,
-            status=_IMPORT_TO_ACK[result.outcome],
+            status=IMPORT_TO_ACK[result.outcome],
             reason=result.reason,
         )
 

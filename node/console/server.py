@@ -66,7 +66,7 @@ from lamarck.node.api.node_status import ReputationSource, status_rows
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.api.quorum_view import parse_quorum
 from lamarck.node.api.server import Provider
-from lamarck.node.console import pages
+from lamarck.node.console import lesson_pages, pages
 from lamarck.node.console.activity_loader import load_activity
 from lamarck.node.console.assets import CONTENT_TYPES, asset
 from lamarck.node.console.http import (
@@ -391,7 +391,7 @@ class ConsoleApp:
 
     async def _quarantine(self) -> Response:
         rows: list[QuarantineRow] = []
-        details: dict[str, pages.HeldDetails] = {}
+        details: dict[str, lesson_pages.HeldDetails] = {}
         # The import decision kept with each row (the confidence an approval would store).
         kept = {r.id: r for r in await self._store().list_quarantine(None)}
         token = ""
@@ -414,7 +414,7 @@ class ConsoleApp:
                     )
                 )
                 note = f": {e.note}" if e.note else ""
-                details[e.id] = pages.HeldDetails(
+                details[e.id] = lesson_pages.HeldDetails(
                     preview=e.content_preview,
                     decision=f"by {e.decided_by} at {e.decided_at}{note}" if e.decided_at else "",
                     quorum=parse_quorum(self._op.quorum_json(e.content_hash)),
@@ -422,7 +422,7 @@ class ConsoleApp:
             token = reply.next_page_token
             if not token:
                 break
-        body = pages.quarantine_page(
+        body = lesson_pages.quarantine_page(
             rows,
             csrf_token=self._csrf,
             details=details,
@@ -436,7 +436,7 @@ class ConsoleApp:
         flt = LessonFilter(statuses=None, limit=self._p.lessons_shown)
         rows = await self._store().list_lessons(flt)
         evidence = await self._evidence(rows) if self._evidence is not None else {}
-        body = pages.lessons_page(rows, evidence, self._op.labels(), p=self._plot)
+        body = lesson_pages.lessons_page(rows, evidence, self._op.labels(), p=self._plot)
         return self._html("Lessons", "lessons", body)
 
     async def _lesson(self, lesson_id: str) -> Response:
@@ -444,7 +444,7 @@ class ConsoleApp:
         row = await store.get_lesson(lesson_id)
         events = await store.lesson_events([lesson_id])
         evidence = await self._evidence([row]) if self._evidence is not None else {}
-        body = pages.lesson_page(row, events, evidence.get(row.id), self._op.labels())
+        body = lesson_pages.lesson_page(row, events, evidence.get(row.id), self._op.labels())
         return self._html("Lesson", "lessons", body)
 
     async def _health(self) -> Response:

@@ -15,11 +15,7 @@ Stages, in order; the first refusal wins and nothing already stored is altered b
      already has; a quarantine verdict becomes a quarantine row.
 (11) the answer says whether to forward.
 
-A record refused at (1)..(3) is charged to the *delivering* peer only when that peer is the
-source the record names (``decision.charged_sender``): a relay forwards bytes it received, and
-bytes broken on the way prove nothing about who broke them. A malformed record names nobody
-provably, so it charges nobody. A refusal that charges nobody is counted as ``uncharged`` in
-``IMPORTS`` (and so in the node's status) by its reason.
+Who a refusal at (1)..(3) charges: ``lamarck.node.importing.intake``.
 
 Every rejection has a typed error (``ImportResult.error``), is counted in ``IMPORTS``,
 recorded with ``LessonStore.record_rejection`` and, where someone provably caused it, reported
@@ -67,19 +63,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
-from typing import Protocol
 
 from lamarck.domain.embedder import Embedder
 from lamarck.domain.rows import (
-    Category,
     LessonEvent,
     LessonRow,
     LessonStatus,
@@ -97,13 +88,27 @@ from lamarck.errors import (
     StoreUnavailable,
     VerificationError,
 )
-from lamarck.learning.evidence import (
-    LocalCopy,
-    carries_evidence,
-    confidence_on_new_version,
-)
-from lamarck.learning.params import EvidenceParams
 from lamarck.node.importing.effects import with_hold
+from lamarck.node.importing.intake import (
+    ImportCall,
+    Refused,
+    parse_and_verify,
+    pin_hold,
+)
+from lamarck.node.importing.results import (
+    QUORUM_ACTOR,
+    RESULT_LABELS,
+    UNCHARGED,
+    CertificateCheck,
+    ImportResult,
+    ImportSource,
+)
+from lamarck.node.importing.versions import (
+    held_record_id,
+    imported_row,
+    newer_version_row,
+    version_events,
+)
 from lamarck.node.importing.view import (
     HoldReason,
     ImportSnapshot,
@@ -120,406 +125,29 @@ from lamarck.policy.decision import (
     ImportParams,
     ImportPolicy,
     Incoming,
-    charged_sender,
     decide_import,
 )
-from lamarck.policy.filters import (
-    established_floor,
-    needs_established,
-    texts_with_content,
-)
+from lamarck.policy.filters import established_floor, needs_established, texts_with_content
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock
 from lamarck.proto.limits import DEFAULT_LIMITS, RecordLimits
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
-from lamarck.proto.timefmt import parse_ts
-from lamarck.registry.pins import KeyPins, pin_refusal
-from lamarck.registry.rules import PinReason
-from lamarck.reputation.events import EventKind, ReputationEvent
+from lamarck.registry.pins import KeyPins
+from lamarck.reputation.events import ReputationEvent
 from lamarck.reputation.port import ReputationSink
 
 __all__ = [
-    "PIN_CHARGES",
     "QUORUM_ACTOR",
-    "RESULT_LABELS",
-    "UNCHARGED",
     "CertificateCheck",
     "ExpectedHook",
-    "HoldReason",
     "ImportPipeline",
     "ImportResult",
     "ImportSource",
-    "check_key_pin",
     "imported_row",
-    "newer_version_row",
-    "record_status",
-    "version_events",
 ]
 
 _log = logging.getLogger(__name__)
-
-
-class ImportSource(StrEnum):
-    """By which path a record from another node arrived (every pipeline call names one)."""
-
-    #: PeerService.Publish from an authenticated peer (``via_node_id``).
-    PEER = "peer"
-    #: An anti-entropy pull from a peer (``via_node_id``).
-    SYNC = "sync"
-    #: A bundle file given to AgentService.Import: a local source, no delivering peer.
-    BUNDLE = "bundle"
-    #: An operator approving a quarantined record (OperatorService.DecideQuarantine).
-    APPROVAL = "approval"
-    #: A record held ``awaiting_quorum`` stored once a quorum certificate for it verified.
-    QUORUM = "quorum"
-
-
-#: The actor the lesson event log names for a decision a quorum certificate made.
-QUORUM_ACTOR = "quorum"
-
-
-class CertificateCheck(Protocol):
-    """Verifies a quorum certificate for a record, and keeps the ones that got one stored."""
-
-    async def verify(self, signed: SignedMemory, certificate: bytes) -> int:
-        """Check ``certificate`` for ``signed``; returns how many votes counted. Raises
-        ``VerificationError`` / ``InvalidRecord`` (typed reasons) when it does not hold."""
-        ...
-
-    def keep(self, content_hash: str, certificate: bytes) -> None:
-        """Remember the certificate of a record now stored (it travels on with the record)."""
-        ...
-
-
-#: ``IMPORTS`` ``result`` label counting, by reason, the refusals that charged nobody (they
-#: are counted as ``rejected`` too): a fault no one provably made here.
-UNCHARGED = "uncharged"
-
-#: ``IMPORTS`` ``result`` label for each outcome.
-RESULT_LABELS: dict[ImportOutcome, str] = {
-    ImportOutcome.ACCEPT: "accepted",
-    ImportOutcome.DUPLICATE: "duplicate",
-    ImportOutcome.QUARANTINE: "quarantined",
-    ImportOutcome.REJECT: "rejected",
-}
-
-
-#: The reputation event each stage (3) refusal charges to the delivering peer when it is the
-#: source the record names. An unreachable registry is nobody's fault; a key that is not the
-#: pinned one is a bad signature.
-PIN_CHARGES: dict[PinReason, EventKind | None] = {
-    PinReason.REGISTRY_UNAVAILABLE: None,
-    PinReason.REVOKED_SOURCE: EventKind.REJECTED,
-    PinReason.UNREGISTERED_SOURCE: EventKind.REJECTED,
-    PinReason.KEY_NOT_PINNED: EventKind.BAD_SIGNATURE,
-    # A compromised key's records are its thief's, not the relay's fault.
-    PinReason.REVOKED_KEY: None,
-}
-
-
-async def check_key_pin(pins: KeyPins, signed: SignedMemory) -> None:
-    """Stage (3): the claimed source is registered, not revoked, and pinned to the signing key
-    (or the key its verified rotation chain retired after the record was last signed).
-
-    Raises ``PolicyRejected`` (unregistered, revoked, registry unavailable: fail closed) or
-    ``VerificationError`` (``key_not_pinned``), each with a ``PinReason`` as its reason.
-    """
-    signature = signed.memory.signature
-    # Signed when last updated: a key retired by a rotation after that still verifies it.
-    signed_at = parse_ts(signed.memory.provenance.updated_at)
-    refusal = await pin_refusal(
-        pins, signed.source_agent_id, signature.signed_by if signature else None, signed_at
-    )
-    if refusal is not None:
-        reason, why = refusal
-        error = VerificationError if reason is PinReason.KEY_NOT_PINNED else PolicyRejected
-        raise error(f"source {why}", reason=reason)
-
-
-@dataclass(frozen=True, slots=True)
-class ImportResult:
-    """What became of one received record.
-
-    ``content_hash`` is the sha256 hex of the exact bytes; ``lesson_id`` the local row that
-    holds it (accept, and duplicate of a stored lesson); ``forward`` whether to gossip it on.
-    """
-
-    outcome: ImportOutcome
-    content_hash: str
-    reasons: tuple[str, ...] = ()
-    record_id: str | None = None
-    source_node_id: str | None = None
-    lesson_id: str | None = None
-    forward: bool = False
-    error: LamarckError | None = None
-    #: For an approval: the transfer rule of the decision applied (kept with the row).
-    transfer_rule: str | None = None
-    #: A quorum certificate given with the record verified and got it stored.
-    certified: bool = False
-    #: Why a certificate given with the record was refused (None: none given, or it held).
-    certificate_error: LamarckError | None = None
-
-    @property
-    def reason(self) -> str:
-        """The first reason ("" for accept and duplicate)."""
-        return self.reasons[0] if self.reasons else ""
-
-
-def imported_row(
-    signed: SignedMemory,
-    *,
-    lesson_id: str,
-    confidence: float,
-    via_node_id: str,
-    now: datetime,
-    embedding: Vector | None = None,
-) -> LessonRow:
-    """The imported ``LessonRow`` for an accepted record (embedding attached by the caller)."""
-    record = signed.memory
-    lesson = record.lesson
-    source = record.provenance.source_agent_id
-    return LessonRow(
-        id=lesson_id,
-        content=record.content,
-        operation=lesson.operation if lesson is not None else "",
-        scope=lesson.scope if lesson is not None else "global",
-        status=record_status(record),
-        confidence=confidence,
-        created_at=now,
-        updated_at=now,
-        category=Category.SITUATION if record.situation is not None else Category.LESSON,
-        context=record.context.model_dump(mode="json", exclude_none=True),
-        situation=(
-            record.situation.model_dump(mode="json", exclude_none=True)
-            if record.situation is not None
-            else None
-        ),
-        tags=tuple(record.metadata.tags),
-        change_reason=lesson.reason if lesson is not None else None,
-        memory_type=record.type,
-        access_level=record.access_level,
-        source_node_id=source,
-        imported_from=source,
-        original_confidence=record.confidence,
-        transferred_confidence=confidence,
-        signed_record=signed.raw,
-        content_hash=signed.content_hash,
-        provenance=(ProvenanceEntry(source, via_node_id, now, signed.content_hash),),
-        embedding=embedding,
-    )
-
-
-#: A record's lesson status → the status its copy takes here (``claimed`` is never stored).
-_RECORD_STATUS = {
-    "retired": LessonStatus.RETIRED,
-    "superseded": LessonStatus.SUPERSEDED,
-}
-
-
-def record_status(record: MemoryV2) -> LessonStatus:
-    """The status a copy of ``record`` is stored with: the source's retirement or supersession
-    travels in its signed record and takes the copy out of every prompt here too."""
-    lesson = record.lesson
-    if lesson is None:
-        return LessonStatus.ACTIVE
-    return _RECORD_STATUS.get(lesson.status, LessonStatus.ACTIVE)
-
-
-def newer_version_row(
-    older: LessonRow,
-    signed: SignedMemory,
-    *,
-    transferred: float,
-    via_node_id: str,
-    now: datetime,
-    params: EvidenceParams,
-    embedding: Vector | None,
-) -> LessonRow:
-    """The held copy ``older`` once a newer signed version of its record, or its source's edit
-    of it (a record whose ``metadata.supersedes`` names the one ``older`` holds), is stored.
-
-    The source's part (content, claim, status, signed bytes, access level) comes from the new
-    record; this node's part stays: the local id, first arrival, uses, a retirement decided
-    here and, while the lesson's operation is the same, its evidence (outcome ids, counts,
-    confirmed projects, a project scope its outcomes set) and its confidence's local margin
-    (``confidence_on_new_version``, ``learning/evidence.py``). A version about another
-    operation is another claim: evidence about the old operation does not confirm it, so the
-    copy starts from the new transferred confidence with no local outcomes (the event log
-    keeps what was there). An end the source signed (retired, superseded) is the source's to
-    lift: a later version or edit from it stands. ``embedding`` is None when the content did
-    not change (the stored vector is kept).
-    """
-    fresh = imported_row(
-        signed,
-        lesson_id=older.id,
-        confidence=transferred,
-        via_node_id=via_node_id,
-        now=now,
-    )
-    entry = ProvenanceEntry(signed.source_agent_id, via_node_id, now, signed.content_hash)
-    # A copy this node ended (its own evidence, its operator, taint) stays ended.
-    local_end = older.status in _ENDED and older.status is not _signed_status(older)
-    kept = dataclasses.replace(
-        fresh,
-        status=older.status if local_end else fresh.status,
-        created_at=older.created_at,
-        last_used=older.last_used,
-        use_count=older.use_count,
-        superseded_by=older.superseded_by if local_end else None,
-        supersedes=older.supersedes,
-        provenance=(*older.provenance, entry),
-        embedding=embedding,
-    )
-    if not carries_evidence(older.operation, fresh.operation):
-        return kept
-    outcomes = older.confirmations + older.contradictions
-    copy = LocalCopy(older.confidence, older.transferred_confidence, outcomes)
-    return dataclasses.replace(
-        kept,
-        confidence=confidence_on_new_version(copy, transferred, params),
-        scope=older.scope if outcomes else fresh.scope,
-        evidence=older.evidence,
-        confirmations=older.confirmations,
-        contradictions=older.contradictions,
-        confirmed_projects=older.confirmed_projects,
-    )
-
-
-_ENDED = (LessonStatus.RETIRED, LessonStatus.SUPERSEDED)
-
-
-def _signed_status(row: LessonRow) -> LessonStatus | None:
-    """The status the source signed into the record ``row`` holds (None: unreadable)."""
-    if row.signed_record is None:
-        return None
-    try:
-        obj = json.loads(row.signed_record)
-        status = obj["lesson"]["status"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return _RECORD_STATUS.get(status, LessonStatus.ACTIVE) if isinstance(status, str) else None
-
-
-def held_record_id(row: LessonRow) -> str | None:
-    """The id of the signed record an imported copy holds now (None: none readable)."""
-    if row.signed_record is None:
-        return None
-    try:
-        value = json.loads(row.signed_record).get("id")
-    except (ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) else None
-
-
-def version_events(
-    older: LessonRow | None, row: LessonRow, record: MemoryV2, now: datetime
-) -> list[LessonEvent]:
-    """The event-log entries for storing ``row`` (first import, a newer version of
-    ``older``, or its source's edit of it), and the end the source's record announces, if it
-    ends the copy here; each says who and why, as the source signed it."""
-    source = record.provenance.source_agent_id
-    lesson = record.lesson
-    version = lesson.version if lesson is not None else 1
-    why = f": {lesson.reason}" if lesson is not None and lesson.reason else ""
-    if older is None:
-        events = [
-            LessonEvent(row.id, now, "imported", source, None, row.confidence, version=version)
-        ]
-    else:
-        before = held_record_id(older)
-        if before is not None and before != record.id:
-            said = f"edited by its source: record {record.id} supersedes {before}{why}"
-            kind = "edited"
-        else:
-            said, kind = f"newer version {version} from its source", "version"
-        if not carries_evidence(older.operation, row.operation):
-            outcomes = older.confirmations + older.contradictions
-            said += (
-                f"; operation changed from {older.operation} to {row.operation}: "
-                f"{outcomes} local outcome(s) about the old one no longer count"
-            )
-        events = [
-            LessonEvent(
-                row.id,
-                now,
-                kind,
-                source,
-                older.confidence,
-                row.confidence,
-                reason=said,
-                version=version,
-            )
-        ]
-    was_live = older is None or older.status in (LessonStatus.ACTIVE, LessonStatus.CLAIMED)
-    if was_live and row.status in _ENDED:
-        kind = "retired" if row.status is LessonStatus.RETIRED else "superseded"
-        events.append(
-            LessonEvent(
-                row.id,
-                now,
-                kind,
-                source,
-                row.confidence,
-                row.confidence,
-                # A retirement's reason is the record's; a superseded record's reason is the
-                # one of the version it was (its edit says why it was superseded).
-                reason=_end_reason(kind, record) + (why if kind == "retired" else ""),
-                version=version,
-            )
-        )
-    return events
-
-
-def _end_reason(kind: str, record: MemoryV2) -> str:
-    """Who ended the copy, as the record says: by ``<who>`` at its source (a retirement), by its
-    source with ``<successor id>`` (an edit), or by its source."""
-    ended_by = record.metadata.superseded_by or ""
-    if ended_by.startswith("retired:") and ended_by != "retired:":
-        return f"{kind} by {ended_by.removeprefix('retired:')} at its source"
-    if ended_by and not ended_by.startswith("retired:"):
-        return f"{kind} by its source with {ended_by}"
-    return f"{kind} by its source"
-
-
-class _Refused(Exception):
-    """Internal: a stage (1)..(3) refusal with its error and the event kind to charge."""
-
-    def __init__(self, error: LamarckError, charge: EventKind | None, subject: str) -> None:
-        super().__init__(error.reason)
-        self.error = error
-        self.charge = charge
-        self.subject = subject
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """One pipeline call: where the record came from and how to answer."""
-
-    source: ImportSource
-    via: str
-    now: datetime
-    label: str = ""
-    dry_run: bool = False
-    held: QuarantineRow | None = None
-    # A quorum certificate that came with the record (its wire bytes), if any.
-    certificate: bytes | None = None
-    # Vectors the filters asked for (``texts_to_embed``), computed with the content's (the
-    # dict is filled before the lock; the call itself stays frozen).
-    text_vectors: dict[str, Vector] = dataclasses.field(default_factory=dict)
-
-    @property
-    def detail(self) -> str:
-        """The rejection log's detail: who delivered it, or which path and file."""
-        if self.via:
-            return f"via {self.via}"
-        return f"{self.source.value} {self.label}".strip()
-
-    @property
-    def records(self) -> bool:
-        """Whether refusals are recorded and charged (not for a dry run, an approval or a
-        quorum's certification: the record was judged when it arrived)."""
-        return not self.dry_run and self.source not in (ImportSource.APPROVAL, ImportSource.QUORUM)
 
 
 #: Told of each active copy the pipeline stored (the lesson service contests its conflicts).
@@ -617,7 +245,7 @@ class ImportPipeline:
         """
         if source in (ImportSource.APPROVAL, ImportSource.QUORUM):
             raise ValueError("an approval is made with approve(row), a quorum with certify(row)")
-        call = _Call(
+        call = ImportCall(
             source, via_node_id, self._clock.now(), label, dry_run, certificate=certificate
         )
         return await self._run(raw, call)
@@ -628,7 +256,9 @@ class ImportPipeline:
         path; the row is marked approved by ``quorum``. A refused certificate or record changes
         nothing (REJECT with the typed error). Raises only ``StoreUnavailable``.
         """
-        call = _Call(ImportSource.QUORUM, "", self._clock.now(), held=row, certificate=certificate)
+        call = ImportCall(
+            ImportSource.QUORUM, "", self._clock.now(), held=row, certificate=certificate
+        )
         return await self._run(row.signed_record, call)
 
     async def approve(self, row: QuarantineRow) -> ImportResult:
@@ -637,10 +267,10 @@ class ImportPipeline:
         A refusal (REJECT, with the typed error) changes and records nothing; a DUPLICATE
         names the lesson already holding those bytes. Raises only ``StoreUnavailable``.
         """
-        call = _Call(ImportSource.APPROVAL, "", self._clock.now(), held=row)
+        call = ImportCall(ImportSource.APPROVAL, "", self._clock.now(), held=row)
         return await self._run(row.signed_record, call)
 
-    async def _run(self, raw: bytes, call: _Call) -> ImportResult:
+    async def _run(self, raw: bytes, call: ImportCall) -> ImportResult:
         try:
             return await self._stages(raw, call)
         except StoreUnavailable:
@@ -661,11 +291,15 @@ class ImportPipeline:
                 error=e,
             )
 
-    async def _stages(self, raw: bytes, call: _Call) -> ImportResult:
+    async def _stages(self, raw: bytes, call: ImportCall) -> ImportResult:
         try:
-            signed = self._parse_and_verify(raw, call)
-            hold = await self._check_pin(signed, call)
-        except _Refused as refused:
+            signed = parse_and_verify(
+                raw, call, limits=self._limits, max_future_skew_s=self.params.max_future_skew_s
+            )
+            hold = await pin_hold(
+                signed, call, pins=self._pins, self_node_id=self._view.self_node_id
+            )
+        except Refused as refused:
             content_hash = sha256_hex(raw) if isinstance(raw, bytes) else ""
             return await self._refuse(refused, content_hash, call)
         vector = None
@@ -705,74 +339,7 @@ class ImportPipeline:
 
     # -- stages (1)..(3) -----------------------------------------------------------------
 
-    def _parse_and_verify(self, raw: bytes, call: _Call) -> SignedMemory:
-        via = call.via
-        held = call.held
-        if held is not None and sha256_hex(raw) != held.content_hash:
-            # (0) an approval: the bytes are the ones the row was filed under.
-            error = VerificationError(
-                f"quarantine {held.id}: stored bytes do not match their content hash",
-                reason="hash_mismatch",
-                id=held.id,
-            )
-            raise _Refused(error, None, "")
-        # (1) size and schema.
-        try:
-            signed = SignedMemory.from_json(raw, limits=self._limits)
-        except InvalidRecord as e:
-            # Unparsed bytes name no signer: nobody provably made them.
-            raise _Refused(e, None, "") from None
-        # (2) signature and hash (the clock check inside verify comes after the signature).
-        try:
-            signed.verify(call.now, self.params.max_future_skew_s)
-        except VerificationError as e:
-            if e.reason == "future_timestamp":
-                # The signature held, so the date is the signer's choice.
-                raise _Refused(e, EventKind.REJECTED, signed.source_agent_id) from None
-            sender = charged_sender(via, signed.source_agent_id)
-            raise _Refused(e, EventKind.BAD_SIGNATURE, sender) from None
-        if held is not None and signed.source_agent_id != held.source_node_id:
-            error = VerificationError(
-                f"quarantine {held.id}: record names a different source than its row",
-                reason="key_mismatch",
-                id=held.id,
-            )
-            raise _Refused(error, None, "")
-        return signed
-
-    async def _check_pin(self, signed: SignedMemory, call: _Call) -> HoldReason | None:
-        """(3) the claimed source must be registered, not revoked, and pinned to this key.
-
-        Returns ``unknown_signer`` for a bundle whose signer no registry knows (held for an
-        operator); raises ``_Refused`` for any other refusal.
-        """
-        if signed.source_agent_id == self._view.self_node_id:
-            return None  # verify bound the id to the key: this node knows its own key
-        held = call.held
-        if self._pins is None:
-            if call.source is ImportSource.BUNDLE:
-                return HoldReason.UNKNOWN_SIGNER
-            if held is not None:
-                return None  # no registry to ask again: the operator's word stands
-            error = PolicyRejected(
-                f"source {signed.source_agent_id} cannot be checked: this node has no registry",
-                reason=PinReason.REGISTRY_UNAVAILABLE,
-            )
-            raise _Refused(error, None, call.via)
-        try:
-            await check_key_pin(self._pins, signed)
-        except (PolicyRejected, VerificationError) as e:
-            reason = PinReason(e.reason)
-            if reason is PinReason.UNREGISTERED_SOURCE:
-                if call.source is ImportSource.BUNDLE:
-                    return HoldReason.UNKNOWN_SIGNER
-                if held is not None and HoldReason.UNKNOWN_SIGNER in held.reasons:
-                    return None  # the operator vouched for a key no registry knows
-            sender = charged_sender(call.via, signed.source_agent_id)
-            raise _Refused(e, PIN_CHARGES[reason], sender) from None
-        return None
-
-    async def _refuse(self, refused: _Refused, content_hash: str, call: _Call) -> ImportResult:
+    async def _refuse(self, refused: Refused, content_hash: str, call: ImportCall) -> ImportResult:
         events: tuple[ReputationEvent, ...] = ()
         if refused.charge is not None and refused.subject:
             events = (
@@ -793,7 +360,7 @@ class ImportPipeline:
         error: LamarckError,
         content_hash: str,
         source: str,
-        call: _Call,
+        call: ImportCall,
         events: Sequence[ReputationEvent],
         record: MemoryV2 | None,
     ) -> ImportResult:
@@ -825,7 +392,7 @@ class ImportPipeline:
     # -- stages (4)..(11) ----------------------------------------------------------------
 
     async def _decide_and_store(
-        self, signed: SignedMemory, call: _Call, hold: HoldReason | None, vector: Vector | None
+        self, signed: SignedMemory, call: ImportCall, hold: HoldReason | None, vector: Vector | None
     ) -> ImportResult:
         record = signed.memory
         source = record.provenance.source_agent_id
@@ -907,7 +474,7 @@ class ImportPipeline:
         return stored
 
     def _snapshot(
-        self, record: MemoryV2, content_hash: str, now: datetime, call: _Call
+        self, record: MemoryV2, content_hash: str, now: datetime, call: ImportCall
     ) -> ImportSnapshot:
         # The established lessons are read apart, once the rest is known (``_decided``).
         return self._view.snapshot(record, content_hash, now, call.text_vectors)
@@ -954,7 +521,7 @@ class ImportPipeline:
         self,
         signed: SignedMemory,
         row: QuarantineRow,
-        call: _Call,
+        call: ImportCall,
         vector: Vector | None,
         *,
         checked: bool = False,
@@ -1003,7 +570,7 @@ class ImportPipeline:
         self,
         signed: SignedMemory,
         row: QuarantineRow,
-        call: _Call,
+        call: ImportCall,
         vector: Vector | None,
         *,
         certified: bool = False,

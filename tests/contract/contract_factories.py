@@ -24,6 +24,7 @@ from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
+from tests.factories import lesson_row
 
 # The dimension the conftest migrates its template database with (conftest.DIM).
 DIM = 8
@@ -45,19 +46,8 @@ def vec(*values: float) -> np.ndarray:
 
 
 def lesson(lesson_id: str, **fields: object) -> LessonRow:
-    """An active global lesson with an embedding; ``fields`` override anything."""
-    base = LessonRow(
-        id=lesson_id,
-        content=f"lesson {lesson_id}",
-        operation="pytest",
-        scope="global",
-        status=LessonStatus.ACTIVE,
-        confidence=0.5,
-        created_at=T0,
-        updated_at=T0,
-        embedding=vec(1.0),
-    )
-    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+    """An active global lesson with an embedding, at T0; ``fields`` override anything."""
+    return lesson_row(lesson_id, at=T0, dim=DIM, **fields)
 
 
 def outcome(outcome_id: str, created: datetime = T0, **fields: object) -> OutcomeRow:
@@ -77,8 +67,8 @@ def outcome(outcome_id: str, created: datetime = T0, **fields: object) -> Outcom
 
 def full_lesson() -> LessonRow:
     """A lesson with every field set to something other than its default."""
-    return LessonRow(
-        id="full",
+    return lesson_row(
+        "full",
         content="prefer uv over pip for installs",
         operation="pip install",
         scope="project:0f3a",

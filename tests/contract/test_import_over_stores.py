@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 
 from lamarck.domain.rows import LessonFilter
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
+from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
+from lamarck.node.importing.versions import imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.port import LessonStore
 from lamarck.policy.decision import ImportOutcome, ImportParams

@@ -14,10 +14,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lamarck.domain.rows import (
-    LessonRow,
-    LessonStatus,
-)
 from lamarck.errors import DeliveryFailed, NotFound
 from lamarck.gossip.publisher import GossipParams
 from lamarck.node.gossip.outbox import (
@@ -31,6 +27,7 @@ from lamarck.node.gossip.outbox import (
 )
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonStore
+from tests.factories import lesson_row
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 L1 = "6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab"
@@ -44,15 +41,12 @@ def at(seconds: float) -> datetime:
 
 async def _lesson(store: LessonStore, lesson_id: str) -> None:
     await store.insert_lesson(
-        LessonRow(
-            id=lesson_id,
+        lesson_row(
+            lesson_id,
+            at=T0,
             content=f"Run database migrations before restarting the api service ({lesson_id}).",
             operation="deploy.restart",
-            scope="global",
-            status=LessonStatus.ACTIVE,
             confidence=0.8,
-            created_at=T0,
-            updated_at=T0,
         )
     )
 

@@ -35,6 +35,7 @@ from lamarck.node.store.recall_index import (
     RecallIndexState,
     RecallIndexStatus,
 )
+from tests.factories import lesson_row
 
 pytestmark = pytest.mark.integration
 
@@ -53,18 +54,17 @@ def _vector(rng: random.Random) -> np.ndarray:
 
 
 def _lesson(i: int, rng: random.Random, **fields: Any) -> LessonRow:
-    base = LessonRow(
-        id=f"l{i:04d}",
-        content=f"lesson {i}",
-        operation=f"op{i}",
-        scope=rng.choice(SCOPES),
-        status=rng.choice((LessonStatus.ACTIVE, LessonStatus.ACTIVE, LessonStatus.CLAIMED)),
-        confidence=0.5,
-        created_at=T0,
-        updated_at=T0,
-        embedding=_vector(rng),
+    return lesson_row(
+        f"l{i:04d}",
+        **{
+            "content": f"lesson {i}",
+            "operation": f"op{i}",
+            "scope": rng.choice(SCOPES),
+            "status": rng.choice((LessonStatus.ACTIVE, LessonStatus.ACTIVE, LessonStatus.CLAIMED)),
+            "embedding": _vector(rng),
+            **fields,
+        },
     )
-    return dataclasses.replace(base, **fields)
 
 
 def _seen(hits: list[ScoredLesson]) -> list[tuple[Any, ...]]:

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from lamarck.domain.rows import LessonRow, LessonStatus
 from lamarck.node.store.postgres import PostgresLessonStore
+from tests.factories import lesson_row
 
 pytestmark = pytest.mark.integration
 
@@ -39,15 +39,13 @@ async def test_a_confirmation_of_a_two_kilobyte_row_is_heap_only(
     # ~2 KB of content that does not compress, and a scope that does: under Postgres's
     # default the row was compressed in place, the scope with it, and every rewrite of the
     # same scope then counted as a change of an indexed value.
-    row = LessonRow(
-        id="big",
+    row = lesson_row(
+        "big",
+        at=T0,
         content=secrets.token_hex(950),
         operation="pytest",
         scope="project:" + "be" * 32,
-        status=LessonStatus.ACTIVE,
         confidence=0.5,
-        created_at=T0,
-        updated_at=T0,
         evidence=("o1",),
         tags=("source:mechanical", "target:repo"),
         embedding=np.ones(DIM, dtype=np.float32),

@@ -22,6 +22,7 @@ from lamarck.domain.rows import (
     RelevanceFloor,
 )
 from lamarck.node.store.postgres import PostgresLessonStore
+from tests.factories import lesson_row
 
 pytestmark = pytest.mark.integration
 
@@ -32,15 +33,10 @@ ROWS = 2000
 
 
 def _row(i: int, rng: np.random.Generator) -> LessonRow:
-    return LessonRow(
-        id=f"l{i:03d}",
+    return lesson_row(
+        f"l{i:03d}",
         content=f"lesson {i}",
         operation=f"op{i}",
-        scope="global",
-        status=LessonStatus.ACTIVE,
-        confidence=0.5,
-        created_at=T0,
-        updated_at=T0,
         embedding=rng.standard_normal(DIM).astype(np.float32),
     )
 

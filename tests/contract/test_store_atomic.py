@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import numpy as np
 import pytest
 
 from lamarck.domain.rows import (
     LessonEvent,
-    LessonRow,
-    LessonStatus,
     OutcomeRow,
 )
 from lamarck.errors import ConflictError
 from lamarck.node.store.port import LessonStore
+from tests.factories import lesson_row
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 8
@@ -22,22 +20,6 @@ DIM = 8
 
 class _Crash(RuntimeError):
     """Stands in for a process dying in the middle of a unit of work."""
-
-
-def _lesson(lesson_id: str) -> LessonRow:
-    vector = np.zeros(DIM, dtype=np.float32)
-    vector[0] = 1.0
-    return LessonRow(
-        id=lesson_id,
-        content=f"lesson {lesson_id}",
-        operation="pytest",
-        scope="global",
-        status=LessonStatus.ACTIVE,
-        confidence=0.5,
-        created_at=T0,
-        updated_at=T0,
-        embedding=vector,
-    )
 
 
 def _outcome(outcome_id: str) -> OutcomeRow:
@@ -58,7 +40,7 @@ async def test_a_failed_unit_leaves_nothing_of_its_writes(store: LessonStore) ->
         async with store.atomic():
             await store.insert_outcome(_outcome("o1"))
             await store.insert_lesson(
-                _lesson("l1"),
+                lesson_row("l1", at=T0, dim=DIM),
                 [LessonEvent(lesson_id="l1", kind="created", at=T0, actor="loop")],
             )
             raise _Crash("killed between two writes")
@@ -70,9 +52,9 @@ async def test_a_failed_unit_leaves_nothing_of_its_writes(store: LessonStore) ->
 async def test_a_unit_that_ends_commits_every_write_and_reads_its_own(store: LessonStore) -> None:
     async with store.atomic():
         await store.insert_outcome(_outcome("o1"))
-        await store.insert_lesson(_lesson("l1"))
+        await store.insert_lesson(lesson_row("l1", at=T0, dim=DIM))
         async with store.atomic():  # a nested unit joins the outer one
-            await store.insert_lesson(_lesson("l2"))
+            await store.insert_lesson(lesson_row("l2", at=T0, dim=DIM))
         assert [r.id for r in await store.get_lessons(["l1", "l2"])] == ["l1", "l2"]
     assert await store.existing_outcome_ids(["o1"]) == {"o1"}
     assert {r.id for r in await store.get_lessons(["l1", "l2"])} == {"l1", "l2"}
@@ -82,6 +64,6 @@ async def test_a_duplicate_inside_a_unit_undoes_the_unit(store: LessonStore) -> 
     await store.insert_outcome(_outcome("o1"))
     with pytest.raises(ConflictError):
         async with store.atomic():
-            await store.insert_lesson(_lesson("l1"))
+            await store.insert_lesson(lesson_row("l1", at=T0, dim=DIM))
             await store.insert_outcome(_outcome("o1"))
     assert await store.get_lessons(["l1"]) == []

@@ -15,33 +15,16 @@ import pytest
 from lamarck.domain.rows import (
     LessonEvent,
     LessonFilter,
-    LessonRow,
     LessonStatus,
     ProvenanceEntry,
     RelevanceFloor,
 )
 from lamarck.errors import ConflictError, InvalidRecord, NotFound
 from lamarck.node.store.port import LessonStore
+from tests.factories import lesson_row
 
 DIM = 8  # the conftest's template dimension
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
-
-
-def _lesson(lesson_id: str, **fields: object) -> LessonRow:
-    vector = np.zeros(DIM, dtype=np.float32)
-    vector[0] = 1.0
-    base = LessonRow(
-        id=lesson_id,
-        content=f"lesson {lesson_id}",
-        operation="pytest",
-        scope="global",
-        status=LessonStatus.ACTIVE,
-        confidence=0.5,
-        created_at=T0,
-        updated_at=T0,
-        embedding=vector,
-    )
-    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
 
 
 def _event(lesson_id: str, kind: str, seconds: int, **fields: object) -> LessonEvent:
@@ -58,28 +41,28 @@ async def test_a_lesson_written_with_its_events_keeps_them_in_order(store: Lesso
         _event("a", "created", 0, confidence_after=0.5, reason="born"),
         _event("a", "contested", 0, confidence_before=None, outcome_id="o1", version=2),
     ]
-    await store.insert_lesson(_lesson("a"), events)
+    await store.insert_lesson(lesson_row("a", dim=DIM), events)
     assert (await store.get_lesson("a")).content == "lesson a"
     assert await store.lesson_events(["a"]) == events
 
 
 async def test_a_duplicate_lesson_writes_no_events(store: LessonStore) -> None:
-    await store.insert_lesson(_lesson("a"))
+    await store.insert_lesson(lesson_row("a", dim=DIM))
     with pytest.raises(ConflictError):
-        await store.insert_lesson(_lesson("a"), [_event("a", "created", 1)])
+        await store.insert_lesson(lesson_row("a", dim=DIM), [_event("a", "created", 1)])
     assert await store.lesson_events(["a"]) == []
 
 
 async def test_an_unknown_event_kind_refuses_the_lesson_too(store: LessonStore) -> None:
     with pytest.raises(InvalidRecord):
-        await store.insert_lesson(_lesson("a"), [_event("a", "exploded", 0)])
+        await store.insert_lesson(lesson_row("a", dim=DIM), [_event("a", "exploded", 0)])
     with pytest.raises(NotFound):
         await store.get_lesson("a")
 
 
 async def test_an_update_replaces_provenance_and_appends_events(store: LessonStore) -> None:
-    await store.insert_lesson(_lesson("a", provenance=(_prov("s1", 0),)))
-    updated = _lesson(
+    await store.insert_lesson(lesson_row("a", dim=DIM, provenance=(_prov("s1", 0),)))
+    updated = lesson_row(
         "a", confidence=0.7, provenance=(_prov("s2", 1), _prov("s3", 2)), embedding=None
     )
     events = [_event("a", "confirmed", 3, confidence_before=0.5, confidence_after=0.7)]
@@ -93,15 +76,16 @@ async def test_an_update_replaces_provenance_and_appends_events(store: LessonSto
 
 async def test_updating_a_missing_lesson_writes_nothing(store: LessonStore) -> None:
     with pytest.raises(NotFound):
-        await store.update_lesson(_lesson("ghost"), [_event("ghost", "confirmed", 0)])
+        await store.update_lesson(lesson_row("ghost", dim=DIM), [_event("ghost", "confirmed", 0)])
     assert await store.lesson_events(["ghost"]) == []
 
 
 async def test_retired_evidence_among_answers_only_the_ids_asked(store: LessonStore) -> None:
-    await store.insert_lesson(_lesson("kept", evidence=("o1",)))
+    await store.insert_lesson(lesson_row("kept", dim=DIM, evidence=("o1",)))
     await store.insert_lesson(
-        _lesson(
+        lesson_row(
             "gone",
+            dim=DIM,
             evidence=("o2", "o3"),
             status=LessonStatus.RETIRED,
             superseded_by="retired:u",
@@ -114,9 +98,9 @@ async def test_retired_evidence_among_answers_only_the_ids_asked(store: LessonSt
 
 
 async def test_a_tags_filter_keeps_lessons_carrying_every_tag(store: LessonStore) -> None:
-    await store.insert_lesson(_lesson("both", tags=("target:a", "avoid:x")))
-    await store.insert_lesson(_lesson("one", tags=("target:a",)))
-    await store.insert_lesson(_lesson("other", tags=("target:b", "avoid:x")))
+    await store.insert_lesson(lesson_row("both", dim=DIM, tags=("target:a", "avoid:x")))
+    await store.insert_lesson(lesson_row("one", dim=DIM, tags=("target:a",)))
+    await store.insert_lesson(lesson_row("other", dim=DIM, tags=("target:b", "avoid:x")))
     flt = LessonFilter(statuses=None, tags=("target:a",))
     assert {r.id for r in await store.list_lessons(flt)} == {"both", "one"}
     flt = LessonFilter(statuses=None, tags=("avoid:x", "target:a"))
@@ -126,12 +110,14 @@ async def test_a_tags_filter_keeps_lessons_carrying_every_tag(store: LessonStore
 
 async def test_a_lesson_written_with_provenance_and_events_keeps_both(store: LessonStore) -> None:
     events = [_event("a", "imported", 0, reason="from s1")]
-    await store.insert_lesson(_lesson("a", provenance=(_prov("s1", 0), _prov("s2", 1))), events)
+    await store.insert_lesson(
+        lesson_row("a", dim=DIM, provenance=(_prov("s1", 0), _prov("s2", 1))), events
+    )
     row = await store.get_lesson("a")
     assert [p.source_node_id for p in row.provenance] == ["s1", "s2"]
     assert await store.lesson_events(["a"]) == events
     with pytest.raises(ConflictError):
-        await store.insert_lesson(_lesson("a", provenance=(_prov("s3", 2),)), events)
+        await store.insert_lesson(lesson_row("a", dim=DIM, provenance=(_prov("s3", 2),)), events)
     assert [p.source_node_id for p in (await store.get_lesson("a")).provenance] == ["s1", "s2"]
     assert await store.lesson_events(["a"]) == events
 
@@ -139,7 +125,7 @@ async def test_a_lesson_written_with_provenance_and_events_keeps_both(store: Les
 async def test_retired_evidence_follows_retirement_evidence_and_deletion(
     store: LessonStore,
 ) -> None:
-    row = _lesson("later", evidence=("o4",))
+    row = lesson_row("later", dim=DIM, evidence=("o4",))
     await store.insert_lesson(row)
     assert await store.retired_evidence_ids(among=("o4",)) == set()
     # Retired by the user through an ordinary update: its evidence is never re-learned.
@@ -160,7 +146,7 @@ async def test_a_search_by_operation_ranks_every_match_exactly(store: LessonStor
     # conflict check's vector search may not miss a rival the index scan would drop).
     rng = np.random.default_rng(7)
     others = [
-        _lesson(f"n{i:03d}", operation="make", embedding=rng.standard_normal(DIM).astype("f4"))
+        lesson_row(f"n{i:03d}", operation="make", embedding=rng.standard_normal(DIM).astype("f4"))
         for i in range(120)
     ]
     await store.insert_lessons(others)
@@ -169,9 +155,9 @@ async def test_a_search_by_operation_ranks_every_match_exactly(store: LessonStor
     near[0] = 0.5  # cosine 0.98 to the query
     await store.insert_lessons(
         [
-            _lesson("near", operation="pytest", embedding=near),
-            _lesson("far", operation="pytest", embedding=far),
-            _lesson("off", operation="pytest", status=LessonStatus.RETIRED, embedding=near),
+            lesson_row("near", operation="pytest", embedding=near),
+            lesson_row("far", operation="pytest", embedding=far),
+            lesson_row("off", operation="pytest", status=LessonStatus.RETIRED, embedding=near),
         ]
     )
     flt = LessonFilter(operation="pytest")

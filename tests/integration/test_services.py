@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus
+from lamarck.domain.rows import LessonFilter
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.records import Admission, sign_enrollment, sign_registration
 from lamarck.registry.redis_directory import RedisPeerDirectory
+from tests.factories import lesson_row
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -41,15 +42,12 @@ async def test_a_lesson_store_migrates_and_keeps_a_lesson_on_the_services_postgr
     lesson_id = str(uuid.uuid4())
     try:
         await store.insert_lesson(
-            LessonRow(
-                id=lesson_id,
+            lesson_row(
+                lesson_id,
+                at=T0,
                 content="Run database migrations before restarting the api service.",
                 operation="deploy.restart",
-                scope="global",
-                status=LessonStatus.ACTIVE,
                 confidence=0.8,
-                created_at=T0,
-                updated_at=T0,
             )
         )
         assert (await store.get_lesson(lesson_id)).content.startswith("Run database migrations")

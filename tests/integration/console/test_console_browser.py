@@ -67,6 +67,7 @@ from lamarck.reputation.book import ReputationBook, TrustConfig, table_rows
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
 from lamarck.reputation.table import ReputationRow, named_parts
+from tests.factories import held_row, lesson_row
 
 pytestmark = pytest.mark.integration
 
@@ -144,14 +145,11 @@ def signed(n: int) -> SignedMemory:
 
 def held(n: int, reasons: tuple[str, ...] | None = None) -> QuarantineRow:
     """A pending quarantine row holding record ``n``, kept with its import decision."""
-    sm = signed(n)
-    return QuarantineRow(
-        id=f"q{n}",
-        content_hash=sm.content_hash,
-        source_node_id=sm.source_agent_id,
-        reasons=reasons or ("unverified_high_confidence", "statistical_outlier"),
+    return held_row(
+        f"q{n}",
+        signed(n),
         received_at=NOW - timedelta(minutes=10 - n),
-        signed_record=sm.raw,
+        reasons=reasons or ("unverified_high_confidence", "statistical_outlier"),
         confidence=0.47,
         transfer_rule="unknown_peer",
     )
@@ -202,16 +200,14 @@ def quorum_round(ledger: QuorumLedger, record: SignedMemory) -> None:
 
 def lesson(n: int, confidence: float, status: LessonStatus = LessonStatus.ACTIVE) -> LessonRow:
     """A local lesson learned ``n`` days ago."""
-    created = NOW - timedelta(days=20 + n)
-    return LessonRow(
-        id=f"lesson-{n}",
+    return lesson_row(
+        f"lesson-{n}",
         content=f"Check the disk before writing large files on host {n}.",
         operation=f"fs.write.{n}",
         scope="global" if n % 2 else "project:" + "ab" * 8,
         status=status,
         confidence=confidence,
-        created_at=created,
-        updated_at=created,
+        at=NOW - timedelta(days=20 + n),
         context={"domain": "ops", "environment": "prod"},
         last_used=NOW - timedelta(days=n),
     )
@@ -243,15 +239,12 @@ class Console:
 def imported_lesson(n: int, days_ago: int) -> LessonRow:
     """A lesson imported from SOURCE via lmk1alpha ``days_ago`` days ago."""
     at = NOW - timedelta(days=days_ago, hours=n + 1)
-    return LessonRow(
-        id=f"imported-{n}",
+    return lesson_row(
+        f"imported-{n}",
         content=f"Pin the base image digest before building release {n}.",
         operation="docker.build",
-        scope="global",
-        status=LessonStatus.ACTIVE,
         confidence=0.62,
-        created_at=at,
-        updated_at=at,
+        at=at,
         evidence=(f"outcome-imp-{n}",),
         source_node_id=SOURCE.node_id,
         imported_from="lmk1alpha",

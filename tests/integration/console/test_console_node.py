@@ -33,7 +33,7 @@ from typer.testing import CliRunner
 from lamarck.cli import app
 from lamarck.client import Client
 from lamarck.proto.clock import SystemClock
-from lamarck.proto.timefmt import format_ts
+from tests.factories import outcome_obj
 
 pytestmark = pytest.mark.integration
 
@@ -72,36 +72,18 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 def _outcome(tag: str) -> dict[str, Any]:
     """A run where one command failed and another then worked on the same target."""
-    steps = [(f"shell:make check-{tag}", "failed"), (f"shell:pytest -q {tag}", "ok")]
-    return {
-        "schema_version": "1.0",
-        "kind": "outcome",
-        "id": str(uuid.uuid4()),
-        "session_id": f"console-{tag}",
-        "turn_index": 1,
-        "project": PROJECT,
-        "goal_digest": "make the test suite pass",
-        "approach": [
-            {"operation_key": op, "outcome": result, "target": "the suite"} for op, result in steps
+    return outcome_obj(
+        outcome_id=str(uuid.uuid4()),
+        session_id=f"console-{tag}",
+        turn_index=1,
+        project=PROJECT,
+        goal_digest="make the test suite pass",
+        steps=[
+            (f"shell:make check-{tag}", "failed", "the suite"),
+            (f"shell:pytest -q {tag}", "ok", "the suite"),
         ],
-        "checks": [
-            {
-                "label": "pytest",
-                "target": "",
-                "kind": "test",
-                "order": 0,
-                "ran": True,
-                "failed": False,
-                "mutated_after": False,
-            }
-        ],
-        "passed": True,
-        "claim_ok": True,
-        "steps": len(steps),
-        "tokens": 100,
-        "wall_s": 1.0,
-        "created_at": format_ts(SystemClock().now()),
-    }
+        created_at=SystemClock().now(),
+    )
 
 
 @pytest.fixture(scope="module")

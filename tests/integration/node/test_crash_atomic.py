@@ -37,6 +37,7 @@ from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
+from tests.factories import outcome_obj
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -49,36 +50,17 @@ _POLL_S = 0.05
 
 def _outcome(session: str, target: str, outcome_id: str) -> dict[str, Any]:
     """An outcome that teaches "prefer GOOD over BAD for target" (one new lesson)."""
-    return {
-        "schema_version": "1.0",
-        "kind": "outcome",
-        "id": outcome_id,
-        "session_id": session,
-        "turn_index": 0,
-        "project": PROJECT,
-        "goal_digest": "make the test suite pass",
-        "approach": [
-            {"operation_key": BAD, "outcome": "failed", "target": target},
-            {"operation_key": GOOD, "outcome": "ok", "target": target},
-        ],
-        "checks": [
-            {
-                "label": "pytest",
-                "target": "",
-                "kind": "test",
-                "order": 0,
-                "ran": True,
-                "failed": False,
-                "mutated_after": False,
-            }
-        ],
-        "passed": True,
-        "claim_ok": True,
-        "steps": 2,
-        "tokens": 10,
-        "wall_s": 0.5,
-        "created_at": format_ts(datetime.now(UTC)),
-    }
+    return outcome_obj(
+        outcome_id=outcome_id,
+        session_id=session,
+        turn_index=0,
+        project=PROJECT,
+        goal_digest="make the test suite pass",
+        steps=[(BAD, "failed", target), (GOOD, "ok", target)],
+        created_at=datetime.now(UTC),
+        tokens=10,
+        wall_s=0.5,
+    )
 
 
 def _foreign_bundle(identity: NodeIdentity) -> bytes:

@@ -22,8 +22,8 @@ from lamarck.client import AsyncClient, Client
 from lamarck.errors import LamarckError, PolicyRejected, SecretDetected
 from lamarck.operator import OperatorClient
 from lamarck.proto.signed import SignedMemory
-from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import agent_pb2, agent_pb2_grpc
+from tests.factories import outcome_obj
 
 pytestmark = pytest.mark.integration
 
@@ -44,33 +44,18 @@ def outcome(
     outcome_id: str | None = None,
 ) -> dict[str, Any]:
     """One turn's outcome record, dated now (the node runs on the system clock)."""
-    return {
-        "schema_version": "1.0",
-        "kind": "outcome",
-        "id": outcome_id or str(uuid.uuid4()),
-        "session_id": session,
-        "turn_index": turn,
-        "project": PROJECT,
-        "goal_digest": "make the test suite pass",
-        "approach": [{"operation_key": o, "outcome": r, "target": t} for o, r, t in steps],
-        "checks": [
-            {
-                "label": "pytest",
-                "target": "",
-                "kind": "test",
-                "order": 0,
-                "ran": True,
-                "failed": not passed,
-                "mutated_after": False,
-            }
-        ],
-        "passed": passed,
-        "claim_ok": True,
-        "steps": len(steps),
-        "tokens": 10,
-        "wall_s": 0.5,
-        "created_at": format_ts(datetime.now(UTC)),
-    }
+    return outcome_obj(
+        outcome_id=outcome_id or str(uuid.uuid4()),
+        session_id=session,
+        turn_index=turn,
+        project=PROJECT,
+        goal_digest="make the test suite pass",
+        steps=steps,
+        created_at=datetime.now(UTC),
+        passed=passed,
+        tokens=10,
+        wall_s=0.5,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -34,9 +34,9 @@ from lamarck.node.api.server import (
 )
 from lamarck.node.api.status import reason_from_rpc_error
 from lamarck.node.config import load_settings
-from lamarck.node.daemon import node_context
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.params import node_params
+from lamarck.node.startup import node_context
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.v1 import agent_pb2, operator_pb2, peer_pb2, peer_pb2_grpc, records_pb2

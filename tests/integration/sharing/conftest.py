@@ -30,12 +30,12 @@ import pytest
 from lamarck.client import Client, Lesson
 from lamarck.gossip.publisher import GossipParams
 from lamarck.proto.clock import SystemClock
-from lamarck.proto.timefmt import format_ts
 from lamarck.registry.params import RegistryParams
 from lamarck.registry.redis_directory import RedisPeerDirectory
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.scores import trust_band
 from lamarck.reputation.transfer import TransferInputs, TransferParams, imported_confidence
+from tests.factories import outcome_obj
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 _FIXTURE_FILE = Path(__file__).resolve().parents[1] / "node" / "conftest.py"
@@ -94,34 +94,19 @@ def outcome(
     in_play: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """One turn's outcome record, dated now (nodes run on the system clock)."""
-    return {
-        "in_play": list(in_play),
-        "schema_version": "1.0",
-        "kind": "outcome",
-        "id": str(uuid.uuid4()),
-        "session_id": session,
-        "turn_index": 0,
-        "project": project,
-        "goal_digest": "make the test suite pass",
-        "approach": [{"operation_key": o, "outcome": r, "target": t} for o, r, t in steps],
-        "checks": [
-            {
-                "label": "pytest",
-                "target": "",
-                "kind": "test",
-                "order": 0,
-                "ran": True,
-                "failed": not passed,
-                "mutated_after": False,
-            }
-        ],
-        "passed": passed,
-        "claim_ok": True,
-        "steps": len(steps),
-        "tokens": 10,
-        "wall_s": 0.5,
-        "created_at": format_ts(datetime.now(UTC)),
-    }
+    return outcome_obj(
+        outcome_id=str(uuid.uuid4()),
+        session_id=session,
+        turn_index=0,
+        project=project,
+        goal_digest="make the test suite pass",
+        steps=steps,
+        created_at=datetime.now(UTC),
+        passed=passed,
+        tokens=10,
+        wall_s=0.5,
+        in_play=list(in_play),
+    )
 
 
 def expected_transfer(original: float) -> float:

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from lamarck.domain.rows import LessonRow, LessonStatus
+from lamarck.domain.rows import LessonRow
 from lamarck.errors import DeliveryFailed
 from lamarck.gossip.publisher import GossipParams
 from lamarck.node.gossip.outbox import OutboxWorker, PostgresOutbox
 from lamarck.node.store.embedded import EmbeddedPostgres, default_server_settings
 from lamarck.node.store.postgres import PostgresLessonStore
+from tests.factories import publishable_lesson
 
 pytestmark = pytest.mark.integration
 
@@ -39,17 +40,7 @@ def pg() -> Iterator[EmbeddedPostgres]:
 
 
 def _lesson(lesson_id: str) -> LessonRow:
-    return LessonRow(
-        id=lesson_id,
-        content="Run database migrations before restarting the api service.",
-        operation="deploy.restart",
-        scope="global",
-        status=LessonStatus.ACTIVE,
-        confidence=0.8,
-        created_at=NOW,
-        updated_at=NOW,
-        evidence=("0b9c2d3e-4a5b-4c6d-8e7f-0123456789ab",),
-    )
+    return publishable_lesson(id=lesson_id, created_at=NOW, updated_at=NOW)
 
 
 async def test_postgres_outbox_retries_with_backoff_and_survives_a_restart(

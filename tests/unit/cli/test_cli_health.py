@@ -29,7 +29,6 @@ from lamarck.cli import app
 from lamarck.domain.rows import (
     LessonEvent,
     LessonRow,
-    LessonStatus,
     QuarantineRow,
     RejectionRow,
 )
@@ -57,6 +56,7 @@ from lamarck.reputation.book import ReputationBook, TrustConfig, table_rows
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
 from lamarck.reputation.table import ReputationRow
+from tests.factories import lesson_row
 
 T = TypeVar("T")
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -65,16 +65,12 @@ runner = CliRunner()
 
 def lesson(n: int, confidence: float = 0.8) -> LessonRow:
     """An active local lesson created ten days ago."""
-    created = NOW - timedelta(days=10)
-    return LessonRow(
-        id=f"l{n}",
+    return lesson_row(
+        f"l{n}",
         content=f"Run migrations before restarting service {n}.",
         operation="deploy.restart",
-        scope="global",
-        status=LessonStatus.ACTIVE,
         confidence=confidence,
-        created_at=created,
-        updated_at=created,
+        at=NOW - timedelta(days=10),
         last_used=NOW - timedelta(days=1),
     )
 

@@ -46,6 +46,7 @@ from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import operator_pb2_grpc
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
+from tests.factories import held_row
 
 T = TypeVar("T")
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -104,15 +105,7 @@ def signed(n: int, content: str | None = None) -> SignedMemory:
 
 def held(n: int, sm: SignedMemory | None = None) -> QuarantineRow:
     """A pending row holding record ``n``."""
-    sm = sm or signed(n)
-    return QuarantineRow(
-        id=f"q{n}",
-        content_hash=sm.content_hash,
-        source_node_id=sm.source_agent_id,
-        reasons=("unverified_high_confidence", "statistical_outlier"),
-        received_at=NOW + timedelta(minutes=n),
-        signed_record=sm.raw,
-    )
+    return held_row(f"q{n}", sm or signed(n), received_at=NOW + timedelta(minutes=n))
 
 
 @dataclass

@@ -13,7 +13,6 @@ import pytest
 from lamarck.consensus.corroboration import EvidenceClass, Support
 from lamarck.domain.rows import (
     LessonEvent,
-    LessonRow,
     LessonStatus,
     ProvenanceEntry,
     QuarantineRow,
@@ -27,19 +26,19 @@ from lamarck.learning.influence import LessonEvidence
 from lamarck.node.console.activity import activity_timeline, bins_for_age, window_start
 from lamarck.node.console.assets import CONTENT_TYPES, asset
 from lamarck.node.console.http import ConsoleParams
-from lamarck.node.console.markup import Markup, attrs, el, esc, void
-from lamarck.node.console.pages import (
-    CSRF_FIELD,
-    NAV,
-    SHORT_ID_CHARS,
+from lamarck.node.console.lesson_pages import (
     HeldDetails,
-    health_page,
     lesson_page,
     lessons_page,
+    quarantine_page,
+)
+from lamarck.node.console.markup import Markup, attrs, el, esc, void
+from lamarck.node.console.pages import (
+    NAV,
+    health_page,
     overview_page,
     page,
     peer_page,
-    quarantine_page,
     reputation_page,
 )
 from lamarck.node.console.plots import (
@@ -51,10 +50,12 @@ from lamarck.node.console.plots import (
     timeline_chart,
 )
 from lamarck.node.console.series import evidence_counts, quarantine_ages, score_series
+from lamarck.node.console.widgets import CSRF_FIELD, SHORT_ID_CHARS
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.scores import PeerBand, ScorePart
 from lamarck.reputation.table import ReputationRow
+from tests.factories import lesson_row
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 HOSTILE = '<script>alert("x")</script>'
@@ -139,8 +140,8 @@ def test_the_overview_lists_facts_and_warnings_escaped() -> None:
 
 def test_the_health_page_draws_bands_calibration_transfer_and_velocity() -> None:
     rows = [
-        LessonRow("a", "x", "op", "global", LessonStatus.ACTIVE, 0.8, NOW, NOW, last_used=NOW),
-        LessonRow("b", "y", "op", "global", LessonStatus.ACTIVE, 0.3, NOW, NOW, last_used=NOW),
+        lesson_row("a", at=NOW, content="x", operation="op", confidence=0.8, last_used=NOW),
+        lesson_row("b", at=NOW, content="y", operation="op", confidence=0.3, last_used=NOW),
     ]
     predictions = [
         Prediction("op", True, c, NOW - timedelta(days=1), actual_success=ok)
@@ -441,16 +442,15 @@ def test_an_empty_queue_says_so() -> None:
 
 
 def test_lessons_are_filterable_by_scope_status_and_origin() -> None:
-    local = LessonRow("l1", HOSTILE, "git push", "global", LessonStatus.ACTIVE, 0.7, NOW, NOW)
-    imported = LessonRow(
+    local = lesson_row("l1", at=NOW, content=HOSTILE, operation="git push", confidence=0.7)
+    imported = lesson_row(
         "l2",
-        "use -n",
-        "rm",
-        "project:ab",
-        LessonStatus.RETIRED,
-        0.1,
-        NOW,
-        NOW,
+        at=NOW,
+        content="use -n",
+        operation="rm",
+        scope="project:ab",
+        status=LessonStatus.RETIRED,
+        confidence=0.1,
         imported_from="lmk1x",
     )
     evidence = {
@@ -480,15 +480,12 @@ def test_lessons_are_filterable_by_scope_status_and_origin() -> None:
 
 
 def test_a_lesson_page_shows_evidence_provenance_and_history() -> None:
-    row = LessonRow(
+    row = lesson_row(
         "l2",
-        "use -n",
-        "rm",
-        "global",
-        LessonStatus.ACTIVE,
-        0.6,
-        NOW,
-        NOW,
+        at=NOW,
+        content="use -n",
+        operation="rm",
+        confidence=0.6,
         evidence=("outcome-1",),
         imported_from="lmk1x",
         provenance=(ProvenanceEntry("lmk1x", "lmk1y", NOW, "h"),),

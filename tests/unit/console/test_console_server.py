@@ -13,8 +13,6 @@ import pytest
 
 from lamarck.domain.rows import (
     LessonEvent,
-    LessonRow,
-    LessonStatus,
     QuarantineRow,
     RejectionRow,
 )
@@ -26,6 +24,7 @@ from lamarck.node.console.server import COOKIE, ConsoleApp, console_hosts, start
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
 from lamarck.reputation.params import ReputationParams
+from tests.factories import lesson_row
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CSRF = "c" * 32
@@ -256,15 +255,12 @@ async def test_the_health_page_plots_stored_imports_and_rejections_in_bins_fitte
     store = InMemoryLessonStore(dim=8)
     for n, days_ago in enumerate((0, 0, 1, 30)):
         at = NOW - timedelta(days=days_ago)
-        row = LessonRow(
+        row = lesson_row(
             f"imp-{n}",
-            f"lesson {n}",
-            "op",
-            "global",
-            LessonStatus.ACTIVE,
-            0.5,
-            at,
-            at,
+            at=at,
+            content=f"lesson {n}",
+            operation="op",
+            confidence=0.5,
             source_node_id="lmk1src",
             imported_from="lmk1src",
         )

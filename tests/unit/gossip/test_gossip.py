@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from lamarck.domain.rows import LessonRow, LessonStatus
+from lamarck.domain.rows import LessonStatus
 from lamarck.errors import ConfigError, DeliveryFailed
 from lamarck.gossip.audience import band_reader, may_receive, peers_for
 from lamarck.gossip.publisher import GossipParams, may_publish, sign_lesson
@@ -45,8 +45,12 @@ from lamarck.reputation.scores import PeerBand
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "importing"))
 from pipeline_harness import SOURCE_KEY, VIA, Harness
 
+from tests.factories import publishable_lesson
+
 T = TypeVar("T")
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+#: The context the tests' lessons carry (an unknown key included: records keep it).
+CONTEXT = {"domain": "deploy", "environment": "staging", "tools": ["alembic"], "x": 1}
 PARAMS = GossipParams()
 
 
@@ -55,62 +59,56 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-def lesson(**over: Any) -> LessonRow:
-    """A publishable local lesson; ``over`` replaces fields."""
-    base: dict[str, Any] = dict(
-        id="6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab",
-        content="Run database migrations before restarting the api service.",
-        operation="deploy.restart",
-        scope="global",
-        status=LessonStatus.ACTIVE,
-        confidence=0.8,
-        created_at=NOW - timedelta(days=2),
-        updated_at=NOW - timedelta(days=1),
-        evidence=("0b9c2d3e-4a5b-4c6d-8e7f-0123456789ab",),
-        context={"domain": "deploy", "environment": "staging", "tools": ["alembic"], "x": 1},
-    )
-    base.update(over)
-    return LessonRow(**base)
-
-
 # -- what may leave a node ---------------------------------------------------------------------
 
 
 def test_only_active_evidenced_confident_shared_lessons_may_be_published() -> None:
-    assert may_publish(lesson(), PARAMS)
-    assert not may_publish(lesson(status=LessonStatus.CLAIMED), PARAMS)
-    assert not may_publish(lesson(evidence=()), PARAMS)
-    assert not may_publish(lesson(confidence=0.5), PARAMS)
+    assert may_publish(publishable_lesson(context=CONTEXT), PARAMS)
+    assert not may_publish(publishable_lesson(context=CONTEXT, status=LessonStatus.CLAIMED), PARAMS)
+    assert not may_publish(publishable_lesson(context=CONTEXT, evidence=()), PARAMS)
+    assert not may_publish(publishable_lesson(context=CONTEXT, confidence=0.5), PARAMS)
     solo = GossipParams(team_sharing=False)
-    assert not may_publish(lesson(scope="project:abcd"), solo)
+    assert not may_publish(publishable_lesson(context=CONTEXT, scope="project:abcd"), solo)
     assert may_publish(
-        lesson(scope="project:abcd"),
+        publishable_lesson(context=CONTEXT, scope="project:abcd"),
         GossipParams(shared_scopes=frozenset({"project:abcd"}), team_sharing=False),
     )
     # Team sharing (the default): it may leave, for that project's peers (the audience).
-    assert may_publish(lesson(scope="project:abcd"), PARAMS)
-    assert not may_publish(lesson(imported_from="lmk1" + "a" * 32), PARAMS)
-    assert not may_publish(lesson(access_level="private"), PARAMS)
+    assert may_publish(publishable_lesson(context=CONTEXT, scope="project:abcd"), PARAMS)
+    assert not may_publish(
+        publishable_lesson(context=CONTEXT, imported_from="lmk1" + "a" * 32), PARAMS
+    )
+    assert not may_publish(publishable_lesson(context=CONTEXT, access_level="private"), PARAMS)
 
 
 def test_a_retired_or_superseded_lesson_is_published_so_holders_end_their_copy() -> None:
     for status in (LessonStatus.RETIRED, LessonStatus.SUPERSEDED):
         # Below the publish threshold too: the withdrawal is not a claim.
-        ended = lesson(status=status, confidence=0.1, superseded_by="retired:alice")
+        ended = publishable_lesson(
+            context=CONTEXT, status=status, confidence=0.1, superseded_by="retired:alice"
+        )
         assert may_publish(ended, PARAMS)
         signed = sign_lesson(ended, NodeIdentity.from_seed(b"\x05" * 32))
         assert signed.memory.lesson is not None and signed.memory.lesson.status == status.value
         assert signed.memory.metadata.superseded_by == "retired:alice"
-        assert not may_publish(lesson(status=status, imported_from="lmk1" + "a" * 32), PARAMS)
         assert not may_publish(
-            lesson(status=status, scope="project:abcd"), GossipParams(team_sharing=False)
+            publishable_lesson(context=CONTEXT, status=status, imported_from="lmk1" + "a" * 32),
+            PARAMS,
         )
-        assert not may_publish(lesson(status=status, evidence=()), PARAMS)
+        assert not may_publish(
+            publishable_lesson(context=CONTEXT, status=status, scope="project:abcd"),
+            GossipParams(team_sharing=False),
+        )
+        assert not may_publish(
+            publishable_lesson(context=CONTEXT, status=status, evidence=()), PARAMS
+        )
 
 
 def test_user_context_memories_are_private_unless_marked() -> None:
-    assert not may_publish(lesson(memory_type="UC"), PARAMS)
-    assert may_publish(lesson(memory_type="UC", tags=("shareable",)), PARAMS)
+    assert not may_publish(publishable_lesson(context=CONTEXT, memory_type="UC"), PARAMS)
+    assert may_publish(
+        publishable_lesson(context=CONTEXT, memory_type="UC", tags=("shareable",)), PARAMS
+    )
 
 
 class Scores:
@@ -145,13 +143,15 @@ def test_the_audience_rule_is_the_band_rule_for_every_level_and_band() -> None:
 
 def test_signed_lesson_is_a_verifiable_deterministic_memory() -> None:
     ident = NodeIdentity.from_seed(b"\x05" * 32)
-    one = sign_lesson(lesson(), ident)
-    two = sign_lesson(lesson(), ident)
+    one = sign_lesson(publishable_lesson(context=CONTEXT), ident)
+    two = sign_lesson(publishable_lesson(context=CONTEXT), ident)
     assert one.raw == two.raw
     SignedMemory.from_json(one.raw).verify(NOW)
     assert one.memory.provenance.source_agent_id == ident.node_id
     assert one.memory.lesson is not None and one.memory.lesson.status == "active"
-    edited = sign_lesson(lesson(confidence=0.85, updated_at=NOW), ident)
+    edited = sign_lesson(
+        publishable_lesson(context=CONTEXT, confidence=0.85, updated_at=NOW), ident
+    )
     assert edited.memory.lesson is not None
     assert edited.memory.lesson.version > one.memory.lesson.version  # an edit, not equivocation
 
@@ -160,7 +160,7 @@ RECIPIENT = "lmk1" + "r" * 32
 
 
 def test_a_private_lesson_is_published_only_when_it_names_recipients() -> None:
-    private = lesson(access_level="private", recipients=(RECIPIENT,))
+    private = publishable_lesson(context=CONTEXT, access_level="private", recipients=(RECIPIENT,))
     assert may_publish(private, PARAMS)
     signed = sign_lesson(private, NodeIdentity.from_seed(b"\x05" * 32))
     SignedMemory.from_json(signed.raw).verify(NOW)
@@ -168,14 +168,19 @@ def test_a_private_lesson_is_published_only_when_it_names_recipients() -> None:
     assert signed.memory.recipients == (RECIPIENT,)
     # Public and trusted records name nobody (the schema refuses recipients there).
     assert (
-        "recipients" not in sign_lesson(lesson(), NodeIdentity.from_seed(b"\x05" * 32)).raw.decode()
+        "recipients"
+        not in sign_lesson(
+            publishable_lesson(context=CONTEXT), NodeIdentity.from_seed(b"\x05" * 32)
+        ).raw.decode()
     )
 
 
 def test_sync_serves_a_private_lesson_to_its_recipients_only() -> None:
     async def go() -> None:
         store = InMemoryLessonStore(dim=8)
-        await store.insert_lesson(lesson(access_level="private", recipients=(RECIPIENT,)))
+        await store.insert_lesson(
+            publishable_lesson(context=CONTEXT, access_level="private", recipients=(RECIPIENT,))
+        )
         ident = NodeIdentity.from_seed(b"\x05" * 32)
         other = "lmk1" + "z" * 32
         rep = band_reader(Scores({RECIPIENT: 0.5, other: 0.5}), ReputationParams())
@@ -691,7 +696,7 @@ def test_a_declaration_keeps_well_formed_project_scopes_up_to_the_bound() -> Non
 async def test_a_sync_serves_a_project_lesson_to_a_peer_of_that_project_only() -> None:
     store = InMemoryLessonStore(dim=8)
     ident = NodeIdentity.from_seed(b"\x05" * 32)
-    await store.insert_lesson(lesson(scope=TEAM))
+    await store.insert_lesson(publishable_lesson(context=CONTEXT, scope=TEAM))
     band_of = band_reader(Scores({RECIPIENT: 0.5}), ReputationParams())
     assert await shareable_records(store, ident, PARAMS, band_of, RECIPIENT) == {}
     held = await shareable_records(store, ident, PARAMS, band_of, RECIPIENT, frozenset({TEAM}))

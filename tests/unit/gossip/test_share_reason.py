@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from hypothesis import given, settings
@@ -18,31 +18,15 @@ from lamarck.gossip.share_reason import (
     share_status,
     why_not_shared,
 )
+from tests.factories import publishable_lesson
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PROJECT = "project:" + "ab" * 16
 PARAMS = GossipParams()
 
 
-def lesson(**over: Any) -> LessonRow:
-    """A publishable local lesson; ``over`` replaces fields."""
-    base: dict[str, Any] = dict(
-        id="6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab",
-        content="Run database migrations before restarting the api service.",
-        operation="deploy.restart",
-        scope="global",
-        status=LessonStatus.ACTIVE,
-        confidence=0.8,
-        created_at=NOW - timedelta(days=2),
-        updated_at=NOW - timedelta(days=1),
-        evidence=("0b9c2d3e-4a5b-4c6d-8e7f-0123456789ab",),
-    )
-    base.update(over)
-    return LessonRow(**base)
-
-
 rows = st.builds(
-    lesson,
+    publishable_lesson,
     status=st.sampled_from(list(LessonStatus)),
     confidence=st.floats(min_value=0.0, max_value=1.0),
     evidence=st.sampled_from([(), ("0b9c2d3e-4a5b-4c6d-8e7f-0123456789ab",)]),
@@ -75,16 +59,16 @@ def test_the_shareable_statuses_are_the_publishers() -> None:
 
 
 def test_each_failed_condition_is_named() -> None:
-    assert why_not_shared(lesson(), PARAMS) is None
+    assert why_not_shared(publishable_lesson(), PARAMS) is None
     cases = {
-        ShareReason.IMPORTED_COPY: lesson(imported_from="lmk1" + "b" * 32),
-        ShareReason.CLAIMED: lesson(status=LessonStatus.CLAIMED, evidence=()),
-        ShareReason.NO_EVIDENCE: lesson(evidence=()),
-        ShareReason.BELOW_PUBLISH_THRESHOLD: lesson(confidence=0.59),
-        ShareReason.SCOPE_NOT_SHARED: lesson(scope=PROJECT),
-        ShareReason.UC_NOT_TAGGED_SHAREABLE: lesson(memory_type="UC"),
-        ShareReason.PRIVATE_WITHOUT_RECIPIENTS: lesson(access_level="private"),
-        ShareReason.ACCESS_LEVEL: lesson(access_level="secret"),
+        ShareReason.IMPORTED_COPY: publishable_lesson(imported_from="lmk1" + "b" * 32),
+        ShareReason.CLAIMED: publishable_lesson(status=LessonStatus.CLAIMED, evidence=()),
+        ShareReason.NO_EVIDENCE: publishable_lesson(evidence=()),
+        ShareReason.BELOW_PUBLISH_THRESHOLD: publishable_lesson(confidence=0.59),
+        ShareReason.SCOPE_NOT_SHARED: publishable_lesson(scope=PROJECT),
+        ShareReason.UC_NOT_TAGGED_SHAREABLE: publishable_lesson(memory_type="UC"),
+        ShareReason.PRIVATE_WITHOUT_RECIPIENTS: publishable_lesson(access_level="private"),
+        ShareReason.ACCESS_LEVEL: publishable_lesson(access_level="secret"),
     }
     solo = dataclasses.replace(PARAMS, team_sharing=False)
     for reason, row in cases.items():
@@ -93,28 +77,36 @@ def test_each_failed_condition_is_named() -> None:
 
 
 def test_a_retired_lesson_below_the_threshold_is_still_shared_so_holders_end_their_copy() -> None:
-    assert why_not_shared(lesson(status=LessonStatus.RETIRED, confidence=0.1), PARAMS) is None
+    assert (
+        why_not_shared(publishable_lesson(status=LessonStatus.RETIRED, confidence=0.1), PARAMS)
+        is None
+    )
 
 
 def test_with_team_sharing_a_project_lesson_leaves_for_its_project_peers_only() -> None:
     # The row may leave; the audience policy then sends it only to peers of that project.
-    assert why_not_shared(lesson(scope=PROJECT), GossipParams(team_sharing=True)) is None
-    assert why_not_shared(lesson(scope=PROJECT), GossipParams(team_sharing=False)) == (
+    assert (
+        why_not_shared(publishable_lesson(scope=PROJECT), GossipParams(team_sharing=True)) is None
+    )
+    assert why_not_shared(publishable_lesson(scope=PROJECT), GossipParams(team_sharing=False)) == (
         ShareReason.SCOPE_NOT_SHARED
     )
 
 
 def test_an_explicitly_shared_project_scope_is_shared() -> None:
     p = GossipParams(shared_scopes=frozenset({PROJECT}))
-    assert why_not_shared(lesson(scope=PROJECT), p) is None
+    assert why_not_shared(publishable_lesson(scope=PROJECT), p) is None
 
 
 def test_the_node_state_comes_before_the_row() -> None:
-    claimed = lesson(status=LessonStatus.CLAIMED)
-    assert share_status(lesson(), None) == ShareReason.SHARING_OFF
-    assert share_status(lesson(), SharingState(PARAMS, incognito=True)) == ShareReason.INCOGNITO
+    claimed = publishable_lesson(status=LessonStatus.CLAIMED)
+    assert share_status(publishable_lesson(), None) == ShareReason.SHARING_OFF
+    assert (
+        share_status(publishable_lesson(), SharingState(PARAMS, incognito=True))
+        == ShareReason.INCOGNITO
+    )
     assert share_status(claimed, SharingState(PARAMS)) == ShareReason.CLAIMED
-    assert share_status(lesson(), SharingState(PARAMS)) is None
+    assert share_status(publishable_lesson(), SharingState(PARAMS)) is None
 
 
 # -- situation lessons (design sources: adaptive recovery): evidence decides, not confidence
@@ -132,7 +124,7 @@ _GH_BLOCKER: dict[str, Any] = {
 
 def situation(**over: Any) -> LessonRow:
     """A local situation lesson at its birth confidence, under the publish threshold."""
-    return lesson(
+    return publishable_lesson(
         category=Category.SITUATION,
         operation="situation:" + "ef" * 32,
         confidence=0.5,
@@ -154,7 +146,7 @@ def test_a_situation_lesson_without_evidence_stays_home() -> None:
 
 
 def test_an_ordinary_lesson_at_the_same_confidence_is_still_held_to_the_threshold() -> None:
-    row = lesson(confidence=0.5)
+    row = publishable_lesson(confidence=0.5)
     assert why_not_shared(row, PARAMS) == ShareReason.BELOW_PUBLISH_THRESHOLD
 
 

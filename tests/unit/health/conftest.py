@@ -15,6 +15,7 @@ from lamarck.health.figures import HealthReport
 from lamarck.health.inputs import HealthInputs, Prediction
 from lamarck.health.params import HealthParams
 from lamarck.health.report import health_report
+from tests.factories import lesson_row
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -55,15 +56,13 @@ class StoreBuilder:
     ) -> str:
         """Store a lesson and its birth event (at ``born``, default its confidence)."""
         created = ago(created_days_ago)
-        self.rows[lesson_id] = LessonRow(
-            id=lesson_id,
+        self.rows[lesson_id] = lesson_row(
+            lesson_id,
+            at=created,
             content=f"lesson {lesson_id}",
             operation="op",
-            scope="global",
             status=status,
             confidence=confidence,
-            created_at=created,
-            updated_at=created,
             category=category,
             last_used=None if used_days_ago is None else ago(used_days_ago),
             context=context or {},

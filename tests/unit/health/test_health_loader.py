@@ -3,7 +3,6 @@ never its whole row (the vector, the signed record and the provenance stay in th
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,6 +20,7 @@ from lamarck.health.params import HealthParams
 from lamarck.node.api import health_loader
 from lamarck.node.api.health_loader import current_report, load_health_inputs
 from lamarck.node.store.memory import InMemoryLessonStore
+from tests.factories import lesson_row
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
@@ -33,17 +33,7 @@ class FactsOnly(InMemoryLessonStore):
 
 
 def _row(n: int, **fields: Any) -> LessonRow:
-    base = LessonRow(
-        id=f"l{n:04d}",
-        content=f"lesson {n}",
-        operation="shell:pytest",
-        scope="global",
-        status=LessonStatus.ACTIVE,
-        confidence=0.5,
-        created_at=T0,
-        updated_at=T0,
-    )
-    return dataclasses.replace(base, **fields)
+    return lesson_row(f"l{n:04d}", content=f"lesson {n}", operation="shell:pytest", at=T0, **fields)
 
 
 async def test_every_lesson_is_loaded_once_from_its_facts_across_pages(

@@ -35,6 +35,7 @@ from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
+from tests.factories import lesson_row
 
 _EVENT = ReputationEvent(kind=EventKind.REJECTED, node_id="src", at=NOW)
 
@@ -71,19 +72,15 @@ def test_an_approved_held_record_is_not_counted_twice() -> None:
 
 
 def _row(i: int, confidence: float, **over: object) -> LessonRow:
-    base = {
-        "id": f"lesson-{i:03d}",
+    base: dict[str, object] = {
         "content": f"lesson {i}",
         "operation": "deploy.restart",
-        "scope": "global",
-        "status": LessonStatus.ACTIVE,
         "confidence": confidence,
         "created_at": NOW - timedelta(minutes=i % 7),
         "updated_at": NOW,
         "context": {"domain": "deploy", "environment": "staging"},
     }
-    base.update(over)
-    return LessonRow(**base)  # type: ignore[arg-type]
+    return lesson_row(f"lesson-{i:03d}", **{**base, **over})
 
 
 def test_the_established_set_is_the_one_the_node_reads_from_its_store() -> None:

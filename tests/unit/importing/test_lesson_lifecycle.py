@@ -34,7 +34,7 @@ from lamarck.gossip.publisher import GossipParams, lesson_version, sign_lesson
 from lamarck.learning.params import LearningParams
 from lamarck.node.api.agent_service import AgentServicer
 from lamarck.node.api.peer_handlers import shareable_records
-from lamarck.node.console.pages import lesson_page
+from lamarck.node.console.lesson_pages import lesson_page
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.pipeline import ImportSource
 from lamarck.node.lessons.service import LessonService

@@ -91,7 +91,7 @@ def test_a_record_stored_by_a_path_the_index_did_not_see_is_a_duplicate_not_an_e
         raw = signed_raw()
         signed = SignedMemory.from_json(raw)
         # Stored behind the pipeline's back (as a bundle import once did).
-        from lamarck.node.importing.pipeline import imported_row
+        from lamarck.node.importing.versions import imported_row
 
         await h.store.insert_lesson(
             imported_row(signed, lesson_id="behind", confidence=0.3, via_node_id="", now=NOW)

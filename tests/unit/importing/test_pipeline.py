@@ -34,7 +34,7 @@ from prometheus_client import REGISTRY
 
 from lamarck.consensus.high_stakes import HighStakesRule
 from lamarck.consensus.params import HighStakesParams
-from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus
+from lamarck.domain.rows import LessonFilter
 from lamarck.errors import PolicyRejected, ReplayError, SecretDetected, VerificationError
 from lamarck.learning.params import LearningParams
 from lamarck.node.embedding import HashingEmbedder
@@ -51,6 +51,7 @@ from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.transfer import TransferParams
+from tests.factories import lesson_row
 
 
 def imports(result: str, reason: str = "") -> float:
@@ -215,7 +216,7 @@ def test_own_lesson_coming_back_is_a_duplicate() -> None:
     async def go() -> None:
         h = Harness()
         raw = signed_raw(SELF_KEY)
-        from lamarck.node.importing.pipeline import imported_row
+        from lamarck.node.importing.versions import imported_row
 
         signed = SignedMemory.from_json(raw)
         local = imported_row(
@@ -1051,15 +1052,12 @@ def test_an_established_lesson_read_for_a_flagged_record_quarantines_its_contrad
 
     async def go() -> None:
         h = Harness()
-        local = LessonRow(
-            id=str(uuid.UUID(int=501, version=4)),
+        local = lesson_row(
+            str(uuid.UUID(int=501, version=4)),
+            at=NOW,
             content="Run database migrations before restarting the api service.",
             operation="deploy.restart",
-            scope="global",
-            status=LessonStatus.ACTIVE,
             confidence=0.9,
-            created_at=NOW,
-            updated_at=NOW,
             evidence=("o-1",),
             context={"domain": "deploy", "environment": "staging"},
         )

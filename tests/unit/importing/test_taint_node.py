@@ -41,6 +41,7 @@ from lamarck.registry.records import (
     sign_revocation,
 )
 from lamarck.reputation.scores import PeerBand
+from tests.factories import lesson_row
 
 T = TypeVar("T")
 DIM = 32
@@ -167,15 +168,12 @@ class World:
                 record={"in_play": [ids[BAD.node_id]]},
             )
         )
-        local = LessonRow(
-            id=uid(11),
+        local = lesson_row(
+            uid(11),
+            at=NOW,
             content="Use deploy.local after deploy.bad.",
             operation="deploy.local",
-            scope="global",
-            status=LessonStatus.ACTIVE,
             confidence=0.6,
-            created_at=NOW,
-            updated_at=NOW,
             evidence=(uid(10),),
             embedding=np.ones(DIM, dtype=np.float32) / np.sqrt(DIM),
         )

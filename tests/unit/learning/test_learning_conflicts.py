@@ -30,6 +30,7 @@ from lamarck.learning.mechanical import MechanicalLesson
 from lamarck.learning.params import ContextParams
 from lamarck.learning.prompt import conflict_line
 from lamarck.reputation.events import EventKind
+from tests.factories import lesson_row
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 P = ConflictParams()
@@ -44,19 +45,14 @@ DIM = 32
 def row(lid: str, **over: Any) -> LessonRow:
     """A stored active lesson with sensible defaults."""
     base: dict[str, Any] = dict(
-        id=lid,
         content="pytest works with the xdist plugin",
         operation="shell:pytest -n auto",
         scope=SCOPE,
-        status=LessonStatus.ACTIVE,
-        confidence=0.5,
-        created_at=NOW,
-        updated_at=NOW,
+        at=NOW,
         evidence=("o-birth-" + lid,),
         context=dict(PROD),
     )
-    base.update(over)
-    return LessonRow(**base)
+    return lesson_row(lid, **{**base, **over})
 
 
 def mech(lid: str, prefer: str, avoid: str, target: str = T, **over: Any) -> LessonRow:

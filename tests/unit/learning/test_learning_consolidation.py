@@ -22,6 +22,7 @@ from lamarck.learning.consolidation import (
 from lamarck.learning.knowledge_params import NEGATION_MARKERS, ConsolidationParams
 from lamarck.learning.mechanical import MechanicalLesson
 from lamarck.learning.params import ContextParams
+from tests.factories import lesson_row
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 P = ConsolidationParams()
@@ -32,20 +33,15 @@ DIM = 32
 def row(lid: str, **over: Any) -> LessonRow:
     """An active global lesson about running pytest from the repo root."""
     base: dict[str, Any] = dict(
-        id=lid,
         content="Run pytest from the repo root",
         operation="shell:pytest",
-        scope="global",
-        status=LessonStatus.ACTIVE,
         confidence=0.6,
-        created_at=NOW,
-        updated_at=NOW,
+        at=NOW,
         evidence=(f"o-{lid}",),
         confirmations=1,
         confirmed_projects=(f"p-{lid}",),
     )
-    base.update(over)
-    return LessonRow(**base)
+    return lesson_row(lid, **{**base, **over})
 
 
 def unit(seed: int, near: np.ndarray | None = None, noise: float = 0.05) -> np.ndarray:

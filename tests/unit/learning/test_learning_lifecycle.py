@@ -10,25 +10,14 @@ import pytest
 from lamarck.domain.rows import LessonRow, LessonStatus
 from lamarck.learning.knowledge_params import LifecycleParams
 from lamarck.learning.lifecycle import LifecycleState, state_of
+from tests.factories import lesson_row
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 P = LifecycleParams()
 
 
 def row(**over: Any) -> LessonRow:
-    base: dict[str, Any] = dict(
-        id="l",
-        content="c",
-        operation="op",
-        scope="global",
-        status=LessonStatus.ACTIVE,
-        confidence=0.5,
-        created_at=NOW,
-        updated_at=NOW,
-        evidence=("o1",),
-    )
-    base.update(over)
-    return LessonRow(**base)
+    return lesson_row(**{"content": "c", "operation": "op", "at": NOW, "evidence": ("o1",), **over})
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,10 @@ import pytest
 from lamarck.errors import ConfigError
 from lamarck.learning.params import LearningParams
 from lamarck.node.config import load_settings
-from lamarck.node.daemon import node_context
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
+from lamarck.node.startup import node_context
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity

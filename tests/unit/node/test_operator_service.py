@@ -51,11 +51,12 @@ from lamarck.node.api.server import (
     build_servers,
 )
 from lamarck.node.config import load_settings
-from lamarck.node.daemon import node_context
-from lamarck.node.importing.pipeline import ImportPipeline, ImportSource, imported_row
+from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
+from lamarck.node.importing.versions import imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
+from lamarck.node.startup import node_context
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.operator import AsyncOperatorClient
 from lamarck.policy.decision import ImportParams
@@ -71,6 +72,7 @@ from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.transfer import TransferParams
+from tests.factories import held_row
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SOURCE_KEY = NodeIdentity.from_seed(bytes([7]) * 32)
@@ -134,15 +136,7 @@ def signed(n: int, identity: NodeIdentity = SOURCE_KEY, **over: Any) -> SignedMe
 
 def held(n: int, sm: SignedMemory | None = None, *, minutes: int = 0) -> QuarantineRow:
     """A pending quarantine row holding ``sm`` (record ``n`` by default)."""
-    sm = sm or signed(n)
-    return QuarantineRow(
-        id=f"q{n}",
-        content_hash=sm.content_hash,
-        source_node_id=sm.source_agent_id,
-        reasons=("unverified_high_confidence", "statistical_outlier"),
-        received_at=NOW + timedelta(minutes=minutes),
-        signed_record=sm.raw,
-    )
+    return held_row(f"q{n}", sm or signed(n), received_at=NOW + timedelta(minutes=minutes))
 
 
 def pipeline_for(

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus, RejectionRow
+from lamarck.domain.rows import LessonFilter, LessonRow, RejectionRow
 from lamarck.errors import StoreError
 from lamarck.node.api.reputation import store_tallies
 from lamarck.node.store.memory import InMemoryLessonStore
+from tests.factories import lesson_row
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 A, B = "lmk1" + "a" * 32, "lmk1" + "b" * 32
@@ -25,15 +26,12 @@ async def test_accepted_are_counted_per_source_and_refusals_per_reason() -> None
     store = CountsOnly()
     for n, source in enumerate([A, A, B]):
         await store.insert_lesson(
-            LessonRow(
-                id=f"l{n}",
+            lesson_row(
+                f"l{n}",
+                at=T0,
                 content=f"lesson {n}",
                 operation="shell:pytest",
-                scope="global",
-                status=LessonStatus.ACTIVE,
                 confidence=0.5,
-                created_at=T0,
-                updated_at=T0,
                 imported_from=source,
                 source_node_id=source,
             )

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from lamarck.domain.rows import LessonRow, LessonStatus
+from lamarck.domain.rows import LessonRow
 from lamarck.learning.mechanical import MechanicalLesson
 from lamarck.node.sharing.taint import unrelated_in_play
+from tests.factories import lesson_row
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 LIAR = "lmk1liar"
@@ -16,18 +17,15 @@ LIAR = "lmk1liar"
 def _row(
     lesson_id: str, m: MechanicalLesson | None, *, imported: bool = False, **kw: object
 ) -> LessonRow:
-    return LessonRow(
-        id=lesson_id,
+    return lesson_row(
+        lesson_id,
         content=m.content if m else "Check the logs first.",
         operation=m.prefer if m else "",
-        scope="global",
-        status=LessonStatus.ACTIVE,
         confidence=0.6,
-        created_at=T0,
-        updated_at=T0,
+        at=T0,
         tags=m.tags if m else (),
         imported_from=LIAR if imported else None,
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 

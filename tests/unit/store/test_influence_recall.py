@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lamarck.consensus.corroboration import EvidenceClass, Support
-from lamarck.domain.rows import LessonRow, LessonStatus, QuarantineRow
+from lamarck.domain.rows import LessonRow, QuarantineRow
 from lamarck.learning.influence import InfluenceParams
 from lamarck.learning.mechanical import MechanicalLesson
 from lamarck.learning.params import LearningParams, LessonParams
@@ -28,6 +28,7 @@ from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
 from lamarck.reputation.transfer import TransferParams
+from tests.factories import lesson_row
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DIM = 128
@@ -92,15 +93,12 @@ class Node:
         created: datetime = NOW,
     ) -> LessonRow:
         self._n += 1
-        row = LessonRow(
-            id=f"00000000-0000-4000-8000-{self._n:012d}",
+        row = lesson_row(
+            f"00000000-0000-4000-8000-{self._n:012d}",
+            at=created,
             content=content,
             operation=operation,
-            scope="global",
-            status=LessonStatus.ACTIVE,
             confidence=confidence,
-            created_at=created,
-            updated_at=created,
             evidence=() if source else (f"outcome-{self._n}",),
             tags=tags,
             imported_from=source,

@@ -13,6 +13,7 @@ from lamarck.learning.params import LearningParams, LessonParams
 from lamarck.learning.scopes import project_scope
 from lamarck.node.lessons.core import LEARNER_STATE_KEY
 from lamarck.reputation.events import EventKind
+from tests.factories import lesson_row
 from tests.unit.store.lesson_service_harness import P1, Harness
 
 SCOPE = project_scope(P1)
@@ -147,15 +148,13 @@ async def test_an_imported_loser_becomes_a_reputation_event_about_its_source(
     # Replace the negated side by an imported copy of it (a conflict that got in by import).
     await h.service.retire(_.id, "alice")
     now = h.clock.now()
-    imported = LessonRow(
-        id=IMP,
+    imported = lesson_row(
+        IMP,
+        at=now,
         content=NO,
         operation=OP,
         scope=SCOPE,
-        status=LessonStatus.ACTIVE,
         confidence=0.6,
-        created_at=now,
-        updated_at=now,
         imported_from="lmk1source",
         source_node_id="lmk1source",
         original_confidence=0.9,

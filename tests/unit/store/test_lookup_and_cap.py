@@ -7,29 +7,26 @@ import dataclasses
 
 import pytest
 
-from lamarck.domain.rows import Category, LessonFilter, LessonRow, LessonStatus
+from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus
 from lamarck.errors import ConfigError
 from lamarck.learning.params import LearningParams, LessonParams
 from lamarck.learning.scopes import project_scope
 from lamarck.node.maintenance import MaintenanceLoop
 from lamarck.node.params import MaintenanceParams
+from tests.factories import lesson_row
 from tests.unit.store.lesson_service_harness import P1, Harness
 
 BAD, GOOD, TARGET = "shell:pytest tests/", "shell:pytest", "the test suite"
 
 
 def _filler(i: int, scope: str, confidence: float, h: Harness) -> LessonRow:
-    now = h.clock.now()
-    return LessonRow(
-        id=f"filler-{i:05d}",
+    return lesson_row(
+        f"filler-{i:05d}",
         content=f"Filler lesson number {i} about operation {i}.",
         operation=f"shell:tool{i}",
         scope=scope,
-        status=LessonStatus.ACTIVE,
         confidence=confidence,
-        created_at=now,
-        updated_at=now,
-        category=Category.LESSON,
+        at=h.clock.now(),
         evidence=(f"o{i}",),
     )
 

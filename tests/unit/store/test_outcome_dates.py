@@ -27,6 +27,7 @@ from lamarck.proto.outcome import Outcome
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.transfer import TransferParams
+from tests.factories import outcome_obj
 
 SKEW_S = 300.0
 
@@ -52,37 +53,21 @@ def _learning(clock: FixedClock, store: InMemoryLessonStore) -> OutcomeLearning:
 
 
 def _outcome(created: str) -> Outcome:
-    obj: dict[str, Any] = {
-        "schema_version": "1.0",
-        "kind": "outcome",
-        "id": str(uuid.UUID(int=77, version=4)),
-        "session_id": "s",
-        "turn_index": 0,
-        "project": "ab" * 32,
-        "goal_digest": "task",
-        "approach": [
-            {"operation_key": "shell:pytest tests/", "outcome": "failed", "target": "suite"},
-            {"operation_key": "shell:pytest", "outcome": "ok", "target": "suite"},
-        ],
-        "checks": [
-            {
-                "label": "pytest",
-                "target": "",
-                "kind": "test",
-                "order": 0,
-                "ran": True,
-                "failed": False,
-                "mutated_after": False,
-            }
-        ],
-        "passed": True,
-        "claim_ok": True,
-        "steps": 2,
-        "tokens": 1,
-        "wall_s": 1.0,
-        "created_at": created,
-    }
-    return Outcome.from_obj(obj)
+    return Outcome.from_obj(
+        outcome_obj(
+            outcome_id=str(uuid.UUID(int=77, version=4)),
+            session_id="s",
+            turn_index=0,
+            project="ab" * 32,
+            goal_digest="task",
+            steps=[
+                ("shell:pytest tests/", "failed", "suite"),
+                ("shell:pytest", "ok", "suite"),
+            ],
+            created_at=created,
+            tokens=1,
+        )
+    )
 
 
 async def test_an_outcome_dated_2999_is_refused_and_nothing_is_stored() -> None:

@@ -29,6 +29,7 @@ from lamarck.node.store.recall_index import (
     exact_top_k,
     is_covered,
 )
+from tests.factories import lesson_row, unit_vector
 
 DIM = 4
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -36,20 +37,12 @@ RECALL = LessonFilter(statuses=(LessonStatus.ACTIVE,), scopes=("global",), categ
 
 
 def row(lesson_id: str, *values: float, **fields: object) -> LessonRow:
-    vector = np.zeros(DIM, dtype=np.float32)
-    vector[: len(values)] = values
-    base = LessonRow(
-        id=lesson_id,
-        content=lesson_id,
-        operation="op",
-        scope="global",
-        status=LessonStatus.ACTIVE,
-        confidence=0.5,
-        created_at=T0,
-        updated_at=T0,
-        embedding=vector,
+    """A lesson whose content is its id, its embedding starting with ``values``."""
+    vector = unit_vector(DIM, *values) if values else np.zeros(DIM, dtype=np.float32)
+    return lesson_row(
+        lesson_id,
+        **{"content": lesson_id, "operation": "op", "at": T0, "embedding": vector, **fields},
     )
-    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
 
 
 def ids(index: RecallIndex, *query: float, flt: LessonFilter = RECALL, k: int = 10) -> list[str]:

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from lamarck.domain.embedder import Embedder
-from lamarck.domain.rows import Category, LessonRow, LessonStatus
 from lamarck.learning.params import LearningParams
 from lamarck.node.embedding import (
     HashingEmbedder,
@@ -26,6 +25,7 @@ from lamarck.node.lessons.service import LessonService
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
 from lamarck.reputation.transfer import TransferParams
+from tests.factories import lesson_row
 
 LESSONS = {
     "pytest": "Run pytest from the repository root, not tests/: conftest.py lives at the root.",
@@ -73,16 +73,12 @@ async def _load(store: InMemoryLessonStore, embedder: Embedder) -> None:
     vectors = embedder.embed(list(LESSONS.values()))
     await store.insert_lessons(
         [
-            LessonRow(
-                id=key,
+            lesson_row(
+                key,
+                at=now,
                 content=text,
                 operation=f"op:{key}",
-                scope="global",
-                status=LessonStatus.ACTIVE,
                 confidence=0.8,
-                created_at=now,
-                updated_at=now,
-                category=Category.LESSON,
                 evidence=(f"o-{key}",),
                 embedding=np.asarray(vector, dtype=np.float32),
             )

@@ -25,8 +25,8 @@ from lamarck.node.lessons.write_behind import WriteBehind
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.outcome import Outcome
-from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.transfer import TransferParams
+from tests.factories import outcome_obj
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DIM = 64
@@ -41,38 +41,17 @@ def _outcome(n: int, failing: str, working: str, target: str) -> Outcome:
     """A passed run where ``failing`` failed and ``working`` worked on ``target``: it teaches
     "prefer working over failing for target"."""
     return Outcome.from_obj(
-        {
-            "schema_version": "1.0",
-            "kind": "outcome",
-            "id": str(uuid.UUID(int=20_000 + n, version=4)),
-            "session_id": f"s{n}",
-            "turn_index": n,
-            "project": PROJECT,
-            "goal_digest": f"task {n}",
-            "approach": [
-                {"operation_key": failing, "outcome": "failed", "target": target},
-                {"operation_key": working, "outcome": "ok", "target": target},
-            ],
-            "checks": [
-                {
-                    "label": "pytest",
-                    "target": "",
-                    "kind": "test",
-                    "order": 0,
-                    "ran": True,
-                    "failed": False,
-                    "mutated_after": False,
-                }
-            ],
-            "passed": True,
-            "claim_ok": True,
-            "steps": 2,
-            "tokens": 100,
-            "wall_s": 1.0,
-            "in_play": [],
-            "created_at": format_ts(NOW),
-            "injected_instruction": False,
-        }
+        outcome_obj(
+            outcome_id=str(uuid.UUID(int=20_000 + n, version=4)),
+            session_id=f"s{n}",
+            turn_index=n,
+            project=PROJECT,
+            goal_digest=f"task {n}",
+            steps=[(failing, "failed", target), (working, "ok", target)],
+            created_at=NOW,
+            in_play=[],
+            injected_instruction=False,
+        )
     )
 
 
