@@ -65,6 +65,7 @@ from lamarck.node.store.recall_index import (
     RecallIndexParams,
     RecallIndexState,
     RecallIndexStatus,
+    VectorRow,
     covers,
 )
 
@@ -1102,8 +1103,19 @@ class PostgresLessonStore(LessonStore):
         q = _query_vector(query, self.dim)
         if self._index is not None and covers(flt) and _UNIT.get() is None:
             index = await self._current_index()
-            if index is not None:
+            if index is not None and index.holds_rows:
                 return index.search(q, k, flt, floor)
+            if index is not None:
+                # Compact: the winners' rows by id (a key lookup), scored exactly.
+                wanted = index.shortlist(q, k, flt, floor)
+                if not wanted:
+                    return []
+                async with db_guard():
+                    recs = await self.pool.fetch(
+                        f"SELECT {_SELECT_LESSON} FROM lessons l WHERE l.id = ANY($1::text[])",
+                        wanted,
+                    )
+                return index.rank(q, [_to_lesson(r) for r in recs], k, flt, floor)
         async with db_guard(), self.pool.acquire() as conn:
             if _selective(flt):
                 # An indexed key selects a few rows: ranking them exactly is cheaper than an
@@ -1160,7 +1172,8 @@ class PostgresLessonStore(LessonStore):
             if index.enabled and not index.loaded:
                 since = index.generation
                 count = await pool.fetchval(f"SELECT count(*) FROM lessons l WHERE {_COVERED}")
-                if count > index.params.max_rows:
+                fits, whole = index.fits(count)
+                if not fits:
                     index.disable()
                     _log.info(
                         "recall index off: %d recallable lessons, more than max_rows %d;"
@@ -1168,11 +1181,29 @@ class PostgresLessonStore(LessonStore):
                         count,
                         index.params.max_rows,
                     )
-                else:
+                elif whole:
                     recs = await pool.fetch(
                         f"SELECT {_SELECT_LESSON} FROM lessons l WHERE {_COVERED}"
                     )
                     index.load((_to_lesson(r) for r in recs), since)
+                else:
+                    # Past rows_held: the vectors and what filters them, not whole rows.
+                    recs = await pool.fetch(
+                        f"SELECT l.id, l.status, l.scope, l.embedding FROM lessons l"
+                        f" WHERE {_COVERED}"
+                    )
+                    index.load(
+                        (
+                            VectorRow(
+                                r["id"],
+                                LessonStatus(r["status"]),
+                                r["scope"],
+                                r["embedding"].to_numpy(),
+                            )
+                            for r in recs
+                        ),
+                        since,
+                    )
             dirty = index.dirty() if index.enabled and index.loaded else {}
             if dirty:
                 recs = await pool.fetch(
