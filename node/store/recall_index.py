@@ -425,10 +425,7 @@ class RecallIndex:
         else:
             qbits = _sign_bits((q - self._centre)[None, :], self._words)[0]
             dist = self._hamming(qbits, n)
-            if pool is None:
-                cand = _smallest(dist, want)
-            else:
-                cand = pool[_smallest(dist[pool], want)]
+            cand = _smallest(dist, want) if pool is None else pool[_smallest(dist[pool], want)]
         approx = np.einsum("ij,j->i", self._codes[cand].astype(np.float32), q)
         approx *= self._unscale[cand]
         approx = np.where(np.isfinite(approx), approx, -np.inf)
