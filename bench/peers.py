@@ -63,14 +63,14 @@ lessons are not imported over gRPC nor added one by one to Mem0. Their vectors a
 once (all-MiniLM-L6-v2, cached on disk: ``bench.store.corpus_embeddings``, label ``peers``;
 a larger cached corpus of the same seed serves a smaller one) and both stores get the same
 vectors in bulk: lamarck's through its store adapter (binary COPY under ``bulk_load``, HNSW
-built once after, before the node starts; active lessons in scope ``global`` without signed
-records), Mem0's through its vector store's batch ``insert`` (the payload its
-``add(..., infer=False)`` writes, its HNSW index dropped for the load and built once after;
-its history database is not written). Mem0's add rate is then timed on ``--writes`` new
-sentences, and the import figures are absent. The node answers Recall from its recall index
+built once after, before the node starts; active lessons in scope ``global`` with the
+bundle's confidence, evidence and age, without signed records), Mem0's through its vector
+store's batch ``insert`` (the payload its ``add(..., infer=False)`` writes, its HNSW index
+dropped for the load and built once after; its history database is not written). Mem0's add
+rate is then timed on ``--writes`` new sentences, and the import figures are absent. The node answers Recall from its recall index
 in its compact form (``RecallIndexParams.rows_held``); ``store_search_*`` time the store's
 search alone in this process, the compact index against the HNSW round trip it replaces, on
-the same novel queries' vectors (``store_index_memory_mb``: the index's arrays).
+the quality queries' vectors (``store_index_memory_mb``: the index's arrays).
 
 The last line is one JSON object of the figures (ratios named ``*_ratio``).
 
@@ -82,7 +82,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
 import hashlib
 import importlib
 import json
@@ -107,10 +106,10 @@ if __package__ in (None, ""):
 from bench.host import HostWatch, machine_line
 from bench.lesson_corpus import lesson_sentences, task_queries
 from bench.node import PROJECT, outcome, start_node, stop_node
-from bench.store import _lesson_rows, corpus_embeddings
+from bench.store import corpus_embeddings
 from lamarck.client import AsyncClient
 from lamarck.domain.embedder import Vectors
-from lamarck.domain.rows import Category, LessonFilter, LessonStatus, RelevanceFloor
+from lamarck.domain.rows import Category, LessonFilter, LessonRow, LessonStatus, RelevanceFloor
 from lamarck.fleet.launcher import NodeProcess
 from lamarck.learning.params import LessonParams
 from lamarck.node.embedding import (
@@ -280,10 +279,26 @@ def _mem0_texts(results: Any) -> list[str]:
 
 
 async def _seed_lamarck(dsn: str, texts: list[str], vectors: Vectors) -> float:
-    """The lessons as active, global rows through the store adapter in bulk; seconds taken
-    (HNSW build included)."""
+    """The lessons through the store adapter in bulk, each as the bundle's would be once
+    imported (active, global, confidence 0.8, one passing outcome, an hour old): nothing but
+    the cosine tells them apart to recall's re-rank. Seconds taken (HNSW build included)."""
+    stamp = datetime.now(UTC) - timedelta(hours=1)
     rows = [
-        dataclasses.replace(row, scope="global") for row in _lesson_rows(texts, vectors, seed=0)
+        LessonRow(
+            id=str(uuid.UUID(int=i + 1, version=4)),
+            content=text,
+            operation=f"shell:op{i}",
+            scope="global",
+            status=LessonStatus.ACTIVE,
+            confidence=0.8,
+            created_at=stamp,
+            updated_at=stamp,
+            evidence=(str(uuid.UUID(int=10**9 + i, version=4)),),
+            confirmations=1,
+            context={"domain": "software", "environment": "linux", "tools": []},
+            embedding=vector,
+        )
+        for i, (text, vector) in enumerate(zip(texts, vectors, strict=True))
     ]
     store = await PostgresLessonStore.connect(dsn, vectors.shape[1], min_size=1, max_size=2)
     try:

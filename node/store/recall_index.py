@@ -486,7 +486,8 @@ class RecallIndex:
 
     def _hamming(self, qbits: npt.NDArray[np.uint64], n: int) -> npt.NDArray[np.uint16]:
         x = np.bitwise_xor(self._bits[:, :n], qbits[:, None])
-        return np.bitwise_count(x).sum(axis=0, dtype=np.uint16)
+        dist: npt.NDArray[np.uint16] = np.bitwise_count(x).sum(axis=0, dtype=np.uint16)
+        return dist
 
     def _settle(self, read: Mapping[str, int]) -> None:
         for lesson_id, gen in read.items():
