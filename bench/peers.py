@@ -58,19 +58,19 @@ Mem0's *whole search* p50: the Recall p50 ratio lamarck would reach if everythin
 query's embedding (gRPC, Postgres, ranking, the reply) cost nothing. The ``*_rest_p50_ms``
 figures are each system's search p50 less its embedding p50 (a difference of medians: a guide).
 
-**At scale** (``--lessons`` above ``BULK_SEED_ABOVE``, e.g. ``--lessons 100000``): the
-lessons are not imported over gRPC nor added one by one to Mem0. Their vectors are embedded
-once (all-MiniLM-L6-v2, cached on disk: ``bench.store.corpus_embeddings``, label ``peers``;
-a larger cached corpus of the same seed serves a smaller one) and both stores get the same
-vectors in bulk: lamarck's through its store adapter (binary COPY under ``bulk_load``, HNSW
-built once after, before the node starts; active lessons in scope ``global`` with the
-bundle's confidence, evidence and age, without signed records), Mem0's through its vector
-store's batch ``insert`` (the payload its ``add(..., infer=False)`` writes, its HNSW index
-dropped for the load and built once after; its history database is not written). Mem0's add
-rate is then timed on ``--writes`` new sentences, and the import figures are absent. The node answers Recall from its recall index
+**At scale** (``--lessons`` above ``BULK_SEED_ABOVE``, e.g. ``--lessons 100000``): the lessons
+are not imported over gRPC nor added one by one to Mem0. Their vectors are embedded once
+(all-MiniLM-L6-v2, cached on disk: ``bench.store.corpus_embeddings``, label ``peers``; a larger
+cached corpus of the same seed serves a smaller one) and both stores get the same vectors in
+bulk: lamarck's through its store adapter (binary COPY under ``bulk_load``, HNSW built once
+after, before the node starts; active lessons in scope ``global`` with the bundle's confidence,
+evidence and age, without signed records), Mem0's through its vector store's batch ``insert``
+(the payload its ``add(..., infer=False)`` writes, its HNSW index dropped for the load and built
+once after; its history database is not written). Mem0's add rate is then timed on ``--writes``
+new sentences, and the import figures are absent. The node answers Recall from its recall index
 in its compact form (``RecallIndexParams.rows_held``); ``store_search_*`` time the store's
-search alone in this process, the compact index against the HNSW round trip it replaces, on
-the quality queries' vectors (``store_index_memory_mb``: the index's arrays).
+search alone in this process, the compact index against the HNSW round trip it replaces, on the
+quality queries' vectors (``store_index_memory_mb``: the index's arrays).
 
 The last line is one JSON object of the figures (ratios named ``*_ratio``).
 
