@@ -1110,28 +1110,21 @@ class PostgresLessonStore(LessonStore):
                 wanted = index.shortlist(q, k, flt, floor)
                 if not wanted:
                     return []
-                # The floor is applied here too, on the stored vectors: the rows it drops are
-                # never fetched (as in ``_search_once``); ``rank`` scores what is left.
-                keep = (
-                    ""
-                    if floor is None
-                    else " AND 1 - h.distance >= GREATEST($3::float8, (1 - b.d) * $4::float8)"
-                )
-                cut = [] if floor is None else [floor.minimum, floor.relative]
-                async with db_guard():
-                    recs = await self.pool.fetch(
-                        "WITH hits AS (SELECT l.id, l.embedding <=> $1 AS distance"
-                        f" FROM lessons l WHERE l.id = ANY($2::text[]) AND {_COVERED}),"
-                        " best AS (SELECT min(distance) AS d FROM hits"
-                        " WHERE distance <> 'NaN'::float8),"
-                        " kept AS (SELECT h.id FROM hits h, best b"
-                        f" WHERE h.distance <> 'NaN'::float8{keep})"
-                        f" SELECT {_SELECT_LESSON} FROM kept k JOIN lessons l USING (id)",
-                        q,
-                        wanted,
-                        *cut,
-                    )
-                return index.rank(q, [_to_lesson(r) for r in recs], k, flt, floor)
+                # Rows read for earlier searches are kept (``rows_held`` of them); the rest
+                # are read here, all of them, so that the next search finds them kept.
+                held, missing = index.cached(wanted)
+                if missing:
+                    generation = index.generation
+                    async with db_guard():
+                        recs = await self.pool.fetch(
+                            f"SELECT {_SELECT_LESSON} FROM lessons l"
+                            f" WHERE l.id = ANY($1::text[]) AND {_COVERED}",
+                            missing,
+                        )
+                    read = [_to_lesson(r) for r in recs]
+                    index.remember(read, generation)
+                    held += read
+                return index.rank(q, held, k, flt, floor)
         async with db_guard(), self.pool.acquire() as conn:
             if _selective(flt):
                 # An indexed key selects a few rows: ranking them exactly is cheaper than an

@@ -22,6 +22,7 @@ Pure: no I/O. The adapter fetches rows and hands them in.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -437,6 +438,35 @@ class RecallIndex:
             top = top[approx[top] >= bar]
         return [self._ids[int(cand[i])] for i in top]
 
+    def cached(self, ids: Sequence[str]) -> tuple[list[LessonRow], list[str]]:
+        """Compact form: the rows of ``ids`` it keeps from earlier reads (``remember``), and
+        the ids the adapter must read."""
+        held: list[LessonRow] = []
+        missing: list[str] = []
+        for lesson_id in ids:
+            row = self._rows.pop(lesson_id, None)
+            if row is None:
+                missing.append(lesson_id)
+            else:
+                self._rows[lesson_id] = row  # most recently used last
+                held.append(row)
+        return held, missing
+
+    def remember(self, rows: Iterable[LessonRow], generation: int) -> None:
+        """Compact form: keep ``rows`` (read by id at ``generation``) for later searches, the
+        ``rows_held`` most recently used; none if any write was touched since the read (it
+        may predate that write)."""
+        if not self.compact or generation != self._gen:
+            return
+        for row in rows:
+            if is_covered(row) and row.id in self._slot:
+                self._rows.pop(row.id, None)
+                self._rows[row.id] = row
+        excess = len(self._rows) - self.params.rows_held
+        if excess > 0:
+            for lesson_id in list(itertools.islice(self._rows, excess)):
+                del self._rows[lesson_id]
+
     def rank(
         self,
         query: Vector,
@@ -566,6 +596,8 @@ class RecallIndex:
             # lesson.
             self._rows[row.id] = dataclasses.replace(row, embedding=None)
             self._matrix[slot] = vector
+        elif row.id in self._rows:
+            self._rows[row.id] = row  # a cached row, as it is now
         self._norms[slot] = norm
         self._status[slot] = _STATUS_CODE[row.status]
         self._scope[slot] = self._scope_code.setdefault(row.scope, len(self._scope_code))

@@ -167,3 +167,30 @@ def test_a_zero_vector_has_no_direction_in_the_compact_form() -> None:
     found = compact_search(index, {r.id: r for r in rows}, vectors[0], 20)
     assert "l04" not in {h.lesson.id for h in found} and len(found) == 11
     assert compact_search(index, {}, np.zeros(DIM, dtype=np.float32), 5) == []
+
+
+def test_rows_read_by_id_are_kept_the_most_recently_used_and_only_if_no_write_came_since() -> None:
+    rng = np.random.default_rng(8)
+    vectors = clustered(rng, 20)
+    rows = [lesson(f"l{i:02d}", v) for i, v in enumerate(vectors)]
+    index = RecallIndex(RecallIndexParams(max_rows=100, rows_held=3), DIM)
+    index.load(rows, 0)
+    assert index.compact
+    assert index.cached(["l01", "l02"]) == ([], ["l01", "l02"])
+    index.remember(rows[1:3], index.generation)
+    held, missing = index.cached(["l01", "l02", "l03"])
+    assert [r.id for r in held] == ["l01", "l02"] and missing == ["l03"]
+    index.remember(rows[3:5], index.generation)  # four rows: the least recently used goes
+    assert index.cached(["l01"])[1] == ["l01"]
+    # A read that a write (a touch) overtook is not kept: it may predate the write.
+    read_at = index.generation
+    index.touch(["l09"])
+    index.remember([rows[9]], read_at)
+    assert index.cached(["l09"])[1] == ["l09"]
+    # A kept row is re-read with the touched ones, and use marks apply to it in place.
+    index.touch(["l02"])
+    changed = dataclasses.replace(rows[2], confidence=0.9)
+    index.refresh(index.dirty(), [changed])
+    index.apply_uses({"l02": 2}, {"l02": T0})
+    (row,) = index.cached(["l02"])[0]
+    assert row.confidence == 0.9 and row.use_count == 2 and row.embedding is not None
