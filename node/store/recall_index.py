@@ -1,12 +1,15 @@
 """The lessons recall searches, held in memory: a recall's search without a database round trip.
 
 Recall searches one set of rows: lessons (category ``lesson``) that are active or claimed and
-have a vector. While that set is small (``RecallIndexParams.max_rows``), the Postgres adapter
+have a vector. While that set is small (``RecallIndexParams.rows_held``), the Postgres adapter
 keeps a copy of those rows and their vectors here and answers such a search by exact cosine
 over them, as the in-memory adapter does (``exact_top_k``), instead of asking Postgres's HNSW
-index. Measured on 2 cores with 2,000 lessons: the search's round trip cost a recall ~2.2 ms
-in the node (Postgres's own execution is ~1.2 ms of it; the rest is waking a backend whose
-core had gone idle while the model ran), against ~0.25 ms here.
+index. Past that, up to ``max_rows``, it keeps a compact form (int8 vectors and sign bits,
+``RecallIndex``) that names a search's winners, whose rows the adapter reads by id (keeping
+the ``rows_held`` most recently read) and this index scores exactly. Measured on 2 cores
+with 2,000 lessons: the search's round trip cost a recall ~2.2 ms in the node (Postgres's own
+execution is ~1.2 ms of it; the rest is waking a backend whose core had gone idle while the
+model ran), against ~0.25 ms here.
 
 The copy is kept true by the adapter, the only writer of its database: every statement that
 writes a lesson *touches* its id (``touch``), and the next search re-reads the touched rows
@@ -72,7 +75,9 @@ class RecallIndexParams:
     max_rows: int = 200_000
     #: Up to this many lessons, whole rows and float vectors are held: exact cosine, no round
     #: trip (2,000 bench lessons, their rows with signed records, held 10.2 MB). Past it the
-    #: index holds the compact form only and reads the rows of a search's winners by id.
+    #: index holds the compact form, reads the rows of a search's winners by id and keeps
+    #: this many of them, the most recently used (a later search finding all its winners
+    #: kept makes no round trip).
     rows_held: int = 5000
     #: Compact form: candidates taken by the Hamming distance of the vectors' sign bits (one
     #: pass over 6 words a lesson) and re-scored from the int8 vectors.
