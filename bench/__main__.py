@@ -39,6 +39,14 @@ BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / "results.json"
 #: Bench files that generate data and have no timed mode.
 NOT_BENCHES = frozenset({"autonomy_corpus", "lesson_corpus"})
+#: Benches run again with other arguments, under their own name: (module, arguments). Run
+#: by ``--full`` (a quick suite leaves them out) or by ``--only NAME`` (then with ``--quick``
+#: unless ``--full``). ``peers_100k``: the side-by-side with Mem0 on 100,000 lessons, seeded
+#: in bulk (``bench/peers.py``'s "At scale").
+VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "peers_100k": ("peers", ("--lessons", "100000")),
+}
+
 #: Per-bench bound on its time (seconds): quick and full.
 QUICK_TIMEOUT_S = 150.0
 FULL_TIMEOUT_S = 3600.0
@@ -109,6 +117,11 @@ GOALS: tuple[Goal, ...] = (
     Goal("peers", "ann_recall_at_5", ">=", 0.95, "peers"),
     Goal("peers", "node_rss_minilm_mb", "<=", 300.0, "peers", "mem0_process_rss_mb"),
     Goal("peers", "node_rss_hashing_mb", "<=", 150.0, "peers"),
+    # The same on 100,000 lessons (Mem0 on the same 100,000): the fast path past 5,000.
+    Goal("peers_100k", "recall_p50_ratio", "<=", 0.5, "scale", "mem0_search_p50_ms"),
+    Goal("peers_100k", "recall_p99_ratio", "<=", 1.0, "scale", "mem0_search_p99_ms"),
+    Goal("peers_100k", "lamarck_recall_at_5", ">=", 0.95, "scale", "mem0_recall_at_5"),
+    Goal("peers_100k", "node_rss_minilm_mb", "<=", 300.0, "scale", "mem0_process_rss_mb"),
     Goal(
         "record_scale", "record_p50_large_vs_small_ratio", "<=", 1.5, "peers", "record_p50_small_ms"
     ),
@@ -147,6 +160,11 @@ SHOWN: tuple[tuple[str, str, str], ...] = (
     # Novel recalls each after an idle gap, as an agent calls them between plans (the goal's
     # figure is measured back to back, every cache warm).
     ("peers", "recall_spaced_p50_ratio", "peers"),
+    ("peers_100k", "recall_spaced_p50_ratio", "scale"),
+    # The store's search alone at 100,000 lessons: the recall index's compact form against
+    # the HNSW round trip it replaces, and the memory its arrays take.
+    ("peers_100k", "store_search_index_vs_hnsw_p50_ratio", "scale"),
+    ("peers_100k", "store_index_memory_mb", "scale"),
     # RecordOutcome called back to back (a burst): the background embedding and HNSW inserts
     # of the burst's taught lessons share the cores with the calls (the goal is paced).
     ("record_scale", "burst_p50_large_vs_small_ratio", "peers"),
@@ -209,7 +227,8 @@ def last_json(text: str) -> dict[str, Any] | None:
 
 def run_bench(name: str, *, full: bool, timeout_s: float) -> tuple[dict[str, Any] | None, str]:
     """Run ``bench.<name>``; its figures, or None and why it was skipped."""
-    argv = [sys.executable, "-m", f"bench.{name}", *([] if full else ["--quick"])]
+    module, extra = VARIANTS.get(name, (name, ()))
+    argv = [sys.executable, "-m", f"bench.{module}", *([] if full else ["--quick"]), *extra]
     started = time.monotonic()
     try:
         done = subprocess.run(
@@ -417,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     timeout = args.timeout or (FULL_TIMEOUT_S if args.full else QUICK_TIMEOUT_S)
-    names = [n for n in (args.only or bench_names()) if n not in args.skip]
+    every = bench_names() + (sorted(VARIANTS) if args.full else [])
+    names = [n for n in (args.only or every) if n not in args.skip]
     results: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
     started = time.monotonic()

@@ -58,6 +58,20 @@ Mem0's *whole search* p50: the Recall p50 ratio lamarck would reach if everythin
 query's embedding (gRPC, Postgres, ranking, the reply) cost nothing. The ``*_rest_p50_ms``
 figures are each system's search p50 less its embedding p50 (a difference of medians: a guide).
 
+**At scale** (``--lessons`` above ``BULK_SEED_ABOVE``, e.g. ``--lessons 100000``): the lessons
+are not imported over gRPC nor added one by one to Mem0. Their vectors are embedded once
+(all-MiniLM-L6-v2, cached on disk: ``bench.store.corpus_embeddings``, label ``peers``; a larger
+cached corpus of the same seed serves a smaller one) and both stores get the same vectors in
+bulk: lamarck's through its store adapter (binary COPY under ``bulk_load``, HNSW built once
+after, before the node starts; active lessons in scope ``global`` with the bundle's confidence,
+evidence and age, without signed records), Mem0's through its vector store's batch ``insert``
+(the payload its ``add(..., infer=False)`` writes, its HNSW index dropped for the load and built
+once after; its history database is not written). Mem0's add rate is then timed on ``--writes``
+new sentences, and the import figures are absent. The node answers Recall from its recall index
+in its compact form (``RecallIndexParams.rows_held``); ``store_search_*`` time the store's
+search alone in this process, the compact index against the HNSW round trip it replaces, on the
+quality queries' vectors (``store_index_memory_mb``: the index's arrays).
+
 The last line is one JSON object of the figures (ratios named ``*_ratio``).
 
 Usage: ``python -m bench.peers [--quick] [--lessons N] [--queries Q] [--writes W]``
@@ -68,6 +82,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import importlib
 import json
 import os
@@ -91,9 +106,10 @@ if __package__ in (None, ""):
 from bench.host import HostWatch, machine_line
 from bench.lesson_corpus import lesson_sentences, task_queries
 from bench.node import PROJECT, outcome, start_node, stop_node
+from bench.store import corpus_embeddings
 from lamarck.client import AsyncClient
 from lamarck.domain.embedder import Vectors
-from lamarck.domain.rows import Category, LessonFilter, LessonStatus
+from lamarck.domain.rows import Category, LessonFilter, LessonRow, LessonStatus, RelevanceFloor
 from lamarck.fleet.launcher import NodeProcess
 from lamarck.learning.params import LessonParams
 from lamarck.node.embedding import (
@@ -103,6 +119,7 @@ from lamarck.node.embedding import (
 )
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
+from lamarck.node.store.recall_index import RecallIndexParams
 from lamarck.proto.keys import init_keys
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
@@ -114,6 +131,8 @@ __all__ = ["main", "run"]
 MEM0_THRESHOLD = 0.1
 _USER = {"user_id": "bench"}
 K = 5
+#: Past this many lessons both stores are seeded in bulk (the module docstring's "At scale").
+BULK_SEED_ABOVE = 5000
 # The goals, printed beside each figure.
 GOALS = {
     "recall_p50_ratio": "<= 0.5",
@@ -256,12 +275,136 @@ def _mem0_texts(results: Any) -> list[str]:
     return [str(item.get("memory", "")) for item in items]
 
 
+# -- seeding at scale -------------------------------------------------------------------------
+
+
+async def _seed_lamarck(dsn: str, texts: list[str], vectors: Vectors) -> float:
+    """The lessons through the store adapter in bulk, each as the bundle's would be once
+    imported (active, global, confidence 0.8, one passing outcome, an hour old): nothing but
+    the cosine tells them apart to recall's re-rank. Seconds taken (HNSW build included)."""
+    stamp = datetime.now(UTC) - timedelta(hours=1)
+    rows = [
+        LessonRow(
+            id=str(uuid.UUID(int=i + 1, version=4)),
+            content=text,
+            operation=f"shell:op{i}",
+            scope="global",
+            status=LessonStatus.ACTIVE,
+            confidence=0.8,
+            created_at=stamp,
+            updated_at=stamp,
+            evidence=(str(uuid.UUID(int=10**9 + i, version=4)),),
+            confirmations=1,
+            context={"domain": "software", "environment": "linux", "tools": []},
+            embedding=vector,
+        )
+        for i, (text, vector) in enumerate(zip(texts, vectors, strict=True))
+    ]
+    store = await PostgresLessonStore.connect(dsn, vectors.shape[1], min_size=1, max_size=2)
+    try:
+        start = time.perf_counter()
+        async with store.bulk_load():
+            for i in range(0, len(rows), 10_000):
+                await store.insert_lessons(rows[i : i + 10_000])
+        return time.perf_counter() - start
+    finally:
+        await store.close()
+
+
+def _seed_mem0(mem0: Any, texts: list[str], vectors: Vectors) -> float:
+    """The same vectors into Mem0's pgvector collection through its batch ``insert``, with the
+    payload its ``add(..., infer=False)`` writes; its HNSW index dropped for the load and built
+    once after. Seconds taken."""
+    lemmatize = importlib.import_module("mem0.utils.lemmatization").lemmatize_for_bm25
+    store = mem0.vector_store
+    start = time.perf_counter()
+    with store._get_cursor(commit=True) as cur:
+        cur.execute("DROP INDEX IF EXISTS mem0_bench_hnsw_idx")
+    stamp = datetime.now(UTC).isoformat()
+    step = 5000
+    for i in range(0, len(texts), step):
+        batch = texts[i : i + step]
+        payloads = [
+            {
+                "data": t,
+                "hash": hashlib.md5(t.encode()).hexdigest(),
+                "created_at": stamp,
+                "updated_at": stamp,
+                "text_lemmatized": lemmatize(t),
+                "user_id": _USER["user_id"],
+            }
+            for t in batch
+        ]
+        ids = [str(uuid.UUID(int=2**100 + i + j, version=4)) for j in range(len(batch))]
+        store.insert(vectors[i : i + step].tolist(), payloads, ids)
+    with store._get_cursor(commit=True) as cur:
+        cur.execute("SET maintenance_work_mem = '1GB'")
+        cur.execute(
+            "CREATE INDEX IF NOT EXISTS mem0_bench_hnsw_idx ON mem0_bench"
+            " USING hnsw (vector vector_cosine_ops)"
+        )
+        cur.execute("ANALYZE mem0_bench")
+    return time.perf_counter() - start
+
+
+async def _store_search(dsn: str, queries: Vectors) -> dict[str, float]:
+    """The store's search alone, in this process: the recall index (at this size, its compact
+    form) against Postgres's HNSW, alternated query by query; recall's filter, k and floor."""
+    lp = LessonParams()
+    flt = LessonFilter(
+        statuses=(LessonStatus.ACTIVE, LessonStatus.CLAIMED),
+        scopes=("global",),
+        category=Category.LESSON,
+    )
+    floor = RelevanceFloor(lp.min_similarity, lp.relative_similarity)
+    dim = queries.shape[1]
+    indexed = await PostgresLessonStore.connect(
+        dsn, dim, min_size=1, max_size=2, recall_index=RecallIndexParams()
+    )
+    plain = await PostgresLessonStore.connect(dsn, dim, min_size=1, max_size=2)
+    out: dict[str, float] = {}
+    try:
+        start = time.perf_counter()
+        await indexed.search(queries[0], lp.candidate_pool, flt, floor)
+        out["store_index_load_s"] = round(time.perf_counter() - start, 2)
+        index = indexed._index
+        if index is not None:
+            out["store_index_memory_mb"] = round(index.memory_bytes() / 2**20, 1)
+        await plain.search(queries[0], lp.candidate_pool, flt, floor)
+        mine: list[float] = []
+        theirs: list[float] = []
+        agree = total = 0
+        for q in queries:
+            start = time.perf_counter()
+            got = await indexed.search(q, lp.candidate_pool, flt, floor)
+            mine.append((time.perf_counter() - start) * 1000.0)
+            start = time.perf_counter()
+            want = await plain.search(q, lp.candidate_pool, flt, floor)
+            theirs.append((time.perf_counter() - start) * 1000.0)
+            total += len(want[:K])
+            agree += len({h.lesson.id for h in got[:K]} & {h.lesson.id for h in want[:K]})
+        out["store_search_index_p50_ms"] = round(statistics.median(mine), 3)
+        out["store_search_index_p99_ms"] = round(_pct(mine, 0.99), 3)
+        out["store_search_hnsw_p50_ms"] = round(statistics.median(theirs), 3)
+        out["store_search_hnsw_p99_ms"] = round(_pct(theirs, 0.99), 3)
+        out["store_index_vs_hnsw_top5_agreement"] = round(agree / max(total, 1), 4)
+    finally:
+        await indexed.close()
+        await plain.close()
+    return out
+
+
 # -- quality ----------------------------------------------------------------------------------
 
 
 def _exact(corpus: Vectors, queries: Vectors, k: int) -> tuple[np.ndarray, np.ndarray]:
     sims = queries @ corpus.T
-    idx = np.argsort(-sims, axis=1)[:, :k]
+    if sims.shape[1] > k:
+        part = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        order = np.argsort(-np.take_along_axis(sims, part, axis=1), axis=1)
+        idx = np.take_along_axis(part, order, axis=1)
+    else:
+        idx = np.argsort(-sims, axis=1)[:, :k]
     return idx, np.take_along_axis(sims, idx, axis=1)
 
 
@@ -419,9 +562,21 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     _log(f"  {machine_line()}")
     host = HostWatch()
 
+    bulk = args.lessons > BULK_SEED_ABOVE
     reference = MiniLMEmbedder()
     model_path = str(reference._path)
-    corpus_v = reference.embed(texts)
+    if bulk:
+        # Embedded once and cached (the same model through ONNX: the same vectors to ~1e-6).
+        corpus_v, cached = corpus_embeddings(
+            texts,
+            0,
+            make_embedder("minilm", onnx=OnnxParams()),
+            label="peers",
+            generator=lesson_sentences,
+        )
+        _log(f"  lesson vectors {'from the cache' if cached else 'embedded and cached'}")
+    else:
+        corpus_v = reference.embed(texts)
     query_v = reference.embed(queries)
     exact_idx, exact_sim = _exact(corpus_v, query_v, K)
     floors = _floors(exact_sim, LessonParams())
@@ -440,7 +595,11 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         mem0_dsn = pg.dsn_for("mem0_bench")
         home = tmp / "home"
         home.mkdir()
-        bundle = _bundle(texts, home)
+        if bulk:
+            figures["lamarck_seed_s"] = round(await _seed_lamarck(dsn, texts, corpus_v), 1)
+            phase(f"lamarck seeded in bulk ({figures['lamarck_seed_s']:.0f} s)")
+        else:
+            bundle = _bundle(texts, home)
 
         # -- lamarck ---------------------------------------------------------------------
         node, cold = _start_node(home, "minilm", dsn)
@@ -448,12 +607,13 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         phase(f"node serving (cold start {cold:.1f} s)")
         try:
             async with AsyncClient(node.agent_addr, timeout=600) as client:
-                start = time.perf_counter()
-                imported = await client.import_bundle(bundle, source_label="peers")
-                import_s = time.perf_counter() - start
-                figures["import_records_per_s"] = round(args.lessons / import_s, 1)
-                figures["import_accepted"] = float(imported.accepted)
-                _log(f"lamarck import: {imported.accepted}/{args.lessons} in {import_s:.1f} s")
+                if not bulk:
+                    start = time.perf_counter()
+                    imported = await client.import_bundle(bundle, source_label="peers")
+                    import_s = time.perf_counter() - start
+                    figures["import_records_per_s"] = round(args.lessons / import_s, 1)
+                    figures["import_accepted"] = float(imported.accepted)
+                    _log(f"lamarck import: {imported.accepted}/{args.lessons} in {import_s:.1f} s")
 
                 # Quality first, without a session (nothing recorded, so no use skews ranks).
                 found: list[list[str]] = []
@@ -467,6 +627,8 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                 figures["lamarck_hit_rate"] = round(hit, 4)
                 figures["ann_recall_at_5"] = round(await _ann_quality(dsn, query_v), 4)
                 phase("lamarck quality measured")
+                figures.update(await _store_search(dsn, query_v))
+                phase("store search alone measured (recall index vs HNSW)")
 
                 def recall_on(asked: list[str]) -> Call:
                     async def recall(i: int) -> Any:
@@ -481,9 +643,14 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                 # -- Mem0, set up beside the running node ------------------------------------
                 mem0 = _mem0(mem0_dsn, model_path, tmp / "mem0-history.db")
                 phase("Mem0 ready")
+                added = texts
+                if bulk:
+                    figures["mem0_seed_s"] = round(_seed_mem0(mem0, texts, corpus_v), 1)
+                    phase(f"Mem0 seeded in bulk ({figures['mem0_seed_s']:.0f} s)")
+                    added = writes
                 lat = _timed_sync(
-                    lambda i: mem0.add(texts[i], user_id="bench", infer=False),
-                    len(texts),
+                    lambda i: mem0.add(added[i], user_id="bench", infer=False),
+                    len(added),
                     warm=True,
                 )
                 figures["mem0_add_p50_ms"] = round(statistics.median(lat), 3)
@@ -630,7 +797,11 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     add = figures["mem0_add_per_s"]
     figures["remember_vs_add_ratio"] = round(figures["remember_per_s"] / add, 3)
     figures["record_outcome_vs_add_ratio"] = round(figures["record_outcome_per_s"] / add, 3)
-    figures["import_vs_add_ratio"] = round(figures["import_records_per_s"] / add, 3)
+    if "import_records_per_s" in figures:
+        figures["import_vs_add_ratio"] = round(figures["import_records_per_s"] / add, 3)
+    figures["store_search_index_vs_hnsw_p50_ratio"] = round(
+        figures["store_search_index_p50_ms"] / figures["store_search_hnsw_p50_ms"], 3
+    )
     figures["hit_rate_vs_mem0_ratio"] = round(
         figures["lamarck_hit_rate"] / max(figures["mem0_hit_rate"], 1e-9), 3
     )
@@ -683,6 +854,20 @@ _ROWS = (
     ("recall@5 / Mem0 recall@5", "lamarck_recall_at_5", "mem0_recall_at_5", "lamarck_recall_at_5"),
     ("raw ANN recall@5 (index vs exact)", "ann_recall_at_5", "", "ann_recall_at_5"),
     ("hit rate / Mem0 hit rate", "lamarck_hit_rate", "mem0_hit_rate", "hit_rate_vs_mem0_ratio"),
+    (
+        "store search p50 ms, index / HNSW",
+        "store_search_index_p50_ms",
+        "store_search_hnsw_p50_ms",
+        "store_search_index_vs_hnsw_p50_ratio",
+    ),
+    (
+        "store search p99 ms, index / HNSW",
+        "store_search_index_p99_ms",
+        "store_search_hnsw_p99_ms",
+        "",
+    ),
+    ("  index top-5 = HNSW top-5 share", "store_index_vs_hnsw_top5_agreement", "", ""),
+    ("  recall index memory MB", "store_index_memory_mb", "", ""),
     ("node RSS MB, MiniLM / Mem0 proc", "node_rss_minilm_mb", "mem0_process_rss_mb", ""),
     ("node RSS MB, hashing", "node_rss_hashing_mb", "", ""),
     ("start to SERVING s, warm / cold", "node_start_warm_s", "node_start_cold_s", ""),
@@ -692,6 +877,8 @@ _ROWS = (
 def _report(f: dict[str, float]) -> None:
     _log(f"{'figure':34s} {'lamarck':>10s} {'Mem0':>10s} {'ratio':>8s}  goal")
     for label, ours, theirs, ratio in _ROWS:
+        if ours not in f or (theirs and theirs not in f):
+            continue  # not measured at this size (the import, at scale)
         other = f"{f[theirs]:10.2f}" if theirs else " " * 10
         judged = ratio or ours
         shown = f"{f[ratio]:8.3f}" if ratio else " " * 8

@@ -76,6 +76,7 @@ from lamarck.node.store.recall_index import (
     RecallIndexParams,
     RecallIndexState,
     RecallIndexStatus,
+    VectorRow,
     covers,
 )
 
@@ -549,8 +550,28 @@ class PostgresLessonStore(
         q = _query_vector(query, self.dim)
         if self._index is not None and covers(flt) and _UNIT.get() is None:
             index = await self._current_index()
-            if index is not None:
+            if index is not None and index.holds_rows:
                 return index.search(q, k, flt, floor)
+            if index is not None:
+                # Compact: the winners' rows by id (a key lookup), scored exactly.
+                wanted = index.shortlist(q, k, flt, floor)
+                if not wanted:
+                    return []
+                # Rows read for earlier searches are kept (``rows_held`` of them); the rest
+                # are read here, all of them, so that the next search finds them kept.
+                held, missing = index.cached(wanted)
+                if missing:
+                    generation = index.generation
+                    async with db_guard():
+                        recs = await self.pool.fetch(
+                            f"SELECT {_SELECT_LESSON} FROM lessons l"
+                            f" WHERE l.id = ANY($1::text[]) AND {_COVERED}",
+                            missing,
+                        )
+                    read = [_to_lesson(r) for r in recs]
+                    index.remember(read, generation)
+                    held += read
+                return index.rank(q, held, k, flt, floor)
         async with db_guard(), self.pool.acquire() as conn:
             if _selective(flt):
                 # An indexed key selects a few rows: ranking them exactly is cheaper than an
@@ -607,7 +628,8 @@ class PostgresLessonStore(
             if index.enabled and not index.loaded:
                 since = index.generation
                 count = await pool.fetchval(f"SELECT count(*) FROM lessons l WHERE {_COVERED}")
-                if count > index.params.max_rows:
+                fits, whole = index.fits(count)
+                if not fits:
                     index.disable()
                     _log.info(
                         "recall index off: %d recallable lessons, more than max_rows %d;"
@@ -615,11 +637,29 @@ class PostgresLessonStore(
                         count,
                         index.params.max_rows,
                     )
-                else:
+                elif whole:
                     recs = await pool.fetch(
                         f"SELECT {_SELECT_LESSON} FROM lessons l WHERE {_COVERED}"
                     )
                     index.load((_to_lesson(r) for r in recs), since)
+                else:
+                    # Past rows_held: the vectors and what filters them, not whole rows.
+                    recs = await pool.fetch(
+                        f"SELECT l.id, l.status, l.scope, l.embedding FROM lessons l"
+                        f" WHERE {_COVERED}"
+                    )
+                    index.load(
+                        (
+                            VectorRow(
+                                r["id"],
+                                LessonStatus(r["status"]),
+                                r["scope"],
+                                r["embedding"].to_numpy(),
+                            )
+                            for r in recs
+                        ),
+                        since,
+                    )
             dirty = index.dirty() if index.enabled and index.loaded else {}
             if dirty:
                 recs = await pool.fetch(

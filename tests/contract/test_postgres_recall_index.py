@@ -99,10 +99,17 @@ class _Counting:
         return attr
 
 
-@pytest.fixture
-async def stores(pg_dsn: str) -> Any:
+@pytest.fixture(params=["whole", "compact"])
+async def stores(pg_dsn: str, request: pytest.FixtureRequest) -> Any:
+    """The indexed store holding whole rows, or (past ``rows_held`` 20: the tests hold more)
+    only the compact form, which reads a search's winners by id and keeps 20 such rows; and
+    a store without the index."""
+    rows_held = 5000 if request.param == "whole" else 20
     indexed = await PostgresLessonStore.connect(
-        pg_dsn, DIM, max_size=3, recall_index=RecallIndexParams(max_rows=500)
+        pg_dsn,
+        DIM,
+        max_size=3,
+        recall_index=RecallIndexParams(max_rows=500, rows_held=rows_held),
     )
     plain = await PostgresLessonStore.connect(pg_dsn, DIM, max_size=2)
     try:
@@ -110,6 +117,10 @@ async def stores(pg_dsn: str) -> Any:
     finally:
         await indexed.close()
         await plain.close()
+
+
+def rows_held_of(store: PostgresLessonStore) -> int:
+    return store._index.params.rows_held if store._index is not None else 0
 
 
 async def _outside(coro: Coroutine[Any, Any, int]) -> int:
@@ -144,6 +155,8 @@ async def test_a_search_after_the_first_costs_no_round_trip(stores: Any) -> None
     counting = _Counting(indexed._pool)
     indexed._pool = counting
     again = await indexed.search(q, 5, RECALL, FLOOR)
+    # Compact too: the first search's winners' rows were read by id and kept.
+    assert indexed._index is not None and indexed._index.compact is (rows_held_of(indexed) < 30)
     assert counting.calls == 0
     assert _seen(again) == _seen(first) and first
     # A filter the index does not keep goes to Postgres.

@@ -51,8 +51,8 @@ def ids(index: RecallIndex, *query: float, flt: LessonFilter = RECALL, k: int = 
     return [h.lesson.id for h in index.search(q, k, flt, None)]
 
 
-def loaded(*rows: LessonRow, max_rows: int = 100) -> RecallIndex:
-    index = RecallIndex(RecallIndexParams(max_rows=max_rows), DIM)
+def loaded(*rows: LessonRow, max_rows: int = 100, rows_held: int = 100) -> RecallIndex:
+    index = RecallIndex(RecallIndexParams(max_rows=max_rows, rows_held=rows_held), DIM)
     index.load(rows, index.generation)
     return index
 
@@ -62,6 +62,12 @@ def test_params_refuse_what_no_index_could_use() -> None:
         with pytest.raises(ConfigError, match="max_rows"):
             RecallIndexParams(max_rows=bad)  # type: ignore[arg-type]
     assert not RecallIndex(RecallIndexParams(max_rows=0), DIM).enabled
+    for field, bad in (("rows_held", -1), ("shortlist", 0), ("rescore_extra", 1.0)):
+        with pytest.raises(ConfigError, match=field):
+            RecallIndexParams(**{field: bad})
+    for margin in (-0.1, 1.0, "0.1"):
+        with pytest.raises(ConfigError, match="rescore_margin"):
+            RecallIndexParams(rescore_margin=margin)  # type: ignore[arg-type]
 
 
 def test_it_holds_recallable_lessons_with_a_vector_and_answers_only_their_filters() -> None:
@@ -178,7 +184,7 @@ def test_exact_top_k_breaks_ties_by_id_drops_non_finite_and_applies_the_floor() 
 
 
 def test_a_bulk_write_makes_it_read_everything_again_and_a_read_it_outran_is_dropped() -> None:
-    index = loaded(row("a", 1), max_rows=3)
+    index = loaded(row("a", 1), rows_held=3)
     since = index.generation  # a load begins reading here...
     index.touch(["b", "c", "d", "e"])  # ...and a bulk copy lands meanwhile
     assert not index.loaded and index.dirty() == {}
