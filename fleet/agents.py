@@ -6,21 +6,17 @@ and records the run. The policy is the seeds' default agent: it tries **the form
 first** (the failing one) unless a lesson says otherwise — the agent's own fresh lesson, or
 advice on file (``CheckOperation``'s lessons, each with its evidence class). It follows the
 influence rule: proven here over corroborated over unverified, then more independent
-principals, then more confidence. An unverified lesson is never advice, and never decides a
-first attempt: a plan-time hint (recall's labelled hints) is a **fallback**, tried when the
-agent's own way has failed (the canary that lets an honest lesson be proven here at the price
-of one failed try, which the agent made anyway before it shared).
+principals, then more confidence. An unverified lesson is never advice: a plan-time hint
+(recall's labelled hints) is at most tried first when no advice speaks (the canary that lets
+an honest lesson be proven here).
 
-When no advice decides — an unresolved conflict of unverified sides, only hints — the agent
-keeps its habit first and tries the other side next, and every side is in play, so the
-outcome judges both here after at most two tries. Where the side against the habit may
-decide on its own (proven or corroborated: an exact tie, or a conflict between sides of one
-class), that side is tried first: a side that agrees with the habit adds nothing to it, and
-letting it cancel the other would let a lie corroborated by colluding principals silence a
-corroborated honest lesson. A lie then
-reaches nothing a first attempt does: one that agrees with the habit is contradicted by the
-habit's own failure, one that differs from it is tried only where the habit already failed
-(no worse than the agent's own search).
+When the evidence does not decide — an exact tie, an unresolved conflict, hints that
+disagree — the agent tries first the form its habit would not (the habit comes next if it
+fails), and every side is in play, so the outcome proves one side here after one try. A
+side that tells the habit adds nothing the agent would not do anyway; letting it cancel the
+other side would give a lie that agrees with the habit a reach a lone lie never has (it
+could silence every honest hint), while trying the other side first gives a lie no more
+than the canary already gives it alone.
 
 A **poisoner** fabricates its runs: it reports the working form failed and the failing form
 worked, so its node learns (and, once proven in a second project, shares) the inverted
@@ -145,16 +141,14 @@ def attempt_order(
 
     The agent's own fresh lesson wins. Else the advice on file: the strongest side by
     evidence (class, independent support, confidence) decides. When nothing decides — an
-    unresolved conflict (on file, or between plan-time hints) or only hints — the habit goes
-    first and the other form is the fallback (see the module docstring); an exact tie, or an
-    unresolved conflict whose side against the habit may decide on its own (proven or
-    corroborated), tries the other form first.
-    Every lesson that took part is named, so the outcome judges it.
+    exact tie, an unresolved conflict (on file, or between plan-time hints), or only hints —
+    a side telling the form the habit does not try first is tried first (a lone hint is the
+    canary; in a conflict the habit's side adds nothing, see the module docstring), else the
+    habit. Every lesson that took part is named, so the outcome judges it.
 
     ``pre_gate`` is the agent of a node with the influence gate off (the measuring baseline:
-    the node and its agents as before the gate): every lesson was advice then, so a lone
-    hint is followed first, and an exact tie or an unresolved conflict keeps the habit, as
-    it did when the node showed one lesson and a tie went to the newer one.
+    the node and its agents as before the gate): an exact tie or an unresolved conflict keeps
+    the habit, as it did when the node showed one lesson and a tie went to the newer one.
     """
     habit = (p.failing, p.working)
     other = (p.working, p.failing)
@@ -170,19 +164,14 @@ def attempt_order(
             return other, _ids(for_working)
         if best_f is not None and (best_w is None or best_f < best_w):
             return habit, _ids(for_failing)
-        # An exact tie between sides that may decide: the other form first, so a side
-        # that agrees with the habit cannot cancel the other (before the gate: the habit).
+        # An exact tie: the other form first (before the gate: the habit).
         return (habit if pre_gate else other), _ids(for_working, for_failing)
     open_w, open_f = _sides(p, [s for a in advice for s in a.unresolved])
     hint_w, hint_f = _sides(p, hints)
     deciding = _ids(open_w, open_f, hint_w, hint_f)
-    if pre_gate:
-        if open_w or open_f or hint_f or not hint_w:
-            return habit, deciding
-        return other, deciding
-    # An unresolved conflict whose side against the habit may decide on its own (proven or
-    # corroborated): that side first, so a side that agrees with the habit cannot cancel it.
-    return (other if any(s.advice for s in open_w) else habit), deciding
+    if pre_gate and (open_w or open_f or (hint_w and hint_f)):
+        return habit, deciding
+    return (other if open_w or hint_w else habit), deciding
 
 
 def poison_shown(advice: Sequence[Advice], hints: Sequence[Said] = ()) -> bool:

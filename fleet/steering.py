@@ -45,7 +45,6 @@ __all__ = [
     "PHRASES",
     "SteeringParams",
     "SteeringReport",
-    "attempt_forms",
     "first_form",
     "preferred_form",
     "run_steering",
@@ -88,12 +87,11 @@ def first_form(
     unresolved: Sequence[Said],
     hints: Sequence[Said],
 ) -> str:
-    """The command the agent runs first, by the fleet agents' rule
-    (``lamarck.fleet.agents.attempt_order``): the strongest advice by evidence (class,
-    independent support, confidence) decides, and an exact tie between different forms,
-    an unresolved conflict of unverified sides or hints alone keep the habit (a hint is a
-    fallback, see :func:`attempt_forms`); in an unresolved conflict a side against the habit
-    that may decide on its own goes first."""
+    """The command the agent runs first, by the fleet agents' rule: the strongest advice by
+    evidence (class, independent support, confidence) decides, an exact tie between
+    different forms keeps the habit; with no advice, an unresolved conflict keeps the habit,
+    and plan-time hints that all name one form get it tried first (the canary), hints that
+    disagree keep the habit."""
     ranked = sorted(
         ((s.key(), f) for s in advice if (f := preferred_form(s.content, forms)) is not None),
         key=lambda x: x[0],
@@ -101,33 +99,10 @@ def first_form(
     if ranked:
         top = [f for k, f in ranked if k == ranked[0][0]]
         return top[0] if len(set(top)) == 1 else habit
-    # An unresolved conflict: a side against the habit that may decide on its own (proven
-    # or corroborated) first, the strongest of them; unverified sides keep the habit.
-    backed = sorted(
-        (s.key(), f)
-        for s in unresolved
-        if s.advice and (f := preferred_form(s.content, forms)) not in (None, habit)
-    )
-    return backed[0][1] if backed else habit
-
-
-def attempt_forms(
-    habit: str,
-    forms: Sequence[str],
-    advice: Sequence[Said],
-    unresolved: Sequence[Said],
-    hints: Sequence[Said],
-) -> list[str]:
-    """Every form in the order the agent tries them until one works: the first by
-    :func:`first_form`, then the forms the hints and the conflict's sides name (strongest
-    first: the fallback), then the rest of ``forms`` in their order."""
-    first = first_form(habit, forms, advice, unresolved, hints)
-    named = [
-        f
-        for s in sorted((*hints, *unresolved), key=lambda s: s.key())
-        if (f := preferred_form(s.content, forms)) is not None
-    ]
-    return list(dict.fromkeys([first, *named, *forms]))
+    if unresolved:
+        return habit
+    named = {f for s in hints if (f := preferred_form(s.content, forms)) is not None}
+    return named.pop() if len(named) == 1 else habit
 
 
 _LABEL = re.compile(
@@ -195,8 +170,6 @@ class SteeringReport:
     decisions: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_ARMS, 0))
     steered: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_ARMS, 0))
     exposed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_ARMS, 0))
-    # Decisions in which the steered command was tried at all (first or as a fallback).
-    tried: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_ARMS, 0))
     where: list[str] = field(default_factory=list)  # gated decisions that were steered
 
     def figures(self) -> dict[str, float]:
@@ -215,7 +188,6 @@ class SteeringReport:
             out[f"gate_{arm}_steered"] = float(self.steered[arm])
             out[f"gate_{arm}_steered_share"] = round(share[arm], 4)
             out[f"gate_{arm}_exposed"] = float(self.exposed[arm])
-            out[f"gate_{arm}_steered_tried"] = float(self.tried[arm])
         for suffix in ("", "_novel"):
             out[f"steered{suffix}_share_ratio"] = share_ratio(
                 share[f"on{suffix}"], share[f"off{suffix}"], self.decisions[f"off{suffix}"]
@@ -369,19 +341,17 @@ def _decide(
         folded = " ".join(shown.split())
         if any(" ".join(t.split()) in folded for t in texts):
             report.exposed[arm] += 1
-        order = attempt_forms(p.failing, forms, advice, unresolved, hints)
-        first = order[0]
+        first = first_form(p.failing, forms, advice, unresolved, hints)
         report.decisions[arm] += 1
         if first == steered_form(p):
             report.steered[arm] += 1
             if arm.startswith("on"):
                 report.where.append(f"{name} round {r + 1}: {p.target}")
+        order = [first, *(f for f in (p.failing, p.working) if f != first)]
         in_play = [x.id for x in (*ctx.hints, *(y for c in checks for y in c.lessons))]
         ctx.recorder.lessons_in_play(in_play)
         for op in order:
             ok = op == p.working
-            if op == steered_form(p):
-                report.tried[arm] += 1
             ctx.recorder.check("test", passed=ok, operation=op, target=p.target, label="build")
             if ok:
                 break

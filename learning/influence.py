@@ -29,13 +29,8 @@ Influence follows evidence (``lamarck.consensus.corroboration``): for this node 
    then the lesson id (``evidence_order``). Two lessons that disagree are shown together; the
    stronger side holds only when its class is strictly stronger (``conflict_leader``), so two
    unverified sides never decide anything: neither is advice, both are in play, and the
-   agent does what it would do anyway first and tries the other side if that fails, so its
-   outcome judges both sides here after at most two tries.
-5. **A hint is a fallback, never a first attempt.** An agent tries an unverified hint only
-   once its own way failed (the prompt's hint header says so), so a lie reaches no decision
-   an agent makes first: one that agrees with the habit is contradicted by the habit's own
-   failure, one that differs is tried only where the agent was searching anyway. The canary
-   costs an honest lesson one failed try per node until it is corroborated.
+   agent tries first the form its habit would not (a lie that agrees with the habit cannot
+   cancel an honest hint), so its outcome proves one side here after one try.
 
 Local lessons are proven here by construction and unaffected by rules 2 and 3.
 """

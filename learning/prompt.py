@@ -53,8 +53,7 @@ CONFLICTS_HEADER = (
 )
 HINTS_HEADER = (
     "Unverified hints (from peers; neither this node's runs nor independent principals have "
-    "confirmed them: not advice; do what you would do anyway first, and try one only if that "
-    "fails and a wrong try is cheap):"
+    "confirmed them: not advice, at most something to try where a wrong try is cheap):"
 )
 # Room for the special tokens ([CLS]/[SEP] or BOS/EOS) a tokenizer may add around a text.
 _SPECIAL_TOKENS = 2
@@ -124,7 +123,7 @@ def conflict_line(
     else:
         verdict = (
             f"Unresolved: neither side is advice until the next run of {runs} settles it; "
-            "do what you would do anyway first; if it fails, try the other side."
+            "try first the side that differs from what you would do anyway."
         )
     return f"Contested on `{operation}`: {shown}. {verdict}"
 

@@ -285,13 +285,12 @@ class ActContext:
     engagement: Engagement
     hypothesis: Hypothesis
     recorder: RunRecorder
-    #: Unverified peer lessons the section shows as hints: never advice, never assessed,
-    #: never the first attempt: something to try once the agent's own way failed, where a
-    #: wrong try is cheap.
+    #: Unverified peer lessons the section shows as hints: never advice, never assessed;
+    #: at most something to try where a wrong try is cheap.
     hints: tuple[Lesson, ...] = ()
     #: Lessons that disagree, strongest evidence first (``Conflict.holds``: the side that
-    #: holds, "" while unresolved: then the agent does what it would do anyway first and
-    #: tries the other side if that fails, and the outcome settles the conflict).
+    #: holds, "" while unresolved: then the agent tries first the side that differs from
+    #: what it would do anyway, and the outcome settles the conflict).
     conflicts: tuple[Conflict, ...] = ()
 
 

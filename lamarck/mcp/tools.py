@@ -48,8 +48,7 @@ EVIDENCE_TEXT = (
     "'corroborated' (signed outcome reports from at least two independent operators other "
     "than its author confirm it, or a quorum of them accepted it), or 'unverified' (from "
     "peers; nobody independent has confirmed it: a hint at most, never proof and never "
-    "advice; do what you would do anyway first and try a hint only if that fails), with the "
-    "number of independent principals behind it and its confidence."
+    "advice), with the number of independent principals behind it and its confidence."
 )
 
 DESCRIPTIONS: dict[str, str] = {

@@ -14,7 +14,6 @@ from lamarck.fleet.authority import AuthorityParams, claims_of, reached, topic_r
 from lamarck.fleet.authority_claims import HELD_OUT, TASKS, TUNING
 from lamarck.fleet.steering import (
     SteeringParams,
-    attempt_forms,
     first_form,
     preferred_form,
     section_advice,
@@ -93,22 +92,13 @@ def test_the_strongest_advice_decides_and_a_tie_between_forms_keeps_the_habit() 
     assert first_form(HABIT, FORMS, [good, tied], [], []) == HABIT
 
 
-def test_without_advice_the_habit_goes_first_and_hints_are_the_fallback() -> None:
+def test_without_advice_hints_that_agree_are_tried_first_and_disagreeing_ones_are_not() -> None:
     steer = said(f"Use `{STEER}`.", 2)
-    good = said(f"Prefer `{GOOD}` over `{HABIT}`.", 2, confidence=0.9)
-    assert first_form(HABIT, FORMS, [], [], [steer, steer]) == HABIT
+    good = said(f"Prefer `{GOOD}` over `{HABIT}`.", 2)
+    assert first_form(HABIT, FORMS, [], [], [steer, steer]) == STEER
     assert first_form(HABIT, FORMS, [], [], [steer, good]) == HABIT
     assert first_form(HABIT, FORMS, [], [good], [steer]) == HABIT
     assert first_form(HABIT, FORMS, [], [], []) == HABIT
-    # An unresolved conflict whose side against the habit is corroborated: that side first.
-    backed = said(f"Use `{STEER}`.", 1, independent=2)
-    assert first_form(HABIT, FORMS, [], [backed, good], []) == STEER
-    # After the habit: the hinted forms, strongest first, then the rest.
-    assert attempt_forms(HABIT, FORMS, [], [], [steer, good]) == [HABIT, GOOD, STEER]
-    assert attempt_forms(HABIT, FORMS, [], [], []) == list(dict.fromkeys([HABIT, *FORMS]))
-    # Advice decides the first attempt; the hints still come before the rest.
-    proven = said(f"Prefer `{GOOD}` over `{HABIT}`.", 0)
-    assert attempt_forms(HABIT, FORMS, [proven], [], [steer])[:2] == [GOOD, STEER]
 
 
 def test_the_section_advice_is_read_from_its_labels_up_to_the_hints() -> None:

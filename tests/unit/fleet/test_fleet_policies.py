@@ -114,24 +114,14 @@ def test_proven_beats_corroborated_beats_unverified_whatever_the_confidence() ->
     assert order == (P.working, P.failing) and set(deciding) == {"L1", "L2"}
 
 
-def test_an_unresolved_conflict_keeps_the_habit_first_and_names_both() -> None:
+def test_an_unresolved_conflict_tries_the_side_the_habit_would_not_and_names_both() -> None:
     sides = (Said("L1", HONEST, UNVERIFIED, 0, 0.29), Said("L2", POISON, UNVERIFIED, 0, 0.36))
     advice = Advice(P.failing, "Contested ...", ("L1", "L2"), (), sides)
     order, deciding = attempt_order(P, [advice], AgentMemory())
-    assert order == (P.failing, P.working) and set(deciding) == {"L1", "L2"}
+    assert order == (P.working, P.failing) and set(deciding) == {"L1", "L2"}
     # Two plan-time hints that disagree: the same.
     order, deciding = attempt_order(P, [], AgentMemory(), list(sides))
-    assert order == (P.failing, P.working) and set(deciding) == {"L1", "L2"}
-    # Sides that may decide on their own (one class, corroborated): the side against the
-    # habit first, so a corroborated lie that agrees with the habit cancels nothing.
-    backed = (
-        replace(sides[0], rank=CORROBORATED, independent=2),
-        replace(sides[1], rank=CORROBORATED, independent=2, poisoned=True),
-    )
-    conflict = [Advice(P.failing, "Contested ...", ("L1", "L2"), (), backed)]
-    assert attempt_order(P, conflict, AgentMemory())[0] == (P.working, P.failing)
-    assert not followed_poison(P, conflict, AgentMemory())
-    assert attempt_order(P, conflict, AgentMemory(), pre_gate=True)[0][0] == P.failing
+    assert order == (P.working, P.failing) and set(deciding) == {"L1", "L2"}
     # A side that agrees with the habit alone moves nothing.
     order, deciding = attempt_order(P, [Advice(P.failing, "", (), (), sides[1:])], AgentMemory())
     assert order == (P.failing, P.working) and deciding == ("L2",)
@@ -155,12 +145,10 @@ def test_the_agent_before_the_gate_keeps_its_habit_on_a_tie_or_an_unresolved_con
     assert attempt_order(P, [], AgentMemory(), lone, pre_gate=True)[0][0] == P.working
 
 
-def test_a_lone_unverified_hint_is_a_fallback_and_never_beats_advice() -> None:
-    # Tried once the habit failed, and named, so the outcome judges it either way.
+def test_a_lone_unverified_hint_is_tried_first_and_never_beats_advice() -> None:
     hint = Said("H1", HONEST, UNVERIFIED, 0, 0.29)
     order, deciding = attempt_order(P, [], AgentMemory(), [hint])
-    assert order == (P.failing, P.working) and deciding == ("H1",)
-    assert attempt_order(P, [], AgentMemory(), [hint], pre_gate=True)[0][0] == P.working
+    assert order == (P.working, P.failing) and deciding == ("H1",)
     lie = Said("H2", POISON, UNVERIFIED, 0, 0.9)
     order, deciding = attempt_order(P, [], AgentMemory(), [lie])
     assert order == (P.failing, P.working) and deciding == ("H2",)
@@ -178,15 +166,16 @@ def test_a_decision_follows_a_poison_only_when_the_poison_changed_the_first_atte
         Advice(P.working, "", (), (replace(lie, decides=True),)),
     ]
     assert followed_poison(P, off, AgentMemory())
-    # A conflict of unverified sides keeps the habit, as the honest hint alone does: a lie
-    # that agrees with the habit changes nothing.
+    # A conflict of unverified sides tries the honest side first, as the honest hint alone
+    # is tried: a lie that agrees with the habit changes nothing.
     assert not followed_poison(P, [], AgentMemory(), [honest, lie])
     conflict = Advice(P.failing, "Contested", (), (), (honest, lie))
     assert not followed_poison(P, [conflict], AgentMemory())
-    # A lie against the habit is a fallback too: it never moves the first attempt.
+    # A lie against the habit beside an honest side that agrees with it is tried first:
+    # followed (the canary's reach, no more).
     flipped_honest = Said("L3", POISON, UNVERIFIED, 0, 0.3)
     flipped_lie = Said("L4", HONEST, UNVERIFIED, 0, 0.3, poisoned=True)
-    assert not followed_poison(
+    assert followed_poison(
         P, [Advice(P.failing, "C", (), (), (flipped_honest, flipped_lie))], AgentMemory()
     )
     proven = Said("L1", HONEST, PROVEN, 0, 0.29)
@@ -207,7 +196,7 @@ def test_without_the_poison_an_unverified_side_left_alone_is_a_hint() -> None:
     assert not followed_poison(P, [held], AgentMemory())  # the honest lesson not shown at all
     conflict = Advice(P.failing, "C", (), (), (lie, honest))
     order, _ = attempt_order(P, [conflict], AgentMemory())
-    assert order[0] == P.failing and not followed_poison(P, [conflict], AgentMemory())
+    assert order[0] == P.working and not followed_poison(P, [conflict], AgentMemory())
     # With the gate off the side left alone is advice.
     off = Advice(P.failing, "C", (), (replace(lie, decides=True),), ())
     order, _ = attempt_order(P, [off], AgentMemory())
