@@ -45,7 +45,8 @@ from lamarck.fleet.authority import (
 from lamarck.fleet.authority_blind import BLIND_ORDINARY
 from lamarck.fleet.authority_claims import TASKS
 from lamarck.learning.influence import AuthorityPrototypes, InfluenceParams
-from lamarck.node.embedding import OnnxParams, make_embedder
+from lamarck.node.embedding import make_embedder
+from lamarck.node.minilm_onnx import OnnxParams
 
 
 def topic_figures() -> dict[str, float]:

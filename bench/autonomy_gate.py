@@ -40,7 +40,8 @@ if __package__ in (None, ""):
 from bench.autonomy_corpus import DEFAULT_PATH, CorpusItem, load_corpus
 from bench.filters import BenchView
 from bench.train_autonomy import FOLDS, VectorCache, _EmptyView, fit, record_of
-from lamarck.node.embedding import OnnxParams, make_minilm
+from lamarck.node.embedding import make_minilm
+from lamarck.node.minilm_onnx import OnnxParams
 from lamarck.policy.autonomy import (
     AutonomyFilter,
     AutonomyParams,

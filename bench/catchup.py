@@ -58,7 +58,7 @@ from lamarck.domain.embedder import Embedder
 from lamarck.domain.rows import LessonFilter
 from lamarck.learning.params import LearningParams
 from lamarck.node.config import NodeSettings
-from lamarck.node.embedding import OnnxParams, make_embedder
+from lamarck.node.embedding import make_embedder
 from lamarck.node.importing.batch import (
     BatchImporter,
     BatchImportParams,
@@ -68,6 +68,7 @@ from lamarck.node.importing.batch import (
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.lessons.service import LessonService
+from lamarck.node.minilm_onnx import OnnxParams
 from lamarck.node.params import node_params
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore

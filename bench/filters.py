@@ -49,11 +49,8 @@ from lamarck.domain.embedder import (
     Embedder,
     Vectors,
 )
-from lamarck.node.embedding import (
-    HashingEmbedder,
-    OnnxParams,
-    make_minilm,
-)
+from lamarck.node.embedding import HashingEmbedder, make_minilm
+from lamarck.node.minilm_onnx import OnnxParams
 from lamarck.policy.autonomy import (
     AutonomyFilter,
     AutonomyParams,

@@ -61,11 +61,8 @@ from bench.train_autonomy import (
     record_samples,
 )
 from lamarck.domain.embedder import Vectors
-from lamarck.node.embedding import (
-    OnnxMiniLMEmbedder,
-    OnnxParams,
-    make_minilm,
-)
+from lamarck.node.embedding import make_minilm
+from lamarck.node.minilm_onnx import OnnxMiniLMEmbedder, OnnxParams
 from lamarck.policy.autonomy import (
     MODEL_FILE,
     AutonomyFilter,

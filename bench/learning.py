@@ -63,7 +63,8 @@ from lamarck.learning.outcomes import StepResult, ToolStep, Verdict
 from lamarck.learning.params import LearningParams
 from lamarck.learning.ranking import Candidate, rank
 from lamarck.learning.variables import Importance, VariableImportanceLearner
-from lamarck.node.embedding import OnnxParams, make_embedder
+from lamarck.node.embedding import make_embedder
+from lamarck.node.minilm_onnx import OnnxParams
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 PROJECT = "project:" + "a1" * 16

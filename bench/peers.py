@@ -112,11 +112,9 @@ from lamarck.domain.embedder import Vectors
 from lamarck.domain.rows import Category, LessonFilter, LessonRow, LessonStatus, RelevanceFloor
 from lamarck.fleet.launcher import NodeProcess
 from lamarck.learning.params import LessonParams
-from lamarck.node.embedding import (
-    MiniLMEmbedder,
-    OnnxParams,
-    make_embedder,
-)
+from lamarck.node.embedding import make_embedder
+from lamarck.node.minilm_onnx import OnnxParams
+from lamarck.node.minilm_torch import MiniLMEmbedder
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.node.store.recall_index import RecallIndexParams

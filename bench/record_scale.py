@@ -50,8 +50,9 @@ from lamarck.domain.rows import LessonRow, LessonStatus
 from lamarck.learning.mechanical import AVOID_TAG, MECHANICAL_TAG, TARGET_TAG
 from lamarck.learning.scopes import project_scope
 from lamarck.node.config import NodeSettings
-from lamarck.node.embedding import OnnxParams, make_embedder
+from lamarck.node.embedding import make_embedder
 from lamarck.node.lessons.service import LessonService
+from lamarck.node.minilm_onnx import OnnxParams
 from lamarck.node.params import node_params
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore

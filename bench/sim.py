@@ -24,9 +24,9 @@ import json
 import sys
 import time
 
-from lamarck.sim.engine import SimCores
 from lamarck.sim.learning import LearningSimParams, learning_curve, learning_lines
 from lamarck.sim.params import SimParams
+from lamarck.sim.state import SimCores
 from lamarck.sim.suite import calibration_lines, run_suite
 
 

@@ -51,14 +51,10 @@ from lamarck.domain.embedder import (
     Vectors,
 )
 from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus
-from lamarck.node.embedding import (
-    DEFAULT_DIM,
-    MINILM_MODEL_NAME,
-    HashingEmbedder,
-    MiniLMEmbedder,
-    OnnxParams,
-    make_embedder,
-)
+from lamarck.node.embedding import HashingEmbedder, make_embedder
+from lamarck.node.embedding_common import DEFAULT_DIM, MINILM_MODEL_NAME
+from lamarck.node.minilm_onnx import OnnxParams
+from lamarck.node.minilm_torch import MiniLMEmbedder
 from lamarck.node.store.embedded import EmbeddedPostgres
 from lamarck.node.store.postgres import PostgresLessonStore
 

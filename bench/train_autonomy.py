@@ -38,7 +38,8 @@ from lamarck.domain.embedder import (
     Embedder,
     Vectors,
 )
-from lamarck.node.embedding import OnnxParams, make_minilm
+from lamarck.node.embedding import make_minilm
+from lamarck.node.minilm_onnx import OnnxParams
 from lamarck.policy.autonomy import (
     MODEL_FILE,
     AutonomyFilter,

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from lamarck.sim.engine import SimCores
 from lamarck.sim.params import SimParams
+from lamarck.sim.state import SimCores
 from lamarck.sim.suite import calibration_lines, run_suite
 
 __all__ = ["register", "sim"]

@@ -47,7 +47,8 @@ from lamarck.fleet.workloads import (
 from lamarck.fleet.workloads import (
     Task as FleetTask,
 )
-from lamarck.node.embedding import OnnxParams, make_embedder
+from lamarck.node.embedding import make_embedder
+from lamarck.node.minilm_onnx import OnnxParams
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.keys import identity_path, load_private_key
 

@@ -1,6 +1,6 @@
 """Export all-MiniLM-L6-v2 to ONNX: ``python -m lamarck.node.onnx_export MODEL_DIR OUT``.
 
-Run once, in a subprocess, by ``lamarck.node.embedding.export_onnx``: it needs torch,
+Run once, in a subprocess, by ``lamarck.node.minilm_onnx.export_onnx``: it needs torch,
 transformers and onnx, which the node process itself never loads. The graph takes
 ``input_ids``, ``attention_mask`` and ``token_type_ids`` (batch and sequence axes dynamic) and
 returns the last hidden state; pooling and normalisation stay in the embedder (numpy). The

@@ -24,8 +24,8 @@ from lamarck.node.api.limits import PeerLimits
 from lamarck.node.config import NodeSettings
 from lamarck.node.console.http import ConsoleParams
 from lamarck.node.console.plots import PlotParams
-from lamarck.node.embedding import OnnxParams
 from lamarck.node.importing.batch import BatchImportParams, PrimedEmbedder
+from lamarck.node.minilm_onnx import OnnxParams
 from lamarck.node.store.recall_index import RecallIndexParams
 from lamarck.node.supervision import SupervisionParams
 from lamarck.policy.autonomy import AutonomyParams

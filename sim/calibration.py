@@ -12,10 +12,11 @@ import functools
 import random
 from dataclasses import dataclass
 
-from lamarck.sim.engine import SimCores, SimNetwork
+from lamarck.sim.engine import SimNetwork
 from lamarck.sim.params import SimParams
 from lamarck.sim.records import LessonKind, honest_lesson, sign_record
 from lamarck.sim.scenarios import identities_for, workload_pitfalls
+from lamarck.sim.state import SimCores
 
 __all__ = ["PushFigures", "push_calibration", "tree_depth"]
 

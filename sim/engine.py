@@ -30,6 +30,10 @@ SimPy is the event engine (pure Python, deterministic, 10^5 events/s is ample he
 cores, not the queue, dominate the cost). The node's async cores (router, ``sync_step``) run
 on one private asyncio loop; their injected ``send``/``fetch`` never wait, so each call
 completes at one simulated instant and the link delay is a SimPy timeout.
+
+What a node shows its agent by the influence gate, and the attestations that evidence reads,
+is ``lamarck.sim.influence``; the clock, the cores' parameters, a node's state and the
+counters are ``lamarck.sim.state``.
 """
 
 from __future__ import annotations
@@ -46,25 +50,18 @@ import random
 import sys
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any, SupportsIndex
 
 import simpy
 
 from lamarck.agent.recorder import RunRecorder
 from lamarck.consensus import taint as taint_core
-from lamarck.consensus.corroboration import Support
-from lamarck.consensus.params import TaintParams
 from lamarck.errors import DeliveryFailed
 from lamarck.fleet.agents import (
-    Advice,
     AgentMemory,
     Attempt,
-    Said,
     attempt_order,
     run_attempts,
-    says_prefer,
 )
 from lamarck.fleet.workloads import Pitfall, succeeds
 from lamarck.gossip import audience as audience_core
@@ -72,22 +69,19 @@ from lamarck.gossip import router as router_core
 from lamarck.gossip import sync as sync_core
 from lamarck.gossip.publisher import GossipParams
 from lamarck.learning import attribution as attribution_core
-from lamarck.learning import influence as influence_core
 from lamarck.learning import reality as reality_core
 from lamarck.learning.attribution import Effect
-from lamarck.learning.influence import InfluenceParams
-from lamarck.learning.prompt import format_line
 from lamarck.node.importing import effects as effects_core
 from lamarck.node.importing import pipeline as pipeline_core
 from lamarck.node.importing.effects import Candidate
-from lamarck.node.importing.view import HeldRecords, ImportSnapshot, SourceHistory
+from lamarck.node.importing.view import ImportSnapshot
 from lamarck.node.lessons import outcomes as lessons_outcomes
 from lamarck.node.sharing import anti_entropy as anti_entropy_core
 from lamarck.policy import decision as decision_core
 from lamarck.policy import filters as importing_filters
 from lamarck.policy.autonomy import AutonomyFilter
 from lamarck.policy.chain import build_policy
-from lamarck.policy.decision import ImportOutcome, ImportParams, ImportPolicy, Incoming
+from lamarck.policy.decision import ImportOutcome, ImportPolicy, Incoming
 from lamarck.policy.filters import (
     Corroboration,
     EstablishedLesson,
@@ -98,20 +92,17 @@ from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.outcome import Outcome
 from lamarck.reputation.book import ReputationBook, TrustConfig
 from lamarck.reputation.events import ReputationEvent
-from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
 from lamarck.reputation.scores import PeerBand, peer_band
+from lamarck.sim.influence import Influence
 from lamarck.sim.params import SimParams
 from lamarck.sim.records import LessonKind, SimRecord, VerifiedRecords
+from lamarck.sim.state import Counters, SimClock, SimCores, SimPeer
 
-__all__ = ["SimClock", "SimCores", "SimNetwork", "SimPeer", "shared_tree_orders"]
+__all__ = ["SimNetwork", "shared_tree_orders"]
 
 #: Which membership the router is laying a tree over right now (set by the simulator).
 _VIEW: contextvars.ContextVar[object | None] = contextvars.ContextVar("sim_view", default=None)
 
-_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
-#: Evidence answers kept at most (``SimNetwork._evidence``): the counts in use at once are
-#: about two per lesson held (proven here or not), a few dozen.
-_EVIDENCE_KEPT = 256
 #: The project digest the simulated agents' outcomes name (any valid digest: attribution
 #: does not read it).
 _SIM_PROJECT = hashlib.sha256(b"lamarck-sim").hexdigest()
@@ -173,23 +164,6 @@ def shared_tree_orders() -> Iterator[None]:
         router_core.tree_order = original
 
 
-class SimClock:
-    """A ``Clock`` reading the simulation's time (seconds after a fixed epoch)."""
-
-    def __init__(self, env: simpy.Environment) -> None:
-        self._env = env
-        self._at = float(env.now)
-        self._now = _EPOCH + timedelta(seconds=self._at)
-
-    def now(self) -> datetime:
-        """The simulated instant, UTC (built once per instant: many reads share one)."""
-        t = self._env.now
-        if t != self._at:
-            self._at = t
-            self._now = _EPOCH + timedelta(seconds=float(t))
-        return self._now
-
-
 class RecordVerdicts:
     """One filter whose verdict reads the record only (never the view), asked once per record.
 
@@ -227,70 +201,6 @@ def shared_verdicts(policy: ImportPolicy) -> ImportPolicy:
         return policy
     parts = [RecordVerdicts(f) if isinstance(f, RecordVerdicts.PURE) else f for f in chain.filters]
     return dataclasses.replace(policy, filters=importing_filters.AllOf(parts))
-
-
-@dataclass(frozen=True, slots=True)
-class SimCores:
-    """The parameter objects the node's cores are given (the node's defaults unless told)."""
-
-    gossip: GossipParams = field(default_factory=GossipParams)
-    reputation: ReputationParams = field(default_factory=ReputationParams)
-    importing: ImportParams = field(default_factory=ImportParams)
-    pairwise: PairwiseParams = field(default_factory=PairwiseParams)
-    global_trust: GlobalTrustParams = field(default_factory=GlobalTrustParams)
-    taint: TaintParams = field(default_factory=TaintParams)
-    influence: InfluenceParams = field(default_factory=InfluenceParams)
-
-
-@dataclass(slots=True)
-class SimPeer:
-    """One node: its id, behaviour, link position, and the node-side state the cores read."""
-
-    index: int
-    node_id: str
-    byzantine: bool
-    ring: float
-    router: router_core.GossipRouter
-    book: ReputationBook | None
-    up: bool = True
-    side: int = 0
-    held: dict[str, bytes] = field(default_factory=dict)
-    index_held: HeldRecords = field(default_factory=HeldRecords)
-    history: SourceHistory = field(default_factory=SourceHistory)
-    # The lessons held here by operation, as the established set and the advice read them.
-    established: dict[str, list[Candidate]] = field(default_factory=dict)
-    confidence: dict[str, float] = field(default_factory=dict)
-    # Lessons this node's own outcomes confirmed (proven here).
-    proven: set[str] = field(default_factory=set)
-    view_only: frozenset[int] | None = None  # an eclipsed node's view (None: the directory)
-    sweep_phase: float = 0.0  # when, within each TaintParams.sweep_interval_s, it sweeps
-    sweep_due: bool = False  # a taint sweep is scheduled at its next tick
-
-
-@dataclass(slots=True)
-class Counters:
-    """What the network carried, and what the cores decided, since the last reset."""
-
-    messages: int = 0  # records carried by Publish (one per record per target)
-    publish_bytes: int = 0
-    sync_bytes: int = 0
-    sync_records: int = 0
-    sends_failed: int = 0
-    accepted_from_graylisted: int = 0  # records accepted although their signer was graylisted
-    tainted: int = 0  # lessons the taint sweep took out of an honest node's prompts and Syncs
-    decisions: int = 0
-    events: int = 0
-    # Honest agents' turns where a poisoned lesson took part in choosing the order (followed,
-    # or tied with an honest lesson) and the first attempt was the failing form.
-    poisoned_decisions: int = 0
-    # ... of them, those where a poisoned lesson tied an honest one (the agent kept its habit).
-    poisoned_ties: int = 0
-    # ... of them, those whose first attempt the poisoned lessons changed: without them the
-    # agent would have tried the working form first.
-    poison_harm: int = 0
-    # Poisoned lessons that entered an honest prompt as a labelled unverified hint.
-    poison_hints: int = 0
-    outcomes: dict[str, int] = field(default_factory=dict)
 
 
 class SimNetwork:
@@ -350,22 +260,9 @@ class SimNetwork:
         #: The fleet agent's outcome per (target, attempts), and the ids its recorder draws.
         self._outcomes: dict[tuple[str, tuple[Attempt, ...]], Outcome] = {}
         self._outcome_rng = random.Random(f"outcomes:{params.seed}")
-        # The node's draws for unverified hints, from their own stream (the gate off draws
-        # none, and changes no other draw).
-        self._hint_rng = random.Random(f"hints:{params.seed}")
-        #: Signed outcome attestations per lesson: honest nodes whose own outcome confirmed
-        #: it, and those whose outcome contradicted it (each node its own principal).
-        self.attest_confirm: dict[str, set[int]] = {}
-        self.attest_contra: dict[str, set[int]] = {}
-        #: Per lesson, the nodes whose attestations confirm it and none contradicts it (the
-        #: confirming set less the contradicting one, kept as attestations are signed).
-        self._confirmers: dict[str, set[int]] = {}
-        #: The evidence rule's recent answers by what it reads of a simulated lesson (see
-        #: :meth:`_evidence`), and placeholder principal names by count.
-        self._evidence_seen: dict[tuple[bool, int, bool], influence_core.LessonEvidence] = {}
-        self._principal_names: list[str] = []
-        self._authority: dict[str, bool] = {}
         self._established_floor = established_floor(self.policy.filters)
+        #: What each node shows its agent, and the attestations that evidence reads.
+        self.influence = Influence(params, cores, self.records, self.peers)
 
     # -- plumbing ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -686,7 +583,7 @@ class SimNetwork:
         """An honest agent on ``peer`` meets the lesson's pitfall (the fleet agent's policy),
         and the node learns from its outcome by its own rules.
 
-        The node shows what it holds on the pitfall's two forms (:meth:`_shown`: with the
+        The node shows what it holds on the pitfall's two forms (``Influence.shown``: with the
         influence gate, only proven and corroborated lessons as advice and unverified ones as
         labelled hints in the plan-time share; without it, every lesson as advice of one
         class); the agent orders its attempts by ``attempt_order`` and the environment answers
@@ -704,7 +601,7 @@ class SimNetwork:
         p = self.pitfalls.get(rec.target)
         if p is None:
             return
-        advice, hints = self._shown(peer, p)
+        advice, hints = self.influence.shown(peer, p)
         pre_gate = not self.params.influence_gate
         order, in_play = attempt_order(p, advice, AgentMemory(), hints, pre_gate=pre_gate)
         if not in_play:
@@ -715,7 +612,7 @@ class SimNetwork:
             self.counters.poisoned_decisions += 1
             if len(poisoned) < len(in_play):
                 self.counters.poisoned_ties += 1
-            if self._first_without(p, advice, hints, set(poisoned)) == p.working:
+            if self.influence.first_without(p, advice, hints, set(poisoned)) == p.working:
                 self.counters.poison_harm += 1
         hinted = {s.lesson_id for s in hints}
         self.counters.poison_hints += sum(1 for x in poisoned if x in hinted)
@@ -745,12 +642,7 @@ class SimNetwork:
         for a in attributions:
             if a.effect is Effect.CONFIRMED:
                 peer.proven.add(a.lesson_id)
-                self.attest_confirm.setdefault(a.lesson_id, set()).add(peer.index)
-                if peer.index not in self.attest_contra.get(a.lesson_id, ()):
-                    self._confirmers.setdefault(a.lesson_id, set()).add(peer.index)
-            elif a.effect is Effect.CONTRADICTED:
-                self.attest_contra.setdefault(a.lesson_id, set()).add(peer.index)
-                self._confirmers.get(a.lesson_id, set()).discard(peer.index)
+            self.influence.attest(peer.index, a.lesson_id, a.effect)
         events = reality_core.reality_events(
             rows, attributions, outcome_id=f"{h}:{peer.index}", at=now
         )
@@ -765,159 +657,6 @@ class SimNetwork:
                 peer.book.emit(event)
                 self.counters.events += 1
             self._note_graylist(peer, source, was_gray)
-
-    def _first_without(
-        self, p: Pitfall, advice: Sequence[Advice], hints: Sequence[Said], left_out: set[str]
-    ) -> str:
-        """The form the agent would have tried first had ``left_out`` not been shown."""
-        kept = [
-            Advice(
-                a.operation,
-                a.preamble,
-                tuple(x for x in a.lesson_ids if x not in left_out),
-                tuple(x for x in a.lessons if x.lesson_id not in left_out),
-                tuple(x for x in a.unresolved if x.lesson_id not in left_out),
-            )
-            for a in advice
-        ]
-        order, _ = attempt_order(
-            p,
-            kept,
-            AgentMemory(),
-            [x for x in hints if x.lesson_id not in left_out],
-            pre_gate=not self.params.influence_gate,
-        )
-        return order[0]
-
-    def _shown(self, peer: SimPeer, p: Pitfall) -> tuple[list[Advice], list[Said]]:
-        """What the node shows an agent at ``p``: the decision-time advice per form and the
-        plan-time hints, by the influence gate (``learning/influence.py``) when
-        ``SimParams.influence_gate`` is on."""
-        gate = self.params.influence_gate
-        params = self.cores.influence
-        advice: list[Advice] = []
-        hints: list[Said] = []
-        deciding: list[tuple[tuple[int, int, float, str], influence_core.LessonEvidence, Said]]
-        deciding = []
-        for op in (p.failing, p.working):
-            for c in peer.established.get(op, ()):
-                lesson = c.lesson
-                if not gate:
-                    line = f"(confidence {lesson.confidence:.2f}) {format_line(lesson.content)}"
-                    said = Said(lesson.lesson_id, lesson.content, 1, 0, lesson.confidence)
-                    advice.append(Advice(op, line, (lesson.lesson_id,), (said,)))
-                    continue
-                ev = self._evidence(peer, lesson.lesson_id, op, lesson.content, params)
-                said = Said(
-                    lesson.lesson_id,
-                    lesson.content,
-                    ev.evidence_class.rank,
-                    ev.independent,
-                    lesson.confidence,
-                )
-                if ev.decides:
-                    key = influence_core.evidence_order(ev, lesson.confidence, lesson.lesson_id)
-                    deciding.append((key, ev, said))
-                elif len(hints) < params.max_unverified_hints and influence_core.plan_hint(
-                    ev, self._hint_rng.random(), params
-                ):
-                    hints.append(said)
-        if not gate:
-            return advice, hints
-        # Lessons on one form agree; the two forms' lessons are a conflict, shown together:
-        # the strongest of each side by evidence, and a side holds only by a stronger class.
-        deciding.sort(key=lambda t: t[0])
-        by_side: dict[str, list[Said]] = {}
-        best: dict[str, influence_core.LessonEvidence] = {}
-        for op, (_, ev, said) in ((self._side(p, t[2]), t) for t in deciding):
-            by_side.setdefault(op, []).append(said)
-            best.setdefault(op, ev)
-        order = list(best)  # strongest side first
-        lead = influence_core.conflict_leader([best[op] for op in order])
-        if lead is not None:
-            held = tuple(by_side[order[lead]])
-            advice.append(Advice(order[lead], "", tuple(x.lesson_id for x in held), held))
-        elif by_side:
-            sides = tuple(x for op in order for x in by_side[op])
-            advice.append(Advice(p.working, "", (), (), sides))
-        return advice, hints
-
-    @staticmethod
-    def _side(p: Pitfall, said: Said) -> str:
-        """The form a lesson at ``p`` recommends."""
-        return p.failing if says_prefer(said.content, p.failing) else p.working
-
-    def _about_authority(
-        self, h: str, operation: str, content: str, params: InfluenceParams
-    ) -> bool:
-        """The lexicon's reading of a lesson's topic (rule 3), read once per lesson: it
-        reads the lesson's own words only."""
-        found = self._authority.get(h)
-        if found is None:
-            found = influence_core.authority_by_lexicon(operation, (), content, params)
-            self._authority[h] = found
-        return found
-
-    def _evidence(
-        self, peer: SimPeer, h: str, operation: str, content: str, params: InfluenceParams
-    ) -> influence_core.LessonEvidence:
-        """The lesson's evidence at ``peer``: proven here by its own outcomes, or corroborated
-        by attestations of other honest nodes (the source's excluded; a node that attested
-        both verdicts counts for neither).
-
-        ``evidence_of`` reads a support's principals by their count only (its class, and
-        what ``plan_hint``, ``evidence_order`` and ``conflict_leader`` read of it), and a
-        simulated support has no contradicting principals and no certificate, so its answer
-        is kept per (proven here, confirming principals, about authority), the principals
-        named by count: building each node's set of principals at every turn grew with the
-        network (thousands of attesters per honest lesson at N = 10,000). Only the recent
-        answers are kept (``_EVIDENCE_KEPT``): one per count would hold a set of every size
-        up to the attesters of the most attested lesson, gigabytes at N = 10,000.
-        """
-        origin = self.records[h].origin
-        confirmers = self._confirmers.get(h, set())
-        independent = len(confirmers) - sum(1 for i in {origin, peer.index} if i in confirmers)
-        proven = h in peer.proven
-        authority = self._about_authority(h, operation, content, params)
-        key = (proven, independent, authority)
-        found = self._evidence_seen.get(key)
-        if found is None:
-            if len(self._evidence_seen) >= _EVIDENCE_KEPT:
-                self._evidence_seen.clear()
-            names = self._principal_names
-            names.extend(f"principal-{j}" for j in range(len(names), independent))
-            found = influence_core.evidence_of(
-                imported=True,
-                local_confirmations=1 if proven else 0,
-                support=Support(confirming=frozenset(names[:independent])),
-                authority=authority,
-                approved=False,
-                params=params,
-            )
-            self._evidence_seen[key] = found
-        return found
-
-    def _evidence_by_principal(
-        self, peer: SimPeer, h: str, operation: str, content: str, params: InfluenceParams
-    ) -> influence_core.LessonEvidence:
-        """:meth:`_evidence` with each node's principals named (the reference it is tested
-        against: the same figures for a seeded run)."""
-        origin = self.records[h].origin
-        confirm = self.attest_confirm.get(h, set())
-        contra = self.attest_contra.get(h, set())
-        support = Support(
-            confirming=frozenset(
-                self.peers[i].node_id for i in confirm - contra - {origin, peer.index}
-            ),
-        )
-        return influence_core.evidence_of(
-            imported=True,
-            local_confirmations=1 if h in peer.proven else 0,
-            support=support,
-            authority=self._about_authority(h, operation, content, params),
-            approved=False,
-            params=params,
-        )
 
     def _outcome(self, p: Pitfall, attempts: tuple[Attempt, ...]) -> Outcome:
         """The outcome the fleet agent's recorder derives for ``attempts`` at ``p`` (one

@@ -77,8 +77,8 @@ from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.v1 import peer_pb2, records_pb2
 from lamarck.registry.directory import PeerInfo
 from lamarck.reputation.book import ReputationBook
-from lamarck.sim.engine import SimClock
 from lamarck.sim.scenarios import identities_for
+from lamarck.sim.state import SimClock
 from lamarck.transport import BlockingTransport
 
 __all__ = [

@@ -27,7 +27,7 @@ from lamarck.proto.identity import NodeIdentity
 from lamarck.registry.memory_directory import InMemoryRecords
 from lamarck.reputation.params import PrincipalParams, ReputationParams
 from lamarck.reputation.scores import PeerBand
-from lamarck.sim.engine import SimCores, SimNetwork, SimPeer
+from lamarck.sim.engine import SimNetwork
 from lamarck.sim.params import SimParams
 from lamarck.sim.records import (
     LessonKind,
@@ -36,6 +36,7 @@ from lamarck.sim.records import (
     sign_record,
     subtle_poison,
 )
+from lamarck.sim.state import SimCores, SimPeer
 
 __all__ = [
     "Figures",

@@ -9,10 +9,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from lamarck.sim.calibration import PushFigures, push_calibration, tree_depth
-from lamarck.sim.engine import SimCores
 from lamarck.sim.params import SimParams
 from lamarck.sim.report import format_table
 from lamarck.sim.scenarios import run_all
+from lamarck.sim.state import SimCores
 
 __all__ = ["CALIBRATION_SIZES", "SuiteResult", "calibration_lines", "run_suite"]
 

@@ -15,15 +15,10 @@ import numpy as np
 import pytest
 
 from lamarck.domain.embedder import Embedder
-from lamarck.node.embedding import (
-    DEFAULT_DIM,
-    HashingEmbedder,
-    MiniLMEmbedder,
-    OnnxMiniLMEmbedder,
-    OnnxParams,
-    minilm_available,
-    onnx_available,
-)
+from lamarck.node.embedding import HashingEmbedder
+from lamarck.node.embedding_common import DEFAULT_DIM
+from lamarck.node.minilm_onnx import OnnxMiniLMEmbedder, OnnxParams, onnx_available
+from lamarck.node.minilm_torch import MiniLMEmbedder, minilm_available
 
 TEXTS = [
     "Run pytest from the repo root, not from tests/",

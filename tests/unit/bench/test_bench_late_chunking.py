@@ -7,13 +7,14 @@ from pathlib import Path
 
 import numpy as np
 
-from lamarck.node.embedding import OnnxMiniLMEmbedder, make_minilm
+from lamarck.node.embedding import make_minilm
+from lamarck.node.minilm_onnx import OnnxMiniLMEmbedder
 
 # `bench` is a directory at the repository root, importable from there (not installed).
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from bench.late_chunking import LatePass, span_of
-from lamarck.node.embedding import OnnxParams
+from lamarck.node.minilm_onnx import OnnxParams
 
 CONTENT = "Run `pytest -x` from the repo root. Ask before deleting the **cache** dir!"
 

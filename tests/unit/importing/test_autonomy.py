@@ -11,11 +11,8 @@ from importing_helpers import FakeView, record
 
 from lamarck.domain.embedder import Vectors
 from lamarck.errors import ConfigError
-from lamarck.node.embedding import (
-    HashingEmbedder,
-    OnnxParams,
-    make_minilm,
-)
+from lamarck.node.embedding import HashingEmbedder, make_minilm
+from lamarck.node.minilm_onnx import OnnxParams
 from lamarck.policy.autonomy import (
     AUTONOMY_UNSURE,
     AutonomyFilter,

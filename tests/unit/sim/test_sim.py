@@ -21,10 +21,10 @@ from lamarck.policy.decision import ImportDecision, ImportOutcome
 from lamarck.proto.outcome import Outcome
 from lamarck.reputation.params import ReputationParams
 from lamarck.sim.calibration import push_calibration, tree_depth
-from lamarck.sim.engine import SimCores
 from lamarck.sim.params import SimParams
 from lamarck.sim.records import LessonKind, honest_lesson, subtle_poison
 from lamarck.sim.scenarios import identities_for, run_main, run_sybil, workload_pitfalls
+from lamarck.sim.state import SimCores
 
 
 @pytest.mark.parametrize("n", [5, 10, 20])
@@ -236,7 +236,7 @@ def test_the_simulators_shortcuts_change_no_figure(monkeypatch: pytest.MonkeyPat
     # timestamps parsed once:
     # the same seeded run without them gives the same figures.
     from lamarck.proto import timefmt
-    from lamarck.sim import engine
+    from lamarck.sim import engine, influence
 
     params = SimParams(nodes=40, byzantine_share=0.3, lessons=3, attack_records=4, horizon_s=90)
     fast = run_main(params, SimCores(), identities_for(40, 1)).values
@@ -246,9 +246,9 @@ def test_the_simulators_shortcuts_change_no_figure(monkeypatch: pytest.MonkeyPat
     )
     monkeypatch.setattr(timefmt, "_parse_str", timefmt._parse_str.__wrapped__)
     monkeypatch.setattr(
-        engine.SimNetwork,
-        "_about_authority",
-        lambda self, h, op, content, p: engine.influence_core.authority_by_lexicon(
+        influence.Influence,
+        "about_authority",
+        lambda self, h, op, content, p: influence.influence_core.authority_by_lexicon(
             op, (), content, p
         ),
     )
@@ -264,13 +264,13 @@ def test_evidence_kept_by_count_and_tree_positions_by_dict_change_no_figure(
     # principals named by count, and each node's place in a tree found by a dict: the same
     # seeded run with every node's principals named and the tree order scanned gives the same
     # figures.
-    from lamarck.sim import engine
+    from lamarck.sim import engine, influence
 
     params = SimParams(nodes=60, byzantine_share=0.3, lessons=4, attack_records=4, horizon_s=120)
     fast = run_main(params, SimCores(), identities_for(60, 1)).values
-    monkeypatch.setattr(engine, "_EVIDENCE_KEPT", 3)  # answers dropped and asked again
+    monkeypatch.setattr(influence, "_EVIDENCE_KEPT", 3)  # answers dropped and asked again
     evicting = run_main(params, SimCores(), identities_for(60, 1)).values
-    monkeypatch.setattr(engine.SimNetwork, "_evidence", engine.SimNetwork._evidence_by_principal)
+    monkeypatch.setattr(influence.Influence, "evidence", influence.Influence.evidence_by_principal)
     monkeypatch.setattr(engine, "_IndexedOrder", list)
     slow = run_main(params, SimCores(), identities_for(60, 1)).values
     assert fast == evicting == slow

@@ -11,15 +11,10 @@ import numpy as np
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.embedding import (
-    MINILM_PACKAGE,
-    EmbeddingFallbackWarning,
-    HashingEmbedder,
-    MiniLMEmbedder,
-    OnnxParams,
-    make_embedder,
-    minilm_available,
-)
+from lamarck.node.embedding import EmbeddingFallbackWarning, HashingEmbedder, make_embedder
+from lamarck.node.embedding_common import MINILM_PACKAGE
+from lamarck.node.minilm_onnx import OnnxParams
+from lamarck.node.minilm_torch import MiniLMEmbedder, minilm_available
 
 SENTENCES = [
     "Run pytest from the repo root, not from tests/",

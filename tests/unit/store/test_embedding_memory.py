@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node.embedding import OnnxParams
+from lamarck.node.minilm_onnx import OnnxParams
 
 
 def test_onnx_runs_without_its_memory_arena_unless_asked() -> None:

@@ -12,20 +12,20 @@ import numpy as np
 import pytest
 
 from lamarck.errors import ConfigError
-from lamarck.node import embedding
-from lamarck.node.embedding import (
+from lamarck.node import minilm_onnx
+from lamarck.node.embedding import make_embedder
+from lamarck.node.embedding_common import MINILM_MODEL_NAME
+from lamarck.node.minilm_onnx import (
     INT8_DOT_FLAGS,
-    MINILM_MODEL_NAME,
-    MiniLMEmbedder,
     OnnxMiniLMEmbedder,
     OnnxParams,
     cpu_flags,
     int8_dot_product,
-    make_embedder,
     onnx_model_file,
     weights8_agreement,
     weights8_file,
 )
+from lamarck.node.minilm_torch import MiniLMEmbedder
 
 TEXTS = [
     "Run pytest from the repo root, not from tests/",
@@ -188,13 +188,13 @@ def test_batches_run_on_the_8_bit_weights_where_the_processor_multiplies_in_int8
         bulk = eight.embed_bulk(TEXTS)
     np.testing.assert_allclose(bulk, queries, atol=1e-4)  # one file, one set of weights
     for has_int8, expected in ((True, "w8"), (False, "full")):
-        monkeypatch.setattr(embedding, "int8_dot_product", lambda has=has_int8: has)
+        monkeypatch.setattr(minilm_onnx, "int8_dot_product", lambda has=has_int8: has)
         auto = OnnxMiniLMEmbedder(cache_dir=cache_dir, params=OnnxParams())
         assert OnnxParams().bulk_weights_8bit is has_int8
         assert (auto.bulk_file == weights8_file(auto.model_file)) is (expected == "w8")
         assert (auto.bulk_file == auto.model_file) is (expected == "full")
     # Neither session on 8-bit weights: the export writes no 8-bit file.
-    monkeypatch.setattr(embedding, "int8_dot_product", lambda: True)
+    monkeypatch.setattr(minilm_onnx, "int8_dot_product", lambda: True)
     assert OnnxParams(query_weights_8bit=False).wants_weights8
     assert not OnnxParams(query_weights_8bit=False, bulk_weights="full").wants_weights8
 
@@ -248,7 +248,7 @@ def test_the_export_is_reused_and_named_by_the_model(
 def test_the_onnx_embedder_never_loads_torch(onnx: OnnxMiniLMEmbedder, cache_dir: Path) -> None:
     """The RSS lever: a process embedding with the exported model has no torch in it."""
     code = (
-        "import sys; from lamarck.node.embedding import OnnxMiniLMEmbedder as E, OnnxParams; "
+        "import sys; from lamarck.node.minilm_onnx import OnnxMiniLMEmbedder as E, OnnxParams; "
         f"E(cache_dir={str(cache_dir)!r}, params=OnnxParams()).embed(['a text']); "
         "print('torch' in sys.modules)"
     )

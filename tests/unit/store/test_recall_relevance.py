@@ -16,12 +16,9 @@ import pytest
 
 from lamarck.domain.embedder import Embedder
 from lamarck.learning.params import LearningParams
-from lamarck.node.embedding import (
-    HashingEmbedder,
-    MiniLMEmbedder,
-    minilm_available,
-)
+from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.lessons.service import LessonService
+from lamarck.node.minilm_torch import MiniLMEmbedder, minilm_available
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.clock import FixedClock
 from lamarck.reputation.transfer import TransferParams
