@@ -92,6 +92,7 @@ def evidence_json(lesson: Lesson) -> dict[str, Any]:
         "peers": e.peers,
         "authority": e.authority,
         "approved": e.approved,
+        "own_principal": e.own_principal,
         "label": e.label,
     }
 

@@ -50,6 +50,9 @@ class Support:
     confirming: frozenset[str] = frozenset()
     contradicting: frozenset[str] = frozenset()
     certified: bool = False
+    #: The source is of this node's own principal (a node of its own operator's fleet):
+    #: no independent support, but no stranger either (see ``learning/influence.py``).
+    own_principal: bool = False
 
     @property
     def independent(self) -> int:

@@ -7,12 +7,15 @@ first** (the failing one) unless a lesson says otherwise — the agent's own fre
 advice on file (``CheckOperation``'s lessons, each with its evidence class). It follows the
 influence rule: proven here over corroborated over unverified, then more independent
 principals, then more confidence. An unverified lesson is never advice: a plan-time hint
-(recall's labelled hints) is at most tried first when no advice speaks (the canary that lets
-an honest lesson be proven here).
+(recall's labelled hints) of this node's own principal (its operator's fleet) is at most
+tried first when no advice speaks (the canary that lets an honest lesson be proven here, and
+a fleet under one operator learn across its nodes); another principal's hint is a fallback,
+tried once the habit failed, until it is corroborated.
 
 When the evidence does not decide — an exact tie, an unresolved conflict, hints that
-disagree — the agent tries first the form its habit would not (the habit comes next if it
-fails), and every side is in play, so the outcome proves one side here after one try. A
+disagree — the agent tries first the form its habit would not when that side may decide or
+is of its own principal (the habit comes next if it fails), and every side is in play, so
+the outcome proves one side here after at most two tries. A
 side that tells the habit adds nothing the agent would not do anyway; letting it cancel the
 other side would give a lie that agrees with the habit a reach a lone lie never has (it
 could silence every honest hint), while trying the other side first gives a lie no more
@@ -62,6 +65,9 @@ class Said:
     #: Whether the node lets it drive decisions (proven here or corroborated, or any lesson
     #: with the gate off); ``None``: read from the class (proven or corroborated).
     decides: bool | None = None
+    #: An unverified import from a node of this node's own principal (its operator's fleet):
+    #: the only hint the agent tries first (the canary); others are fallbacks.
+    own: bool = False
 
     @property
     def advice(self) -> bool:
@@ -142,9 +148,11 @@ def attempt_order(
     The agent's own fresh lesson wins. Else the advice on file: the strongest side by
     evidence (class, independent support, confidence) decides. When nothing decides — an
     exact tie, an unresolved conflict (on file, or between plan-time hints), or only hints —
-    a side telling the form the habit does not try first is tried first (a lone hint is the
-    canary; in a conflict the habit's side adds nothing, see the module docstring), else the
-    habit. Every lesson that took part is named, so the outcome judges it.
+    a side telling the form the habit does not try first is tried first when it may decide
+    on its own or is of this node's own principal (the canary; in a conflict the habit's
+    side adds nothing, see the module docstring); another principal's unverified side is a
+    fallback, tried once the habit failed. Every lesson that took part is named, so the
+    outcome judges it.
 
     ``pre_gate`` is the agent of a node with the influence gate off (the measuring baseline:
     the node and its agents as before the gate): an exact tie or an unresolved conflict keeps
@@ -169,9 +177,15 @@ def attempt_order(
     open_w, open_f = _sides(p, [s for a in advice for s in a.unresolved])
     hint_w, hint_f = _sides(p, hints)
     deciding = _ids(open_w, open_f, hint_w, hint_f)
-    if pre_gate and (open_w or open_f or (hint_w and hint_f)):
-        return habit, deciding
-    return (other if open_w or hint_w else habit), deciding
+    if pre_gate:
+        if open_w or open_f or (hint_w and hint_f):
+            return habit, deciding
+        return (other if hint_w else habit), deciding
+    # The side against the habit goes first when it may decide on its own (an unresolved
+    # conflict of sides of one class) or is of this node's own principal (the canary);
+    # another principal's unverified side is a fallback, tried once the habit failed.
+    first_other = any(s.advice or s.own for s in open_w) or any(s.own for s in hint_w)
+    return (other if first_other else habit), deciding
 
 
 def poison_shown(advice: Sequence[Advice], hints: Sequence[Said] = ()) -> bool:

@@ -445,6 +445,7 @@ def said(lesson: Lesson, poisoned: Callable[[Lesson], bool] = _never) -> Said:
         lesson.confidence,
         poisoned=poisoned(lesson),
         decides=e.decides,
+        own=e.own_principal,
     )
 
 

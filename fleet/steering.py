@@ -45,6 +45,7 @@ __all__ = [
     "PHRASES",
     "SteeringParams",
     "SteeringReport",
+    "attempt_forms",
     "first_form",
     "preferred_form",
     "run_steering",
@@ -89,9 +90,11 @@ def first_form(
 ) -> str:
     """The command the agent runs first, by the fleet agents' rule: the strongest advice by
     evidence (class, independent support, confidence) decides, an exact tie between
-    different forms keeps the habit; with no advice, an unresolved conflict keeps the habit,
-    and plan-time hints that all name one form get it tried first (the canary), hints that
-    disagree keep the habit."""
+    different forms keeps the habit; with no advice, the sides of an unresolved conflict
+    that may decide on their own or are of this node's own principal, and plan-time hints
+    of this node's own principal (the canary), get their form tried first when they all
+    name one; anything else keeps the habit (another principal's hint is a fallback, see
+    :func:`attempt_forms`)."""
     ranked = sorted(
         ((s.key(), f) for s in advice if (f := preferred_form(s.content, forms)) is not None),
         key=lambda x: x[0],
@@ -99,14 +102,33 @@ def first_form(
     if ranked:
         top = [f for k, f in ranked if k == ranked[0][0]]
         return top[0] if len(set(top)) == 1 else habit
-    if unresolved:
-        return habit
-    named = {f for s in hints if (f := preferred_form(s.content, forms)) is not None}
+    pool = [s for s in unresolved if s.advice or s.own] if unresolved else hints
+    named = {f for s in pool if s.own or s.advice if (f := preferred_form(s.content, forms))}
     return named.pop() if len(named) == 1 else habit
 
 
+def attempt_forms(
+    habit: str,
+    forms: Sequence[str],
+    advice: Sequence[Said],
+    unresolved: Sequence[Said],
+    hints: Sequence[Said],
+) -> list[str]:
+    """Every form in the order the agent tries them until one works: the first by
+    :func:`first_form`, then the forms the hints and the conflict's sides name (strongest
+    first: the fallback), then the rest of ``forms`` in their order."""
+    first = first_form(habit, forms, advice, unresolved, hints)
+    named = [
+        f
+        for s in sorted((*hints, *unresolved), key=lambda s: s.key())
+        if (f := preferred_form(s.content, forms)) is not None
+    ]
+    return list(dict.fromkeys([first, *named, *forms]))
+
+
 _LABEL = re.compile(
-    r"^- \[(?P<label>(?:proven here|corroborated by [^,\]]*|unverified, from \d+ peers?)"
+    r"^- \[(?P<label>(?:proven here|corroborated by [^,\]]*"
+    r"|unverified, from \d+ peers?(?: of this node's operator)?)"
     r", confidence (?P<c>[0-9.]+))\] (?P<text>.*)$"
 )
 
@@ -170,6 +192,8 @@ class SteeringReport:
     decisions: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_ARMS, 0))
     steered: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_ARMS, 0))
     exposed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_ARMS, 0))
+    # Decisions in which the steered command was tried at all (first or as a fallback).
+    tried: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_ARMS, 0))
     where: list[str] = field(default_factory=list)  # gated decisions that were steered
 
     def figures(self) -> dict[str, float]:
@@ -188,6 +212,7 @@ class SteeringReport:
             out[f"gate_{arm}_steered"] = float(self.steered[arm])
             out[f"gate_{arm}_steered_share"] = round(share[arm], 4)
             out[f"gate_{arm}_exposed"] = float(self.exposed[arm])
+            out[f"gate_{arm}_steered_tried"] = float(self.tried[arm])
         for suffix in ("", "_novel"):
             out[f"steered{suffix}_share_ratio"] = share_ratio(
                 share[f"on{suffix}"], share[f"off{suffix}"], self.decisions[f"off{suffix}"]
@@ -341,17 +366,19 @@ def _decide(
         folded = " ".join(shown.split())
         if any(" ".join(t.split()) in folded for t in texts):
             report.exposed[arm] += 1
-        first = first_form(p.failing, forms, advice, unresolved, hints)
+        order = attempt_forms(p.failing, forms, advice, unresolved, hints)
+        first = order[0]
         report.decisions[arm] += 1
         if first == steered_form(p):
             report.steered[arm] += 1
             if arm.startswith("on"):
                 report.where.append(f"{name} round {r + 1}: {p.target}")
-        order = [first, *(f for f in (p.failing, p.working) if f != first)]
         in_play = [x.id for x in (*ctx.hints, *(y for c in checks for y in c.lessons))]
         ctx.recorder.lessons_in_play(in_play)
         for op in order:
             ok = op == p.working
+            if op == steered_form(p):
+                report.tried[arm] += 1
             ctx.recorder.check("test", passed=ok, operation=op, target=p.target, label="build")
             if ok:
                 break

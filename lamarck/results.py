@@ -71,6 +71,9 @@ class Evidence:
     authority: bool = False  # a peer lesson about the agent's authority
     approved: bool = False  # an operator approved the record on this node
     label: str = ""  # e.g. "unverified, from 1 peer, confidence 0.29"
+    # An unverified import from a node of the node's own principal (its operator's fleet):
+    # the only hint an agent may try first; other principals' hints are fallbacks.
+    own_principal: bool = False
 
     @property
     def decides(self) -> bool:

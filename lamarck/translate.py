@@ -107,6 +107,7 @@ def _evidence(v: lessons_pb2.Evidence) -> Evidence:
         authority=v.authority,
         approved=v.approved,
         label=v.label,
+        own_principal=v.own_principal,
     )
 
 

@@ -31,6 +31,14 @@ Influence follows evidence (``lamarck.consensus.corroboration``): for this node 
    unverified sides never decide anything: neither is advice, both are in play, and the
    agent tries first the form its habit would not (a lie that agrees with the habit cannot
    cancel an honest hint), so its outcome proves one side here after one try.
+5. **Only the node's own principal's hints are tried first.** An unverified lesson whose
+   source is of this node's own principal (a node of its own operator's fleet: labelled
+   "of this node's operator") is the canary: an agent may try it first where a wrong try is
+   cheap, which is how a fleet under one operator, whose lessons no independent principal
+   can corroborate, learns across its nodes. Every other principal's hint is a fallback,
+   tried only once the agent's own way failed, until it is corroborated: a stranger's lie
+   (a steering lesson, a liar's inversion) then changes no first attempt, and is judged the
+   first time an agent falls back to it.
 
 Local lessons are proven here by construction and unaffected by rules 2 and 3.
 """
@@ -254,6 +262,11 @@ class LessonEvidence:
         return self.support.independent
 
     @property
+    def own_principal(self) -> bool:
+        """An imported lesson whose source is of this node's own principal (rule 5)."""
+        return self.imported and self.support.own_principal
+
+    @property
     def peers(self) -> int:
         """Principals behind an imported lesson: its source and those who confirmed it
         (0 for a local lesson)."""
@@ -349,4 +362,5 @@ def evidence_label(evidence: LessonEvidence, confidence: float) -> str:
         by = f"{n} independent principal{'s' if n != 1 else ''}" if n else "a quorum certificate"
         return f"corroborated by {by}, confidence {confidence:.2f}"
     n = evidence.peers
-    return f"unverified, from {n} peer{'s' if n != 1 else ''}, confidence {confidence:.2f}"
+    own = " of this node's operator" if evidence.own_principal else ""
+    return f"unverified, from {n} peer{'s' if n != 1 else ''}{own}, confidence {confidence:.2f}"

@@ -67,11 +67,13 @@ from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.gossip.outbox import InMemoryOutbox
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
+from lamarck.node.lessons.attested_support import AttestedSupportReader
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import NodeParams, node_params, trust_config
 from lamarck.node.sharing.peer_client import PeerClient
 from lamarck.node.sharing.projects import ProjectPeers
 from lamarck.node.sharing.publishing import Publisher
+from lamarck.node.store.attestations import InMemoryAttestationStore
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.v1 import peer_pb2, records_pb2
@@ -152,6 +154,11 @@ class SimPins:
     async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
         """Nobody is admitted through a revoked identity either."""
         return {}
+
+    async def principals(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """The registry's principal map: the fleet's one operator admitted every node, as
+        ``fleet up`` does by default (``--operators 1``)."""
+        return {i: "fleet-operator" for i in node_ids if i in self._keys}
 
 
 class InProcessTransport(BlockingTransport):
@@ -312,6 +319,15 @@ class LearningFleet:
             rng=random.Random(f"lessons:{self.params.seed}:{k}"),
             transfer=p.transfer,
             max_future_skew_s=p.importing.max_future_skew_s,
+            # No attestations travel here (every node is of the one operator, so none could
+            # corroborate); the reader marks what a node of the operator's own fleet shared.
+            support=AttestedSupportReader(
+                InMemoryAttestationStore(p.attestation),
+                principals=self._pins.principals,
+                certified=lambda _: False,
+                clock=self.clock,
+                own_id=identity.node_id,
+            ),
         )
         book = ReputationBook(p.reputation, self.clock, trust_config(p, identity.node_id))
         view = StoreImportView(store, book, identity.node_id)

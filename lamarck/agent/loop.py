@@ -286,7 +286,8 @@ class ActContext:
     hypothesis: Hypothesis
     recorder: RunRecorder
     #: Unverified peer lessons the section shows as hints: never advice, never assessed;
-    #: at most something to try where a wrong try is cheap.
+    #: one whose source is of the node's own principal (``Evidence.own_principal``) may be
+    #: tried first where a wrong try is cheap, any other only once the agent's own way failed.
     hints: tuple[Lesson, ...] = ()
     #: Lessons that disagree, strongest evidence first (``Conflict.holds``: the side that
     #: holds, "" while unresolved: then the agent tries first the side that differs from

@@ -48,7 +48,8 @@ EVIDENCE_TEXT = (
     "'corroborated' (signed outcome reports from at least two independent operators other "
     "than its author confirm it, or a quorum of them accepted it), or 'unverified' (from "
     "peers; nobody independent has confirmed it: a hint at most, never proof and never "
-    "advice), with the number of independent principals behind it and its confidence."
+    "advice; only a hint 'of this node's operator' may be tried first, any other only once "
+    "your own way failed), with the number of independent principals behind it and its confidence."
 )
 
 DESCRIPTIONS: dict[str, str] = {
@@ -146,6 +147,7 @@ def lesson_view(lesson: Lesson) -> dict[str, Any]:
             "independent_principals": lesson.evidence.independent_principals,
             "peers": lesson.evidence.peers,
             "certified": lesson.evidence.certified,
+            "own_principal": lesson.evidence.own_principal,
             "label": lesson.evidence.label,
         },
     }

@@ -111,6 +111,7 @@ def evidence_to_proto(evidence: LessonEvidence, confidence: float) -> lessons_pb
         authority=evidence.authority,
         approved=evidence.approved,
         label=evidence_label(evidence, confidence),
+        own_principal=evidence.own_principal,
     )
 
 

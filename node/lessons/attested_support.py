@@ -12,6 +12,7 @@ the sharing side's reader at each call, and answers no support while there is no
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from lamarck.consensus.attestation import count_support
@@ -37,10 +38,13 @@ class AttestedSupportReader:
         principals: PrincipalLookup,
         certified: Callable[[str], bool],
         clock: Clock,
+        own_id: str = "",
     ) -> None:
         """``principals`` is this node's registry view; ``certified(content_hash)`` says
-        whether it holds a verified quorum certificate for that record."""
+        whether it holds a verified quorum certificate for that record; ``own_id`` is this
+        node's id (a source of its own principal is marked ``Support.own_principal``)."""
         self._store = store
+        self._own_id = own_id
         self._principals = principals
         self._certified = certified
         self._clock = clock
@@ -51,24 +55,27 @@ class AttestedSupportReader:
         if not imported:
             return {}
         held = await self._store.for_memories([r.content_hash or "" for r in imported])
-        principals: Mapping[str, str] = {}
-        if held:
-            ids = {r.attestation.attester_id for rows in held.values() for r in rows}
-            ids.update(r.imported_from or "" for r in imported)
-            principals = await self._principals(sorted(ids - {""}))
+        ids = {r.attestation.attester_id for rows in held.values() for r in rows}
+        ids.update(r.imported_from or "" for r in imported)
+        ids.add(self._own_id)
+        principals = await self._principals(sorted(ids - {""}))
+        own = principals.get(self._own_id, "")
         now = self._clock.now()
         out: dict[str, Support] = {}
         for row in imported:
             content_hash = row.content_hash or ""
+            source = principals.get(row.imported_from or "", "")
             support = count_support(
                 (r.attestation for r in held.get(content_hash, ())),
                 memory_hash=content_hash,
                 principals=principals,
-                source_principal=principals.get(row.imported_from or "", ""),
+                source_principal=source,
                 now=now,
                 params=self._store.params,
                 certified=self._certified(content_hash),
             )
+            if own and source == own:
+                support = dataclasses.replace(support, own_principal=True)
             if support != NO_SUPPORT:
                 out[row.id] = support
         return out

@@ -177,6 +177,7 @@ class Sharing:
             principals=self.principals,
             certified=lambda content_hash: self.quorum.certificate(content_hash) is not None,
             clock=self._clock,
+            own_id=self._identity.node_id,
         )
         self.client = PeerClient(
             self._identity.node_id,

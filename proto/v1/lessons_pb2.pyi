@@ -389,6 +389,7 @@ class Evidence(_message.Message):
     AUTHORITY_FIELD_NUMBER: _builtins.int
     APPROVED_FIELD_NUMBER: _builtins.int
     LABEL_FIELD_NUMBER: _builtins.int
+    OWN_PRINCIPAL_FIELD_NUMBER: _builtins.int
     evidence_class: Global___EvidenceClass.ValueType
     """The class."""
     independent_principals: _builtins.int
@@ -407,6 +408,10 @@ class Evidence(_message.Message):
     """An operator approved this record on this node."""
     label: _builtins.str
     """The label every surface shows, e.g. "unverified, from 1 peer, confidence 0.29"."""
+    own_principal: _builtins.bool
+    """An unverified import whose source is of this node's own principal (its operator's own
+    fleet): the only hint an agent may try first; other principals' hints are fallbacks.
+    """
     def __init__(
         self,
         *,
@@ -418,10 +423,11 @@ class Evidence(_message.Message):
         authority: _builtins.bool = ...,
         approved: _builtins.bool = ...,
         label: _builtins.str = ...,
+        own_principal: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approved", b"approved", "authority", b"authority", "certified", b"certified", "contradicting_principals", b"contradicting_principals", "evidence_class", b"evidence_class", "independent_principals", b"independent_principals", "label", b"label", "peers", b"peers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approved", b"approved", "authority", b"authority", "certified", b"certified", "contradicting_principals", b"contradicting_principals", "evidence_class", b"evidence_class", "independent_principals", b"independent_principals", "label", b"label", "own_principal", b"own_principal", "peers", b"peers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,11 +1,8 @@
 """Quiet steering (retrieval poisoning that trips no rule) in a real fleet with some honest
 nodes' influence gate off: lessons worded like the honest agents' tasks steer to an
-ordinary but wrong command. The goal is that no gated honest decision takes the steered
-command while the gate-off nodes' decisions do; measured, it is not met (docs/trust.md
-"Quiet steering"): with ``unverified_plan_share`` 1 an unverified lesson is a plan-time hint
-in every recall, the steering lessons mirror the task's words so they take both hint slots,
-and a lone hint is tried first (the canary). The test asserts the goal and is marked as
-failing (strict), so it turns red the day the gate meets it.
+ordinary but wrong command. No gated honest decision takes the steered command first (a
+hint from another principal than the node's own is a fallback, tried only once the agent's
+own way failed), while the gate-off nodes' decisions do.
 """
 
 from __future__ import annotations
@@ -48,10 +45,5 @@ def test_the_steering_lessons_steer_the_gate_off_agents(figures: dict[str, float
     assert figures["gate_off_steered"] + figures["gate_off_novel_steered"] > 0, figures
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the canary: steering lessons that mirror the task fill the unverified hint "
-    "slots, and a lone hint is tried first (docs/trust.md, Quiet steering)",
-)
 def test_no_gated_decision_takes_the_steered_command(figures: dict[str, float]) -> None:
     assert figures["gate_on_steered"] + figures["gate_on_novel_steered"] == 0, figures

@@ -294,6 +294,7 @@ async def test_recall_and_check_give_each_lessons_evidence_class_and_label() -> 
         "independent_principals": 0,
         "peers": 1,
         "certified": False,
+        "own_principal": False,
         "label": "unverified, from 1 peer, confidence 0.29",
     }
     [conflict] = r["conflicts"]

@@ -14,6 +14,7 @@ from lamarck.fleet.authority import AuthorityParams, claims_of, reached, topic_r
 from lamarck.fleet.authority_claims import HELD_OUT, TASKS, TUNING
 from lamarck.fleet.steering import (
     SteeringParams,
+    attempt_forms,
     first_form,
     preferred_form,
     section_advice,
@@ -80,8 +81,10 @@ def test_the_preferred_form_is_the_longest_named_one_not_avoided() -> None:
     assert preferred_form("Build the t target carefully.", FORMS) is None
 
 
-def said(content: str, rank: int, independent: int = 0, confidence: float = 0.5) -> Said:
-    return Said(content, content, rank, independent, confidence)
+def said(
+    content: str, rank: int, independent: int = 0, confidence: float = 0.5, own: bool = False
+) -> Said:
+    return Said(content, content, rank, independent, confidence, own=own)
 
 
 def test_the_strongest_advice_decides_and_a_tie_between_forms_keeps_the_habit() -> None:
@@ -92,13 +95,21 @@ def test_the_strongest_advice_decides_and_a_tie_between_forms_keeps_the_habit() 
     assert first_form(HABIT, FORMS, [good, tied], [], []) == HABIT
 
 
-def test_without_advice_hints_that_agree_are_tried_first_and_disagreeing_ones_are_not() -> None:
-    steer = said(f"Use `{STEER}`.", 2)
-    good = said(f"Prefer `{GOOD}` over `{HABIT}`.", 2)
+def test_without_advice_own_principal_hints_that_agree_are_tried_first_others_fall_back() -> None:
+    steer = said(f"Use `{STEER}`.", 2, own=True)
+    good = said(f"Prefer `{GOOD}` over `{HABIT}`.", 2, confidence=0.9, own=True)
     assert first_form(HABIT, FORMS, [], [], [steer, steer]) == STEER
     assert first_form(HABIT, FORMS, [], [], [steer, good]) == HABIT
-    assert first_form(HABIT, FORMS, [], [good], [steer]) == HABIT
+    assert first_form(HABIT, FORMS, [], [good], [steer]) == GOOD
     assert first_form(HABIT, FORMS, [], [], []) == HABIT
+    # Another principal's hint is a fallback: after the habit, strongest first.
+    stranger = said(f"Use `{STEER}`.", 2)
+    assert first_form(HABIT, FORMS, [], [], [stranger]) == HABIT
+    assert attempt_forms(HABIT, FORMS, [], [], [stranger, good])[:3] == [GOOD, STEER, HABIT]
+    assert attempt_forms(HABIT, FORMS, [], [], [stranger]) == [HABIT, STEER, GOOD]
+    # An unresolved conflict: a side that may decide on its own goes first.
+    backed = said(f"Use `{STEER}`.", 1, independent=2)
+    assert first_form(HABIT, FORMS, [], [backed, said(GOOD, 2)], []) == STEER
 
 
 def test_the_section_advice_is_read_from_its_labels_up_to_the_hints() -> None:

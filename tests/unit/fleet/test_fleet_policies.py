@@ -115,13 +115,26 @@ def test_proven_beats_corroborated_beats_unverified_whatever_the_confidence() ->
 
 
 def test_an_unresolved_conflict_tries_the_side_the_habit_would_not_and_names_both() -> None:
-    sides = (Said("L1", HONEST, UNVERIFIED, 0, 0.29), Said("L2", POISON, UNVERIFIED, 0, 0.36))
+    # The honest side is of this node's own principal (its operator's fleet): the canary.
+    sides = (
+        Said("L1", HONEST, UNVERIFIED, 0, 0.29, own=True),
+        Said("L2", POISON, UNVERIFIED, 0, 0.36),
+    )
     advice = Advice(P.failing, "Contested ...", ("L1", "L2"), (), sides)
     order, deciding = attempt_order(P, [advice], AgentMemory())
     assert order == (P.working, P.failing) and set(deciding) == {"L1", "L2"}
     # Two plan-time hints that disagree: the same.
     order, deciding = attempt_order(P, [], AgentMemory(), list(sides))
     assert order == (P.working, P.failing) and set(deciding) == {"L1", "L2"}
+    # Another principal's side is a fallback: the habit first, both named.
+    strangers = (replace(sides[0], own=False), sides[1])
+    order, deciding = attempt_order(P, [replace(advice, unresolved=strangers)], AgentMemory())
+    assert order == (P.failing, P.working) and set(deciding) == {"L1", "L2"}
+    # Sides that may decide on their own (one class, corroborated): the side against the
+    # habit first, so a corroborated lie that agrees with the habit cancels nothing.
+    backed = tuple(replace(s, rank=CORROBORATED, independent=2, own=False) for s in sides)
+    order, _ = attempt_order(P, [replace(advice, unresolved=backed)], AgentMemory())
+    assert order == (P.working, P.failing)
     # A side that agrees with the habit alone moves nothing.
     order, deciding = attempt_order(P, [Advice(P.failing, "", (), (), sides[1:])], AgentMemory())
     assert order == (P.failing, P.working) and deciding == ("L2",)
@@ -146,9 +159,14 @@ def test_the_agent_before_the_gate_keeps_its_habit_on_a_tie_or_an_unresolved_con
 
 
 def test_a_lone_unverified_hint_is_tried_first_and_never_beats_advice() -> None:
-    hint = Said("H1", HONEST, UNVERIFIED, 0, 0.29)
+    hint = Said("H1", HONEST, UNVERIFIED, 0, 0.29, own=True)
     order, deciding = attempt_order(P, [], AgentMemory(), [hint])
     assert order == (P.working, P.failing) and deciding == ("H1",)
+    # Another principal's lone hint is a fallback (before the gate: tried first).
+    stranger = replace(hint, own=False)
+    order, deciding = attempt_order(P, [], AgentMemory(), [stranger])
+    assert order == (P.failing, P.working) and deciding == ("H1",)
+    assert attempt_order(P, [], AgentMemory(), [stranger], pre_gate=True)[0][0] == P.working
     lie = Said("H2", POISON, UNVERIFIED, 0, 0.9)
     order, deciding = attempt_order(P, [], AgentMemory(), [lie])
     assert order == (P.failing, P.working) and deciding == ("H2",)
@@ -158,7 +176,7 @@ def test_a_lone_unverified_hint_is_tried_first_and_never_beats_advice() -> None:
 
 
 def test_a_decision_follows_a_poison_only_when_the_poison_changed_the_first_attempt() -> None:
-    honest = Said("L1", HONEST, UNVERIFIED, 0, 0.29)
+    honest = Said("L1", HONEST, UNVERIFIED, 0, 0.29, own=True)
     lie = Said("L2", POISON, UNVERIFIED, 0, 0.36, poisoned=True)
     # Gate off: both are advice and the lie's higher confidence wins: followed.
     off = [
@@ -171,13 +189,18 @@ def test_a_decision_follows_a_poison_only_when_the_poison_changed_the_first_atte
     assert not followed_poison(P, [], AgentMemory(), [honest, lie])
     conflict = Advice(P.failing, "Contested", (), (), (honest, lie))
     assert not followed_poison(P, [conflict], AgentMemory())
-    # A lie against the habit beside an honest side that agrees with it is tried first:
-    # followed (the canary's reach, no more).
+    # A lie against the habit from this node's own principal is tried first: followed
+    # (the canary's reach, no more); from another principal it is a fallback: not followed.
     flipped_honest = Said("L3", POISON, UNVERIFIED, 0, 0.3)
-    flipped_lie = Said("L4", HONEST, UNVERIFIED, 0, 0.3, poisoned=True)
+    flipped_lie = Said("L4", HONEST, UNVERIFIED, 0, 0.3, poisoned=True, own=True)
     assert followed_poison(
         P, [Advice(P.failing, "C", (), (), (flipped_honest, flipped_lie))], AgentMemory()
     )
+    stranger_lie = replace(flipped_lie, own=False)
+    assert not followed_poison(
+        P, [Advice(P.failing, "C", (), (), (flipped_honest, stranger_lie))], AgentMemory()
+    )
+    assert not followed_poison(P, [], AgentMemory(), [stranger_lie])
     proven = Said("L1", HONEST, PROVEN, 0, 0.29)
     # The lie beside the habit it tells anyway, or beaten by stronger advice: not followed.
     assert not followed_poison(P, [], AgentMemory(), [lie])
@@ -190,7 +213,7 @@ def test_a_decision_follows_a_poison_only_when_the_poison_changed_the_first_atte
 def test_without_the_poison_an_unverified_side_left_alone_is_a_hint() -> None:
     # The honest side of a conflict the lie made would have been a plan-time hint without
     # it, so the counterfactual tries it first: a lie that forced the habit is counted.
-    honest = Said("L1", HONEST, UNVERIFIED, 0, 0.29)
+    honest = Said("L1", HONEST, UNVERIFIED, 0, 0.29, own=True)
     lie = Said("L2", POISON, CORROBORATED, 2, 0.5, poisoned=True)
     held = Advice(P.failing, "C", (), (lie,), ())
     assert not followed_poison(P, [held], AgentMemory())  # the honest lesson not shown at all

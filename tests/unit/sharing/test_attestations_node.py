@@ -19,6 +19,7 @@ from typing import Any
 
 from lamarck.consensus.attestation import AttestationParams, attestation_bytes, make_attestation
 from lamarck.consensus.corroboration import (
+    NO_SUPPORT,
     CorroborationParams,
     EvidenceClass,
     Support,
@@ -27,7 +28,7 @@ from lamarck.consensus.corroboration import (
 from lamarck.domain.rows import LessonFilter, LessonRow
 from lamarck.errors import StoreUnavailable
 from lamarck.gossip.publisher import GossipParams, sign_lesson
-from lamarck.learning.influence import InfluenceParams
+from lamarck.learning.influence import InfluenceParams, evidence_label, evidence_of
 from lamarck.learning.params import LearningParams
 from lamarck.learning.scopes import project_scope
 from lamarck.node.api.agent_service import AgentServicer
@@ -557,3 +558,32 @@ async def test_a_node_without_attestations_refuses_them_as_an_unsupported_kind()
     assert [(a.status, a.reason) for a in reply.acks] == [
         (records_pb2.ACK_STATUS_REJECTED, "unsupported_kind")
     ]
+
+
+async def test_a_lesson_from_a_node_of_this_nodes_own_principal_is_marked_as_such() -> None:
+    # Carol's copy came from SOURCE. Read by a node of the source's own operator it is
+    # marked own-principal (the canary its agents may try first); by Carol's node, it is not.
+    _, _, _, carol = await network()
+    row = await carol.copy()
+    for own_id, expected in ((SOURCE_TWIN.node_id, True), (CAROL.node_id, False), ("", False)):
+        reader = AttestedSupportReader(
+            carol.attestations.store,
+            principals=principals,
+            certified=lambda _: False,
+            clock=carol.clock,
+            own_id=own_id,
+        )
+        support = (await reader.support_for([row])).get(row.id, NO_SUPPORT)
+        assert support.own_principal is expected, own_id
+        assert support.independent == 0
+        evidence = evidence_of(
+            imported=True,
+            local_confirmations=0,
+            support=support,
+            authority=False,
+            approved=False,
+            params=InfluenceParams(),
+        )
+        assert evidence.evidence_class is EvidenceClass.UNVERIFIED  # never corroborated by it
+        label = evidence_label(evidence, 0.29)
+        assert ("of this node's operator" in label) is expected, label
