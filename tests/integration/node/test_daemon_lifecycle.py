@@ -25,6 +25,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from lamarck.node.store.recall_index import RecallIndexParams
 from lamarck.proto.identity import b64u_encode, node_id_for
 from lamarck.proto.signing import verify_raw
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
@@ -168,9 +169,14 @@ def test_node_status_says_where_recall_searches(node: Any) -> None:
     done = subprocess.run([*argv, "--json"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     index = json.loads(done.stdout)["status"]["recall_index"]
-    assert index == {"state": "not_read", "lessons": 0, "max_rows": 5000}
+    assert index == {
+        "state": "not_read",
+        "lessons": 0,
+        "max_rows": RecallIndexParams().max_rows,
+    }
     table = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
-    assert "not read yet: the next recall reads it (up to 5000 lessons)" in table.stdout
+    most = RecallIndexParams().max_rows
+    assert f"not read yet: the next recall reads it (up to {most} lessons)" in table.stdout
 
 
 def test_second_start_on_the_same_home_is_refused_naming_the_pid(node: Any, node_cli: Any) -> None:
