@@ -237,6 +237,9 @@ def node_params(
         admission=AdmissionMode(settings.admission),
         max_future_skew_s=settings.max_future_skew_s,
         heartbeat_interval_s=settings.registry_heartbeat_s,
+        # A principal looked up is reused for half a heartbeat: the refresh that follows each
+        # heartbeat re-reads it anyway.
+        principal_view_s=settings.registry_heartbeat_s / 2,
     )
     # The health report's context buckets are the learning rule's: both say what "the same
     # context" means.

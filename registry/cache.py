@@ -32,6 +32,13 @@ remembered for good, in the file too; a registry that later serves a retired key
 (it lost its data, and somebody holding the old key and the id's old proof re-registered) is
 refused: the id counts as unregistered for it, its listing is dropped, and this is logged
 once per id and key.
+
+Principals are read on every recall that shows an imported lesson, so the copy answers them
+from a short-lived view (``principal_view_s``, 0: none): an id looked up less than that long
+ago is answered from the view, the others are asked of the registry in one call. The view is
+emptied by every refresh and by every revocation this node learns, and a revoked id never has a
+principal, so a revocation this node knows of takes effect at once; one it has not learnt yet
+(an endorser revoked elsewhere) takes effect within ``principal_view_s`` of the next lookup.
 """
 
 from __future__ import annotations
@@ -82,8 +89,20 @@ def _is_outage(e: RegistryError) -> bool:
 class CachedDirectory(PeerDirectory):
     """Wraps a ``PeerDirectory``; serves reads from a local copy while it is unavailable."""
 
-    def __init__(self, inner: PeerDirectory, *, clock: Clock, path: Path | None = None) -> None:
+    def __init__(
+        self,
+        inner: PeerDirectory,
+        *,
+        clock: Clock,
+        path: Path | None = None,
+        principal_view_s: float = 0.0,
+    ) -> None:
+        """``principal_view_s``: how long a principal lookup is answered from the view (0:
+        every lookup asks the registry)."""
         self._inner = inner
+        self._principal_view_s = principal_view_s
+        # The short-lived principal view: id -> (principal or "" for none, when looked up).
+        self._view: dict[str, tuple[str, datetime]] = {}
         self._clock = clock
         self._path = path
         self._peers: dict[str, PeerInfo] = {}
@@ -149,6 +168,7 @@ class CachedDirectory(PeerDirectory):
         for retraction in retractions:
             self._retractions.setdefault(retraction.content_hash, retraction)
         self._refreshed_at = self._clock.now()
+        self._view.clear()
         self._save()
         return True
 
@@ -234,20 +254,35 @@ class CachedDirectory(PeerDirectory):
         return tuple(self._retractions[h] for h in sorted(self._retractions))
 
     async def principals(self, node_ids: Sequence[str]) -> dict[str, str]:
-        """Principals from the registry (remembered), or the remembered ones while it is down.
+        """Principals from the view while fresh, else from the registry (remembered), or the
+        remembered ones while it is down.
 
         A revoked id has none, here as in the registry.
         """
-        wanted = [i for i in node_ids if i not in self._revoked]
-        found = await self._try(lambda: self._inner.principals(wanted))
-        if isinstance(found, _Down):
-            return {i: self._principals[i] for i in wanted if i in self._principals}
+        wanted = [i for i in dict.fromkeys(node_ids) if i not in self._revoked]
+        now = self._clock.now()
+        viewed: dict[str, str] = {}
+        stale: list[str] = []
         for node_id in wanted:
+            seen = self._view.get(node_id)
+            if seen is not None and (now - seen[1]).total_seconds() < self._principal_view_s:
+                if seen[0]:
+                    viewed[node_id] = seen[0]
+            else:
+                stale.append(node_id)
+        if not stale:
+            return viewed
+        found = await self._try(lambda: self._inner.principals(stale))
+        if isinstance(found, _Down):
+            return viewed | {i: self._principals[i] for i in stale if i in self._principals}
+        for node_id in stale:
             if node_id in found:
                 self._principals[node_id] = found[node_id]
             else:
                 self._principals.pop(node_id, None)
-        return found
+            if self._principal_view_s > 0:
+                self._view[node_id] = (found.get(node_id, ""), now)
+        return viewed | {i: found[i] for i in stale if i in found}
 
     async def revoked_through(self, node_ids: Sequence[str]) -> dict[str, str]:
         """The registry's answer (remembered), or the remembered one while it is down; an id
@@ -473,6 +508,8 @@ class CachedDirectory(PeerDirectory):
         self._revoked |= ids
         for node_id in ids:
             self._peers.pop(node_id, None)
+        # Admissions through a revoked id lapse with it: no principal is answered from before.
+        self._view.clear()
         self._save()
 
     def _learn_retractions(self, found: Sequence[Retraction]) -> None:

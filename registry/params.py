@@ -53,6 +53,10 @@ class RegistryParams(BaseModel):
     #: How long a stopping node waits for the registry to take it off the live peer list
     #: (> 0); past it the registration lapses by itself after heartbeat_ttl_s.
     deregister_timeout_s: float = Field(default=2.0)
+    #: How long a node answers a principal lookup from what the registry said last (>= 0, at
+    #: most heartbeat_interval_s; 0: every lookup asks the registry). Every recall showing an
+    #: imported lesson reads principals; a revocation this node learns empties the view.
+    principal_view_s: float = Field(default=5.0)
 
     @classmethod
     def load(cls, values: Mapping[str, Any]) -> RegistryParams:
@@ -76,6 +80,13 @@ class RegistryParams(BaseModel):
                 f"invalid max_future_skew_s={self.max_future_skew_s}: must be finite and >= 0",
                 reason="invalid_config",
                 field="max_future_skew_s",
+            )
+        if not (0 <= self.principal_view_s <= self.heartbeat_interval_s):
+            raise ConfigError(
+                f"invalid principal_view_s={self.principal_view_s}: must be >= 0 and at most "
+                f"heartbeat_interval_s={self.heartbeat_interval_s}",
+                reason="invalid_config",
+                field="principal_view_s",
             )
         if self.heartbeat_interval_s * 2 > self.heartbeat_ttl_s:
             raise ConfigError(

@@ -148,7 +148,10 @@ class Membership:
             ca_file=settings.redis_ca_file if settings.redis_url else "",
         )
         self.directory = CachedDirectory(
-            inner, clock=self._clock, path=settings.home / PEER_CACHE_FILE
+            inner,
+            clock=self._clock,
+            path=settings.home / PEER_CACHE_FILE,
+            principal_view_s=self.params.principal_view_s,
         )
         self.auth = PeerAuthenticator(
             self._identity.node_id, self.directory, self._clock, self._auth_params

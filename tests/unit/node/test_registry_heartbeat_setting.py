@@ -23,6 +23,15 @@ def test_a_node_beats_every_10_s_by_default(tmp_path: Path) -> None:
 def test_the_setting_reaches_the_registry_rules(tmp_path: Path, seconds: float) -> None:
     params = node_params(load_settings(home=tmp_path, registry_heartbeat_s=seconds))
     assert params.registry.heartbeat_interval_s == seconds
+    # Principals looked up are reused for half a round (the refresh after it re-reads them).
+    assert params.registry.principal_view_s == seconds / 2
+
+
+@pytest.mark.parametrize("bad", [-1.0, 10.5, float("nan")])
+def test_a_principal_view_longer_than_a_round_is_refused(bad: float) -> None:
+    with pytest.raises(ConfigError) as err:
+        RegistryParams(principal_view_s=bad)
+    assert err.value.details["field"] == "principal_view_s"
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, 15.5, "often"])

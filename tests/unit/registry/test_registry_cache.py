@@ -140,3 +140,69 @@ async def test_who_was_admitted_through_a_revoked_id_is_remembered_through_an_ou
     registry.down = True
     assert await cache.revoked_through(ids) == both
     assert not cache.available
+
+
+class _Counting(InMemoryPeerDirectory):
+    """An in-memory registry that counts principal lookups and the ids each one asked."""
+
+    asked: list[list[str]]
+
+    async def principals(self, node_ids: Sequence[str]) -> dict[str, str]:
+        self.asked.append(list(node_ids))
+        return await super().principals(node_ids)
+
+
+async def test_principals_are_answered_from_a_short_lived_view_that_revocations_empty() -> None:
+    clock = FixedClock()
+    rng = random.Random(7)
+    operator, root, member, stranger = (NodeIdentity.generate(rng) for _ in range(4))
+    registry = _Counting(
+        params=RegistryParams(admission=AdmissionMode.ENDORSED),
+        clock=clock,
+        operator_public_key=operator.public_key_b64,
+    )
+    registry.asked = []
+    now = clock.now()
+    token = sign_enrollment(
+        operator, node_id=root.node_id, issued_at=now, expires_at=now + timedelta(hours=1)
+    )
+    endorsement = sign_endorsement(
+        root, endorsee_id=member.node_id, endorsee_public_key=member.public_key_b64,
+        created_at=now, expires_at=now + timedelta(hours=1),
+    )  # fmt: skip
+    for who, kw in ((root, {"enrollment_token": token}), (member, {"endorsement": endorsement})):
+        await RegistryClient(
+            registry, who, address="127.0.0.1:7001", domains=(), version="0",
+            mode=AdmissionMode.ENDORSED, clock=clock, **kw,
+        ).register()  # fmt: skip
+    cache = CachedDirectory(registry, clock=clock, principal_view_s=5.0)
+    ids = [root.node_id, member.node_id, stranger.node_id]
+    both = {root.node_id: root.node_id, member.node_id: root.node_id}
+    assert await cache.principals(ids) == both
+    clock.advance(4.0)
+    # Within the view: no lookup, the unadmitted stranger still has none.
+    assert await cache.principals(ids) == both
+    assert len(registry.asked) == 1
+    clock.advance(1.0)
+    assert await cache.principals([member.node_id]) == {member.node_id: root.node_id}
+    assert registry.asked[-1] == [member.node_id]  # only the stale id is asked
+    # The member is revoked elsewhere: the view answers until it lapses...
+    await registry.revoke(
+        sign_revocation(operator, node_id=member.node_id, reason="x", created_at=clock.now())
+    )
+    assert await cache.principals([member.node_id]) == {member.node_id: root.node_id}
+    # ...or a refresh (after each heartbeat) learns the revocation and empties it at once.
+    assert await cache.refresh()
+    assert await cache.principals(ids) == {root.node_id: root.node_id}
+    assert registry.asked[-1] == [root.node_id, stranger.node_id]  # the revoked id: never
+
+
+async def test_without_a_view_every_principal_lookup_asks_the_registry() -> None:
+    clock = FixedClock()
+    registry = _Counting(params=RegistryParams(), clock=clock)
+    registry.asked = []
+    cache = CachedDirectory(registry, clock=clock)
+    ids = ["lmk1" + "a" * 32]
+    assert await cache.principals(ids) == {}
+    assert await cache.principals(ids) == {}
+    assert registry.asked == [ids, ids]
