@@ -13,8 +13,12 @@ gives both arms over every honest decision of the run, not a snapshot:
   (``poisoned_decisions_ratio``); beside them the decisions a poison was before at all
   (``*_exposed_decisions``), followed or not;
 * **known mistakes repeated** per 100 honest turns on gated nodes, with the liars vs the same
-  fleet with no liars (``--byzantine 0``, the liars' nodes honest); goal: equal within 1 per
-  100 turns (``liars_repeated_per_100_turns_delta``);
+  fleet with no liars: the same honest nodes, operators and agents per node with the liars'
+  nodes left out (``--control removed``, the default), so the difference is the harm the liars
+  do; goal: equal within 1 per 100 turns (``liars_repeated_per_100_turns_delta``).
+  ``--control replaced`` runs the liars' nodes honest instead: that fleet also gains what three
+  more honest peers (and their operators' attestations) teach, which no defence can give the
+  fleet under attack;
 * the cost: honest peer lessons that came to drive decisions, and the mean rounds until then
   and until they were corroborated.
 
@@ -22,7 +26,7 @@ The last line is one JSON object of the figures (mean and ``_spread`` over the r
 ``--quick``: one run of each fleet at 6 nodes (2 liars) and 4 rounds.
 
 Usage: ``python -m bench.liars [--quick] [--runs N] [--nodes N] [--byzantine N] [--seed N]
-[--base-port P]``
+[--base-port P] [--control removed|replaced]``
 """
 
 from __future__ import annotations
@@ -88,6 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--byzantine", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--base-port", type=int, default=9100)
+    ap.add_argument("--control", choices=("removed", "replaced"), default="removed")
     args = ap.parse_args(argv)
     runs, nodes, byz, rounds = args.runs, args.nodes, args.byzantine, 6
     if args.quick:
@@ -96,7 +101,11 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[dict[str, float]] = []
     for k in range(runs):
         liars = fleet_run(nodes, byz, agents, rounds, args.seed + k, args.base_port)
-        clean = fleet_run(nodes, 0, agents, rounds, args.seed + k, args.base_port)
+        if args.control == "removed":
+            honest = nodes - byz
+            clean = fleet_run(honest, 0, 2 * honest, rounds, args.seed + k, args.base_port)
+        else:
+            clean = fleet_run(nodes, 0, agents, rounds, args.seed + k, args.base_port)
         on, off = liars.get("gate_on_poisoned_decisions", 0.0), liars["gate_off_poisoned_decisions"]
         row = {
             "gate_on_poisoned_decisions": on,
@@ -137,7 +146,8 @@ def main(argv: list[str] | None = None) -> None:
         f"{off_mean:g}{empty} (goal: on <= 1 % of off); known mistakes repeated per 100 gated "
         "turns: "
         f"{out['liars_repeated_per_100_turns']:g} with liars vs "
-        f"{out['clean_repeated_per_100_turns']:g} without (goal: within 1)"
+        f"{out['clean_repeated_per_100_turns']:g} without (the liars' nodes {args.control}; "
+        "goal: within 1)"
     )
     print(json.dumps(out), flush=True)
 

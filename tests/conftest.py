@@ -5,6 +5,10 @@ workers' own summaries (tests/integration/conftest.py) are not shown."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,3 +42,17 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "integration services")
         for worker, said in sorted(seen.items()):
             terminalreporter.write_line(f"integration services ({worker}): {said}")
+
+
+@pytest.fixture
+def pg_tmp_path() -> Iterator[Path]:
+    """A fresh directory for homes that run an embedded Postgres, removed afterwards.
+
+    Not under pytest's tmp dir: as root, Postgres runs as the user ``pgserver``, and pytest
+    resets /tmp/pytest-of-root to 0700 mid-session, which locks initdb and pg_ctl out.
+    """
+    path = Path(tempfile.mkdtemp(prefix="lamarck-test-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

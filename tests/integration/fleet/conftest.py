@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,13 +62,17 @@ def free_base_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def module_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Fleet]]:
-    """``start(**spec) -> Fleet``, a running fleet; all are stopped at the module's end."""
+def module_fleet() -> Iterator[Callable[..., Fleet]]:
+    """``start(**spec) -> Fleet``, a running fleet; all are stopped at the module's end.
+
+    Fleets live outside pytest's tmp dir (as ``pg_tmp_path``: its embedded Postgres runs as
+    another user when the suite runs as root)."""
     started: list[Fleet] = []
+    root = Path(tempfile.mkdtemp(prefix="lamarck-fleet-test-"))
 
     def start(**spec: Any) -> Fleet:
         for _ in range(PORT_TRIES):
-            directory = tmp_path_factory.mktemp("fleet") / "f"
+            directory = Path(tempfile.mkdtemp(prefix="fleet", dir=root)) / "f"
             fleet = Fleet(FleetSpec(directory=directory, base_port=free_base_port(), **spec))
             try:
                 # On any failure ``up`` stops what it started; port_busy comes before that.
@@ -84,6 +90,7 @@ def module_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
     finally:
         for fleet in reversed(started):
             fleet.stop(print)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _cli(*args: str) -> list[str]:

@@ -490,8 +490,9 @@ def _redis(address: str, home: Path) -> Iterator[str]:
 
 
 def test_nodes_on_separate_hosts_share_over_mutual_tls_through_loss_and_a_partition(
-    tmp_path: Path,
+    pg_tmp_path: Path,
 ) -> None:
+    tmp_path = pg_tmp_path
     why = _cannot_make_namespaces()
     if why is not None:
         print(f"skipped: {why}")
