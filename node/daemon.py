@@ -44,19 +44,17 @@ from pathlib import Path
 from typing import Any
 
 import lamarck
+from lamarck.domain.embedder import Embedder
 from lamarck.errors import ConfigError, LamarckError
 from lamarck.health.render import gauge_values
 from lamarck.node import metrics
-from lamarck.node.api.node_status import peer_serving
-from lamarck.node.api.peer_service import PeerService
+from lamarck.node.api.agent_service import make_agent_servicer
+from lamarck.node.api.network_side import NetworkSide
+from lamarck.node.api.node_status import ReputationSource, peer_serving
+from lamarck.node.api.operator_service import OperatorServicer, make_operator_servicer
+from lamarck.node.api.ready import Ready
 from lamarck.node.api.reputation import NodeReputation, Principals, store_tallies
-from lamarck.node.api.server import (
-    AgentServicerFactory,
-    NodeContext,
-    NodeServers,
-    PeerServicerFactory,
-    build_servers,
-)
+from lamarck.node.api.server import NodeServers, build_servers
 from lamarck.node.config import NodeSettings, load_settings
 from lamarck.node.console.server import (
     ConsoleApp,
@@ -77,20 +75,22 @@ from lamarck.node.lock import HomeLock
 from lamarck.node.logs import configure_logging, logs_are_json
 from lamarck.node.maintenance import MaintenanceLoop
 from lamarck.node.params import NodeParams, embedder_params, node_params, trust_config
-from lamarck.node.peer_tls import peer_tls_for
+from lamarck.node.peer_tls import PeerTls, peer_tls_for
 from lamarck.node.sharing import Sharing
 from lamarck.node.startup import (
     NODE_FILE,
-    default_agent_factory,
     load_or_create_identity,
-    node_context,
+    peer_servicer,
     write_atomically,
 )
 from lamarck.node.store.embedded import EmbeddedPostgres
+from lamarck.node.store.port import LessonStore
 from lamarck.node.store.postgres import PostgresLessonStore
 from lamarck.node.store.reputation import reputation_book_for
 from lamarck.node.supervision import RegistryPart, StorePart, Supervised, Supervisor
 from lamarck.proto.clock import Clock, SystemClock
+from lamarck.proto.identity import NodeIdentity
+from lamarck.reputation.port import ReputationSink
 from lamarck.token import (
     OPERATOR_TOKEN_FILE,
     TOKEN_FILE,
@@ -120,23 +120,33 @@ WARMUP_TEXT = "lamarck warm-up: load the embedding model before serving"
 class Node:
     """One running node: :meth:`start`, serve until told, :meth:`stop`."""
 
-    def __init__(
-        self,
-        settings: NodeSettings,
-        *,
-        clock: Clock | None = None,
-        peer_factory: PeerServicerFactory = PeerService,
-        agent_factory: AgentServicerFactory = default_agent_factory,
-    ) -> None:
+    def __init__(self, settings: NodeSettings, *, clock: Clock | None = None) -> None:
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
-        self._peer_factory = peer_factory
-        self._agent_factory = agent_factory
         self._lock = HomeLock(settings.home)
         self._locked = False
         self._pg: EmbeddedPostgres | None = None
         self._store: PostgresLessonStore | None = None
         self._servers: NodeServers | None = None
+        #: The OperatorService servicer (status, health and quarantine for the console too).
+        self._operator: OperatorServicer | None = None
+        # What start-up made before the servers: who the node is and how it is reached.
+        self._identity: NodeIdentity | None = None
+        self._embedder: Embedder | None = None
+        self._peer_tls: PeerTls | None = None
+        self._agent_token: str | None = None
+        self._database = ""
+        # The servers' bound addresses (host:port with the actual port).
+        self._peer_address = ""
+        self._agent_address = ""
+        # The parts the servicers read once they exist (lamarck.node.api.ready): each refuses
+        # "starting" until published here, so a servicer never sees a half-started node. The
+        # store and the lesson service are published together and withdrawn at stop.
+        self._ready_store: Ready[LessonStore] = Ready("the node")
+        self._ready_lessons: Ready[LessonService] = Ready("the node")
+        self._ready_book: Ready[ReputationSink] = Ready("the reputation book")
+        self._ready_table: Ready[ReputationSource] = Ready("the reputation table")
+        self._ready_network: Ready[NetworkSide] = Ready("sharing")
         self._metrics: metrics.MetricsServer | None = None
         self._refresher: metrics.StoreStatsRefresher | None = None
         self._sharing: Sharing | None = None
@@ -150,7 +160,6 @@ class Node:
         self.embedder_warmup_s: float | None = None
         self._stop_hooks: list[StopHook] = []
         self._node_file_written = False
-        self.ctx: NodeContext | None = None
         #: Every rule's parameters, built once at start (``node_params``).
         self.params: NodeParams | None = None
         #: Parts whose stop overran its bound and was left behind (see ``stop``).
@@ -169,16 +178,18 @@ class Node:
 
     def describe(self) -> dict[str, Any]:
         """What ``node.json`` holds: pid, node id, actual addresses, embedder, database."""
-        ctx = self._require_ctx()
+        identity, embedder = self._identity, self._embedder
+        if identity is None or embedder is None:
+            raise ConfigError("the node is not started", reason="not_started")
         return {
             "pid": os.getpid(),
-            "node_id": ctx.identity.node_id,
+            "node_id": identity.node_id,
             "version": lamarck.__version__,
-            "listen": ctx.peer_addresses[0] if ctx.peer_addresses else "",
-            "advertise_address": ctx.settings.advertise_address,
-            "peer_tls": "on" if ctx.peer_tls is not None else "off-insecure",
-            "agent_listen": ctx.agent_address,
-            "agent_token_file": str(self.home / TOKEN_FILE) if ctx.agent_token else "",
+            "listen": self._peer_address,
+            "advertise_address": self.settings.advertise_address,
+            "peer_tls": "on" if self._peer_tls is not None else "off-insecure",
+            "agent_listen": self._agent_address,
+            "agent_token_file": str(self.home / TOKEN_FILE) if self._agent_token else "",
             "operator_token_file": str(self.home / OPERATOR_TOKEN_FILE),
             "metrics_listen": (
                 f"{self._metrics.host}:{self._metrics.port}" if self._metrics else ""
@@ -187,10 +198,10 @@ class Node:
             "console_url": self._console.url if self._console is not None else "",
             # Good once: opens the operator's console session (node.json is mode 0600).
             "console_login_url": self._console_login_url if self._console is not None else "",
-            "embedder": ctx.embedder.name,
-            "embedding_dim": ctx.embedder.dim,
-            "database": ctx.database,
-            "serving": ctx.ready,
+            "embedder": embedder.name,
+            "embedding_dim": embedder.dim,
+            "database": self._database,
+            "serving": self._ready_store.is_set,
             "embedder_warmup_s": self.embedder_warmup_s,
         }
 
@@ -198,11 +209,6 @@ class Node:
         if self.params is None:
             raise ConfigError("the node is not started", reason="not_started")
         return self.params
-
-    def _require_ctx(self) -> NodeContext:
-        if self.ctx is None:
-            raise ConfigError("the node is not started", reason="not_started")
-        return self.ctx
 
     def add_stop_hook(self, hook: StopHook) -> None:
         """Run ``hook`` at stop, after in-flight calls drained and before the store closes."""
@@ -235,30 +241,22 @@ class Node:
         embedding = embedder_params(settings)
         made = await asyncio.to_thread(make_embedder, settings.embedder, onnx=embedding.onnx)
         embedder = PrimedEmbedder(made, embedding.batch_import)
-        database = "external" if settings.database_url else "embedded"
+        # `embedded` or `external` (never the DSN: it may hold a password).
+        self._database = database = "external" if settings.database_url else "embedded"
+        self._identity, self._embedder, self._agent_token = identity, embedder, token
         # Every rule's parameters, once: nothing below builds its own.
         self.params = params = node_params(settings, embedder, embedding)
-        self.ctx = ctx = node_context(
-            settings,
-            identity,
-            self.clock,
-            embedder,
-            params,
-            database=database,
-            agent_token=token,
-            operator_token=operator_token,
-            # The peer port's TLS key and certificate, made at first start next to the
-            # identity key (warned at every start when off-insecure).
-            peer_tls=peer_tls_for(
-                settings.peer_tls,
-                home=settings.home,
-                node_id=identity.node_id,
-                clock=self.clock,
-                identity_key=identity.public_key_b64,
-                cert_file=settings.peer_tls_cert_file,
-                key_file=settings.peer_tls_key_file,
-                ca_file=settings.peer_tls_ca_file,
-            ),
+        # The peer port's TLS key and certificate, made at first start next to the identity
+        # key (warned at every start when off-insecure).
+        self._peer_tls = peer_tls = peer_tls_for(
+            settings.peer_tls,
+            home=settings.home,
+            node_id=identity.node_id,
+            clock=self.clock,
+            identity_key=identity.public_key_b64,
+            cert_file=settings.peer_tls_cert_file,
+            key_file=settings.peer_tls_key_file,
+            ca_file=settings.peer_tls_ca_file,
         )
         metrics.export_peer_scores(settings.metrics_peer_scores)
         if settings.metrics_listen:
@@ -277,9 +275,45 @@ class Node:
             database=database,
         ).set(1)
         # (5) Servers up first, NOT_SERVING: probes and node.json see the node starting.
-        self._servers = await build_servers(
-            ctx, peer_factory=self._peer_factory, agent_factory=self._agent_factory
+        store_ready, network = self._ready_store, self._ready_network
+        self._operator = make_operator_servicer(
+            identity.node_id,
+            self.clock,
+            health=params.health,
+            learning=params.learning,
+            store=store_ready,
+            network=network,
+            book=self._ready_book,
+            table=self._ready_table,
         )
+        self._servers = servers = await build_servers(
+            settings,
+            peer_limits=params.peer_limits,
+            peer_tls=peer_tls,
+            operator_token=operator_token,
+            agent_token=token,
+            known_peer=self._known_peer,
+            peer_servicer=lambda bound: peer_servicer(
+                settings,
+                identity,
+                self.clock,
+                params,
+                bound_address=bound,
+                store=store_ready,
+                network=network,
+            ),
+            agent_servicer=make_agent_servicer(
+                identity,
+                self.clock,
+                embedder,
+                store=store_ready,
+                lessons=self._ready_lessons,
+                network=network,
+                book=self._ready_book,
+            ),
+            operator_servicer=self._operator,
+        )
+        self._peer_address, self._agent_address = servers.peer_address, servers.agent_address
         self._write_node_file()
         # The model loads on its first call: make it now, on a thread, while the store starts.
         self._warmup = warmup = asyncio.create_task(self._warm_embedder(), name="embedder-warmup")
@@ -323,13 +357,18 @@ class Node:
             store, params.reputation, self.clock, trust=trust_config(params, identity.node_id)
         )
         await book.load()
-        ctx.reputation_table = NodeReputation(
-            book,
-            principals=self._principals,
-            peers=self._live_peers,
-            tallies=lambda: store_tallies(store),
+        self._ready_table.set(
+            NodeReputation(
+                book,
+                principals=self._principals,
+                peers=self._live_peers,
+                tallies=lambda: store_tallies(store),
+            )
         )
-        ctx.set_ready(store, lessons, book)
+        self._ready_book.set(book)
+        # Published together: no await between them, so no call sees one without the other.
+        self._ready_lessons.set(lessons)
+        store_ready.set(store)
         # Claim vectors and use marks written behind replies: flushed before the store
         # closes, and any a crash lost are queued again now.
         self.add_stop_hook(lessons.close)
@@ -337,15 +376,21 @@ class Node:
         self._maintenance = MaintenanceLoop(lessons, params.maintenance, self.clock)
         self._maintenance.start()
         self._sharing = Sharing(
-            ctx,
+            settings,
+            identity,
+            self.clock,
+            embedder,
             store,
+            lessons,
             params=params,
             outbox=outbox_for(store),
             reputation=book,
             rng=random.Random(),
+            peer_tls=peer_tls,
+            peer_address=servers.peer_address,
         )
         await self._sharing.start()
-        ctx.sharing = self._sharing
+        network.set(self._sharing)
         self._refresher = metrics.StoreStatsRefresher(
             self._store_stats, params.maintenance.store_stats_interval_s
         )
@@ -359,7 +404,7 @@ class Node:
             rng=random.Random(),
         )
         self._supervisor.start()
-        await self._servers.set_serving(True)
+        await servers.set_serving(True)
         # The peer service follows admission (NOT_SERVING while this node cannot join its
         # network), checked now and at every health refresh; the gauges refresh with it.
         await self._status()
@@ -371,7 +416,7 @@ class Node:
         )
         self._health_metrics.start()
         if settings.console_listen:
-            await self._start_console(ctx)
+            await self._start_console(operator_token)
         # (7) Tell the world.
         self._write_node_file()
         described = self.describe()
@@ -380,7 +425,9 @@ class Node:
 
     async def _warm_embedder(self) -> None:
         """One embed call off the loop, timed (``embedder_warmup_s`` in ``node.json``)."""
-        embedder = self._require_ctx().embedder
+        embedder = self._embedder
+        if embedder is None:
+            raise ConfigError("the node is not started", reason="not_started")
         started = time.monotonic()
         await asyncio.to_thread(embedder.embed, [WARMUP_TEXT])
         self.embedder_warmup_s = time.monotonic() - started
@@ -405,6 +452,11 @@ class Node:
         else:
             await servers.set_registry_available(up)
 
+    def _known_peer(self, metadata: Any) -> str | None:
+        """The node a call's peer token already proved, once the network side runs."""
+        side = self._ready_network.peek()
+        return side.known_peer(metadata) if side is not None else None
+
     def _principals(self) -> Principals | None:
         """The registry's principal lookup, once the network side has a directory."""
         sharing = self._sharing
@@ -422,10 +474,10 @@ class Node:
         warnings are those of the report the refresh just computed for the gauges
         (``HealthParams.status_warnings_max_age_s``): one report per refresh.
         """
-        servers = self._servers
-        if servers is None or servers.operator is None:
+        servers, operator = self._servers, self._operator
+        if servers is None or operator is None:
             return None
-        data: dict[str, Any] = await servers.operator.status()
+        data: dict[str, Any] = await operator.status()
         sharing = self._sharing
         network = await sharing.network_snapshot() if sharing is not None else None
         await servers.set_peer_serving(peer_serving(network))
@@ -433,33 +485,33 @@ class Node:
 
     async def _health_gauges(self) -> dict[str, float]:
         """The health report's figures, for the ``lamarck_health`` gauges."""
-        servers = self._servers
-        if servers is None or servers.operator is None:
+        operator = self._operator
+        if self._servers is None or operator is None:
             return {}
-        return gauge_values(await servers.operator.health_report())
+        return gauge_values(await operator.health_report())
 
-    async def _start_console(self, ctx: NodeContext) -> None:
-        """Serve the operator console on ``console_listen``, behind the operator's login; its
-        one-time login URL goes to ``node.json`` (mode 0600) and the start-up summary."""
-        settings, servers = self.settings, self._servers
-        if servers is None or servers.operator is None:
+    async def _start_console(self, operator_token: str) -> None:
+        """Serve the operator console on ``console_listen``, behind the operator's login
+        (``operator_token``); its one-time login URL goes to ``node.json`` (mode 0600) and the
+        start-up summary."""
+        settings, operator = self.settings, self._operator
+        if self._servers is None or operator is None:
             return
         host = settings.console_listen.rpartition(":")[0].strip("[]")
-        if ctx.operator_token is None:
-            raise ConfigError("the console needs the operator token", reason="no_operator_token")
         params = self._require_params()
         code = new_secret()
+        lessons = self._ready_lessons
         app = ConsoleApp(
-            servers.operator,
-            lambda: ctx.store,
-            reputation=lambda: ctx.reputation_table,
+            operator,
+            self._ready_store.get,
+            reputation=self._ready_table.peek,
             params=params.console,
             plot=params.plot,
             csrf_token=new_csrf_token(),
-            token=ctx.operator_token,
+            token=operator_token,
             hosts=console_hosts(host, settings.console_hosts),
             login_code=code,
-            evidence=lambda rows: ctx.lessons.evidence(rows),
+            evidence=lambda rows: lessons.get().evidence(rows),
             reputation_params=params.reputation,
             wall_clock=self.clock,
         )
@@ -497,8 +549,9 @@ class Node:
             servers, self._servers = self._servers, None
             # New calls are refused at once; in-flight ones get `grace` seconds to finish.
             await self._stop_part("servers", servers.stop(grace), grace + bound)
-        if self.ctx is not None:
-            self.ctx.set_stopping()
+        # Withdraw the store: later calls are answered UNAVAILABLE while the node stops.
+        self._ready_store.clear()
+        self._ready_lessons.clear()
         if self._supervisor is not None:
             supervisor, self._supervisor = self._supervisor, None
             await self._stop_part("supervisor", supervisor.stop(), bound)
@@ -523,8 +576,7 @@ class Node:
             await self._stop_part("console", console.stop(), bound)
         if self._sharing is not None:
             sharing, self._sharing = self._sharing, None
-            if self.ctx is not None:
-                self.ctx.sharing = None
+            self._ready_network.clear()
             await self._stop_part("sharing loops", sharing.stop_loops(), bound)
             # After the loops (no more emits from imports), before the store closes.
             await self._stop_part("reputation flush", sharing.flush_reputation(), bound)

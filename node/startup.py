@@ -1,31 +1,28 @@
 """What a node's start-up builds before anything runs: its identity key and ``node.json`` in
-its home, the ``NodeContext`` its servicers read, and its AgentService
-(``lamarck.node.daemon`` runs them)."""
+its home, and its PeerService (``lamarck.node.daemon`` runs them)."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
 from pathlib import Path
 from typing import Any
 
-from lamarck.domain.embedder import Embedder
-from lamarck.node.api.server import NodeContext, UnimplementedAgentService
+from lamarck.node.api.network_side import NetworkSide
+from lamarck.node.api.peer_service import PeerService
+from lamarck.node.api.ready import Ready, while_ready
 from lamarck.node.config import NodeSettings
 from lamarck.node.params import NodeParams
-from lamarck.node.peer_tls import PeerTls
+from lamarck.node.store.port import LessonStore
 from lamarck.proto.clock import Clock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import identity_path, init_keys, load_private_key
-from lamarck.proto.v1 import agent_pb2_grpc
 
 __all__ = [
     "NODE_FILE",
-    "default_agent_factory",
     "load_or_create_identity",
-    "node_context",
+    "peer_servicer",
     "read_node_file",
     "write_atomically",
 ]
@@ -46,54 +43,33 @@ def load_or_create_identity(home: Path) -> NodeIdentity:
     return identity
 
 
-def node_context(
+def peer_servicer(
     settings: NodeSettings,
     identity: NodeIdentity,
     clock: Clock,
-    embedder: Embedder,
     params: NodeParams,
     *,
-    database: str = "",
-    agent_token: str | None = None,
-    operator_token: str | None = None,
-    peer_tls: PeerTls | None = None,
-) -> NodeContext:
-    """What the servicers read, with the pieces of the node's one ``params`` they use (the
-    servers never see the whole tree)."""
-    return NodeContext(
-        settings=settings,
-        identity=identity,
-        clock=clock,
-        embedder=embedder,
-        peer_limits=params.peer_limits,
+    bound_address: str,
+    store: Ready[LessonStore],
+    network: Ready[NetworkSide],
+    kind: type[PeerService] = PeerService,
+) -> PeerService:
+    """The node's PeerService once its peer port is bound at ``bound_address``: the network
+    side is served only while the store is (``starting`` otherwise), and peers are told the
+    advertised address first."""
+    advertised = [settings.advertise_address] if settings.advertise_address else []
+    return kind(
+        identity,
+        clock,
+        limits=params.peer_limits,
+        home=settings.home,
+        addresses=[*advertised, bound_address],
+        domains=settings.domains,
+        sharing=while_ready(store, network),
+        store=store.get,
         quorum=params.quorum,
         max_future_skew_s=params.importing.max_future_skew_s,
-        health=params.health,
-        learning=params.learning,
-        reputation_params=params.reputation,
-        database=database,
-        agent_token=agent_token,
-        operator_token=operator_token,
-        peer_tls=peer_tls,
     )
-
-
-def default_agent_factory(ctx: NodeContext) -> agent_pb2_grpc.AgentServiceServicer:
-    """The AgentService of ``lamarck.node.api.agent_service``, or a placeholder without it.
-
-    That module provides ``make_agent_servicer(ctx)`` or an ``AgentService(ctx)`` class.
-    """
-    try:
-        # Imported by name: the module is optional (built separately), not a static dependency.
-        module: Any = importlib.import_module("lamarck.node.api.agent_service")
-    except ImportError:
-        _log.warning("AgentService is not installed; agent calls answer UNIMPLEMENTED")
-        return UnimplementedAgentService()
-    if hasattr(module, "make_agent_servicer"):
-        servicer: agent_pb2_grpc.AgentServiceServicer = module.make_agent_servicer(ctx)
-        return servicer
-    servicer = module.AgentService(ctx)
-    return servicer
 
 
 def read_node_file(home: Path) -> dict[str, Any] | None:

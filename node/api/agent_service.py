@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from typing import Any
 
 from lamarck.consensus.accountability import voter_events_for_reality
+from lamarck.domain.embedder import Embedder
 from lamarck.domain.rows import (
     LessonEvent,
     LessonFilter,
@@ -57,7 +58,8 @@ from lamarck.node.api.agent_views import (
     lesson_filter,
     lesson_view,
 )
-from lamarck.node.api.server import NodeContext, Provider, provider_of
+from lamarck.node.api.network_side import NetworkSide, serving_pipeline
+from lamarck.node.api.ready import Provider, Ready, provider_of
 from lamarck.node.importing.batch import Prefetch, PrimedEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.lessons.core import RecalledLesson
@@ -720,34 +722,47 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         )
 
 
-def make_agent_servicer(ctx: NodeContext) -> AgentServicer:
-    """The AgentService for a daemon's ``NodeContext`` (store and reputation read per call)."""
+def make_agent_servicer(
+    identity: NodeIdentity,
+    clock: Clock,
+    embedder: Embedder,
+    *,
+    store: Ready[LessonStore],
+    lessons: Ready[LessonService],
+    network: Ready[NetworkSide],
+    book: Ready[ReputationSink],
+) -> AgentServicer:
+    """The daemon's AgentService over the parts it publishes once started.
+
+    The store, the lesson service and the import pipeline refuse ``starting`` until the node
+    serves (the pipeline also until the network side has built it); the reputation ``book``
+    and the ``network`` side are read as they are (``None`` while there is none).
+    """
+
+    def sharing() -> SharingState | None:
+        side = network.peek()
+        return None if side is None else SharingState(side.params, incognito=side.incognito)
+
+    def voters(reality: Sequence[ReputationEvent]) -> Sequence[ReputationEvent]:
+        side = network.peek()
+        return () if side is None else voter_events_for_reality(reality, side.quorum.certificate)
+
+    async def attester(
+        outcome: Outcome, reality: Sequence[ReputationEvent]
+    ) -> Sequence[ReputationEvent]:
+        # The network side's attestations, once sharing started (else nothing).
+        side = network.peek()
+        return () if side is None else await side.attestations.on_outcome(outcome, reality)
+
     return AgentServicer(
-        lambda: ctx.lessons,
-        ctx.identity,
-        ctx.clock,
-        store=lambda: ctx.store,
-        pipeline=ctx.import_pipeline,
-        sink=ctx.reputation_sink,
-        sharing=lambda: (
-            None
-            if ctx.sharing is None
-            else SharingState(ctx.sharing.params, incognito=ctx.sharing.incognito)
-        ),
-        voters=lambda reality: (
-            ()
-            if ctx.sharing is None
-            else voter_events_for_reality(reality, ctx.sharing.quorum.certificate)
-        ),
-        attester=lambda outcome, reality: _attest_on(ctx, outcome, reality),
-        primed=ctx.embedder if isinstance(ctx.embedder, PrimedEmbedder) else None,
+        lessons.get,
+        identity,
+        clock,
+        store=store.get,
+        pipeline=serving_pipeline(store, network),
+        sink=book.peek,
+        sharing=sharing,
+        voters=voters,
+        attester=attester,
+        primed=embedder if isinstance(embedder, PrimedEmbedder) else None,
     )
-
-
-async def _attest_on(
-    ctx: NodeContext, outcome: Outcome, reality: Sequence[ReputationEvent]
-) -> Sequence[ReputationEvent]:
-    """The daemon's attester: its sharing side's, once sharing started (else nothing)."""
-    if ctx.sharing is None:
-        return ()
-    return await ctx.sharing.attestations.on_outcome(outcome, reality)

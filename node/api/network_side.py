@@ -9,13 +9,14 @@ this package never imports the one above it; ``Sharing`` satisfies them as it st
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lamarck.consensus.certificate import QuorumCertificate
 from lamarck.domain.rows import QuarantineRow
 from lamarck.gossip.publisher import GossipParams
 from lamarck.node.api.node_status import NetworkSnapshot
+from lamarck.node.api.ready import Ready
 from lamarck.proto.outcome import Outcome
 from lamarck.reputation.events import ReputationEvent
 
@@ -30,6 +31,7 @@ __all__ = [
     "NetworkSide",
     "QuorumSide",
     "TaintSide",
+    "serving_pipeline",
 ]
 
 
@@ -104,3 +106,18 @@ class NetworkSide(Protocol):
     ) -> Awaitable[dict[str, bytes]]: ...
     def trust_summaries(self) -> list[bytes]: ...
     def network_snapshot(self) -> Awaitable[NetworkSnapshot]: ...
+
+
+def serving_pipeline(gate: Ready[Any], network: Ready[NetworkSide]) -> Callable[[], ImportPipeline]:
+    """The node's one import pipeline (every record from another node enters by it), read per
+    call: ``StoreUnavailable(reason="starting")`` until the network side has built it and
+    while ``gate`` (the store) is withdrawn."""
+
+    def get() -> ImportPipeline:
+        side = network.peek()
+        pipeline = side.pipeline if side is not None else None
+        if pipeline is None or not gate.is_set:
+            raise gate.unavailable()
+        return pipeline
+
+    return get

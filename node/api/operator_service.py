@@ -54,18 +54,19 @@ from lamarck.errors import ConfigError, ConflictError, InvalidRecord, NotFound, 
 from lamarck.health.figures import Finding, HealthReport
 from lamarck.health.params import HealthParams, refresh_spacing_s
 from lamarck.health.render import report_to_json
+from lamarck.learning.params import LearningParams
 from lamarck.node import metrics
 from lamarck.node.api.bulk_jobs import BulkJob, BulkJobs
 from lamarck.node.api.health_loader import current_report, learned_variables
-from lamarck.node.api.network_side import TaintSide
+from lamarck.node.api.network_side import NetworkSide, TaintSide, serving_pipeline
 from lamarck.node.api.node_status import (
     NetworkSource,
     ReputationSource,
     build_status,
     status_to_json,
 )
+from lamarck.node.api.ready import Provider, Ready, provider_of
 from lamarck.node.api.reputation import GlobalTrustClock, event_to_pb, row_to_pb
-from lamarck.node.api.server import NodeContext, Provider, provider_of
 from lamarck.node.crashpoint import crash_point
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.store.port import LessonStore
@@ -622,29 +623,52 @@ def _reply_within(context: Any) -> float | None:
 
 
 def make_operator_servicer(
-    ctx: NodeContext,
+    node_id: str,
+    clock: Clock,
     *,
-    network: Callable[[], NetworkSource | None] | None = None,
-    reputation: Callable[[], ReputationSource | None] | None = None,
+    health: HealthParams,
+    learning: LearningParams,
+    store: Ready[LessonStore],
+    network: Ready[NetworkSide],
+    book: Ready[ReputationSink],
+    table: Ready[ReputationSource],
 ) -> OperatorServicer:
-    """The OperatorService for a daemon's ``NodeContext`` (store and pipeline read per call).
+    """The daemon's OperatorService over the parts it publishes once started.
 
-    The health report's windows and thresholds are the context's (the node's one
-    ``NodeParams``). ``network`` and ``reputation`` are read on each GetStatus (the daemon
-    passes the sharing side's).
+    The store and the import pipeline refuse ``starting`` until the node serves (the
+    pipeline also until the network side has built it). ``health`` and ``learning`` are the
+    node's (its one ``NodeParams``). The reputation ``book`` (where a rejection is reported),
+    the ``network`` side and the reputation ``table`` are read as they are on each call
+    (``None`` while there is none: the status says so).
     """
 
+    def snapshot() -> NetworkSource | None:
+        side = network.peek()
+        return side.network_snapshot if side is not None else None
+
+    def quorum(content_hash: str) -> str:
+        side = network.peek()
+        return side.quorum.describe(content_hash) if side is not None else ""
+
+    def taint() -> TaintSide | None:
+        side = network.peek()
+        return side.taint if side is not None else None
+
+    def labels() -> Mapping[str, str]:
+        side = network.peek()
+        return side.membership.labels() if side is not None else {}
+
     return OperatorServicer(
-        lambda: ctx.store,
-        ctx.clock,
-        pipeline=ctx.import_pipeline,
-        sink=ctx.reputation_sink,
-        health=ctx.health,
-        node_id=ctx.identity.node_id,
-        network=network,
-        reputation=reputation,
-        quorum=lambda h: ctx.sharing.quorum.describe(h) if ctx.sharing is not None else "",
-        taint=lambda: ctx.sharing.taint if ctx.sharing is not None else None,
-        variables=lambda: learned_variables(ctx.store, ctx.learning),
-        labels=lambda: ctx.sharing.membership.labels() if ctx.sharing is not None else {},
+        store.get,
+        clock,
+        pipeline=serving_pipeline(store, network),
+        sink=book.peek,
+        health=health,
+        node_id=node_id,
+        network=snapshot,
+        reputation=table.peek,
+        quorum=quorum,
+        taint=taint,
+        variables=lambda: learned_variables(store.get(), learning),
+        labels=labels,
     )

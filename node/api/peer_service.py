@@ -26,7 +26,7 @@ and checks that ``nonce`` is the one it sent.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,12 +34,16 @@ import grpc
 import grpc.aio
 
 import lamarck
-from lamarck.errors import InvalidRecord, PolicyRejected, RegistryError, StoreUnavailable
-from lamarck.node.api.limits import RecordBudget, check_batch
+from lamarck.consensus.params import QuorumParams
+from lamarck.errors import InvalidRecord, PolicyRejected, RegistryError
+from lamarck.node.api.limits import PeerLimits, RecordBudget, check_batch
 from lamarck.node.api.peer_handlers import handle_publish, handle_request_vote, handle_sync
+from lamarck.node.api.ready import Provider
 from lamarck.node.peer_tls import connection_fingerprint
+from lamarck.node.store.port import LessonStore
 from lamarck.proto.canonical import canonical_bytes
-from lamarck.proto.identity import b64u_encode
+from lamarck.proto.clock import Clock
+from lamarck.proto.identity import NodeIdentity, b64u_encode
 from lamarck.proto.keys import KEYS_DIR
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
@@ -47,7 +51,6 @@ from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
 
 if TYPE_CHECKING:
     from lamarck.node.api.network_side import NetworkSide
-    from lamarck.node.api.server import NodeContext
 
 __all__ = [
     "NONCE_KIND",
@@ -70,7 +73,9 @@ NONCE_KIND: RecordKind = getattr(RecordKind, "nonce", RecordKind.registry_nonce)
 _ROTATION_FILE = re.compile(r"^rotation\.([1-9][0-9]*)\.json$")
 
 
-def make_nonce_proof(ctx: NodeContext, nonce: bytes) -> records_pb2.SignedRecord:
+def make_nonce_proof(
+    identity: NodeIdentity, clock: Clock, nonce: bytes
+) -> records_pb2.SignedRecord:
     """A signed nonce record proving this node holds its key (``InvalidRecord`` on a bad nonce)."""
     if not NONCE_MIN_BYTES <= len(nonce) <= NONCE_MAX_BYTES:
         raise InvalidRecord(
@@ -79,11 +84,11 @@ def make_nonce_proof(ctx: NodeContext, nonce: bytes) -> records_pb2.SignedRecord
         )
     record = {
         "kind": "nonce",
-        "node_id": ctx.identity.node_id,
+        "node_id": identity.node_id,
         "nonce": b64u_encode(nonce),
-        "created_at": format_ts(ctx.clock.now()),
+        "created_at": format_ts(clock.now()),
     }
-    signed = sign_object(NONCE_KIND, record, ctx.identity)
+    signed = sign_object(NONCE_KIND, record, identity)
     return records_pb2.SignedRecord(
         kind=records_pb2.RECORD_KIND_NONCE, canonical_json=canonical_bytes(signed)
     )
@@ -108,43 +113,59 @@ def rotation_records(home: Path) -> list[records_pb2.SignedRecord]:
 
 
 class PeerService(peer_pb2_grpc.PeerServiceServicer):
-    """The PeerService servicer; one instance per node, reading the node context."""
+    """The PeerService servicer; one instance per node.
 
-    def __init__(self, ctx: NodeContext) -> None:
-        self._ctx = ctx
+    ``sharing`` and ``store`` are read on each call: the daemon's raise
+    ``StoreUnavailable(reason="starting")`` until the node serves (``lamarck.node.api.ready``).
+    ``addresses`` are the ones peers reach this node at, preferred first (the advertised one,
+    then the bound ones); ``home`` holds the key rotation records.
+    """
+
+    def __init__(
+        self,
+        identity: NodeIdentity,
+        clock: Clock,
+        *,
+        limits: PeerLimits,
+        home: Path,
+        addresses: Sequence[str],
+        domains: Sequence[str],
+        sharing: Provider[NetworkSide],
+        store: Provider[LessonStore],
+        quorum: QuorumParams,
+        max_future_skew_s: float,
+    ) -> None:
+        self._identity = identity
+        self._clock = clock
         # The node's one set of peer limits (NodeParams, from the settings).
-        self._limits = ctx.peer_limits
-        self._records = RecordBudget(self._limits)
+        self._limits = limits
+        self._records = RecordBudget(limits)
+        self._addresses = list(addresses)
+        self._domains = list(domains)
+        self._sharing = sharing
+        self._store = store
+        # How this node votes when a peer asks (RequestVote), with the one clock-skew tolerance.
+        self._quorum = quorum
+        self._max_future_skew_s = max_future_skew_s
         # Rotations change only through `lamarck keys rotate`, which needs the node stopped.
-        self._rotations = rotation_records(ctx.home)
+        self._rotations = rotation_records(home)
 
     async def GetIdentity(
         self, request: peer_pb2.GetIdentityRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> peer_pb2.GetIdentityResponse:
         """Who this node is, with a proof of key possession when a nonce is given."""
-        ctx = self._ctx
         response = peer_pb2.GetIdentityResponse(
-            node_id=ctx.identity.node_id,
-            public_key=ctx.identity.public_key_bytes,
-            # The address peers reach it at first (the advertised one, when set).
-            addresses=[
-                *([ctx.settings.advertise_address] if ctx.settings.advertise_address else []),
-                *ctx.peer_addresses,
-            ],
+            node_id=self._identity.node_id,
+            public_key=self._identity.public_key_bytes,
+            addresses=self._addresses,
             version=lamarck.__version__,
             schema_versions=list(SCHEMA_VERSIONS),
-            domains=list(ctx.settings.domains),
+            domains=self._domains,
             key_rotations=self._rotations,
         )
         if request.nonce:
-            response.proof.CopyFrom(make_nonce_proof(ctx, request.nonce))
+            response.proof.CopyFrom(make_nonce_proof(self._identity, self._clock, request.nonce))
         return response
-
-    def _sharing(self) -> NetworkSide:
-        sharing = self._ctx.sharing
-        if sharing is None or not self._ctx.ready:
-            raise StoreUnavailable("sharing is starting or stopping", reason="starting")
-        return sharing
 
     async def Publish(
         self, request: peer_pb2.PublishRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -201,15 +222,14 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
             request.requester_node_id,
             connection_fingerprint(context),
         )
-        ctx = self._ctx
         return await handle_request_vote(
             request,
-            store=ctx.store,
-            identity=ctx.identity,
-            now=ctx.clock.now(),
+            store=self._store(),
+            identity=self._identity,
+            now=self._clock.now(),
             rng=sharing.rng,
-            params=ctx.quorum,
-            max_future_skew_s=ctx.max_future_skew_s,
+            params=self._quorum,
+            max_future_skew_s=self._max_future_skew_s,
         )
 
     async def GetReputation(

@@ -65,7 +65,7 @@ from lamarck.net import LOOPBACK_NAMES
 from lamarck.node.api.node_status import ReputationSource, status_rows
 from lamarck.node.api.operator_service import OperatorServicer
 from lamarck.node.api.quorum_view import parse_quorum
-from lamarck.node.api.server import Provider
+from lamarck.node.api.ready import Provider
 from lamarck.node.console import lesson_pages, pages
 from lamarck.node.console.activity_loader import load_activity
 from lamarck.node.console.assets import CONTENT_TYPES, asset

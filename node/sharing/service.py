@@ -32,9 +32,10 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from lamarck.consensus.voters import Candidate, NetworkView
+from lamarck.domain.embedder import Embedder
 from lamarck.errors import (
     DeliveryFailed,
     InvalidRecord,
@@ -48,12 +49,15 @@ from lamarck.node.api.node_status import CatchUpProgress, NetworkSnapshot
 from lamarck.node.api.peer_auth import PeerTokens
 from lamarck.node.api.peer_handlers import PublishDeps, handle_request_vote, shareable_records
 from lamarck.node.api.reputation import GlobalTrustBook, HasBook, recompute_global_trust
+from lamarck.node.config import NodeSettings
 from lamarck.node.gossip.outbox import Outbox
 from lamarck.node.importing.batch import PrimedEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.lessons.attested_support import AttestedSupportReader
+from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import NodeParams
+from lamarck.node.peer_tls import PeerTls
 from lamarck.node.periodic import Periodic, cancel_and_wait
 from lamarck.node.sharing.anti_entropy import AntiEntropy
 from lamarck.node.sharing.attestations import Attestations
@@ -75,15 +79,14 @@ from lamarck.node.sharing.taint import TaintSweeper
 from lamarck.node.store.attestations import attestations_for
 from lamarck.node.store.port import LessonStore
 from lamarck.policy.chain import build_policy
+from lamarck.proto.clock import Clock
+from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.tls import TlsMaterial
 from lamarck.proto.v1 import peer_pb2, records_pb2
 from lamarck.proto.vote import Vote
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import ReputationSink, ReputationView
 from lamarck.reputation.summaries import TrustSummaries
-
-if TYPE_CHECKING:
-    from lamarck.node.api.server import NodeContext
 
 __all__ = ["ReputationBook", "Sharing"]
 
@@ -118,19 +121,30 @@ class Sharing:
 
     def __init__(
         self,
-        ctx: NodeContext,
+        settings: NodeSettings,
+        identity: NodeIdentity,
+        clock: Clock,
+        embedder: Embedder,
         store: LessonStore,
+        lessons: LessonService,
         *,
         params: NodeParams,
         outbox: Outbox,
         reputation: ReputationBook,
         rng: random.Random,
+        peer_tls: PeerTls | None,
+        peer_address: str,
     ) -> None:
-        settings = ctx.settings
-        self._ctx = ctx
+        """``peer_tls`` is the peer port's mutual TLS (``None``: ``off-insecure``);
+        ``peer_address`` the address the peer server bound (registered unless the settings
+        advertise another)."""
+        self._settings = settings
         self._store = store
-        self._clock = ctx.clock
-        self._identity = ctx.identity
+        self._lessons = lessons
+        self._embedder = embedder
+        self._peer_tls = peer_tls
+        self._clock = clock
+        self._identity = identity
         self._node_params = params
         self.params = params.gossip
         self._rng = rng
@@ -138,7 +152,7 @@ class Sharing:
         self.band_of = band_reader(reputation, reputation.params)
         #: Our peer tokens (caller side); the callee side needs the registry's pins.
         # Bound to this node's TLS certificate: a token is good only on its connections.
-        tls = ctx.peer_tls
+        tls = peer_tls
         self.tokens = PeerTokens(
             self._identity,
             self._clock,
@@ -154,8 +168,7 @@ class Sharing:
             principals=params.principals,
             proofs=params.proofs,
             # Peers on other machines dial the advertised address, not the bound one.
-            address=settings.advertise_address
-            or (ctx.peer_addresses[0] if ctx.peer_addresses else ""),
+            address=settings.advertise_address or peer_address,
             tls=tls,
         )
         #: Quorum rounds and the certificates held, kept in the home (``quorum.py``).
@@ -194,7 +207,7 @@ class Sharing:
         self.view = StoreImportView(store, reputation, self._identity.node_id)
         #: The import decision's checks, built once from the node's params with its embedder
         #: (the autonomy filter's meaning check): the pipeline's and the publisher's.
-        self.import_policy = build_policy(params.importing, ctx.embedder)
+        self.import_policy = build_policy(params.importing, embedder)
         self.router = GossipRouter(self.params, self._identity.node_id)
         self.outbox = outbox
         #: The projects each peer declared it works on (team sharing).
@@ -244,7 +257,7 @@ class Sharing:
     async def start(self) -> None:
         """Connect the registry (degraded, not fatal, when unreachable), load the import
         indexes, register, and start the background loops."""
-        settings = self._ctx.settings
+        settings = self._settings
         await self.membership.connect()
         # Built with or without a registry: bundles and approvals enter by it too (without
         # pins a peer's record is refused, a bundle's held as unknown_signer).
@@ -253,13 +266,13 @@ class Sharing:
             view=self.view,
             pins=self.membership.directory,
             reputation=self.reputation,
-            embedder=self._ctx.embedder,
+            embedder=self._embedder,
             clock=self._clock,
             rng=self._rng,
             params=self._node_params.importing,
             policy=self.import_policy,
-            on_stored=self._ctx.lessons.contest_new,
-            on_expected=self._ctx.lessons.expect_imports,
+            on_stored=self._lessons.contest_new,
+            on_expected=self._lessons.expect_imports,
             certificates=CertificateChecker(
                 self.network_view, self._node_params.quorum, self.quorum
             ),
@@ -280,7 +293,7 @@ class Sharing:
             node_id=self._identity.node_id,
         )
         # Catch-up embeds a chunk ahead of the pipeline when the node's embedder allows it.
-        embedder = self._ctx.embedder
+        embedder = self._embedder
         primed = embedder if isinstance(embedder, PrimedEmbedder) else None
         self.anti_entropy = AntiEntropy(
             self._store,
@@ -386,7 +399,7 @@ class Sharing:
         """Serve, dial, bind tokens and register with new TLS material (after
         ``lamarck.proto.tls.rotate_tls``, e.g. with a key rotation): the next registry round
         registers the new certificate, and peers pin it at their next refresh."""
-        tls = self._ctx.peer_tls
+        tls = self._peer_tls
         if tls is None:
             return
         tls.rotate(material)
@@ -402,7 +415,7 @@ class Sharing:
     @property
     def incognito(self) -> bool:
         """Whether this node shares nothing: no publishing, no forwarding, empty Syncs."""
-        return self._ctx.settings.incognito
+        return self._settings.incognito
 
     @property
     def publish_deps(self) -> PublishDeps | None:

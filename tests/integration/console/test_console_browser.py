@@ -350,7 +350,7 @@ async def console() -> AsyncIterator[Console]:
         clock=clock,
         rng=random.Random(5),
     )
-    # The node's own table (daemon: ctx.reputation_table), tallies read from the store.
+    # The node's own table (the daemon publishes it once its book loaded), tallies from the store.
     reputation = NodeReputation(EventLog(book, log), tallies=lambda: store_tallies(store))
     operator = OperatorServicer(
         store,

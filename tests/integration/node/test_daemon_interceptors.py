@@ -20,19 +20,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from lamarck.errors import NotFound
 from lamarck.node.api.peer_service import PeerService
-from lamarck.node.api.server import (
-    NodeContext,
-    NodeServers,
-    UnimplementedAgentService,
-    build_servers,
-)
-from lamarck.node.config import load_settings
-from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.params import node_params
-from lamarck.node.startup import node_context
+from lamarck.node.api.server import NodeServers
+from lamarck.node.config import NodeSettings, load_settings
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc
+from tests.factories import serve_node
 
 pytestmark = pytest.mark.integration
 
@@ -40,8 +33,8 @@ pytestmark = pytest.mark.integration
 class ScriptedPeerService(PeerService):
     """GetIdentity acts out its nonce: ``boom``, ``missing``, ``sleep:<s>``, else answers."""
 
-    def __init__(self, ctx: NodeContext) -> None:
-        super().__init__(ctx)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.finished = 0
         # Set when a call is inside the handler: tests await it instead of guessing a delay.
         self.entered = asyncio.Event()
@@ -57,39 +50,30 @@ class ScriptedPeerService(PeerService):
         if nonce.startswith("sleep:"):
             await asyncio.sleep(float(nonce.split(":", 1)[1]))
         self.finished += 1
-        return peer_pb2.GetIdentityResponse(node_id=self._ctx.identity.node_id)
+        return peer_pb2.GetIdentityResponse(node_id=self._identity.node_id)
 
 
-Started = tuple[NodeServers, ScriptedPeerService, NodeContext]
+Started = tuple[NodeServers, ScriptedPeerService, NodeSettings]
 
 
 @pytest.fixture
 async def start(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    """``await start(**settings)`` → (servers, servicer, ctx); all stopped at teardown."""
+    """``await start(**settings)`` → (servers, servicer, settings); all stopped at teardown."""
     running: list[NodeServers] = []
 
     async def _start(**flags: Any) -> Started:
         given = {"listen": "127.0.0.1:0", "agent_listen": "127.0.0.1:0", **flags}
         settings = load_settings(home=tmp_path, **given)
-        ctx = node_context(
-            settings=settings,
+        served = await serve_node(
+            settings,
             identity=NodeIdentity.generate(),
             clock=SystemClock(),
-            embedder=HashingEmbedder(),
-            params=node_params(settings),
             operator_token="operator-secret",
+            peer_kind=ScriptedPeerService,
         )
-        made: list[ScriptedPeerService] = []
-
-        def factory(c: NodeContext) -> ScriptedPeerService:
-            made.append(ScriptedPeerService(c))
-            return made[0]
-
-        servers = await build_servers(
-            ctx, peer_factory=factory, agent_factory=lambda c: UnimplementedAgentService()
-        )
-        running.append(servers)
-        return servers, made[0], ctx
+        running.append(served.servers)
+        assert isinstance(served.peer, ScriptedPeerService)
+        return served.servers, served.peer, settings
 
     yield _start
     for servers in running:
@@ -199,9 +183,10 @@ async def test_messages_over_the_size_cap_are_refused(start: Any) -> None:
 
 async def test_the_agent_api_can_listen_on_a_unix_socket(start: Any, tmp_path: Path) -> None:
     socket = tmp_path / "agent.sock"
-    servers, _, ctx = await start(agent_listen=f"unix:{socket}")
-    assert servers.agent_address == ctx.agent_address == f"unix:{socket}"
-    assert ctx.settings.agent_is_local and ctx.agent_token is None
+    servers, _, settings = await start(agent_listen=f"unix:{socket}")
+    assert servers.agent_address == f"unix:{socket}"
+    # A local agent API needs no agent token (the node makes none).
+    assert settings.agent_is_local
     async with grpc.aio.insecure_channel(servers.agent_address) as channel:
         reply = await health_pb2_grpc.HealthStub(channel).Check(
             health_pb2.HealthCheckRequest(), timeout=5

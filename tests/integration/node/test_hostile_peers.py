@@ -26,20 +26,13 @@ from grpc_health.v1 import health_pb2
 
 from lamarck.node.api.interceptors import ErrorInterceptor, PeerLimitInterceptor
 from lamarck.node.api.limits import PeerLimits
-from lamarck.node.api.peer_service import PeerService
-from lamarck.node.api.server import (
-    NodeServers,
-    UnimplementedAgentService,
-    build_servers,
-)
+from lamarck.node.api.server import NodeServers
 from lamarck.node.api.status import reason_from_rpc_error
 from lamarck.node.config import load_settings
-from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.params import node_params
-from lamarck.node.startup import node_context
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.v1 import agent_pb2, operator_pb2, peer_pb2, peer_pb2_grpc, records_pb2
+from tests.factories import peer_service, serve_node
 
 pytestmark = pytest.mark.integration
 
@@ -148,14 +141,6 @@ class _Sharing:
         return claimed
 
 
-@dataclass
-class _Ctx:
-    home: Path
-    sharing: _Sharing
-    peer_limits: PeerLimits
-    ready: bool = True
-
-
 def _batch(n: int) -> peer_pb2.PublishRequest:
     record = records_pb2.SignedRecord(kind=records_pb2.RECORD_KIND_MEMORY, canonical_json=b"{}")
     return peer_pb2.PublishRequest(records=[record] * n, sender_node_id="lmk1" + "b" * 32)
@@ -175,7 +160,7 @@ async def test_a_publish_above_the_batch_cap_is_resource_exhausted_before_any_wo
 ) -> None:
     sharing = _Sharing()
     limits = PeerLimits(publish_max_records=256)
-    servicer = PeerService(_Ctx(tmp_path, sharing, limits))  # type: ignore[arg-type]
+    servicer = peer_service(tmp_path, sharing, limits=limits)
     server, address = await _serve(servicer, [ErrorInterceptor()])
     try:
         refused = await _publish(address, _batch(1000))
@@ -194,7 +179,7 @@ async def test_one_sender_cannot_make_the_node_import_beyond_its_records_per_sec
 ) -> None:
     sharing = _Sharing()
     limits = PeerLimits(publish_max_records=256, records_per_s=10.0, records_burst=1024)
-    servicer = PeerService(_Ctx(tmp_path, sharing, limits))  # type: ignore[arg-type]
+    servicer = peer_service(tmp_path, sharing, limits=limits)
     servicer._records._clock = _FrozenClock()  # no refill within the test
     server, address = await _serve(servicer, [ErrorInterceptor()])
     try:
@@ -215,19 +200,14 @@ async def test_one_sender_cannot_make_the_node_import_beyond_its_records_per_sec
 async def node_servers(tmp_path: Path) -> AsyncIterator[NodeServers]:
     """The node's two real servers (every interceptor), before the store is ready."""
     settings = load_settings(home=tmp_path, listen="127.0.0.1:0", agent_listen="127.0.0.1:0")
-    ctx = node_context(
-        settings=settings,
-        identity=NodeIdentity.generate(),
-        clock=SystemClock(),
-        embedder=HashingEmbedder(),
-        params=node_params(settings),
-        operator_token="operator-secret",
-    )
-    servers = await build_servers(
-        ctx,
-        peer_factory=PeerService,
-        agent_factory=lambda c: UnimplementedAgentService(),
-    )
+    servers = (
+        await serve_node(
+            settings,
+            identity=NodeIdentity.generate(),
+            clock=SystemClock(),
+            operator_token="operator-secret",
+        )
+    ).servers
     try:
         yield servers
     finally:

@@ -10,18 +10,21 @@ import pytest
 
 from lamarck.errors import ConfigError
 from lamarck.learning.params import LearningParams
+from lamarck.node.api.agent_service import make_agent_servicer
+from lamarck.node.api.network_side import NetworkSide
+from lamarck.node.api.ready import Ready
 from lamarck.node.config import load_settings
 from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
-from lamarck.node.startup import node_context
 from lamarck.node.store.memory import InMemoryLessonStore
+from lamarck.node.store.port import LessonStore
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 from lamarck.registry.rules import PinReason, pin_decision
 from lamarck.reputation.events import EventKind, ReputationEvent
-from lamarck.reputation.port import InMemoryReputation
+from lamarck.reputation.port import InMemoryReputation, ReputationSink
 from lamarck.reputation.transfer import TransferParams
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
@@ -54,29 +57,36 @@ async def test_a_reality_event_before_sharing_starts_lands_in_the_book(tmp_path:
     settings = load_settings(home=tmp_path)
     params = node_params(settings)
     clock = FixedClock(NOW)
-    ctx = node_context(
-        settings=settings,
-        identity=NodeIdentity.generate(),
-        clock=clock,
-        embedder=HashingEmbedder(dim=16),
-        params=params,
+    # The parts the daemon publishes once its store is ready, the book among them.
+    store_ready = Ready[LessonStore]("the node")
+    lessons_ready = Ready[LessonService]("the node")
+    network = Ready[NetworkSide]("sharing")
+    book_ready = Ready[ReputationSink]("the reputation book")
+    servicer = make_agent_servicer(
+        NodeIdentity.generate(),
+        clock,
+        HashingEmbedder(dim=16),
+        store=store_ready,
+        lessons=lessons_ready,
+        network=network,
+        book=book_ready,
     )
     book = InMemoryReputation(params.reputation, clock)
     store = InMemoryLessonStore(dim=16)
-    ctx.set_ready(
-        store,
+    book_ready.set(book)
+    lessons_ready.set(
         LessonService(
             store, HashingEmbedder(dim=16), clock, LearningParams(), transfer=TransferParams()
-        ),
-        book,
+        )
     )
-    assert ctx.sharing is None  # the network side has not started
-    sink = ctx.reputation_sink()
+    store_ready.set(store)
+    assert network.peek() is None  # the network side has not started
+    sink = servicer._sink()
     assert sink is book
     source = NodeIdentity.generate().node_id
-    before = ctx.reputation_score(source)
+    before = book.score(source)
     sink.emit(ReputationEvent(kind=EventKind.LESSON_CONFIRMED, node_id=source, at=NOW))
-    assert ctx.reputation_score(source) > before
+    assert book.score(source) > before
 
 
 def test_the_pin_decision_names_each_refusal() -> None:

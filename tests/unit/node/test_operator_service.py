@@ -41,22 +41,16 @@ from lamarck.errors import (
 from lamarck.learning.params import LearningParams
 from lamarck.node.api.interceptors import ErrorInterceptor
 from lamarck.node.api.operator_service import OperatorServicer
-from lamarck.node.api.peer_service import PeerService
 from lamarck.node.api.server import (
     AGENT_SERVICE,
     OPERATOR_SERVICE,
-    NodeContext,
     NodeServers,
-    UnimplementedAgentService,
-    build_servers,
 )
 from lamarck.node.config import load_settings
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
 from lamarck.node.importing.versions import imported_row
 from lamarck.node.importing.view import StoreImportView
 from lamarck.node.lessons.service import LessonService
-from lamarck.node.params import node_params
-from lamarck.node.startup import node_context
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.operator import AsyncOperatorClient
 from lamarck.policy.decision import ImportParams
@@ -72,7 +66,7 @@ from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.transfer import TransferParams
-from tests.factories import held_row
+from tests.factories import ServedNode, held_row, serve_node
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SOURCE_KEY = NodeIdentity.from_seed(bytes([7]) * 32)
@@ -724,34 +718,30 @@ AGENT_TOKEN = "agent-secret"
 
 
 @pytest.fixture
-async def wired(tmp_path: Path) -> AsyncIterator[tuple[NodeServers, NodeContext]]:
+async def wired(tmp_path: Path) -> AsyncIterator[tuple[NodeServers, ServedNode]]:
     """The node's real servers (every interceptor) with an agent and an operator token."""
     settings = load_settings(home=tmp_path, listen="127.0.0.1:0", agent_listen="127.0.0.1:0")
     clock = FixedClock(NOW + timedelta(hours=1))
-    ctx = node_context(
-        settings=settings,
+    served = await serve_node(
+        settings,
         identity=OTHER_KEY,
         clock=clock,
-        embedder=TinyEmbedder(),
-        params=node_params(settings),
         agent_token=AGENT_TOKEN,
         operator_token=OPERATOR_TOKEN,
     )
-    servers = await build_servers(
-        ctx, peer_factory=PeerService, agent_factory=lambda c: UnimplementedAgentService()
-    )
     try:
-        yield servers, ctx
+        yield served.servers, served
     finally:
-        await servers.stop(0)
+        await served.servers.stop(0)
 
 
-def _ready(ctx: NodeContext) -> InMemoryLessonStore:
+def _ready(served: ServedNode) -> InMemoryLessonStore:
+    """Publish a store, its lesson service and a network side with a pipeline, as the daemon
+    does once started."""
     store = InMemoryLessonStore(dim=TinyEmbedder.dim)
-    clock = ctx.clock
-    ctx.sharing = SimpleNamespace(pipeline=pipeline_for(store, clock))  # type: ignore[assignment]
-    ctx.set_ready(
-        store,
+    clock = served.clock
+    served.network.set(SimpleNamespace(pipeline=pipeline_for(store, clock)))  # type: ignore[arg-type]
+    served.lessons.set(
         LessonService(
             store,
             TinyEmbedder(),
@@ -759,13 +749,14 @@ def _ready(ctx: NodeContext) -> InMemoryLessonStore:
             LearningParams(),
             rng=random.Random(1),
             transfer=TransferParams(),
-        ),
+        )
     )
+    served.store.set(store)
     return store
 
 
 async def test_the_node_serves_the_operator_desk_on_its_agent_server(
-    wired: tuple[NodeServers, NodeContext],
+    wired: tuple[NodeServers, ServedNode],
 ) -> None:
     servers, ctx = wired
     client = AsyncOperatorClient(servers.agent_address, token=OPERATOR_TOKEN, timeout=10.0)
@@ -790,7 +781,7 @@ async def test_the_node_serves_the_operator_desk_on_its_agent_server(
 
 @pytest.mark.parametrize("token", [AGENT_TOKEN, None, "guess"])
 async def test_the_agent_token_cannot_approve_quarantine(
-    wired: tuple[NodeServers, NodeContext], token: str | None
+    wired: tuple[NodeServers, ServedNode], token: str | None
 ) -> None:
     # An agent (its token, or no token at all on loopback) asking an operator action is
     # refused PERMISSION_DENIED with a reason, and nothing changes.
@@ -819,7 +810,7 @@ async def test_the_agent_token_cannot_approve_quarantine(
 
 
 async def test_the_operator_token_is_not_an_agents_credential(
-    wired: tuple[NodeServers, NodeContext],
+    wired: tuple[NodeServers, ServedNode],
 ) -> None:
     servers, _ = wired
     async with grpc.aio.insecure_channel(servers.agent_address) as channel:

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from lamarck.errors import PolicyRejected, Unauthenticated
-from lamarck.node.api.limits import PeerLimits
 from lamarck.node.api.peer_service import PeerService
 from lamarck.proto.v1 import peer_pb2
+from tests.factories import peer_service
 
 ASKER = "lmk1" + "a" * 32
 
@@ -37,13 +37,7 @@ class _Sharing:
 
 
 def _service(sharing: _Sharing, home: Path) -> PeerService:
-    ctx = SimpleNamespace(
-        peer_limits=PeerLimits(),
-        home=home,
-        sharing=sharing,
-        ready=True,
-    )
-    return PeerService(ctx)  # type: ignore[arg-type]
+    return peer_service(home, sharing)
 
 
 class _Context:
