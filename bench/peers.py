@@ -111,6 +111,7 @@ from lamarck.client import AsyncClient
 from lamarck.domain.embedder import Vectors
 from lamarck.domain.rows import Category, LessonFilter, LessonRow, LessonStatus, RelevanceFloor
 from lamarck.fleet.launcher import NodeProcess
+from lamarck.learning.knowledge_params import ConsolidationParams
 from lamarck.learning.params import LessonParams
 from lamarck.node.embedding import make_embedder
 from lamarck.node.minilm_onnx import OnnxParams
@@ -442,6 +443,42 @@ def _quality(
     return (got / total if total else 1.0), hits / len(found)
 
 
+def _misses(
+    found: list[list[str]],
+    index_of: dict[str, int],
+    exact_idx: np.ndarray,
+    exact_sim: np.ndarray,
+    floors: list[float],
+    corpus: Vectors,
+    near: float,
+) -> dict[str, float]:
+    """Why lessons of the exact top-5 (above the relevance rule) were not returned: a
+    near-duplicate of a returned lesson (cosine >= ``near``: the node shows each group of
+    near-duplicates once), in a recall that returned fewer than 5 (the prompt's token budget
+    or the rule cut it), or ranked out by the re-rank (confidence, context, idle time)."""
+    missed = duplicate = short = 0
+    for qi, texts in enumerate(found):
+        ids = [index_of[t] for t in texts if t in index_of]
+        truth = [
+            int(j) for j, sim in zip(exact_idx[qi], exact_sim[qi], strict=True) if sim >= floors[qi]
+        ]
+        for j in truth:
+            if j in ids:
+                continue
+            missed += 1
+            if ids and float(np.max(corpus[ids] @ corpus[j])) >= near:
+                duplicate += 1
+            elif len(ids) < K:
+                short += 1
+    return {
+        "lamarck_missed": float(missed),
+        "lamarck_missed_near_duplicate": float(duplicate),
+        "lamarck_missed_short_recall": float(short),
+        "lamarck_missed_ranked_out": float(missed - duplicate - short),
+        "lamarck_short_recalls": float(sum(1 for texts in found if len(texts) < K)),
+    }
+
+
 async def _ann_quality(dsn: str, queries: Vectors) -> float:
     """The raw index against exact search over the vectors the node stored: the share of the
     exact top-5 ids among ``PostgresLessonStore.search``'s top-5 (no floor, no re-rank)."""
@@ -623,6 +660,16 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                 figures["lamarck_recall_at_5"] = round(recall5, 4)
                 figures["lamarck_recall_at_5_no_floor"] = round(raw5, 4)
                 figures["lamarck_hit_rate"] = round(hit, 4)
+                near = ConsolidationParams().min_similarity
+                figures.update(
+                    _misses(found, index_of, exact_idx, exact_sim, floors, corpus_v, near)
+                )
+                _log(
+                    "  lamarck misses: {lamarck_missed:g} ({lamarck_missed_near_duplicate:g} "
+                    "near-duplicates of a returned lesson, {lamarck_missed_short_recall:g} in "
+                    "recalls returning fewer than 5, {lamarck_missed_ranked_out:g} ranked out); "
+                    "{lamarck_short_recalls:g} recalls returned fewer than 5".format(**figures)
+                )
                 figures["ann_recall_at_5"] = round(await _ann_quality(dsn, query_v), 4)
                 phase("lamarck quality measured")
                 figures.update(await _store_search(dsn, query_v))
