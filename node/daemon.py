@@ -350,6 +350,7 @@ class Node:
             topics=await asyncio.to_thread(
                 authority_prototypes, embedder, embedder.name, params.learning.influence
             ),
+            own_id=identity.node_id,
         )
         # The reputation book is loaded before the node serves: a reality event from the
         # first outcome goes into it even while the network side is still starting.

@@ -101,9 +101,11 @@ class LessonService:
         max_future_skew_s: float = DEFAULT_MAX_FUTURE_SKEW_S,
         support: SupportReader | None = None,
         topics: AuthorityPrototypes | None = None,
+        own_id: str = "",
     ) -> None:
         """``support`` reads each lesson's independent support (none: ``NoSupportReader``);
-        ``topics`` is the authority topic in the embedder's space (None: the lexicon alone)."""
+        ``topics`` is the authority topic in the embedder's space (None: the lexicon alone);
+        ``own_id`` is this node's id (a copy of a record it signed is its own lesson)."""
         self._core = LessonCore(
             store,
             embedder,
@@ -116,7 +118,7 @@ class LessonService:
         # An outcome dated beyond the skew is refused: its lesson's evidence would be
         # future-dated, and every peer would refuse the record and blame this node.
         self._outcomes = OutcomeLearning(self._core, max_future_skew_s=max_future_skew_s)
-        self._recall = Recall(self._core, support, topics)
+        self._recall = Recall(self._core, support, topics, own_id=own_id)
         self._editing = LessonEditing(self._core)
         self._maintenance = Maintenance(self._core)
         self._situations = Situations(self._core)

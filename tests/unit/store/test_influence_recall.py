@@ -64,7 +64,9 @@ def two_principals() -> Support:
 class Node:
     """A lesson service over an in-memory store, its support read from ``FakeSupport``."""
 
-    def __init__(self, share: float = 0.25, seed: int = 3, gate: bool = True) -> None:
+    def __init__(
+        self, share: float = 0.25, seed: int = 3, gate: bool = True, own_id: str = ""
+    ) -> None:
         self.store = InMemoryLessonStore(dim=DIM)
         self.embedder = HashingEmbedder(dim=DIM)
         self.support = FakeSupport()
@@ -79,6 +81,7 @@ class Node:
             rng=random.Random(seed),
             support=self.support,
             transfer=TransferParams(),
+            own_id=own_id,
         )
         self._n = 0
 
@@ -160,6 +163,19 @@ def test_unverified_peer_lessons_enter_recall_labelled_and_bounded() -> None:
     # One draw per lesson per recall: each enters about a quarter of the prompts.
     for count in shown.values():
         assert 0.15 * recalls < count < 0.35 * recalls
+
+
+def test_a_copy_of_a_record_this_node_signed_is_its_own_lesson_and_a_peers_is_not() -> None:
+    # A bundle this node exported, imported back (a restore): its own records are advice.
+    node = Node(own_id=OTHER_PEER)
+    mine = node.mechanical(HONEST, source=OTHER_PEER, confidence=0.65)
+    theirs = node.add(MALICIOUS[0], FAILING, source=PEER, confidence=0.7)
+    found = node.check(WORKING)
+    assert found is not None and found.lessons == (mine,)
+    assert found.evidence[mine.id].evidence_class is EvidenceClass.PROVEN_HERE
+    result = node.recall()
+    assert [r.id for r in result.lessons] == [mine.id]
+    assert result.evidence[theirs.id].evidence_class is EvidenceClass.UNVERIFIED
 
 
 def test_with_the_gate_off_unverified_and_authority_lessons_are_advice_as_before_it() -> None:
