@@ -55,8 +55,9 @@ class RegistryParams(BaseModel):
     deregister_timeout_s: float = Field(default=2.0)
     #: How long a node answers a principal lookup from what the registry said last (>= 0, at
     #: most heartbeat_interval_s; 0: every lookup asks the registry). Every recall showing an
-    #: imported lesson reads principals; a revocation this node learns empties the view.
-    principal_view_s: float = Field(default=5.0)
+    #: imported lesson reads principals; a revocation this node learns empties the view. A
+    #: node's composition root sets half its heartbeat.
+    principal_view_s: float = Field(default=0.0)
 
     @classmethod
     def load(cls, values: Mapping[str, Any]) -> RegistryParams:
