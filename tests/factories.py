@@ -3,7 +3,8 @@ and the publishable local lesson the sharing tests start from, ``publishable_les
 embedding (``unit_vector``), a quarantine row holding a signed record (``held_row``), an
 outcome record as the dict an agent sends (``kind: outcome``), with one ``pytest`` check that
 passed or failed, a node's keys (``identity``), the lesson record peers exchange as a wire
-dict (``memory_obj``) and signed by its source (``signed_record``), and a signed quorum vote
+dict (``memory_obj``) and signed by its source (``signed_record``; one of many told
+apart by number, ``numbered_record``), and a signed quorum vote
 on one (``signed_vote``). Every builder takes keyword overrides for any field; times are
 arguments (``T0`` unless given), and ids and keys come from numbers, the same every run."""
 
@@ -181,12 +182,14 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 def memory_obj(
     *,
     created: datetime = T0 - timedelta(days=3),
+    evidence_at: datetime | None = None,
     outcome_id: str = uid(7),
     **over: Any,
 ) -> dict[str, Any]:
     """A wire-shaped v2 memory record (unsigned): an active, public lesson about
     ``deploy.restart`` (domain ``deploy``, confidence 0.7) made ``created``, its one piece of
-    evidence reality's verdict on ``outcome_id`` at that time. ``over`` deep-merges: a dict
+    evidence reality's verdict on ``outcome_id`` at ``evidence_at`` (when it was made unless
+    given). ``over`` deep-merges: a dict
     merges into the field's dict (``lesson={"operation": ...}`` keeps scope and status), any
     other value replaces it, and a ``"-key": None`` entry removes ``key`` at that level."""
     stamp = format_ts(created)
@@ -208,7 +211,7 @@ def memory_obj(
             {
                 "type": "empirical",
                 "description": "migration ran, service healthy",
-                "timestamp": stamp,
+                "timestamp": format_ts(evidence_at or created),
                 "validator": "reality",
                 "outcome_id": outcome_id,
             }
@@ -225,6 +228,20 @@ def signed_record(by: NodeIdentity, **over: Any) -> SignedMemory:
     obj = memory_obj(**over)
     obj["provenance"]["source_agent_id"] = by.node_id
     return SignedMemory.sign(MemoryV2.from_obj(obj), by)
+
+
+def numbered_record(n: int, by: NodeIdentity, **over: Any) -> SignedMemory:
+    """Record ``n`` signed by ``by``, one of many a test tells apart by number: id ``uid(n)``,
+    a content naming ``n``, a confident claim (0.95), its evidence outcome ``uid(1000 + n)``;
+    ``over`` as in ``memory_obj``."""
+    fields: dict[str, Any] = dict(
+        id=uid(n),
+        content=f"Run database migrations before restarting api service {n}.",
+        confidence=0.95,
+        confidence_interval={"mean": 0.95},
+        outcome_id=uid(1000 + n),
+    )
+    return signed_record(by, **{**fields, **over})
 
 
 def signed_vote(
