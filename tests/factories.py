@@ -11,6 +11,7 @@ arguments (``T0`` unless given), and ids and keys come from numbers, the same ev
 from __future__ import annotations
 
 import copy
+import random
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from lamarck.consensus.attestation import Attestation, make_attestation
 from lamarck.consensus.votes import Verdict
 from lamarck.domain.rows import LessonRow, LessonStatus, QuarantineRow
 from lamarck.proto.identity import NodeIdentity
@@ -273,3 +275,25 @@ def signed_vote(
         **over,
     }
     return Vote.from_obj(sign_object(RecordKind.vote, obj, by))
+
+
+def attestation(
+    by: NodeIdentity,
+    memory_hash: str,
+    confirmed: bool = True,
+    *,
+    at: datetime = T0,
+    outcome: str = "ee" * 32,
+    seed: int | str = 0,
+) -> Attestation:
+    """``by``'s signed attestation, made ``at``, that its outcome (digest ``outcome``)
+    confirmed (or contradicted) the lesson version ``memory_hash``; ``seed`` seeds the
+    ``random.Random`` its id is drawn from."""
+    return make_attestation(
+        identity=by,
+        memory_hash=memory_hash,
+        confirmed=confirmed,
+        outcome=outcome,
+        now=at,
+        rng=random.Random(seed),
+    )
