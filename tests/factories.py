@@ -3,10 +3,11 @@ and the publishable local lesson the sharing tests start from, ``publishable_les
 embedding (``unit_vector``), a quarantine row holding a signed record (``held_row``), an
 outcome record as the dict an agent sends (``kind: outcome``), with one ``pytest`` check that
 passed or failed, a node's keys (``identity``), the lesson record peers exchange as a wire
-dict (``memory_obj``) and signed by its source (``signed_record``; one of many told
-apart by number, ``numbered_record``), and a signed quorum vote
-on one (``signed_vote``). Every builder takes keyword overrides for any field; times are
-arguments (``T0`` unless given), and ids and keys come from numbers, the same every run."""
+dict (``memory_obj``) and signed by its source (``signed_record``; one of many told apart by
+number, ``numbered_record``), and the signed vote (``signed_vote``) and attestation
+(``attestation``) peers send about one. Every builder takes keyword overrides for any field;
+times are arguments (``T0`` unless given), and ids and keys come from numbers or seeds, the
+same every run."""
 
 from __future__ import annotations
 
