@@ -4,7 +4,6 @@ times and vectors, and the rows the filter tests select among."""
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,10 +20,7 @@ from lamarck.domain.rows import (
 )
 from lamarck.node.store.port import LessonStore
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.memory import MemoryV2
-from lamarck.proto.signed import SignedMemory
-from lamarck.proto.timefmt import format_ts
-from tests.factories import lesson_row
+from tests.factories import lesson_row, numbered_record
 
 # The dimension the conftest migrates its template database with (conftest.DIM).
 DIM = 8
@@ -149,35 +145,16 @@ def quarantined(qid: str, digest: str, seconds: float = 0) -> QuarantineRow:
 
 
 def signed_record(n: int, content: str, signer: NodeIdentity, now: datetime, **over: Any) -> bytes:
-    """The bytes of a public lesson record number ``n`` (its id from ``n``) that ``signer``
-    signed two days before ``now``: operation ``deploy.step<n>``, domain ``deploy``,
-    environment ``staging``; ``over`` replaces top-level fields."""
-    created = format_ts(now - timedelta(days=2))
-    obj: dict[str, Any] = {
-        "schema_version": "2.0",
-        "id": str(uuid.UUID(int=n, version=4)),
-        "type": "AC",
-        "content": content,
-        "confidence": 0.7,
-        "access_level": "public",
-        "context": {"domain": "deploy", "environment": "staging", "tools": ["alembic"]},
-        "provenance": {
-            "source_agent_id": signer.node_id,
-            "source_type": "empirical",
-            "created_at": created,
-            "updated_at": created,
-        },
-        "evidence": [
-            {
-                "type": "empirical",
-                "description": "it worked",
-                "timestamp": created,
-                "validator": "reality",
-                "outcome_id": str(uuid.UUID(int=500 + n, version=4)),
-            }
-        ],
-        "lesson": {"operation": f"deploy.step{n}", "scope": "global", "status": "active"},
-        "confidence_interval": {"mean": 0.7, "std_dev": 0.1},
+    """The bytes of record ``n`` (``numbered_record``) saying ``content`` that ``signer``
+    signed two days before ``now``: confidence 0.7, operation ``deploy.step<n>``; ``over`` as
+    in ``memory_obj``."""
+    return numbered_record(
+        n,
+        signer,
+        content=content,
+        created=now - timedelta(days=2),
+        confidence=0.7,
+        confidence_interval={"mean": 0.7},
+        lesson={"operation": f"deploy.step{n}"},
         **over,
-    }
-    return SignedMemory.sign(MemoryV2.from_obj(obj), signer).raw
+    ).raw

@@ -8,12 +8,11 @@ builds it.
 from __future__ import annotations
 
 import asyncio
-import random
 from datetime import timedelta
 
 import pytest
 
-from lamarck.consensus.attestation import AttestationParams, attestation_bytes, make_attestation
+from lamarck.consensus.attestation import AttestationParams, attestation_bytes
 from lamarck.node.store.attestations import (
     AttestationRow,
     AttestationStore,
@@ -24,7 +23,11 @@ from lamarck.node.store.attestations import (
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.node.store.port import LessonStore
 from lamarck.proto.identity import NodeIdentity
-from tests.unit.consensus.consensus_helpers import IDS, NOW, OTHER_HASH, RECORD_HASH
+from tests.factories import T0, attestation, identity
+
+NOW = T0
+RECORD_HASH, OTHER_HASH = "ab" * 32, "cd" * 32
+IDS = tuple(identity(k + 1) for k in range(12))
 
 PARAMS = AttestationParams(max_age_days=30.0, max_attesters_per_lesson=3)
 
@@ -38,14 +41,7 @@ def row(
     seed: int = 0,
 ) -> AttestationRow:
     """``who``'s attestation on ``memory_hash`` made ``age`` before NOW, as a row."""
-    made = make_attestation(
-        identity=who,
-        memory_hash=memory_hash,
-        confirmed=confirmed,
-        outcome="ee" * 32,
-        now=NOW - age,
-        rng=random.Random(seed),
-    )
+    made = attestation(who, memory_hash, confirmed, at=NOW - age, seed=seed)
     return AttestationRow(attestation_bytes(made), made)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 import uuid
-from datetime import UTC, datetime
 
 from lamarck.domain.rows import LessonFilter
 from lamarck.node.embedding import HashingEmbedder
@@ -16,18 +15,18 @@ from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.port import LessonStore
 from lamarck.policy.decision import ImportOutcome, ImportParams
 from lamarck.proto.clock import FixedClock
-from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signed import SignedMemory
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from tests.contract.contract_factories import signed_record
+from tests.factories import T0, identity
 
 #: Embedding dimension of the contract suite's stores (conftest.DIM).
 DIM = 8
 
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-SOURCE = NodeIdentity.from_seed(b"\x21" * 32)
-SELF = NodeIdentity.from_seed(b"\x22" * 32)
+NOW = T0
+SOURCE = identity(0x21)
+SELF = identity(0x22)
 VIA = "lmk1" + "c" * 32
 
 

@@ -10,23 +10,21 @@ depend on the registry's state at the time).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from lamarck.domain.rows import LessonStatus, QuarantineRow, RejectionRow
 from lamarck.node.importing.pipeline import imported_row
 from lamarck.node.importing.view import HoldReason, StoreImportView
 from lamarck.node.store.port import LessonStore
 from lamarck.policy.filters import ImportView, KnownVersion, SourceStats
 from lamarck.proto.clock import FixedClock
-from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signed import SignedMemory
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from tests.contract.contract_factories import lesson, signed_record
+from tests.factories import T0, held_row, identity
 
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-SOURCE = NodeIdentity.from_seed(b"\x31" * 32)
-SELF = NodeIdentity.from_seed(b"\x32" * 32)
+NOW = T0
+SOURCE = identity(0x31)
+SELF = identity(0x32)
 CONTEXT = {"domain": "deploy", "environment": "staging"}
 
 
@@ -40,14 +38,7 @@ def _signed(n: int, content: str) -> SignedMemory:
 
 
 def _held(qid: str, signed: SignedMemory, *reasons: str) -> QuarantineRow:
-    return QuarantineRow(
-        id=qid,
-        content_hash=signed.content_hash,
-        source_node_id=SOURCE.node_id,
-        reasons=reasons,
-        received_at=NOW,
-        signed_record=signed.raw,
-    )
+    return held_row(qid, signed, received_at=NOW, reasons=reasons)
 
 
 async def test_a_stored_import_is_a_known_version_and_counts_in_its_sources_history(

@@ -18,10 +18,9 @@ import os
 import random
 import re
 import shutil
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -58,24 +57,21 @@ from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.policy.decision import ImportParams
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
-from lamarck.proto.signing import RecordKind, sign_object
-from lamarck.proto.timefmt import format_ts
 from lamarck.proto.vote import Vote
 from lamarck.reputation.book import ReputationBook, TrustConfig, table_rows
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
 from lamarck.reputation.table import ReputationRow, named_parts
-from tests.factories import held_row, lesson_row
+from tests.factories import T0, held_row, identity, lesson_row, numbered_record, signed_vote
 
 pytestmark = pytest.mark.integration
 
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-ME = NodeIdentity.from_seed(b"\x05" * 32)
+NOW = T0
+ME = identity(5)
 OPERATOR_TOKEN = "operator-" + "t" * 32
 LOGIN_CODE = "login-" + "c" * 32
-SOURCE = NodeIdentity.from_seed(b"\x07" * 32)
+SOURCE = identity(7)
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "console"
@@ -84,7 +80,7 @@ PEERS = {"lmk1alpha": 6, "lmk1bravo": 1, "lmk1charlie": 3}
 #: Human labels the registry would give: one peer's and this node's (the rest have none).
 LABELS = {"lmk1charlie": "node3", ME.node_id: "this-node"}
 #: Seven voters asked about the high-stakes record q4 (fixed keys).
-VOTERS = tuple(NodeIdentity.from_seed(bytes([40 + k]) * 32) for k in range(7))
+VOTERS = tuple(identity(40 + k) for k in range(7))
 #: What came back: three confirmations, one contradiction, and a forgery in voter 0's name.
 CAST = (
     (0, Verdict.VALIDATE),
@@ -112,35 +108,8 @@ class TinyEmbedder(Embedder):
 
 
 def signed(n: int) -> SignedMemory:
-    """Record ``n``: an active, evidenced lesson signed by SOURCE."""
-    created = format_ts(NOW - timedelta(days=3))
-    obj: dict[str, Any] = {
-        "schema_version": "2.0",
-        "id": str(uuid.UUID(int=n, version=4)),
-        "type": "AC",
-        "content": f"Run database migrations before restarting api service {n}.",
-        "confidence": 0.95,
-        "access_level": "public",
-        "context": {"domain": "deploy", "environment": "staging", "tools": ["alembic"]},
-        "provenance": {
-            "source_agent_id": SOURCE.node_id,
-            "source_type": "empirical",
-            "created_at": created,
-            "updated_at": created,
-        },
-        "evidence": [
-            {
-                "type": "empirical",
-                "description": "migration ran",
-                "timestamp": created,
-                "validator": "reality",
-                "outcome_id": str(uuid.UUID(int=1000 + n, version=4)),
-            }
-        ],
-        "lesson": {"operation": "deploy.restart", "scope": "global", "status": "active"},
-        "confidence_interval": {"mean": 0.95, "std_dev": 0.1},
-    }
-    return SignedMemory.sign(MemoryV2.from_obj(obj), SOURCE)
+    """Record ``n`` signed by SOURCE."""
+    return numbered_record(n, SOURCE)
 
 
 def held(n: int, reasons: tuple[str, ...] | None = None) -> QuarantineRow:
@@ -156,20 +125,16 @@ def held(n: int, reasons: tuple[str, ...] | None = None) -> QuarantineRow:
 
 
 def cast_vote(voter: NodeIdentity, verdict: Verdict, record: SignedMemory, n: int) -> Vote:
-    """``voter``'s signed vote on ``record``, naming an outcome of its own."""
-    obj: dict[str, Any] = {
-        "schema_version": "1.0",
-        "kind": "vote",
-        "id": str(uuid.UUID(int=5000 + n, version=4)),
-        "memory_id": record.memory.id,
-        "memory_hash": record.content_hash,
-        "voter_id": voter.node_id,
-        "verdict": verdict.value,
-        "confidence": 0.9,
-        "outcome_ids": [str(uuid.UUID(int=6000 + n, version=4))],
-        "created_at": format_ts(NOW - timedelta(seconds=30)),
-    }
-    return Vote.from_obj(sign_object(RecordKind.vote, obj, voter))
+    """``voter``'s signed vote on ``record`` (vote ``uid(5000 + n)``), naming an outcome of its
+    own."""
+    return signed_vote(
+        voter,
+        verdict,
+        memory_id=record.memory.id,
+        memory_hash=record.content_hash,
+        at=NOW - timedelta(seconds=30),
+        n=4000 + n,
+    )
 
 
 def quorum_round(ledger: QuorumLedger, record: SignedMemory) -> None:

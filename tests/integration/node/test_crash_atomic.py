@@ -33,11 +33,8 @@ from lamarck.client import Client, dial_address
 from lamarck.errors import LamarckError
 from lamarck.node.crashpoint import CRASH_AT_ENV
 from lamarck.operator import OperatorClient
-from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.signing import RecordKind, sign_object
-from lamarck.proto.timefmt import format_ts
-from tests.factories import outcome_obj
+from tests.factories import outcome_obj, signed_record
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -65,34 +62,15 @@ def _outcome(session: str, target: str, outcome_id: str) -> dict[str, Any]:
 
 def _foreign_bundle(identity: NodeIdentity) -> bytes:
     """One lesson signed by a key this node's registry does not know (held for review)."""
-    created = format_ts(datetime.now(UTC) - timedelta(days=1))
-    obj: dict[str, Any] = {
-        "schema_version": "2.0",
-        "id": str(uuid.uuid4()),
-        "type": "AC",
-        "content": "Run database migrations before restarting the api service.",
-        "confidence": 0.9,
-        "access_level": "public",
-        "context": {"domain": "deploy", "environment": "staging", "tools": ["alembic"]},
-        "provenance": {
-            "source_agent_id": identity.node_id,
-            "source_type": "empirical",
-            "created_at": created,
-            "updated_at": created,
-        },
-        "evidence": [
-            {
-                "type": "empirical",
-                "description": "migration ran, service healthy",
-                "timestamp": created,
-                "validator": "reality",
-                "outcome_id": str(uuid.uuid4()),
-            }
-        ],
-        "lesson": {"operation": "deploy.restart", "scope": "global", "status": "active"},
-        "confidence_interval": {"mean": 0.9, "std_dev": 0.1},
-    }
-    return canonical_bytes(sign_object(RecordKind.memory, obj, identity)) + b"\n"
+    signed = signed_record(
+        identity,
+        id=str(uuid.uuid4()),
+        created=datetime.now(UTC) - timedelta(days=1),
+        outcome_id=str(uuid.uuid4()),
+        confidence=0.9,
+        confidence_interval={"mean": 0.9},
+    )
+    return signed.raw + b"\n"
 
 
 def _serving(address: str) -> bool:

@@ -30,9 +30,7 @@ from lamarck.policy.decision import ImportOutcome, ImportParams
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import make_rotation
-from lamarck.proto.memory import MemoryV2
 from lamarck.proto.peer_auth import PeerAuthParams
-from lamarck.proto.signed import SignedMemory
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.proto.timefmt import format_ts
 from lamarck.registry.cache import CachedDirectory
@@ -56,6 +54,7 @@ from lamarck.registry.redis_directory import RedisPeerDirectory, connect_redis
 from lamarck.registry.rules import PinReason
 from lamarck.reputation.params import PrincipalParams, ReputationParams
 from lamarck.reputation.port import InMemoryReputation
+from tests.factories import signed_record
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -246,34 +245,8 @@ async def test_sybil_without_admission_is_refused_and_leaves_no_trace(
 
 def _lesson_by(who: NodeIdentity) -> bytes:
     """A well-formed, evidenced public lesson signed by ``who``."""
-    now = format_ts(CLOCK.now() - timedelta(minutes=5))
-    obj = {
-        "schema_version": "2.0",
-        "id": str(uuid.uuid4()),
-        "type": "AC",
-        "content": "Run database migrations before restarting the api service.",
-        "confidence": 0.7,
-        "access_level": "public",
-        "context": {"domain": "deploy", "environment": "staging", "tools": ["alembic"]},
-        "provenance": {
-            "source_agent_id": who.node_id,
-            "source_type": "empirical",
-            "created_at": now,
-            "updated_at": now,
-        },
-        "evidence": [
-            {
-                "type": "empirical",
-                "description": "migration ran, service healthy",
-                "timestamp": now,
-                "validator": "reality",
-                "outcome_id": str(uuid.uuid4()),
-            }
-        ],
-        "lesson": {"operation": "deploy.restart", "scope": "global", "status": "active"},
-        "confidence_interval": {"mean": 0.7, "std_dev": 0.1},
-    }
-    return SignedMemory.sign(MemoryV2.from_obj(obj), who).raw
+    made = CLOCK.now() - timedelta(minutes=5)
+    return signed_record(who, id=str(uuid.uuid4()), created=made, outcome_id=str(uuid.uuid4())).raw
 
 
 async def test_a_sybil_refused_admission_can_neither_call_peers_nor_get_a_record_in(

@@ -32,13 +32,11 @@ from lamarck.node.sharing import ENROLLMENT_FILE
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import KEYS_DIR, identity_path, init_keys, load_private_key
-from lamarck.proto.memory import MemoryV2
-from lamarck.proto.signed import SignedMemory
-from lamarck.proto.timefmt import format_ts
 from lamarck.registry.client import RegistryClient
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.records import sign_enrollment
 from lamarck.registry.redis_directory import RedisPeerDirectory
+from tests.factories import signed_record
 
 pytestmark = pytest.mark.integration
 
@@ -64,34 +62,15 @@ def _enrolled_home(home: Path) -> NodeIdentity:
 
 def _lesson(identity: NodeIdentity, op: str, signed_at: datetime) -> bytes:
     """A low-stakes lesson about ``op`` signed by ``identity`` at ``signed_at``."""
-    stamp = format_ts(signed_at)
-    obj = {
-        "schema_version": "2.0",
-        "id": str(uuid.uuid4()),
-        "type": "AC",
-        "content": f"Run {op.removeprefix('shell:')} before the build.",
-        "confidence": 0.7,
-        "access_level": "public",
-        "context": {"domain": "build", "environment": "ci"},
-        "provenance": {
-            "source_agent_id": identity.node_id,
-            "source_type": "empirical",
-            "created_at": stamp,
-            "updated_at": stamp,
-        },
-        "evidence": [
-            {
-                "type": "empirical",
-                "description": "ran it",
-                "timestamp": stamp,
-                "validator": "reality",
-                "outcome_id": str(uuid.uuid4()),
-            }
-        ],
-        "lesson": {"operation": op, "scope": "global", "status": "active"},
-        "confidence_interval": {"mean": 0.7, "std_dev": 0.1},
-    }
-    return SignedMemory.sign(MemoryV2.from_obj(obj), identity).raw
+    return signed_record(
+        identity,
+        id=str(uuid.uuid4()),
+        created=signed_at,
+        outcome_id=str(uuid.uuid4()),
+        content=f"Run {op.removeprefix('shell:')} before the build.",
+        context={"domain": "build", "environment": "ci", "-tools": None},
+        lesson={"operation": op},
+    ).raw
 
 
 def _directory(namespace: str) -> RedisPeerDirectory:

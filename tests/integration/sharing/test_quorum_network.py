@@ -44,10 +44,7 @@ from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import identity_path, init_keys, load_private_key
-from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
-from lamarck.proto.signing import RecordKind, sign_object
-from lamarck.proto.timefmt import format_ts
 from lamarck.proto.tls import make_tls
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
 from lamarck.registry.client import RegistryClient
@@ -59,6 +56,7 @@ from lamarck.registry.records import (
     sign_enrollment,
 )
 from lamarck.registry.redis_directory import RedisPeerDirectory
+from tests.factories import signed_record, signed_vote, uid
 
 pytestmark = pytest.mark.integration
 
@@ -71,19 +69,16 @@ DECISION_TIMEOUT_S = 120.0
 def _vote(
     signer: NodeIdentity, voter_id: str, memory: dict[str, Any], verdict: Verdict, n: int
 ) -> bytes:
-    obj = {
-        "schema_version": "1.0",
-        "kind": "vote",
-        "id": str(uuid.uuid4()),
-        "memory_id": memory["id"],
-        "memory_hash": memory["hash"],
-        "voter_id": signer.node_id,
-        "verdict": verdict.value,
-        "confidence": 1.0,
-        "outcome_ids": [str(uuid.UUID(int=n + 1, version=4))],
-        "created_at": format_ts(datetime.now(UTC)),
-    }
-    signed = sign_object(RecordKind.vote, obj, signer)
+    signed = signed_vote(
+        signer,
+        verdict,
+        memory_id=memory["id"],
+        memory_hash=memory["hash"],
+        at=datetime.now(UTC),
+        confidence=1.0,
+        id=str(uuid.uuid4()),
+        outcome_ids=[uid(n + 1)],
+    ).to_obj()
     # A forgery names someone else after signing: the signature no longer binds.
     signed["voter_id"] = voter_id
     return canonical_bytes(signed)
@@ -238,35 +233,15 @@ def _enrollment(operator: NodeIdentity, identity: NodeIdentity) -> EnrollmentTok
 
 def _signed_lesson(source_home: Path, op: str, content: str) -> bytes:
     """A security-domain (high-stakes) lesson signed with the source node's own key."""
-    identity = load_private_key(identity_path(source_home))
-    created = format_ts(datetime.now(UTC) - timedelta(minutes=1))
-    obj = {
-        "schema_version": "2.0",
-        "id": str(uuid.uuid4()),
-        "type": "AC",
-        "content": content,
-        "confidence": 0.7,
-        "access_level": "public",
-        "context": {"domain": "security", "environment": "prod"},
-        "provenance": {
-            "source_agent_id": identity.node_id,
-            "source_type": "empirical",
-            "created_at": created,
-            "updated_at": created,
-        },
-        "evidence": [
-            {
-                "type": "empirical",
-                "description": "ran it",
-                "timestamp": created,
-                "validator": "reality",
-                "outcome_id": str(uuid.uuid4()),
-            }
-        ],
-        "lesson": {"operation": op, "scope": "global", "status": "active"},
-        "confidence_interval": {"mean": 0.7, "std_dev": 0.1},
-    }
-    return SignedMemory.sign(MemoryV2.from_obj(obj), identity).raw
+    return signed_record(
+        load_private_key(identity_path(source_home)),
+        id=str(uuid.uuid4()),
+        created=datetime.now(UTC) - timedelta(minutes=1),
+        outcome_id=str(uuid.uuid4()),
+        content=content,
+        context={"domain": "security", "environment": "prod", "-tools": None},
+        lesson={"operation": op},
+    ).raw
 
 
 def _evidence(node: Any, op: str, passed: bool) -> None:

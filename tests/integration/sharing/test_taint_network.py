@@ -37,15 +37,14 @@ from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.keys import identity_path, init_keys, load_private_key, save_private_key
-from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
-from lamarck.proto.timefmt import format_ts
 from lamarck.registry.client import RegistryClient
 from lamarck.registry.params import AdmissionMode, RegistryParams
 from lamarck.registry.records import sign_endorsement, sign_enrollment
 from lamarck.registry.redis_directory import RedisPeerDirectory
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.scores import PeerBand
+from tests.factories import signed_record
 
 pytestmark = pytest.mark.integration
 
@@ -55,35 +54,15 @@ TAINT_TIMEOUT_S = 60.0
 
 def _lesson(home: Path, op: str, content: str) -> bytes:
     """A low-stakes lesson about ``op`` signed with the key of the node on ``home``."""
-    identity = load_private_key(identity_path(home))
-    created = format_ts(datetime.now(UTC) - timedelta(minutes=1))
-    obj = {
-        "schema_version": "2.0",
-        "id": str(uuid.uuid4()),
-        "type": "AC",
-        "content": content,
-        "confidence": 0.7,
-        "access_level": "public",
-        "context": {"domain": "build", "environment": "ci"},
-        "provenance": {
-            "source_agent_id": identity.node_id,
-            "source_type": "empirical",
-            "created_at": created,
-            "updated_at": created,
-        },
-        "evidence": [
-            {
-                "type": "empirical",
-                "description": "ran it",
-                "timestamp": created,
-                "validator": "reality",
-                "outcome_id": str(uuid.uuid4()),
-            }
-        ],
-        "lesson": {"operation": op, "scope": "global", "status": "active"},
-        "confidence_interval": {"mean": 0.7, "std_dev": 0.1},
-    }
-    return SignedMemory.sign(MemoryV2.from_obj(obj), identity).raw
+    return signed_record(
+        load_private_key(identity_path(home)),
+        id=str(uuid.uuid4()),
+        created=datetime.now(UTC) - timedelta(minutes=1),
+        outcome_id=str(uuid.uuid4()),
+        content=content,
+        context={"domain": "build", "environment": "ci", "-tools": None},
+        lesson={"operation": op},
+    ).raw
 
 
 def _row(node: Any, peer: str) -> Any:

@@ -14,11 +14,10 @@ import os
 import random
 import re
 import threading
-import uuid
 from collections.abc import Coroutine, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,17 +39,16 @@ from lamarck.policy.decision import ImportParams
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import operator_pb2_grpc
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
-from tests.factories import held_row
+from tests.factories import T0, held_row, identity, numbered_record
 
 T = TypeVar("T")
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-SOURCE_KEY = NodeIdentity.from_seed(bytes([7]) * 32)
+NOW = T0
+SOURCE_KEY = identity(7)
 runner = CliRunner()
 
 
@@ -71,36 +69,9 @@ class TinyEmbedder(Embedder):
         return out
 
 
-def signed(n: int, content: str | None = None) -> SignedMemory:
-    """Record ``n``: an active, evidenced lesson signed by SOURCE_KEY."""
-    created = format_ts(NOW - timedelta(days=3))
-    obj: dict[str, Any] = {
-        "schema_version": "2.0",
-        "id": str(uuid.UUID(int=n, version=4)),
-        "type": "AC",
-        "content": content or f"Run database migrations before restarting api service {n}.",
-        "confidence": 0.95,
-        "access_level": "public",
-        "context": {"domain": "deploy", "environment": "staging", "tools": ["alembic"]},
-        "provenance": {
-            "source_agent_id": SOURCE_KEY.node_id,
-            "source_type": "empirical",
-            "created_at": created,
-            "updated_at": created,
-        },
-        "evidence": [
-            {
-                "type": "empirical",
-                "description": "migration ran",
-                "timestamp": created,
-                "validator": "reality",
-                "outcome_id": str(uuid.UUID(int=1000 + n, version=4)),
-            }
-        ],
-        "lesson": {"operation": "deploy.restart", "scope": "global", "status": "active"},
-        "confidence_interval": {"mean": 0.95, "std_dev": 0.1},
-    }
-    return SignedMemory.sign(MemoryV2.from_obj(obj), SOURCE_KEY)
+def signed(n: int) -> SignedMemory:
+    """Record ``n`` signed by SOURCE_KEY."""
+    return numbered_record(n, SOURCE_KEY)
 
 
 def held(n: int, sm: SignedMemory | None = None) -> QuarantineRow:

@@ -1,32 +1,23 @@
-"""Shared builders for the consensus tests: identities, signed and forged votes, records."""
+"""What the consensus tests share: their identities and record, votes on it (from
+``tests.factories.signed_vote``), forged and tampered ones."""
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import datetime, timedelta
 
 from lamarck.consensus.votes import Verdict
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
-from lamarck.proto.signing import RecordKind, sign_object
-from lamarck.proto.timefmt import format_ts
 from lamarck.proto.vote import Vote
+from tests.factories import T0, identity, memory_obj, signed_vote, uid
 
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+NOW = T0
 RECORD_HASH = "ab" * 32
 OTHER_HASH = "cd" * 32
-MEMORY_ID = str(uuid.UUID(int=1, version=4))
+MEMORY_ID = uid(1)
 
 #: Twelve fixed identities: tests index into them.
-IDS: tuple[NodeIdentity, ...] = tuple(
-    NodeIdentity.from_seed(bytes([k + 1]) * 32) for k in range(12)
-)
-
-
-def uid(n: int) -> str:
-    """A deterministic uuid4 string."""
-    return str(uuid.UUID(int=n, version=4))
+IDS: tuple[NodeIdentity, ...] = tuple(identity(k + 1) for k in range(12))
 
 
 def vote(
@@ -38,20 +29,17 @@ def vote(
     n: int = 0,
     confidence: float = 0.9,
 ) -> Vote:
-    """A vote by ``who``, signed by ``who``; ``n`` varies its id (a second, distinct vote)."""
-    obj: dict[str, Any] = {
-        "schema_version": "1.0",
-        "kind": "vote",
-        "id": uid(1000 + n),
-        "memory_id": MEMORY_ID,
-        "memory_hash": record_hash,
-        "voter_id": who.node_id,
-        "verdict": verdict.value,
-        "confidence": confidence if verdict is not Verdict.ABSTAIN else 0.0,
-        "outcome_ids": [] if verdict is Verdict.ABSTAIN else [uid(2000 + n)],
-        "created_at": format_ts(at),
-    }
-    return Vote.from_obj(sign_object(RecordKind.vote, obj, who))
+    """A vote by ``who`` on MEMORY_ID, signed by ``who``; ``n`` varies its id (a second,
+    distinct vote)."""
+    return signed_vote(
+        who,
+        verdict,
+        memory_id=MEMORY_ID,
+        memory_hash=record_hash,
+        at=at,
+        n=n,
+        confidence=confidence,
+    )
 
 
 def forged(in_name_of: NodeIdentity, verdict: Verdict, *, by: NodeIdentity) -> Vote:
@@ -76,23 +64,16 @@ def record(
     tags: tuple[str, ...] = (),
     content: str = "",
 ) -> MemoryV2:
-    """A valid v2 lesson with the given claim, domain, tags and content."""
-    created = format_ts(NOW - timedelta(days=1))
-    return MemoryV2.from_obj(
-        {
-            "schema_version": "2.0",
-            "id": MEMORY_ID,
-            "type": "AC",
-            "content": content or "Run database migrations before restarting the api service.",
-            "confidence": confidence,
-            "context": {"domain": domain, "environment": "staging"},
-            "provenance": {
-                "source_agent_id": IDS[0].node_id,
-                "source_type": "empirical",
-                "created_at": created,
-                "updated_at": created,
-            },
-            "metadata": {"tags": list(tags)},
-            "confidence_interval": {"mean": confidence, "std_dev": 0.1},
-        }
+    """A valid v2 lesson (MEMORY_ID, by IDS[0], a day old) with the given claim, domain, tags
+    and content (``memory_obj``'s unless given)."""
+    obj = memory_obj(
+        id=MEMORY_ID,
+        created=NOW - timedelta(days=1),
+        confidence=confidence,
+        confidence_interval={"mean": confidence},
+        context={"domain": domain},
+        provenance={"source_agent_id": IDS[0].node_id},
+        metadata={"tags": list(tags)},
+        **({"content": content} if content else {}),
     )
+    return MemoryV2.from_obj(obj)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Mapping
 from datetime import timedelta
 
@@ -19,7 +18,6 @@ from lamarck.consensus.attestation import (
     count_support,
     created_at,
     equivocation_events,
-    make_attestation,
     outcome_digest,
     placement,
     verify_attestation,
@@ -30,6 +28,7 @@ from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.signing import RecordKind, sign_object
 from lamarck.reputation.events import EventKind
+from tests.factories import attestation
 from tests.unit.consensus.consensus_helpers import IDS, NOW, OTHER_HASH, RECORD_HASH
 
 PARAMS = AttestationParams(max_age_days=30.0, max_attesters_per_lesson=3)
@@ -45,14 +44,7 @@ def attest(
     seed: int = 0,
 ) -> Attestation:
     """``who``'s attestation on ``memory_hash``, made ``age`` before NOW."""
-    return make_attestation(
-        identity=who,
-        memory_hash=memory_hash,
-        confirmed=confirmed,
-        outcome=DIGEST,
-        now=NOW - age,
-        rng=random.Random(seed),
-    )
+    return attestation(who, memory_hash, confirmed, at=NOW - age, outcome=DIGEST, seed=seed)
 
 
 def test_a_made_attestation_verifies_and_names_the_outcome_by_digest_only() -> None:

@@ -30,14 +30,14 @@ from lamarck.policy.decision import ImportParams
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.memory import MemoryV2
-from lamarck.proto.signed import SignedMemory
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.scores import PeerBand
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "importing"))
-from importing_helpers import NOW, record_obj
+from importing_helpers import NOW
+
+from tests.factories import signed_record
 
 SOURCE = NodeIdentity.from_seed(b"\x71" * 32)
 SELF = NodeIdentity.from_seed(b"\x72" * 32)
@@ -97,13 +97,13 @@ class _Peer:
 def _raws(n: int) -> list[bytes]:
     out = []
     for i in range(n):
-        obj = record_obj(
+        signed = signed_record(
+            SOURCE,
             id=str(uuid.UUID(int=5000 + i, version=4)),
             content=f"Pin the resolver of service {i} before its nightly build.",
-            provenance={"source_agent_id": SOURCE.node_id},
             lesson={"operation": f"build.step{i}"},
         )
-        out.append(SignedMemory.sign(MemoryV2.from_obj(obj), SOURCE).raw)
+        out.append(signed.raw)
     return out
 
 

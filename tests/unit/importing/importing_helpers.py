@@ -1,13 +1,12 @@
-"""Shared builders for the import tests: valid ``MemoryV2`` records and a fake ``ImportView``."""
+"""What the import tests share: their constants, a parsed ``MemoryV2`` (``record``, from
+``tests.factories.memory_obj``) and a fake ``ImportView``."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from lamarck.policy.filters import (
@@ -20,15 +19,15 @@ from lamarck.policy.filters import (
 from lamarck.proto.memory import MemoryV2
 from lamarck.proto.timefmt import format_ts
 from lamarck.reputation.transfer import TrackRecord
+from tests.factories import T0, UNSIGNED_SOURCE, memory_obj
 
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+NOW = T0
 #: A source this node's outcomes judged right a thousand times: past probation.
 SEASONED = TrackRecord(confirmed=1000)
-SOURCE = "lmk1" + "a" * 32
+SOURCE = UNSIGNED_SOURCE
 SELF = "lmk1" + "b" * 32
 VIA = "lmk1" + "c" * 32
 OTHER = "lmk1" + "d" * 32
-RECORD_ID = "6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab"
 
 
 def ts(dt: datetime) -> str:
@@ -36,53 +35,9 @@ def ts(dt: datetime) -> str:
     return format_ts(dt)
 
 
-def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        elif value is None and key.startswith("-"):
-            out.pop(key[1:], None)
-        else:
-            out[key] = value
-    return out
-
-
-def record_obj(**over: Any) -> dict[str, Any]:
-    """A wire-shaped v2 memory dict: an active, evidenced, public lesson; ``over`` deep-merges."""
-    created = ts(NOW - timedelta(days=3))
-    base: dict[str, Any] = {
-        "schema_version": "2.0",
-        "id": RECORD_ID,
-        "type": "AC",
-        "content": "Run database migrations before restarting the api service.",
-        "confidence": 0.7,
-        "access_level": "public",
-        "context": {"domain": "deploy", "environment": "staging", "tools": ["alembic"]},
-        "provenance": {
-            "source_agent_id": SOURCE,
-            "source_type": "empirical",
-            "created_at": created,
-            "updated_at": created,
-        },
-        "evidence": [
-            {
-                "type": "empirical",
-                "description": "migration ran, service healthy",
-                "timestamp": created,
-                "validator": "reality",
-                "outcome_id": str(uuid.UUID(int=7, version=4)),
-            }
-        ],
-        "lesson": {"operation": "deploy.restart", "scope": "global", "status": "active"},
-        "confidence_interval": {"mean": 0.7, "std_dev": 0.1},
-    }
-    return _merge(base, over)
-
-
 def record(**over: Any) -> MemoryV2:
-    """A parsed, valid ``MemoryV2`` (see ``record_obj``)."""
-    return MemoryV2.from_obj(record_obj(**over))
+    """A parsed, valid ``MemoryV2`` (see ``tests.factories.memory_obj``)."""
+    return MemoryV2.from_obj(memory_obj(**over))
 
 
 def hash_of(rec: MemoryV2) -> str:

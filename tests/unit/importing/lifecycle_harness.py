@@ -21,7 +21,7 @@ from lamarck.reputation.transfer import TransferParams
 from tests.factories import outcome_obj
 
 DIM = 64
-OPERATION = "deploy.restart"  # the operation of importing_helpers.record_obj
+OPERATION = "deploy.restart"  # the operation of tests.factories.memory_obj
 BAD, GOOD, TARGET = "shell:pytest tests/", "shell:pytest", "the test suite"
 ALL = LessonFilter(statuses=None, limit=1000)
 

@@ -9,7 +9,7 @@ from collections.abc import Coroutine
 from datetime import datetime
 from typing import Any, TypeVar
 
-from importing_helpers import NOW, SEASONED, record_obj
+from importing_helpers import NOW, SEASONED
 
 from lamarck.domain.rows import LessonFilter
 from lamarck.node.embedding import HashingEmbedder
@@ -19,17 +19,16 @@ from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.policy.decision import ImportParams, ImportPolicy
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.memory import MemoryV2
-from lamarck.proto.signed import SignedMemory
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.transfer import TrackRecord
+from tests.factories import identity, signed_record
 
 T = TypeVar("T")
 
-SOURCE_KEY = NodeIdentity.from_seed(b"\x01" * 32)
-ATTACKER_KEY = NodeIdentity.from_seed(b"\x02" * 32)
-SELF_KEY = NodeIdentity.from_seed(b"\x03" * 32)
+SOURCE_KEY = identity(1)
+ATTACKER_KEY = identity(2)
+SELF_KEY = identity(3)
 SOURCE = SOURCE_KEY.node_id
 ATTACKER = ATTACKER_KEY.node_id
 SELF = SELF_KEY.node_id
@@ -138,8 +137,6 @@ class Harness:
         return sorted(lessons, key=lambda r: r.id), quarantine
 
 
-def signed_raw(identity: NodeIdentity = SOURCE_KEY, **over: Any) -> bytes:
-    """A record signed by ``identity`` (its source id set to the identity's)."""
-    obj = record_obj(**over)
-    obj["provenance"]["source_agent_id"] = identity.node_id
-    return SignedMemory.sign(MemoryV2.from_obj(obj), identity).raw
+def signed_raw(by: NodeIdentity = SOURCE_KEY, **over: Any) -> bytes:
+    """The bytes of ``signed_record`` by ``by`` (by default this harness's source)."""
+    return signed_record(by, **over).raw

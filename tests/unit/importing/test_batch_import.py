@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from importing_helpers import NOW, record_obj
+from importing_helpers import NOW
 
 from lamarck.domain.embedder import (
     Embedder,
@@ -44,6 +44,7 @@ from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
+from tests.factories import signed_record
 
 SOURCE_KEY = NodeIdentity.from_seed(b"\x61" * 32)
 SELF = NodeIdentity.from_seed(b"\x62" * 32).node_id
@@ -88,13 +89,13 @@ class CountingEmbedder(Embedder):
 def _raws(n: int, first: int = 0) -> list[bytes]:
     out = []
     for i in range(first, first + n):
-        obj = record_obj(
+        signed = signed_record(
+            SOURCE_KEY,
             id=str(uuid.UUID(int=1000 + i, version=4)),
             content=f"Run the migrations of service {i} before restarting its workers.",
-            provenance={"source_agent_id": SOURCE_KEY.node_id},
             lesson={"operation": f"deploy.step{i}"},
         )
-        out.append(SignedMemory.sign(MemoryV2.from_obj(obj), SOURCE_KEY).raw)
+        out.append(signed.raw)
     out.append(b'{"not": "a record"}')  # refused by the pipeline's own checks
     out.append(out[0])  # the same bytes again: a duplicate
     return out

@@ -8,7 +8,7 @@ import random
 import uuid
 from datetime import timedelta
 
-from importing_helpers import NOW, record, record_obj
+from importing_helpers import NOW, record
 
 from lamarck.domain.rows import LessonRow, LessonStatus
 from lamarck.node.embedding import HashingEmbedder
@@ -31,11 +31,9 @@ from lamarck.policy.decision import (
 from lamarck.policy.filters import EstablishedLesson
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.memory import MemoryV2
-from lamarck.proto.signed import SignedMemory
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
-from tests.factories import lesson_row
+from tests.factories import lesson_row, signed_record
 
 _EVENT = ReputationEvent(kind=EventKind.REJECTED, node_id="src", at=NOW)
 
@@ -166,11 +164,12 @@ def test_the_pipeline_does_what_apply_decision_says_on_the_same_decisions() -> N
 
     async def go() -> None:
         for i, (content, confidence) in enumerate(texts):
-            obj = record_obj(
-                id=str(uuid.UUID(int=500 + i, version=4)), content=content, confidence=confidence
+            signed = signed_record(
+                source,
+                id=str(uuid.UUID(int=500 + i, version=4)),
+                content=content,
+                confidence=confidence,
             )
-            obj["provenance"]["source_agent_id"] = source.node_id
-            signed = SignedMemory.sign(MemoryV2.from_obj(obj), source)
             incoming = Incoming(signed.memory, signed.content_hash, "lmk1" + "c" * 32)
             snapshot = view.snapshot(signed.memory, signed.content_hash, NOW)
             decision = decide_import(incoming, snapshot, params, NOW, pipeline.policy)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from importing_helpers import NOW, record_obj, ts
+from importing_helpers import NOW, ts
 from pipeline_harness import (
     ATTACKER,
     ATTACKER_KEY,
@@ -51,7 +51,7 @@ from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.transfer import TransferParams
-from tests.factories import lesson_row
+from tests.factories import RECORD_ID, lesson_row, memory_obj
 
 
 def imports(result: str, reason: str = "") -> float:
@@ -129,7 +129,7 @@ def test_accepted_record_is_stored_as_an_imported_lesson_with_local_embedding() 
         assert result.outcome is ImportOutcome.ACCEPT
         assert result.forward  # public, accepted, new
         row = await h.store.get_lesson(result.lesson_id or "")
-        assert row.id != record_obj()["id"]  # a local id
+        assert row.id != RECORD_ID  # a local id
         assert row.imported_from == SOURCE
         assert row.original_confidence == pytest.approx(0.7)
         assert row.signed_record == raw
@@ -416,8 +416,7 @@ def test_key_substitution_is_rejected() -> None:
         h = Harness()
         await _seed(h)
         # The attacker signs with its own key but names the victim as the source.
-        obj = record_obj()
-        obj["provenance"]["source_agent_id"] = SOURCE
+        obj = memory_obj(provenance={"source_agent_id": SOURCE})
         signed = sign_object(RecordKind.memory, obj, ATTACKER_KEY)
         await assert_rejected(
             h,

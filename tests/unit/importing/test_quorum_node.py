@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from importing_helpers import NOW, record_obj
+from importing_helpers import NOW
 
 from lamarck.consensus.certificate import QuorumCertificate, certificate_bytes, parse_certificate
 from lamarck.consensus.high_stakes import HighStakesRule
@@ -45,25 +44,23 @@ from lamarck.policy.decision import DecisionReason, ImportOutcome, ImportParams
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
-from lamarck.proto.signing import RecordKind, sign_object
-from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import peer_pb2, records_pb2
 from lamarck.proto.vote import Vote
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.scores import PeerBand
+from tests.factories import identity, signed_record, signed_vote, uid
 
 T = TypeVar("T")
 DIM = 32
 OPERATION = "shell:vault rotate"
 PARAMS = QuorumParams(voters=7, min_voters=4, vote_timeout_s=30.0, retry_after_s=60.0)
 
-SOURCE = NodeIdentity.from_seed(b"\x10" * 32)
-SELF = NodeIdentity.from_seed(b"\x11" * 32)
-OTHER = NodeIdentity.from_seed(b"\x12" * 32)
-VOTERS = tuple(NodeIdentity.from_seed(bytes([0x20 + k]) * 32) for k in range(7))
+SOURCE = identity(0x10)
+SELF = identity(0x11)
+OTHER = identity(0x12)
+VOTERS = tuple(identity(0x20 + k) for k in range(7))
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -71,21 +68,15 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-def uid(n: int) -> str:
-    """A deterministic uuid4 string."""
-    return str(uuid.UUID(int=n, version=4))
-
-
 def high_stakes_record(content: str = "Rotate the vault token before the deploy.") -> bytes:
     """A security-domain lesson (high-stakes) signed by SOURCE."""
-    obj = record_obj(
+    return signed_record(
+        SOURCE,
         id=uid(77),
         content=content,
         context={"domain": "security", "environment": "prod"},
-        provenance={"source_agent_id": SOURCE.node_id},
         lesson={"operation": OPERATION, "scope": "global", "status": "active"},
-    )
-    return SignedMemory.sign(MemoryV2.from_obj(obj), SOURCE).raw
+    ).raw
 
 
 class Events:
@@ -229,19 +220,16 @@ class Voter:
 def made_up_vote(who: NodeIdentity, verdict: Verdict, raw: bytes, *, n: int = 0) -> Vote:
     """A vote ``who`` signs whatever its evidence (a Byzantine voter)."""
     signed = SignedMemory.from_json(raw)
-    obj = {
-        "schema_version": "1.0",
-        "kind": "vote",
-        "id": uid(9000 + n),
-        "memory_id": signed.memory.id,
-        "memory_hash": signed.content_hash,
-        "voter_id": who.node_id,
-        "verdict": verdict.value,
-        "confidence": 1.0,
-        "outcome_ids": [uid(9100 + n)],
-        "created_at": format_ts(NOW),
-    }
-    return Vote.from_obj(sign_object(RecordKind.vote, obj, who))
+    return signed_vote(
+        who,
+        verdict,
+        memory_id=signed.memory.id,
+        memory_hash=signed.content_hash,
+        at=NOW,
+        confidence=1.0,
+        id=uid(9000 + n),
+        outcome_ids=[uid(9100 + n)],
+    )
 
 
 def forged_in_name_of(victim: NodeIdentity, by: NodeIdentity, verdict: Verdict, raw: bytes) -> Vote:
@@ -804,18 +792,16 @@ def test_in_a_small_network_one_voter_against_the_others_decides_nothing() -> No
 def test_a_lesson_high_stakes_by_its_confidence_alone_is_decided_in_a_small_network() -> None:
     # A lesson its source grew surer of (0.9, an ordinary domain) waits for a quorum: in a
     # network of four principals the three besides the source's decide it.
-    obj = record_obj(
+    signed = signed_record(
+        SOURCE,
         id=uid(78),
         content="Run the staged vault rotation before the deploy.",
         confidence=0.9,
         context={"domain": "build", "environment": "prod"},
-        provenance={"source_agent_id": SOURCE.node_id},
         lesson={"operation": OPERATION, "scope": "global", "status": "active"},
     )
-    raw = SignedMemory.sign(MemoryV2.from_obj(obj), SOURCE).raw
-    assert HighStakesRule(HighStakesParams()).reasons(MemoryV2.from_obj(obj)) == (
-        "high_confidence",
-    )
+    raw = signed.raw
+    assert HighStakesRule(HighStakesParams()).reasons(signed.memory) == ("high_confidence",)
     node = Node(SELF)
     node.principals.groups = {SOURCE.node_id: "A", VOTERS[0].node_id: "B", SELF.node_id: "B"}
     node.principals.groups |= {VOTERS[1].node_id: "C", VOTERS[2].node_id: "D"}

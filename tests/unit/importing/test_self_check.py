@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,75 +9,52 @@ from lamarck.policy.decision import ImportParams
 from lamarck.policy.filters import DeclaredTool, FilterParams
 from lamarck.policy.self_check import own_record_refusal
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.memory import MemoryV2
-from lamarck.proto.signed import SignedMemory
-from lamarck.proto.timefmt import format_ts
+from tests.factories import T0, identity, signed_record, uid
 
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-ME = NodeIdentity.from_seed(bytes([5]) * 32)
+NOW = T0
+ME = identity(5)
 PARAMS = ImportParams()
 
 
-def _record(evidence_at: datetime = NOW - timedelta(days=1), **over: Any) -> dict[str, Any]:
-    created = format_ts(NOW - timedelta(days=2))
-    obj: dict[str, Any] = {
-        "schema_version": "2.0",
-        "id": str(uuid.UUID(int=42, version=4)),
-        "type": "AC",
-        "content": "Run database migrations before restarting the api service.",
-        "confidence": 0.8,
-        "access_level": "public",
-        "context": {"domain": "deploy", "environment": "staging", "tools": ["alembic"]},
-        "provenance": {
-            "source_agent_id": ME.node_id,
-            "source_type": "empirical",
-            "created_at": created,
-            "updated_at": created,
-        },
-        "evidence": [
-            {
-                "type": "empirical",
-                "description": "migration ran, service healthy",
-                "timestamp": format_ts(evidence_at),
-                "validator": "reality",
-                "outcome_id": str(uuid.UUID(int=43, version=4)),
-            }
-        ],
-        "lesson": {"operation": "deploy.restart", "scope": "global", "status": "active"},
-        "confidence_interval": {"mean": 0.8, "std_dev": 0.1},
-    }
-    obj.update(over)
-    return obj
-
-
-def _signed(obj: dict[str, Any]) -> bytes:
-    return SignedMemory.sign(MemoryV2.from_obj(obj), ME).raw
+def _own(evidence_at: datetime = NOW - timedelta(days=1), **over: Any) -> bytes:
+    """This node's lesson as it would send it (confidence 0.8, made two days before NOW), its
+    evidence dated ``evidence_at``; ``over`` as in ``memory_obj``."""
+    return signed_record(
+        ME,
+        id=uid(42),
+        created=NOW - timedelta(days=2),
+        evidence_at=evidence_at,
+        outcome_id=uid(43),
+        confidence=0.8,
+        confidence_interval={"mean": 0.8},
+        **over,
+    ).raw
 
 
 def test_an_honest_lesson_would_be_accepted() -> None:
-    assert own_record_refusal(_signed(_record()), params=PARAMS, now=NOW) is None
+    assert own_record_refusal(_own(), params=PARAMS, now=NOW) is None
 
 
 def test_evidence_dated_2999_would_be_refused_as_future_timestamp() -> None:
-    raw = _signed(_record(evidence_at=datetime(2999, 1, 1, tzinfo=UTC)))
+    raw = _own(evidence_at=datetime(2999, 1, 1, tzinfo=UTC))
     assert own_record_refusal(raw, params=PARAMS, now=NOW) == "future_timestamp"
 
 
 def test_a_lesson_carrying_a_secret_would_be_refused() -> None:
-    leaky = _record(content="Deploy with AWS key AKIAIOSFODNN7EXAMPLE before restarting.")
-    reason = own_record_refusal(_signed(leaky), params=PARAMS, now=NOW)
+    leaky = _own(content="Deploy with AWS key AKIAIOSFODNN7EXAMPLE before restarting.")
+    reason = own_record_refusal(leaky, params=PARAMS, now=NOW)
     assert reason is not None and "secret" in reason
 
 
 def test_a_private_lesson_is_judged_for_its_recipient() -> None:
     peer = NodeIdentity.from_seed(bytes([6]) * 32).node_id
-    private = _signed(_record(access_level="private", recipients=[peer]))
+    private = _own(access_level="private", recipients=[peer])
     assert own_record_refusal(private, params=PARAMS, now=NOW, recipient=peer) is None
     assert own_record_refusal(private, params=PARAMS, now=NOW, recipient="lmk1other") is not None
 
 
 def test_bytes_that_are_not_the_signed_record_would_be_refused() -> None:
-    raw = _signed(_record()).replace(b"migrations", b"migrationz")
+    raw = _own().replace(b"migrations", b"migrationz")
     assert own_record_refusal(raw, params=PARAMS, now=NOW) is not None
 
 
@@ -102,12 +78,12 @@ def test_a_situation_lesson_about_a_declared_tool_would_be_accepted() -> None:
     gh = DeclaredTool(
         "check_cli_setup", frozenset({"run `gh auth login`"}), frozenset({"gh auth status"})
     )
-    raw = _signed(_record(content="`check_cli_setup` on gh needed the user (auth)", situation=_GH))
+    raw = _own(content="`check_cli_setup` on gh needed the user (auth)", situation=_GH)
     assert own_record_refusal(raw, params=_declaring(gh), now=NOW) is None
 
 
 def test_a_situation_lesson_about_a_tool_this_node_does_not_declare_is_not_sent() -> None:
-    raw = _signed(_record(content="`check_cli_setup` on gh needed the user (auth)", situation=_GH))
+    raw = _own(content="`check_cli_setup` on gh needed the user (auth)", situation=_GH)
     assert own_record_refusal(raw, params=PARAMS, now=NOW) == "unused_tool"
     other = DeclaredTool("sign_in_cli", frozenset({"run `gh auth login`"}))
     assert own_record_refusal(raw, params=_declaring(other), now=NOW) == "unused_tool"

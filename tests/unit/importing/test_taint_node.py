@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 import numpy as np
-from importing_helpers import NOW, record_obj
+from importing_helpers import NOW
 
 from lamarck.consensus.params import TaintParams
 from lamarck.domain.rows import LessonFilter, LessonRow, LessonStatus, OutcomeRow
@@ -28,8 +28,6 @@ from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.policy.decision import ImportOutcome, ImportParams
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.memory import MemoryV2
-from lamarck.proto.signed import SignedMemory
 from lamarck.proto.v1 import operator_pb2
 from lamarck.registry.client import RegistryClient
 from lamarck.registry.memory_directory import InMemoryPeerDirectory, InMemoryRecords
@@ -41,7 +39,7 @@ from lamarck.registry.records import (
     sign_revocation,
 )
 from lamarck.reputation.scores import PeerBand
-from tests.factories import lesson_row
+from tests.factories import lesson_row, signed_record
 
 T = TypeVar("T")
 DIM = 32
@@ -130,13 +128,12 @@ class World:
 
     async def learn_from(self, who: NodeIdentity, n: int, op: str) -> LessonRow:
         """Import one lesson signed by ``who``; the stored row (with its record's hash)."""
-        obj = record_obj(
+        raw = signed_record(
+            who,
             id=uid(n),
             content=f"Use {op} for the release.",
-            provenance={"source_agent_id": who.node_id},
             lesson={"operation": op, "scope": "global", "status": "active"},
-        )
-        raw = SignedMemory.sign(MemoryV2.from_obj(obj), who).raw
+        ).raw
         result = await self.pipeline.import_record(
             raw, source=ImportSource.PEER, via_node_id=who.node_id
         )
@@ -502,13 +499,12 @@ def test_revoking_an_endorser_taints_and_refuses_every_identity_admitted_through
     # registry remembers for memo_ttl_s have expired).
     world.clock.advance(60)
     for who, n in ((ENDORSEE, 4), (SECOND, 5)):
-        obj = record_obj(
+        raw = signed_record(
+            who,
             id=uid(n),
             content=f"Use deploy.new{n} for the release.",
-            provenance={"source_agent_id": who.node_id},
             lesson={"operation": f"deploy.new{n}", "scope": "global", "status": "active"},
-        )
-        raw = SignedMemory.sign(MemoryV2.from_obj(obj), who).raw
+        ).raw
         result = run(
             world.pipeline.import_record(raw, source=ImportSource.PEER, via_node_id=GOOD.node_id)
         )

@@ -24,17 +24,16 @@ from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.policy.decision import ImportParams
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.memory import MemoryV2
-from lamarck.proto.signed import SignedMemory
 from lamarck.proto.v1 import agent_pb2
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "importing"))
-from importing_helpers import NOW, record_obj
+from importing_helpers import NOW
 
 from lamarck.learning.params import LearningParams
 from lamarck.reputation.transfer import TransferParams
+from tests.factories import signed_record
 
 SELF = NodeIdentity.from_seed(b"\x81" * 32)
 DIM = 32
@@ -61,13 +60,13 @@ class _Counting(Embedder):
 def _bundle(n: int) -> bytes:
     lines = []
     for i in range(n):
-        obj = record_obj(
+        signed = signed_record(
+            SELF,
             id=str(uuid.UUID(int=9000 + i, version=4)),
             content=f"Drain the queue of worker {i} before its upgrade.",
-            provenance={"source_agent_id": SELF.node_id},
             lesson={"operation": f"ops.drain{i}"},
         )
-        lines.append(SignedMemory.sign(MemoryV2.from_obj(obj), SELF).raw)
+        lines.append(signed.raw)
     return b"\n".join([*lines, b"", b'{"not": "a record"}']) + b"\n"
 
 

@@ -15,7 +15,7 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -57,20 +57,18 @@ from lamarck.policy.decision import ImportParams
 from lamarck.proto.canonical import canonical_bytes, sha256_hex
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.identity import NodeIdentity
-from lamarck.proto.memory import MemoryV2
 from lamarck.proto.signed import SignedMemory
 from lamarck.proto.signing import RecordKind, sign_object
-from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import operator_pb2, operator_pb2_grpc
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.transfer import TransferParams
-from tests.factories import ServedNode, held_row, serve_node
+from tests.factories import T0, ServedNode, held_row, identity, numbered_record, serve_node
 
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-SOURCE_KEY = NodeIdentity.from_seed(bytes([7]) * 32)
-OTHER_KEY = NodeIdentity.from_seed(bytes([8]) * 32)
+NOW = T0
+SOURCE_KEY = identity(7)
+OTHER_KEY = identity(8)
 
 
 class TinyEmbedder(Embedder):
@@ -90,42 +88,9 @@ class TinyEmbedder(Embedder):
         return out
 
 
-def record_obj(n: int, identity: NodeIdentity = SOURCE_KEY, **over: Any) -> dict[str, Any]:
-    """A wire-shaped v2 memory: an active, evidenced, public lesson."""
-    created = format_ts(NOW - timedelta(days=3))
-    obj: dict[str, Any] = {
-        "schema_version": "2.0",
-        "id": str(uuid.UUID(int=n, version=4)),
-        "type": "AC",
-        "content": f"Run database migrations before restarting api service {n}.",
-        "confidence": 0.95,
-        "access_level": "public",
-        "context": {"domain": "deploy", "environment": "staging", "tools": ["alembic"]},
-        "provenance": {
-            "source_agent_id": identity.node_id,
-            "source_type": "empirical",
-            "created_at": created,
-            "updated_at": created,
-        },
-        "evidence": [
-            {
-                "type": "empirical",
-                "description": "migration ran, service healthy",
-                "timestamp": created,
-                "validator": "reality",
-                "outcome_id": str(uuid.UUID(int=1000 + n, version=4)),
-            }
-        ],
-        "lesson": {"operation": "deploy.restart", "scope": "global", "status": "active"},
-        "confidence_interval": {"mean": 0.95, "std_dev": 0.1},
-    }
-    obj.update(over)
-    return obj
-
-
-def signed(n: int, identity: NodeIdentity = SOURCE_KEY, **over: Any) -> SignedMemory:
-    """Record ``n`` signed by ``identity``."""
-    return SignedMemory.sign(MemoryV2.from_obj(record_obj(n, identity, **over)), identity)
+def signed(n: int, by: NodeIdentity = SOURCE_KEY, **over: Any) -> SignedMemory:
+    """Record ``n`` signed by ``by`` (SOURCE_KEY unless given)."""
+    return numbered_record(n, by, **over)
 
 
 def held(n: int, sm: SignedMemory | None = None, *, minutes: int = 0) -> QuarantineRow:
@@ -411,7 +376,7 @@ async def test_approve_refuses_bytes_that_do_not_match_the_row_hash(desk: Desk) 
 
 async def test_approve_refuses_a_record_signed_in_another_nodes_name(desk: Desk) -> None:
     # OTHER_KEY signs a record naming SOURCE_KEY's id as its author: verify binds key to id.
-    obj = record_obj(1, SOURCE_KEY)
+    obj = json.loads(signed(1).raw)
     forged = canonical_bytes(sign_object(RecordKind.memory, obj, OTHER_KEY))
     row = QuarantineRow(
         id="q1",
@@ -467,8 +432,8 @@ async def _serve(servicer: OperatorServicer) -> tuple[grpc.aio.Server, AsyncOper
     return server, AsyncOperatorClient(f"127.0.0.1:{port}", timeout=10.0)
 
 
-def _key_of(identity: NodeIdentity) -> str:
-    sig = json.loads(signed(1, identity).raw)["signature"]
+def _key_of(who: NodeIdentity) -> str:
+    sig = json.loads(signed(1, who).raw)["signature"]
     return str(sig["signed_by"])
 
 

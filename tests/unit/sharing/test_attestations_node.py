@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from lamarck.consensus.attestation import AttestationParams, attestation_bytes, make_attestation
+from lamarck.consensus.attestation import AttestationParams, attestation_bytes
 from lamarck.consensus.corroboration import (
     NO_SUPPORT,
     CorroborationParams,
@@ -52,7 +52,7 @@ from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.transfer import TransferParams
-from tests.factories import outcome_obj
+from tests.factories import attestation, identity, outcome_obj
 from tests.unit.node.agent_node import TinyEmbedder
 
 DIM = TinyEmbedder.dim
@@ -63,13 +63,13 @@ TASK = "run the test suite"
 PARAMS = AttestationParams()
 CORROBORATION = CorroborationParams(min_principals=2)
 
-SOURCE = NodeIdentity.from_seed(b"\x31" * 32)
-SOURCE_TWIN = NodeIdentity.from_seed(b"\x32" * 32)  # another node of the source's operator
-ALICE = NodeIdentity.from_seed(b"\x33" * 32)
-ALICE_TWIN = NodeIdentity.from_seed(b"\x34" * 32)
-BOB = NodeIdentity.from_seed(b"\x35" * 32)
-CAROL = NodeIdentity.from_seed(b"\x36" * 32)
-STRANGER = NodeIdentity.from_seed(b"\x37" * 32)  # signs well, but nobody admitted it
+SOURCE = identity(0x31)
+SOURCE_TWIN = identity(0x32)  # another node of the source's operator
+ALICE = identity(0x33)
+ALICE_TWIN = identity(0x34)
+BOB = identity(0x35)
+CAROL = identity(0x36)
+STRANGER = identity(0x37)  # signs well, but nobody admitted it
 
 PRINCIPAL_OF = {
     SOURCE.node_id: "source-operator",
@@ -300,14 +300,7 @@ async def test_an_attestation_carried_with_its_lesson_is_verified_and_kept() -> 
 def _attestation(
     who: NodeIdentity, memory_hash: str, confirmed: bool = True, age: timedelta = timedelta(0)
 ) -> bytes:
-    made = make_attestation(
-        identity=who,
-        memory_hash=memory_hash,
-        confirmed=confirmed,
-        outcome="ee" * 32,
-        now=FixedClock().now() - age,
-        rng=random.Random(who.node_id),
-    )
+    made = attestation(who, memory_hash, confirmed, at=FixedClock().now() - age, seed=who.node_id)
     return attestation_bytes(made)
 
 
