@@ -24,7 +24,7 @@
   pushed and expired;
 * ``NetworkStatus`` (``status.py``): the network facts of the node's status.
 
-``ports.py`` holds the reputation port they are built over.
+``ports.py`` holds the ports they are built over besides the store and the outbox.
 """
 
 from __future__ import annotations

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
+from lamarck.node.api.node_status import Admission
 from lamarck.node.api.reputation import GlobalTrustBook
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import ReputationSink, ReputationView
 
-__all__ = ["ReputationBook"]
+__all__ = ["LivePeers", "ReputationBook", "VoterRegistry"]
 
 
 class ReputationBook(ReputationView, ReputationSink, GlobalTrustBook, Protocol):
@@ -31,4 +33,32 @@ class ReputationBook(ReputationView, ReputationSink, GlobalTrustBook, Protocol):
 
     def expertise(self, node_id: str, domain: str) -> float:
         """The node's expertise in ``domain`` now (voter choice prefers experts)."""
+        ...
+
+
+class LivePeers(Protocol):
+    """The live peers as last seen in the registry, and where this node stands with it."""
+
+    def live_peers(self) -> list[str]:
+        """Ids of the live peers (other than this node)."""
+        ...
+
+    def admission(self) -> Admission:
+        """Where this node stands with its registry."""
+        ...
+
+
+class VoterRegistry(Protocol):
+    """What the quorum rounds read of the registry: the network and its principals."""
+
+    def live_peers(self) -> list[str]:
+        """Ids of the live peers (other than this node)."""
+        ...
+
+    def network_ids(self) -> list[str]:
+        """This node and its live peers."""
+        ...
+
+    async def principals(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """The registry's principals of the admitted ids among ``node_ids``."""
         ...

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from lamarck.node.api.node_status import CatchUpProgress, NetworkSnapshot
 from lamarck.node.gossip.outbox import Outbox
 from lamarck.node.sharing.anti_entropy import AntiEntropy
-from lamarck.node.sharing.membership import Membership
+from lamarck.node.sharing.ports import LivePeers
 
 __all__ = ["NetworkStatus"]
 
@@ -22,7 +22,7 @@ class NetworkStatus:
 
     def __init__(
         self,
-        membership: Membership,
+        membership: LivePeers,
         outbox: Outbox,
         anti_entropy: Callable[[], AntiEntropy | None],
         *,

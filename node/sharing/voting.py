@@ -21,8 +21,8 @@ from lamarck.errors import DeliveryFailed, InvalidRecord, StoreError, Verificati
 from lamarck.gossip.audience import BandOf
 from lamarck.node.api.peer_handlers import handle_request_vote
 from lamarck.node.importing.pipeline import ImportPipeline
-from lamarck.node.sharing.membership import Membership
 from lamarck.node.sharing.peer_client import PeerClient
+from lamarck.node.sharing.ports import VoterRegistry
 from lamarck.node.sharing.quorum import (
     QuorumCollector,
     QuorumLedger,
@@ -54,7 +54,7 @@ class Voting:
         ledger: QuorumLedger,
         *,
         pipeline: Callable[[], ImportPipeline | None],
-        membership: Membership,
+        membership: VoterRegistry,
         client: PeerClient,
         rng: random.Random,
         params: QuorumParams,
