@@ -83,19 +83,10 @@ class PeerIntake:
         """The node's seeded random source (vote ids)."""
         return self._rng
 
-    @property
-    def incognito(self) -> bool:
-        """Whether this node shares nothing: no forwarding, empty Syncs."""
-        return self._incognito
-
     async def authenticate(self, metadata: Any, claimed: str, channel: str | None) -> str:
         """The proven id of a PeerService caller naming itself ``claimed`` whose connection was
         made with the certificate ``channel`` (``None`` without TLS; see ``peer_auth``)."""
         return await self._membership.authenticate(metadata, claimed, channel)
-
-    def known_peer(self, metadata: Any) -> str | None:
-        """The node a call's peer token already proved (cached), else None (rate limits)."""
-        return self._membership.known_peer(metadata)
 
     async def live_peers(self) -> list[str]:
         """Ids of the live peers (other than this node) as last seen in the registry."""
