@@ -456,17 +456,17 @@ class Node:
     def _known_peer(self, metadata: Any) -> str | None:
         """The node a call's peer token already proved, once the network side runs."""
         side = self._ready_network.peek()
-        return side.known_peer(metadata) if side is not None else None
+        return side.membership.known_peer(metadata) if side is not None else None
 
     def _principals(self) -> Principals | None:
         """The registry's principal lookup, once the network side has a directory."""
         sharing = self._sharing
-        directory = sharing.directory if sharing is not None else None
+        directory = sharing.membership.directory if sharing is not None else None
         return directory.principals if directory is not None else None
 
     async def _live_peers(self) -> list[str]:
         sharing = self._sharing
-        return await sharing.live_peers() if sharing is not None else []
+        return sharing.membership.live_peers() if sharing is not None else []
 
     async def _status(self) -> dict[str, Any] | None:
         """The node status (as ``lamarck node status`` shows it); sets the peer health.
@@ -480,7 +480,7 @@ class Node:
             return None
         data: dict[str, Any] = await operator.status()
         sharing = self._sharing
-        network = await sharing.network_snapshot() if sharing is not None else None
+        network = await sharing.status.network_snapshot() if sharing is not None else None
         await servers.set_peer_serving(peer_serving(network))
         return data
 

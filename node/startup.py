@@ -58,6 +58,7 @@ def peer_servicer(
     side is served only while the store is (``starting`` otherwise), and peers are told the
     advertised address first."""
     advertised = [settings.advertise_address] if settings.advertise_address else []
+    side = while_ready(store, network)
     return kind(
         identity,
         clock,
@@ -65,7 +66,7 @@ def peer_servicer(
         home=settings.home,
         addresses=[*advertised, bound_address],
         domains=settings.domains,
-        sharing=while_ready(store, network),
+        sharing=lambda: side().peers,
         store=store.get,
         quorum=params.quorum,
         max_future_skew_s=params.importing.max_future_skew_s,

@@ -265,7 +265,7 @@ async def serve_node(
 
     def known_peer(metadata: Any) -> str | None:
         side = network.peek()
-        return side.known_peer(metadata) if side is not None else None
+        return side.membership.known_peer(metadata) if side is not None else None
 
     servers = await build_servers(
         settings,

@@ -2,8 +2,9 @@
 
 ``lamarck.node.sharing`` builds the network side (``Sharing``) on top of this package: it
 authenticates peers with ``peer_auth``, answers votes with ``peer_handlers`` and reports its
-state as ``node_status`` facts. The servicers here read it back through these protocols, so
-this package never imports the one above it; ``Sharing`` satisfies them as it stands.
+state as ``node_status`` facts. The servicers here read it back through these protocols, each
+the part it needs (the PeerService only ``PeerSide``), so this package never imports the one
+above it; ``Sharing`` and its parts satisfy them as they stand.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ __all__ = [
     "AttestationsSide",
     "MembershipSide",
     "NetworkSide",
+    "PeerSide",
     "QuorumSide",
+    "StatusSide",
     "TaintSide",
     "serving_pipeline",
 ]
@@ -73,24 +76,48 @@ class TaintSide(Protocol):
 
 
 class MembershipSide(Protocol):
-    """The registry's view of the nodes known."""
+    """The registry's view of the nodes known, and the peers it already authenticated."""
 
     def labels(self) -> dict[str, str]: ...
+    def known_peer(self, metadata: Any) -> str | None: ...
+
+
+class PeerSide(Protocol):
+    """What the PeerService reads of the network side (``lamarck.node.sharing.PeerIntake``):
+    who the caller is, where its records go, and what a Sync offers it."""
+
+    @property
+    def params(self) -> GossipParams: ...
+    @property
+    def rng(self) -> random.Random: ...
+    @property
+    def publish_deps(self) -> PublishDeps | None: ...
+    @property
+    def attestations(self) -> AttestationsSide: ...
+    @property
+    def quorum(self) -> QuorumSide: ...
+    def authenticate(self, metadata: Any, claimed: str, channel: str | None) -> Awaitable[str]: ...
+    def shareable(
+        self, requester: str, projects: Sequence[str] = ()
+    ) -> Awaitable[dict[str, bytes]]: ...
+    def trust_summaries(self) -> list[bytes]: ...
+
+
+class StatusSide(Protocol):
+    """The network side's facts for the node's status."""
+
+    def network_snapshot(self) -> Awaitable[NetworkSnapshot]: ...
 
 
 class NetworkSide(Protocol):
-    """The network side the servicers read (``lamarck.node.sharing.Sharing``)."""
+    """The network side the servicers read (``lamarck.node.sharing.Sharing``), by part."""
 
     @property
     def params(self) -> GossipParams: ...
     @property
     def incognito(self) -> bool: ...
     @property
-    def rng(self) -> random.Random: ...
-    @property
     def pipeline(self) -> ImportPipeline | None: ...
-    @property
-    def publish_deps(self) -> PublishDeps | None: ...
     @property
     def attestations(self) -> AttestationsSide: ...
     @property
@@ -99,13 +126,10 @@ class NetworkSide(Protocol):
     def taint(self) -> TaintSide: ...
     @property
     def membership(self) -> MembershipSide: ...
-    def authenticate(self, metadata: Any, claimed: str, channel: str | None) -> Awaitable[str]: ...
-    def known_peer(self, metadata: Any) -> str | None: ...
-    def shareable(
-        self, requester: str, projects: Sequence[str] = ()
-    ) -> Awaitable[dict[str, bytes]]: ...
-    def trust_summaries(self) -> list[bytes]: ...
-    def network_snapshot(self) -> Awaitable[NetworkSnapshot]: ...
+    @property
+    def peers(self) -> PeerSide: ...
+    @property
+    def status(self) -> StatusSide: ...
 
 
 def serving_pipeline(gate: Ready[Any], network: Ready[NetworkSide]) -> Callable[[], ImportPipeline]:

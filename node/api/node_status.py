@@ -94,7 +94,8 @@ class CatchUpProgress:
 
 @dataclass(frozen=True, slots=True)
 class NetworkSnapshot:
-    """The network side's facts at one moment (built by ``Sharing.network_snapshot``)."""
+    """The network side's facts at one moment (built by ``lamarck.node.sharing``'s
+    ``NetworkStatus.network_snapshot``)."""
 
     admission: Admission
     live_peers: tuple[str, ...] = ()
@@ -108,7 +109,7 @@ class NetworkSnapshot:
     catching_up: tuple[CatchUpProgress, ...] = ()
 
 
-#: The network side's facts, read on each status (``Sharing.network_snapshot``).
+#: The network side's facts, read on each status (``NetworkStatus.network_snapshot``).
 NetworkSource = Callable[[], Awaitable[NetworkSnapshot]]
 
 

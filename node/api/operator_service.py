@@ -644,7 +644,7 @@ def make_operator_servicer(
 
     def snapshot() -> NetworkSource | None:
         side = network.peek()
-        return side.network_snapshot if side is not None else None
+        return side.status.network_snapshot if side is not None else None
 
     def quorum(content_hash: str) -> str:
         side = network.peek()

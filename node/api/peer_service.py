@@ -50,7 +50,7 @@ from lamarck.proto.timefmt import format_ts
 from lamarck.proto.v1 import peer_pb2, peer_pb2_grpc, records_pb2
 
 if TYPE_CHECKING:
-    from lamarck.node.api.network_side import NetworkSide
+    from lamarck.node.api.network_side import PeerSide
 
 __all__ = [
     "NONCE_KIND",
@@ -115,7 +115,8 @@ def rotation_records(home: Path) -> list[records_pb2.SignedRecord]:
 class PeerService(peer_pb2_grpc.PeerServiceServicer):
     """The PeerService servicer; one instance per node.
 
-    ``sharing`` and ``store`` are read on each call: the daemon's raise
+    ``sharing`` (the network side's part peers are answered from) and ``store`` are read on
+    each call: the daemon's raise
     ``StoreUnavailable(reason="starting")`` until the node serves (``lamarck.node.api.ready``).
     ``addresses`` are the ones peers reach this node at, preferred first (the advertised one,
     then the bound ones); ``home`` holds the key rotation records.
@@ -130,7 +131,7 @@ class PeerService(peer_pb2_grpc.PeerServiceServicer):
         home: Path,
         addresses: Sequence[str],
         domains: Sequence[str],
-        sharing: Provider[NetworkSide],
+        sharing: Provider[PeerSide],
         store: Provider[LessonStore],
         quorum: QuorumParams,
         max_future_skew_s: float,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from lamarck.consensus.attestation import (
@@ -37,9 +37,10 @@ from lamarck.consensus.attestation import (
     verify_attestation,
 )
 from lamarck.domain.rows import LessonRow
-from lamarck.errors import InvalidRecord, PolicyRejected, VerificationError
+from lamarck.errors import DeliveryFailed, InvalidRecord, PolicyRejected, VerificationError
 from lamarck.node.lessons.attested_support import PrincipalLookup
 from lamarck.node.metrics import ATTESTATIONS
+from lamarck.node.sharing.peer_client import PeerClient
 from lamarck.node.store.attestations import AttestationRow, AttestationStore
 from lamarck.node.store.port import LessonStore
 from lamarck.proto.attestation import Attestation
@@ -51,7 +52,7 @@ from lamarck.proto.signed import DEFAULT_MAX_FUTURE_SKEW_S
 from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.port import ReputationSink
 
-__all__ = ["Attestations", "Received"]
+__all__ = ["AttestationPush", "Attestations", "Received"]
 
 _log = logging.getLogger("lamarck.node.sharing")
 
@@ -260,6 +261,41 @@ class Attestations:
         for r in results:
             if r.reason:
                 _log.debug("attestation %s from %s refused: %s", r.content_hash[:16], via, r.reason)
+
+
+class AttestationPush:
+    """This node's new attestations pushed to its live peers (Sync carries them to the
+    others), the expired ones dropped first."""
+
+    def __init__(
+        self,
+        attestations: Attestations,
+        client: PeerClient,
+        live_peers: Callable[[], list[str]],
+        *,
+        incognito: bool,
+    ) -> None:
+        """``incognito`` pushes nothing (the attestations are still made and expired)."""
+        self._attestations = attestations
+        self._client = client
+        self._live_peers = live_peers
+        self._incognito = incognito
+
+    async def once(self) -> int:
+        """Drop the expired attestations, then push the new ones to the live peers; returns
+        how many peers took the push."""
+        await self._attestations.expire_once()
+        pending = self._attestations.take_pending()
+        if not pending or self._incognito:
+            return 0
+        delivered = 0
+        for peer in self._live_peers():
+            try:
+                await self._client.push_attestations(peer, pending)
+                delivered += 1
+            except DeliveryFailed as e:
+                _log.info("attestations not pushed to %s (Sync carries them): %s", peer, e)
+        return delivered
 
 
 def _source_of(raw: bytes) -> str:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -297,6 +298,31 @@ class Membership:
     def live_peers(self) -> list[str]:
         """Ids of the live peers (other than this node) as last seen in the registry."""
         return sorted(self._peers)
+
+    def network_ids(self) -> list[str]:
+        """This node and its live peers: the network as this node sees it."""
+        return [self._identity.node_id, *self.live_peers()]
+
+    async def principals(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """The registry's principals of the admitted ids among ``node_ids`` ({} without one)."""
+        directory = self.directory
+        if directory is None:
+            return {}
+        found: dict[str, str] = await directory.principals(list(node_ids))
+        return found
+
+    async def revoked(self) -> frozenset[str]:
+        """Every id the registry revoked (operator-signed; remembered through an outage)."""
+        directory = self.directory
+        if directory is None:
+            return frozenset()
+        revoked: frozenset[str] = await directory.revoked_ids()
+        return revoked
+
+    def known_peer(self, metadata: Any) -> str | None:
+        """The node a call's peer token already proved (cached), else None (rate limits)."""
+        auth = self.auth
+        return auth.known_peer(metadata) if auth is not None else None
 
     def labels(self) -> dict[str, str]:
         """Node id -> human label of every node this one has seen in the registry, itself
