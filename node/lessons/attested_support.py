@@ -50,8 +50,13 @@ class AttestedSupportReader:
         self._clock = clock
 
     async def support_for(self, lessons: Sequence[LessonRow]) -> Mapping[str, Support]:
-        """Each imported lesson's support by lesson id (absent: none)."""
-        imported = [r for r in lessons if r.imported_from and r.content_hash]
+        """Each imported lesson's support by lesson id (absent: none). A copy of this node's
+        own record is its own lesson: it needs none, and costs no lookup."""
+        imported = [
+            r
+            for r in lessons
+            if r.imported_from and r.content_hash and r.imported_from != self._own_id
+        ]
         if not imported:
             return {}
         held = await self._store.for_memories([r.content_hash or "" for r in imported])

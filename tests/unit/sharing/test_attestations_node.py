@@ -420,6 +420,15 @@ async def test_a_verified_certificate_corroborates_and_local_lessons_need_no_sup
     local = dataclasses.replace(row, id="local", imported_from=None)
     support = await reader.support_for([row, local])
     assert set(support) == {row.id}
+    # A copy of the reading node's own record is its own lesson: no support read for it.
+    own = AttestedSupportReader(
+        carol.attestations.store,
+        principals=principals,
+        certified=lambda _: True,
+        clock=carol.clock,
+        own_id=row.imported_from or "",
+    )
+    assert await own.support_for([row]) == {}
     assert support[row.id].certified and support[row.id].independent == 0
     assert (
         evidence_class(
