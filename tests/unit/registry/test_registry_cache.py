@@ -107,15 +107,15 @@ class _Flaky(InMemoryPeerDirectory):
         return await super().revoked_through(node_ids)
 
 
-async def test_who_was_admitted_through_a_revoked_id_is_remembered_through_an_outage() -> None:
-    clock = FixedClock()
-    rng = random.Random(6)
-    operator, root, member = (NodeIdentity.generate(rng) for _ in range(3))
-    registry = _Flaky(
-        params=RegistryParams(admission=AdmissionMode.ENDORSED),
-        clock=clock,
-        operator_public_key=operator.public_key_b64,
-    )
+async def _admit_root_and_member(
+    registry: InMemoryPeerDirectory,
+    clock: FixedClock,
+    operator: NodeIdentity,
+    root: NodeIdentity,
+    member: NodeIdentity,
+) -> None:
+    """``root`` admitted by the operator's enrollment token, ``member`` by ``root``'s
+    endorsement."""
     now = clock.now()
     token = sign_enrollment(
         operator, node_id=root.node_id, issued_at=now, expires_at=now + timedelta(hours=1)
@@ -129,11 +129,23 @@ async def test_who_was_admitted_through_a_revoked_id_is_remembered_through_an_ou
             registry, who, address="127.0.0.1:7001", domains=(), version="0",
             mode=AdmissionMode.ENDORSED, clock=clock, **kw,
         ).register()  # fmt: skip
+
+
+async def test_who_was_admitted_through_a_revoked_id_is_remembered_through_an_outage() -> None:
+    clock = FixedClock()
+    rng = random.Random(6)
+    operator, root, member = (NodeIdentity.generate(rng) for _ in range(3))
+    registry = _Flaky(
+        params=RegistryParams(admission=AdmissionMode.ENDORSED),
+        clock=clock,
+        operator_public_key=operator.public_key_b64,
+    )
+    await _admit_root_and_member(registry, clock, operator, root, member)
     cache = CachedDirectory(registry, clock=clock)
     ids = [root.node_id, member.node_id]
     assert await cache.revoked_through(ids) == {}
     await registry.revoke(
-        sign_revocation(operator, node_id=root.node_id, reason="x", created_at=now)
+        sign_revocation(operator, node_id=root.node_id, reason="x", created_at=clock.now())
     )
     both = {root.node_id: root.node_id, member.node_id: root.node_id}
     assert await cache.revoked_through(ids) == both
@@ -162,19 +174,7 @@ async def test_principals_are_answered_from_a_short_lived_view_that_revocations_
         operator_public_key=operator.public_key_b64,
     )
     registry.asked = []
-    now = clock.now()
-    token = sign_enrollment(
-        operator, node_id=root.node_id, issued_at=now, expires_at=now + timedelta(hours=1)
-    )
-    endorsement = sign_endorsement(
-        root, endorsee_id=member.node_id, endorsee_public_key=member.public_key_b64,
-        created_at=now, expires_at=now + timedelta(hours=1),
-    )  # fmt: skip
-    for who, kw in ((root, {"enrollment_token": token}), (member, {"endorsement": endorsement})):
-        await RegistryClient(
-            registry, who, address="127.0.0.1:7001", domains=(), version="0",
-            mode=AdmissionMode.ENDORSED, clock=clock, **kw,
-        ).register()  # fmt: skip
+    await _admit_root_and_member(registry, clock, operator, root, member)
     cache = CachedDirectory(registry, clock=clock, principal_view_s=5.0)
     ids = [root.node_id, member.node_id, stranger.node_id]
     both = {root.node_id: root.node_id, member.node_id: root.node_id}
