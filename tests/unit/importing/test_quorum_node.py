@@ -9,6 +9,7 @@ its own principal (open admission) unless a test groups keys under one.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import random
 from collections.abc import Callable, Coroutine, Sequence
@@ -77,6 +78,11 @@ def high_stakes_record(content: str = "Rotate the vault token before the deploy.
         context={"domain": "security", "environment": "prod"},
         lesson={"operation": OPERATION, "scope": "global", "status": "active"},
     ).raw
+
+
+def _stable_number(text: str) -> int:
+    """A 120-bit number from ``text``, the same in every run."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:15], "big")
 
 
 class Events:
@@ -188,7 +194,8 @@ class Voter:
             step = {"operation_key": OPERATION, "outcome": "ok" if passed else "failed"}
             await self.store.insert_outcome(
                 OutcomeRow(
-                    id=uid(hash((self.identity.node_id, k)) & ((1 << 120) - 1)),
+                    # Stable across runs (a str hash is salted per process).
+                    id=uid(_stable_number(f"{self.identity.node_id}:{k}")),
                     session_id="s",
                     turn_index=k,
                     project="p",
