@@ -122,6 +122,11 @@ class LessonRow:
     change_reason: str | None = None
     embedding: Vector | None = field(default=None, compare=False, repr=False)
 
+    def from_peer(self, own_id: str) -> bool:
+        """Whether this lesson came from another node than ``own_id`` ("": unknown). A stored
+        copy of a record the node itself signed (its own bundle imported back) is its own."""
+        return self.imported_from is not None and (not own_id or self.imported_from != own_id)
+
 
 @dataclass(frozen=True, slots=True)
 class OutcomeRow:

@@ -53,9 +53,7 @@ class AttestedSupportReader:
         """Each imported lesson's support by lesson id (absent: none). A copy of this node's
         own record is its own lesson: it needs none, and costs no lookup."""
         imported = [
-            r
-            for r in lessons
-            if r.imported_from and r.content_hash and r.imported_from != self._own_id
+            r for r in lessons if r.imported_from and r.content_hash and r.from_peer(self._own_id)
         ]
         if not imported:
             return {}

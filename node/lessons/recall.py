@@ -168,7 +168,7 @@ class Recall:
         vectors = await self._vectors(rows)
         out: dict[str, LessonEvidence] = {}
         for r in rows:
-            imported = self._is_peer(r)
+            imported = r.from_peer(self._own_id)
             authority = imported and (
                 authority_by_lexicon(r.operation, r.tags, r.content, p)
                 or (self._topics is not None and self._topics.about_authority(vectors.get(r.id)))
@@ -189,19 +189,13 @@ class Recall:
                     out[r.id] = dataclasses.replace(ev, approved=True)
         return out
 
-    def _is_peer(self, row: LessonRow) -> bool:
-        """Whether ``row`` came from another node (a copy of this node's own record did not)."""
-        return row.imported_from is not None and (
-            not self._own_id or row.imported_from != self._own_id
-        )
-
     async def _vectors(self, rows: Sequence[LessonRow]) -> dict[str, Any]:
         """The vectors the topic check reads: stored ones, and the embedder's for a peer
         lesson stored without one (only when the node's embedder reads meaning)."""
         if self._topics is None:
             return {}
         out: dict[str, Any] = {r.id: r.embedding for r in rows if r.embedding is not None}
-        missing = [r for r in rows if self._is_peer(r) and r.id not in out]
+        missing = [r for r in rows if r.from_peer(self._own_id) and r.id not in out]
         if missing:
             computed = await self._core.embed_many([r.content for r in missing])
             out.update((r.id, v) for r, v in zip(missing, computed, strict=True))
