@@ -415,6 +415,11 @@ def _floors(exact_sim: np.ndarray, params: LessonParams) -> list[float]:
     ]
 
 
+def _truth(idx: np.ndarray, sims: np.ndarray, bar: float | None) -> list[int]:
+    """One query's exact top-k at or above ``bar`` (None: all of them)."""
+    return [int(j) for j, s in zip(idx, sims, strict=True) if bar is None or s >= bar]
+
+
 def _quality(
     found: list[list[str]],
     index_of: dict[str, int],
@@ -432,11 +437,7 @@ def _quality(
     for qi, texts in enumerate(found):
         ids = {index_of[t] for t in texts if t in index_of}
         bar = floor[qi] if isinstance(floor, list) else floor
-        truth = [
-            int(j)
-            for j, s in zip(exact_idx[qi], exact_sim[qi], strict=True)
-            if bar is None or s >= bar
-        ]
+        truth = _truth(exact_idx[qi], exact_sim[qi], bar)
         total += len(truth)
         got += len(ids.intersection(truth))
         hits += 1 if int(exact_idx[qi, 0]) in ids else 0
@@ -459,10 +460,7 @@ def _misses(
     missed = duplicate = short = 0
     for qi, texts in enumerate(found):
         ids = [index_of[t] for t in texts if t in index_of]
-        truth = [
-            int(j) for j, sim in zip(exact_idx[qi], exact_sim[qi], strict=True) if sim >= floors[qi]
-        ]
-        for j in truth:
+        for j in _truth(exact_idx[qi], exact_sim[qi], floors[qi]):
             if j in ids:
                 continue
             missed += 1
