@@ -1,5 +1,5 @@
-"""Credential scanning for every write (design sources: adaptive memory): ``scan_for_secrets(text)
--> [kinds]``.
+"""Credential scanning for every write (design sources: adaptive memory):
+``scan_for_secrets(text, params) -> [kinds]``.
 
 Applied to content and free-text fields of lessons and outcomes before anything is stored. Two
 families of rules:
@@ -121,11 +121,15 @@ _ANY = GatedPattern(
 )
 
 
-def scan_for_secrets(text: str, p: SecretParams | None = None) -> list[str]:
-    """The kinds of credential found in ``text``, each once, in rule order; empty if clean."""
+def scan_for_secrets(text: str, p: SecretParams) -> list[str]:
+    """The kinds of credential found in ``text``, each once, in rule order; empty if clean.
+
+    ``p`` is the node's own secret params (from its one params tree), so a write and an
+    import are judged by the same bounds.
+    """
     if not _ANY.search(text):
         return []
-    params = p or SecretParams()
+    params = p
     found: list[str] = []
 
     def add(kind: str) -> None:
@@ -147,6 +151,6 @@ def scan_for_secrets(text: str, p: SecretParams | None = None) -> list[str]:
     return found
 
 
-def has_secret(text: str, p: SecretParams | None = None) -> bool:
+def has_secret(text: str, p: SecretParams) -> bool:
     """Whether ``text`` carries anything that looks like a credential."""
     return bool(scan_for_secrets(text, p))

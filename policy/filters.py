@@ -34,7 +34,6 @@ from typing import Protocol, cast, runtime_checkable
 
 from lamarck.errors import ConfigError
 from lamarck.learning.knowledge_params import NEGATION_MARKERS
-from lamarck.learning.secrets import scan_for_secrets
 from lamarck.proto.memory import MemoryV2
 from lamarck.reputation.transfer import TrackRecord
 
@@ -512,11 +511,12 @@ def record_texts(record: MemoryV2) -> Iterator[str]:
 class SecretFilter:
     """Rejects a record carrying anything that looks like a credential.
 
-    Uses the node's one scanner (``lamarck.learning.secrets.scan_for_secrets``), the same
-    one every local write goes through, so import is never laxer than local learning.
+    ``scanner`` is the node's one scanner (``lamarck.learning.secrets.scan_for_secrets`` bound
+    to the node's secret params, as the filter chain builds it), the same one every local write
+    goes through, so import is never laxer than local learning.
     """
 
-    def __init__(self, scanner: Callable[[str], Sequence[str]] = scan_for_secrets) -> None:
+    def __init__(self, scanner: Callable[[str], Sequence[str]]) -> None:
         self._scan = scanner
 
     def check(self, record: MemoryV2, view: ImportView) -> Verdict:

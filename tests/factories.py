@@ -17,6 +17,7 @@ started."""
 from __future__ import annotations
 
 import copy
+import functools
 import random
 import uuid
 from collections.abc import Mapping, Sequence
@@ -31,6 +32,8 @@ from lamarck.consensus.attestation import Attestation, make_attestation
 from lamarck.consensus.params import QuorumParams
 from lamarck.consensus.votes import Verdict
 from lamarck.domain.rows import LessonRow, LessonStatus, QuarantineRow
+from lamarck.learning.params import SecretParams
+from lamarck.learning.secrets import scan_for_secrets
 from lamarck.node.api.limits import PeerLimits
 from lamarck.node.api.network_side import NetworkSide
 from lamarck.node.api.node_status import ReputationSource
@@ -43,6 +46,7 @@ from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
 from lamarck.node.startup import peer_servicer
 from lamarck.node.store.port import LessonStore
+from lamarck.policy.filters import SecretFilter
 from lamarck.proto.clock import Clock, SystemClock
 from lamarck.proto.identity import NodeIdentity
 from lamarck.proto.memory import MemoryV2
@@ -78,6 +82,11 @@ def unit_vector(dim: int, *values: float) -> np.ndarray:
     values = values or (1.0,)
     out[: len(values)] = values
     return out
+
+
+def secret_filter(params: SecretParams | None = None) -> SecretFilter:
+    """The import's secret filter over the one scanner, with ``params`` (default: the node's)."""
+    return SecretFilter(functools.partial(scan_for_secrets, p=params or SecretParams()))
 
 
 def lesson_row(

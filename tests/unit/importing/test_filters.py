@@ -33,6 +33,7 @@ from lamarck.policy.filters import (
     established_floor,
     needs_established,
 )
+from tests.factories import secret_filter
 
 FP = FilterParams()
 # The one filter that reads autonomy claims and text aimed at the agent (structure only).
@@ -94,7 +95,7 @@ def test_ordinary_lessons_pass_the_injection_filter(content: str) -> None:
 
 def test_secret_in_content_is_hard_rejected() -> None:
     rec = record(content="Deploy with token ghp_" + "A1b2C3d4E5" * 4)
-    assert SecretFilter().check(rec, FakeView()) == Verdict.reject(FilterReason.SECRET_DETECTED)
+    assert secret_filter().check(rec, FakeView()) == Verdict.reject(FilterReason.SECRET_DETECTED)
 
 
 def test_secret_filter_uses_the_injected_scanner() -> None:
@@ -371,7 +372,7 @@ def test_established_lessons_are_needed_only_where_they_could_change_the_verdict
     assert needs_established(chain, twice, calm)  # quarantined either way, one reason more
     assert FilterReason.CONFLICTS_WITH_ESTABLISHED in chain.check(twice, opposed).reasons
     # Nothing in the policy reads them: never needed.
-    assert not needs_established(AllOf([SecretFilter()]), flagged, calm)
+    assert not needs_established(AllOf([secret_filter()]), flagged, calm)
     no_reader = RedFlags([UnverifiedHighConfidence(FP), HighContradictionRate(FP)], 2)
     assert not needs_established(no_reader, twice, calm)
 
@@ -471,7 +472,7 @@ def test_a_chain_says_the_least_confidence_of_the_established_lessons_it_reads()
         )
         == 0.6
     )
-    assert established_floor(AllOf([SecretFilter(), AUTONOMY])) is None
+    assert established_floor(AllOf([secret_filter(), AUTONOMY])) is None
     assert established_floor(RedFlags([StatisticalOutlier(FP)], 1)) is None
     both = AllOf(
         [

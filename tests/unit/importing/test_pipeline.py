@@ -41,7 +41,7 @@ from lamarck.node.embedding import HashingEmbedder
 from lamarck.node.importing.pipeline import ImportPipeline, ImportResult, ImportSource
 from lamarck.node.importing.view import StoreImportView
 from lamarck.policy.decision import ImportOutcome, ImportParams, ImportPolicy
-from lamarck.policy.filters import AllOf, FilterParams, SecretFilter, StatisticalOutlier
+from lamarck.policy.filters import AllOf, FilterParams, StatisticalOutlier
 from lamarck.proto.canonical import canonical_bytes
 from lamarck.proto.identity import NodeIdentity, b64u_encode
 from lamarck.proto.signed import SignedMemory
@@ -51,7 +51,7 @@ from lamarck.reputation.events import EventKind, ReputationEvent
 from lamarck.reputation.params import ReputationParams
 from lamarck.reputation.port import InMemoryReputation
 from lamarck.reputation.transfer import TransferParams
-from tests.factories import RECORD_ID, lesson_row, memory_obj
+from tests.factories import RECORD_ID, lesson_row, memory_obj, secret_filter
 
 
 def imports(result: str, reason: str = "") -> float:
@@ -1040,7 +1040,7 @@ def test_the_snapshot_reads_only_the_established_lessons_the_filters_read() -> N
     assert default.operation == "deploy.restart"
     assert default.min_confidence == FilterParams().established_min_confidence
     assert reads(None, signed_raw()) == []  # no other red flag: they could not matter
-    secrets_only = ImportPolicy(AllOf([SecretFilter()]), HighStakesRule(HighStakesParams()))
+    secrets_only = ImportPolicy(AllOf([secret_filter()]), HighStakesRule(HighStakesParams()))
     assert reads(secrets_only) == []
 
 

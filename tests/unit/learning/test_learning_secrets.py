@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lamarck.learning import secrets
+from lamarck.learning.params import SecretParams
 from lamarck.learning.secrets import has_secret, scan_for_secrets
 
 # Built by concatenation so that this file itself does not look like it holds credentials.
@@ -47,7 +48,7 @@ PEM = "-----BEGIN " + "OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----
     ],
 )
 def test_credential_of_each_kind_is_found(text: str, kind: str) -> None:
-    assert kind in scan_for_secrets(text)
+    assert kind in scan_for_secrets(text, SecretParams())
 
 
 @pytest.mark.parametrize(
@@ -63,7 +64,7 @@ def test_credential_of_each_kind_is_found(text: str, kind: str) -> None:
     ],
 )
 def test_ordinary_prose_is_not_flagged(text: str) -> None:
-    assert scan_for_secrets(text) == []
+    assert scan_for_secrets(text, SecretParams()) == []
 
 
 def _b64url(raw: bytes) -> str:
@@ -82,7 +83,7 @@ def test_ed25519_keys_and_signatures_in_signature_blocks_are_not_flagged() -> No
             "value": _b64url(sig),
         }
         text = json.dumps({"content": "Prefer root pytest.", "signature": block})
-        assert not has_secret(text), text
+        assert not has_secret(text, SecretParams()), text
 
 
 _EXAMPLES = [AWS, GH, GL, SLACK, OPENAI, ANTHROPIC, JWT, PEM, "password=Zq8#vLm2$Rt9xWp4"]
