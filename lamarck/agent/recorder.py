@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import Any, Literal, Protocol
 
 from lamarck.agent.run import (
+    DEFAULT_RUN_PARAMS,
     CheckEvent,
     MutationEvent,
     Prediction,
@@ -69,7 +70,7 @@ class RunRecorder:
         memory_context: str | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
-        params: RunParams | None = None,
+        params: RunParams = DEFAULT_RUN_PARAMS,
     ) -> None:
         """Start recording; the start time is read from ``clock`` now.
 
@@ -79,7 +80,7 @@ class RunRecorder:
         """
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._rng = rng if rng is not None else random.Random()
-        self._params = params if params is not None else RunParams()
+        self._params = params
         self._session_id = session_id
         self._goal = goal
         self._project = project

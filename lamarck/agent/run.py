@@ -63,6 +63,7 @@ from lamarck.proto.outcome import Outcome, Prediction
 from lamarck.proto.timefmt import format_ts, parse_ts
 
 __all__ = [
+    "DEFAULT_RUN_PARAMS",
     "RUN_SCHEMA_FILE",
     "CheckEvent",
     "MutationEvent",
@@ -129,6 +130,11 @@ class RunParams:
                 f"invalid goal_chars; must be between 1 and max_short_chars ({limit})",
                 field="goal_chars",
             )
+
+
+#: The SDK's default run params, declared beside their class (an agent process that sets
+#: nothing uses these; one that does passes its own ``RunParams``).
+DEFAULT_RUN_PARAMS = RunParams()
 
 
 # -- the run format ---------------------------------------------------------------------------

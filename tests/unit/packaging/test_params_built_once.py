@@ -6,7 +6,8 @@ applications' own entry points (the CLI, the fleet launcher and the simulator ea
 their run, and build a node's params through ``node_params``). Any other module receives its
 params through its constructor. A default declared as a dataclass field default
 (``field(default_factory=SomeParams)``, or a module function named there) is the tree's default
-value, not a construction elsewhere.
+value, not a construction elsewhere; so is a module-level ``DEFAULT_* = SomeParams()`` (no
+arguments) in the module that defines ``SomeParams``, beside its class.
 
 The scan reads the library's sources with ``ast`` (setup.py ``ROOTS`` maps the folders into
 ``lamarck.*``); an offender is printed as ``file:line: Name(...)``.
@@ -28,13 +29,7 @@ ROOT_MODULES = frozenset({"node/params.py"})
 
 #: Constructions not yet moved to the root, each with why; this map may only shrink (an entry
 #: whose construction is gone fails ``test_the_pending_constructions_are_still_there``).
-PENDING: dict[str, str] = {
-    # The policy's secret filter scans with the default SecretParams (its scanner is the
-    # module function): the filter chain is being reworked apart.
-    "learning/secrets.py": "scan_for_secrets(text, p=None) builds SecretParams()",
-    # The SDK's recorder: an agent process's own default run params.
-    "lamarck/agent/recorder.py": "Recorder(params=None) builds RunParams()",
-}
+PENDING: dict[str, str] = {}
 
 
 def _roots() -> dict[str, str]:
@@ -110,6 +105,23 @@ def _constructions(
     yield from walk(tree, None)
 
 
+def _declared_defaults(tree: ast.Module) -> frozenset[int]:
+    """Lines of ``DEFAULT_* = SomeParams()`` at module level, ``SomeParams`` defined here."""
+    here = frozenset(n.name for n in tree.body if isinstance(n, ast.ClassDef))
+    return frozenset(
+        node.lineno
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+        and target.id.startswith("DEFAULT_")
+        and isinstance(node.value, ast.Call)
+        and _called(node.value) in here
+        and not node.value.args
+        and not node.value.keywords
+    )
+
+
 def _is_root(path: str) -> bool:
     return path in ROOT_MODULES or path.split("/", 1)[0] in APPLICATION_ROOTS
 
@@ -123,9 +135,12 @@ def _offenders() -> dict[str, list[str]]:
     for path, tree in modules:
         if _is_root(path):
             continue
+        defaults = _declared_defaults(tree)
         for line, name, function in _constructions(tree, names):
             if function is not None and function in factories:
                 continue  # a field's default value
+            if function is None and line in defaults:
+                continue  # the tree's default value, declared beside its class
             found.setdefault(path, []).append(f"{path}:{line}: {name}(...)")
     return found
 
