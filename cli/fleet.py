@@ -6,8 +6,8 @@ SDK with a live table of what each node learned, imported and refused, prints th
 and keeps the fleet running until Ctrl-C (``--exit`` stops it after the report). ``status``
 and ``down`` act on the fleet of ``--dir`` from another terminal.
 
-``--workload`` names a driver workload (``lamarck.fleet.workloads``) or one of issue
-14 §3's scenarios (``lamarck.fleet.scenarios``: ``blocker``, ``byzantine``,
+``--workload`` names a driver workload (``lamarck.fleet.workloads``) or one of the
+scenarios (``lamarck.fleet.scenarios``: ``blocker``, ``byzantine``,
 ``planted-control``, ``retrieval-poisoning``), which run at their full size unless
 ``--nodes``/``--byzantine`` say otherwise, three times on one fleet, and print every figure
 with its mean and spread.

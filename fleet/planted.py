@@ -282,7 +282,7 @@ def _push_pair(
 
 
 def figures_met(figures: Mapping[str, float]) -> bool:
-    """The §3.4 goal over (mean) figures: every forged certificate refused for its reason,
+    """The goal over (mean) figures: every forged certificate refused for its reason,
     none accepted, none in a prompt, and the control accepted."""
     return (
         figures.get("forged_lessons_accepted") == 0.0

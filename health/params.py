@@ -96,11 +96,11 @@ class HealthParams:
     responsive_hours: float = 24.0
 
     # -- confidence bands -------------------------------------------------------------------
-    # High band: confidence > high_confidence (seed 0.7). The same line decides adaptation
+    # High band: confidence > high_confidence (default 0.7). The same line decides adaptation
     # (first rise above it), knowledge usefulness (lessons above it) and overconfident errors
     # (a genuine contradiction of a lesson above it), as in the seed. In (low_confidence, 1).
     high_confidence: float = 0.7
-    # Low band: confidence <= low_confidence (seed 0.4); medium is between. In (0, high).
+    # Low band: confidence <= low_confidence (default 0.4); medium is between. In (0, high).
     low_confidence: float = 0.4
     # Retention counts a live lesson as retained above this (seed:
     # ``confidence > 0.5``). In (0, 1).
@@ -121,20 +121,20 @@ class HealthParams:
     calibration_bins: int = 10
 
     # -- warnings ---------------------------------------------------------------------------
-    # Below this contradiction rate, beliefs are probably not being put at risk (seed 0.1).
+    # Below this contradiction rate, beliefs are probably not being put at risk (default 0.1).
     min_contradiction_rate: float = 0.1
     # Below this share of contradictions answered within responsive_hours: slow to update
-    # (seed 0.7). [0, 1].
+    # (default 0.7). [0, 1].
     min_responsive_share: float = 0.7
     # Below this usefulness rate: too much unused knowledge (seed's assessment 0.6; its printout
     # says 0.7, but the assessment is the verdict). [0, 1].
     min_usefulness_rate: float = 0.6
     # Prediction accuracy below this warns; at or above strong_accuracy is a strength
-    # (seed 0.6 / 0.8). 0 <= min_accuracy <= strong_accuracy <= 1.
+    # (default 0.6 / 0.8). 0 <= min_accuracy <= strong_accuracy <= 1.
     min_accuracy: float = 0.6
     strong_accuracy: float = 0.8
     # Calibration score (1 - expected calibration error) below this warns; at or above
-    # strong_calibration is a strength (seed 0.6 / 0.8). Same ordering as accuracy.
+    # strong_calibration is a strength (default 0.6 / 0.8). Same ordering as accuracy.
     min_calibration: float = 0.6
     strong_calibration: float = 0.8
     # Fewest observations in the window before a rate may raise a warning or a strength: the

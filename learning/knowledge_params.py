@@ -104,8 +104,8 @@ class ConsolidationParams:
     # Context similarity from which two lessons were learned in the same context (the "same
     # context" band of ``ConfidenceParams.very_similar``). Range (0, 1].
     min_context_similarity: float = 0.9
-    # Outcome ids the merged lesson keeps, the most recent; the rest survive as counts (seed
-    # 000 §8). Integer in [1, 64] (RecordLimits: at most 64 evidence entries).
+    # Outcome ids the merged lesson keeps, the most recent; the rest survive as counts (design
+    # sources: adaptive memory). Integer in [1, 64] (RecordLimits: at most 64 evidence entries).
     evidence_kept: int = 32
 
     def __post_init__(self) -> None:
