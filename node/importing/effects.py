@@ -13,7 +13,9 @@ stated here once, pure:
 * **store**: an accepted record is stored as a lesson and indexed with it;
 * **counted**: a source's history (the outlier flag's input) counts every record of it kept
   here, held or stored, once; never a record whose signer nobody vouched for, which says
-  nothing about the source it names;
+  nothing about the source it names. Held records count: the high-stakes records a quorum
+  holds are the surer ones, and leaving them out made every sure record after them a
+  "statistical outlier" (a catch-up: a fifth of its records);
 * **established**: the lessons the filters read as established on a record's operation are the
   active ones on that operation in the record's domain and environment, at or above the
   filters' floor, the surest first, at most ``ESTABLISHED_LIMIT`` (:func:`select_established`).

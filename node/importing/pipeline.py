@@ -88,7 +88,7 @@ from lamarck.errors import (
     StoreUnavailable,
     VerificationError,
 )
-from lamarck.node.importing.effects import with_hold
+from lamarck.node.importing.effects import apply_decision
 from lamarck.node.importing.intake import (
     ImportCall,
     Refused,
@@ -437,37 +437,35 @@ class ImportPipeline:
                 return await self._promote(
                     signed, held, dataclasses.replace(call, held=held), vector, checked=True
                 )
+        # What the decision changes here: the one step the simulator applies too. Stage (3)
+        # could not vouch for the signer (``hold``): an operator decides.
+        effects = apply_decision(decision, hold=hold, recorded=call.records)
+        decision = effects.decision
+        if effects.judged is not None:
+            self._view.held.reject(signed.content_hash, effects.judged)
         if decision.outcome is ImportOutcome.REJECT:
             error = decision.error or PolicyRejected(reason=decision.reason)
-            if call.records:
-                self._view.held.reject(signed.content_hash, decision.reason)
             return await self._reject(
-                error, signed.content_hash, source, call, decision.events, record
+                error, signed.content_hash, source, call, effects.charges, record
             )
-        # Stage (3) could not vouch for the signer: an operator decides.
-        decision = with_hold(decision, hold)
         if call.dry_run:
             return dataclasses.replace(
                 base, outcome=decision.outcome, reasons=decision.reasons, error=decision.error
             )
-        for event in decision.events:
+        for event in effects.charges:
             self._reputation.emit(event)
         if decision.outcome is ImportOutcome.DUPLICATE:
             lesson_id = await self._add_provenance(signed, via, now)
             IMPORTS.labels(result="duplicate", reason="").inc()
             return dataclasses.replace(base, lesson_id=lesson_id)
-        if decision.outcome is ImportOutcome.QUARANTINE:
+        if effects.hold:
             kept = await self._quarantine(signed, decision, base, now)
-            if counts_in_history(kept.reasons):
-                # Held is published too: a source's history counts what it sent that is
-                # kept here, held or stored. Counting only the stored copies skewed it: the
-                # high-stakes records a quorum holds are the surer ones, and leaving them out
-                # made every sure record after them a "statistical outlier" (a catch-up: a
-                # fifth of its records). Not a record whose signer nobody vouched for: it
-                # says nothing about the source it names.
+            if effects.counted:
                 self._count(record, now)
             return kept
-        stored = await self._store_accepted(signed, decision, base, via, now, vector=vector)
+        stored = await self._store_accepted(
+            signed, decision, base, via, now, vector=vector, counted=not effects.counted
+        )
         if call.certificate is not None and cert_error is None:
             self._keep(stored, call.certificate)
             return dataclasses.replace(stored, certified=stored.outcome is ImportOutcome.ACCEPT)
@@ -614,15 +612,19 @@ class ImportPipeline:
         else:
             assert decision.transfer is not None  # set for accept and quarantine
             confidence, rule = decision.transfer.confidence, decision.transfer.rule.value
-        accepted = ImportDecision(outcome=ImportOutcome.ACCEPT, confidence=confidence)
+        effects = apply_decision(
+            ImportDecision(outcome=ImportOutcome.ACCEPT, confidence=confidence),
+            recorded=False,
+            counted_before=counts_in_history(row.reasons),
+        )
         result = await self._store_accepted(
             signed,
-            accepted,
+            effects.decision,
             base,
             "",
             call.now,
             vector=vector,
-            counted=counts_in_history(row.reasons),
+            counted=not effects.counted,
         )
         return dataclasses.replace(result, transfer_rule=rule)
 
