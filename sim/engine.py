@@ -71,17 +71,17 @@ from lamarck.gossip.publisher import GossipParams
 from lamarck.learning import attribution as attribution_core
 from lamarck.learning import reality as reality_core
 from lamarck.learning.attribution import Effect
-from lamarck.node.importing import effects as effects_core
 from lamarck.node.importing import pipeline as pipeline_core
-from lamarck.node.importing.effects import Candidate
 from lamarck.node.importing.view import ImportSnapshot
 from lamarck.node.lessons import outcomes as lessons_outcomes
 from lamarck.node.sharing import anti_entropy as anti_entropy_core
 from lamarck.policy import decision as decision_core
+from lamarck.policy import effects as effects_core
 from lamarck.policy import filters as importing_filters
 from lamarck.policy.autonomy import AutonomyFilter
 from lamarck.policy.chain import build_policy
 from lamarck.policy.decision import ImportOutcome, ImportPolicy, Incoming
+from lamarck.policy.effects import Candidate
 from lamarck.policy.filters import (
     Corroboration,
     EstablishedLesson,

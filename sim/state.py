@@ -12,9 +12,9 @@ from lamarck.consensus.params import TaintParams
 from lamarck.gossip import router as router_core
 from lamarck.gossip.publisher import GossipParams
 from lamarck.learning.influence import InfluenceParams
-from lamarck.node.importing.effects import Candidate
 from lamarck.node.importing.view import HeldRecords, SourceHistory
 from lamarck.policy.decision import ImportParams
+from lamarck.policy.effects import Candidate
 from lamarck.reputation.book import ReputationBook
 from lamarck.reputation.params import GlobalTrustParams, PairwiseParams, ReputationParams
 

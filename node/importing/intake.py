@@ -18,8 +18,8 @@ from datetime import datetime
 from lamarck.domain.rows import QuarantineRow, Vector
 from lamarck.errors import InvalidRecord, LamarckError, PolicyRejected, VerificationError
 from lamarck.node.importing.results import ImportSource
-from lamarck.node.importing.view import HoldReason
 from lamarck.policy.decision import charged_sender
+from lamarck.policy.effects import HoldReason
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.limits import RecordLimits
 from lamarck.proto.signed import SignedMemory

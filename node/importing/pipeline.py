@@ -88,7 +88,6 @@ from lamarck.errors import (
     StoreUnavailable,
     VerificationError,
 )
-from lamarck.node.importing.effects import apply_decision
 from lamarck.node.importing.intake import (
     ImportCall,
     Refused,
@@ -110,10 +109,8 @@ from lamarck.node.importing.versions import (
     version_events,
 )
 from lamarck.node.importing.view import (
-    HoldReason,
     ImportSnapshot,
     StoreImportView,
-    counts_in_history,
 )
 from lamarck.node.metrics import IMPORTS
 from lamarck.node.store.port import LessonStore
@@ -127,6 +124,7 @@ from lamarck.policy.decision import (
     Incoming,
     decide_import,
 )
+from lamarck.policy.effects import HoldReason, apply_decision, counts_in_history
 from lamarck.policy.filters import established_floor, needs_established, texts_with_content
 from lamarck.proto.canonical import sha256_hex
 from lamarck.proto.clock import Clock

@@ -21,7 +21,6 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from enum import StrEnum
 
 from lamarck.domain.rows import (
     LessonFilter,
@@ -33,6 +32,7 @@ from lamarck.node.store.port import (
     LessonStore,
     keyset_pages,
 )
+from lamarck.policy.effects import counts_in_history
 from lamarck.policy.filters import (
     Corroboration,
     DeclaredTool,
@@ -48,28 +48,12 @@ __all__ = [
     "REGISTRY_DEPENDENT_REASONS",
     "CorroborationSource",
     "HeldRecords",
-    "HoldReason",
     "ImportSnapshot",
     "SourceHistory",
     "StoreImportView",
-    "counts_in_history",
 ]
 
 _DAY = timedelta(days=1)
-
-
-class HoldReason(StrEnum):
-    """Quarantine reasons the pipeline adds itself (the decision's are its own)."""
-
-    #: A bundle signed by a key no registry of this node knows: an operator decides.
-    UNKNOWN_SIGNER = "unknown_signer"
-
-
-def counts_in_history(reasons: Sequence[str]) -> bool:
-    """Whether a record held for ``reasons`` counts in its source's history (as every stored
-    one does): not when no registry vouched for its signer, since then it says nothing about
-    the source it names."""
-    return HoldReason.UNKNOWN_SIGNER not in reasons
 
 
 # How many rows to read per page when loading the indexes at start-up.

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from lamarck.domain.rows import LessonStatus, QuarantineRow, RejectionRow
 from lamarck.node.importing.pipeline import imported_row
-from lamarck.node.importing.view import HoldReason, StoreImportView
+from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.port import LessonStore
+from lamarck.policy.effects import HoldReason
 from lamarck.policy.filters import ImportView, KnownVersion, SourceStats
 from lamarck.proto.clock import FixedClock
 from lamarck.proto.signed import SignedMemory

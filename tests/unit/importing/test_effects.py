@@ -12,14 +12,8 @@ from importing_helpers import NOW, record
 
 from lamarck.domain.rows import LessonRow, LessonStatus
 from lamarck.node.embedding import HashingEmbedder
-from lamarck.node.importing.effects import (
-    ESTABLISHED_LIMIT,
-    Candidate,
-    apply_decision,
-    select_established,
-)
 from lamarck.node.importing.pipeline import ImportPipeline, ImportSource
-from lamarck.node.importing.view import HoldReason, StoreImportView
+from lamarck.node.importing.view import StoreImportView
 from lamarck.node.store.memory import InMemoryLessonStore
 from lamarck.policy.decision import (
     ImportDecision,
@@ -27,6 +21,13 @@ from lamarck.policy.decision import (
     ImportParams,
     Incoming,
     decide_import,
+)
+from lamarck.policy.effects import (
+    ESTABLISHED_LIMIT,
+    Candidate,
+    HoldReason,
+    apply_decision,
+    select_established,
 )
 from lamarck.policy.filters import EstablishedLesson
 from lamarck.proto.clock import FixedClock

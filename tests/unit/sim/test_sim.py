@@ -188,7 +188,7 @@ def test_simulator_applies_the_pipelines_post_decision_step(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The simulator restates nothing after the decision: it calls the shared step.
-    from lamarck.node.importing import effects as effects_core
+    from lamarck.policy import effects as effects_core
 
     seen: list[ImportOutcome] = []
     original = effects_core.apply_decision

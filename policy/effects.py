@@ -24,11 +24,11 @@ stated here once, pure:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
-from lamarck.node.importing.view import HoldReason, counts_in_history
 from lamarck.policy.decision import ImportDecision, ImportOutcome
 from lamarck.policy.filters import EstablishedLesson
 from lamarck.proto.memory import MemoryV2
@@ -38,10 +38,27 @@ __all__ = [
     "ESTABLISHED_LIMIT",
     "Candidate",
     "Effects",
+    "HoldReason",
     "apply_decision",
+    "counts_in_history",
     "select_established",
     "with_hold",
 ]
+
+
+class HoldReason(StrEnum):
+    """Quarantine reasons the pipeline adds itself (the decision's are its own)."""
+
+    #: A bundle signed by a key no registry of this node knows: an operator decides.
+    UNKNOWN_SIGNER = "unknown_signer"
+
+
+def counts_in_history(reasons: Sequence[str]) -> bool:
+    """Whether a record held for ``reasons`` counts in its source's history (as every stored
+    one does): not when no registry vouched for its signer, since then it says nothing about
+    the source it names."""
+    return HoldReason.UNKNOWN_SIGNER not in reasons
+
 
 #: The most established lessons the filters read on one record.
 ESTABLISHED_LIMIT = 50
