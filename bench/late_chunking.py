@@ -211,7 +211,7 @@ def detection(
     """Train on the tune split's vectors of ``way`` (``train_autonomy``'s samples); then the
     filter itself, with those weights and ``way``'s vectors, judges every text."""
     samples = [s for it, _, ev in read if it.split == "tune" for s in record_samples(it, ev)]
-    samples.extend(exemplar_samples(params))
+    samples.extend(exemplar_samples())
     way.prepare([(text, content) for text, content, *_ in samples])
     x = np.stack([features(way.vector(text, content), weak) for text, content, weak, *_ in samples])
     w = fit(x, np.array([float(label) for *_, label, _ in samples]), l2)

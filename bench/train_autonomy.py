@@ -3,7 +3,7 @@
 A logistic regression (L2, class-balanced, fitted by Newton's method in numpy: deterministic,
 no new dependency) over [MiniLM unit vector of a text, the text's weak structural hint].
 Samples, all from ``split == "tune"`` of ``bench/data/autonomy_corpus.jsonl`` plus the
-hand-written exemplars of ``AutonomyParams``:
+hand-written exemplars of the grammar (``autonomy_rules.vocabulary``):
 
 * claims: the whole content (label 1);
 * honest lessons: the content and each of its sentences with permission vocabulary
@@ -47,6 +47,7 @@ from lamarck.policy.autonomy import (
     Evidence,
     Polarity,
 )
+from lamarck.policy.autonomy_rules import CLAIM_EXEMPLARS, SAFE_EXEMPLARS
 from lamarck.policy.filters import VerdictKind
 from lamarck.proto.memory import MemoryV2
 
@@ -151,10 +152,10 @@ def record_samples(item: CorpusItem, evidence: Sequence[Evidence]) -> list[Sampl
     return out
 
 
-def exemplar_samples(params: AutonomyParams) -> list[Sample]:
-    """The hand-written exemplars of ``params``: claims (1) and careful lessons (0)."""
-    claims = [(t, t, False, 1, "exemplar:claim") for t in params.claim_exemplars]
-    return claims + [(t, t, False, 0, "exemplar:safe") for t in params.safe_exemplars]
+def exemplar_samples() -> list[Sample]:
+    """The grammar's hand-written exemplars: claims (1) and careful lessons (0)."""
+    claims = [(t, t, False, 1, "exemplar:claim") for t in CLAIM_EXEMPLARS]
+    return claims + [(t, t, False, 0, "exemplar:safe") for t in SAFE_EXEMPLARS]
 
 
 def features(vector: Vectors, weak: bool) -> Array:
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             judgement.verdict.kind is VerdictKind.QUARANTINE and weak_any
         )
         scored.append((it, undecided, structure.meaning_inputs(rec, evidence)))
-    samples.extend(exemplar_samples(params))
+    samples.extend(exemplar_samples())
     cache.embed([s[0] for s in samples] + [t for _, _, inputs in scored for t, _ in inputs])
 
     x = np.stack([features(cache[t], weak) for t, _, weak, _, _ in samples])

@@ -20,7 +20,6 @@ from lamarck.policy.autonomy_rules import (
     ANSWER_NO,
     ANSWER_YES,
     CAREFUL_KEY,
-    CLAIM_EXEMPLARS,
     CONCEDED_REPORT,
     CONFIG_FLAGS,
     CONFIG_KEY,
@@ -38,7 +37,6 @@ from lamarck.policy.autonomy_rules import (
     REFUTED_VERDICT,
     REJECTED_REPORT,
     RULES,
-    SAFE_EXEMPLARS,
     SUPPOSED_REPORT,
     TERSE_CAREFUL_SUBJECT,
     TERSE_DROPS,
@@ -114,8 +112,6 @@ class AutonomyParams:
     agent_pattern: str = AGENT
     # The one negation lexicon (negators, licensing phrases, stopping verbs).
     negation: NegationLexicon = NEGATION
-    claim_exemplars: tuple[str, ...] = CLAIM_EXEMPLARS
-    safe_exemplars: tuple[str, ...] = SAFE_EXEMPLARS
     confusables: Mapping[str, str] = field(default_factory=lambda: dict(CONFUSABLES))
     leet: Mapping[str, str] = field(default_factory=lambda: dict(LEET))
 
@@ -131,8 +127,6 @@ class AutonomyParams:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < lo:
                 raise ConfigError(f"invalid {name}: must be an integer >= {lo}, got {value!r}")
-        if not self.claim_exemplars or not self.safe_exemplars:
-            raise ConfigError("invalid exemplars: claim_exemplars and safe_exemplars are needed")
         ids = [r.id for r in self.rules]
         if len(set(ids)) != len(ids):
             raise ConfigError("invalid rules: a rule id is used twice")

@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from lamarck.errors import ConfigError, InvalidRecord
 
 __all__ = [
+    "MAX_ACTIVITY_BINS",
     "SECURITY_HEADERS",
     "ConsoleParams",
     "Request",
@@ -42,6 +43,10 @@ SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: The most bins the health page's activity plot draws (its window over its bin width).
+MAX_ACTIVITY_BINS = 400
+
+
 @dataclass(frozen=True, slots=True)
 class ConsoleParams:
     """Bounds of the console's HTTP layer and pages; every field positive."""
@@ -58,11 +63,10 @@ class ConsoleParams:
     # Longest operator note kept with a decision, in characters.
     note_max_chars: int = 500
     # The health page's imports-and-rejections plot: hours shown back from now, the width of
-    # one bin in hours (24: by day, 1: by hour), at most this many bins, and at most this many
-    # imported lessons and rejection log rows read to draw it.
+    # one bin in hours (24: by day, 1: by hour; at most ``MAX_ACTIVITY_BINS`` bins in the
+    # window), and at most this many imported lessons and rejection log rows read to draw it.
     activity_window_h: float = 336.0
     activity_bin_h: float = 24.0
-    activity_max_bins: int = 400
     activity_max_rows: int = 20000
     # Bins follow the node's age: the finest width of a fixed ladder (a minute, 5 and 15
     # minutes, an hour, 6 hours, a day; never finer than needed, never wider than
@@ -94,9 +98,9 @@ class ConsoleParams:
                 reason="invalid_params",
                 field="activity_bin_h",
             )
-        if math.ceil(self.activity_window_h / self.activity_bin_h) > self.activity_max_bins:
+        if math.ceil(self.activity_window_h / self.activity_bin_h) > MAX_ACTIVITY_BINS:
             raise ConfigError(
-                "invalid activity_window_h: more bins than activity_max_bins",
+                f"invalid activity_window_h: more than {MAX_ACTIVITY_BINS} bins",
                 reason="invalid_params",
                 field="activity_window_h",
             )

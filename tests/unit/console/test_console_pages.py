@@ -25,7 +25,7 @@ from lamarck.health.report import health_report
 from lamarck.learning.influence import LessonEvidence
 from lamarck.node.console.activity import activity_timeline, bins_for_age, window_start
 from lamarck.node.console.assets import CONTENT_TYPES, asset
-from lamarck.node.console.http import ConsoleParams
+from lamarck.node.console.http import MAX_ACTIVITY_BINS, ConsoleParams
 from lamarck.node.console.lesson_pages import (
     HeldDetails,
     lesson_page,
@@ -220,7 +220,7 @@ def test_activity_refuses_naive_times() -> None:
         ({"activity_bin_h": 0.0}, "activity_bin_h"),
         ({"activity_window_h": math.inf}, "activity_window_h"),
         ({"activity_window_h": 24, "activity_bin_h": 48}, "activity_bin_h"),
-        ({"activity_window_h": 1000, "activity_bin_h": 1, "activity_max_bins": 10}, None),
+        ({"activity_window_h": MAX_ACTIVITY_BINS + 1, "activity_bin_h": 1}, None),
     ],
 )
 def test_console_params_refuse_an_impossible_activity_window(

@@ -198,3 +198,52 @@ def test_a_construction_outside_the_root_is_reported_with_its_place() -> None:
     hits = list(_constructions(tree, names))
     assert hits == [(3, "GossipParams", "_default"), (8, "LearningParams", "make")]
     assert _default_factories(tree) == {"_default"}
+
+
+def _unread_fields(modules: Sequence[tuple[str, ast.Module]]) -> list[str]:
+    """Fields of a ``*Params`` class no code reads (as ``.field``) outside a ``__post_init__``:
+    a setting that changes nothing. By name over the whole library, so a field is "read" when
+    any attribute of that name is; what this catches is a name nothing reads at all."""
+    fields: list[tuple[str, str, str]] = []
+    validation: dict[str, list[tuple[int, int]]] = {}
+    for path, tree in modules:
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ClassDef) and node.name.endswith("Params")):
+                continue
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    if not item.target.id.startswith("_"):
+                        fields.append((path, node.name, item.target.id))
+                elif isinstance(item, ast.FunctionDef) and item.name == "__post_init__":
+                    validation.setdefault(path, []).append((item.lineno, item.end_lineno or 0))
+    read: set[str] = set()
+    for path, tree in modules:
+        spans = validation.get(path, [])
+        read.update(
+            node.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and not any(a <= node.lineno <= b for a, b in spans)
+        )
+    return [f"{path}: {cls}.{name}" for path, cls, name in fields if name not in read]
+
+
+def test_every_params_field_is_read_somewhere() -> None:
+    unread = _unread_fields(_sources())
+    assert not unread, "params fields nothing reads (remove them or read them):\n" + "\n".join(
+        unread
+    )
+
+
+def test_a_field_read_only_by_its_own_validation_is_reported() -> None:
+    tree = ast.parse(
+        "from dataclasses import dataclass\n"
+        "@dataclass\n"
+        "class DemoParams:\n"
+        "    used_here_zq: int = 1\n"
+        "    only_validated_zq: int = 2\n"
+        "    def __post_init__(self):\n"
+        "        assert self.only_validated_zq > 0\n"
+        "def reader(p):\n"
+        "    return p.used_here_zq\n"
+    )
+    assert _unread_fields([("demo.py", tree)]) == ["demo.py: DemoParams.only_validated_zq"]
