@@ -6,6 +6,7 @@ read and return them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -126,6 +127,25 @@ class LessonRow:
         """Whether this lesson came from another node than ``own_id`` ("": unknown). A stored
         copy of a record the node itself signed (its own bundle imported back) is its own."""
         return self.imported_from is not None and (not own_id or self.imported_from != own_id)
+
+    def with_embedding(self, embedding: Vector | None) -> LessonRow:
+        """This row with ``embedding`` in place of its own, every other field as it is.
+
+        The recall index attaches each hit's vector to the row it returns (up to a candidate
+        pool of rows per recall); ``dataclasses.replace`` runs the whole constructor and took
+        twice as long (15 against 7 us a row).
+        """
+        new = object.__new__(LessonRow)
+        for name in _LESSON_ROW_FIELDS:
+            object.__setattr__(new, name, getattr(self, name))
+        object.__setattr__(new, "embedding", embedding)
+        return new
+
+
+#: ``LessonRow``'s fields but its embedding, in declaration order (``with_embedding``).
+_LESSON_ROW_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(LessonRow) if f.name != "embedding"
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from threadpoolctl import threadpool_limits
+
 import lamarck
 from lamarck.domain.embedder import Embedder
 from lamarck.errors import ConfigError, LamarckError
@@ -713,6 +715,9 @@ def run_node(settings: NodeSettings) -> None:
     """
     # Before any thread of the node starts: a thread keeps the arena it already has.
     limit_malloc_arenas(settings.malloc_arenas)
+    # BLAS on one thread: the node's products are small (the recall index's search), and
+    # split over threads they left them busy-waiting on the cores the model's next run needs.
+    threadpool_limits(limits=1, user_api="blas")
     configure_logging(settings.log_format, settings.log_level)
     if settings.log_level != "DEBUG":
         # pgserver logs every command it runs, with full stdout, at INFO.

@@ -192,3 +192,16 @@ def test_a_bulk_write_makes_it_read_everything_again_and_a_read_it_outran_is_dro
     assert not index.loaded
     index.load([row("a", 1), row("b", 1)], index.generation)
     assert index.loaded and ids(index, 1) == ["a", "b"]
+
+
+def test_a_row_with_another_embedding_keeps_every_other_field() -> None:
+    row = lesson_row(embedding=unit_vector(4, 1.0), tags=("a", "b"), confidence=0.7)
+    vector = unit_vector(4, 0.0, 1.0)
+    moved = row.with_embedding(vector)
+    assert moved == dataclasses.replace(row, embedding=vector)  # embedding is not compared
+    assert moved.embedding is vector
+    assert row.embedding is not None and row.embedding[0] == 1.0  # the original is unchanged
+    assert {
+        f.name: getattr(moved, f.name) for f in dataclasses.fields(row) if f.name != "embedding"
+    } == {f.name: getattr(row, f.name) for f in dataclasses.fields(row) if f.name != "embedding"}
+    assert row.with_embedding(None).embedding is None
