@@ -322,12 +322,18 @@ class RecallIndex:
         """The rows of the ids in ``read`` (a ``dirty()`` snapshot) as they are now: an id
         without a row was deleted; one touched again since the read stays dirty."""
         found = {row.id: row for row in rows}
+        placed: dict[str, npt.NDArray[np.float32]] = {}
         for lesson_id in read:
             row = found.get(lesson_id)
             if row is not None and is_covered(row):
-                self._put(row)
+                placed[lesson_id] = self._place(row)
             else:
+                placed.pop(lesson_id, None)
                 self._drop(lesson_id)
+        # The norms, int8 codes and sign bits of every row placed, in one pass (a burst of
+        # writes refreshes hundreds of rows at the next search: one by one, the small array
+        # operations cost more than the search).
+        self._encode(placed)
         self._settle(read)
         self.reads += 1
         self._check_size()
@@ -581,10 +587,10 @@ class RecallIndex:
                 row.id: row.with_embedding(None) for row in rows if isinstance(row, LessonRow)
             }
 
-    def _put(self, row: LessonRow) -> None:
-        if not is_covered(row):
-            self._drop(row.id)
-            return
+    def _place(self, row: LessonRow) -> npt.NDArray[np.float32]:
+        """Give ``row`` (covered) its slot, row, status and scope, and in full form its
+        matrix row; return its vector, which ``_encode`` turns into norm, codes and bits once
+        every row of the refresh has its final slot."""
         vector = np.asarray(row.embedding, dtype=np.float32).reshape(-1)
         slot = self._slot.get(row.id)
         if slot is None:
@@ -593,7 +599,6 @@ class RecallIndex:
                 self._grow(max(64, 2 * slot))
             self._slot[row.id] = slot
             self._ids.append(row.id)
-        norm = np.linalg.norm(vector)
         if not self.compact:
             # The vector lives in the matrix only: a second copy in the row cost 1.6 KB a
             # lesson.
@@ -601,15 +606,24 @@ class RecallIndex:
             self._matrix[slot] = vector
         elif row.id in self._rows:
             self._rows[row.id] = row  # a cached row, as it is now
-        self._norms[slot] = norm
         self._status[slot] = _STATUS_CODE[row.status]
         self._scope[slot] = self._scope_code.setdefault(row.scope, len(self._scope_code))
-        codes, unscale = _quantised(vector[None, :], np.array([norm], dtype=np.float32))
-        self._codes[slot] = codes[0]
-        self._unscale[slot] = unscale[0]
-        self._bits[:, slot] = _sign_bits(
-            self._dequantised(slot, slot + 1) - self._centre, self._words
-        )[0]
+        return vector
+
+    def _encode(self, placed: Mapping[str, npt.NDArray[np.float32]]) -> None:
+        """The norm, int8 codes and sign bits of each placed row, at its slot now."""
+        if not placed:
+            return
+        slots = np.fromiter((self._slot[i] for i in placed), dtype=np.intp, count=len(placed))
+        vectors = np.stack(list(placed.values()))
+        norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
+        codes, unscale = _quantised(vectors, norms)
+        self._norms[slots] = norms
+        self._codes[slots] = codes
+        self._unscale[slots] = unscale
+        restored = codes.astype(np.float32)
+        restored *= unscale[:, None]
+        self._bits[:, slots] = _sign_bits(restored - self._centre, self._words).T
 
     def _drop(self, lesson_id: str) -> None:
         slot = self._slot.pop(lesson_id, None)

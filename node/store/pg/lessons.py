@@ -138,7 +138,7 @@ class PgLessonRows(PgTables, LessonRows):
                 )
             else:
                 await self.pool.execute(_INSERT_LESSON, *lesson_args(lesson))
-        self._touch([lesson.id])
+        self._touch_inserted([lesson])
         self._inserted += 1
 
     async def insert_lessons(self, lessons: Sequence[LessonRow]) -> int:
@@ -158,7 +158,7 @@ class PgLessonRows(PgTables, LessonRows):
                 await conn.copy_records_to_table(
                     "lesson_provenance", records=provenance, columns=list(PROVENANCE_COLUMNS)
                 )
-        self._touch(row.id for row in lessons)
+        self._touch_inserted(lessons)
         self._inserted += len(records)
         return len(records)
 

@@ -309,3 +309,10 @@ class PgTables(Protocol):
     @abc.abstractmethod
     def _touch(self, ids: Iterable[str]) -> None:
         """These lessons were written: the recall index re-reads them."""
+
+    def _touch_inserted(self, rows: Iterable[LessonRow]) -> None:
+        """These lessons were just inserted: the recall index re-reads those it could hold.
+        A lesson stored without its vector (written behind the reply) is in no index until
+        ``set_embeddings`` writes one, which touches it then; re-reading it before would
+        read a burst of writes row by row at the next search, to learn it holds none of them."""
+        self._touch(row.id for row in rows if row.embedding is not None)
