@@ -42,6 +42,12 @@ class WriteBehindParams:
     # searches what is indexed and says how many lessons are still being indexed. None: a
     # recall waits for every queued vector. Integer >= 0 or None.
     recall_settles_at_most: int | None = None
+    # More queued vectors (claims aside) than this are a burst: a recall then embeds none of
+    # them itself. It searches what is indexed and says how many wait, and the drain embeds
+    # them once the burst is over. Embedding the newest with the task cost a recall right after
+    # 200 writes ~3x the steady time, for a lesson a burst's writer rarely asks for at once.
+    # None: no bound. Integer >= 0 or None.
+    recall_burst_above: int | None = None
 
     def __post_init__(self) -> None:
         """Validate every field."""
@@ -59,6 +65,16 @@ class WriteBehindParams:
                 and self.recall_settles_at_most >= 0
             ),
             "recall_settles_at_most",
+            "must be an integer >= 0 or None",
+        )
+        check_rule(
+            self.recall_burst_above is None
+            or (
+                isinstance(self.recall_burst_above, int)
+                and not isinstance(self.recall_burst_above, bool)
+                and self.recall_burst_above >= 0
+            ),
+            "recall_burst_above",
             "must be an integer >= 0 or None",
         )
         check_finite("linger_s", self.linger_s)

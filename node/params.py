@@ -186,8 +186,10 @@ def node_params(
             defer_use_marks=True,
             linger_s=0.1,
             # A recall embeds the newest queued vector with its task (the lesson an agent just
-            # taught); after a burst it searches what is indexed and says how many wait.
+            # taught); after a burst (more than 8 waiting) it embeds none, searches what is
+            # indexed and says how many wait.
             recall_settles_at_most=1,
+            recall_burst_above=8,
         ),
     )
     transfer = TransferParams(

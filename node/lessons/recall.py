@@ -303,13 +303,17 @@ class Recall:
         influence = core.params.influence
         # Read-your-writes: a lesson stored behind its vector is searchable from here on (a
         # claim's only to a recall that includes claims: no other finds it), the newest
-        # ``recall_settles_at_most`` embedded with the task; after a burst the older ones are
-        # left to the drain and counted in ``indexing`` (no wait for a whole burst). The
+        # ``recall_settles_at_most`` embedded with the task, the older ones left to the drain
+        # and counted in ``indexing`` (no wait for a whole burst); after a burst (more than
+        # ``recall_burst_above`` waiting) none are embedded here. The
         # use marks may stay behind: ranking reads idle days, which a mark seconds old does
         # not change, and waiting for the last recall's marks would put them back in this wait.
         behind = core.behind
         queued = behind.queued if include_claimed else behind.queued_beyond_claims
         at_most = core.params.write_behind.recall_settles_at_most
+        burst_above = core.params.write_behind.recall_burst_above
+        if burst_above is not None and behind.waiting(queued) > burst_above:
+            at_most = 0  # a burst: left to the drain, counted in ``indexing``
         if at_most is None:
             await behind.settle_vectors(queued)
         await core.load_learner()

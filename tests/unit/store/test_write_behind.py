@@ -498,6 +498,42 @@ async def test_a_recall_after_a_burst_embeds_only_the_newest_and_says_how_many_w
     assert again.indexing == 0
 
 
+async def test_a_recall_after_a_larger_burst_embeds_none_and_says_how_many_wait() -> None:
+    store = FlakyStore()
+    params = dataclasses.replace(ON, linger_s=600.0, recall_settles_at_most=2, recall_burst_above=5)
+    svc = service(store, params)
+    for n in range(6):
+        await svc.record_outcome(
+            _outcome(n, f"shell:pytest suite{n}/", f"shell:make test-{n}", f"suite{n}")
+        )
+    found = await svc.recall("make test-5 for suite5", None, "project:" + PROJECT, "r")
+    # Six wait, more than the burst bound: the recall writes no vector and says so.
+    assert store.vector_writes == 0 and found.indexing == 6
+    await svc._core.behind.settle()
+    again = await svc.recall("make test-5 for suite5", None, "project:" + PROJECT, "r2")
+    assert again.indexing == 0 and again.lessons
+
+
+async def test_a_recall_under_the_burst_bound_still_embeds_the_newest() -> None:
+    store = FlakyStore()
+    params = dataclasses.replace(ON, linger_s=600.0, recall_settles_at_most=1, recall_burst_above=5)
+    svc = service(store, params)
+    result = await svc.record_outcome(
+        _outcome(0, "shell:pytest suite0/", "shell:make test-0", "suite0")
+    )
+    taught = [c.lesson_id for c in result.changes if c.change == "created"]
+    found = await svc.recall("make test-0 for suite0", None, "project:" + PROJECT, "r")
+    assert store.vector_writes == 1 and found.indexing == 0
+    assert taught[0] in [r.id for r in found.lessons]
+
+
+def test_recall_burst_above_must_be_a_non_negative_int_or_none() -> None:
+    assert WriteBehindParams(recall_burst_above=0).recall_burst_above == 0
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ConfigError, match="recall_burst_above"):
+            WriteBehindParams(recall_burst_above=bad)  # type: ignore[arg-type]
+
+
 def test_recall_settles_at_most_must_be_a_non_negative_int_or_none() -> None:
     assert WriteBehindParams(recall_settles_at_most=0).recall_settles_at_most == 0
     for bad in (-1, 1.5, True):
