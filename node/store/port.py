@@ -21,6 +21,8 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
+
 from lamarck.domain.rows import (
     ImportedRecord,
     LessonEvent,
@@ -35,6 +37,7 @@ from lamarck.domain.rows import (
     ScoredLesson,
     Vector,
 )
+from lamarck.errors import StoreError
 
 __all__ = [
     "EventLog",
@@ -47,11 +50,28 @@ __all__ = [
     "QuarantineStore",
     "StateStore",
     "StoreLifecycle",
+    "checked_query",
     "keyset_pages",
 ]
 
 
 _Row = TypeVar("_Row")
+
+
+def checked_query(query: Vector, dim: int | None) -> Vector:
+    """``query`` as a flat float32 vector, as every adapter's ``search`` takes it:
+    ``StoreError`` ``dimension_mismatch`` when it does not have the store's ``dim`` (None: the
+    store has none yet), ``invalid_query`` when it is zero or not finite."""
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    if dim is not None and q.shape[0] != dim:
+        raise StoreError(
+            f"query has {q.shape[0]} dimensions, the store holds {dim}",
+            reason="dimension_mismatch",
+        )
+    norm = float(np.linalg.norm(q))
+    if not np.isfinite(norm) or norm == 0.0:
+        raise StoreError("the query vector is zero or not finite", reason="invalid_query")
+    return q
 
 
 async def keyset_pages(

@@ -69,7 +69,7 @@ from lamarck.node.store.pg.sql import (
 from lamarck.node.store.pg.sql import to_lesson as _to_lesson
 from lamarck.node.store.pg.sql import where_clause as _where
 from lamarck.node.store.pg.state import PgState
-from lamarck.node.store.port import LessonStore
+from lamarck.node.store.port import LessonStore, checked_query
 from lamarck.node.store.recall_index import (
     COVERED_STATUSES,
     RecallIndex,
@@ -152,19 +152,6 @@ def _stored_vector(vector: Vector, dim: int) -> Vector:
             reason="dimension_mismatch",
         )
     return v
-
-
-def _query_vector(query: Vector, dim: int) -> Vector:
-    q = np.asarray(query, dtype=np.float32).reshape(-1)
-    if q.shape[0] != dim:
-        raise StoreError(
-            f"query has {q.shape[0]} dimensions, the store holds {dim}",
-            reason="dimension_mismatch",
-        )
-    norm = float(np.linalg.norm(q))
-    if not np.isfinite(norm) or norm == 0.0:
-        raise StoreError("the query vector is zero or not finite", reason="invalid_query")
-    return q
 
 
 class PostgresLessonStore(
@@ -547,7 +534,7 @@ class PostgresLessonStore(
         """
         if k <= 0:
             return []
-        q = _query_vector(query, self.dim)
+        q = checked_query(query, self.dim)
         if self._index is not None and covers(flt) and _UNIT.get() is None:
             index = await self._current_index()
             if index is not None and index.holds_rows:

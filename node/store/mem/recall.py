@@ -9,25 +9,11 @@ from datetime import datetime
 import numpy as np
 
 from lamarck.domain.rows import LessonFilter, LessonStatus, RelevanceFloor, ScoredLesson, Vector
-from lamarck.errors import StoreError
 from lamarck.node.store.mem.tables import MemTables
-from lamarck.node.store.port import LessonRecall
+from lamarck.node.store.port import LessonRecall, checked_query
 from lamarck.node.store.recall_index import exact_top_k
 
 __all__ = ["MemRecall"]
-
-
-def _unit_query(query: Vector, dim: int | None) -> Vector:
-    q = np.asarray(query, dtype=np.float32).reshape(-1)
-    if dim is not None and q.shape[0] != dim:
-        raise StoreError(
-            f"query has {q.shape[0]} dimensions, the store holds {dim}",
-            reason="dimension_mismatch",
-        )
-    norm = float(np.linalg.norm(q))
-    if not np.isfinite(norm) or norm == 0.0:
-        raise StoreError("the query vector is zero or not finite", reason="invalid_query")
-    return (q / norm).astype(np.float32)
 
 
 class MemRecall(MemTables, LessonRecall):
@@ -42,7 +28,8 @@ class MemRecall(MemTables, LessonRecall):
         """
         if k <= 0:
             return []
-        q = _unit_query(query, self._dim)
+        q = checked_query(query, self._dim)
+        q = (q / np.linalg.norm(q)).astype(np.float32)
         rows = [r for r in self._matching(flt) if r.embedding is not None]
         if not rows:
             return []
