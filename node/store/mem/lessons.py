@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lamarck.domain.rows import LessonEvent, LessonRow, LessonStatus, check_event_kinds
 from lamarck.errors import ConflictError, NotFound
@@ -99,21 +99,20 @@ class MemLessonRows(MemTables, LessonRows):
     async def history(self, lesson_id: str) -> list[LessonRow]:
         """The supersede chain containing ``lesson_id``, oldest first; ``NotFound`` if absent."""
         start = await self.get_lesson(lesson_id)
-        older: list[LessonRow] = []
         seen = {start.id}
-        cursor = start.supersedes
-        while cursor is not None and cursor in self._lessons and cursor not in seen:
-            row = self._lessons[cursor]
-            older.append(row)
-            seen.add(cursor)
-            cursor = row.supersedes
-        newer: list[LessonRow] = []
-        cursor = start.superseded_by
-        while cursor is not None and cursor in self._lessons and cursor not in seen:
-            row = self._lessons[cursor]
-            newer.append(row)
-            seen.add(cursor)
-            cursor = row.superseded_by
+
+        def walk(cursor: str | None, link: Callable[[LessonRow], str | None]) -> list[LessonRow]:
+            """The rows from ``cursor`` on, following ``link``, each once."""
+            found: list[LessonRow] = []
+            while cursor is not None and cursor in self._lessons and cursor not in seen:
+                row = self._lessons[cursor]
+                found.append(row)
+                seen.add(cursor)
+                cursor = link(row)
+            return found
+
+        older = walk(start.supersedes, lambda r: r.supersedes)
+        newer = walk(start.superseded_by, lambda r: r.superseded_by)
         return [*reversed(older), start, *newer]
 
     async def hard_delete(self, lesson_id: str) -> None:
