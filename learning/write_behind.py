@@ -57,25 +57,13 @@ class WriteBehindParams:
         check_positive_int("recover_limit", self.recover_limit)
         check_positive_int("max_pending", self.max_pending)
         check_positive_int("max_pending_claims", self.max_pending_claims)
-        check_rule(
-            self.recall_settles_at_most is None
-            or (
-                isinstance(self.recall_settles_at_most, int)
-                and not isinstance(self.recall_settles_at_most, bool)
-                and self.recall_settles_at_most >= 0
-            ),
-            "recall_settles_at_most",
-            "must be an integer >= 0 or None",
-        )
-        check_rule(
-            self.recall_burst_above is None
-            or (
-                isinstance(self.recall_burst_above, int)
-                and not isinstance(self.recall_burst_above, bool)
-                and self.recall_burst_above >= 0
-            ),
-            "recall_burst_above",
-            "must be an integer >= 0 or None",
-        )
+        for name in ("recall_settles_at_most", "recall_burst_above"):
+            value = getattr(self, name)
+            check_rule(
+                value is None
+                or (isinstance(value, int) and not isinstance(value, bool) and value >= 0),
+                name,
+                "must be an integer >= 0 or None",
+            )
         check_finite("linger_s", self.linger_s)
         check_rule(self.linger_s >= 0, "linger_s", "must be >= 0")

@@ -312,7 +312,7 @@ class Recall:
         queued = behind.queued if include_claimed else behind.queued_beyond_claims
         at_most = core.params.write_behind.recall_settles_at_most
         burst_above = core.params.write_behind.recall_burst_above
-        if burst_above is not None and behind.waiting(queued) > burst_above:
+        if burst_above is not None and len(queued) > burst_above:
             at_most = 0  # a burst: left to the drain, counted in ``indexing``
         if at_most is None:
             await behind.settle_vectors(queued)

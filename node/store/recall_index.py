@@ -562,9 +562,7 @@ class RecallIndex:
             self._bits[:, s:e] = _sign_bits(self._dequantised(s, e) - self._centre, self._words).T
 
     def _dequantised(self, start: int, end: int) -> npt.NDArray[np.float32]:
-        block = self._codes[start:end].astype(np.float32)
-        block *= self._unscale[start:end, None]
-        return block
+        return _restored(self._codes[start:end], self._unscale[start:end])
 
     def _put_block(self, rows: Sequence[LessonRow | VectorRow]) -> None:
         """Take ``rows`` (covered, new, into an empty index sized for them) in one pass."""
@@ -621,8 +619,7 @@ class RecallIndex:
         self._norms[slots] = norms
         self._codes[slots] = codes
         self._unscale[slots] = unscale
-        restored = codes.astype(np.float32)
-        restored *= unscale[:, None]
+        restored = _restored(codes, unscale)
         self._bits[:, slots] = _sign_bits(restored - self._centre, self._words).T
 
     def _drop(self, lesson_id: str) -> None:
@@ -691,6 +688,15 @@ def _quantised(
         scale = np.where(peak > 0, 127.0 / peak, np.nan).astype(np.float32)
         codes = np.nan_to_num(np.rint(unit * scale[:, None]), nan=0.0).astype(np.int8)
     return codes, (1.0 / scale).astype(np.float32)
+
+
+def _restored(
+    codes: npt.NDArray[np.int8], unscale: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """The vectors ``_quantised`` encoded, back from their int8 codes and factors."""
+    block = codes.astype(np.float32)
+    block *= unscale[:, None]
+    return block
 
 
 def _sign_bits(vectors: npt.NDArray[np.float32], words: int) -> npt.NDArray[np.uint64]:
