@@ -462,7 +462,7 @@ class ImportPipeline:
                 self._count(record, now)
             return kept
         stored = await self._store_accepted(
-            signed, decision, base, via, now, vector=vector, counted=not effects.counted
+            signed, decision, base, via, now, vector=vector, count=effects.counted
         )
         if call.certificate is not None and cert_error is None:
             self._keep(stored, call.certificate)
@@ -622,7 +622,7 @@ class ImportPipeline:
             "",
             call.now,
             vector=vector,
-            counted=not effects.counted,
+            count=effects.counted,
         )
         return dataclasses.replace(result, transfer_rule=rule)
 
@@ -678,10 +678,10 @@ class ImportPipeline:
         now: datetime,
         *,
         vector: Vector | None = None,
-        counted: bool = False,
+        count: bool = True,
     ) -> ImportResult:
-        """Store an accepted record (``counted``: a held one, approved, that was counted in
-        its source's history when it was held)."""
+        """Store an accepted record; ``count``: count it in its source's history now (not a
+        held one, approved, that was counted when it was held: ``Effects.counted``)."""
         record = signed.memory
         assert decision.confidence is not None  # set for every accept
         older = await self._older_copy(record.id)
@@ -699,7 +699,7 @@ class ImportPipeline:
             # (or one naming a successor held here): history, the copy stays as it is.
             self._view.note_held(record, signed.content_hash, lesson_id=past.id)
             self._view.held.keep_history(signed.content_hash)
-            if not counted:
+            if count:
                 self._count(record, now)
             IMPORTS.labels(result="accepted", reason="").inc()
             return dataclasses.replace(
@@ -748,7 +748,7 @@ class ImportPipeline:
         self._view.note_held(record, signed.content_hash, lesson_id=row.id)
         if edited is not None:
             self._view.held.keep_history(edited)
-        if not counted:
+        if count:
             self._count(record, now)
         IMPORTS.labels(result="accepted", reason="").inc()
         if self._on_stored is not None and row.status is LessonStatus.ACTIVE:
