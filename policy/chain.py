@@ -13,6 +13,7 @@ import functools
 
 from lamarck.consensus.high_stakes import HighStakesRule
 from lamarck.domain.embedder import Embedder
+from lamarck.learning.params import SecretParams
 from lamarck.learning.secrets import scan_for_secrets
 from lamarck.policy.autonomy import AutonomyFilter
 from lamarck.policy.autonomy_meaning import ClassifierWeights, meaning_model
@@ -28,7 +29,13 @@ from lamarck.policy.filters import (
     UnverifiedHighConfidence,
 )
 
-__all__ = ["build_filters", "build_policy"]
+__all__ = ["build_filters", "build_policy", "secret_filter"]
+
+
+def secret_filter(secrets: SecretParams) -> SecretFilter:
+    """The import's secret filter: the one scanner every local write goes through, with the
+    node's own ``secrets`` params, so import is never laxer than local learning."""
+    return SecretFilter(functools.partial(scan_for_secrets, p=secrets))
 
 
 def build_filters(
@@ -45,12 +52,11 @@ def build_filters(
     hold (the node passes local learning's); ``weights``: the meaning classifier (the packaged
     one when None)."""
     p, a = params.filters, params.autonomy
-    scan = functools.partial(scan_for_secrets, p=params.secrets)
     return AllOf(
         [
             DeclaredSituationFilter(p),
             AutonomyFilter(a, meaning_model(embedder, a, weights)),
-            SecretFilter(scan),
+            secret_filter(params.secrets),
             RedFlags(
                 [
                     UnverifiedHighConfidence(p),

@@ -17,7 +17,6 @@ started."""
 from __future__ import annotations
 
 import copy
-import functools
 import random
 import uuid
 from collections.abc import Mapping, Sequence
@@ -33,7 +32,6 @@ from lamarck.consensus.params import QuorumParams
 from lamarck.consensus.votes import Verdict
 from lamarck.domain.rows import LessonRow, LessonStatus, QuarantineRow
 from lamarck.learning.params import SecretParams
-from lamarck.learning.secrets import scan_for_secrets
 from lamarck.node.api.limits import PeerLimits
 from lamarck.node.api.network_side import NetworkSide
 from lamarck.node.api.node_status import ReputationSource
@@ -46,6 +44,7 @@ from lamarck.node.lessons.service import LessonService
 from lamarck.node.params import node_params
 from lamarck.node.startup import peer_servicer
 from lamarck.node.store.port import LessonStore
+from lamarck.policy.chain import secret_filter as chain_secret_filter
 from lamarck.policy.filters import SecretFilter
 from lamarck.proto.clock import Clock, SystemClock
 from lamarck.proto.identity import NodeIdentity
@@ -85,8 +84,9 @@ def unit_vector(dim: int, *values: float) -> np.ndarray:
 
 
 def secret_filter(params: SecretParams | None = None) -> SecretFilter:
-    """The import's secret filter over the one scanner, with ``params`` (default: the node's)."""
-    return SecretFilter(functools.partial(scan_for_secrets, p=params or SecretParams()))
+    """The import's secret filter (``policy.chain.secret_filter``) with ``params`` (default:
+    the node's default secret params)."""
+    return chain_secret_filter(params or SecretParams())
 
 
 def lesson_row(
