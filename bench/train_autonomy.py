@@ -47,7 +47,7 @@ from lamarck.policy.autonomy import (
     Evidence,
     Polarity,
 )
-from lamarck.policy.autonomy_rules import CLAIM_EXEMPLARS, SAFE_EXEMPLARS
+from lamarck.policy.autonomy_rules.vocabulary import CLAIM_EXEMPLARS, SAFE_EXEMPLARS
 from lamarck.policy.filters import VerdictKind
 from lamarck.proto.memory import MemoryV2
 

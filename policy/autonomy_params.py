@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 from lamarck.errors import ConfigError
 from lamarck.learning.literal_gate import GatedPattern
-from lamarck.policy.autonomy_rules import (
+from lamarck.policy.autonomy_rules import NEGATION, RULES, Kind, NegationLexicon, Rule
+from lamarck.policy.autonomy_rules.vocabulary import (
     AGENT,
     ANSWER_NO,
     ANSWER_YES,
@@ -31,20 +32,15 @@ from lamarck.policy.autonomy_rules import (
     LEET,
     META_FALSE,
     MODE_VALUES,
-    NEGATION,
     PERMISSIVE_KEY,
     REFUTED_OPENING,
     REFUTED_VERDICT,
     REJECTED_REPORT,
-    RULES,
     SUPPOSED_REPORT,
     TERSE_CAREFUL_SUBJECT,
     TERSE_DROPS,
     TERSE_LINE,
     TRUTHY,
-    Kind,
-    NegationLexicon,
-    Rule,
 )
 
 __all__ = ["AutonomyParams", "compile_pattern", "gated", "normalise", "raw_form"]

@@ -18,12 +18,12 @@ from lamarck.policy.autonomy_params import (
 from lamarck.policy.autonomy_rules import (
     CONFIG_RULE,
     DECLINED_RULE,
-    GATE,
     SUPPOSED_RULE,
     TERSE_RULE,
     Kind,
     Rule,
 )
+from lamarck.policy.autonomy_rules.vocabulary import GATE
 
 __all__ = ["Evidence", "Polarity", "StructureReader"]
 
