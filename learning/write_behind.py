@@ -42,10 +42,11 @@ class WriteBehindParams:
     # searches what is indexed and says how many lessons are still being indexed. None: a
     # recall waits for every queued vector. Integer >= 0 or None.
     recall_settles_at_most: int | None = None
-    # More queued vectors (claims aside) than this are a burst: a recall then embeds none of
-    # them itself. It searches what is indexed and says how many wait, and the drain embeds
-    # them once the burst is over. Embedding the newest with the task cost a recall right after
-    # 200 writes ~3x the steady time, for a lesson a burst's writer rarely asks for at once.
+    # More queued vectors than this (of those the recall would search) are a burst: a recall
+    # then embeds none of them itself. It searches what is indexed and says how many wait,
+    # and the drain embeds them once the burst is over. Embedding the newest with the task
+    # cost a recall right after 200 writes ~3x the steady time, for a lesson a burst's writer
+    # rarely asks for at once.
     # None: no bound. Integer >= 0 or None.
     recall_burst_above: int | None = None
 
