@@ -317,14 +317,15 @@ class Recall:
         if at_most is None:
             await behind.settle_vectors(queued)
         await core.load_learner()
-        newest = behind.newest(queued, at_most or 0)
-        if newest:
-            # The newest queued vectors in the same model call as the task's.
-            vectors = await core.embed_many([task, *(content for _, content in newest)])
-            query = vectors[0]
-            await behind.write_embedded(newest, vectors[1:])
-        else:
-            query = await core.embed(task)
+        async with behind.reading():
+            newest = await behind.newest(queued, at_most or 0)
+            if newest:
+                # The newest queued vectors in the same model call as the task's.
+                vectors = await core.embed_many([task, *(content for _, content in newest)])
+                query = vectors[0]
+                await behind.write_embedded(newest, vectors[1:])
+            else:
+                query = await core.embed(task)
         indexing = behind.waiting(queued)
         statuses = (LessonStatus.ACTIVE, LessonStatus.CLAIMED) if include_claimed else None
         hits = await core.store.search(

@@ -35,7 +35,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -208,26 +208,39 @@ class WriteBehind:
         """Return once none of ``lesson_ids`` (None: of the lessons queued now) waits for its
         vector; use marks and lessons queued later may still."""
         ids = list(self._embeddings if lesson_ids is None else lesson_ids)
-        self._readers += 1
-        self._no_readers.clear()
-        try:
+        async with self.reading():
             while wanted := [i for i in ids if i in self._embeddings]:
                 await _outside(self._write_vectors(wanted))
                 ids = wanted
+        self._release_soon()
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        """A reader writes the vectors it needs: the drain takes no new batch meanwhile (the
+        batch it has in hand runs to its end), so a row the reader chose stays its to write."""
+        self._readers += 1
+        self._no_readers.clear()
+        try:
+            yield
         finally:
             self._readers -= 1
             if not self._readers:
                 self._no_readers.set()
-        self._release_soon()
 
-    def newest(self, lesson_ids: Sequence[str], at_most: int) -> list[tuple[str, str]]:
-        """The ``at_most`` newest of ``lesson_ids`` still queued (queued order) and not in a
-        batch the drain has in hand, with their contents: what a reader may embed itself
-        (:meth:`write_embedded`) instead of waiting for the drain."""
+    async def newest(self, lesson_ids: Sequence[str], at_most: int) -> list[tuple[str, str]]:
+        """The ``at_most`` newest of ``lesson_ids`` still queued (queued order), with their
+        contents: what a reader may embed itself (:meth:`write_embedded`) instead of waiting
+        for the drain. Those of them in the batch the drain has in hand are not returned: this
+        waits for that batch to be written (one batch, not the queue), so the newest rows are
+        searchable after it either way. Call it inside :meth:`reading`, so the drain takes
+        none of the returned rows before the reader writes them."""
         if at_most <= 0:
             return []
-        free = [i for i in lesson_ids if i in self._embeddings and i not in self._in_hand]
-        return [(i, self._embeddings[i]) for i in free[max(0, len(free) - at_most) :]]
+        queued = [i for i in lesson_ids if i in self._embeddings]
+        chosen = queued[max(0, len(queued) - at_most) :]
+        if held := [i for i in chosen if i in self._in_hand]:
+            await self.settle_vectors(held)
+        return [(i, self._embeddings[i]) for i in chosen if i in self._embeddings]
 
     def waiting(self, lesson_ids: Iterable[str]) -> int:
         """How many of ``lesson_ids`` still wait for their vector."""

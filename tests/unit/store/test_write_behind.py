@@ -556,9 +556,10 @@ class FirstWriteGatedStore(RecordingStore):
     started_once = False
 
 
-async def test_a_recall_leaves_the_rows_the_drain_has_in_hand_to_it() -> None:
-    store = FirstWriteGatedStore()
-    svc = service(store, dataclasses.replace(ON, linger_s=0.0, recall_settles_at_most=5))
+async def _taught_with_the_first_in_hand(
+    store: FirstWriteGatedStore, svc: LessonService
+) -> tuple[list[str], set[str]]:
+    """Five lessons taught; the drain holds the first one's vector at the store's gate."""
     taught: list[str] = []
     for n in range(5):
         result = await svc.record_outcome(
@@ -569,10 +570,37 @@ async def test_a_recall_leaves_the_rows_the_drain_has_in_hand_to_it() -> None:
             await store.started.wait()  # the drain holds the first vector at the gate
     in_hand = set(svc._core.behind._in_hand)
     assert in_hand and in_hand < set(taught)
+    return taught, in_hand
+
+
+async def test_a_recall_leaves_older_rows_the_drain_has_in_hand_to_it() -> None:
+    store = FirstWriteGatedStore()
+    svc = service(store, dataclasses.replace(ON, linger_s=0.0, recall_settles_at_most=3))
+    taught, in_hand = await _taught_with_the_first_in_hand(store, svc)
     found = await svc.recall("make test-4 for suite4", None, "project:" + PROJECT, "r")
-    # Every queued vector but those the drain has in hand was embedded with the task.
-    assert found.indexing == len(in_hand)
+    # The three newest were embedded with the task; the one in hand and the one beyond the
+    # three newest wait for the drain.
+    assert found.indexing == 2 and not in_hand & set(taught[-3:])
     store.gate.set()
+    await svc._core.behind.settle()
+    written = [i for batch in store.batches for i in batch]
+    assert sorted(written) == sorted(taught)  # every vector written once, none twice
+
+
+async def test_a_recall_waits_for_the_drains_batch_when_it_holds_one_of_the_newest() -> None:
+    store = FirstWriteGatedStore()
+    svc = service(store, dataclasses.replace(ON, linger_s=0.0, recall_settles_at_most=5))
+    taught, in_hand = await _taught_with_the_first_in_hand(store, svc)
+    recall = asyncio.create_task(
+        svc.recall("make test-0 for suite0", None, "project:" + PROJECT, "r")
+    )
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not recall.done()  # the newest five include the row in hand: its batch is awaited
+    store.gate.set()
+    found = await recall
+    assert found.indexing == 0
+    assert in_hand <= {r.id for r in found.lessons}
     await svc._core.behind.settle()
     written = [i for batch in store.batches for i in batch]
     assert sorted(written) == sorted(taught)  # every vector written once, none twice
