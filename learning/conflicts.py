@@ -56,7 +56,7 @@ from lamarck.errors import InvalidRecord
 from lamarck.learning.attribution import Attribution, Effect, normalise_operation
 from lamarck.learning.context_match import context_similarity
 from lamarck.learning.knowledge_params import ConflictParams
-from lamarck.learning.mechanical import MechanicalLesson, avoided_operation, lesson_target
+from lamarck.learning.mechanical import mechanical_claim
 from lamarck.learning.params import ContextParams
 from lamarck.learning.reality import reality_events
 from lamarck.learning.scopes import GLOBAL
@@ -77,7 +77,6 @@ __all__ = [
     "detect_conflicts",
     "has_local_evidence",
     "is_negated",
-    "mechanical_claim",
     "scopes_meet",
     "settle",
     "settle_outcome",
@@ -214,14 +213,6 @@ def claim_overlap(a: str, b: str, markers: Iterable[str]) -> float:
     wb = {w for w in _WORD.findall(b.lower()) if w not in words}
     union = wa | wb
     return len(wa & wb) / len(union) if union else 0.0
-
-
-def mechanical_claim(row: LessonRow) -> MechanicalLesson | None:
-    """The "prefer B over A for T" a mechanical lesson's operation and tags carry, if any."""
-    avoid, target = avoided_operation(row.tags), lesson_target(row.tags)
-    if avoid is None or target is None:
-        return None
-    return MechanicalLesson(prefer=normalise_operation(row.operation), avoid=avoid, target=target)
 
 
 def scopes_meet(a: str, b: str) -> bool:

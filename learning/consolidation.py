@@ -39,9 +39,10 @@ import numpy.typing as npt
 from lamarck.domain.rows import LessonRow, LessonStatus
 from lamarck.errors import InvalidRecord
 from lamarck.learning.attribution import normalise_operation
-from lamarck.learning.conflicts import SimilarityFn, cosine, is_negated, mechanical_claim
+from lamarck.learning.conflicts import SimilarityFn, cosine, is_negated
 from lamarck.learning.context_match import context_similarity
 from lamarck.learning.knowledge_params import ConsolidationParams
+from lamarck.learning.mechanical import mechanical_claim
 from lamarck.learning.params import ContextParams
 
 __all__ = [

@@ -40,7 +40,17 @@ Influence follows evidence (``lamarck.consensus.corroboration``): for this node 
    (a steering lesson, a liar's inversion) then changes no first attempt, and is judged the
    first time an agent falls back to it.
 
-Local lessons are proven here by construction and unaffected by rules 2 and 3.
+6. **Another principal's unverified lesson is shown in the node's words, never its own.**
+   Its text is what no reader judges reliably (an authority claim, an injected instruction or
+   a steering story in wording no filter saw); what an agent can check by trying is the
+   mechanical claim its operation and tags carry: "prefer B over A for T". Such a hint (and
+   such a side of a conflict) is shown as that claim, written by this node
+   (``shown_words``); one that carries none waits, unshown, until it is corroborated or an
+   operator approved it. Proven and corroborated lessons, and hints of this node's own
+   principal, are shown in their own words (``InfluenceParams.stranger_words`` shows every
+   hint in its own words).
+
+Local lessons are proven here by construction and unaffected by rules 2, 3 and 6.
 """
 
 from __future__ import annotations
@@ -58,6 +68,7 @@ from lamarck.consensus.corroboration import (
     Support,
     evidence_class,
 )
+from lamarck.domain.rows import LessonRow
 from lamarck.learning.authority_topic import (
     AUTHORITY_ACTIONS,
     AUTHORITY_OBJECTS,
@@ -70,6 +81,7 @@ from lamarck.learning.authority_topic import (
     AuthorityLexicon,
     read_authority,
 )
+from lamarck.learning.mechanical import mechanical_claim
 from lamarck.params_checks import check_int, check_range, check_rule
 
 __all__ = [
@@ -86,6 +98,7 @@ __all__ = [
     "evidence_of",
     "evidence_order",
     "plan_hint",
+    "shown_words",
 ]
 
 # Sentences whose meaning is the authority topic, for a semantic embedder's vectors.
@@ -141,6 +154,10 @@ class InfluenceParams:
     # Embedders whose vectors carry meaning (the prototypes are compared only in their space;
     # the hashing embedder's are lexical, so the lexicon alone speaks there).
     semantic_embedders: tuple[str, ...] = ("all-MiniLM-L6-v2",)
+    # Whether another principal's unverified lesson may be shown in its own words (rule 6).
+    # Off: it is shown as the mechanical claim it carries, in this node's words, or not at
+    # all until corroborated or approved. Node setting ``stranger_words``.
+    stranger_words: bool = False
     # When independent support corroborates a lesson.
     corroboration: CorroborationParams = field(default_factory=CorroborationParams)
     # The gate itself (rules 1-3). Off is a measuring switch, never a deployment setting: an
@@ -255,6 +272,11 @@ class LessonEvidence:
     approved: bool = False
     # The influence gate holds (``InfluenceParams.gate``); off, every lesson decides.
     gated: bool = True
+    # Its own words may be shown while it is unverified (rule 6): a local lesson, one of this
+    # node's own principal, or any with ``stranger_words``.
+    own_words: bool = True
+    # It carries a mechanical claim ("prefer B over A for T") in its operation and tags.
+    checkable: bool = False
 
     @property
     def independent(self) -> int:
@@ -280,8 +302,16 @@ class LessonEvidence:
     @property
     def shown(self) -> bool:
         """Whether the lesson may be shown at all (rule 3: an unverified peer lesson about
-        authority only once an operator approved it)."""
-        return self.decides or not self.authority or self.approved
+        authority only once an operator approved it; rule 6: another principal's unverified
+        lesson only in its own words or as the mechanical claim it carries)."""
+        if self.decides or self.approved:
+            return True
+        return not self.authority and (self.own_words or self.checkable)
+
+    @property
+    def words_shown(self) -> bool:
+        """Whether the lesson is shown in its own words (rule 6), not as its claim."""
+        return self.decides or self.approved or self.own_words
 
 
 def evidence_of(
@@ -292,16 +322,38 @@ def evidence_of(
     authority: bool,
     approved: bool,
     params: InfluenceParams,
+    checkable: bool,
 ) -> LessonEvidence:
     """One lesson's evidence by the one rule; a local lesson is never about a peer's
-    authority (rule 3 reads peer lessons only)."""
+    authority (rule 3 reads peer lessons only) and is always shown in its own words.
+    ``checkable``: the lesson carries a mechanical claim (``mechanical_claim``; rule 6)."""
     cls = evidence_class(
         imported=imported,
         local_confirmations=local_confirmations,
         support=support,
         params=params.corroboration,
     )
-    return LessonEvidence(cls, support, imported, authority and imported, approved, params.gate)
+    own_words = not imported or support.own_principal or params.stranger_words
+    return LessonEvidence(
+        cls,
+        support,
+        imported,
+        authority and imported,
+        approved,
+        params.gate,
+        own_words=own_words,
+        checkable=checkable,
+    )
+
+
+def shown_words(row: LessonRow, evidence: LessonEvidence) -> str:
+    """The text an agent is shown for ``row`` (rule 6): its own words, or the mechanical
+    claim its operation and tags carry, written by this node ("" when it carries none; such
+    a lesson is not ``shown``)."""
+    if evidence.words_shown:
+        return row.content
+    claim = mechanical_claim(row)
+    return "" if claim is None else claim.content
 
 
 def plan_hint(evidence: LessonEvidence, draw: float, params: InfluenceParams) -> bool:

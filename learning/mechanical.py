@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lamarck.domain.rows import LessonRow
 from lamarck.learning.attribution import normalise_operation
 from lamarck.learning.outcomes import StepResult, ToolStep, Verdict, learnable_steps
 
@@ -25,6 +26,7 @@ __all__ = [
     "avoided_operation",
     "is_about",
     "lesson_target",
+    "mechanical_claim",
     "mechanical_lessons",
     "restates",
     "reverses",
@@ -131,3 +133,11 @@ def is_about(key: str, operation: str, tags: Sequence[str], situation_tool: str 
     it, or is a situation on that tool. The decision-time check surfaces exactly these, and
     ``LessonFilter.about`` selects exactly these in both store adapters."""
     return operation == key or avoided_operation(tags) == key or situation_tool == key
+
+
+def mechanical_claim(row: LessonRow) -> MechanicalLesson | None:
+    """The "prefer B over A for T" a mechanical lesson's operation and tags carry, if any."""
+    avoid, target = avoided_operation(row.tags), lesson_target(row.tags)
+    if avoid is None or target is None:
+        return None
+    return MechanicalLesson(prefer=normalise_operation(row.operation), avoid=avoid, target=target)

@@ -218,6 +218,11 @@ class NodeSettings(BaseSettings):
     # tests and scenarios: off, unverified peer lessons are advice like proven ones, as they
     # were before the gate. Never turn it off on a node agents rely on.
     influence_gate: bool = True
+    # Whether another principal's unverified lesson may be shown in its own words. Off (the
+    # default): it is shown as the mechanical claim it carries ("prefer B over A for T", in
+    # this node's words) or, carrying none, not at all until corroborated or approved
+    # (docs/trust.md "Influence follows evidence").
+    stranger_words: bool = False
     # Reality-judged interactions (its lessons this node's outcomes confirmed or contradicted)
     # a source needs here before its lessons transfer by its reputation band; until then they
     # transfer at the low band and its claims are capped at 0.5 (docs/trust.md "Probation").

@@ -175,7 +175,9 @@ def node_params(
     """
     learning = LearningParams(
         influence=InfluenceParams(
-            unverified_plan_share=settings.unverified_plan_share, gate=settings.influence_gate
+            unverified_plan_share=settings.unverified_plan_share,
+            gate=settings.influence_gate,
+            stranger_words=settings.stranger_words,
         ),
         # The agent waits for no new lesson's vector and no recall's use marks.
         # They are written once the queue has been quiet for 0.1 s (or 256 vectors wait): in

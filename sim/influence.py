@@ -200,6 +200,7 @@ class Influence:
                 authority=authority,
                 approved=False,
                 params=params,
+                checkable=True,  # every simulated lesson is a mechanical one (sim/records.py)
             )
             self._evidence_seen[key] = found
         return found
@@ -224,4 +225,5 @@ class Influence:
             authority=self.about_authority(h, operation, content, params),
             approved=False,
             params=params,
+            checkable=True,
         )

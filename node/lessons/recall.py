@@ -45,7 +45,9 @@ from lamarck.learning.influence import (
     evidence_of,
     evidence_order,
     plan_hint,
+    shown_words,
 )
+from lamarck.learning.mechanical import mechanical_claim
 from lamarck.learning.prompt import build_lessons_section, conflict_line
 from lamarck.learning.ranking import Candidate, idle_days, rank
 from lamarck.learning.scopes import recall_scopes
@@ -180,6 +182,7 @@ class Recall:
                 authority=authority,
                 approved=False,
                 params=p,
+                checkable=imported and mechanical_claim(r) is not None,
             )
         for r in rows:
             ev = out[r.id]
@@ -271,7 +274,10 @@ class Recall:
             holds = _CLASS_WORDS[evidence[conflict.leader].evidence_class]
         return conflict_line(
             conflict.operation,
-            [(evidence_label(evidence[s.id], s.confidence), s.content) for s in conflict.sides],
+            [
+                (evidence_label(evidence[s.id], s.confidence), shown_words(s, evidence[s.id]))
+                for s in conflict.sides
+            ],
             holds,
             conflict.settled_by,
             conflict.target,
@@ -398,7 +404,8 @@ class Recall:
         wanted = lp.recall_limit if limit is None else max(1, min(limit, lp.recall_limit))
 
         def line(r: LessonRow) -> str:
-            return f"[{evidence_label(evidence[r.id], r.confidence)}] {r.content}"
+            label = evidence_label(evidence[r.id], r.confidence)
+            return f"[{label}] {shown_words(r, evidence[r.id])}"
 
         section = build_lessons_section(
             [(r.id, line(r)) for r in advice],
@@ -428,17 +435,20 @@ class Recall:
         scored = tuple(
             RecalledLesson(row, by_id[row.id].similarity, scores[row.id]) for row in chosen
         )
+        # Every surface shows what the section shows: hints and conflict sides in the words
+        # the gate allows (rule 6).
         hint_scores = tuple(
-            RecalledLesson(row, by_id[row.id].similarity, scores[row.id]) for row in hinted
+            RecalledLesson(_as_shown(row, evidence), by_id[row.id].similarity, scores[row.id])
+            for row in hinted
         )
         return RecallResult(
             tuple(chosen),
             section,
             tuple(claimed),
             scored,
-            tuple(contested),
+            tuple(_as_shown(r, evidence) for r in contested),
             hints=hint_scores,
-            conflicts=tuple(shown_conflicts),
+            conflicts=tuple(_conflict_as_shown(c, evidence) for c in shown_conflicts),
             indexing=indexing,
             evidence={
                 i: evidence[i]
@@ -504,7 +514,7 @@ class Recall:
         parts: list[str] = []
         if advice:
             best = advice[0]
-            line = " ".join(best.content.split())
+            line = " ".join(shown_words(best, evidence[best.id]).split())
             label = evidence_label(evidence[best.id], best.confidence)
             parts.append(f"A lesson on file for `{key}` ({label}): {line}")
         if conflicts:
@@ -513,7 +523,7 @@ class Recall:
             advice[0] if advice else None,
             " ".join(parts),
             tuple(advice),
-            tuple(conflicts),
+            tuple(_conflict_as_shown(c, evidence) for c in conflicts),
             {i: evidence[i] for i in (*(r.id for r in advice), *in_conflict) if i in evidence},
         )
 
@@ -526,3 +536,20 @@ class Recall:
 def _sides_in_order(conflicts: Sequence[ShownConflict]) -> list[str]:
     """The sides of ``conflicts`` in order, each once."""
     return list(dict.fromkeys(i for c in conflicts for i in c.ids))
+
+
+def _as_shown(row: LessonRow, evidence: Mapping[str, LessonEvidence]) -> LessonRow:
+    """``row`` as an agent is shown it: in the words the gate allows (``shown_words``)."""
+    ev = evidence.get(row.id)
+    if ev is None or ev.words_shown:
+        return row
+    return dataclasses.replace(row, content=shown_words(row, ev))
+
+
+def _conflict_as_shown(
+    conflict: ShownConflict, evidence: Mapping[str, LessonEvidence]
+) -> ShownConflict:
+    """``conflict`` with its sides as an agent is shown them."""
+    return dataclasses.replace(
+        conflict, sides=tuple(_as_shown(s, evidence) for s in conflict.sides)
+    )

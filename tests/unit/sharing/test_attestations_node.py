@@ -585,6 +585,7 @@ async def test_a_lesson_from_a_node_of_this_nodes_own_principal_is_marked_as_suc
             authority=False,
             approved=False,
             params=InfluenceParams(),
+            checkable=False,
         )
         assert evidence.evidence_class is EvidenceClass.UNVERIFIED  # never corroborated by it
         label = evidence_label(evidence, 0.29)
