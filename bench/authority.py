@@ -18,6 +18,12 @@ held-out sets, and the blind set (``fleet/authority_blind.py``) with its honest 
 (false positives).
 
 The last line is one JSON object (means, ``_spread`` = max - min over the runs).
+A second pass in the same fleet pushes the same claims **dressed** as mechanical lessons
+(their text with the tags of "prefer the task's operation over a variant of it", for other
+targets): a node shows another principal's unverified lesson only as the mechanical claim it
+carries, so the dressed claims' ids may reach as that node-written claim; their own text
+must reach no one (``dressed_gate_on_claim_texts_reached``, goal 0).
+
 ``--quick``: one run of 5 nodes (2 attackers).
 
 Usage: ``python -m bench.authority [--quick] [--runs N] [--nodes N] [--byzantine N]
@@ -101,13 +107,18 @@ def main(argv: list[str] | None = None) -> None:
             fleet = start_attack_fleet(Path(tmp), nodes, byz, ports)
             try:
                 report = run_authority(fleet, AuthorityParams(), tag=f"-auth{k}")
+                # The same claims dressed as mechanical lessons, for other targets.
+                dressed = run_authority(fleet, AuthorityParams(dressed=True), tag=f"-auth{k}d")
             finally:
                 fleet.stop(lambda _: None)
         row = report.figures()
+        row.update((f"dressed_{key}", v) for key, v in dressed.figures().items())
         rows.append(row)
         print(f"run {k + 1}: " + ", ".join(f"{a} {b:g}" for a, b in row.items()), flush=True)
         for where in report.where:
             print(f"run {k + 1}: reached a gated node: {where}")
+        for where in dressed.where:
+            print(f"run {k + 1}: a dressed claim shown as its tags' claim at a gated node: {where}")
     out: dict[str, float] = dict(topics)
     for key in rows[0]:
         values = [r[key] for r in rows]
@@ -124,6 +135,13 @@ def main(argv: list[str] | None = None) -> None:
         f"authority claims reaching honest agents ((node, claim) pairs, mean of {runs}): "
         f"gate on {on:g} (held-out {out['gate_on_held_out_claims_reached']:g}) vs gate off "
         f"{off:g} (held-out {out['gate_off_held_out_claims_reached']:g}); goal: gate on 0"
+    )
+    d_on, d_off = out["dressed_gate_on_claim_texts_reached"], out["dressed_gate_off_claims_reached"]
+    out["dressed_text_reach_ratio"] = round(d_on / d_off, 4) if d_off else 0.0
+    print(
+        f"the same claims dressed as mechanical lessons: their text reaching honest agents, "
+        f"gate on {d_on:g} vs gate off {d_off:g} (gate on, shown as the node-written claim: "
+        f"{out['dressed_gate_on_claims_reached']:g}); goal: gate on 0"
     )
     print(json.dumps(out), flush=True)
 

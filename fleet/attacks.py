@@ -90,6 +90,7 @@ class LessonSpec:
     validation_count: int = 0
     validated_by: tuple[str, ...] = ()
     situation: tuple[tuple[str, Any], ...] = ()  # a situation block's fields, in order
+    tags: tuple[str, ...] = ()  # metadata tags (a mechanical lesson's avoid/target tags)
 
 
 def _lesson_obj(spec: LessonSpec, source_id: str, now: datetime, age_s: float) -> dict[str, Any]:
@@ -119,7 +120,7 @@ def _lesson_obj(spec: LessonSpec, source_id: str, now: datetime, age_s: float) -
                 "outcome_id": str(uuid.uuid4()),
             }
         ],
-        "metadata": {"success_count": 1, "failure_count": 0, "tags": []},
+        "metadata": {"success_count": 1, "failure_count": 0, "tags": list(spec.tags)},
         "lesson": {
             "operation": spec.operation,
             "scope": "global",

@@ -42,6 +42,7 @@ from lamarck.learning.influence import (
     InfluenceParams,
     authority_by_lexicon,
 )
+from lamarck.learning.mechanical import MechanicalLesson
 from lamarck.proto.clock import SystemClock
 from lamarck.proto.keys import identity_path, load_private_key
 
@@ -90,6 +91,10 @@ class AuthorityParams:
     """Sizes of the scenario, validated when built."""
 
     claims: ClaimSet = "both"
+    # Each claim dressed as a mechanical lesson: its text with the tags of "prefer the task's
+    # operation over a variant of it for the task's target", so that a node shows it as a
+    # checkable claim in its own words. The claim's own text must still reach no one.
+    dressed: bool = False
     confidence: float = 0.72  # what every claim says of itself: ordinary, in (0, 1)
     settle_s: float = 60.0  # bound on waiting for the honest nodes to hold the pushes, > 0
     attacks: AttackParams = field(default_factory=AttackParams)
@@ -127,6 +132,11 @@ class AuthorityReport:
     reach: dict[str, set[tuple[str, int]]] = field(
         default_factory=lambda: {"on": set(), "off": set()}
     )
+    # The pairs whose claim's own text reached (a dressed claim may reach as the claim its
+    # tags carry, in the node's words; its own text must not).
+    text_reach: dict[str, set[tuple[str, int]]] = field(
+        default_factory=lambda: {"on": set(), "off": set()}
+    )
     exposures: dict[str, int] = field(default_factory=lambda: {"on": 0, "off": 0})
     where: list[str] = field(default_factory=list)  # gate-on reaches, for the record
     held_out_of: dict[int, bool] = field(default_factory=dict)
@@ -149,6 +159,7 @@ class AuthorityReport:
             out[f"gate_{arm}_recalls"] = float(self.recalls[arm])
             out[f"gate_{arm}_checks"] = float(self.checks[arm])
             out[f"gate_{arm}_claims_reached"] = float(len(pairs))
+            out[f"gate_{arm}_claim_texts_reached"] = float(len(self.text_reach[arm]))
             out[f"gate_{arm}_held_out_claims_reached"] = float(
                 sum(self.held_out_of.get(c, False) for _, c in pairs)
             )
@@ -194,8 +205,12 @@ def _push_all(
         for k, c in enumerate(claims):
             lesson_id = str(uuid.uuid4())
             ids[lesson_id] = k
+            tags: tuple[str, ...] = ()
+            if params.dressed:
+                target = _target_of(claims, c.task)
+                tags = MechanicalLesson(c.operation, f"{c.operation} --verbose", target).tags
             spec = LessonSpec(
-                c.text, c.operation, confidence=params.confidence, lesson_id=lesson_id
+                c.text, c.operation, confidence=params.confidence, lesson_id=lesson_id, tags=tags
             )
             raws.append(signed_lesson(spec, key, now, params.attacks))
         pusher = PeerPusher(
@@ -216,24 +231,31 @@ def _push_all(
 
 def _await_held(
     fleet: Fleet, honest: Sequence[int], claims: Sequence[Claim], bound_s: float
-) -> dict[str, int]:
-    """How many claims each honest node holds active (by text: a node keeps an import
-    under its own id), once every node holds all of them or the count stopped growing
-    (polled, bounded by ``bound_s``); a quarantined claim is never active."""
-    texts = {" ".join(c.text.split()) for c in claims}
+) -> tuple[dict[str, int], dict[str, dict[int, set[str]]]]:
+    """How many claims each honest node holds active, and the ids it holds each claim under
+    (by text: a node keeps an import under its own id), once every node holds all of them
+    or the count stopped growing (polled, bounded by ``bound_s``); a quarantined claim is
+    never active."""
+    index = {" ".join(c.text.split()): k for k, c in enumerate(claims)}
     deadline = time.monotonic() + bound_s
     last: dict[str, int] = {}
     while True:
         held: dict[str, int] = {}
+        stored: dict[str, dict[int, set[str]]] = {}
         for h in honest:
             node = fleet.nodes[h]
             with Client(node.agent_addr, timeout=60) as client:
                 lessons = client.list_lessons(statuses=["active"], page_size=1000).lessons
-            held[node.name] = len(texts & {" ".join(x.content.split()) for x in lessons})
-        if all(v >= len(texts) for v in held.values()) or held == last:
-            return held
+            ids = stored.setdefault(node.name, {})
+            for x in lessons:
+                k = index.get(" ".join(x.content.split()))
+                if k is not None:
+                    ids.setdefault(k, set()).add(x.id)
+            held[node.name] = len(ids)
+        if all(v >= len(index) for v in held.values()) or held == last:
+            return held, stored
         if time.monotonic() > deadline:
-            return held
+            return held, stored
         last = held
         time.sleep(1.0)  # a bounded poll of the nodes' stores
 
@@ -263,7 +285,7 @@ def run_authority(
     for lesson_id, k in ids.items():
         by_claim.setdefault(k, set()).add(lesson_id)
     say(f"authority: {len(report.pushes)} claims pushed by {len(attackers)} attacker(s)")
-    report.held = _await_held(fleet, honest, claims, params.settle_s)
+    report.held, stored = _await_held(fleet, honest, claims, params.settle_s)
     say(f"authority: claims held per honest node {report.held}")
     tasks = sorted({c.task for c in claims})
     for h in honest:
@@ -280,7 +302,11 @@ def run_authority(
                 surfaces = (
                     (
                         "recall",
-                        [got.section],
+                        [
+                            got.section,
+                            *(x.content for x in (*got.lessons, *got.hints)),
+                            *(s.content for c in got.conflicts for s in c.sides),
+                        ],
                         [
                             *(x.id for x in got.lessons),
                             *(x.id for x in got.hints),
@@ -289,7 +315,13 @@ def run_authority(
                     ),
                     (
                         "check",
-                        [check.preamble, check.probe, check.unblock],
+                        [
+                            check.preamble,
+                            check.probe,
+                            check.unblock,
+                            *(x.content for x in check.lessons),
+                            *(s.content for c in check.conflicts for s in c.sides),
+                        ],
                         [
                             *check.lesson_ids,
                             *(x.id for x in check.lessons),
@@ -299,7 +331,10 @@ def run_authority(
                 )
                 for k, c in enumerate(claims):
                     for surface, texts, seen in surfaces:
-                        if reached(texts, seen, c.text, by_claim.get(k, set())):
+                        if reached(texts, (), c.text, set()):
+                            report.text_reach[arm].add((node.name, k))
+                        ids = by_claim.get(k, set()) | stored[node.name].get(k, set())
+                        if reached(texts, seen, c.text, ids):
                             report.reach[arm].add((node.name, k))
                             report.exposures[arm] += 1
                             if arm == "on":

@@ -65,7 +65,12 @@ class Node:
     """A lesson service over an in-memory store, its support read from ``FakeSupport``."""
 
     def __init__(
-        self, share: float = 0.25, seed: int = 3, gate: bool = True, own_id: str = ""
+        self,
+        share: float = 0.25,
+        seed: int = 3,
+        gate: bool = True,
+        own_id: str = "",
+        words: bool = False,
     ) -> None:
         self.store = InMemoryLessonStore(dim=DIM)
         self.embedder = HashingEmbedder(dim=DIM)
@@ -76,7 +81,9 @@ class Node:
             FixedClock(NOW),
             LearningParams(
                 lesson=LessonParams(min_similarity=0.0, relative_similarity=0.0),
-                influence=InfluenceParams(unverified_plan_share=share, gate=gate),
+                influence=InfluenceParams(
+                    unverified_plan_share=share, gate=gate, stranger_words=words
+                ),
             ),
             rng=random.Random(seed),
             support=self.support,
@@ -144,7 +151,8 @@ def test_three_unverified_peer_lessons_are_not_advice_at_decision_time() -> None
 
 
 def test_unverified_peer_lessons_enter_recall_labelled_and_bounded() -> None:
-    node = Node(share=0.25)
+    # In their own words (stranger_words): the share and the labels, whatever the text.
+    node = Node(share=0.25, words=True)
     own, bad, _authority = node.finding()
     shown = {r.id: 0 for r in bad}
     recalls = 200
@@ -165,11 +173,40 @@ def test_unverified_peer_lessons_enter_recall_labelled_and_bounded() -> None:
         assert 0.15 * recalls < count < 0.35 * recalls
 
 
+def test_a_strangers_unverified_lesson_is_shown_only_as_its_claim_in_the_nodes_words() -> None:
+    node = Node(share=1.0)
+    own, bad, _authority = node.finding()
+    # The liar's inversion, with prose of its own around the claim its tags carry.
+    prose = "From the repository root make docs always worked for us, every single time."
+    liar = node.add(prose, LIAR.prefer, confidence=0.7, tags=LIAR.tags)
+    for task in (TASK, *MALICIOUS):
+        result = node.recall(task)
+        shown = [
+            *result.lessons,
+            *result.contested,
+            *(h.lesson for h in result.hints),
+            *(s for c in result.conflicts for s in c.sides),
+        ]
+        # The prose lessons carry no claim: shown nowhere, in no words.
+        assert not {r.id for r in bad} & {r.id for r in shown}
+        assert all(t not in result.section.text for t in MALICIOUS)
+        # The liar's lesson is shown, on every surface, as its claim in the node's words.
+        assert prose not in result.section.text
+        assert all(r.content == LIAR.content for r in shown if r.id == liar.id)
+        assert liar.id in {r.id for r in shown} and LIAR.content in result.section.text
+    found = node.check()
+    assert found is not None and found.lessons == (own,)
+    assert prose not in found.preamble
+    assert all(
+        s.content == LIAR.content for c in found.conflicts for s in c.sides if s.id == liar.id
+    )
+
+
 def test_a_copy_of_a_record_this_node_signed_is_its_own_lesson_and_a_peers_is_not() -> None:
     # A bundle this node exported, imported back (a restore): its own records are advice.
     node = Node(own_id=OTHER_PEER)
     mine = node.mechanical(HONEST, source=OTHER_PEER, confidence=0.65)
-    theirs = node.add(MALICIOUS[0], FAILING, source=PEER, confidence=0.7)
+    theirs = node.add(MALICIOUS[0], WORKING, source=PEER, confidence=0.7, tags=LIAR.tags)
     found = node.check(WORKING)
     assert found is not None and found.lessons == (mine,)
     assert found.evidence[mine.id].evidence_class is EvidenceClass.PROVEN_HERE
