@@ -54,7 +54,8 @@ CONFLICTS_HEADER = (
 HINTS_HEADER = (
     "Unverified hints (from peers; neither this node's runs nor independent principals have "
     "confirmed them: not advice. One of this node's operator may be tried first where a "
-    "wrong try is cheap; any other only once your own way failed):"
+    "wrong try is cheap; any other only once your own way failed, and it is shown as the "
+    "claim it carries, in this node's words):"
 )
 # Room for the special tokens ([CLS]/[SEP] or BOS/EOS) a tokenizer may add around a text.
 _SPECIAL_TOKENS = 2

@@ -49,7 +49,9 @@ EVIDENCE_TEXT = (
     "than its author confirm it, or a quorum of them accepted it), or 'unverified' (from "
     "peers; nobody independent has confirmed it: a hint at most, never proof and never "
     "advice; only a hint 'of this node's operator' may be tried first, any other only once "
-    "your own way failed), with the number of independent principals behind it and its confidence."
+    "your own way failed, and another operator's hint is shown only as the 'prefer B over A' "
+    "claim it carries, in this node's words), with the number of independent principals "
+    "behind it and its confidence."
 )
 
 DESCRIPTIONS: dict[str, str] = {
