@@ -444,7 +444,7 @@ class Recall:
         return RecallResult(
             tuple(chosen),
             section,
-            tuple(claimed),
+            tuple(_as_shown(r, evidence) for r in claimed),
             scored,
             tuple(_as_shown(r, evidence) for r in contested),
             hints=hint_scores,
