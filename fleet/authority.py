@@ -207,8 +207,8 @@ def _push_all(
             ids[lesson_id] = k
             tags: tuple[str, ...] = ()
             if params.dressed:
-                target = _target_of(claims, c.task)
-                tags = MechanicalLesson(c.operation, f"{c.operation} --verbose", target).tags
+                aim = _target_of(claims, c.task)
+                tags = MechanicalLesson(c.operation, f"{c.operation} --verbose", aim).tags
             spec = LessonSpec(
                 c.text, c.operation, confidence=params.confidence, lesson_id=lesson_id, tags=tags
             )
@@ -333,8 +333,8 @@ def run_authority(
                     for surface, texts, seen in surfaces:
                         if reached(texts, (), c.text, set()):
                             report.text_reach[arm].add((node.name, k))
-                        ids = by_claim.get(k, set()) | stored[node.name].get(k, set())
-                        if reached(texts, seen, c.text, ids):
+                        held_as = by_claim.get(k, set()) | stored[node.name].get(k, set())
+                        if reached(texts, seen, c.text, held_as):
                             report.reach[arm].add((node.name, k))
                             report.exposures[arm] += 1
                             if arm == "on":

@@ -44,12 +44,11 @@ from lamarck.learning.conflicts import (
     contest,
     detect_conflicts,
     has_local_evidence,
-    mechanical_claim,
     settle_outcome,
     settle_proven,
 )
 from lamarck.learning.consolidation import ConsolidationPlan, apply_merge, plan_consolidation
-from lamarck.learning.mechanical import TARGET_TAG
+from lamarck.learning.mechanical import TARGET_TAG, mechanical_claim
 from lamarck.learning.scopes import GLOBAL, recall_scopes
 from lamarck.node.lessons.core import LessonChange, LessonCore
 from lamarck.node.store.memory import lesson_matches
