@@ -45,8 +45,10 @@ Influence follows evidence (``lamarck.consensus.corroboration``): for this node 
    a steering story in wording no filter saw); what an agent can check by trying is the
    mechanical claim its operation and tags carry: "prefer B over A for T". Such a hint (and
    such a side of a conflict) is shown as that claim, written by this node
-   (``shown_words``); one that carries none waits, unshown, until it is corroborated or an
-   operator approved it. Proven and corroborated lessons, and hints of this node's own
+   (``shown_words``), when the claim's fields are plain (one line each, bounded, no
+   backticks: ``plain_claim``; they are the only words of its author an agent then reads);
+   one that carries no such claim waits, unshown, until it is corroborated or an operator
+   approved it. Proven and corroborated lessons, and hints of this node's own
    principal, are shown in their own words (``InfluenceParams.stranger_words`` shows every
    hint in its own words).
 
@@ -97,6 +99,7 @@ __all__ = [
     "evidence_label",
     "evidence_of",
     "evidence_order",
+    "plain_claim",
     "plan_hint",
     "shown_words",
 ]
@@ -158,6 +161,10 @@ class InfluenceParams:
     # Off: it is shown as the mechanical claim it carries, in this node's words, or not at
     # all until corroborated or approved. Node setting ``stranger_words``.
     stranger_words: bool = False
+    # The longest operation or target (characters) of a claim shown in the node's words, > 0:
+    # a claim's fields are the only words of the lesson's author an agent then reads, so each
+    # must be one line of at most this length, without backticks (``plain_claim``).
+    max_claim_chars: int = 200
     # When independent support corroborates a lesson.
     corroboration: CorroborationParams = field(default_factory=CorroborationParams)
     # The gate itself (rules 1-3). Off is a measuring switch, never a deployment setting: an
@@ -174,6 +181,7 @@ class InfluenceParams:
         check_range("authority_similarity", self.authority_similarity, 0.0, 1.0)
         check_rule(self.authority_similarity > 0.0, "authority_similarity", "must be > 0")
         check_int("authority_particle_gap", self.authority_particle_gap, 0)
+        check_int("max_claim_chars", self.max_claim_chars, 1)
         verbs = self.authority_particle_verbs
         particle_words = [v for v, _ in verbs] + [p for _, ps in verbs for p in ps]
         check_rule(
@@ -326,7 +334,8 @@ def evidence_of(
 ) -> LessonEvidence:
     """One lesson's evidence by the one rule; a local lesson is never about a peer's
     authority (rule 3 reads peer lessons only) and is always shown in its own words.
-    ``checkable``: the lesson carries a mechanical claim (``mechanical_claim``; rule 6)."""
+    ``checkable``: the lesson carries a mechanical claim fit to be shown (``plain_claim``;
+    rule 6)."""
     cls = evidence_class(
         imported=imported,
         local_confirmations=local_confirmations,
@@ -343,6 +352,19 @@ def evidence_of(
         params.gate,
         own_words=own_words,
         checkable=checkable,
+    )
+
+
+def plain_claim(row: LessonRow, params: InfluenceParams) -> bool:
+    """Whether ``row`` carries a mechanical claim fit to be shown in the node's words (rule 6):
+    its operations and target each one line of at most ``max_claim_chars``, no backticks (the
+    node quotes the operations in them). Anything else of the author's would be prose again."""
+    claim = mechanical_claim(row)
+    if claim is None:
+        return False
+    return all(
+        0 < len(field) <= params.max_claim_chars and "`" not in field and field.isprintable()
+        for field in (claim.prefer, claim.avoid, claim.target)
     )
 
 

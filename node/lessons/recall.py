@@ -44,10 +44,10 @@ from lamarck.learning.influence import (
     evidence_label,
     evidence_of,
     evidence_order,
+    plain_claim,
     plan_hint,
     shown_words,
 )
-from lamarck.learning.mechanical import mechanical_claim
 from lamarck.learning.prompt import build_lessons_section, conflict_line
 from lamarck.learning.ranking import Candidate, idle_days, rank
 from lamarck.learning.scopes import recall_scopes
@@ -182,7 +182,7 @@ class Recall:
                 authority=authority,
                 approved=False,
                 params=p,
-                checkable=imported and mechanical_claim(r) is not None,
+                checkable=imported and plain_claim(r, p),
             )
         for r in rows:
             ev = out[r.id]
