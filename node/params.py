@@ -154,9 +154,9 @@ class NodeParams:
 
 def embedder_params(settings: NodeSettings) -> EmbedderParams:
     """How the node's embedder runs; built before the rest of ``NodeParams`` (the daemon
-    makes the embedder with it, then passes both to ``node_params``). No setting speaks to it
-    yet: the defaults."""
-    return EmbedderParams()
+    makes the embedder with it, then passes both to ``node_params``): the defaults, and the
+    weights its queries run on (``query_weights``)."""
+    return EmbedderParams(onnx=OnnxParams(query_weights_8bit=settings.query_weights == "8bit"))
 
 
 def node_params(
