@@ -309,9 +309,11 @@ class Recall:
         influence = core.params.influence
         # Read-your-writes: a lesson stored behind its vector is searchable from here on (a
         # claim's only to a recall that includes claims: no other finds it), the newest
-        # ``recall_settles_at_most`` embedded with the task, the older ones left to the drain
-        # and counted in ``indexing`` (no wait for a whole burst); after a burst (more than
-        # ``recall_burst_above`` waiting) none are embedded here. The
+        # ``recall_settles_at_most`` embedded with the task (or, if the drain holds one of them
+        # in the batch it is embedding, written by that batch first: one batch, never the
+        # queue), the older ones left to the drain and counted in ``indexing`` (no wait for a
+        # whole burst); after a burst (more than ``recall_burst_above`` waiting) none are
+        # embedded here, and nothing is waited for. The
         # use marks may stay behind: ranking reads idle days, which a mark seconds old does
         # not change, and waiting for the last recall's marks would put them back in this wait.
         behind = core.behind

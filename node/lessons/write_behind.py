@@ -18,8 +18,9 @@ rows it reads) or :meth:`WriteBehind.settle_marks` first, which wait for what is
 if the background write failed, write it inline so the reader gets the store's typed error
 rather than a silently stale answer. A recall may bound its wait
 (``WriteBehindParams.recall_settles_at_most``): it embeds the newest queued rows with its task
-(:meth:`newest`, :meth:`write_embedded`) and says how many it could not search; after a
-burst (``recall_burst_above``) it embeds none. Nothing is
+(:meth:`newest`, :meth:`write_embedded`; one the drain already holds is written by the drain's
+batch first, so the newest rows are always searchable after it) and says how many it could not
+search; after a burst (``recall_burst_above``) it embeds none. Nothing is
 dropped: a failed batch stays pending,
 ``close`` (the node's stop) flushes, and a vector lost to a crash is found again at start
 (``LessonRecall.unembedded``, :meth:`WriteBehind.recover`).
