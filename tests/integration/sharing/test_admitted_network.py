@@ -165,8 +165,9 @@ def test_endorse_revoke_and_peers_act_on_the_registry_of_the_home(tmp_path: Path
         assert held.pins == {a.node_id: a.public_key_b64}
         assert held.endorsees == {a.node_id: (b.node_id,)}
         since = "2026-01-01T00:00:00Z"
-        revoke_key = ["registry", "revoke-key", a.public_key_b64, "--since", since]
-        facts = _cli([*revoke_key, "--operator-key", str(op_file), "--home", str(a_home), "--json"])
+        # The key after "--": a base64url key begins with "-" one time in 64.
+        revoke_key = ["registry", "revoke-key", "--since", since, "--operator-key", str(op_file)]
+        facts = _cli([*revoke_key, "--home", str(a_home), "--json", "--", a.public_key_b64])
         assert facts == {"public_key": a.public_key_b64, "since": since, "seal": 3}
         held = _on_registry(namespace, op_key, the_seal)
         assert held.revoked_keys == {a.public_key_b64: since} and held.revoked == (b.node_id,)
